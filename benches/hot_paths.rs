@@ -1,0 +1,96 @@
+//! Benchmarks of the client's per-token hot path (SSE framing and chunk
+//! decoding) and of computing a gate's figures.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use servegate::client::api::OpenAiChunk;
+use servegate::client::sse::SseParser;
+use servegate::client::{Completion, Timing, TokenMark};
+use servegate::load::metrics::GateMetrics;
+
+/// An SGLang-style chat stream of `tokens` content chunks.
+fn chat_stream(tokens: usize) -> Vec<u8> {
+    let mut s = String::from(
+        "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n",
+    );
+    for i in 0..tokens {
+        s.push_str("data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" tok");
+        s.push_str(&(i % 100).to_string());
+        s.push_str("\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+    }
+    s.push_str("data: [DONE]\n\n");
+    s.into_bytes()
+}
+
+fn sse_and_chunks(c: &mut Criterion) {
+    let stream = chat_stream(1000);
+    let mut group = c.benchmark_group("client");
+    group.throughput(Throughput::Elements(1000));
+    group.bench_function("sse_frame_1000_tokens", |b| {
+        b.iter(|| {
+            let mut p = SseParser::new();
+            let mut n = 0;
+            for piece in stream.chunks(1460) {
+                p.feed(piece);
+                while let Some(ev) = p.next_event() {
+                    n += ev.data.len();
+                }
+            }
+            black_box(n)
+        });
+    });
+    group.bench_function("sse_and_json_1000_tokens", |b| {
+        b.iter(|| {
+            let mut p = SseParser::new();
+            let mut text = String::new();
+            for piece in stream.chunks(1460) {
+                p.feed(piece);
+                while let Some(ev) = p.next_event() {
+                    if ev.data == b"[DONE]" {
+                        continue;
+                    }
+                    let s = std::str::from_utf8(ev.data).unwrap();
+                    let chunk: OpenAiChunk<'_> = serde_json::from_str(s).unwrap();
+                    for choice in &chunk.choices {
+                        if let Some(c) = choice.delta.as_ref().and_then(|d| d.content.as_deref()) {
+                            text.push_str(c);
+                        }
+                    }
+                }
+            }
+            black_box(text.len())
+        });
+    });
+    group.finish();
+}
+
+fn figures(c: &mut Criterion) {
+    let completions: Vec<Completion> = (0..256u64)
+        .map(|r| Completion {
+            completion_tokens: 512,
+            timing: Timing {
+                first_token: Some(Duration::from_millis(20 + r % 7)),
+                marks: (0..512u64)
+                    .map(|i| TokenMark {
+                        at: Duration::from_micros(20_000 + i * 4_000 + (i * r) % 300),
+                        tokens: 1,
+                    })
+                    .collect(),
+                end: Duration::from_millis(2_100),
+                ..Timing::default()
+            },
+            ..Completion::default()
+        })
+        .collect();
+    let mut group = c.benchmark_group("metrics");
+    group.throughput(Throughput::Elements(256 * 512));
+    group.bench_function("gate_figures_256x512", |b| {
+        b.iter(|| GateMetrics::compute(black_box(&completions), &[], Duration::from_secs(10)));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, sse_and_chunks, figures);
+criterion_main!(benches);

@@ -1,0 +1,102 @@
+//! Failure messages that need no second run: where in which YAML file, what
+//! was sent, what came back, what was expected.
+
+use std::fmt::Write as _;
+
+use super::assertion::{Mismatch, text_of};
+use crate::client::error::excerpt;
+use crate::client::{CallError, Completion};
+use crate::load::thresholds::format_duration;
+use crate::suite::diagnostics::render_location;
+use crate::suite::node::Loc;
+use crate::suite::{Assertion, SourceFile};
+
+/// A request as it went out.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    /// The URL.
+    pub url: String,
+    /// The JSON body.
+    pub body: serde_json::Value,
+}
+
+impl Sent {
+    fn write(&self, out: &mut String) {
+        let body = serde_json::to_string(&self.body).unwrap_or_default();
+        let shown = if body.chars().count() > 600 {
+            let cut: String = body.chars().take(600).collect();
+            format!("{cut}… ({} bytes)", body.len())
+        } else {
+            body
+        };
+        let _ = writeln!(out, "sent:     POST {}", self.url);
+        let _ = writeln!(out, "          {shown}");
+    }
+}
+
+/// The message of a probe whose assertions failed.
+pub fn assertions_failed(
+    file: &SourceFile,
+    sent: &Sent,
+    completion: &Completion,
+    failed: &[(&Assertion, Mismatch)],
+) -> String {
+    let mut out = String::new();
+    for (i, (assertion, mismatch)) in failed.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let _ = writeln!(
+            out,
+            "error: assertion failed: expected {}",
+            mismatch.expected
+        );
+        render_location(&mut out, &file.display(), &file.text, assertion.loc);
+        if let Some(found) = &mismatch.found {
+            let _ = writeln!(out, "found:    {found}");
+        }
+    }
+    out.push('\n');
+    sent.write(&mut out);
+    write_received(&mut out, completion, failed.iter().map(|(a, _)| *a));
+    out
+}
+
+fn write_received<'a>(
+    out: &mut String,
+    c: &Completion,
+    assertions: impl Iterator<Item = &'a Assertion>,
+) {
+    let ttft = c
+        .timing
+        .first_token
+        .map_or_else(|| "none".into(), format_duration);
+    let _ = writeln!(
+        out,
+        "received: {} completion tokens ({}), finish_reason {}, first token after {ttft}, done after {}",
+        c.completion_tokens,
+        c.token_source.name(),
+        c.finish_reason.as_deref().unwrap_or("absent"),
+        format_duration(c.timing.end),
+    );
+    let mut fields: Vec<_> = assertions.map(|a| a.field).collect();
+    fields.dedup();
+    let _ = writeln!(out, "  content:   {}", excerpt(&c.content, 1200));
+    if !c.reasoning.is_empty() || fields.iter().any(|f| f.name() != "content") {
+        let _ = writeln!(
+            out,
+            "  reasoning: {}",
+            excerpt(&text_of(crate::suite::Field::Reasoning, c), 1200)
+        );
+    }
+}
+
+/// The message of a probe whose request failed.
+pub fn request_failed(file: &SourceFile, loc: Loc, sent: &Sent, error: &CallError) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "error: request failed: {error}");
+    render_location(&mut out, &file.display(), &file.text, loc);
+    out.push('\n');
+    sent.write(&mut out);
+    out
+}

@@ -1,0 +1,130 @@
+//! Typed failures of one call, each keeping what came back so far.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::load::thresholds::format_duration;
+
+/// Which deadline expired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deadline {
+    /// `timeouts.connect`
+    Connect,
+    /// `timeouts.first_token`
+    FirstToken,
+    /// `timeouts.idle`
+    Idle,
+    /// `timeouts.total`
+    Total,
+}
+
+/// The class of a failed call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The server could not be reached.
+    Connect,
+    /// A deadline expired.
+    Timeout(Deadline, Duration),
+    /// A non-2xx status.
+    Http(u16),
+    /// An `error` object inside a 200 stream.
+    InStream,
+    /// Bytes that are not the protocol (bad JSON, invalid UTF-8, bad SSE).
+    Protocol,
+    /// The connection broke mid-response.
+    Transport,
+}
+
+/// A failed call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallError {
+    /// What went wrong, by class.
+    pub kind: ErrorKind,
+    /// Details: the server's message, the body excerpt, the I/O error.
+    pub detail: String,
+    /// Text received before the failure (content and reasoning).
+    pub partial: String,
+}
+
+impl CallError {
+    /// An error without partial output.
+    pub fn new(kind: ErrorKind, detail: impl Into<String>) -> Self {
+        Self {
+            kind,
+            detail: detail.into(),
+            partial: String::new(),
+        }
+    }
+
+    /// A short name of the class, for counting errors by class.
+    pub fn class(&self) -> &'static str {
+        match self.kind {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Timeout(..) => "timeout",
+            ErrorKind::Http(_) => "http",
+            ErrorKind::InStream => "in-stream error",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Transport => "transport",
+        }
+    }
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ErrorKind::Connect => write!(f, "could not connect: {}", self.detail)?,
+            ErrorKind::Timeout(which, after) => {
+                let what = match which {
+                    Deadline::Connect => "connect timeout",
+                    Deadline::FirstToken => "no token before the first_token deadline",
+                    Deadline::Idle => "stream stalled longer than the idle deadline",
+                    Deadline::Total => "request exceeded the total deadline",
+                };
+                write!(f, "{what} ({})", format_duration(*after))?;
+                if !self.detail.is_empty() {
+                    write!(f, ": {}", self.detail)?;
+                }
+            }
+            ErrorKind::Http(status) => write!(f, "HTTP {status}: {}", self.detail)?,
+            ErrorKind::InStream => write!(f, "error in stream: {}", self.detail)?,
+            ErrorKind::Protocol => write!(f, "malformed response: {}", self.detail)?,
+            ErrorKind::Transport => write!(f, "connection broken: {}", self.detail)?,
+        }
+        if !self.partial.is_empty() {
+            write!(
+                f,
+                "\n  received before the failure: {}",
+                excerpt(&self.partial, 300)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// At most `max` characters of `text`, quoted, with an ellipsis when cut.
+pub fn excerpt(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        format!("{text:?}")
+    } else {
+        let cut: String = text.chars().take(max).collect();
+        format!("{cut:?}… ({count} chars in all)")
+    }
+}
+
+/// The error and its causes on one line ("error sending request: connection refused").
+pub fn source_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        cur = s.source();
+    }
+    text
+}

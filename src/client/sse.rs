@@ -1,0 +1,258 @@
+//! An incremental Server-Sent Events parser: bytes in, events out, no I/O.
+//!
+//! Follows the WHATWG event-stream rules that matter for inference servers:
+//! LF, CRLF and lone CR line ends (split anywhere, even between CR and LF),
+//! `:` comment lines (llama.cpp's `: ping`), multi-line `data:` joined with
+//! LF, one optional space after the colon, and an event dispatched only at a
+//! blank line. Buffers are reused, so steady-state parsing does not allocate.
+
+/// One dispatched event; borrows the parser until the next call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SseEvent<'a> {
+    /// The `event:` field, empty when absent.
+    pub event: &'a [u8],
+    /// The joined `data:` lines.
+    pub data: &'a [u8],
+}
+
+/// Incremental parser state.
+#[derive(Debug, Default)]
+pub struct SseParser {
+    buf: Vec<u8>,
+    start: usize,
+    data: Vec<u8>,
+    event: Vec<u8>,
+    has_data: bool,
+    skip_lf: bool,
+    dispatched: bool,
+}
+
+impl SseParser {
+    /// A parser with empty buffers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends received bytes.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        if self.start > 0 && self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Bytes received but not yet part of a complete line.
+    pub fn pending(&self) -> usize {
+        self.buf.len() - self.start
+    }
+
+    /// The next complete event, if the bytes fed so far hold one.
+    pub fn next_event(&mut self) -> Option<SseEvent<'_>> {
+        if self.dispatched {
+            self.data.clear();
+            self.event.clear();
+            self.has_data = false;
+            self.dispatched = false;
+        }
+        loop {
+            if self.skip_lf && self.start < self.buf.len() {
+                if self.buf[self.start] == b'\n' {
+                    self.start += 1;
+                }
+                self.skip_lf = false;
+            }
+            let rest = &self.buf[self.start..];
+            let Some(end) = rest.iter().position(|&b| b == b'\n' || b == b'\r') else {
+                self.compact();
+                return None;
+            };
+            let line_start = self.start;
+            if rest[end] == b'\r' {
+                self.skip_lf = true;
+            }
+            self.start += end + 1;
+            if end == 0 {
+                if self.has_data {
+                    self.dispatched = true;
+                    if self.data.last() == Some(&b'\n') {
+                        self.data.pop();
+                    }
+                    return Some(SseEvent {
+                        event: &self.event,
+                        data: &self.data,
+                    });
+                }
+                self.event.clear();
+                continue;
+            }
+            self.field(line_start, line_start + end);
+        }
+    }
+
+    /// At end of stream: an event whose blank line never came is dispatched
+    /// anyway (servers that close right after the last `data:` line).
+    pub fn finish(&mut self) -> Option<SseEvent<'_>> {
+        if self.next_event().is_some() {
+            return Some(self.current());
+        }
+        if self.start < self.buf.len() {
+            let (s, e) = (self.start, self.buf.len());
+            self.start = e;
+            self.field(s, e);
+        }
+        if !self.has_data {
+            return None;
+        }
+        self.dispatched = true;
+        if self.data.last() == Some(&b'\n') {
+            self.data.pop();
+        }
+        Some(self.current())
+    }
+
+    fn current(&self) -> SseEvent<'_> {
+        SseEvent {
+            event: &self.event,
+            data: &self.data,
+        }
+    }
+
+    fn field(&mut self, s: usize, e: usize) {
+        let line = &self.buf[s..e];
+        if line[0] == b':' {
+            return;
+        }
+        let (name, value) = match line.iter().position(|&b| b == b':') {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &[][..]),
+        };
+        match name {
+            b"data" => {
+                self.data.extend_from_slice(value);
+                self.data.push(b'\n');
+                self.has_data = true;
+            }
+            b"event" => {
+                self.event.clear();
+                self.event.extend_from_slice(value);
+            }
+            _ => {}
+        }
+    }
+
+    fn compact(&mut self) {
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn collect(parser: &mut SseParser, out: &mut Vec<(String, String)>) {
+        while let Some(ev) = parser.next_event() {
+            out.push((
+                String::from_utf8_lossy(ev.event).into_owned(),
+                String::from_utf8_lossy(ev.data).into_owned(),
+            ));
+        }
+    }
+
+    fn parse_in_pieces(input: &[u8], cuts: &[usize]) -> Vec<(String, String)> {
+        let mut p = SseParser::new();
+        let mut out = Vec::new();
+        let mut last = 0;
+        for &c in cuts {
+            p.feed(&input[last..c]);
+            collect(&mut p, &mut out);
+            last = c;
+        }
+        p.feed(&input[last..]);
+        collect(&mut p, &mut out);
+        if let Some(ev) = p.finish() {
+            out.push((
+                String::from_utf8_lossy(ev.event).into_owned(),
+                String::from_utf8_lossy(ev.data).into_owned(),
+            ));
+        }
+        out
+    }
+
+    const STREAM: &[u8] = b": ping\r\n\r\ndata: {\"a\":1}\r\n\r\ndata:x\ndata: y\n\nevent: error\ndata: {\"error\":\"boom\"}\r\rdata: [DONE]\n\n";
+
+    fn expected() -> Vec<(String, String)> {
+        vec![
+            (String::new(), "{\"a\":1}".into()),
+            (String::new(), "x\ny".into()),
+            ("error".into(), "{\"error\":\"boom\"}".into()),
+            (String::new(), "[DONE]".into()),
+        ]
+    }
+
+    #[test]
+    fn parses_whole_stream() {
+        assert_eq!(parse_in_pieces(STREAM, &[]), expected());
+    }
+
+    #[test]
+    fn byte_by_byte() {
+        let cuts: Vec<usize> = (1..STREAM.len()).collect();
+        assert_eq!(parse_in_pieces(STREAM, &cuts), expected());
+    }
+
+    #[test]
+    fn last_event_without_blank_line_is_kept_at_eof() {
+        assert_eq!(
+            parse_in_pieces(b"data: a\n\ndata: b", &[]),
+            vec![(String::new(), "a".into()), (String::new(), "b".into())]
+        );
+    }
+
+    #[test]
+    fn empty_and_fieldless_lines() {
+        // `data` with no colon is a data line with an empty value.
+        assert_eq!(
+            parse_in_pieces(b"data\n\nid: 3\nretry: 5\n\n", &[]),
+            vec![(String::new(), String::new())]
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn any_chunk_split_gives_the_same_events(mut cuts in proptest::collection::vec(0..STREAM.len(), 0..12)) {
+            cuts.sort_unstable();
+            cuts.dedup();
+            prop_assert_eq!(parse_in_pieces(STREAM, &cuts), expected());
+        }
+
+        #[test]
+        fn arbitrary_events_survive_any_split(
+            datas in proptest::collection::vec("[a-z{}\":, ]{0,12}", 1..6),
+            crlf in any::<bool>(),
+            mut cuts in proptest::collection::vec(0..400usize, 0..10),
+        ) {
+            let nl = if crlf { "\r\n" } else { "\n" };
+            let mut text = String::new();
+            for d in &datas {
+                text.push_str("data: ");
+                text.push_str(d);
+                text.push_str(nl);
+                text.push_str(nl);
+            }
+            let bytes = text.as_bytes();
+            cuts.retain(|c| *c < bytes.len());
+            cuts.sort_unstable();
+            cuts.dedup();
+            let got: Vec<String> = parse_in_pieces(bytes, &cuts).into_iter().map(|(_, d)| d).collect();
+            prop_assert_eq!(got, datas);
+        }
+    }
+}

@@ -1,0 +1,452 @@
+//! One timed streaming call: request out, chunks in, every deadline enforced,
+//! timestamps taken where bytes arrive.
+
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt as _;
+use tokio::time::timeout_at;
+
+use super::api::{self, CallRequest, ErrorBody, GenerateChunk, OpenAiChunk, Usage};
+use super::error::{CallError, Deadline, ErrorKind, excerpt, source_chain};
+use super::sse::SseParser;
+use crate::suite::{Api, Timeouts};
+
+/// Where a completion's token count came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// `usage.completion_tokens` of an OpenAI-compatible stream.
+    ServerUsage,
+    /// `meta_info.completion_tokens` of SGLang's native stream.
+    MetaInfo,
+    /// Token-bearing chunks counted by the client (no server count).
+    #[default]
+    ChunkCount,
+}
+
+impl TokenSource {
+    /// How reports name the source.
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenSource::ServerUsage => "server usage",
+            TokenSource::MetaInfo => "meta_info",
+            TokenSource::ChunkCount => "chunk count",
+        }
+    }
+}
+
+/// A chunk that carried tokens: when it arrived (since the request was sent)
+/// and how many tokens it carried (1 when the server does not say).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenMark {
+    /// Arrival, relative to the send.
+    pub at: Duration,
+    /// Tokens in the chunk.
+    pub tokens: u32,
+}
+
+/// Monotonic timestamps of one call, relative to the moment it was sent.
+#[derive(Debug, Clone, Default)]
+pub struct Timing {
+    /// Response headers received.
+    pub headers: Duration,
+    /// First body byte received.
+    pub first_byte: Option<Duration>,
+    /// First token of any kind (reasoning or content).
+    pub first_token: Option<Duration>,
+    /// First content token.
+    pub first_content: Option<Duration>,
+    /// Every token-bearing chunk.
+    pub marks: Vec<TokenMark>,
+    /// End of the stream.
+    pub end: Duration,
+}
+
+/// The result of a successful call.
+#[derive(Debug, Clone, Default)]
+pub struct Completion {
+    /// The answer.
+    pub content: String,
+    /// The reasoning, when the server separates it.
+    pub reasoning: String,
+    /// `stop`, `length`, …
+    pub finish_reason: Option<String>,
+    /// What the server reported.
+    pub usage: Option<Usage>,
+    /// Generated tokens, from the best source available.
+    pub completion_tokens: u64,
+    /// Where `completion_tokens` came from.
+    pub token_source: TokenSource,
+    /// Timestamps.
+    pub timing: Timing,
+}
+
+/// A client for one server and API.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base_url: String,
+    api: Api,
+    model: String,
+    api_key: Option<String>,
+    timeouts: Timeouts,
+}
+
+impl Client {
+    /// A client for `base_url` (the server root).
+    pub fn new(
+        base_url: &str,
+        api: Api,
+        model: &str,
+        api_key: Option<String>,
+        timeouts: Timeouts,
+    ) -> Result<Self, CallError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(timeouts.connect)
+            .pool_max_idle_per_host(1024)
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| CallError::new(ErrorKind::Transport, e.to_string()))?;
+        Ok(Self {
+            http,
+            base_url: base_url.to_owned(),
+            api,
+            model: model.to_owned(),
+            api_key,
+            timeouts,
+        })
+    }
+
+    /// The full URL requests go to.
+    pub fn url(&self) -> String {
+        format!("{}{}", self.base_url, api::path(self.api))
+    }
+
+    /// The JSON body a request sends, for failure messages.
+    pub fn body(&self, req: &CallRequest) -> serde_json::Value {
+        api::body(self.api, &self.model, req)
+    }
+
+    /// Sends one streaming request and reads it to the end.
+    pub async fn complete(&self, req: &CallRequest) -> Result<Completion, CallError> {
+        let body = serde_json::to_vec(&self.body(req))
+            .map_err(|e| CallError::new(ErrorKind::Protocol, e.to_string()))?;
+        let mut builder = self
+            .http
+            .post(self.url())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .body(body);
+        if let Some(key) = &self.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        let t = self.timeouts;
+        let sent = Instant::now();
+        let total_at = tokio::time::Instant::from_std(sent + t.total);
+        let first_at = tokio::time::Instant::from_std(sent + t.first_token);
+        let head_deadline = first_at.min(total_at);
+        let response = match timeout_at(head_deadline, builder.send()).await {
+            Err(_) => {
+                let which = if first_at <= total_at {
+                    (Deadline::FirstToken, t.first_token)
+                } else {
+                    (Deadline::Total, t.total)
+                };
+                return Err(CallError::new(
+                    ErrorKind::Timeout(which.0, which.1),
+                    "no response headers",
+                ));
+            }
+            Ok(Err(e)) => return Err(classify_send_error(&e, t.connect)),
+            Ok(Ok(r)) => r,
+        };
+        let mut reader = StreamReader::new(self.api, sent);
+        reader.timing.headers = sent.elapsed();
+        let status = response.status();
+        if !status.is_success() {
+            let text = timeout_at(total_at, response.text())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            let detail = ErrorBody::message_of(&text).unwrap_or_else(|| excerpt(&text, 500));
+            return Err(CallError::new(ErrorKind::Http(status.as_u16()), detail));
+        }
+        let mut bytes = response.bytes_stream();
+        loop {
+            let idle_at = tokio::time::Instant::now() + t.idle;
+            let mut deadline = (idle_at, Deadline::Idle, t.idle);
+            if total_at < deadline.0 {
+                deadline = (total_at, Deadline::Total, t.total);
+            }
+            if reader.timing.first_token.is_none() && first_at < deadline.0 {
+                deadline = (first_at, Deadline::FirstToken, t.first_token);
+            }
+            let Ok(next) = timeout_at(deadline.0, bytes.next()).await else {
+                return Err(reader.fail(CallError::new(
+                    ErrorKind::Timeout(deadline.1, deadline.2),
+                    "",
+                )));
+            };
+            match next {
+                None => break,
+                Some(Err(e)) => {
+                    return Err(reader.fail(CallError::new(ErrorKind::Transport, e.to_string())));
+                }
+                Some(Ok(chunk)) => {
+                    if let Err(e) = reader.feed(&chunk) {
+                        return Err(reader.fail(e));
+                    }
+                    if reader.done {
+                        break;
+                    }
+                }
+            }
+        }
+        reader.finish().map_err(|e| reader.fail(e))
+    }
+}
+
+impl ErrorBody<'_> {
+    /// The error message of a JSON error body, if it is one.
+    pub fn message_of(text: &str) -> Option<String> {
+        serde_json::from_str::<ErrorBody<'_>>(text)
+            .ok()
+            .and_then(|b| b.message())
+    }
+}
+
+fn classify_send_error(e: &reqwest::Error, connect: Duration) -> CallError {
+    if e.is_connect() {
+        if e.is_timeout() {
+            return CallError::new(
+                ErrorKind::Timeout(Deadline::Connect, connect),
+                source_chain(e),
+            );
+        }
+        return CallError::new(ErrorKind::Connect, source_chain(e));
+    }
+    CallError::new(ErrorKind::Transport, source_chain(e))
+}
+
+/// Parses a response body as it arrives and accumulates the completion.
+struct StreamReader {
+    api: Api,
+    sent: Instant,
+    sse: SseParser,
+    timing: Timing,
+    content: String,
+    reasoning: String,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+    meta_tokens: Option<u64>,
+    chunk_tokens: u64,
+    done: bool,
+}
+
+impl StreamReader {
+    fn new(api: Api, sent: Instant) -> Self {
+        Self {
+            api,
+            sent,
+            sse: SseParser::new(),
+            timing: Timing::default(),
+            content: String::new(),
+            reasoning: String::new(),
+            finish_reason: None,
+            usage: None,
+            meta_tokens: None,
+            chunk_tokens: 0,
+            done: false,
+        }
+    }
+
+    fn fail(&self, mut e: CallError) -> CallError {
+        let mut partial = self.reasoning.clone();
+        partial.push_str(&self.content);
+        e.partial = partial;
+        e
+    }
+
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), CallError> {
+        let now = self.sent.elapsed();
+        self.timing.first_byte.get_or_insert(now);
+        // Take the parser out so events can borrow its buffer while `self`
+        // accumulates: no copy per chunk.
+        let mut sse = std::mem::take(&mut self.sse);
+        sse.feed(bytes);
+        let mut result = Ok(());
+        while let Some(ev) = sse.next_event() {
+            let is_error_event = ev.event == b"error";
+            result = match std::str::from_utf8(ev.data) {
+                Ok(data) => self.event(data, is_error_event, now),
+                Err(e) => Err(CallError::new(
+                    ErrorKind::Protocol,
+                    format!("invalid UTF-8 in stream: {e}"),
+                )),
+            };
+            if result.is_err() || self.done {
+                break;
+            }
+        }
+        self.sse = sse;
+        result?;
+        if self.sse.pending() > 16 * 1024 * 1024 {
+            return Err(CallError::new(
+                ErrorKind::Protocol,
+                "more than 16 MiB without a complete SSE line",
+            ));
+        }
+        Ok(())
+    }
+
+    fn event(&mut self, data: &str, is_error_event: bool, now: Duration) -> Result<(), CallError> {
+        let trimmed = data.trim();
+        if trimmed == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        if trimmed.is_empty() {
+            return Ok(());
+        }
+        if let Some(msg) = ErrorBody::message_of(trimmed) {
+            return Err(CallError::new(ErrorKind::InStream, msg));
+        }
+        if is_error_event {
+            return Err(CallError::new(ErrorKind::InStream, excerpt(trimmed, 500)));
+        }
+        let bad_json = |e: serde_json::Error| {
+            CallError::new(
+                ErrorKind::Protocol,
+                format!("chunk is not valid JSON ({e}): {}", excerpt(trimmed, 300)),
+            )
+        };
+        match self.api {
+            Api::OpenAiChat | Api::OpenAiCompletions => {
+                let chunk: OpenAiChunk<'_> = serde_json::from_str(trimmed).map_err(bad_json)?;
+                if let Some(u) = chunk.usage {
+                    self.usage = Some(u);
+                }
+                for choice in &chunk.choices {
+                    let mut reasoning = false;
+                    let mut content = false;
+                    if let Some(d) = &choice.delta {
+                        for r in [&d.reasoning_content, &d.reasoning].into_iter().flatten() {
+                            if !r.is_empty() {
+                                self.reasoning.push_str(r);
+                                reasoning = true;
+                            }
+                        }
+                        if let Some(c) = &d.content
+                            && !c.is_empty()
+                        {
+                            self.content.push_str(c);
+                            content = true;
+                        }
+                    }
+                    if let Some(t) = &choice.text
+                        && !t.is_empty()
+                    {
+                        self.content.push_str(t);
+                        content = true;
+                    }
+                    if reasoning || content {
+                        self.mark(now, 1, content);
+                    }
+                    if let Some(f) = &choice.finish_reason {
+                        self.finish_reason = Some(f.to_string());
+                    }
+                }
+            }
+            Api::SglangGenerate => {
+                let chunk: GenerateChunk<'_> = serde_json::from_str(trimmed).map_err(bad_json)?;
+                let mut new_tokens = None;
+                if let Some(meta) = &chunk.meta_info {
+                    if let Some(n) = meta.completion_tokens {
+                        let before = self.meta_tokens.unwrap_or(0);
+                        new_tokens = Some(n.saturating_sub(before));
+                        self.meta_tokens = Some(n);
+                    }
+                    if let Some(p) = meta.prompt_tokens {
+                        let u = self.usage.get_or_insert_with(Usage::default);
+                        u.prompt_tokens = Some(p);
+                    }
+                    if let Some(f) = &meta.finish_reason
+                        && !f.is_null()
+                    {
+                        self.finish_reason = Some(
+                            f.get("type")
+                                .and_then(|t| t.as_str())
+                                .or_else(|| f.as_str())
+                                .unwrap_or("unknown")
+                                .to_owned(),
+                        );
+                    }
+                }
+                if let Some(text) = &chunk.text {
+                    // `text` is cumulative: take the new suffix.
+                    let had = self.content.len();
+                    let suffix = if text.len() >= had && text.is_char_boundary(had) {
+                        &text[had..]
+                    } else {
+                        return Err(CallError::new(
+                            ErrorKind::Protocol,
+                            "cumulative `text` shrank or changed between chunks",
+                        ));
+                    };
+                    let appended = !suffix.is_empty();
+                    self.content.push_str(suffix);
+                    let tokens = new_tokens.unwrap_or(u64::from(appended));
+                    if tokens > 0 {
+                        self.mark(now, u32::try_from(tokens).unwrap_or(u32::MAX), true);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn mark(&mut self, at: Duration, tokens: u32, content: bool) {
+        self.timing.first_token.get_or_insert(at);
+        if content {
+            self.timing.first_content.get_or_insert(at);
+        }
+        self.chunk_tokens += u64::from(tokens);
+        self.timing.marks.push(TokenMark { at, tokens });
+    }
+
+    fn finish(&mut self) -> Result<Completion, CallError> {
+        let now = self.sent.elapsed();
+        if !self.done {
+            let mut pending = Vec::new();
+            if let Some(ev) = self.sse.finish() {
+                pending.push(String::from_utf8_lossy(ev.data).into_owned());
+            }
+            for data in pending {
+                self.event(&data, false, now)?;
+            }
+        }
+        if self.api != Api::SglangGenerate && !self.done {
+            return Err(CallError::new(
+                ErrorKind::Protocol,
+                "stream ended without `data: [DONE]`",
+            ));
+        }
+        self.timing.end = now;
+        let server_usage = self.usage.and_then(|u| u.completion_tokens);
+        let (completion_tokens, token_source) = match (server_usage, self.meta_tokens) {
+            (_, Some(n)) if self.api == Api::SglangGenerate => (n, TokenSource::MetaInfo),
+            (Some(n), _) => (n, TokenSource::ServerUsage),
+            _ => (self.chunk_tokens, TokenSource::ChunkCount),
+        };
+        Ok(Completion {
+            content: std::mem::take(&mut self.content),
+            reasoning: std::mem::take(&mut self.reasoning),
+            finish_reason: self.finish_reason.take(),
+            usage: self.usage,
+            completion_tokens,
+            token_source,
+            timing: std::mem::take(&mut self.timing),
+        })
+    }
+}

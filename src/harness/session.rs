@@ -1,0 +1,269 @@
+//! One suite's run: its target, the outcome of each probe, the figures of
+//! each gate, and the rule that ties them — a gate runs only on a server
+//! whose correctness probes all passed in this run.
+
+use std::fmt::Write as _;
+use std::sync::Mutex;
+
+use tokio::runtime::Handle;
+
+use super::target::Connected;
+use crate::check::evaluate;
+use crate::check::failure::{Sent, assertions_failed, request_failed};
+use crate::client::CallRequest;
+use crate::load::metrics::GateMetrics;
+use crate::load::runner::{PROMPT_APPROXIMATION, run_gate};
+use crate::load::thresholds::{Metric, MetricKey, Op, Threshold, format_value};
+use crate::suite::diagnostics::render_location;
+use crate::suite::{Gate, LoadPrompt, LocatedThreshold, Probe, Suite};
+
+/// The result of one trial: `Err` carries the whole failure message.
+pub type Verdict = Result<(), String>;
+
+/// Figures measured by a gate, kept for the summary.
+#[derive(Debug, Clone)]
+pub struct GateFigures {
+    /// The gate's name.
+    pub gate: String,
+    /// The load, in words.
+    pub load: String,
+    /// What was measured.
+    pub metrics: GateMetrics,
+    /// Each threshold with its verdict.
+    pub checks: Vec<(String, bool)>,
+}
+
+/// A suite being run.
+pub struct SuiteRun {
+    /// The suite.
+    pub suite: Suite,
+    /// Its server, or why it could not be reached.
+    pub target: Result<Connected, String>,
+    handle: Handle,
+    probes: Mutex<Vec<Option<Verdict>>>,
+    figures: Mutex<Vec<GateFigures>>,
+}
+
+impl SuiteRun {
+    /// A run of `suite` against `target`, executing on `handle`.
+    pub fn new(suite: Suite, target: Result<Connected, String>, handle: Handle) -> Self {
+        let n = suite.probes.len();
+        Self {
+            suite,
+            target,
+            handle,
+            probes: Mutex::new(vec![None; n]),
+            figures: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Figures measured so far.
+    pub fn figures(&self) -> Vec<GateFigures> {
+        self.figures.lock().map(|f| f.clone()).unwrap_or_default()
+    }
+
+    fn connected(&self) -> Result<&Connected, String> {
+        self.target.as_ref().map_err(|e| {
+            format!(
+                "error: {e}\n  (suite `{}`, every trial of it fails)",
+                self.suite.name
+            )
+        })
+    }
+
+    /// Runs probe `index` once; later calls return the first verdict.
+    pub fn probe(&self, index: usize) -> Verdict {
+        if let Some(done) = self.probes.lock().ok().and_then(|p| p[index].clone()) {
+            return done;
+        }
+        let verdict = self.run_probe(&self.suite.probes[index]);
+        if let Ok(mut p) = self.probes.lock() {
+            p[index] = Some(verdict.clone());
+        }
+        verdict
+    }
+
+    fn run_probe(&self, probe: &Probe) -> Verdict {
+        let target = self.connected()?;
+        let req = CallRequest {
+            input: probe.input.clone(),
+            sampling: probe.sampling.clone(),
+            ignore_eos: false,
+        };
+        let sent = Sent {
+            url: target.client.url(),
+            body: target.client.body(&req),
+        };
+        let file = &self.suite.file;
+        let completion = self
+            .handle
+            .block_on(target.client.complete(&req))
+            .map_err(|e| request_failed(file, probe.loc, &sent, &e))?;
+        let failed: Vec<_> = probe
+            .expect
+            .iter()
+            .filter_map(|a| evaluate(a, &completion).err().map(|m| (a, m)))
+            .collect();
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(assertions_failed(file, &sent, &completion, &failed))
+        }
+    }
+
+    /// Runs gate `index`, after every probe of the suite.
+    pub fn gate(&self, index: usize) -> Verdict {
+        let gate = &self.suite.gates[index];
+        let target = self.connected()?;
+        let failed: Vec<&str> = (0..self.suite.probes.len())
+            .filter(|&i| self.probe(i).is_err())
+            .map(|i| self.suite.probes[i].name.as_str())
+            .collect();
+        if !failed.is_empty() {
+            let list: Vec<String> = failed
+                .iter()
+                .map(|n| format!("{}::correctness::{n}", self.suite.name))
+                .collect();
+            return Err(format!(
+                "gated: correctness probe {} failed\n  a performance gate never passes on a server that failed its correctness probes; see {}",
+                failed.join(", "),
+                list.join(", ")
+            ));
+        }
+        let metrics = self.handle.block_on(run_gate(&target.client, gate));
+        let verdict = judge(&self.suite, gate, &metrics);
+        if let Ok(mut f) = self.figures.lock() {
+            f.push(GateFigures {
+                gate: gate.name.clone(),
+                load: describe_load(gate),
+                checks: verdict.checks.clone(),
+                metrics,
+            });
+        }
+        verdict.result
+    }
+}
+
+/// The load of a gate, in words, for output and failure messages.
+pub fn describe_load(gate: &Gate) -> String {
+    let l = &gate.load;
+    let prompt = match &l.prompt {
+        LoadPrompt::Text(t) => format!("fixed prompt of {} chars", t.chars().count()),
+        LoadPrompt::Tokens(n) => format!("~{n} input tokens ({PROMPT_APPROXIMATION})"),
+    };
+    format!(
+        "concurrency {}, {} requests after {} warm-up, {} output tokens{}, {prompt}",
+        l.concurrency,
+        l.requests,
+        l.warmup,
+        l.output_tokens,
+        if l.ignore_eos { " (ignore_eos)" } else { "" },
+    )
+}
+
+struct Judgement {
+    result: Verdict,
+    checks: Vec<(String, bool)>,
+}
+
+/// The thresholds that apply: the gate's, plus `errors == 0` unless the gate
+/// states its own error bound.
+fn thresholds(gate: &Gate) -> Vec<LocatedThreshold> {
+    let mut all = gate.thresholds.clone();
+    if !all.iter().any(|t| t.threshold.key.metric == Metric::Errors) {
+        all.push(LocatedThreshold {
+            threshold: Threshold {
+                key: MetricKey {
+                    metric: Metric::Errors,
+                    stat: None,
+                },
+                op: Op::Eq,
+                bound: 0.0,
+            },
+            loc: gate.loc,
+        });
+    }
+    all
+}
+
+fn judge(suite: &Suite, gate: &Gate, m: &GateMetrics) -> Judgement {
+    let file = &suite.file;
+    let mut out = String::new();
+    let mut checks = Vec::new();
+    if m.completed == 0 {
+        let _ = writeln!(
+            out,
+            "error: could not measure: all {} requests failed, so no figure exists",
+            m.errors
+        );
+        render_location(&mut out, &file.display(), &file.text, gate.loc);
+    }
+    for lt in thresholds(gate) {
+        let t = &lt.threshold;
+        let value = m.value(t.key);
+        let pass = value.is_some_and(|v| t.op.holds(v, t.bound));
+        checks.push((
+            format!(
+                "{t} (measured {})",
+                value.map_or_else(|| "nothing".into(), |v| format_value(t.key.metric, v))
+            ),
+            pass,
+        ));
+        if pass {
+            continue;
+        }
+        let implicit = !gate.thresholds.iter().any(|g| g.threshold == *t);
+        let _ = writeln!(
+            out,
+            "error: threshold failed: {t}{}",
+            if implicit {
+                " (implicit: a gate fails on any error unless it states an `errors` bound)"
+            } else {
+                ""
+            }
+        );
+        render_location(&mut out, &file.display(), &file.text, lt.loc);
+        match value {
+            Some(v) => {
+                let _ = writeln!(
+                    out,
+                    "measured: {} = {}",
+                    t.key,
+                    format_value(t.key.metric, v)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "measured: nothing: no successful request produced this figure"
+                );
+            }
+        }
+        let _ = writeln!(out, "bound:    {t}");
+        let _ = writeln!(out, "samples:  {}", m.sample_size(t.key));
+        out.push('\n');
+    }
+    if out.is_empty() {
+        return Judgement {
+            result: Ok(()),
+            checks,
+        };
+    }
+    let _ = writeln!(out, "load:     {}", describe_load(gate));
+    if m.errors > 0 {
+        let classes: Vec<String> = m
+            .error_classes
+            .iter()
+            .map(|(c, n)| format!("{c} ×{n}"))
+            .collect();
+        let _ = writeln!(out, "errors:   {} ({})", m.errors, classes.join(", "));
+        for e in &m.first_errors {
+            let _ = writeln!(out, "  - {}", e.replace('\n', "\n    "));
+        }
+    }
+    let _ = write!(out, "figures:\n{}", m.render());
+    Judgement {
+        result: Err(out),
+        checks,
+    }
+}

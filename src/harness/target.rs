@@ -1,0 +1,144 @@
+//! Choosing and reaching a suite's server: the embedded simulator or a URL,
+//! and the model it serves.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use crate::client::error::source_chain;
+use crate::client::{CallError, Client, ErrorKind};
+use crate::sim::{self, Profile, RunningSim};
+use crate::suite::{BaseUrl, Suite};
+
+/// Where the override of every suite's `base_url` comes from.
+pub const TARGET_ENV: &str = "SERVEGATE_TARGET";
+
+/// A reachable server and how to talk to it.
+#[derive(Debug)]
+pub struct Connected {
+    /// The client for the suite's API and model.
+    pub client: Client,
+    /// What the run prints about the target.
+    pub description: String,
+    /// Keeps the embedded simulator alive while the suite runs.
+    pub sim: Option<RunningSim>,
+}
+
+/// The base URL a suite uses after the override.
+pub fn effective_base(suite: &Suite, override_target: Option<&str>) -> Result<BaseUrl, String> {
+    match override_target.map(str::trim) {
+        None | Some("") => Ok(suite.target.base_url.clone()),
+        Some("sim") => Ok(BaseUrl::Sim),
+        Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
+            let url = url.trim_end_matches('/');
+            Ok(BaseUrl::Url(
+                url.strip_suffix("/v1").unwrap_or(url).to_owned(),
+            ))
+        }
+        Some(other) => Err(format!(
+            "invalid target `{other}` (from --target or {TARGET_ENV}): expected `sim` or an http(s) URL"
+        )),
+    }
+}
+
+/// Starts or reaches the target and finds the served model. An `Err` is the
+/// message every trial of the suite fails with.
+pub async fn connect(suite: &Suite, override_target: Option<&str>) -> Result<Connected, String> {
+    let t = &suite.target;
+    let api_key = match &t.api_key_env {
+        None => None,
+        Some(name) => match std::env::var(name) {
+            Ok(v) if !v.is_empty() => Some(v),
+            _ => {
+                return Err(format!(
+                    "target.api_key_env names `{name}`, which is not set in the environment"
+                ));
+            }
+        },
+    };
+    let (base, sim, what) = match effective_base(suite, override_target)? {
+        BaseUrl::Sim => {
+            let profile = match &suite.sim.profile {
+                Some(p) => Profile::load(p)?,
+                None => Profile::default(),
+            };
+            let running = sim::spawn(profile, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+                .await
+                .map_err(|e| format!("failed to start the embedded simulator: {e}"))?;
+            let profile_name = suite.sim.profile.as_ref().map_or_else(
+                || "built-in default profile".to_owned(),
+                |p| format!("profile {}", p.display()),
+            );
+            let what = format!(
+                "SIMULATOR (embedded, {profile_name}) at {}",
+                running.base_url()
+            );
+            (running.base_url(), Some(running), what)
+        }
+        BaseUrl::Url(url) => (url.clone(), None, format!("server at {url}")),
+    };
+    let served = served_model(&base, t.timeouts.connect, api_key.as_deref())
+        .await
+        .map_err(|e| format!("target {base} is unreachable: {e}"))?;
+    let model = t
+        .model
+        .clone()
+        .or_else(|| served.clone())
+        .unwrap_or_else(|| "default".to_owned());
+    let description = format!(
+        "{what}, api {}, served model {}, requests name model {model:?}",
+        t.api.name(),
+        served.as_deref().map_or_else(
+            || "unknown (no /v1/models or /get_model_info)".to_owned(),
+            |s| format!("{s:?}")
+        ),
+    );
+    let client =
+        Client::new(&base, t.api, &model, api_key, t.timeouts).map_err(|e| e.to_string())?;
+    Ok(Connected {
+        client,
+        description,
+        sim,
+    })
+}
+
+/// The served model id: `/v1/models` `data[0].id`, else SGLang's
+/// `/get_model_info` `model_path`; `Ok(None)` when the server answers but
+/// has neither.
+async fn served_model(
+    base: &str,
+    connect: Duration,
+    api_key: Option<&str>,
+) -> Result<Option<String>, CallError> {
+    let http = reqwest::Client::builder()
+        .connect_timeout(connect)
+        .timeout(connect + Duration::from_secs(30))
+        .build()
+        .map_err(|e| CallError::new(ErrorKind::Transport, e.to_string()))?;
+    for (path, pointer) in [
+        ("/v1/models", "/data/0/id"),
+        ("/get_model_info", "/model_path"),
+    ] {
+        let mut req = http.get(format!("{base}{path}"));
+        if let Some(k) = api_key {
+            req = req.bearer_auth(k);
+        }
+        let resp = req.send().await.map_err(|e| {
+            let kind = if e.is_connect() {
+                ErrorKind::Connect
+            } else {
+                ErrorKind::Transport
+            };
+            CallError::new(kind, source_chain(&e))
+        })?;
+        if !resp.status().is_success() {
+            continue;
+        }
+        let Ok(body) = resp.json::<serde_json::Value>().await else {
+            continue;
+        };
+        if let Some(id) = body.pointer(pointer).and_then(|v| v.as_str()) {
+            return Ok(Some(id.to_owned()));
+        }
+    }
+    Ok(None)
+}

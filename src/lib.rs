@@ -1,0 +1,13 @@
+//! servegate: a `cargo test`-style runner of declarative test suites for LLM
+//! inference servers.
+//!
+//! A YAML suite names a target server, correctness probes and performance
+//! gates; the [`harness`] turns each into a libtest trial. Correctness probes
+//! run first; a performance gate never passes on a server that failed them.
+
+pub mod check;
+pub mod client;
+pub mod harness;
+pub mod load;
+pub mod sim;
+pub mod suite;

@@ -1,0 +1,5 @@
+//! Performance gates: thresholds, metrics and the load generator.
+
+pub mod metrics;
+pub mod runner;
+pub mod thresholds;

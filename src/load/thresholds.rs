@@ -1,0 +1,410 @@
+//! Threshold expressions of performance gates: `decode_tok_s.mean: ">= 12.5"`,
+//! `ttft.p99: "<= 2s"`, `errors: "== 0"`.
+
+use std::fmt;
+use std::time::Duration;
+
+/// A measured quantity of a performance gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Metric {
+    /// Time to first token (any token, reasoning included).
+    Ttft,
+    /// Inter-token latency.
+    Itl,
+    /// Time per output token after the first.
+    Tpot,
+    /// End-to-end request latency.
+    E2e,
+    /// Per-request decode rate, tokens per second after the first token.
+    DecodeTokS,
+    /// Aggregate output tokens per second over the measured window.
+    OutputTokS,
+    /// Completed requests per second over the measured window.
+    RequestsPerS,
+    /// Failed requests in the measured window.
+    Errors,
+}
+
+impl Metric {
+    /// All metrics, in report order.
+    pub const ALL: [Metric; 8] = [
+        Metric::Ttft,
+        Metric::Itl,
+        Metric::Tpot,
+        Metric::E2e,
+        Metric::DecodeTokS,
+        Metric::OutputTokS,
+        Metric::RequestsPerS,
+        Metric::Errors,
+    ];
+
+    /// The name used in suites.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Ttft => "ttft",
+            Metric::Itl => "itl",
+            Metric::Tpot => "tpot",
+            Metric::E2e => "e2e",
+            Metric::DecodeTokS => "decode_tok_s",
+            Metric::OutputTokS => "output_tok_s",
+            Metric::RequestsPerS => "requests_per_s",
+            Metric::Errors => "errors",
+        }
+    }
+
+    /// Whether values are durations (stored in seconds).
+    pub fn is_duration(self) -> bool {
+        matches!(
+            self,
+            Metric::Ttft | Metric::Itl | Metric::Tpot | Metric::E2e
+        )
+    }
+
+    /// Whether the metric is a per-request distribution that needs a statistic.
+    pub fn is_distribution(self) -> bool {
+        self.is_duration() || self == Metric::DecodeTokS
+    }
+
+    /// The unit printed after a value.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::DecodeTokS | Metric::OutputTokS => "tok/s",
+            Metric::RequestsPerS => "req/s",
+            Metric::Errors => "",
+            _ => "s",
+        }
+    }
+}
+
+/// A statistic of a distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stat {
+    /// Arithmetic mean.
+    Mean,
+    /// Smallest sample.
+    Min,
+    /// Median (nearest rank).
+    P50,
+    /// 90th percentile (nearest rank).
+    P90,
+    /// 99th percentile (nearest rank).
+    P99,
+    /// Largest sample.
+    Max,
+}
+
+impl Stat {
+    /// All statistics, in report order.
+    pub const ALL: [Stat; 6] = [
+        Stat::Mean,
+        Stat::Min,
+        Stat::P50,
+        Stat::P90,
+        Stat::P99,
+        Stat::Max,
+    ];
+
+    /// The name used in suites.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stat::Mean => "mean",
+            Stat::Min => "min",
+            Stat::P50 => "p50",
+            Stat::P90 => "p90",
+            Stat::P99 => "p99",
+            Stat::Max => "max",
+        }
+    }
+}
+
+/// `metric` or `metric.stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MetricKey {
+    /// The metric.
+    pub metric: Metric,
+    /// The statistic, for distributions.
+    pub stat: Option<Stat>,
+}
+
+impl fmt::Display for MetricKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.stat {
+            Some(s) => write!(f, "{}.{}", self.metric.name(), s.name()),
+            None => f.write_str(self.metric.name()),
+        }
+    }
+}
+
+/// Every key a threshold may use, for "did you mean" and "expected" lines.
+pub fn all_keys() -> Vec<String> {
+    let mut keys = Vec::new();
+    for m in Metric::ALL {
+        if m.is_distribution() {
+            keys.extend(
+                Stat::ALL
+                    .iter()
+                    .map(|s| format!("{}.{}", m.name(), s.name())),
+            );
+        } else {
+            keys.push(m.name().to_owned());
+        }
+    }
+    keys
+}
+
+impl std::str::FromStr for MetricKey {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (name, stat) = match text.split_once('.') {
+            Some((n, s)) => (n, Some(s)),
+            None => (text, None),
+        };
+        let metric = Metric::ALL
+            .into_iter()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| format!("unknown metric `{text}`"))?;
+        let stat = match (metric.is_distribution(), stat) {
+            (true, None) => {
+                return Err(format!(
+                    "`{name}` is a distribution: name a statistic, e.g. `{name}.p99` or `{name}.mean`"
+                ));
+            }
+            (false, Some(_)) => {
+                return Err(format!(
+                    "`{name}` is a single figure and takes no statistic"
+                ));
+            }
+            (false, None) => None,
+            (true, Some(s)) => Some(
+                Stat::ALL
+                    .into_iter()
+                    .find(|st| st.name() == s)
+                    .ok_or_else(|| format!("unknown statistic `{s}` of `{name}`"))?,
+            ),
+        };
+        Ok(MetricKey { metric, stat })
+    }
+}
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `>=`
+    Ge,
+    /// `>`
+    Gt,
+    /// `<=`
+    Le,
+    /// `<`
+    Lt,
+    /// `==`
+    Eq,
+}
+
+impl Op {
+    fn symbol(self) -> &'static str {
+        match self {
+            Op::Ge => ">=",
+            Op::Gt => ">",
+            Op::Le => "<=",
+            Op::Lt => "<",
+            Op::Eq => "==",
+        }
+    }
+
+    /// Whether `value op bound` holds.
+    pub fn holds(self, value: f64, bound: f64) -> bool {
+        match self {
+            Op::Ge => value >= bound,
+            Op::Gt => value > bound,
+            Op::Le => value <= bound,
+            Op::Lt => value < bound,
+            Op::Eq => (value - bound).abs() <= f64::EPSILON * bound.abs().max(1.0),
+        }
+    }
+}
+
+/// A validated threshold: `key op bound`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    /// What is compared.
+    pub key: MetricKey,
+    /// How.
+    pub op: Op,
+    /// Against what; seconds for durations.
+    pub bound: f64,
+}
+
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} {}",
+            self.key,
+            self.op.symbol(),
+            format_value(self.key.metric, self.bound)
+        )
+    }
+}
+
+/// Parses the comparison side (`">= 12.5"`, `"<= 2s"`) for a metric.
+pub fn parse_comparison(key: MetricKey, text: &str) -> Result<Threshold, String> {
+    let text = text.trim();
+    let (op, rest) = [
+        (">=", Op::Ge),
+        ("<=", Op::Le),
+        ("==", Op::Eq),
+        (">", Op::Gt),
+        ("<", Op::Lt),
+    ]
+    .into_iter()
+    .find_map(|(sym, op)| text.strip_prefix(sym).map(|r| (op, r.trim())))
+    .ok_or_else(|| {
+        format!("`{text}` does not start with a comparison operator (>=, >, <=, <, ==)")
+    })?;
+    let bound = if key.metric.is_duration() {
+        parse_duration_secs(rest).map_err(|e| format!("{key} is a duration: {e}"))?
+    } else {
+        let value: f64 = rest
+            .parse()
+            .map_err(|_| format!("`{rest}` is not a number"))?;
+        if !value.is_finite() {
+            return Err(format!("`{rest}` is not a finite number"));
+        }
+        value
+    };
+    Ok(Threshold { key, op, bound })
+}
+
+/// Parses `2s`, `250ms`, `1.5s`, `800us`, `1m` into seconds.
+fn parse_duration_secs(text: &str) -> Result<f64, String> {
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| format!("`{text}` has no unit: write e.g. `2s`, `250ms` or `800us`"))?;
+    let (num, unit) = text.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` does not start with a number"))?;
+    let scale = match unit.trim() {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        other => {
+            return Err(format!(
+                "unknown unit `{other}` (expected ns, us, ms, s or m)"
+            ));
+        }
+    };
+    Ok(value * scale)
+}
+
+/// Formats a value of a metric for people: durations in a fitting unit.
+pub fn format_value(metric: Metric, value: f64) -> String {
+    if metric.is_duration() {
+        format_secs(value)
+    } else if metric == Metric::Errors {
+        format!("{value}")
+    } else {
+        format!("{value:.1} {}", metric.unit())
+    }
+}
+
+/// Formats seconds as `1.23s`, `45.6ms` or `789us`.
+pub fn format_secs(secs: f64) -> String {
+    if secs >= 1.0 {
+        format!("{secs:.3}s")
+    } else if secs >= 1e-3 {
+        format!("{:.2}ms", secs * 1e3)
+    } else {
+        format!("{:.0}us", secs * 1e6)
+    }
+}
+
+/// Formats a duration like [`format_secs`].
+pub fn format_duration(d: Duration) -> String {
+    format_secs(d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(s: &str) -> MetricKey {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn parses_keys() {
+        assert_eq!(
+            key("ttft.p99"),
+            MetricKey {
+                metric: Metric::Ttft,
+                stat: Some(Stat::P99)
+            }
+        );
+        assert_eq!(key("errors").stat, None);
+        assert!(
+            "ttft"
+                .parse::<MetricKey>()
+                .unwrap_err()
+                .contains("ttft.p99")
+        );
+        assert!("errors.p99".parse::<MetricKey>().is_err());
+        assert!("ttft.p42".parse::<MetricKey>().is_err());
+        assert!("latency".parse::<MetricKey>().is_err());
+    }
+
+    #[test]
+    fn parses_comparisons_with_units() {
+        let t = parse_comparison(key("ttft.p99"), "<= 2s").unwrap();
+        assert_eq!((t.op, t.bound), (Op::Le, 2.0));
+        let t = parse_comparison(key("itl.p50"), "<250ms").unwrap();
+        assert_eq!(t.op, Op::Lt);
+        assert!((t.bound - 0.25).abs() < 1e-12);
+        let t = parse_comparison(key("decode_tok_s.mean"), ">= 12.5").unwrap();
+        assert_eq!((t.op, t.bound), (Op::Ge, 12.5));
+        let t = parse_comparison(key("errors"), "== 0").unwrap();
+        assert_eq!((t.op, t.bound), (Op::Eq, 0.0));
+        assert_eq!(t.to_string(), "errors == 0");
+    }
+
+    #[test]
+    fn rejects_bad_comparisons() {
+        assert!(
+            parse_comparison(key("ttft.p99"), "<= 2")
+                .unwrap_err()
+                .contains("no unit")
+        );
+        assert!(
+            parse_comparison(key("ttft.p99"), "<= 2h")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
+        assert!(
+            parse_comparison(key("errors"), "0")
+                .unwrap_err()
+                .contains("operator")
+        );
+        assert!(parse_comparison(key("errors"), "== zero").is_err());
+        assert!(parse_comparison(key("output_tok_s"), ">= inf").is_err());
+    }
+
+    #[test]
+    fn comparisons_hold() {
+        assert!(Op::Ge.holds(12.5, 12.5));
+        assert!(!Op::Gt.holds(12.5, 12.5));
+        assert!(Op::Eq.holds(0.0, 0.0));
+        assert!(!Op::Eq.holds(1.0, 0.0));
+        assert!(Op::Le.holds(1.9, 2.0));
+    }
+
+    #[test]
+    fn formats_durations() {
+        assert_eq!(format_secs(2.0), "2.000s");
+        assert_eq!(format_secs(0.0456), "45.60ms");
+        assert_eq!(format_secs(0.000_789), "789us");
+    }
+}

@@ -1,0 +1,192 @@
+//! What the simulator generates for a prompt: a scripted or seeded answer,
+//! cut into tokens, limited by `max_tokens` and extended by `ignore_eos`.
+
+use super::profile::Profile;
+
+/// Why generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// The answer ended (end-of-sequence).
+    Stop,
+    /// `max_tokens` was reached.
+    Length,
+}
+
+impl Finish {
+    /// The OpenAI name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Finish::Stop => "stop",
+            Finish::Length => "length",
+        }
+    }
+}
+
+/// The tokens of one response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Reasoning tokens, streamed first.
+    pub reasoning: Vec<String>,
+    /// Answer tokens.
+    pub content: Vec<String>,
+    /// Why it ends.
+    pub finish: Finish,
+    /// Prompt length in simulator tokens.
+    pub prompt_tokens: u64,
+}
+
+impl Plan {
+    /// Generated tokens in all.
+    pub fn completion_tokens(&self) -> u64 {
+        (self.reasoning.len() + self.content.len()) as u64
+    }
+}
+
+/// Filler vocabulary; each word is one simulator token.
+const FILLER: &[&str] = &[
+    " the", " model", " server", " token", " answer", " is", " a", " of", " and", " to", " in",
+    " that", " it", " with", " for", " on", " decode", " batch", " cache", " prefix", ".", ",",
+    " we", " can", " see", " this", " value", " result",
+];
+
+/// Cuts text into simulator tokens: a word with its leading whitespace,
+/// long words in pieces of four characters.
+pub fn tokenize(text: &str) -> Vec<String> {
+    let mut tokens = Vec::new();
+    let mut current = String::new();
+    let mut in_word = false;
+    for ch in text.chars() {
+        let space = ch.is_whitespace();
+        if (space && in_word) || current.chars().count() >= 6 && !space {
+            tokens.push(std::mem::take(&mut current));
+        }
+        in_word = !space;
+        current.push(ch);
+    }
+    if !current.is_empty() {
+        tokens.push(current);
+    }
+    tokens
+}
+
+/// Counts prompt tokens the way [`tokenize`] cuts them.
+pub fn count_tokens(text: &str) -> u64 {
+    tokenize(text).len() as u64
+}
+
+fn next(state: &mut u64) -> u64 {
+    // splitmix64: tiny, seeded, good enough for filler text.
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn hash(text: &str) -> u64 {
+    text.bytes().fold(0xCBF2_9CE4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3)
+    })
+}
+
+fn filler(state: &mut u64, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|_| {
+            #[expect(clippy::cast_possible_truncation, reason = "index into a short list")]
+            let i = (next(state) % FILLER.len() as u64) as usize;
+            FILLER[i].to_owned()
+        })
+        .collect()
+}
+
+/// Plans the response to `prompt`.
+pub fn plan(
+    profile: &Profile,
+    prompt: &str,
+    max_tokens: u32,
+    ignore_eos: bool,
+    seed: Option<u64>,
+) -> Plan {
+    let limit = max_tokens as usize;
+    let mut state = profile.seed ^ hash(prompt) ^ seed.unwrap_or(0);
+    let scripted = profile.replies.iter().find(|r| r.pattern.is_match(prompt));
+    let (mut reasoning, mut content) = if let Some(r) = scripted {
+        (
+            r.reasoning.as_deref().map(tokenize).unwrap_or_default(),
+            tokenize(&r.reply),
+        )
+    } else {
+        let n = 16 + usize::try_from(next(&mut state) % 48).unwrap_or(0);
+        (Vec::new(), filler(&mut state, n))
+    };
+    let natural = reasoning.len() + content.len();
+    let finish = if natural > limit || (ignore_eos && natural < limit) {
+        Finish::Length
+    } else {
+        Finish::Stop
+    };
+    if ignore_eos && natural < limit {
+        content.extend(filler(&mut state, limit - natural));
+    }
+    reasoning.truncate(limit);
+    content.truncate(limit - reasoning.len());
+    Plan {
+        reasoning,
+        content,
+        finish,
+        prompt_tokens: count_tokens(prompt),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::profile::Reply;
+    use regex::Regex;
+
+    fn profile() -> Profile {
+        Profile {
+            replies: vec![Reply {
+                pattern: Regex::new(r"2\+2").unwrap(),
+                reply: "The answer is 4".into(),
+                reasoning: Some("two plus two".into()),
+            }],
+            ..Profile::default()
+        }
+    }
+
+    #[test]
+    fn tokens_rejoin_to_the_text() {
+        let text = "def is_prime(n):\n    return n > 1";
+        assert_eq!(tokenize(text).concat(), text);
+        assert!(tokenize(text).len() > 5);
+    }
+
+    #[test]
+    fn scripted_reply_with_reasoning() {
+        let p = plan(&profile(), "what is 2+2", 100, false, None);
+        assert_eq!(p.reasoning.concat(), "two plus two");
+        assert_eq!(p.content.concat(), "The answer is 4");
+        assert_eq!(p.finish, Finish::Stop);
+    }
+
+    #[test]
+    fn max_tokens_and_ignore_eos() {
+        let p = plan(&profile(), "what is 2+2", 4, false, None);
+        assert_eq!(p.completion_tokens(), 4);
+        assert_eq!(p.finish, Finish::Length);
+        let p = plan(&profile(), "what is 2+2", 50, true, None);
+        assert_eq!(p.completion_tokens(), 50);
+        assert_eq!(p.finish, Finish::Length);
+    }
+
+    #[test]
+    fn filler_is_deterministic_per_prompt_and_seed() {
+        let a = plan(&Profile::default(), "hello", 200, false, None);
+        assert_eq!(a, plan(&Profile::default(), "hello", 200, false, None));
+        assert_ne!(
+            a.content,
+            plan(&Profile::default(), "hello", 200, false, Some(1)).content
+        );
+    }
+}

@@ -1,0 +1,96 @@
+//! The embedded simulator: an OpenAI- and SGLang-compatible server with
+//! configurable timing and scripted answers, for laptops and tests.
+//!
+//! [`app`] is a router factory; tests serve it in-process on `127.0.0.1:0`,
+//! `servegate sim` serves it on a chosen port.
+
+mod engine;
+pub mod profile;
+mod routes;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+
+use axum::Router;
+use axum::routing::{get, post};
+use axum::serve::ListenerExt as _;
+
+pub use engine::{Finish, Plan, count_tokens, plan, tokenize};
+pub use profile::{Profile, Reply};
+
+/// The version string the simulator reports as its server version.
+pub const VERSION: &str = concat!("servegate-sim ", env!("CARGO_PKG_VERSION"));
+
+/// Shared state of one simulator.
+#[derive(Debug)]
+struct SimState {
+    profile: Profile,
+    running: AtomicUsize,
+    requests: AtomicU64,
+    prompt_tokens: AtomicU64,
+    generation_tokens: AtomicU64,
+}
+
+/// The simulator's routes for a profile.
+pub fn app(profile: Profile) -> Router {
+    let state = Arc::new(SimState {
+        profile,
+        running: AtomicUsize::new(0),
+        requests: AtomicU64::new(0),
+        prompt_tokens: AtomicU64::new(0),
+        generation_tokens: AtomicU64::new(0),
+    });
+    Router::new()
+        .route("/v1/chat/completions", post(routes::chat))
+        .route("/v1/completions", post(routes::completions))
+        .route("/generate", post(routes::generate))
+        .route("/health", get(routes::health))
+        .route("/health_generate", get(routes::health))
+        .route("/v1/models", get(routes::models))
+        .route("/get_model_info", get(routes::model_info))
+        .route("/model_info", get(routes::model_info))
+        .route("/get_server_info", get(routes::server_info))
+        .route("/server_info", get(routes::server_info))
+        .route("/metrics", get(routes::metrics))
+        .with_state(state)
+}
+
+/// A simulator serving in the background of the current tokio runtime.
+#[derive(Debug)]
+pub struct RunningSim {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningSim {
+    /// `http://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for RunningSim {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Binds `addr` (port 0 picks a free port) and serves the simulator in the
+/// background until the returned handle is dropped.
+pub async fn spawn(profile: Profile, addr: SocketAddr) -> std::io::Result<RunningSim> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    // Tokens are tiny writes: without TCP_NODELAY, Nagle's algorithm and
+    // delayed ACKs hold them back by tens of milliseconds.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let router = app(profile);
+    let task = tokio::spawn(async move {
+        // Errors here mean the listener died; the clients see refused connections.
+        let _ = axum::serve(listener, router).await;
+    });
+    Ok(RunningSim { addr, task })
+}

@@ -1,0 +1,141 @@
+//! Simulator profiles (`fixtures/sim/*.yaml`): the served model's name,
+//! timing, capacity, and scripted answers.
+
+use std::path::Path;
+use std::time::Duration;
+
+use regex::Regex;
+use serde::{Deserialize, Deserializer};
+
+/// A scripted answer: when the prompt matches, answer this.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// Matched against the prompt (the last user message for chat).
+    pub pattern: Regex,
+    /// The answer.
+    pub reply: String,
+    /// Reasoning streamed before the answer, as `reasoning_content`.
+    pub reasoning: Option<String>,
+}
+
+/// How the simulator behaves.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    /// The served model id (`/v1/models`).
+    pub model: String,
+    /// Time to first token of a lone request.
+    pub ttft: Duration,
+    /// Inter-token latency of a lone request.
+    pub itl: Duration,
+    /// Streams decoded at full speed; beyond it ITL grows in proportion.
+    pub capacity: usize,
+    /// Seed of the filler text.
+    pub seed: u64,
+    /// Scripted answers, first match wins.
+    pub replies: Vec<Reply>,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Self {
+            model: "servegate-sim".into(),
+            ttft: Duration::from_millis(20),
+            itl: Duration::from_millis(4),
+            capacity: 32,
+            seed: 0,
+            replies: Vec::new(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default, deserialize_with = "duration")]
+    ttft: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    itl: Option<Duration>,
+    #[serde(default)]
+    capacity: Option<usize>,
+    #[serde(default)]
+    seed: Option<u64>,
+    #[serde(default)]
+    replies: Vec<ReplyFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplyFile {
+    #[serde(rename = "match")]
+    pattern: String,
+    reply: String,
+    #[serde(default)]
+    reasoning: Option<String>,
+}
+
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let text = String::deserialize(d)?;
+    humantime::parse_duration(&text)
+        .map(Some)
+        .map_err(|e| serde::de::Error::custom(format!("invalid duration `{text}`: {e}")))
+}
+
+impl Profile {
+    /// Reads a profile file.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let shown = path.display();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("failed to read simulator profile {shown}: {e}"))?;
+        Self::parse(&text).map_err(|e| format!("invalid simulator profile {shown}: {e}"))
+    }
+
+    /// Parses profile text.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let file: ProfileFile = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+        let defaults = Profile::default();
+        let replies = file
+            .replies
+            .into_iter()
+            .map(|r| {
+                Ok(Reply {
+                    pattern: Regex::new(&r.pattern)
+                        .map_err(|e| format!("invalid `match` regex {:?}: {e}", r.pattern))?,
+                    reply: r.reply,
+                    reasoning: r.reasoning,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let capacity = file.capacity.unwrap_or(defaults.capacity);
+        if capacity == 0 {
+            return Err("capacity must be at least 1".into());
+        }
+        Ok(Self {
+            model: file.model.unwrap_or(defaults.model),
+            ttft: file.ttft.unwrap_or(defaults.ttft),
+            itl: file.itl.unwrap_or(defaults.itl),
+            capacity,
+            seed: file.seed.unwrap_or(defaults.seed),
+            replies,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_profile() {
+        let p = Profile::parse(
+            "model: m\nttft: 5ms\nitl: 1ms\ncapacity: 4\nreplies:\n  - match: '2\\+2'\n    reply: '4'\n",
+        )
+        .unwrap();
+        assert_eq!(p.model, "m");
+        assert_eq!(p.ttft, Duration::from_millis(5));
+        assert_eq!(p.replies.len(), 1);
+        assert!(Profile::parse("bogus: 1\n").unwrap_err().contains("bogus"));
+        assert!(Profile::parse("ttft: soon\n").is_err());
+    }
+}

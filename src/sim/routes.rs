@@ -1,0 +1,435 @@
+//! HTTP handlers of the simulator, speaking SGLang's dialect of the OpenAI
+//! API (role-only first chunk, `reasoning_content`, usage chunk with empty
+//! `choices`, `[DONE]`) and SGLang's native `/generate` (cumulative `text`,
+//! `meta_info`).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::Json;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::time::{Instant, sleep_until};
+
+use super::engine::{Plan, plan};
+use super::{SimState, VERSION};
+
+/// Which response shape a request gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Chat,
+    Completions,
+    Generate,
+}
+
+/// What a request asked for, whatever its API.
+struct Ask {
+    prompt: String,
+    max_tokens: u32,
+    ignore_eos: bool,
+    seed: Option<u64>,
+    stream: bool,
+    include_usage: bool,
+}
+
+const DEFAULT_MAX_TOKENS: u32 = 256;
+
+fn bad_request(message: &str) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        Json(
+            json!({"object": "error", "message": message, "type": "BadRequestError", "code": 400}),
+        ),
+    )
+        .into_response()
+}
+
+fn u32_field(v: Option<&Value>) -> Option<u32> {
+    v.and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+}
+
+fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
+    let prompt = match shape {
+        Shape::Chat => body
+            .get("messages")
+            .and_then(Value::as_array)
+            .ok_or("`messages` must be a list")?
+            .iter()
+            .rev()
+            .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+            .and_then(|m| m.get("content"))
+            .and_then(Value::as_str)
+            .ok_or("no user message")?
+            .to_owned(),
+        Shape::Completions => body
+            .get("prompt")
+            .and_then(Value::as_str)
+            .ok_or("`prompt` must be a string")?
+            .to_owned(),
+        Shape::Generate => body
+            .get("text")
+            .and_then(Value::as_str)
+            .ok_or("`text` must be a string")?
+            .to_owned(),
+    };
+    let params = if shape == Shape::Generate {
+        body.get("sampling_params").cloned().unwrap_or(json!({}))
+    } else {
+        body.clone()
+    };
+    let max_tokens = match shape {
+        Shape::Generate => u32_field(params.get("max_new_tokens")),
+        _ => u32_field(params.get("max_tokens")).or(u32_field(params.get("max_completion_tokens"))),
+    }
+    .unwrap_or(DEFAULT_MAX_TOKENS);
+    let seed_key = if shape == Shape::Generate {
+        "sampling_seed"
+    } else {
+        "seed"
+    };
+    Ok(Ask {
+        prompt,
+        max_tokens,
+        ignore_eos: params
+            .get("ignore_eos")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        seed: params.get(seed_key).and_then(Value::as_u64),
+        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        include_usage: body
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
+}
+
+/// Counts a stream as running for as long as it lives.
+struct Running(Arc<SimState>);
+
+impl Running {
+    fn start(state: &Arc<SimState>) -> Self {
+        state.running.fetch_add(1, Ordering::SeqCst);
+        Self(Arc::clone(state))
+    }
+
+    /// The ITL now: the base ITL, stretched once streams exceed capacity.
+    fn itl(&self) -> Duration {
+        let running = self.0.running.load(Ordering::SeqCst).max(1);
+        let capacity = self.0.profile.capacity;
+        let base = self.0.profile.itl;
+        if running <= capacity {
+            base
+        } else {
+            #[expect(clippy::cast_precision_loss, reason = "small counts")]
+            base.mul_f64(running as f64 / capacity as f64)
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+pub(super) async fn chat(State(s): State<Arc<SimState>>, Json(body): Json<Value>) -> Response {
+    generate_response(s, Shape::Chat, &body).await
+}
+
+pub(super) async fn completions(
+    State(s): State<Arc<SimState>>,
+    Json(body): Json<Value>,
+) -> Response {
+    generate_response(s, Shape::Completions, &body).await
+}
+
+pub(super) async fn generate(State(s): State<Arc<SimState>>, Json(body): Json<Value>) -> Response {
+    generate_response(s, Shape::Generate, &body).await
+}
+
+async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> Response {
+    let ask = match parse_ask(shape, body) {
+        Ok(a) => a,
+        Err(e) => return bad_request(&e),
+    };
+    let plan = plan(
+        &state.profile,
+        &ask.prompt,
+        ask.max_tokens,
+        ask.ignore_eos,
+        ask.seed,
+    );
+    state.requests.fetch_add(1, Ordering::Relaxed);
+    state
+        .prompt_tokens
+        .fetch_add(plan.prompt_tokens, Ordering::Relaxed);
+    let id = format!("sim-{}", state.requests.load(Ordering::Relaxed));
+    if ask.stream {
+        let (tx, rx) = mpsc::channel::<Bytes>(32);
+        tokio::spawn(stream(
+            Arc::clone(&state),
+            shape,
+            plan,
+            ask.include_usage,
+            id,
+            tx,
+        ));
+        let body = Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
+        }));
+        return Response::builder()
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .header(header::CACHE_CONTROL, "no-cache")
+            .body(body)
+            .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response());
+    }
+    let running = Running::start(&state);
+    let mut at = Instant::now() + state.profile.ttft;
+    for _ in 1..plan.completion_tokens() {
+        at += running.itl();
+    }
+    sleep_until(at).await;
+    drop(running);
+    state
+        .generation_tokens
+        .fetch_add(plan.completion_tokens(), Ordering::Relaxed);
+    Json(whole(shape, &plan, &state.profile.model, &id)).into_response()
+}
+
+fn usage(plan: &Plan) -> Value {
+    json!({
+        "prompt_tokens": plan.prompt_tokens,
+        "completion_tokens": plan.completion_tokens(),
+        "total_tokens": plan.prompt_tokens + plan.completion_tokens(),
+    })
+}
+
+fn meta_info(plan: &Plan, id: &str, completion_tokens: u64, finished: bool) -> Value {
+    let finish = if finished {
+        match plan.finish {
+            super::engine::Finish::Length => json!({"type": "length", "length": completion_tokens}),
+            super::engine::Finish::Stop => json!({"type": "stop", "matched": 2}),
+        }
+    } else {
+        Value::Null
+    };
+    json!({
+        "id": id,
+        "finish_reason": finish,
+        "prompt_tokens": plan.prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "cached_tokens": 0,
+    })
+}
+
+/// Non-streaming body.
+fn whole(shape: Shape, plan: &Plan, model: &str, id: &str) -> Value {
+    let content = plan.content.concat();
+    let reasoning = plan.reasoning.concat();
+    match shape {
+        Shape::Chat => json!({
+            "id": id, "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": if content.is_empty() { Value::Null } else { Value::String(content) },
+                    "reasoning_content": if reasoning.is_empty() { Value::Null } else { Value::String(reasoning) },
+                },
+                "finish_reason": plan.finish.name(),
+            }],
+            "usage": usage(plan),
+        }),
+        Shape::Completions => json!({
+            "id": id, "object": "text_completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "text": inline_reasoning(&reasoning, &content), "finish_reason": plan.finish.name()}],
+            "usage": usage(plan),
+        }),
+        Shape::Generate => json!({
+            "text": inline_reasoning(&reasoning, &content),
+            "meta_info": meta_info(plan, id, plan.completion_tokens(), true),
+        }),
+    }
+}
+
+/// Completion-style APIs have no reasoning channel: the text carries it.
+fn inline_reasoning(reasoning: &str, content: &str) -> String {
+    if reasoning.is_empty() {
+        content.to_owned()
+    } else {
+        format!("<think>{reasoning}</think>{content}")
+    }
+}
+
+fn sse(value: &Value) -> Bytes {
+    Bytes::from(format!("data: {value}\n\n"))
+}
+
+fn chat_chunk(model: &str, id: &str, delta: &Value, finish: Option<&str>) -> Bytes {
+    sse(&json!({
+        "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+    }))
+}
+
+async fn stream(
+    state: Arc<SimState>,
+    shape: Shape,
+    plan: Plan,
+    include_usage: bool,
+    id: String,
+    tx: mpsc::Sender<Bytes>,
+) {
+    let running = Running::start(&state);
+    let model = state.profile.model.clone();
+    let mut at = Instant::now() + state.profile.ttft;
+    if shape == Shape::Chat {
+        // SGLang's role-only first chunk: not a token.
+        let first = chat_chunk(
+            &model,
+            &id,
+            &json!({"role": "assistant", "content": ""}),
+            None,
+        );
+        if tx.send(first).await.is_err() {
+            return;
+        }
+    }
+    let tokens = plan
+        .reasoning
+        .iter()
+        .map(|t| (t, true))
+        .chain(plan.content.iter().map(|t| (t, false)));
+    let mut text = String::new();
+    let mut sent: u64 = 0;
+    let mut in_think = false;
+    for (token, is_reasoning) in tokens {
+        sleep_until(at).await;
+        at += running.itl();
+        sent += 1;
+        state.generation_tokens.fetch_add(1, Ordering::Relaxed);
+        let chunk = match shape {
+            Shape::Chat => {
+                let delta = if is_reasoning {
+                    json!({"reasoning_content": token, "content": null})
+                } else {
+                    json!({"content": token})
+                };
+                chat_chunk(&model, &id, &delta, None)
+            }
+            Shape::Completions | Shape::Generate => {
+                let mut piece = String::new();
+                if is_reasoning && !in_think {
+                    piece.push_str("<think>");
+                    in_think = true;
+                }
+                if !is_reasoning && in_think {
+                    piece.push_str("</think>");
+                    in_think = false;
+                }
+                piece.push_str(token);
+                text.push_str(&piece);
+                if shape == Shape::Completions {
+                    sse(&json!({
+                        "id": id, "object": "text_completion", "created": 0, "model": model,
+                        "choices": [{"index": 0, "text": piece, "finish_reason": null}],
+                    }))
+                } else {
+                    let done = sent == plan.completion_tokens();
+                    sse(&json!({"text": text, "meta_info": meta_info(&plan, &id, sent, done)}))
+                }
+            }
+        };
+        if tx.send(chunk).await.is_err() {
+            return;
+        }
+    }
+    let mut tail = Vec::new();
+    match shape {
+        Shape::Chat => tail.push(chat_chunk(
+            &model,
+            &id,
+            &json!({}),
+            Some(plan.finish.name()),
+        )),
+        Shape::Completions => tail.push(sse(&json!({
+            "id": id, "object": "text_completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "text": "", "finish_reason": plan.finish.name()}],
+        }))),
+        Shape::Generate if plan.completion_tokens() == 0 => {
+            tail.push(sse(
+                &json!({"text": "", "meta_info": meta_info(&plan, &id, 0, true)}),
+            ));
+        }
+        Shape::Generate => {}
+    }
+    if include_usage && shape != Shape::Generate {
+        tail.push(sse(&json!({
+            "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+            "choices": [], "usage": usage(&plan),
+        })));
+    }
+    tail.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    for b in tail {
+        if tx.send(b).await.is_err() {
+            return;
+        }
+    }
+}
+
+pub(super) async fn health() -> &'static str {
+    ""
+}
+
+pub(super) async fn models(State(s): State<Arc<SimState>>) -> Json<Value> {
+    Json(json!({
+        "object": "list",
+        "data": [{"id": s.profile.model, "object": "model", "created": 0,
+                  "owned_by": "servegate-sim", "root": s.profile.model, "max_model_len": 32768}],
+    }))
+}
+
+pub(super) async fn model_info(State(s): State<Arc<SimState>>) -> Json<Value> {
+    Json(json!({
+        "model_path": s.profile.model,
+        "tokenizer_path": s.profile.model,
+        "is_generation": true,
+        "preferred_sampling_params": null,
+        "weight_version": "default",
+    }))
+}
+
+pub(super) async fn server_info(State(s): State<Arc<SimState>>) -> Json<Value> {
+    Json(json!({
+        "version": VERSION,
+        "model_path": s.profile.model,
+        "served_model_name": s.profile.model,
+        "tp_size": 1,
+        "attention_backend": "simulated",
+        "max_running_requests": s.profile.capacity,
+        "num_continuous_decode_steps": 1,
+        "internal_states": [{"last_gen_throughput": 0.0}],
+    }))
+}
+
+pub(super) async fn metrics(State(s): State<Arc<SimState>>) -> Response {
+    let body = format!(
+        "# TYPE sglang:prompt_tokens_total counter\nsglang:prompt_tokens_total{{model_name=\"{m}\"}} {p}\n\
+         # TYPE sglang:generation_tokens_total counter\nsglang:generation_tokens_total{{model_name=\"{m}\"}} {g}\n\
+         # TYPE sglang:num_requests_total counter\nsglang:num_requests_total{{model_name=\"{m}\"}} {r}\n\
+         # TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{{model_name=\"{m}\"}} {n}\n",
+        m = s.profile.model,
+        p = s.prompt_tokens.load(Ordering::Relaxed),
+        g = s.generation_tokens.load(Ordering::Relaxed),
+        r = s.requests.load(Ordering::Relaxed),
+        n = s.running.load(Ordering::Relaxed),
+    );
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}

@@ -1,0 +1,915 @@
+//! Turns the located YAML tree into validated suite types, collecting every
+//! problem of the file instead of stopping at the first.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use regex::Regex;
+
+use super::diagnostics::{Diagnostic, did_you_mean};
+use super::interpolate::interpolate;
+use super::model::{
+    Api, Assertion, BaseUrl, Check, Field, Gate, Input, Load, LoadPrompt, LocatedThreshold,
+    Message, Probe, Sampling, SimSpec, SourceFile, Suite, Target, Timeouts,
+};
+use super::node::{Key, Loc, Node, Yaml};
+use crate::load::thresholds::{MetricKey, all_keys, parse_comparison};
+
+const TOP: &[&str] = &[
+    "suite",
+    "target",
+    "sim",
+    "defaults",
+    "correctness",
+    "performance",
+];
+const TARGET: &[&str] = &["base_url", "api", "model", "api_key_env", "timeouts"];
+const TIMEOUTS: &[&str] = &["connect", "first_token", "idle", "total"];
+const SIM: &[&str] = &["profile"];
+const SAMPLING: &[&str] = &["temperature", "max_tokens", "seed", "top_p", "stop"];
+const PROBE_OWN: &[&str] = &["name", "prompt", "messages", "system", "expect"];
+const MESSAGE: &[&str] = &["role", "content"];
+const CHECKS: &[&str] = &[
+    "equals",
+    "contains",
+    "not_contains",
+    "regex",
+    "not_regex",
+    "starts_with",
+    "number",
+    "one_of",
+    "json",
+    "finish_reason",
+    "min_chars",
+    "max_chars",
+];
+const NUMBER: &[&str] = &["value", "tolerance"];
+const JSON: &[&str] = &["pointer", "equals"];
+const GATE: &[&str] = &["name", "load", "thresholds"];
+const LOAD: &[&str] = &[
+    "concurrency",
+    "requests",
+    "warmup",
+    "prompt",
+    "input_tokens",
+    "output_tokens",
+    "ignore_eos",
+];
+const APIS: &[&str] = &["openai-chat", "openai-completions", "sglang-generate"];
+const FIELDS: &[&str] = &["content", "reasoning", "all"];
+
+/// The entries of a mapping, checked against the keys allowed there.
+struct Fields<'y> {
+    entries: &'y [(Key, Yaml)],
+    loc: Loc,
+}
+
+impl<'y> Fields<'y> {
+    fn get(&self, name: &str) -> Option<&'y Yaml> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k.name == name)
+            .map(|(_, v)| v)
+    }
+
+    fn key(&self, name: &str) -> Option<&'y Key> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k.name == name)
+            .map(|(k, _)| k)
+    }
+}
+
+/// Decoding context: the errors so far and how to look up the environment.
+pub(crate) struct Decoder<'e> {
+    errors: Vec<Diagnostic>,
+    env: &'e dyn Fn(&str) -> Option<String>,
+    suite_dir: PathBuf,
+}
+
+impl<'e> Decoder<'e> {
+    pub(crate) fn new(env: &'e dyn Fn(&str) -> Option<String>, suite_path: &Path) -> Self {
+        Self {
+            errors: Vec::new(),
+            env,
+            suite_dir: suite_path
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default(),
+        }
+    }
+
+    fn error(&mut self, d: Diagnostic) {
+        self.errors.push(d);
+    }
+
+    fn fields<'y>(&mut self, y: &'y Yaml, what: &str, allowed: &[&str]) -> Option<Fields<'y>> {
+        let Node::Map(entries) = &y.node else {
+            self.type_error(y, what, "a mapping");
+            return None;
+        };
+        for (key, _) in entries {
+            if !allowed.contains(&key.name.as_str()) {
+                let mut d =
+                    Diagnostic::new(key.loc, format!("unknown field `{}` in {what}", key.name))
+                        .expected(format!("one of {}", quoted_list(allowed)));
+                if let Some(close) = did_you_mean(&key.name, allowed) {
+                    d = d.help(format!("did you mean `{close}`?"));
+                }
+                self.error(d);
+            }
+        }
+        Some(Fields {
+            entries,
+            loc: y.loc,
+        })
+    }
+
+    fn type_error(&mut self, y: &Yaml, what: &str, expected: &str) {
+        self.error(
+            Diagnostic::new(
+                y.loc,
+                format!("{what} must be {expected}, found {}", y.node.kind()),
+            )
+            .expected(expected.to_owned()),
+        );
+    }
+
+    fn required<'y>(&mut self, f: &Fields<'y>, name: &str, what: &str) -> Option<&'y Yaml> {
+        let v = f.get(name);
+        if v.is_none() {
+            self.error(Diagnostic::new(
+                f.loc,
+                format!("missing field `{name}` in {what}"),
+            ));
+        }
+        v
+    }
+
+    /// A scalar as text: YAML `4` is the text "4" where text is expected.
+    fn text(&mut self, y: &Yaml, what: &str) -> Option<String> {
+        match &y.node {
+            Node::Str(s) => Some(s.clone()),
+            Node::Int(i) => Some(i.to_string()),
+            Node::Float(f) => Some(f.to_string()),
+            Node::Bool(b) => Some(b.to_string()),
+            _ => {
+                self.type_error(y, what, "a string");
+                None
+            }
+        }
+    }
+
+    /// A name usable in a trial name: letters, digits, `_`, `-`, `.`.
+    fn name(&mut self, y: &Yaml, what: &str) -> Option<String> {
+        let name = self.text(y, what)?;
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if valid {
+            Some(name)
+        } else {
+            self.error(
+                Diagnostic::new(y.loc, format!("invalid {what} `{name}`"))
+                    .expected("letters, digits, `_`, `-` or `.` (it becomes part of a test name)"),
+            );
+            None
+        }
+    }
+
+    fn int(&mut self, y: &Yaml, what: &str) -> Option<i64> {
+        if let Node::Int(i) = y.node {
+            Some(i)
+        } else {
+            self.type_error(y, what, "an integer");
+            None
+        }
+    }
+
+    fn count<T: TryFrom<i64>>(&mut self, y: &Yaml, what: &str, min: i64) -> Option<T> {
+        let i = self.int(y, what)?;
+        match T::try_from(i) {
+            Ok(v) if i >= min => Some(v),
+            _ => {
+                self.error(
+                    Diagnostic::new(y.loc, format!("{what} is out of range: {i}"))
+                        .expected(format!("an integer >= {min}")),
+                );
+                None
+            }
+        }
+    }
+
+    fn float(&mut self, y: &Yaml, what: &str) -> Option<f64> {
+        match y.node {
+            #[expect(clippy::cast_precision_loss, reason = "suite numbers are small")]
+            Node::Int(i) => Some(i as f64),
+            Node::Float(f) if f.is_finite() => Some(f),
+            _ => {
+                self.type_error(y, what, "a finite number");
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, y: &Yaml, what: &str) -> Option<bool> {
+        if let Node::Bool(b) = y.node {
+            Some(b)
+        } else {
+            self.type_error(y, what, "true or false");
+            None
+        }
+    }
+
+    fn duration(&mut self, y: &Yaml, what: &str) -> Option<Duration> {
+        let text = self.text(y, what)?;
+        match humantime::parse_duration(&text) {
+            Ok(d) if !d.is_zero() => Some(d),
+            Ok(_) => {
+                self.error(Diagnostic::new(
+                    y.loc,
+                    format!("{what} must be longer than 0"),
+                ));
+                None
+            }
+            Err(e) => {
+                self.error(
+                    Diagnostic::new(y.loc, format!("invalid duration `{text}` for {what}: {e}"))
+                        .expected("a duration such as `90s`, `500ms` or `10m`"),
+                );
+                None
+            }
+        }
+    }
+
+    fn list<'y>(&mut self, y: &'y Yaml, what: &str) -> Option<&'y [Yaml]> {
+        if let Node::Seq(items) = &y.node {
+            Some(items)
+        } else {
+            self.type_error(y, what, "a list");
+            None
+        }
+    }
+
+    fn one_of(&mut self, y: &Yaml, what: &str, choices: &[&str]) -> Option<String> {
+        let text = self.text(y, what)?;
+        if choices.contains(&text.as_str()) {
+            return Some(text);
+        }
+        let mut d = Diagnostic::new(y.loc, format!("invalid {what} `{text}`"))
+            .expected(format!("one of {}", quoted_list(choices)));
+        if let Some(close) = did_you_mean(&text, choices) {
+            d = d.help(format!("did you mean `{close}`?"));
+        }
+        self.error(d);
+        None
+    }
+
+    fn interpolated(&mut self, y: &Yaml, what: &str) -> Option<String> {
+        let raw = self.text(y, what)?;
+        match interpolate(&raw, self.env) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.error(Diagnostic::new(y.loc, format!("in {what}: {e}")));
+                None
+            }
+        }
+    }
+
+    fn regex(&mut self, y: &Yaml, what: &str) -> Option<Regex> {
+        let text = self.text(y, what)?;
+        match Regex::new(&text) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                let detail = e.to_string();
+                let last = detail.lines().last().unwrap_or("invalid regex").trim();
+                self.error(
+                    Diagnostic::new(y.loc, format!("invalid regex in {what}: {last}"))
+                        .expected("a regular expression in Rust `regex` syntax"),
+                );
+                None
+            }
+        }
+    }
+
+    /// Decodes a whole suite; `Err` holds every problem found.
+    pub(crate) fn suite(mut self, root: &Yaml, file: SourceFile) -> Result<Suite, Vec<Diagnostic>> {
+        let suite = self.suite_inner(root, file);
+        match suite {
+            Some(s) if self.errors.is_empty() => Ok(s),
+            _ => Err(self.errors),
+        }
+    }
+
+    fn suite_inner(&mut self, root: &Yaml, file: SourceFile) -> Option<Suite> {
+        let f = self.fields(root, "the suite", TOP)?;
+        let name = match f.get("suite") {
+            Some(y) => self.name(y, "suite name"),
+            None => file
+                .path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned()),
+        };
+        let target = match f.get("target") {
+            Some(y) => self.target(y),
+            None => Some(Target {
+                base_url: BaseUrl::Sim,
+                api: Api::OpenAiChat,
+                model: None,
+                api_key_env: None,
+                timeouts: Timeouts::default(),
+                loc: root.loc,
+            }),
+        };
+        let sim = f
+            .get("sim")
+            .map_or(Some(SimSpec::default()), |y| self.sim(y));
+        let defaults = f
+            .get("defaults")
+            .and_then(|y| {
+                let df = self.fields(y, "defaults", SAMPLING)?;
+                Some(self.sampling(&df))
+            })
+            .unwrap_or_default();
+        let api = target.as_ref().map_or(Api::OpenAiChat, |t| t.api);
+        let probes = f.get("correctness").map_or(Vec::new(), |y| {
+            self.items(y, "correctness", |d, item| d.probe(item, &defaults, api))
+        });
+        let gates = f.get("performance").map_or(Vec::new(), |y| {
+            self.items(y, "performance", |d, item| d.gate(item, &defaults))
+        });
+        self.unique_names(probes.iter().map(|p| (p.name.as_str(), p.loc)), "probe");
+        self.unique_names(gates.iter().map(|g| (g.name.as_str(), g.loc)), "gate");
+        if probes.is_empty() && gates.is_empty() && self.errors.is_empty() {
+            self.error(
+                Diagnostic::new(root.loc, "the suite has no probes and no gates")
+                    .expected("a `correctness:` or `performance:` list"),
+            );
+        }
+        Some(Suite {
+            name: name?,
+            file,
+            target: target?,
+            sim: sim?,
+            probes,
+            gates,
+        })
+    }
+
+    fn items<T>(
+        &mut self,
+        y: &Yaml,
+        what: &str,
+        mut each: impl FnMut(&mut Self, &Yaml) -> Option<T>,
+    ) -> Vec<T> {
+        let Some(items) = self.list(y, what) else {
+            return Vec::new();
+        };
+        items.iter().filter_map(|item| each(self, item)).collect()
+    }
+
+    fn unique_names<'a>(&mut self, names: impl Iterator<Item = (&'a str, Loc)>, what: &str) {
+        let mut seen: Vec<(&str, Loc)> = Vec::new();
+        for (name, loc) in names {
+            if let Some((_, first)) = seen.iter().find(|(n, _)| *n == name) {
+                let first_line = first.line;
+                self.error(Diagnostic::new(
+                    loc,
+                    format!("duplicate {what} name `{name}` (first defined at line {first_line})"),
+                ));
+            } else {
+                seen.push((name, loc));
+            }
+        }
+    }
+
+    fn target(&mut self, y: &Yaml) -> Option<Target> {
+        let f = self.fields(y, "target", TARGET)?;
+        let base_url = match f.get("base_url") {
+            None => Some(BaseUrl::Sim),
+            Some(v) => self.base_url(v),
+        };
+        let api = match f.get("api") {
+            None => Some(Api::OpenAiChat),
+            Some(v) => self.one_of(v, "api", APIS).map(|a| match a.as_str() {
+                "openai-completions" => Api::OpenAiCompletions,
+                "sglang-generate" => Api::SglangGenerate,
+                _ => Api::OpenAiChat,
+            }),
+        };
+        let model = f
+            .get("model")
+            .and_then(|v| self.interpolated(v, "target.model"));
+        let api_key_env = f.get("api_key_env").and_then(|v| {
+            let name = self.text(v, "api_key_env")?;
+            let valid =
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if valid {
+                Some(name)
+            } else {
+                self.error(
+                    Diagnostic::new(
+                        v.loc,
+                        "api_key_env must be the NAME of an environment variable",
+                    )
+                    .expected(
+                        "a name such as `SGLANG_API_KEY`; never write the key itself in a suite",
+                    ),
+                );
+                None
+            }
+        });
+        let timeouts = f
+            .get("timeouts")
+            .map_or(Some(Timeouts::default()), |v| self.timeouts(v));
+        Some(Target {
+            base_url: base_url?,
+            api: api?,
+            model,
+            api_key_env,
+            timeouts: timeouts?,
+            loc: y.loc,
+        })
+    }
+
+    fn base_url(&mut self, y: &Yaml) -> Option<BaseUrl> {
+        let url = self.interpolated(y, "target.base_url")?;
+        let url = url.trim();
+        if url.is_empty() || url == "sim" {
+            return Some(BaseUrl::Sim);
+        }
+        match normalize_url(url) {
+            Ok(u) => Some(BaseUrl::Url(u)),
+            Err(e) => {
+                self.error(
+                    Diagnostic::new(y.loc, format!("invalid base_url `{url}`: {e}"))
+                        .expected("`sim` or an http(s) URL such as `http://127.0.0.1:30000`"),
+                );
+                None
+            }
+        }
+    }
+
+    fn timeouts(&mut self, y: &Yaml) -> Option<Timeouts> {
+        let f = self.fields(y, "target.timeouts", TIMEOUTS)?;
+        let mut t = Timeouts::default();
+        let mut ok = true;
+        for (name, slot) in [
+            ("connect", &mut t.connect),
+            ("first_token", &mut t.first_token),
+            ("idle", &mut t.idle),
+            ("total", &mut t.total),
+        ] {
+            if let Some(v) = f.get(name) {
+                match self.duration(v, &format!("timeouts.{name}")) {
+                    Some(d) => *slot = d,
+                    None => ok = false,
+                }
+            }
+        }
+        ok.then_some(t)
+    }
+
+    fn sim(&mut self, y: &Yaml) -> Option<SimSpec> {
+        let f = self.fields(y, "sim", SIM)?;
+        let Some(p) = f.get("profile") else {
+            return Some(SimSpec::default());
+        };
+        let rel = self.text(p, "sim.profile")?;
+        let found = resolve_relative(&self.suite_dir, Path::new(&rel));
+        if found.is_none() {
+            self.error(
+                Diagnostic::new(p.loc, format!("simulator profile `{rel}` not found")).expected(
+                    format!(
+                        "a file relative to the suite's directory `{}` or one of its parents",
+                        self.suite_dir.display()
+                    ),
+                ),
+            );
+        }
+        found.map(|path| SimSpec {
+            profile: Some(path),
+        })
+    }
+
+    fn sampling(&mut self, f: &Fields<'_>) -> Sampling {
+        Sampling {
+            temperature: f
+                .get("temperature")
+                .and_then(|v| self.float(v, "temperature")),
+            max_tokens: f
+                .get("max_tokens")
+                .and_then(|v| self.count(v, "max_tokens", 1)),
+            seed: f.get("seed").and_then(|v| self.count(v, "seed", 0)),
+            top_p: f.get("top_p").and_then(|v| self.float(v, "top_p")),
+            stop: f.get("stop").and_then(|v| match &v.node {
+                Node::Seq(items) => items
+                    .iter()
+                    .map(|i| self.text(i, "stop sequence"))
+                    .collect::<Option<Vec<_>>>(),
+                _ => self.text(v, "stop").map(|s| vec![s]),
+            }),
+        }
+    }
+
+    fn probe(&mut self, y: &Yaml, defaults: &Sampling, api: Api) -> Option<Probe> {
+        let allowed: Vec<&str> = PROBE_OWN.iter().chain(SAMPLING).copied().collect();
+        let f = self.fields(y, "probe", &allowed)?;
+        let name = self
+            .required(&f, "name", "probe")
+            .and_then(|v| self.name(v, "probe name"));
+        let input = self.input(&f, api);
+        let sampling = self.sampling(&f).or(defaults);
+        let expect = self
+            .required(&f, "expect", "probe")
+            .map(|v| self.items(v, "expect", Decoder::assertion));
+        if let (Some(v), Some(list)) = (f.get("expect"), &expect)
+            && list.is_empty()
+            && matches!(&v.node, Node::Seq(items) if items.is_empty())
+        {
+            self.error(
+                Diagnostic::new(
+                    v.loc,
+                    "`expect` is empty: a probe without assertions always passes",
+                )
+                .expected("at least one assertion, e.g. `- contains: \"def is_prime\"`"),
+            );
+        }
+        Some(Probe {
+            name: name?,
+            loc: y.loc,
+            input: input?,
+            sampling,
+            expect: expect?,
+        })
+    }
+
+    fn input(&mut self, f: &Fields<'_>, api: Api) -> Option<Input> {
+        let system = f.get("system").and_then(|v| self.text(v, "system"));
+        let chat_only = |d: &mut Self, key: &str| {
+            if api != Api::OpenAiChat
+                && let Some(k) = f.key(key)
+            {
+                d.error(
+                    Diagnostic::new(
+                        k.loc,
+                        format!(
+                            "`{key}` needs `api: openai-chat`; this suite uses {}",
+                            api.name()
+                        ),
+                    )
+                    .expected("`prompt` alone for completion-style APIs"),
+                );
+            }
+        };
+        chat_only(self, "system");
+        match (f.get("prompt"), f.get("messages")) {
+            (Some(p), None) => {
+                let prompt = self.text(p, "prompt")?;
+                Some(Input::Prompt { system, prompt })
+            }
+            (None, Some(m)) => {
+                chat_only(self, "messages");
+                if f.get("system").is_some() {
+                    self.error(Diagnostic::new(
+                        m.loc,
+                        "`system` and `messages` both given: put the system message in `messages`",
+                    ));
+                }
+                let messages = self.items(m, "messages", |d, item| {
+                    let mf = d.fields(item, "message", MESSAGE)?;
+                    let role = d
+                        .required(&mf, "role", "message")
+                        .and_then(|v| d.one_of(v, "role", &["system", "user", "assistant"]));
+                    let content = d
+                        .required(&mf, "content", "message")
+                        .and_then(|v| d.text(v, "content"));
+                    Some(Message {
+                        role: role?,
+                        content: content?,
+                    })
+                });
+                Some(Input::Messages(messages))
+            }
+            (Some(p), Some(_)) => {
+                self.error(Diagnostic::new(
+                    p.loc,
+                    "a probe has either `prompt` or `messages`, not both",
+                ));
+                None
+            }
+            (None, None) => {
+                self.error(
+                    Diagnostic::new(f.loc, "missing field `prompt` in probe")
+                        .expected("`prompt: \"…\"` or a `messages:` list"),
+                );
+                None
+            }
+        }
+    }
+
+    fn assertion(&mut self, y: &Yaml) -> Option<Assertion> {
+        let allowed: Vec<&str> = CHECKS.iter().copied().chain(["in"]).collect();
+        let f = self.fields(y, "assertion", &allowed)?;
+        let checks: Vec<&(Key, Yaml)> = f
+            .entries
+            .iter()
+            .filter(|(k, _)| CHECKS.contains(&k.name.as_str()))
+            .collect();
+        let field = match f.get("in") {
+            None => Some(Field::Content),
+            Some(v) => self.one_of(v, "`in`", FIELDS).map(|s| match s.as_str() {
+                "reasoning" => Field::Reasoning,
+                "all" => Field::All,
+                _ => Field::Content,
+            }),
+        };
+        let (key, value) = match checks.as_slice() {
+            [one] => (&one.0, &one.1),
+            [] => {
+                self.error(
+                    Diagnostic::new(y.loc, "assertion has no check")
+                        .expected(format!("one of {}", quoted_list(CHECKS))),
+                );
+                return None;
+            }
+            [_, second, ..] => {
+                self.error(
+                    Diagnostic::new(second.0.loc, "one assertion per list item")
+                        .help("start a new `- ` item for each check"),
+                );
+                return None;
+            }
+        };
+        let check = self.check(key, value)?;
+        Some(Assertion {
+            check,
+            field: field?,
+            loc: key.loc,
+        })
+    }
+
+    fn check(&mut self, key: &Key, v: &Yaml) -> Option<Check> {
+        let what = format!("`{}`", key.name);
+        Some(match key.name.as_str() {
+            "equals" => Check::Equals(self.text(v, &what)?),
+            "contains" => Check::Contains(self.text(v, &what)?),
+            "not_contains" => Check::NotContains(self.text(v, &what)?),
+            "starts_with" => Check::StartsWith(self.text(v, &what)?),
+            "regex" => Check::Regex(self.regex(v, &what)?),
+            "not_regex" => Check::NotRegex(self.regex(v, &what)?),
+            "finish_reason" => Check::FinishReason(self.text(v, &what)?),
+            "min_chars" => Check::MinChars(self.count(v, &what, 0)?),
+            "max_chars" => Check::MaxChars(self.count(v, &what, 0)?),
+            "one_of" => {
+                let items = self.list(v, &what)?;
+                let choices = items
+                    .iter()
+                    .map(|i| self.text(i, "one_of choice"))
+                    .collect::<Option<Vec<_>>>()?;
+                if choices.is_empty() {
+                    self.error(Diagnostic::new(v.loc, "`one_of` needs at least one choice"));
+                    return None;
+                }
+                Check::OneOf(choices)
+            }
+            "number" => match &v.node {
+                Node::Map(_) => {
+                    let nf = self.fields(v, "number", NUMBER)?;
+                    let value = self
+                        .required(&nf, "value", "number")
+                        .and_then(|x| self.float(x, "number.value"));
+                    let tolerance = nf
+                        .get("tolerance")
+                        .map_or(Some(0.0), |x| self.float(x, "number.tolerance"));
+                    Check::Number {
+                        value: value?,
+                        tolerance: tolerance?,
+                    }
+                }
+                _ => Check::Number {
+                    value: self.float(v, &what)?,
+                    tolerance: 0.0,
+                },
+            },
+            "json" => match &v.node {
+                Node::Bool(true) => Check::Json { pointer: None },
+                Node::Map(_) => {
+                    let jf = self.fields(v, "json", JSON)?;
+                    let pointer = self
+                        .required(&jf, "pointer", "json")
+                        .and_then(|x| self.text(x, "json.pointer"));
+                    let equals = self.required(&jf, "equals", "json").map(yaml_to_json);
+                    if let Some(p) = &pointer
+                        && !p.is_empty()
+                        && !p.starts_with('/')
+                    {
+                        self.error(
+                            Diagnostic::new(jf.loc, format!("invalid JSON pointer `{p}`"))
+                                .expected("a pointer such as `/answer` or `/items/0/name`"),
+                        );
+                        return None;
+                    }
+                    Check::Json {
+                        pointer: Some((pointer?, equals?)),
+                    }
+                }
+                _ => {
+                    self.type_error(v, "`json`", "`true` or a mapping `{pointer, equals}`");
+                    return None;
+                }
+            },
+            _ => unreachable!("only CHECKS keys reach here"),
+        })
+    }
+
+    fn gate(&mut self, y: &Yaml, defaults: &Sampling) -> Option<Gate> {
+        let f = self.fields(y, "gate", GATE)?;
+        let name = self
+            .required(&f, "name", "gate")
+            .and_then(|v| self.name(v, "gate name"));
+        let load = self.required(&f, "load", "gate").and_then(|v| self.load(v));
+        let thresholds = self
+            .required(&f, "thresholds", "gate")
+            .and_then(|v| self.thresholds(v));
+        let load = load?;
+        let sampling = Sampling {
+            max_tokens: Some(load.output_tokens),
+            ..defaults.clone()
+        };
+        Some(Gate {
+            name: name?,
+            loc: y.loc,
+            load,
+            sampling,
+            thresholds: thresholds?,
+        })
+    }
+
+    fn load(&mut self, y: &Yaml) -> Option<Load> {
+        let f = self.fields(y, "load", LOAD)?;
+        let concurrency = f
+            .get("concurrency")
+            .map_or(Some(1), |v| self.count(v, "concurrency", 1));
+        let requests = self
+            .required(&f, "requests", "load")
+            .and_then(|v| self.count(v, "requests", 1));
+        let warmup = f
+            .get("warmup")
+            .map_or(Some(0), |v| self.count(v, "warmup", 0));
+        let output_tokens = self
+            .required(&f, "output_tokens", "load")
+            .and_then(|v| self.count(v, "output_tokens", 1));
+        let ignore_eos = f
+            .get("ignore_eos")
+            .map_or(Some(false), |v| self.boolean(v, "ignore_eos"));
+        let prompt = match (f.get("prompt"), f.get("input_tokens")) {
+            (Some(p), None) => self.text(p, "prompt").map(LoadPrompt::Text),
+            (None, Some(n)) => self.count(n, "input_tokens", 1).map(LoadPrompt::Tokens),
+            (Some(p), Some(_)) => {
+                self.error(Diagnostic::new(
+                    p.loc,
+                    "give `prompt` or `input_tokens`, not both",
+                ));
+                None
+            }
+            (None, None) => {
+                self.error(
+                    Diagnostic::new(y.loc, "missing field `prompt` or `input_tokens` in load")
+                        .expected("`input_tokens: 128` (a synthetic prompt) or `prompt: \"…\"`"),
+                );
+                None
+            }
+        };
+        Some(Load {
+            concurrency: concurrency?,
+            requests: requests?,
+            warmup: warmup?,
+            prompt: prompt?,
+            output_tokens: output_tokens?,
+            ignore_eos: ignore_eos?,
+        })
+    }
+
+    fn thresholds(&mut self, y: &Yaml) -> Option<Vec<LocatedThreshold>> {
+        let Node::Map(entries) = &y.node else {
+            self.type_error(y, "thresholds", "a mapping of metric to comparison");
+            return None;
+        };
+        let keys = all_keys();
+        let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let mut out = Vec::new();
+        for (k, v) in entries {
+            let key: MetricKey = match k.name.parse() {
+                Ok(key) => key,
+                Err(e) => {
+                    let mut d = Diagnostic::new(k.loc, e)
+                        .expected("a metric such as `ttft.p99`, `decode_tok_s.mean`, `output_tok_s` or `errors`");
+                    if let Some(close) = did_you_mean(&k.name, &key_refs) {
+                        d = d.help(format!("did you mean `{close}`?"));
+                    }
+                    self.error(d);
+                    continue;
+                }
+            };
+            let Node::Str(text) = &v.node else {
+                self.error(
+                    Diagnostic::new(
+                        v.loc,
+                        format!("threshold of `{key}` must be a quoted comparison"),
+                    )
+                    .expected("e.g. \">= 12.5\", \"<= 2s\" or \"== 0\""),
+                );
+                continue;
+            };
+            match parse_comparison(key, text) {
+                Ok(threshold) => out.push(LocatedThreshold {
+                    threshold,
+                    loc: k.loc,
+                }),
+                Err(e) => self.error(
+                    Diagnostic::new(v.loc, format!("invalid threshold: {e}"))
+                        .expected("a comparison such as \">= 12.5\", \"<= 2s\" or \"== 0\""),
+                ),
+            }
+        }
+        if out.is_empty() && entries.is_empty() {
+            self.error(Diagnostic::new(
+                y.loc,
+                "`thresholds` is empty: a gate without thresholds always passes",
+            ));
+        }
+        Some(out)
+    }
+}
+
+fn quoted_list(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `http://host:port[/v1][/]` → `http://host:port`: the client adds API paths.
+fn normalize_url(url: &str) -> Result<String, String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or("the scheme must be http:// or https://")?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err("no host".into());
+    }
+    let trimmed = url.trim_end_matches('/');
+    let trimmed = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
+    Ok(trimmed.to_owned())
+}
+
+/// `rel` against `dir`, then against each parent of `dir`: suites name
+/// fixtures relative to the project root or to themselves.
+fn resolve_relative(dir: &Path, rel: &Path) -> Option<PathBuf> {
+    if rel.is_absolute() {
+        return rel.exists().then(|| rel.to_path_buf());
+    }
+    let mut base = Some(dir);
+    while let Some(b) = base {
+        let candidate = b.join(rel);
+        if candidate.exists() {
+            return Some(candidate);
+        }
+        base = b.parent();
+    }
+    rel.exists().then(|| rel.to_path_buf())
+}
+
+fn yaml_to_json(y: &Yaml) -> serde_json::Value {
+    use serde_json::Value;
+    match &y.node {
+        Node::Null => Value::Null,
+        Node::Bool(b) => Value::Bool(*b),
+        Node::Int(i) => Value::from(*i),
+        Node::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        Node::Str(s) => Value::String(s.clone()),
+        Node::Seq(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
+        Node::Map(entries) => Value::Object(
+            entries
+                .iter()
+                .map(|(k, v)| (k.name.clone(), yaml_to_json(v)))
+                .collect(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_url;
+
+    #[test]
+    fn urls_are_normalized_to_the_server_root() {
+        assert_eq!(normalize_url("http://h:1/v1/").unwrap(), "http://h:1");
+        assert_eq!(normalize_url("https://h").unwrap(), "https://h");
+        assert!(normalize_url("h:1").is_err());
+        assert!(normalize_url("http://").is_err());
+    }
+}

@@ -1,0 +1,158 @@
+//! Suite-file errors rendered the way rustc and hurl render them: the file
+//! and position, the source line, a caret under the offending token, then what
+//! was expected.
+
+use std::fmt::Write as _;
+
+use super::node::Loc;
+
+/// One problem in a suite file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnostic {
+    /// Where the problem is.
+    pub loc: Loc,
+    /// What is wrong, as a lowercase fragment ("unknown field `x` in probe").
+    pub message: String,
+    /// What would have been accepted.
+    pub expected: Option<String>,
+    /// A suggestion ("did you mean `temperature`?").
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// A diagnostic with only a message.
+    pub fn new(loc: Loc, message: impl Into<String>) -> Self {
+        Self {
+            loc,
+            message: message.into(),
+            expected: None,
+            help: None,
+        }
+    }
+
+    /// Adds what was expected.
+    #[must_use]
+    pub fn expected(mut self, expected: impl Into<String>) -> Self {
+        self.expected = Some(expected.into());
+        self
+    }
+
+    /// Adds a suggestion.
+    #[must_use]
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Renders the diagnostic against the file's text.
+    pub fn render(&self, path: &str, source: &str) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "error: {}", self.message);
+        render_location(&mut out, path, source, self.loc);
+        if let Some(expected) = &self.expected {
+            let _ = writeln!(out, "   = expected: {expected}");
+        }
+        if let Some(help) = &self.help {
+            let _ = writeln!(out, "   = help: {help}");
+        }
+        out
+    }
+}
+
+/// Writes ` --> path:line:col`, the source line and a caret line.
+pub fn render_location(out: &mut String, path: &str, source: &str, loc: Loc) {
+    let _ = writeln!(out, "  --> {path}:{}:{}", loc.line, loc.column);
+    let Some(line_text) = source
+        .lines()
+        .nth(loc.line.saturating_sub(1) as usize)
+        .map(|l| l.trim_end_matches('\r'))
+    else {
+        return;
+    };
+    let number = loc.line.to_string();
+    let gutter = " ".repeat(number.len());
+    let _ = writeln!(out, "{gutter} |");
+    let _ = writeln!(out, "{number} | {line_text}");
+    let col = loc.column.saturating_sub(1) as usize;
+    let available = line_text.chars().count().saturating_sub(col).max(1);
+    let width = (loc.len as usize).clamp(1, available);
+    // Keep tabs as tabs so the caret lines up under the token.
+    let pad: String = line_text
+        .chars()
+        .take(col)
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    let _ = writeln!(out, "{gutter} | {pad}{}", "^".repeat(width));
+}
+
+/// Renders every diagnostic of a file, then a count.
+pub fn render_all(path: &str, source: &str, diagnostics: &[Diagnostic]) -> String {
+    let mut out = String::new();
+    for d in diagnostics {
+        out.push_str(&d.render(path, source));
+        out.push('\n');
+    }
+    let n = diagnostics.len();
+    let _ = write!(
+        out,
+        "{path}: {n} error{} in suite file",
+        if n == 1 { "" } else { "s" }
+    );
+    out
+}
+
+/// The closest candidate to `word`, if it is close enough to be a likely typo.
+pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (edit_distance(word, c), *c))
+        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_close_names_only() {
+        let fields = ["temperature", "max_tokens", "top_p"];
+        assert_eq!(did_you_mean("temprature", &fields), Some("temperature"));
+        assert_eq!(did_you_mean("max_token", &fields), Some("max_tokens"));
+        assert_eq!(did_you_mean("colour", &fields), None);
+    }
+
+    #[test]
+    fn caret_underlines_the_token() {
+        let src = "a: 1\n  temprature: 0\n";
+        let d = Diagnostic::new(
+            Loc {
+                line: 2,
+                column: 3,
+                len: 10,
+            },
+            "unknown field `temprature`",
+        )
+        .help("did you mean `temperature`?");
+        let text = d.render("x.yaml", src);
+        assert_eq!(
+            text,
+            "error: unknown field `temprature`\n  --> x.yaml:2:3\n  |\n2 |   temprature: 0\n  |   ^^^^^^^^^^\n   = help: did you mean `temperature`?\n"
+        );
+    }
+}

@@ -1,0 +1,97 @@
+//! Finding and loading suite files.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::decode::Decoder;
+use super::diagnostics::{Diagnostic, render_all};
+use super::model::{SourceFile, Suite};
+use super::node::parse;
+
+/// Largest suite file accepted; suites are a few kilobytes.
+const MAX_SUITE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// A suite file that could not be loaded.
+#[derive(Debug, Clone)]
+pub struct LoadFailure {
+    /// The file.
+    pub path: PathBuf,
+    /// The name its `::load` trial gets (the file stem).
+    pub name: String,
+    /// Every problem, rendered with locations.
+    pub message: String,
+}
+
+/// Loads one suite file with the process environment.
+pub fn load_file(path: &Path) -> Result<Suite, LoadFailure> {
+    load_file_with_env(path, &|name| std::env::var(name).ok())
+}
+
+/// Loads one suite file, looking variables up with `env`.
+pub fn load_file_with_env(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Suite, LoadFailure> {
+    let name = path
+        .file_stem()
+        .map_or_else(|| "suite".to_owned(), |s| s.to_string_lossy().into_owned());
+    let fail = |message: String| LoadFailure {
+        path: path.to_path_buf(),
+        name: name.clone(),
+        message,
+    };
+    let shown = path.display().to_string();
+    let size = std::fs::metadata(path)
+        .map_err(|e| fail(format!("error: failed to read suite file {shown}: {e}")))?
+        .len();
+    if size > MAX_SUITE_BYTES {
+        return Err(fail(format!(
+            "error: suite file {shown} is {size} bytes; the limit is {MAX_SUITE_BYTES} bytes"
+        )));
+    }
+    let bytes = std::fs::read(path)
+        .map_err(|e| fail(format!("error: failed to read suite file {shown}: {e}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| fail(format!("error: suite file {shown} is not UTF-8: {e}")))?;
+    load_text(path, &text, env).map_err(fail)
+}
+
+/// Loads suite text that claims to come from `path`.
+pub fn load_text(
+    path: &Path,
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Suite, String> {
+    let shown = path.display().to_string();
+    let root = parse(text).map_err(|e| {
+        let d = Diagnostic::new(e.loc, format!("invalid YAML: {}", e.message));
+        render_all(&shown, text, &[d])
+    })?;
+    let file = SourceFile {
+        path: path.to_path_buf(),
+        text: Arc::from(text),
+    };
+    Decoder::new(env, path)
+        .suite(&root, file)
+        .map_err(|diags| render_all(&shown, text, &diags))
+}
+
+/// The suite files named by `paths`: files as given, directories searched for
+/// `*.yaml` / `*.yml` (sorted, not recursive).
+pub fn discover(paths: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)?
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|f| f.is_file() && f.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+                .collect();
+            found.sort();
+            out.extend(found);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}

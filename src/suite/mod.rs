@@ -1,0 +1,15 @@
+//! Suite files: the YAML format, its validation and its diagnostics.
+//!
+//! Loading goes text → located YAML tree ([`node`]) → validated model
+//! ([`model`]) by the decoder, which collects every problem of the file with
+//! its line and column ([`diagnostics`]).
+
+mod decode;
+pub mod diagnostics;
+pub mod interpolate;
+pub mod load;
+pub mod model;
+pub mod node;
+
+pub use load::{LoadFailure, discover, load_file, load_file_with_env, load_text};
+pub use model::*;

@@ -1,0 +1,311 @@
+//! Validated suite types. Every probe, assertion and threshold knows where it
+//! was written, so a failure can point at its YAML line.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use regex::Regex;
+
+use super::node::Loc;
+use crate::load::thresholds::Threshold;
+
+/// A loaded, validated suite file.
+#[derive(Debug, Clone)]
+pub struct Suite {
+    /// The suite's name (`suite:`), the first segment of its trial names.
+    pub name: String,
+    /// The file it came from.
+    pub file: SourceFile,
+    /// The server under test.
+    pub target: Target,
+    /// Simulator settings, used when the target is the embedded simulator.
+    pub sim: SimSpec,
+    /// Correctness probes, in file order.
+    pub probes: Vec<Probe>,
+    /// Performance gates, in file order.
+    pub gates: Vec<Gate>,
+}
+
+/// A suite file's path (as given) and text, kept for diagnostics.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// The path as the user named it.
+    pub path: PathBuf,
+    /// The file's text.
+    pub text: Arc<str>,
+}
+
+impl SourceFile {
+    /// The path for messages, with `/` separators.
+    pub fn display(&self) -> String {
+        self.path.display().to_string()
+    }
+}
+
+/// Where the suite's server is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BaseUrl {
+    /// The embedded simulator (`sim`, or no `base_url`).
+    Sim,
+    /// A server at this URL (root, without `/v1`).
+    Url(String),
+}
+
+/// Which HTTP API requests use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// `POST /v1/chat/completions`.
+    OpenAiChat,
+    /// `POST /v1/completions`.
+    OpenAiCompletions,
+    /// SGLang's native `POST /generate`.
+    SglangGenerate,
+}
+
+impl Api {
+    /// The name used in suites.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::OpenAiChat => "openai-chat",
+            Api::OpenAiCompletions => "openai-completions",
+            Api::SglangGenerate => "sglang-generate",
+        }
+    }
+}
+
+/// Deadlines of every request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// TCP connect.
+    pub connect: Duration,
+    /// From sending the request to the first token.
+    pub first_token: Duration,
+    /// Longest allowed gap between two chunks of a stream.
+    pub idle: Duration,
+    /// Whole request.
+    pub total: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(10),
+            first_token: Duration::from_secs(120),
+            idle: Duration::from_secs(60),
+            total: Duration::from_secs(600),
+        }
+    }
+}
+
+/// The server under test.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Where it is.
+    pub base_url: BaseUrl,
+    /// How to talk to it.
+    pub api: Api,
+    /// The model name sent in requests; the served id when absent.
+    pub model: Option<String>,
+    /// The NAME of the environment variable that holds the API key.
+    pub api_key_env: Option<String>,
+    /// Request deadlines.
+    pub timeouts: Timeouts,
+    /// Where `target:` is written.
+    pub loc: Loc,
+}
+
+/// Simulator settings of a suite.
+#[derive(Debug, Clone, Default)]
+pub struct SimSpec {
+    /// A profile file (`fixtures/sim/*.yaml`), resolved to a path that exists.
+    pub profile: Option<PathBuf>,
+}
+
+/// Sampling parameters; `None` leaves the server's default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sampling {
+    /// Temperature.
+    pub temperature: Option<f64>,
+    /// Output token limit.
+    pub max_tokens: Option<u32>,
+    /// Sampling seed.
+    pub seed: Option<u64>,
+    /// Nucleus sampling.
+    pub top_p: Option<f64>,
+    /// Stop sequences.
+    pub stop: Option<Vec<String>>,
+}
+
+impl Sampling {
+    /// `self` with every unset field taken from `defaults`.
+    #[must_use]
+    pub fn or(&self, defaults: &Sampling) -> Sampling {
+        Sampling {
+            temperature: self.temperature.or(defaults.temperature),
+            max_tokens: self.max_tokens.or(defaults.max_tokens),
+            seed: self.seed.or(defaults.seed),
+            top_p: self.top_p.or(defaults.top_p),
+            stop: self.stop.clone().or_else(|| defaults.stop.clone()),
+        }
+    }
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+}
+
+/// What a probe sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// A user prompt, with an optional system message.
+    Prompt {
+        /// System message (chat API only).
+        system: Option<String>,
+        /// User prompt.
+        prompt: String,
+    },
+    /// A whole conversation (chat API only).
+    Messages(Vec<Message>),
+}
+
+/// A correctness probe.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    /// Name, unique within the suite.
+    pub name: String,
+    /// Where the probe starts.
+    pub loc: Loc,
+    /// What is sent.
+    pub input: Input,
+    /// Suite defaults merged with the probe's overrides.
+    pub sampling: Sampling,
+    /// What the answer must satisfy.
+    pub expect: Vec<Assertion>,
+}
+
+/// Which text of a completion an assertion reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// The answer (`content`).
+    Content,
+    /// The reasoning (`reasoning_content`).
+    Reasoning,
+    /// Reasoning, then content.
+    All,
+}
+
+impl Field {
+    /// The name used in suites.
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::Content => "content",
+            Field::Reasoning => "reasoning",
+            Field::All => "all",
+        }
+    }
+}
+
+/// One assertion on a completion.
+#[derive(Debug, Clone)]
+pub struct Assertion {
+    /// What is checked.
+    pub check: Check,
+    /// Which text is checked.
+    pub field: Field,
+    /// Where the assertion is written.
+    pub loc: Loc,
+}
+
+/// The kinds of assertion.
+#[derive(Debug, Clone)]
+pub enum Check {
+    /// The text, trimmed, equals this.
+    Equals(String),
+    /// The text contains this.
+    Contains(String),
+    /// The text does not contain this.
+    NotContains(String),
+    /// The text matches.
+    Regex(Regex),
+    /// The text does not match.
+    NotRegex(Regex),
+    /// The text, leading whitespace trimmed, starts with this.
+    StartsWith(String),
+    /// The last number in the text is within `tolerance` of `value`.
+    Number {
+        /// Expected value.
+        value: f64,
+        /// Allowed absolute difference.
+        tolerance: f64,
+    },
+    /// The text, trimmed, equals one of these.
+    OneOf(Vec<String>),
+    /// The text is JSON; optionally the value at `pointer` equals `equals`.
+    Json {
+        /// A JSON pointer (`/a/0/b`) and the value expected there.
+        pointer: Option<(String, serde_json::Value)>,
+    },
+    /// The finish reason is this (`stop`, `length`).
+    FinishReason(String),
+    /// At least this many characters.
+    MinChars(usize),
+    /// At most this many characters.
+    MaxChars(usize),
+}
+
+/// A performance gate.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    /// Name, unique within the suite.
+    pub name: String,
+    /// Where the gate starts.
+    pub loc: Loc,
+    /// The load it applies.
+    pub load: Load,
+    /// The sampling used (suite defaults, output length from `load`).
+    pub sampling: Sampling,
+    /// What the figures must satisfy.
+    pub thresholds: Vec<LocatedThreshold>,
+}
+
+/// A threshold and where it is written.
+#[derive(Debug, Clone)]
+pub struct LocatedThreshold {
+    /// The comparison.
+    pub threshold: Threshold,
+    /// Its YAML location.
+    pub loc: Loc,
+}
+
+/// What each request of a gate sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadPrompt {
+    /// This exact prompt.
+    Text(String),
+    /// A synthetic prompt of about this many tokens.
+    Tokens(u32),
+}
+
+/// The load of a performance gate (closed loop).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Load {
+    /// Requests in flight at once.
+    pub concurrency: u32,
+    /// Measured requests.
+    pub requests: u32,
+    /// Requests sent first and left out of every figure.
+    pub warmup: u32,
+    /// What each request sends.
+    pub prompt: LoadPrompt,
+    /// Output tokens asked for (`max_tokens`).
+    pub output_tokens: u32,
+    /// Ask the server to ignore end-of-sequence so every request generates
+    /// exactly `output_tokens`.
+    pub ignore_eos: bool,
+}

@@ -1,0 +1,295 @@
+//! A YAML document as a tree in which every node knows where it came from.
+//!
+//! serde-saphyr parses and enforces input budgets; we deserialize into this
+//! location-carrying tree (instead of straight into typed structs) so that the
+//! decoder can report *every* problem of a file, each at its own line and
+//! column, rather than stopping at the first one as serde derive would.
+
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_saphyr::Spanned;
+
+/// A 1-based position in a suite file, with the length of the token there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Loc {
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column, in characters.
+    pub column: u32,
+    /// Length of the located token in characters (at least 1 when known).
+    pub len: u32,
+}
+
+impl Loc {
+    /// The location serde-saphyr recorded for a spanned value.
+    pub(crate) fn of(location: &serde_saphyr::Location) -> Self {
+        let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        Self {
+            line: clamp(location.line()),
+            column: clamp(location.column()),
+            len: clamp(location.span().len()).max(1),
+        }
+    }
+}
+
+impl fmt::Display for Loc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
+
+/// A YAML value with the location of every child.
+#[derive(Debug, Clone)]
+pub enum Node {
+    /// `~`, `null` or an empty value.
+    Null,
+    /// `true` / `false`.
+    Bool(bool),
+    /// An integer scalar.
+    Int(i64),
+    /// A floating-point scalar.
+    Float(f64),
+    /// A string scalar.
+    Str(String),
+    /// A sequence.
+    Seq(Vec<Yaml>),
+    /// A mapping, in source order.
+    Map(Vec<(Key, Yaml)>),
+}
+
+/// A node together with its location.
+#[derive(Debug, Clone)]
+pub struct Yaml {
+    /// The value.
+    pub node: Node,
+    /// Where it starts.
+    pub loc: Loc,
+}
+
+/// A mapping key with its location.
+#[derive(Debug, Clone)]
+pub struct Key {
+    /// The key text.
+    pub name: String,
+    /// Where the key is written.
+    pub loc: Loc,
+}
+
+impl Node {
+    /// What kind of YAML value this is, for "expected X, found Y" messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Node::Null => "null",
+            Node::Bool(_) => "a boolean",
+            Node::Int(_) => "an integer",
+            Node::Float(_) => "a number",
+            Node::Str(_) => "a string",
+            Node::Seq(_) => "a list",
+            Node::Map(_) => "a mapping",
+        }
+    }
+}
+
+/// The raw tree as serde-saphyr hands it over, with its own span type.
+enum RawNode {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Spanned<RawNode>>),
+    Map(Vec<(Spanned<String>, Spanned<RawNode>)>),
+}
+
+struct RawVisitor;
+
+impl<'de> Visitor<'de> for RawVisitor {
+    type Value = RawNode;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_unit<E>(self) -> Result<RawNode, E> {
+        Ok(RawNode::Null)
+    }
+    fn visit_none<E>(self) -> Result<RawNode, E> {
+        Ok(RawNode::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<RawNode, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<RawNode, E> {
+        Ok(RawNode::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<RawNode, E> {
+        Ok(RawNode::Int(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<RawNode, E> {
+        // Integers beyond i64 are kept as floats; no suite field needs them exactly.
+        #[expect(clippy::cast_precision_loss, reason = "only for values beyond i64")]
+        Ok(i64::try_from(v).map_or(RawNode::Float(v as f64), RawNode::Int))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<RawNode, E> {
+        Ok(RawNode::Float(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<RawNode, E> {
+        Ok(RawNode::Str(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<RawNode, E> {
+        Ok(RawNode::Str(v))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RawNode, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(RawNode::Seq(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawNode, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key()? {
+            let value = map.next_value()?;
+            entries.push((key, value));
+        }
+        Ok(RawNode::Map(entries))
+    }
+}
+
+impl<'de> Deserialize<'de> for RawNode {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(RawVisitor)
+    }
+}
+
+fn convert(raw: Spanned<RawNode>) -> Yaml {
+    let loc = Loc::of(&raw.referenced);
+    let node = match raw.value {
+        RawNode::Null => Node::Null,
+        RawNode::Bool(b) => Node::Bool(b),
+        RawNode::Int(i) => Node::Int(i),
+        RawNode::Float(f) => Node::Float(f),
+        RawNode::Str(s) => Node::Str(s),
+        RawNode::Seq(items) => Node::Seq(items.into_iter().map(convert).collect()),
+        RawNode::Map(entries) => Node::Map(
+            entries
+                .into_iter()
+                .map(|(k, v)| {
+                    let key = Key {
+                        loc: Loc::of(&k.referenced),
+                        name: k.value,
+                    };
+                    (key, convert(v))
+                })
+                .collect(),
+        ),
+    };
+    Yaml { node, loc }
+}
+
+/// Input limits for suite files: a suite is a few kilobytes; these stop alias
+/// bombs and runaway files long before they cost memory.
+fn options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_reader_input_bytes: Some(4 * 1024 * 1024),
+            max_events: 200_000,
+            max_aliases: 1_000,
+            max_anchors: 1_000,
+            max_depth: 64,
+            max_nodes: 100_000,
+            max_total_scalar_bytes: 4 * 1024 * 1024,
+        },
+    }
+}
+
+/// A YAML syntax or budget error, located.
+#[derive(Debug, Clone)]
+pub struct ParseError {
+    /// Where the parser stopped.
+    pub loc: Loc,
+    /// What it says is wrong.
+    pub message: String,
+}
+
+/// Parses YAML text into a located tree.
+pub fn parse(text: &str) -> Result<Yaml, ParseError> {
+    match serde_saphyr::from_str_with_options::<Spanned<RawNode>>(text, options()) {
+        Ok(raw) => Ok(convert(raw)),
+        Err(err) => {
+            let loc = err.location().map_or(
+                Loc {
+                    line: 1,
+                    column: 1,
+                    len: 1,
+                },
+                |l| Loc::of(&l),
+            );
+            let message = err.without_snippet().to_string();
+            Err(ParseError {
+                loc,
+                message: strip_location_prefix(&message),
+            })
+        }
+    }
+}
+
+/// serde-saphyr prefixes its messages with "error: line L column C: "; we
+/// print the location ourselves, in the rustc style, so drop the prefix.
+fn strip_location_prefix(message: &str) -> String {
+    let first = message.lines().next().unwrap_or(message).trim();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    if let Some(rest) = first.strip_prefix("line ")
+        && let Some(idx) = rest.find(": ")
+        && rest[..idx].contains("column")
+    {
+        return rest[idx + 2..].to_owned();
+    }
+    first.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt::Write as _;
+
+    #[test]
+    fn every_node_and_key_is_located() {
+        let y = parse("a: 1\nb:\n  - x\n  - {c: 2.5}\n").unwrap();
+        let Node::Map(entries) = &y.node else {
+            panic!("not a map")
+        };
+        assert_eq!(entries[0].0.name, "a");
+        assert_eq!((entries[0].0.loc.line, entries[0].0.loc.column), (1, 1));
+        let Node::Seq(items) = &entries[1].1.node else {
+            panic!("not a seq")
+        };
+        assert_eq!((items[0].loc.line, items[0].loc.column), (3, 5));
+        assert_eq!(items[1].loc.line, 4);
+    }
+
+    #[test]
+    fn syntax_errors_are_located() {
+        let err = parse("a: 1\nb: [1, 2\nc: 3\n").unwrap_err();
+        assert!(err.loc.line >= 2, "{err:?}");
+        assert!(!err.message.starts_with("error"), "{}", err.message);
+    }
+
+    #[test]
+    fn duplicate_keys_are_errors() {
+        let err = parse("a: 1\na: 2\n").unwrap_err();
+        assert_eq!(err.loc.line, 2);
+        assert!(err.message.contains("duplicate"), "{}", err.message);
+    }
+
+    #[test]
+    fn alias_bombs_hit_the_budget() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let p = i - 1;
+            let refs = vec![format!("*a{p}"); 10].join(", ");
+            writeln!(text, "a{i}: &a{i} [{refs}]").unwrap();
+        }
+        assert!(parse(&text).is_err());
+    }
+}

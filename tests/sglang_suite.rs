@@ -1,0 +1,9 @@
+//! `cargo test --test sglang_suite`: every suite under `suites/` (or
+//! `SERVEGATE_SUITES`) as libtest trials; `SERVEGATE_TARGET=URL` points them
+//! at a real server, otherwise each suite's `base_url` decides.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    servegate::harness::test_main(env!("CARGO_MANIFEST_DIR"))
+}
