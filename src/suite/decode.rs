@@ -298,7 +298,10 @@ impl<'e> Decoder<'e> {
         let suite = self.suite_inner(root, file);
         match suite {
             Some(s) if self.errors.is_empty() => Ok(s),
-            _ => Err(self.errors),
+            _ => {
+                self.errors.sort_by_key(|d| (d.loc.line, d.loc.column));
+                Err(self.errors)
+            }
         }
     }
 
@@ -619,21 +622,30 @@ impl<'e> Decoder<'e> {
             .collect();
         let field = match f.get("in") {
             None => Some(Field::Content),
-            Some(v) => self.one_of(v, "`in`", FIELDS).map(|s| match s.as_str() {
-                "reasoning" => Field::Reasoning,
-                "all" => Field::All,
-                _ => Field::Content,
-            }),
+            Some(v) => {
+                self.one_of(v, "assertion target (`in`)", FIELDS)
+                    .map(|s| match s.as_str() {
+                        "reasoning" => Field::Reasoning,
+                        "all" => Field::All,
+                        _ => Field::Content,
+                    })
+            }
         };
         let (key, value) = match checks.as_slice() {
             [one] => (&one.0, &one.1),
-            [] => {
+            [] if f
+                .entries
+                .iter()
+                .all(|(k, _)| allowed.contains(&k.name.as_str())) =>
+            {
                 self.error(
                     Diagnostic::new(y.loc, "assertion has no check")
                         .expected(format!("one of {}", quoted_list(CHECKS))),
                 );
                 return None;
             }
+            // An unknown key was reported already; "no check" would repeat it.
+            [] => return None,
             [_, second, ..] => {
                 self.error(
                     Diagnostic::new(second.0.loc, "one assertion per list item")
@@ -804,9 +816,10 @@ impl<'e> Decoder<'e> {
             let key: MetricKey = match k.name.parse() {
                 Ok(key) => key,
                 Err(e) => {
+                    let unknown = e.starts_with("unknown");
                     let mut d = Diagnostic::new(k.loc, e)
                         .expected("a metric such as `ttft.p99`, `decode_tok_s.mean`, `output_tok_s` or `errors`");
-                    if let Some(close) = did_you_mean(&k.name, &key_refs) {
+                    if unknown && let Some(close) = did_you_mean(&k.name, &key_refs) {
                         d = d.help(format!("did you mean `{close}`?"));
                     }
                     self.error(d);

@@ -48,29 +48,30 @@ impl Diagnostic {
     pub fn render(&self, path: &str, source: &str) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "error: {}", self.message);
-        render_location(&mut out, path, source, self.loc);
+        let gutter = " ".repeat(render_location(&mut out, path, source, self.loc) + 1);
         if let Some(expected) = &self.expected {
-            let _ = writeln!(out, "   = expected: {expected}");
+            let _ = writeln!(out, "{gutter}= expected: {expected}");
         }
         if let Some(help) = &self.help {
-            let _ = writeln!(out, "   = help: {help}");
+            let _ = writeln!(out, "{gutter}= help: {help}");
         }
         out
     }
 }
 
-/// Writes ` --> path:line:col`, the source line and a caret line.
-pub fn render_location(out: &mut String, path: &str, source: &str, loc: Loc) {
-    let _ = writeln!(out, "  --> {path}:{}:{}", loc.line, loc.column);
+/// Writes ` --> path:line:col`, the source line and a caret line, as rustc
+/// does; returns the width of the line-number gutter.
+pub fn render_location(out: &mut String, path: &str, source: &str, loc: Loc) -> usize {
+    let number = loc.line.to_string();
+    let gutter = " ".repeat(number.len());
+    let _ = writeln!(out, "{gutter}--> {path}:{}:{}", loc.line, loc.column);
     let Some(line_text) = source
         .lines()
         .nth(loc.line.saturating_sub(1) as usize)
         .map(|l| l.trim_end_matches('\r'))
     else {
-        return;
+        return number.len();
     };
-    let number = loc.line.to_string();
-    let gutter = " ".repeat(number.len());
     let _ = writeln!(out, "{gutter} |");
     let _ = writeln!(out, "{number} | {line_text}");
     let col = loc.column.saturating_sub(1) as usize;
@@ -83,6 +84,7 @@ pub fn render_location(out: &mut String, path: &str, source: &str, loc: Loc) {
         .map(|c| if c == '\t' { '\t' } else { ' ' })
         .collect();
     let _ = writeln!(out, "{gutter} | {pad}{}", "^".repeat(width));
+    number.len()
 }
 
 /// Renders every diagnostic of a file, then a count.
@@ -152,7 +154,7 @@ mod tests {
         let text = d.render("x.yaml", src);
         assert_eq!(
             text,
-            "error: unknown field `temprature`\n  --> x.yaml:2:3\n  |\n2 |   temprature: 0\n  |   ^^^^^^^^^^\n   = help: did you mean `temperature`?\n"
+            "error: unknown field `temprature`\n --> x.yaml:2:3\n  |\n2 |   temprature: 0\n  |   ^^^^^^^^^^\n  = help: did you mean `temperature`?\n"
         );
     }
 }

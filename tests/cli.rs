@@ -1,0 +1,225 @@
+//! End-to-end runs of the `servegate` binary against the embedded simulator:
+//! exit codes, trial order, failure messages and the printed target.
+
+use std::net::TcpListener;
+use std::process::{Command, Output};
+
+fn servegate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("SERVEGATE_TARGET")
+        .env_remove("SGLANG_URL")
+        .env_remove("SERVEGATE_TEST_UNSET_VARIABLE")
+        .output()
+        .expect("servegate runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The failure text libtest prints for `name`.
+fn failure_of(out: &str, name: &str) -> String {
+    let start = out
+        .find(&format!("---- {name} ----\n"))
+        .unwrap_or_else(|| panic!("no failure section for {name} in:\n{out}"));
+    let body = &out[start + name.len() + 11..];
+    let end = body
+        .find("\n\n---- ")
+        .or_else(|| body.find("\n\nfailures:"))
+        .unwrap_or(body.len());
+    body[..end].to_owned()
+}
+
+/// The verdict libtest printed for a trial: `ok` or `FAILED`.
+fn verdict<'a>(out: &'a str, name: &str) -> &'a str {
+    let prefix = format!("test {name} ");
+    out.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .and_then(|rest| rest.rsplit("... ").next())
+        .unwrap_or_else(|| panic!("no verdict for {name} in:\n{out}"))
+}
+
+fn position(out: &str, needle: &str) -> usize {
+    out.find(needle)
+        .unwrap_or_else(|| panic!("`{needle}` not in:\n{out}"))
+}
+
+#[test]
+fn shipped_suite_passes_on_the_simulator_with_figures() {
+    let o = servegate(&["run", "suites/sglang.yaml"]);
+    let out = stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The target is printed before any trial and names the simulator.
+    let target = position(&out, "servegate: suite `sglang` → SIMULATOR (embedded");
+    let first_probe = position(&out, "test sglang::correctness::arithmetic");
+    let second_probe = position(&out, "test sglang::correctness::is_prime");
+    let first_gate = position(&out, "test sglang::performance::single_stream_decode");
+    let second_gate = position(&out, "test sglang::performance::concurrency_8");
+    assert!(target < first_probe && first_probe < second_probe);
+    assert!(second_probe < first_gate && first_gate < second_gate);
+    assert!(out.contains("served model \"sim-sglang\""), "{out}");
+    assert!(out.contains("4 passed; 0 failed"), "{out}");
+    // Measured figures are shown for a green run, with their verdicts.
+    let figures = position(&out, "servegate: figures measured in this run");
+    assert!(figures > second_gate);
+    assert!(
+        out.contains("pass decode_tok_s.mean >= 12.5 tok/s (measured"),
+        "{out}"
+    );
+    assert!(out.contains("counts from server usage ×5"), "{out}");
+    assert!(out.contains("decode_tok_s   mean"), "{out}");
+}
+
+#[test]
+fn wrong_answer_fails_its_probe_and_gates_performance() {
+    let o = servegate(&["run", "tests/suites/wrong_arithmetic.yaml"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_eq!(
+        verdict(&out, "wrong::correctness::arithmetic"),
+        "FAILED",
+        "{out}"
+    );
+    assert_eq!(verdict(&out, "wrong::correctness::is_prime"), "ok", "{out}");
+    assert_eq!(
+        verdict(&out, "wrong::performance::decode"),
+        "FAILED",
+        "{out}"
+    );
+    let probe = failure_of(&out, "wrong::correctness::arithmetic");
+    // Where, what was expected, what was sent and what came back.
+    assert!(
+        probe.contains("error: assertion failed: expected content matches regex `\\b4\\b`"),
+        "{probe}"
+    );
+    assert!(
+        probe.contains("--> tests/suites/wrong_arithmetic.yaml:13:9"),
+        "{probe}"
+    );
+    assert!(probe.contains("13 |       - regex: '\\b4\\b'"), "{probe}");
+    assert!(
+        probe.contains("sent:     POST http://127.0.0.1:"),
+        "{probe}"
+    );
+    assert!(
+        probe.contains("\"content\":\"What is 2+2? Answer with just the number.\""),
+        "{probe}"
+    );
+    assert!(probe.contains("content:   \"5\""), "{probe}");
+    assert!(
+        probe.contains("1 completion tokens (server usage), finish_reason stop"),
+        "{probe}"
+    );
+    let gate = failure_of(&out, "wrong::performance::decode");
+    assert!(
+        gate.starts_with("gated: correctness probe arithmetic failed"),
+        "{gate}"
+    );
+    assert!(gate.contains("wrong::correctness::arithmetic"), "{gate}");
+    assert!(out.contains("(no performance gate measured)"), "{out}");
+}
+
+#[test]
+fn a_filtered_performance_gate_still_runs_the_probes_first() {
+    let o = servegate(&[
+        "run",
+        "tests/suites/wrong_arithmetic.yaml",
+        "--",
+        "performance",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("its 2 correctness probe(s) run first as prerequisites"),
+        "{out}"
+    );
+    assert!(out.contains("running 1 test"), "{out}");
+    assert!(!out.contains("test wrong::correctness::"), "{out}");
+    let gate = failure_of(&out, "wrong::performance::decode");
+    assert!(
+        gate.starts_with("gated: correctness probe arithmetic failed"),
+        "{gate}"
+    );
+}
+
+#[test]
+fn exact_filter_runs_one_trial() {
+    let o = servegate(&[
+        "run",
+        "suites/sglang.yaml",
+        "--",
+        "--exact",
+        "sglang::correctness::arithmetic",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("running 1 test"), "{out}");
+    assert!(
+        out.contains("1 passed; 0 failed; 0 ignored; 0 measured; 3 filtered out"),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_suite_becomes_one_failing_load_trial() {
+    let o = servegate(&["run", "tests/suites/bad/typos.yaml"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert_eq!(verdict(&out, "typos::load"), "FAILED", "{out}");
+    insta::assert_snapshot!("typos_load_trial", failure_of(&out, "typos::load"));
+}
+
+#[test]
+fn unreachable_target_fails_every_trial_clearly() {
+    // A port that was free a moment ago: nothing listens there.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let o = servegate(&["run", "suites/sglang.yaml", "--target", &url]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    assert!(out.contains(&format!("servegate: suite `sglang` → target FAILED: target {url} is unreachable: could not connect")), "{out}");
+    assert!(out.contains("0 passed; 4 failed"), "{out}");
+    for name in [
+        "sglang::correctness::arithmetic",
+        "sglang::performance::concurrency_8",
+    ] {
+        let f = failure_of(&out, name);
+        assert!(f.contains("is unreachable"), "{f}");
+        assert!(f.contains("every trial of it fails"), "{f}");
+    }
+}
+
+#[test]
+fn reasoning_suite_separates_reasoning_from_content() {
+    let o = servegate(&["run", "tests/suites/reasoning.yaml"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("served model \"sim-reasoner\""), "{out}");
+    assert!(out.contains("pass ttft.p99 <= 1.000s"), "{out}");
+}
+
+#[test]
+fn list_names_every_trial_without_running() {
+    let o = servegate(&["list", "suites/sglang.yaml", "tests/suites/bad/typos.yaml"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert_eq!(
+        out,
+        "sglang::correctness::arithmetic: test\n\
+         sglang::correctness::is_prime: test\n\
+         sglang::performance::single_stream_decode: test\n\
+         sglang::performance::concurrency_8: test\n\
+         typos::load: test\n"
+    );
+}

@@ -1,0 +1,275 @@
+//! The streaming client against the in-process simulator and against
+//! scripted misbehaving servers: content, reasoning, token counts, timing,
+//! and every deadline and error class.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::post;
+use servegate::client::{CallRequest, Client, Deadline, ErrorKind, TokenSource};
+use servegate::sim::{self, Profile, RunningSim};
+use servegate::suite::{Api, Input, Sampling, Timeouts};
+
+fn timeouts() -> Timeouts {
+    Timeouts {
+        connect: Duration::from_secs(2),
+        first_token: Duration::from_secs(5),
+        idle: Duration::from_secs(5),
+        total: Duration::from_secs(20),
+    }
+}
+
+async fn simulator(profile_yaml: &str) -> RunningSim {
+    let profile = Profile::parse(profile_yaml).unwrap();
+    sim::spawn(profile, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .await
+        .unwrap()
+}
+
+const PROFILE: &str =
+    "model: m\nttft: 5ms\nitl: 1ms\nreplies:\n  - match: '2\\+2'\n    reply: 'The answer is 4.'\n";
+const REASONING: &str = "model: r\nttft: 5ms\nitl: 2ms\nreplies:\n  - match: '2\\+2'\n    reasoning: 'two and two make four'\n    reply: '4'\n";
+
+fn ask(prompt: &str, max_tokens: u32, ignore_eos: bool) -> CallRequest {
+    CallRequest {
+        input: Input::Prompt {
+            system: Some("Be brief.".into()),
+            prompt: prompt.into(),
+        },
+        sampling: Sampling {
+            temperature: Some(0.0),
+            max_tokens: Some(max_tokens),
+            ..Sampling::default()
+        },
+        ignore_eos,
+    }
+}
+
+fn client(base: &str, api: Api) -> Client {
+    Client::new(base, api, "m", None, timeouts()).unwrap()
+}
+
+#[tokio::test]
+async fn every_api_streams_the_same_answer_with_server_counts() {
+    let s = simulator(PROFILE).await;
+    for (api, source) in [
+        (Api::OpenAiChat, TokenSource::ServerUsage),
+        (Api::OpenAiCompletions, TokenSource::ServerUsage),
+        (Api::SglangGenerate, TokenSource::MetaInfo),
+    ] {
+        let c = client(&s.base_url(), api)
+            .complete(&ask("What is 2+2?", 64, false))
+            .await
+            .unwrap();
+        assert_eq!(c.content, "The answer is 4.", "{api:?}");
+        assert_eq!(c.token_source, source, "{api:?}");
+        assert_eq!(c.finish_reason.as_deref(), Some("stop"), "{api:?}");
+        // The role-only first chunk and the usage chunk are not tokens.
+        let marked: u32 = c.timing.marks.iter().map(|m| m.tokens).sum();
+        assert_eq!(u64::from(marked), c.completion_tokens, "{api:?}");
+        let t = &c.timing;
+        assert!(t.first_byte.unwrap() <= t.first_token.unwrap(), "{api:?}");
+        assert!(
+            t.first_token.unwrap() >= Duration::from_millis(5),
+            "{api:?}"
+        );
+        assert!(t.first_token.unwrap() <= t.end, "{api:?}");
+    }
+}
+
+#[tokio::test]
+async fn ignore_eos_generates_exactly_max_tokens() {
+    let s = simulator(PROFILE).await;
+    for api in [Api::OpenAiChat, Api::SglangGenerate] {
+        let c = client(&s.base_url(), api)
+            .complete(&ask("What is 2+2?", 40, true))
+            .await
+            .unwrap();
+        assert_eq!(c.completion_tokens, 40, "{api:?}");
+        assert_eq!(c.finish_reason.as_deref(), Some("length"), "{api:?}");
+        let c = client(&s.base_url(), api)
+            .complete(&ask("What is 2+2?", 3, false))
+            .await
+            .unwrap();
+        assert_eq!(c.completion_tokens, 3, "{api:?}");
+        assert_eq!(c.finish_reason.as_deref(), Some("length"), "{api:?}");
+    }
+}
+
+#[tokio::test]
+async fn reasoning_is_kept_apart_from_content_and_starts_ttft() {
+    let s = simulator(REASONING).await;
+    let c = client(&s.base_url(), Api::OpenAiChat)
+        .complete(&ask("What is 2+2?", 64, false))
+        .await
+        .unwrap();
+    assert_eq!(c.reasoning, "two and two make four");
+    assert_eq!(c.content, "4");
+    let t = &c.timing;
+    let (first, content) = (t.first_token.unwrap(), t.first_content.unwrap());
+    // Five reasoning tokens, 2ms apart, come before the first content token.
+    assert!(
+        content >= first + Duration::from_millis(6),
+        "first {first:?}, content {content:?}"
+    );
+    assert_eq!(c.completion_tokens, 6);
+}
+
+/// A server that sends `parts` with the given delays, then closes.
+async fn scripted(
+    status: StatusCode,
+    parts: Vec<(u64, &'static str)>,
+) -> (String, tokio::task::JoinHandle<()>) {
+    let app = Router::new().route(
+        "/v1/chat/completions",
+        post(move || {
+            let parts = parts.clone();
+            async move {
+                let stream = futures_util::stream::unfold(parts.into_iter(), |mut it| async move {
+                    let (delay, text) = it.next()?;
+                    tokio::time::sleep(Duration::from_millis(delay)).await;
+                    Some((
+                        Ok::<_, std::convert::Infallible>(Bytes::from_static(text.as_bytes())),
+                        it,
+                    ))
+                });
+                Response::builder()
+                    .status(status)
+                    .header("content-type", "text/event-stream")
+                    .body(Body::from_stream(stream))
+                    .unwrap()
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (url, task)
+}
+
+const TOKEN: &str = "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n";
+
+async fn fail(
+    status: StatusCode,
+    parts: Vec<(u64, &'static str)>,
+    t: Timeouts,
+) -> servegate::client::CallError {
+    let (url, _task) = scripted(status, parts).await;
+    Client::new(&url, Api::OpenAiChat, "m", None, t)
+        .unwrap()
+        .complete(&ask("x", 8, false))
+        .await
+        .unwrap_err()
+}
+
+#[tokio::test]
+async fn http_errors_keep_the_server_message() {
+    let e = fail(
+        StatusCode::SERVICE_UNAVAILABLE,
+        vec![(
+            0,
+            "{\"object\":\"error\",\"message\":\"Server is overloaded\"}",
+        )],
+        timeouts(),
+    )
+    .await;
+    assert_eq!(e.kind, ErrorKind::Http(503));
+    assert_eq!(e.to_string(), "HTTP 503: Server is overloaded");
+}
+
+#[tokio::test]
+async fn an_error_object_in_a_200_stream_is_an_error() {
+    let e = fail(
+        StatusCode::OK,
+        vec![
+            (0, TOKEN),
+            (
+                0,
+                "data: {\"error\": {\"message\": \"CUDA error: an illegal memory access\"}}\n\n",
+            ),
+            (0, "data: [DONE]\n\n"),
+        ],
+        timeouts(),
+    )
+    .await;
+    assert_eq!(e.kind, ErrorKind::InStream);
+    assert!(e.to_string().contains("CUDA error"), "{e}");
+    assert_eq!(e.partial, "hi");
+}
+
+#[tokio::test]
+async fn malformed_chunks_and_cut_streams_are_protocol_errors() {
+    let e = fail(
+        StatusCode::OK,
+        vec![(0, TOKEN), (0, "data: {\"choices\": [\n\n")],
+        timeouts(),
+    )
+    .await;
+    assert_eq!(e.kind, ErrorKind::Protocol);
+    assert!(e.detail.contains("not valid JSON"), "{e}");
+    // A server that dies mid-stream (the NaN crash) never sends [DONE].
+    let e = fail(StatusCode::OK, vec![(0, TOKEN), (0, TOKEN)], timeouts()).await;
+    assert_eq!(e.kind, ErrorKind::Protocol);
+    assert!(e.detail.contains("[DONE]"), "{e}");
+    assert_eq!(e.partial, "hihi");
+}
+
+#[tokio::test]
+async fn every_deadline_is_enforced() {
+    let short = |first: u64, idle: u64, total: u64| Timeouts {
+        connect: Duration::from_secs(1),
+        first_token: Duration::from_millis(first),
+        idle: Duration::from_millis(idle),
+        total: Duration::from_millis(total),
+    };
+    // Headers come, the first token never does.
+    let e = fail(
+        StatusCode::OK,
+        vec![(0, ": ping\n\n"), (3000, TOKEN)],
+        short(200, 5000, 5000),
+    )
+    .await;
+    assert!(
+        matches!(e.kind, ErrorKind::Timeout(Deadline::FirstToken, _)),
+        "{e}"
+    );
+    // One token, then the stream stalls.
+    let e = fail(
+        StatusCode::OK,
+        vec![(0, TOKEN), (3000, TOKEN)],
+        short(1000, 200, 5000),
+    )
+    .await;
+    assert!(
+        matches!(e.kind, ErrorKind::Timeout(Deadline::Idle, _)),
+        "{e}"
+    );
+    assert_eq!(e.partial, "hi");
+    // Tokens keep coming, but the whole request is too long.
+    let slow: Vec<(u64, &str)> = std::iter::repeat_n((100, TOKEN), 30).collect();
+    let e = fail(StatusCode::OK, slow, short(1000, 1000, 500)).await;
+    assert!(
+        matches!(e.kind, ErrorKind::Timeout(Deadline::Total, _)),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn refused_connections_are_connect_errors() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let e = client(&format!("http://127.0.0.1:{port}"), Api::OpenAiChat)
+        .complete(&ask("x", 8, false))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Connect, "{e}");
+}

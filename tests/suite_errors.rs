@@ -1,0 +1,129 @@
+//! Golden diagnostics of broken suites: every problem of a file reported at
+//! its line and column, with what was expected, and never a panic.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use servegate::suite::load_text;
+
+fn errors(name: &str, text: &str) -> String {
+    let path = format!("suites/{name}.yaml");
+    match load_text(Path::new(&path), text, &|_| None) {
+        Ok(_) => panic!("{name} loaded, but it is broken"),
+        Err(message) => message,
+    }
+}
+
+#[test]
+fn yaml_syntax_error() {
+    insta::assert_snapshot!(errors(
+        "syntax",
+        "suite: x\ncorrectness:\n  - name: a\n    prompt: [unclosed\n    expect: []\n"
+    ));
+}
+
+#[test]
+fn duplicate_names() {
+    insta::assert_snapshot!(errors(
+        "dupes",
+        r#"suite: dupes
+correctness:
+  - name: same
+    prompt: "a"
+    expect: [{contains: a}]
+  - name: same
+    prompt: "b"
+    expect: [{contains: b}]
+performance:
+  - name: g
+    load: {requests: 1, input_tokens: 8, output_tokens: 8}
+    thresholds: {errors: "== 0"}
+  - name: g
+    load: {requests: 1, input_tokens: 8, output_tokens: 8}
+    thresholds: {errors: "== 0"}
+"#
+    ));
+}
+
+#[test]
+fn chat_only_fields_with_a_completions_api() {
+    insta::assert_snapshot!(errors(
+        "chat_only",
+        r#"suite: c
+target: {api: openai-completions}
+correctness:
+  - name: sys
+    system: "be brief"
+    prompt: "hi"
+    expect: [{min_chars: 1}]
+  - name: convo
+    messages:
+      - {role: user, content: "hi"}
+      - {role: robot, content: "beep"}
+    expect: [{min_chars: 1}]
+"#
+    ));
+}
+
+#[test]
+fn wrong_types_and_missing_fields() {
+    insta::assert_snapshot!(errors(
+        "types",
+        r#"suite: "has space"
+defaults: {max_tokens: many, temperature: hot, stop: {a: b}}
+correctness:
+  - name: n
+    prompt: "What is 2+2?"
+    expect:
+      - number: {value: four, tolerance: 0.1}
+      - json: {pointer: answer}
+      - contains: "4"
+        regex: "4"
+      - equals: "4"
+        in: thoughts
+performance:
+  - name: nothing
+  - name: both
+    load: {requests: 2, prompt: "x", input_tokens: 4, output_tokens: 4, ignore_eos: yes please}
+    thresholds: {}
+"#
+    ));
+}
+
+#[test]
+fn empty_and_non_mapping_suites() {
+    insta::assert_snapshot!("empty", errors("empty", "suite: nothing\n"));
+    insta::assert_snapshot!("list", errors("list", "- just\n- a list\n"));
+}
+
+#[test]
+fn alias_bomb_is_stopped_by_the_budget() {
+    let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..12 {
+        let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+        writeln!(text, "a{i}: &a{i} [{refs}]").unwrap();
+    }
+    let message = errors("bomb", &text);
+    assert!(message.contains("error: invalid YAML"), "{message}");
+    assert!(message.contains("--> suites/bomb.yaml:"), "{message}");
+}
+
+#[test]
+fn interpolation_and_urls() {
+    let env = |name: &str| (name == "GPU_HOST").then(|| "http://gpu-7:30000/v1/".to_owned());
+    let ok = load_text(
+        Path::new("suites/u.yaml"),
+        "target: {base_url: '${GPU_HOST}'}\ncorrectness:\n  - {name: a, prompt: p, expect: [{contains: x}]}\n",
+        &env,
+    )
+    .unwrap();
+    assert_eq!(
+        ok.target.base_url,
+        servegate::suite::BaseUrl::Url("http://gpu-7:30000".into())
+    );
+    assert_eq!(ok.name, "u", "the file stem names a suite without `suite:`");
+    insta::assert_snapshot!(errors(
+        "urls",
+        "target: {base_url: 'ftp://x', api_key_env: 'sk-abc123 secret'}\ncorrectness:\n  - {name: a, prompt: p, expect: [{contains: x}]}\n"
+    ));
+}
