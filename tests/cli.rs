@@ -114,7 +114,7 @@ fn wrong_answer_fails_its_probe_and_gates_performance() {
     );
     assert!(probe.contains("content:   \"5\""), "{probe}");
     assert!(
-        probe.contains("1 completion tokens (server usage), finish_reason stop"),
+        probe.contains("1 completion token (server usage), finish_reason stop"),
         "{probe}"
     );
     let gate = failure_of(&out, "wrong::performance::decode");
@@ -222,4 +222,39 @@ fn list_names_every_trial_without_running() {
          sglang::performance::concurrency_8: test\n\
          typos::load: test\n"
     );
+}
+
+#[test]
+fn failed_thresholds_show_value_bound_and_sample_size() {
+    let o = servegate(&[
+        "run",
+        "tests/suites/too_slow.yaml",
+        "tests/suites/unmeasurable.yaml",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let slow = failure_of(&out, "too_slow::performance::decode");
+    assert!(slow.starts_with("error: threshold failed: decode_tok_s.mean >= 1000000.0 tok/s\n --> tests/suites/too_slow.yaml:9:7"), "{slow}");
+    assert!(slow.contains("measured: decode_tok_s.mean = "), "{slow}");
+    assert!(
+        slow.contains("bound:    decode_tok_s.mean >= 1000000.0 tok/s"),
+        "{slow}"
+    );
+    assert!(slow.contains("samples:  4 requests"), "{slow}");
+    assert!(
+        !slow.contains("ttft.p99"),
+        "a passing threshold is not reported as failed:\n{slow}"
+    );
+    // Every request timed out: the gate says it could not measure, and why.
+    let none = failure_of(&out, "unmeasurable::performance::decode");
+    assert!(
+        none.starts_with("error: could not measure: all 3 requests failed"),
+        "{none}"
+    );
+    assert!(none.contains("errors:   3 (timeout ×3)"), "{none}");
+    assert!(
+        none.contains("request exceeded the total deadline (40.00ms)"),
+        "{none}"
+    );
+    assert!(none.contains("errors == 0 (implicit"), "{none}");
 }

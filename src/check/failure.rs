@@ -73,8 +73,9 @@ fn write_received<'a>(
         .map_or_else(|| "none".into(), format_duration);
     let _ = writeln!(
         out,
-        "received: {} completion tokens ({}), finish_reason {}, first token after {ttft}, done after {}",
+        "received: {} completion token{} ({}), finish_reason {}, first token after {ttft}, done after {}",
         c.completion_tokens,
+        if c.completion_tokens == 1 { "" } else { "s" },
         c.token_source.name(),
         c.finish_reason.as_deref().unwrap_or("absent"),
         format_duration(c.timing.end),

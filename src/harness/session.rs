@@ -197,6 +197,7 @@ fn judge(suite: &Suite, gate: &Gate, m: &GateMetrics) -> Judgement {
             m.errors
         );
         render_location(&mut out, &file.display(), &file.text, gate.loc);
+        out.push('\n');
     }
     for lt in thresholds(gate) {
         let t = &lt.threshold;
