@@ -74,7 +74,7 @@ fn shipped_suite_passes_on_the_simulator_with_figures() {
         "{out}"
     );
     assert!(out.contains("counts from server usage ×5"), "{out}");
-    assert!(out.contains("decode_tok_s   mean"), "{out}");
+    assert!(out.contains("decode_tok_s  mean"), "{out}");
 }
 
 #[test]

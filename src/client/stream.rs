@@ -127,6 +127,35 @@ impl Client {
         api::body(self.api, &self.model, req)
     }
 
+    /// `POST`s to an administrative endpoint such as SGLang's `/flush_cache`.
+    pub async fn post_admin(&self, path: &str) -> Result<(), CallError> {
+        let mut req = self.http.post(format!("{}{path}", self.base_url));
+        if let Some(key) = &self.api_key {
+            req = req.bearer_auth(key);
+        }
+        let resp = timeout_at(
+            tokio::time::Instant::now() + self.timeouts.total,
+            req.send(),
+        )
+        .await
+        .map_err(|_| {
+            CallError::new(
+                ErrorKind::Timeout(Deadline::Total, self.timeouts.total),
+                path,
+            )
+        })?
+        .map_err(|e| classify_send_error(&e, self.timeouts.connect))?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let text = resp.text().await.unwrap_or_default();
+        Err(CallError::new(
+            ErrorKind::Http(status.as_u16()),
+            format!("{path}: {}", excerpt(&text, 300)),
+        ))
+    }
+
     /// Sends one streaming request and reads it to the end.
     pub async fn complete(&self, req: &CallRequest) -> Result<Completion, CallError> {
         let body = serde_json::to_vec(&self.body(req))

@@ -13,9 +13,9 @@ use crate::check::failure::{Sent, assertions_failed, request_failed};
 use crate::client::CallRequest;
 use crate::load::metrics::GateMetrics;
 use crate::load::runner::{PROMPT_APPROXIMATION, run_gate};
-use crate::load::thresholds::{Metric, MetricKey, Op, Threshold, format_value};
+use crate::load::thresholds::{Metric, MetricKey, Op, Threshold, format_duration, format_value};
 use crate::suite::diagnostics::render_location;
-use crate::suite::{Gate, LoadPrompt, LocatedThreshold, Probe, Suite};
+use crate::suite::{Arrival, Gate, LoadPrompt, LocatedThreshold, Pace, Probe, Suite};
 
 /// The result of one trial: `Err` carries the whole failure message.
 pub type Verdict = Result<(), String>;
@@ -130,7 +130,19 @@ impl SuiteRun {
                 list.join(", ")
             ));
         }
-        let metrics = self.handle.block_on(run_gate(&target.client, gate));
+        let metrics = self
+            .handle
+            .block_on(run_gate(&target.client, gate))
+            .map_err(|e| {
+                let mut out = format!("error: {e}\n");
+                render_location(
+                    &mut out,
+                    &self.suite.file.display(),
+                    &self.suite.file.text,
+                    gate.loc,
+                );
+                out
+            })?;
         let verdict = judge(&self.suite, gate, &metrics);
         if let Ok(mut f) = self.figures.lock() {
             f.push(GateFigures {
@@ -147,18 +159,60 @@ impl SuiteRun {
 /// The load of a gate, in words, for output and failure messages.
 pub fn describe_load(gate: &Gate) -> String {
     let l = &gate.load;
-    let prompt = match &l.prompt {
+    let mut parts = Vec::new();
+    parts.push(match l.pace {
+        Pace::Closed { concurrency } => format!("closed loop, concurrency {concurrency}"),
+        Pace::Open {
+            rate,
+            arrival,
+            seed,
+            max_in_flight,
+        } => {
+            let arrival = match arrival {
+                Arrival::Constant => "constant".to_owned(),
+                Arrival::Poisson => format!("poisson, seed {seed}"),
+            };
+            let cap =
+                max_in_flight.map_or_else(String::new, |n| format!(", at most {n} in flight"));
+            format!("open loop, {rate} req/s ({arrival}){cap}")
+        }
+    });
+    parts.push(match (l.requests, l.duration) {
+        (Some(n), None) => format!("{n} requests"),
+        (None, Some(d)) => format!("for {}", format_duration(d)),
+        (Some(n), Some(d)) => format!(
+            "{n} requests or {}, whichever ends first",
+            format_duration(d)
+        ),
+        (None, None) => "no bound".to_owned(),
+    });
+    if l.warmup > 0 {
+        parts.push(format!("after {} warm-up", l.warmup));
+    }
+    parts.push(format!(
+        "{} output tokens{}",
+        l.output_tokens,
+        if l.ignore_eos { " (ignore_eos)" } else { "" }
+    ));
+    parts.push(match &l.prompt {
         LoadPrompt::Text(t) => format!("fixed prompt of {} chars", t.chars().count()),
         LoadPrompt::Tokens(n) => format!("~{n} input tokens ({PROMPT_APPROXIMATION})"),
-    };
-    format!(
-        "concurrency {}, {} requests after {} warm-up, {} output tokens{}, {prompt}",
-        l.concurrency,
-        l.requests,
-        l.warmup,
-        l.output_tokens,
-        if l.ignore_eos { " (ignore_eos)" } else { "" },
-    )
+    });
+    if l.flush_cache {
+        parts.push("cache flushed before measuring".to_owned());
+    }
+    let slo: Vec<String> = [
+        ("ttft", gate.slo.ttft),
+        ("tpot", gate.slo.tpot),
+        ("e2e", gate.slo.e2e),
+    ]
+    .into_iter()
+    .filter_map(|(n, d)| d.map(|d| format!("{n} <= {}", format_duration(d))))
+    .collect();
+    if !slo.is_empty() {
+        parts.push(format!("SLO {}", slo.join(" and ")));
+    }
+    parts.join(", ")
 }
 
 struct Judgement {

@@ -1,77 +1,289 @@
-//! Figures of a performance gate, computed from per-request records.
+//! Figures of a performance gate. Each load worker records its requests into
+//! its own [`Recorder`] (HDR histograms, no per-request storage); the
+//! recorders are merged once the window closes.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use hdrhistogram::Histogram;
+
 use super::thresholds::{Metric, MetricKey, Stat, format_secs, format_value};
 use crate::client::{CallError, Completion};
 
-/// A sorted sample of one per-request quantity.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Highest value a histogram holds: an hour in microseconds, or a billion
+/// tokens/s in milli-tokens. Larger values saturate.
+const HIGHEST: u64 = 3_600_000_000_000;
+
+/// A distribution of one per-request (or per-token) quantity, kept in an HDR
+/// histogram with 3 significant figures: memory and merge cost do not grow
+/// with the number of samples.
+#[derive(Debug, Clone)]
 pub struct Distribution {
-    sorted: Vec<f64>,
+    hist: Histogram<u64>,
+    /// Stored integer = value × scale (µs for seconds, milli-tokens for rates).
+    scale: f64,
+}
+
+impl PartialEq for Distribution {
+    fn eq(&self, other: &Self) -> bool {
+        self.scale == other.scale && self.hist == other.hist
+    }
 }
 
 impl Distribution {
-    /// Sorts the samples; non-finite samples are dropped.
-    pub fn new(mut samples: Vec<f64>) -> Self {
-        samples.retain(|v| v.is_finite());
-        samples.sort_by(f64::total_cmp);
-        Self { sorted: samples }
+    fn with_scale(scale: f64) -> Self {
+        Self {
+            hist: Histogram::new_with_bounds(1, HIGHEST, 3).expect("valid histogram bounds"),
+            scale,
+        }
+    }
+
+    /// For durations given in seconds, kept in microseconds.
+    pub fn seconds() -> Self {
+        Self::with_scale(1e6)
+    }
+
+    /// For rates such as tokens/s, kept in thousandths.
+    pub fn rate() -> Self {
+        Self::with_scale(1e3)
+    }
+
+    /// Records one sample; negative and non-finite samples are dropped.
+    pub fn record(&mut self, value: f64) {
+        self.record_n(value, 1);
+    }
+
+    /// Records `n` equal samples.
+    pub fn record_n(&mut self, value: f64, n: u64) {
+        if value.is_finite() && value >= 0.0 && n > 0 {
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss,
+                reason = "non-negative; the float-to-int cast saturates"
+            )]
+            let v = (value * self.scale).round().min(HIGHEST as f64) as u64;
+            // Saturating: a value beyond the bounds is kept at the bound.
+            let _ = self.hist.record_n(v.min(HIGHEST), n);
+        }
+    }
+
+    /// Adds another distribution of the same kind.
+    pub fn merge(&mut self, other: &Distribution) {
+        let _ = self.hist.add(&other.hist);
     }
 
     /// Number of samples.
-    pub fn len(&self) -> usize {
-        self.sorted.len()
+    pub fn len(&self) -> u64 {
+        self.hist.len()
     }
 
     /// Whether there are no samples.
     pub fn is_empty(&self) -> bool {
-        self.sorted.is_empty()
+        self.hist.is_empty()
     }
 
     /// The statistic, or `None` without samples.
     pub fn stat(&self, stat: Stat) -> Option<f64> {
-        let n = self.sorted.len();
-        if n == 0 {
+        if self.hist.is_empty() {
             return None;
         }
-        Some(match stat {
-            #[expect(
-                clippy::cast_precision_loss,
-                reason = "sample counts are far below 2^52"
-            )]
-            Stat::Mean => self.sorted.iter().sum::<f64>() / n as f64,
-            Stat::Min => self.sorted[0],
-            Stat::Max => self.sorted[n - 1],
-            Stat::P50 => self.percentile(50.0),
-            Stat::P90 => self.percentile(90.0),
-            Stat::P99 => self.percentile(99.0),
-        })
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "histogram values are far below 2^52"
+        )]
+        let raw = match stat {
+            Stat::Mean => self.hist.mean(),
+            Stat::Stddev => self.hist.stdev(),
+            Stat::Min => self.hist.min() as f64,
+            Stat::Max => self.hist.max() as f64,
+            q => self.hist.value_at_quantile(q.quantile().unwrap_or(0.5)) as f64,
+        };
+        Some(raw / self.scale)
+    }
+}
+
+/// Service-level objectives a request must meet to count as goodput.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Slo {
+    /// Longest time to first token.
+    pub ttft: Option<Duration>,
+    /// Longest time per output token.
+    pub tpot: Option<Duration>,
+    /// Longest end-to-end latency.
+    pub e2e: Option<Duration>,
+}
+
+impl Slo {
+    /// Whether any objective is set.
+    pub fn is_set(&self) -> bool {
+        self.ttft.is_some() || self.tpot.is_some() || self.e2e.is_some()
+    }
+}
+
+/// One worker's record of its requests.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    ttft: Distribution,
+    ttft_content: Distribution,
+    itl: Distribution,
+    tpot: Distribution,
+    e2e: Distribution,
+    decode_tok_s: Distribution,
+    completed: u64,
+    output_tokens: u64,
+    input_tokens: u64,
+    input_reported: u64,
+    good_requests: u64,
+    good_tokens: u64,
+    late_starts: u64,
+    errors: Vec<CallError>,
+    token_sources: BTreeMap<&'static str, u64>,
+    slo: Slo,
+}
+
+/// Start later than this after the intended time and a request counts as late.
+pub const LATE_START: Duration = Duration::from_millis(1);
+
+impl Recorder {
+    /// An empty record; `slo` decides what counts as goodput.
+    pub fn new(slo: Slo) -> Self {
+        Self {
+            ttft: Distribution::seconds(),
+            ttft_content: Distribution::seconds(),
+            itl: Distribution::seconds(),
+            tpot: Distribution::seconds(),
+            e2e: Distribution::seconds(),
+            decode_tok_s: Distribution::rate(),
+            completed: 0,
+            output_tokens: 0,
+            input_tokens: 0,
+            input_reported: 0,
+            good_requests: 0,
+            good_tokens: 0,
+            late_starts: 0,
+            errors: Vec::new(),
+            token_sources: BTreeMap::new(),
+            slo,
+        }
     }
 
-    /// Nearest-rank percentile: the smallest sample with at least `p`% of the
-    /// samples at or below it. Never interpolates, so every reported value
-    /// was actually measured.
-    pub fn percentile(&self, p: f64) -> f64 {
-        let n = self.sorted.len();
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            clippy::cast_precision_loss,
-            reason = "rank is within 1..=n"
-        )]
-        let rank = ((p / 100.0) * n as f64).ceil() as usize;
-        self.sorted[rank.clamp(1, n) - 1]
+    /// Records a successful request that was sent `late` after its intended
+    /// start (zero in a closed loop): TTFT and E2E count from the intended
+    /// start, so a stalled server cannot hide behind a stalled client.
+    pub fn record(&mut self, c: &Completion, late: Duration) {
+        let t = &c.timing;
+        if late > LATE_START {
+            self.late_starts += 1;
+        }
+        let first = t.first_token.unwrap_or(t.end);
+        let ttft = (late + first).as_secs_f64();
+        let e2e = (late + t.end).as_secs_f64();
+        self.ttft.record(ttft);
+        if let Some(fc) = t.first_content {
+            self.ttft_content.record((late + fc).as_secs_f64());
+        }
+        self.e2e.record(e2e);
+        self.completed += 1;
+        self.output_tokens += c.completion_tokens;
+        if let Some(p) = c.usage.and_then(|u| u.prompt_tokens) {
+            self.input_tokens += p;
+            self.input_reported += 1;
+        }
+        *self.token_sources.entry(c.token_source.name()).or_insert(0) += 1;
+        let decode_secs = t.end.saturating_sub(first).as_secs_f64();
+        let mut tpot = None;
+        if c.completion_tokens > 1 && decode_secs > 0.0 {
+            #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
+            let after_first = (c.completion_tokens - 1) as f64;
+            tpot = Some(decode_secs / after_first);
+            self.tpot.record(decode_secs / after_first);
+            self.decode_tok_s.record(after_first / decode_secs);
+        }
+        // A chunk of k tokens contributes k gaps of gap/k.
+        for pair in t.marks.windows(2) {
+            let gap = pair[1].at.saturating_sub(pair[0].at).as_secs_f64();
+            let k = pair[1].tokens.max(1);
+            self.itl.record_n(gap / f64::from(k), u64::from(k));
+        }
+        let within = |limit: Option<Duration>, v: f64| limit.is_none_or(|l| v <= l.as_secs_f64());
+        if within(self.slo.ttft, ttft)
+            && within(self.slo.e2e, e2e)
+            && (self.slo.tpot.is_none() || tpot.is_some_and(|v| within(self.slo.tpot, v)))
+        {
+            self.good_requests += 1;
+            self.good_tokens += c.completion_tokens;
+        }
+    }
+
+    /// Records a failed request.
+    pub fn fail(&mut self, e: CallError) {
+        self.errors.push(e);
+    }
+
+    /// Adds another worker's record.
+    pub fn merge(&mut self, other: Recorder) {
+        self.ttft.merge(&other.ttft);
+        self.ttft_content.merge(&other.ttft_content);
+        self.itl.merge(&other.itl);
+        self.tpot.merge(&other.tpot);
+        self.e2e.merge(&other.e2e);
+        self.decode_tok_s.merge(&other.decode_tok_s);
+        self.completed += other.completed;
+        self.output_tokens += other.output_tokens;
+        self.input_tokens += other.input_tokens;
+        self.input_reported += other.input_reported;
+        self.good_requests += other.good_requests;
+        self.good_tokens += other.good_tokens;
+        self.late_starts += other.late_starts;
+        self.errors.extend(other.errors);
+        for (k, v) in other.token_sources {
+            *self.token_sources.entry(k).or_insert(0) += v;
+        }
+    }
+
+    /// The figures of a window of `wall` duration.
+    pub fn finish(self, wall: Duration) -> GateMetrics {
+        let mut error_classes = BTreeMap::new();
+        for e in &self.errors {
+            *error_classes.entry(e.class()).or_insert(0) += 1;
+        }
+        GateMetrics {
+            ttft: self.ttft,
+            ttft_content: self.ttft_content,
+            itl: self.itl,
+            tpot: self.tpot,
+            e2e: self.e2e,
+            decode_tok_s: self.decode_tok_s,
+            completed: self.completed,
+            errors: self.errors.len() as u64,
+            error_classes,
+            first_errors: self
+                .errors
+                .iter()
+                .take(KEEP_ERRORS)
+                .map(ToString::to_string)
+                .collect(),
+            output_tokens: self.output_tokens,
+            input_tokens: (self.input_reported == self.completed && self.completed > 0)
+                .then_some(self.input_tokens),
+            good_requests: self.slo.is_set().then_some(self.good_requests),
+            good_tokens: self.good_tokens,
+            late_starts: self.late_starts,
+            token_sources: self.token_sources,
+            wall,
+        }
     }
 }
 
 /// Everything measured by one gate.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct GateMetrics {
-    /// Time to first token, seconds.
+    /// Time to first token of any kind, seconds.
     pub ttft: Distribution,
+    /// Time to first content token, seconds.
+    pub ttft_content: Distribution,
     /// Inter-token latency, seconds.
     pub itl: Distribution,
     /// Time per output token after the first, seconds.
@@ -80,10 +292,6 @@ pub struct GateMetrics {
     pub e2e: Distribution,
     /// Per-request decode rate, tokens/s.
     pub decode_tok_s: Distribution,
-    /// Output tokens per second over the measured window.
-    pub output_tok_s: f64,
-    /// Completed requests per second over the measured window.
-    pub requests_per_s: f64,
     /// Successful requests.
     pub completed: u64,
     /// Failed requests.
@@ -94,6 +302,14 @@ pub struct GateMetrics {
     pub first_errors: Vec<String>,
     /// Output tokens generated by successful requests.
     pub output_tokens: u64,
+    /// Prompt tokens, when the server reported them for every request.
+    pub input_tokens: Option<u64>,
+    /// Requests that met every SLO, when the gate has SLOs.
+    pub good_requests: Option<u64>,
+    /// Output tokens of those requests.
+    pub good_tokens: u64,
+    /// Open loop: requests that started late.
+    pub late_starts: u64,
     /// Where token counts came from, with how many requests each.
     pub token_sources: BTreeMap<&'static str, u64>,
     /// The measured window.
@@ -104,70 +320,22 @@ pub struct GateMetrics {
 const KEEP_ERRORS: usize = 3;
 
 impl GateMetrics {
-    /// Computes the figures of a measured window.
+    /// Figures of finished requests, for tests and one-shot use.
     pub fn compute(done: &[Completion], failed: &[CallError], wall: Duration) -> Self {
-        let mut ttft = Vec::with_capacity(done.len());
-        let mut e2e = Vec::with_capacity(done.len());
-        let mut tpot = Vec::with_capacity(done.len());
-        let mut decode = Vec::with_capacity(done.len());
-        let mut itl = Vec::new();
-        let mut token_sources = BTreeMap::new();
-        let mut output_tokens = 0;
+        let mut r = Recorder::new(Slo::default());
         for c in done {
-            let t = &c.timing;
-            let first = t.first_token.unwrap_or(t.end).as_secs_f64();
-            let end = t.end.as_secs_f64();
-            ttft.push(first);
-            e2e.push(end);
-            output_tokens += c.completion_tokens;
-            *token_sources.entry(c.token_source.name()).or_insert(0) += 1;
-            if c.completion_tokens > 1 && end > first {
-                #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
-                let after_first = (c.completion_tokens - 1) as f64;
-                tpot.push((end - first) / after_first);
-                decode.push(after_first / (end - first));
-            }
-            for pair in t.marks.windows(2) {
-                let gap = pair[1].at.saturating_sub(pair[0].at).as_secs_f64();
-                let k = pair[1].tokens.max(1);
-                itl.extend(std::iter::repeat_n(gap / f64::from(k), k as usize));
-            }
+            r.record(c, Duration::ZERO);
         }
-        let mut error_classes = BTreeMap::new();
         for e in failed {
-            *error_classes.entry(e.class()).or_insert(0) += 1;
+            r.fail(e.clone());
         }
-        let secs = wall.as_secs_f64();
-        let per_sec = |n: u64| {
-            #[expect(clippy::cast_precision_loss, reason = "counts are small")]
-            let n = n as f64;
-            if secs > 0.0 { n / secs } else { 0.0 }
-        };
-        Self {
-            ttft: Distribution::new(ttft),
-            itl: Distribution::new(itl),
-            tpot: Distribution::new(tpot),
-            e2e: Distribution::new(e2e),
-            decode_tok_s: Distribution::new(decode),
-            output_tok_s: per_sec(output_tokens),
-            requests_per_s: per_sec(done.len() as u64),
-            completed: done.len() as u64,
-            errors: failed.len() as u64,
-            error_classes,
-            first_errors: failed
-                .iter()
-                .take(KEEP_ERRORS)
-                .map(ToString::to_string)
-                .collect(),
-            output_tokens,
-            token_sources,
-            wall,
-        }
+        r.finish(wall)
     }
 
     fn distribution(&self, metric: Metric) -> Option<&Distribution> {
         match metric {
             Metric::Ttft => Some(&self.ttft),
+            Metric::TtftContent => Some(&self.ttft_content),
             Metric::Itl => Some(&self.itl),
             Metric::Tpot => Some(&self.tpot),
             Metric::E2e => Some(&self.e2e),
@@ -176,14 +344,28 @@ impl GateMetrics {
         }
     }
 
+    #[expect(clippy::cast_precision_loss, reason = "counts are small")]
+    fn per_sec(&self, n: u64) -> Option<f64> {
+        let secs = self.wall.as_secs_f64();
+        (self.completed > 0 && secs > 0.0).then(|| n as f64 / secs)
+    }
+
     /// The measured value of a key; `None` when nothing could be measured.
     pub fn value(&self, key: MetricKey) -> Option<f64> {
         #[expect(clippy::cast_precision_loss, reason = "counts are small")]
         match key.metric {
             Metric::Errors => Some(self.errors as f64),
-            Metric::OutputTokS | Metric::RequestsPerS if self.completed == 0 => None,
-            Metric::OutputTokS => Some(self.output_tok_s),
-            Metric::RequestsPerS => Some(self.requests_per_s),
+            Metric::LateStarts => Some(self.late_starts as f64),
+            Metric::OutputTokS => self.per_sec(self.output_tokens),
+            Metric::InputTokS => self.input_tokens.and_then(|n| self.per_sec(n)),
+            Metric::TotalTokS => self
+                .input_tokens
+                .and_then(|n| self.per_sec(n + self.output_tokens)),
+            Metric::RequestsPerS => self.per_sec(self.completed),
+            Metric::GoodputRequestsPerS => self.good_requests.and_then(|n| self.per_sec(n)),
+            Metric::GoodputTokS => self
+                .good_requests
+                .and_then(|_| self.per_sec(self.good_tokens)),
             m => self
                 .distribution(m)
                 .and_then(|d| d.stat(key.stat.unwrap_or(Stat::Mean))),
@@ -192,19 +374,20 @@ impl GateMetrics {
 
     /// How many samples stand behind a key's value.
     pub fn sample_size(&self, key: MetricKey) -> String {
+        let window = format_secs(self.wall.as_secs_f64());
         match key.metric {
-            Metric::Errors => format!("{} requests", self.completed + self.errors),
-            Metric::OutputTokS => format!(
-                "{} tokens from {} requests in {}",
-                self.output_tokens,
-                self.completed,
-                format_secs(self.wall.as_secs_f64())
-            ),
-            Metric::RequestsPerS => format!(
-                "{} requests in {}",
-                self.completed,
-                format_secs(self.wall.as_secs_f64())
-            ),
+            Metric::Errors | Metric::LateStarts => {
+                format!("{} requests", self.completed + self.errors)
+            }
+            Metric::OutputTokS | Metric::InputTokS | Metric::TotalTokS | Metric::GoodputTokS => {
+                format!(
+                    "{} output tokens from {} requests in {window}",
+                    self.output_tokens, self.completed
+                )
+            }
+            Metric::RequestsPerS | Metric::GoodputRequestsPerS => {
+                format!("{} requests in {window}", self.completed)
+            }
             m => {
                 let n = self.distribution(m).map_or(0, Distribution::len);
                 let unit = if m == Metric::Itl { "gaps" } else { "requests" };
@@ -216,8 +399,18 @@ impl GateMetrics {
     /// A table of every figure, for the run output.
     pub fn render(&self) -> String {
         let mut out = String::new();
+        let stats = [
+            Stat::Mean,
+            Stat::Stddev,
+            Stat::P50,
+            Stat::P90,
+            Stat::P99,
+            Stat::P999,
+            Stat::Max,
+        ];
         for metric in [
             Metric::Ttft,
+            Metric::TtftContent,
             Metric::Itl,
             Metric::Tpot,
             Metric::E2e,
@@ -229,22 +422,25 @@ impl GateMetrics {
                 out.push_str("  no samples\n");
                 continue;
             }
-            for stat in [Stat::Mean, Stat::P50, Stat::P90, Stat::P99, Stat::Max] {
+            for stat in stats {
                 let v = d.stat(stat).unwrap_or(f64::NAN);
-                let _ = write!(
-                    out,
-                    "  {} {:<10}",
-                    stat.name(),
-                    format_value(metric, v).replace(" tok/s", "")
-                );
+                let shown = format_value(metric, v).replace(" tok/s", "");
+                let _ = write!(out, " {} {:<9}", stat.name(), shown);
             }
             let unit = if metric == Metric::DecodeTokS {
-                " tok/s"
+                "tok/s "
             } else {
                 ""
             };
-            let _ = writeln!(out, "{unit} (n={})", d.len());
+            let _ = writeln!(out, "{unit}(n={})", d.len());
         }
+        let rate = |m: Metric| {
+            self.value(MetricKey {
+                metric: m,
+                stat: None,
+            })
+            .map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"))
+        };
         let sources: Vec<String> = self
             .token_sources
             .iter()
@@ -252,9 +448,11 @@ impl GateMetrics {
             .collect();
         let _ = writeln!(
             out,
-            "    output_tok_s {:.1}  requests_per_s {:.2}  errors {}  ({} output tokens in {}, counts from {})",
-            self.output_tok_s,
-            self.requests_per_s,
+            "    tok/s output {} input {} total {}  requests/s {}  errors {}  ({} output tokens in {}, counts from {})",
+            rate(Metric::OutputTokS),
+            rate(Metric::InputTokS),
+            rate(Metric::TotalTokS),
+            rate(Metric::RequestsPerS),
             self.errors,
             self.output_tokens,
             format_secs(self.wall.as_secs_f64()),
@@ -264,6 +462,22 @@ impl GateMetrics {
                 sources.join(", ")
             },
         );
+        if let Some(good) = self.good_requests {
+            let _ = writeln!(
+                out,
+                "    goodput {good}/{} requests met the SLOs: {} req/s, {} tok/s",
+                self.completed,
+                rate(Metric::GoodputRequestsPerS),
+                rate(Metric::GoodputTokS),
+            );
+        }
+        if self.late_starts > 0 {
+            let _ = writeln!(
+                out,
+                "    late starts {} (more than 1ms after the intended time)",
+                self.late_starts
+            );
+        }
         out
     }
 }
@@ -271,35 +485,66 @@ impl GateMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::{Timing, TokenMark};
+    use crate::client::{Timing, TokenMark, Usage};
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-3 * b.abs().max(1e-6)
+    }
 
     #[test]
-    fn nearest_rank_percentiles() {
-        let d = Distribution::new((1..=100).map(f64::from).collect());
-        assert_eq!(d.stat(Stat::P50), Some(50.0));
-        assert_eq!(d.stat(Stat::P90), Some(90.0));
-        assert_eq!(d.stat(Stat::P99), Some(99.0));
-        assert_eq!(d.stat(Stat::Max), Some(100.0));
-        assert_eq!(d.stat(Stat::Min), Some(1.0));
-        assert_eq!(d.stat(Stat::Mean), Some(50.5));
-        let small = Distribution::new(vec![3.0, 1.0, 2.0]);
-        assert_eq!(small.stat(Stat::P50), Some(2.0));
-        assert_eq!(small.stat(Stat::P99), Some(3.0));
-        assert_eq!(Distribution::new(vec![f64::NAN]).stat(Stat::Mean), None);
-        assert_eq!(Distribution::new(vec![7.0]).stat(Stat::P90), Some(7.0));
+    fn percentiles_within_three_significant_figures() {
+        let mut d = Distribution::rate();
+        for v in 1..=1000 {
+            d.record(f64::from(v));
+        }
+        assert!(close(d.stat(Stat::P50).unwrap(), 500.0));
+        assert!(close(d.stat(Stat::P90).unwrap(), 900.0));
+        assert!(close(d.stat(Stat::P99).unwrap(), 990.0));
+        assert!(close(d.stat(Stat::P999).unwrap(), 999.0));
+        assert!(close(d.stat(Stat::Max).unwrap(), 1000.0));
+        assert!(close(d.stat(Stat::Min).unwrap(), 1.0));
+        assert!(close(d.stat(Stat::Mean).unwrap(), 500.5));
+        assert!(close(d.stat(Stat::Stddev).unwrap(), 288.675));
+        let mut empty = Distribution::seconds();
+        assert_eq!(empty.stat(Stat::Mean), None);
+        empty.record(f64::NAN);
+        empty.record(-1.0);
+        assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn merged_workers_equal_one_recorder() {
+        let mut a = Distribution::seconds();
+        let mut b = Distribution::seconds();
+        let mut all = Distribution::seconds();
+        for i in 0..100 {
+            let v = f64::from(i) * 1e-3;
+            if i % 2 == 0 {
+                a.record(v);
+            } else {
+                b.record(v);
+            }
+            all.record(v);
+        }
+        a.merge(&b);
+        assert_eq!(a, all);
     }
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
     }
 
-    #[test]
-    fn figures_from_timings() {
+    fn completion() -> Completion {
         // 5 tokens: first at 100ms, then chunks at 110, 120 (2 tokens), 150.
-        let c = Completion {
+        Completion {
             completion_tokens: 5,
+            usage: Some(Usage {
+                prompt_tokens: Some(7),
+                completion_tokens: Some(5),
+            }),
             timing: Timing {
                 first_token: Some(ms(100)),
+                first_content: Some(ms(110)),
                 marks: vec![
                     TokenMark {
                         at: ms(100),
@@ -322,17 +567,57 @@ mod tests {
                 ..Timing::default()
             },
             ..Completion::default()
-        };
-        let m = GateMetrics::compute(&[c], &[], Duration::from_secs(1));
-        assert!((m.ttft.stat(Stat::Mean).unwrap() - 0.1).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn figures_from_timings() {
+        let m = GateMetrics::compute(&[completion()], &[], Duration::from_secs(1));
+        let v = |k: &str| m.value(k.parse().unwrap()).unwrap();
+        assert!(close(v("ttft.mean"), 0.1));
+        assert!(close(v("ttft_content.mean"), 0.11));
         // 4 tokens after the first in 50ms.
-        assert!((m.tpot.stat(Stat::Mean).unwrap() - 0.0125).abs() < 1e-9);
-        assert!((m.decode_tok_s.stat(Stat::Mean).unwrap() - 80.0).abs() < 1e-6);
+        assert!(close(v("tpot.mean"), 0.0125));
+        assert!(close(v("decode_tok_s.mean"), 80.0));
         // Gaps: 10ms, 5ms, 5ms (the 2-token chunk), 30ms.
         assert_eq!(m.itl.len(), 4);
-        assert!((m.itl.stat(Stat::Max).unwrap() - 0.03).abs() < 1e-9);
-        assert!((m.itl.stat(Stat::Min).unwrap() - 0.005).abs() < 1e-9);
-        assert!((m.output_tok_s - 5.0).abs() < 1e-9);
+        assert!(close(v("itl.max"), 0.03));
+        assert!(close(v("itl.min"), 0.005));
+        assert!(close(v("output_tok_s"), 5.0));
+        assert!(close(v("input_tok_s"), 7.0));
+        assert!(close(v("total_tok_s"), 12.0));
+        assert_eq!(
+            m.value("goodput_tok_s".parse().unwrap()),
+            None,
+            "no SLO, no goodput"
+        );
+    }
+
+    #[test]
+    fn late_starts_count_into_latency_and_goodput() {
+        let slo = Slo {
+            ttft: Some(ms(200)),
+            tpot: Some(ms(20)),
+            e2e: None,
+        };
+        let mut r = Recorder::new(slo);
+        r.record(&completion(), Duration::ZERO);
+        r.record(&completion(), ms(500));
+        let m = r.finish(Duration::from_secs(2));
+        assert_eq!(m.late_starts, 1);
+        assert!(
+            close(m.ttft.stat(Stat::Max).unwrap(), 0.6),
+            "latency counts from the intended start"
+        );
+        assert_eq!(m.good_requests, Some(1));
+        assert!(close(
+            m.value("goodput_requests_per_s".parse().unwrap()).unwrap(),
+            0.5
+        ));
+        assert!(close(
+            m.value("goodput_tok_s".parse().unwrap()).unwrap(),
+            2.5
+        ));
     }
 
     #[test]

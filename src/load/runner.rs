@@ -1,14 +1,20 @@
-//! The closed-loop load generator: `concurrency` workers, each sending its
-//! next request as soon as the previous one ends; warm-up requests first and
-//! outside every figure.
+//! The load generator. Closed loop: `concurrency` workers, each sending its
+//! next request when the previous one ends. Open loop: requests start on a
+//! schedule (constant or seeded Poisson) whether or not earlier ones ended,
+//! and latency counts from each request's intended start, so a stalled
+//! server shows in the figures instead of silently slowing the client
+//! (no coordinated omission). Warm-up requests go first, outside every figure.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Instant;
+use std::time::Duration;
 
-use super::metrics::GateMetrics;
+use tokio::sync::{Semaphore, mpsc};
+use tokio::time::Instant;
+
+use super::metrics::{GateMetrics, Recorder};
 use crate::client::{CallError, CallRequest, Client, Completion, ErrorKind};
-use crate::suite::{Gate, Input, LoadPrompt};
+use crate::suite::{Arrival, Gate, Input, LoadPrompt, Pace};
 
 /// Words for synthetic prompts: common English words, about one token each
 /// in the tokenizers of current models.
@@ -23,18 +29,42 @@ const WORDS: &[&str] = &[
 /// How synthetic prompts are sized, for the report.
 pub const PROMPT_APPROXIMATION: &str = "synthetic, ~1 token per word, no tokenizer";
 
+/// A seeded 64-bit generator (splitmix64): small, fast, reproducible.
+#[derive(Debug, Clone)]
+pub struct SplitMix(u64);
+
+impl SplitMix {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform value in (0, 1].
+    pub fn unit(&mut self) -> f64 {
+        #[expect(clippy::cast_precision_loss, reason = "53 random bits are exact")]
+        let v = ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+        v
+    }
+}
+
 /// A prompt of about `tokens` tokens, different for every request index so
 /// that a prefix cache cannot serve one request from another.
 pub fn synthetic_prompt(tokens: u32, index: u32) -> String {
-    let mut state = u64::from(index).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
+    let mut rng = SplitMix::new(u64::from(index) ^ 0xD1B5_4A32_D192_ED03);
     let mut words = Vec::with_capacity(tokens as usize);
     words.push(format!("Request {index}:"));
     for _ in 1..tokens.max(1) {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        #[expect(clippy::cast_possible_truncation, reason = "index into a short list")]
-        words.push(WORDS[(state % WORDS.len() as u64) as usize].to_owned());
+        let i = usize::try_from(rng.next_u64() % WORDS.len() as u64).unwrap_or(0);
+        words.push(WORDS[i].to_owned());
     }
     words.join(" ")
 }
@@ -54,66 +84,192 @@ fn request(gate: &Gate, index: u32) -> CallRequest {
     }
 }
 
-/// Runs `count` requests with `concurrency` workers; returns successes and
-/// failures in completion order.
-async fn phase(
+/// A request that generated nothing is a failure: no figure can come of it.
+fn checked(result: Result<Completion, CallError>) -> Result<Completion, CallError> {
+    match result {
+        Ok(c) if c.completion_tokens == 0 => Err(CallError::new(
+            ErrorKind::Protocol,
+            "the stream ended without generating a token",
+        )),
+        other => other,
+    }
+}
+
+/// When a window stops: after `count` requests and/or at `deadline`.
+#[derive(Debug, Clone, Copy)]
+struct Bound {
+    count: Option<u32>,
+    deadline: Option<Instant>,
+}
+
+impl Bound {
+    fn allows(&self, i: u32, at: Instant) -> bool {
+        self.count.is_none_or(|c| i < c) && self.deadline.is_none_or(|d| at < d)
+    }
+}
+
+async fn closed(
     client: &Client,
     gate: &Gate,
-    count: u32,
-    first_index: u32,
-) -> (Vec<Completion>, Vec<CallError>) {
+    concurrency: u32,
+    bound: Bound,
+    first: u32,
+) -> Recorder {
     let next = Arc::new(AtomicU32::new(0));
-    let workers = gate.load.concurrency.min(count).max(1);
+    let workers = bound
+        .count
+        .map_or(concurrency, |c| concurrency.min(c))
+        .max(1);
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers {
-        let client = client.clone();
-        let gate = gate.clone();
-        let next = Arc::clone(&next);
+        let (client, gate, next) = (client.clone(), gate.clone(), Arc::clone(&next));
         tasks.spawn(async move {
-            let mut done = Vec::new();
-            let mut failed = Vec::new();
+            let mut rec = Recorder::new(gate.slo);
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= count {
+                if !bound.allows(i, Instant::now()) {
                     break;
                 }
-                match client.complete(&request(&gate, first_index + i)).await {
-                    Ok(c) if c.completion_tokens == 0 => failed.push(CallError::new(
-                        ErrorKind::Protocol,
-                        "the stream ended without generating a token",
-                    )),
-                    Ok(c) => done.push(c),
-                    Err(e) => failed.push(e),
+                match checked(client.complete(&request(&gate, first + i)).await) {
+                    Ok(c) => rec.record(&c, Duration::ZERO),
+                    Err(e) => rec.fail(e),
                 }
             }
-            (done, failed)
+            rec
         });
     }
-    let mut done = Vec::new();
-    let mut failed = Vec::new();
+    let mut all = Recorder::new(gate.slo);
     while let Some(joined) = tasks.join_next().await {
         match joined {
-            Ok((d, f)) => {
-                done.extend(d);
-                failed.extend(f);
-            }
-            Err(e) => failed.push(CallError::new(
+            Ok(rec) => all.merge(rec),
+            Err(e) => all.fail(CallError::new(
                 ErrorKind::Transport,
                 format!("load worker failed: {e}"),
             )),
         }
     }
-    (done, failed)
+    all
 }
 
-/// Applies a gate's load and measures it.
-pub async fn run_gate(client: &Client, gate: &Gate) -> GateMetrics {
-    if gate.load.warmup > 0 {
-        phase(client, gate, gate.load.warmup, 0).await;
+/// The open-loop schedule: offsets of intended starts from the window start.
+pub fn schedule(rate: f64, arrival: Arrival, seed: u64) -> impl Iterator<Item = Duration> {
+    let mut rng = SplitMix::new(seed);
+    let mut at = 0.0_f64;
+    std::iter::from_fn(move || {
+        let now = at;
+        at += match arrival {
+            Arrival::Constant => 1.0 / rate,
+            Arrival::Poisson => -rng.unit().ln() / rate,
+        };
+        Some(Duration::from_secs_f64(now))
+    })
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the open-loop pace is five numbers"
+)]
+async fn open(
+    client: &Client,
+    gate: &Gate,
+    rate: f64,
+    arrival: Arrival,
+    seed: u64,
+    max_in_flight: Option<u32>,
+    bound: Bound,
+    first: u32,
+) -> Recorder {
+    let (tx, mut rx) = mpsc::unbounded_channel::<(Result<Completion, CallError>, Duration)>();
+    let slo = gate.slo;
+    let collector = tokio::spawn(async move {
+        let mut rec = Recorder::new(slo);
+        while let Some((result, late)) = rx.recv().await {
+            match result {
+                Ok(c) => rec.record(&c, late),
+                Err(e) => rec.fail(e),
+            }
+        }
+        rec
+    });
+    let limit = max_in_flight.map(|n| Arc::new(Semaphore::new(n as usize)));
+    let start = Instant::now();
+    for (i, offset) in (0u32..).zip(schedule(rate, arrival, seed)) {
+        let intended = start + offset;
+        if !bound.allows(i, intended) {
+            break;
+        }
+        tokio::time::sleep_until(intended).await;
+        let permit = match &limit {
+            Some(s) => Arc::clone(s).acquire_owned().await.ok(),
+            None => None,
+        };
+        let (client, req, tx) = (client.clone(), request(gate, first + i), tx.clone());
+        tokio::spawn(async move {
+            let late = Instant::now().saturating_duration_since(intended);
+            let result = checked(client.complete(&req).await);
+            drop(permit);
+            let _ = tx.send((result, late));
+        });
+    }
+    drop(tx);
+    collector.await.unwrap_or_else(|e| {
+        let mut rec = Recorder::new(slo);
+        rec.fail(CallError::new(
+            ErrorKind::Transport,
+            format!("result collector failed: {e}"),
+        ));
+        rec
+    })
+}
+
+/// Applies a gate's load and measures it; `Err` when the gate could not be
+/// set up (a `flush_cache` the server refused).
+pub async fn run_gate(client: &Client, gate: &Gate) -> Result<GateMetrics, String> {
+    let load = &gate.load;
+    let warm_concurrency = match load.pace {
+        Pace::Closed { concurrency } => concurrency,
+        Pace::Open { max_in_flight, .. } => max_in_flight.unwrap_or(1),
+    };
+    if load.warmup > 0 {
+        let bound = Bound {
+            count: Some(load.warmup),
+            deadline: None,
+        };
+        closed(client, gate, warm_concurrency, bound, 0).await;
+    }
+    if load.flush_cache {
+        client
+            .post_admin("/flush_cache")
+            .await
+            .map_err(|e| format!("flush_cache failed before measuring: {e}"))?;
     }
     let start = Instant::now();
-    let (done, failed) = phase(client, gate, gate.load.requests, gate.load.warmup).await;
-    GateMetrics::compute(&done, &failed, start.elapsed())
+    let bound = Bound {
+        count: load.requests,
+        deadline: load.duration.map(|d| start + d),
+    };
+    let rec = match load.pace {
+        Pace::Closed { concurrency } => closed(client, gate, concurrency, bound, load.warmup).await,
+        Pace::Open {
+            rate,
+            arrival,
+            seed,
+            max_in_flight,
+        } => {
+            open(
+                client,
+                gate,
+                rate,
+                arrival,
+                seed,
+                max_in_flight,
+                bound,
+                load.warmup,
+            )
+            .await
+        }
+    };
+    Ok(rec.finish(start.elapsed()))
 }
 
 #[cfg(test)]
@@ -127,5 +283,32 @@ mod tests {
         assert_eq!(a.split_whitespace().count(), 129); // "Request 1:" is two words
         assert_ne!(a, b);
         assert_eq!(a, synthetic_prompt(128, 1));
+    }
+
+    #[test]
+    fn constant_schedule_is_evenly_spaced() {
+        let s: Vec<Duration> = schedule(4.0, Arrival::Constant, 0).take(3).collect();
+        assert_eq!(
+            s,
+            [
+                Duration::ZERO,
+                Duration::from_millis(250),
+                Duration::from_millis(500)
+            ]
+        );
+    }
+
+    #[test]
+    fn poisson_schedule_is_seeded_with_the_right_mean_rate() {
+        let a: Vec<Duration> = schedule(100.0, Arrival::Poisson, 7).take(20_000).collect();
+        let b: Vec<Duration> = schedule(100.0, Arrival::Poisson, 7).take(20_000).collect();
+        assert_eq!(a, b);
+        let mean_gap = a.last().unwrap().as_secs_f64() / 19_999.0;
+        assert!((mean_gap - 0.01).abs() < 0.0005, "mean gap {mean_gap}");
+        assert!(
+            a.windows(2)
+                .any(|w| w[1].saturating_sub(w[0]) > Duration::from_millis(30)),
+            "exponential gaps vary"
+        );
     }
 }

@@ -9,6 +9,8 @@ use std::time::Duration;
 pub enum Metric {
     /// Time to first token (any token, reasoning included).
     Ttft,
+    /// Time to the first content token (after any reasoning).
+    TtftContent,
     /// Inter-token latency.
     Itl,
     /// Time per output token after the first.
@@ -19,36 +21,58 @@ pub enum Metric {
     DecodeTokS,
     /// Aggregate output tokens per second over the measured window.
     OutputTokS,
+    /// Aggregate prompt tokens per second (server-reported counts).
+    InputTokS,
+    /// Aggregate prompt plus output tokens per second.
+    TotalTokS,
     /// Completed requests per second over the measured window.
     RequestsPerS,
     /// Failed requests in the measured window.
     Errors,
+    /// Requests per second that met every SLO of the gate.
+    GoodputRequestsPerS,
+    /// Output tokens per second of the requests that met every SLO.
+    GoodputTokS,
+    /// Open loop: requests that started more than 1 ms after their intended time.
+    LateStarts,
 }
 
 impl Metric {
     /// All metrics, in report order.
-    pub const ALL: [Metric; 8] = [
+    pub const ALL: [Metric; 14] = [
         Metric::Ttft,
+        Metric::TtftContent,
         Metric::Itl,
         Metric::Tpot,
         Metric::E2e,
         Metric::DecodeTokS,
         Metric::OutputTokS,
+        Metric::InputTokS,
+        Metric::TotalTokS,
         Metric::RequestsPerS,
         Metric::Errors,
+        Metric::GoodputRequestsPerS,
+        Metric::GoodputTokS,
+        Metric::LateStarts,
     ];
 
     /// The name used in suites.
     pub fn name(self) -> &'static str {
         match self {
             Metric::Ttft => "ttft",
+            Metric::TtftContent => "ttft_content",
             Metric::Itl => "itl",
             Metric::Tpot => "tpot",
             Metric::E2e => "e2e",
             Metric::DecodeTokS => "decode_tok_s",
             Metric::OutputTokS => "output_tok_s",
+            Metric::InputTokS => "input_tok_s",
+            Metric::TotalTokS => "total_tok_s",
             Metric::RequestsPerS => "requests_per_s",
             Metric::Errors => "errors",
+            Metric::GoodputRequestsPerS => "goodput_requests_per_s",
+            Metric::GoodputTokS => "goodput_tok_s",
+            Metric::LateStarts => "late_starts",
         }
     }
 
@@ -56,7 +80,7 @@ impl Metric {
     pub fn is_duration(self) -> bool {
         matches!(
             self,
-            Metric::Ttft | Metric::Itl | Metric::Tpot | Metric::E2e
+            Metric::Ttft | Metric::TtftContent | Metric::Itl | Metric::Tpot | Metric::E2e
         )
     }
 
@@ -68,10 +92,14 @@ impl Metric {
     /// The unit printed after a value.
     pub fn unit(self) -> &'static str {
         match self {
-            Metric::DecodeTokS | Metric::OutputTokS => "tok/s",
-            Metric::RequestsPerS => "req/s",
-            Metric::Errors => "",
-            _ => "s",
+            Metric::DecodeTokS
+            | Metric::OutputTokS
+            | Metric::InputTokS
+            | Metric::TotalTokS
+            | Metric::GoodputTokS => "tok/s",
+            Metric::RequestsPerS | Metric::GoodputRequestsPerS => "req/s",
+            Metric::Errors | Metric::LateStarts => "",
+            Metric::Ttft | Metric::TtftContent | Metric::Itl | Metric::Tpot | Metric::E2e => "s",
         }
     }
 }
@@ -81,37 +109,61 @@ impl Metric {
 pub enum Stat {
     /// Arithmetic mean.
     Mean,
+    /// Standard deviation.
+    Stddev,
     /// Smallest sample.
     Min,
-    /// Median (nearest rank).
+    /// Median.
     P50,
-    /// 90th percentile (nearest rank).
+    /// 90th percentile.
     P90,
-    /// 99th percentile (nearest rank).
+    /// 95th percentile.
+    P95,
+    /// 99th percentile.
     P99,
+    /// 99.9th percentile.
+    P999,
     /// Largest sample.
     Max,
 }
 
 impl Stat {
     /// All statistics, in report order.
-    pub const ALL: [Stat; 6] = [
+    pub const ALL: [Stat; 9] = [
         Stat::Mean,
+        Stat::Stddev,
         Stat::Min,
         Stat::P50,
         Stat::P90,
+        Stat::P95,
         Stat::P99,
+        Stat::P999,
         Stat::Max,
     ];
+
+    /// The quantile of a percentile statistic.
+    pub fn quantile(self) -> Option<f64> {
+        match self {
+            Stat::P50 => Some(0.5),
+            Stat::P90 => Some(0.9),
+            Stat::P95 => Some(0.95),
+            Stat::P99 => Some(0.99),
+            Stat::P999 => Some(0.999),
+            Stat::Mean | Stat::Stddev | Stat::Min | Stat::Max => None,
+        }
+    }
 
     /// The name used in suites.
     pub fn name(self) -> &'static str {
         match self {
             Stat::Mean => "mean",
+            Stat::Stddev => "stddev",
             Stat::Min => "min",
             Stat::P50 => "p50",
             Stat::P90 => "p90",
+            Stat::P95 => "p95",
             Stat::P99 => "p99",
+            Stat::P999 => "p99.9",
             Stat::Max => "max",
         }
     }
@@ -305,7 +357,7 @@ fn parse_duration_secs(text: &str) -> Result<f64, String> {
 pub fn format_value(metric: Metric, value: f64) -> String {
     if metric.is_duration() {
         format_secs(value)
-    } else if metric == Metric::Errors {
+    } else if matches!(metric, Metric::Errors | Metric::LateStarts) {
         format!("{value}")
     } else {
         format!("{value:.1} {}", metric.unit())
@@ -354,6 +406,8 @@ mod tests {
         );
         assert!("errors.p99".parse::<MetricKey>().is_err());
         assert!("ttft.p42".parse::<MetricKey>().is_err());
+        assert_eq!(key("itl.p99.9").stat, Some(Stat::P999));
+        assert_eq!(key("ttft_content.p50").metric, Metric::TtftContent);
         assert!("latency".parse::<MetricKey>().is_err());
     }
 

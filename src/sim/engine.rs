@@ -2,6 +2,7 @@
 //! cut into tokens, limited by `max_tokens` and extended by `ignore_eos`.
 
 use super::profile::Profile;
+use crate::load::runner::SplitMix;
 
 /// Why generation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,26 +75,17 @@ pub fn count_tokens(text: &str) -> u64 {
     tokenize(text).len() as u64
 }
 
-fn next(state: &mut u64) -> u64 {
-    // splitmix64: tiny, seeded, good enough for filler text.
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 fn hash(text: &str) -> u64 {
     text.bytes().fold(0xCBF2_9CE4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3)
     })
 }
 
-fn filler(state: &mut u64, n: usize) -> Vec<String> {
+fn filler(rng: &mut SplitMix, n: usize) -> Vec<String> {
     (0..n)
         .map(|_| {
             #[expect(clippy::cast_possible_truncation, reason = "index into a short list")]
-            let i = (next(state) % FILLER.len() as u64) as usize;
+            let i = (rng.next_u64() % FILLER.len() as u64) as usize;
             FILLER[i].to_owned()
         })
         .collect()
@@ -108,7 +100,7 @@ pub fn plan(
     seed: Option<u64>,
 ) -> Plan {
     let limit = max_tokens as usize;
-    let mut state = profile.seed ^ hash(prompt) ^ seed.unwrap_or(0);
+    let mut rng = SplitMix::new(profile.seed ^ hash(prompt) ^ seed.unwrap_or(0));
     let scripted = profile.replies.iter().find(|r| r.pattern.is_match(prompt));
     let (mut reasoning, mut content) = if let Some(r) = scripted {
         (
@@ -116,8 +108,8 @@ pub fn plan(
             tokenize(&r.reply),
         )
     } else {
-        let n = 16 + usize::try_from(next(&mut state) % 48).unwrap_or(0);
-        (Vec::new(), filler(&mut state, n))
+        let n = 16 + usize::try_from(rng.next_u64() % 48).unwrap_or(0);
+        (Vec::new(), filler(&mut rng, n))
     };
     let natural = reasoning.len() + content.len();
     let finish = if natural > limit || (ignore_eos && natural < limit) {
@@ -126,7 +118,7 @@ pub fn plan(
         Finish::Stop
     };
     if ignore_eos && natural < limit {
-        content.extend(filler(&mut state, limit - natural));
+        content.extend(filler(&mut rng, limit - natural));
     }
     reasoning.truncate(limit);
     content.truncate(limit - reasoning.len());

@@ -8,6 +8,7 @@ use std::time::Duration;
 use regex::Regex;
 
 use super::node::Loc;
+use crate::load::metrics::Slo;
 use crate::load::thresholds::Threshold;
 
 /// A loaded, validated suite file.
@@ -272,6 +273,8 @@ pub struct Gate {
     pub sampling: Sampling,
     /// What the figures must satisfy.
     pub thresholds: Vec<LocatedThreshold>,
+    /// What a request must meet to count as goodput.
+    pub slo: Slo,
 }
 
 /// A threshold and where it is written.
@@ -292,13 +295,47 @@ pub enum LoadPrompt {
     Tokens(u32),
 }
 
-/// The load of a performance gate (closed loop).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How requests are paced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pace {
+    /// Closed loop: this many workers, each sending its next request when
+    /// the previous one ends.
+    Closed {
+        /// Requests in flight at once.
+        concurrency: u32,
+    },
+    /// Open loop: requests start on a schedule, whether or not earlier ones
+    /// have finished; latency counts from each request's intended start.
+    Open {
+        /// Requests per second.
+        rate: f64,
+        /// Spacing of the schedule.
+        arrival: Arrival,
+        /// Seed of a Poisson schedule.
+        seed: u64,
+        /// At most this many in flight; a request that must wait starts late.
+        max_in_flight: Option<u32>,
+    },
+}
+
+/// Spacing of an open-loop schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// Evenly spaced.
+    Constant,
+    /// Exponential gaps (a Poisson process), seeded.
+    Poisson,
+}
+
+/// The load of a performance gate.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Load {
-    /// Requests in flight at once.
-    pub concurrency: u32,
-    /// Measured requests.
-    pub requests: u32,
+    /// How requests are paced.
+    pub pace: Pace,
+    /// Measured requests; with `duration`, whichever ends first.
+    pub requests: Option<u32>,
+    /// Longest measured window: no request starts after it.
+    pub duration: Option<Duration>,
     /// Requests sent first and left out of every figure.
     pub warmup: u32,
     /// What each request sends.
@@ -308,4 +345,6 @@ pub struct Load {
     /// Ask the server to ignore end-of-sequence so every request generates
     /// exactly `output_tokens`.
     pub ignore_eos: bool,
+    /// `POST /flush_cache` (SGLang) after the warm-up, before measuring.
+    pub flush_cache: bool,
 }

@@ -1,0 +1,300 @@
+//! Decoding performance gates: load shapes, SLOs and thresholds.
+
+use super::{Decoder, Fields};
+use crate::load::metrics::Slo;
+use crate::load::thresholds::{MetricKey, all_keys, parse_comparison};
+use crate::suite::diagnostics::{Diagnostic, did_you_mean};
+use crate::suite::model::{Arrival, Gate, Load, LoadPrompt, LocatedThreshold, Pace, Sampling};
+use crate::suite::node::{Node, Yaml};
+
+const GATE: &[&str] = &["name", "load", "thresholds", "slo"];
+const LOAD: &[&str] = &[
+    "concurrency",
+    "rate",
+    "arrival",
+    "seed",
+    "requests",
+    "duration",
+    "warmup",
+    "prompt",
+    "input_tokens",
+    "output_tokens",
+    "ignore_eos",
+    "flush_cache",
+];
+const SLO: &[&str] = &["ttft", "tpot", "e2e"];
+const ARRIVALS: &[&str] = &["constant", "poisson"];
+
+/// A sweep level: `concurrency: [1, 8]` or `rate: [5, 10]` gives one gate
+/// per value, named `<gate>::concurrency_8`.
+struct Level {
+    suffix: Option<String>,
+    pace: Pace,
+}
+
+impl Decoder<'_> {
+    /// One gate, or one per level of a sweep.
+    pub(super) fn gate(&mut self, y: &Yaml, defaults: &Sampling) -> Option<Vec<Gate>> {
+        let f = self.fields(y, "gate", GATE)?;
+        let name = self
+            .required(&f, "name", "gate")
+            .and_then(|v| self.name(v, "gate name"));
+        let loaded = self.required(&f, "load", "gate").and_then(|v| self.load(v));
+        let thresholds = self
+            .required(&f, "thresholds", "gate")
+            .and_then(|v| self.thresholds(v));
+        let slo = f.get("slo").map_or(Some(Slo::default()), |v| self.slo(v));
+        let (load, levels) = loaded?;
+        let (name, thresholds, slo) = (name?, thresholds?, slo?);
+        let sampling = Sampling {
+            max_tokens: Some(load.output_tokens),
+            ..defaults.clone()
+        };
+        Some(
+            levels
+                .into_iter()
+                .map(|level| Gate {
+                    name: level
+                        .suffix
+                        .map_or_else(|| name.clone(), |s| format!("{name}::{s}")),
+                    loc: y.loc,
+                    load: Load {
+                        pace: level.pace,
+                        ..load.clone()
+                    },
+                    sampling: sampling.clone(),
+                    thresholds: thresholds.clone(),
+                    slo,
+                })
+                .collect(),
+        )
+    }
+
+    fn slo(&mut self, y: &Yaml) -> Option<Slo> {
+        let f = self.fields(y, "slo", SLO)?;
+        let mut slo = Slo::default();
+        for (key, slot) in [
+            ("ttft", &mut slo.ttft),
+            ("tpot", &mut slo.tpot),
+            ("e2e", &mut slo.e2e),
+        ] {
+            if let Some(v) = f.get(key) {
+                *slot = Some(self.duration(v, &format!("slo.{key}"))?);
+            }
+        }
+        if !slo.is_set() {
+            self.error(
+                Diagnostic::new(y.loc, "`slo` sets no objective")
+                    .expected("`ttft`, `tpot` or `e2e`"),
+            );
+            return None;
+        }
+        Some(slo)
+    }
+
+    /// Integers, or a list of them (a sweep).
+    fn levels_of<T>(
+        &mut self,
+        y: &Yaml,
+        what: &str,
+        one: impl Fn(&mut Self, &Yaml) -> Option<T>,
+    ) -> Option<Vec<T>> {
+        match &y.node {
+            Node::Seq(items) if items.is_empty() => {
+                self.error(Diagnostic::new(y.loc, format!("`{what}` sweep is empty")));
+                None
+            }
+            Node::Seq(items) => items.iter().map(|i| one(self, i)).collect(),
+            _ => one(self, y).map(|v| vec![v]),
+        }
+    }
+
+    fn pace(&mut self, f: &Fields<'_>) -> Option<Vec<Level>> {
+        let concurrency = f.get("concurrency");
+        let Some(rate) = f.get("rate") else {
+            for key in ["arrival", "seed"] {
+                if let Some(k) = f.key(key) {
+                    self.error(
+                        Diagnostic::new(k.loc, format!("`{key}` applies to an open loop only"))
+                            .expected("a `rate:` in this load"),
+                    );
+                }
+            }
+            let levels = match concurrency {
+                None => vec![1],
+                Some(v) => {
+                    self.levels_of(v, "concurrency", |d, i| d.count::<u32>(i, "concurrency", 1))?
+                }
+            };
+            let sweep = levels.len() > 1;
+            return Some(
+                levels
+                    .into_iter()
+                    .map(|c| Level {
+                        suffix: sweep.then(|| format!("concurrency_{c}")),
+                        pace: Pace::Closed { concurrency: c },
+                    })
+                    .collect(),
+            );
+        };
+        let max_in_flight = match concurrency {
+            None => None,
+            Some(v) if matches!(v.node, Node::Seq(_)) => {
+                self.error(Diagnostic::new(
+                    v.loc,
+                    "with `rate`, `concurrency` is one cap on requests in flight, not a sweep",
+                ));
+                return None;
+            }
+            Some(v) => Some(self.count::<u32>(v, "concurrency", 1)?),
+        };
+        let arrival = match f.get("arrival") {
+            None => Arrival::Constant,
+            Some(v) => match self.one_of(v, "arrival", ARRIVALS)?.as_str() {
+                "poisson" => Arrival::Poisson,
+                _ => Arrival::Constant,
+            },
+        };
+        let seed = f
+            .get("seed")
+            .map_or(Some(0), |v| self.count(v, "seed", 0))?;
+        let rates = self.levels_of(rate, "rate", |d, i| {
+            let r = d.float(i, "rate")?;
+            if r > 0.0 {
+                Some(r)
+            } else {
+                d.error(
+                    Diagnostic::new(i.loc, format!("rate must be above 0, found {r}"))
+                        .expected("requests per second, e.g. `rate: 20`"),
+                );
+                None
+            }
+        })?;
+        let sweep = rates.len() > 1;
+        Some(
+            rates
+                .into_iter()
+                .map(|rate| Level {
+                    suffix: sweep.then(|| format!("rate_{}", rate.to_string().replace('.', "_"))),
+                    pace: Pace::Open {
+                        rate,
+                        arrival,
+                        seed,
+                        max_in_flight,
+                    },
+                })
+                .collect(),
+        )
+    }
+
+    fn load(&mut self, y: &Yaml) -> Option<(Load, Vec<Level>)> {
+        let f = self.fields(y, "load", LOAD)?;
+        let levels = self.pace(&f);
+        let requests = f.get("requests").map(|v| self.count(v, "requests", 1));
+        let duration = f.get("duration").map(|v| self.duration(v, "duration"));
+        if requests.is_none() && duration.is_none() {
+            self.error(
+                Diagnostic::new(y.loc, "missing field `requests` or `duration` in load")
+                    .expected("`requests: 100`, `duration: 60s`, or both (whichever ends first)"),
+            );
+        }
+        let warmup = f
+            .get("warmup")
+            .map_or(Some(0), |v| self.count(v, "warmup", 0));
+        let output_tokens = self
+            .required(&f, "output_tokens", "load")
+            .and_then(|v| self.count(v, "output_tokens", 1));
+        let ignore_eos = f
+            .get("ignore_eos")
+            .map_or(Some(false), |v| self.boolean(v, "ignore_eos"));
+        let flush_cache = f
+            .get("flush_cache")
+            .map_or(Some(false), |v| self.boolean(v, "flush_cache"));
+        let prompt = match (f.get("prompt"), f.get("input_tokens")) {
+            (Some(p), None) => self.text(p, "prompt").map(LoadPrompt::Text),
+            (None, Some(n)) => self.count(n, "input_tokens", 1).map(LoadPrompt::Tokens),
+            (Some(p), Some(_)) => {
+                self.error(Diagnostic::new(
+                    p.loc,
+                    "give `prompt` or `input_tokens`, not both",
+                ));
+                None
+            }
+            (None, None) => {
+                self.error(
+                    Diagnostic::new(y.loc, "missing field `prompt` or `input_tokens` in load")
+                        .expected("`input_tokens: 128` (a synthetic prompt) or `prompt: \"…\"`"),
+                );
+                None
+            }
+        };
+        // Outer `None`: not given; inner `None`: given but invalid (reported).
+        let (requests, duration) = match (requests, duration) {
+            (None, None) | (Some(None), _) | (_, Some(None)) => return None,
+            (r, d) => (r.flatten(), d.flatten()),
+        };
+        let load = Load {
+            pace: Pace::Closed { concurrency: 1 },
+            requests,
+            duration,
+            warmup: warmup?,
+            prompt: prompt?,
+            output_tokens: output_tokens?,
+            ignore_eos: ignore_eos?,
+            flush_cache: flush_cache?,
+        };
+        Some((load, levels?))
+    }
+
+    fn thresholds(&mut self, y: &Yaml) -> Option<Vec<LocatedThreshold>> {
+        let Node::Map(entries) = &y.node else {
+            self.type_error(y, "thresholds", "a mapping of metric to comparison");
+            return None;
+        };
+        let keys = all_keys();
+        let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let mut out = Vec::new();
+        for (k, v) in entries {
+            let key: MetricKey = match k.name.parse() {
+                Ok(key) => key,
+                Err(e) => {
+                    let unknown = e.starts_with("unknown");
+                    let mut d = Diagnostic::new(k.loc, e)
+                        .expected("a metric such as `ttft.p99`, `decode_tok_s.mean`, `output_tok_s` or `errors`");
+                    if unknown && let Some(close) = did_you_mean(&k.name, &key_refs) {
+                        d = d.help(format!("did you mean `{close}`?"));
+                    }
+                    self.error(d);
+                    continue;
+                }
+            };
+            let Node::Str(text) = &v.node else {
+                self.error(
+                    Diagnostic::new(
+                        v.loc,
+                        format!("threshold of `{key}` must be a quoted comparison"),
+                    )
+                    .expected("e.g. \">= 12.5\", \"<= 2s\" or \"== 0\""),
+                );
+                continue;
+            };
+            match parse_comparison(key, text) {
+                Ok(threshold) => out.push(LocatedThreshold {
+                    threshold,
+                    loc: k.loc,
+                }),
+                Err(e) => self.error(
+                    Diagnostic::new(v.loc, format!("invalid threshold: {e}"))
+                        .expected("a comparison such as \">= 12.5\", \"<= 2s\" or \"== 0\""),
+                ),
+            }
+        }
+        if out.is_empty() && entries.is_empty() {
+            self.error(Diagnostic::new(
+                y.loc,
+                "`thresholds` is empty: a gate without thresholds always passes",
+            ));
+        }
+        Some(out)
+    }
+}

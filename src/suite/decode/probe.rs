@@ -1,0 +1,271 @@
+//! Decoding correctness probes and their assertions.
+
+use super::{Decoder, Fields, SAMPLING, quoted_list};
+use crate::suite::diagnostics::Diagnostic;
+use crate::suite::model::{Api, Assertion, Check, Field, Input, Message, Probe, Sampling};
+use crate::suite::node::{Key, Node, Yaml};
+
+const PROBE_OWN: &[&str] = &["name", "prompt", "messages", "system", "expect"];
+
+const MESSAGE: &[&str] = &["role", "content"];
+
+const CHECKS: &[&str] = &[
+    "equals",
+    "contains",
+    "not_contains",
+    "regex",
+    "not_regex",
+    "starts_with",
+    "number",
+    "one_of",
+    "json",
+    "finish_reason",
+    "min_chars",
+    "max_chars",
+];
+
+const NUMBER: &[&str] = &["value", "tolerance"];
+
+const JSON: &[&str] = &["pointer", "equals"];
+
+const FIELDS: &[&str] = &["content", "reasoning", "all"];
+
+impl Decoder<'_> {
+    pub(super) fn probe(&mut self, y: &Yaml, defaults: &Sampling, api: Api) -> Option<Probe> {
+        let allowed: Vec<&str> = PROBE_OWN.iter().chain(SAMPLING).copied().collect();
+        let f = self.fields(y, "probe", &allowed)?;
+        let name = self
+            .required(&f, "name", "probe")
+            .and_then(|v| self.name(v, "probe name"));
+        let input = self.input(&f, api);
+        let sampling = self.sampling(&f).or(defaults);
+        let expect = self
+            .required(&f, "expect", "probe")
+            .map(|v| self.items(v, "expect", Decoder::assertion));
+        if let (Some(v), Some(list)) = (f.get("expect"), &expect)
+            && list.is_empty()
+            && matches!(&v.node, Node::Seq(items) if items.is_empty())
+        {
+            self.error(
+                Diagnostic::new(
+                    v.loc,
+                    "`expect` is empty: a probe without assertions always passes",
+                )
+                .expected("at least one assertion, e.g. `- contains: \"def is_prime\"`"),
+            );
+        }
+        Some(Probe {
+            name: name?,
+            loc: y.loc,
+            input: input?,
+            sampling,
+            expect: expect?,
+        })
+    }
+
+    fn input(&mut self, f: &Fields<'_>, api: Api) -> Option<Input> {
+        let system = f.get("system").and_then(|v| self.text(v, "system"));
+        let chat_only = |d: &mut Self, key: &str| {
+            if api != Api::OpenAiChat
+                && let Some(k) = f.key(key)
+            {
+                d.error(
+                    Diagnostic::new(
+                        k.loc,
+                        format!(
+                            "`{key}` needs `api: openai-chat`; this suite uses {}",
+                            api.name()
+                        ),
+                    )
+                    .expected("`prompt` alone for completion-style APIs"),
+                );
+            }
+        };
+        chat_only(self, "system");
+        match (f.get("prompt"), f.get("messages")) {
+            (Some(p), None) => {
+                let prompt = self.text(p, "prompt")?;
+                Some(Input::Prompt { system, prompt })
+            }
+            (None, Some(m)) => {
+                chat_only(self, "messages");
+                if f.get("system").is_some() {
+                    self.error(Diagnostic::new(
+                        m.loc,
+                        "`system` and `messages` both given: put the system message in `messages`",
+                    ));
+                }
+                let messages = self.items(m, "messages", |d, item| {
+                    let mf = d.fields(item, "message", MESSAGE)?;
+                    let role = d
+                        .required(&mf, "role", "message")
+                        .and_then(|v| d.one_of(v, "role", &["system", "user", "assistant"]));
+                    let content = d
+                        .required(&mf, "content", "message")
+                        .and_then(|v| d.text(v, "content"));
+                    Some(Message {
+                        role: role?,
+                        content: content?,
+                    })
+                });
+                Some(Input::Messages(messages))
+            }
+            (Some(p), Some(_)) => {
+                self.error(Diagnostic::new(
+                    p.loc,
+                    "a probe has either `prompt` or `messages`, not both",
+                ));
+                None
+            }
+            (None, None) => {
+                self.error(
+                    Diagnostic::new(f.loc, "missing field `prompt` in probe")
+                        .expected("`prompt: \"…\"` or a `messages:` list"),
+                );
+                None
+            }
+        }
+    }
+
+    fn assertion(&mut self, y: &Yaml) -> Option<Assertion> {
+        let allowed: Vec<&str> = CHECKS.iter().copied().chain(["in"]).collect();
+        let f = self.fields(y, "assertion", &allowed)?;
+        let checks: Vec<&(Key, Yaml)> = f
+            .entries
+            .iter()
+            .filter(|(k, _)| CHECKS.contains(&k.name.as_str()))
+            .collect();
+        let field = match f.get("in") {
+            None => Some(Field::Content),
+            Some(v) => {
+                self.one_of(v, "assertion target (`in`)", FIELDS)
+                    .map(|s| match s.as_str() {
+                        "reasoning" => Field::Reasoning,
+                        "all" => Field::All,
+                        _ => Field::Content,
+                    })
+            }
+        };
+        let (key, value) = match checks.as_slice() {
+            [one] => (&one.0, &one.1),
+            [] if f
+                .entries
+                .iter()
+                .all(|(k, _)| allowed.contains(&k.name.as_str())) =>
+            {
+                self.error(
+                    Diagnostic::new(y.loc, "assertion has no check")
+                        .expected(format!("one of {}", quoted_list(CHECKS))),
+                );
+                return None;
+            }
+            // An unknown key was reported already; "no check" would repeat it.
+            [] => return None,
+            [_, second, ..] => {
+                self.error(
+                    Diagnostic::new(second.0.loc, "one assertion per list item")
+                        .help("start a new `- ` item for each check"),
+                );
+                return None;
+            }
+        };
+        let check = self.check(key, value)?;
+        Some(Assertion {
+            check,
+            field: field?,
+            loc: key.loc,
+        })
+    }
+
+    fn check(&mut self, key: &Key, v: &Yaml) -> Option<Check> {
+        let what = format!("`{}`", key.name);
+        Some(match key.name.as_str() {
+            "equals" => Check::Equals(self.text(v, &what)?),
+            "contains" => Check::Contains(self.text(v, &what)?),
+            "not_contains" => Check::NotContains(self.text(v, &what)?),
+            "starts_with" => Check::StartsWith(self.text(v, &what)?),
+            "regex" => Check::Regex(self.regex(v, &what)?),
+            "not_regex" => Check::NotRegex(self.regex(v, &what)?),
+            "finish_reason" => Check::FinishReason(self.text(v, &what)?),
+            "min_chars" => Check::MinChars(self.count(v, &what, 0)?),
+            "max_chars" => Check::MaxChars(self.count(v, &what, 0)?),
+            "one_of" => {
+                let items = self.list(v, &what)?;
+                let choices = items
+                    .iter()
+                    .map(|i| self.text(i, "one_of choice"))
+                    .collect::<Option<Vec<_>>>()?;
+                if choices.is_empty() {
+                    self.error(Diagnostic::new(v.loc, "`one_of` needs at least one choice"));
+                    return None;
+                }
+                Check::OneOf(choices)
+            }
+            "number" => match &v.node {
+                Node::Map(_) => {
+                    let nf = self.fields(v, "number", NUMBER)?;
+                    let value = self
+                        .required(&nf, "value", "number")
+                        .and_then(|x| self.float(x, "number.value"));
+                    let tolerance = nf
+                        .get("tolerance")
+                        .map_or(Some(0.0), |x| self.float(x, "number.tolerance"));
+                    Check::Number {
+                        value: value?,
+                        tolerance: tolerance?,
+                    }
+                }
+                _ => Check::Number {
+                    value: self.float(v, &what)?,
+                    tolerance: 0.0,
+                },
+            },
+            "json" => match &v.node {
+                Node::Bool(true) => Check::Json { pointer: None },
+                Node::Map(_) => {
+                    let jf = self.fields(v, "json", JSON)?;
+                    let pointer = self
+                        .required(&jf, "pointer", "json")
+                        .and_then(|x| self.text(x, "json.pointer"));
+                    let equals = self.required(&jf, "equals", "json").map(yaml_to_json);
+                    if let Some(p) = &pointer
+                        && !p.is_empty()
+                        && !p.starts_with('/')
+                    {
+                        self.error(
+                            Diagnostic::new(jf.loc, format!("invalid JSON pointer `{p}`"))
+                                .expected("a pointer such as `/answer` or `/items/0/name`"),
+                        );
+                        return None;
+                    }
+                    Check::Json {
+                        pointer: Some((pointer?, equals?)),
+                    }
+                }
+                _ => {
+                    self.type_error(v, "`json`", "`true` or a mapping `{pointer, equals}`");
+                    return None;
+                }
+            },
+            _ => unreachable!("only CHECKS keys reach here"),
+        })
+    }
+}
+
+fn yaml_to_json(y: &Yaml) -> serde_json::Value {
+    use serde_json::Value;
+    match &y.node {
+        Node::Null => Value::Null,
+        Node::Bool(b) => Value::Bool(*b),
+        Node::Int(i) => Value::from(*i),
+        Node::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        Node::Str(s) => Value::String(s.clone()),
+        Node::Seq(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
+        Node::Map(entries) => Value::Object(
+            entries
+                .iter()
+                .map(|(k, v)| (k.name.clone(), yaml_to_json(v)))
+                .collect(),
+        ),
+    }
+}
