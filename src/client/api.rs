@@ -34,10 +34,12 @@ pub fn body(api: Api, model: &str, req: &CallRequest) -> Value {
     let s = &req.sampling;
     match api {
         Api::OpenAiChat | Api::OpenAiCompletions => {
+            // Usage on every chunk (SGLang, vLLM) gives exact tokens per
+            // chunk; servers that do not know the option ignore it.
             let mut b = json!({
                 "model": model,
                 "stream": true,
-                "stream_options": {"include_usage": true},
+                "stream_options": {"include_usage": true, "continuous_usage_stats": true},
             });
             if api == Api::OpenAiChat {
                 b["messages"] = messages(&req.input);
@@ -147,6 +149,13 @@ pub struct ErrorBody<'a> {
     pub message: Option<Cow<'a, str>>,
 }
 
+impl ErrorValue<'_> {
+    /// The message.
+    pub fn message(&self) -> String {
+        error_message(Some(self), None, None).unwrap_or_default()
+    }
+}
+
 /// The `error` member: an object with a message, or a bare string.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
@@ -161,25 +170,35 @@ pub enum ErrorValue<'a> {
     Text(#[serde(borrow)] Cow<'a, str>),
 }
 
+/// The message of an error in either shape, if the fields make an error.
+fn error_message(
+    error: Option<&ErrorValue<'_>>,
+    object: Option<&str>,
+    message: Option<&str>,
+) -> Option<String> {
+    match error {
+        Some(ErrorValue::Object { message }) => Some(
+            message
+                .as_deref()
+                .unwrap_or("error object without a message")
+                .to_owned(),
+        ),
+        Some(ErrorValue::Text(t)) => Some(t.clone().into_owned()),
+        None if object == Some("error") => {
+            Some(message.unwrap_or("error without a message").to_owned())
+        }
+        None => None,
+    }
+}
+
 impl ErrorBody<'_> {
     /// The error message, if this body is an error.
     pub fn message(&self) -> Option<String> {
-        match &self.error {
-            Some(ErrorValue::Object { message }) => Some(
-                message
-                    .as_deref()
-                    .unwrap_or("error object without a message")
-                    .to_owned(),
-            ),
-            Some(ErrorValue::Text(t)) => Some(t.clone().into_owned()),
-            None if self.object.as_deref() == Some("error") => Some(
-                self.message
-                    .as_deref()
-                    .unwrap_or("error without a message")
-                    .to_owned(),
-            ),
-            None => None,
-        }
+        error_message(
+            self.error.as_ref(),
+            self.object.as_deref(),
+            self.message.as_deref(),
+        )
     }
 }
 
@@ -189,9 +208,30 @@ pub struct OpenAiChunk<'a> {
     /// Choices; empty in the usage-only chunk.
     #[serde(default, borrow)]
     pub choices: Vec<OpenAiChoice<'a>>,
-    /// Usage, in the final chunk when `include_usage` was asked.
+    /// Usage, in the final chunk when `include_usage` was asked, and in
+    /// every chunk (cumulative) with `continuous_usage_stats`.
     #[serde(default)]
     pub usage: Option<Usage>,
+    /// An error object sent in place of a chunk.
+    #[serde(default, borrow)]
+    pub error: Option<ErrorValue<'a>>,
+    /// `"error"` in vLLM's error shape.
+    #[serde(default, borrow)]
+    pub object: Option<Cow<'a, str>>,
+    /// vLLM's error message.
+    #[serde(default, borrow)]
+    pub message: Option<Cow<'a, str>>,
+}
+
+impl OpenAiChunk<'_> {
+    /// The error message, if the chunk is an error.
+    pub fn error_message(&self) -> Option<String> {
+        error_message(
+            self.error.as_ref(),
+            self.object.as_deref(),
+            self.message.as_deref(),
+        )
+    }
 }
 
 /// One choice of a chunk.
@@ -231,6 +271,9 @@ pub struct GenerateChunk<'a> {
     /// Counts and finish reason.
     #[serde(default)]
     pub meta_info: Option<MetaInfo>,
+    /// An error object sent in place of a chunk.
+    #[serde(default, borrow)]
+    pub error: Option<ErrorValue<'a>>,
 }
 
 /// SGLang's `meta_info`.

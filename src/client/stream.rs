@@ -269,6 +269,7 @@ struct StreamReader {
     finish_reason: Option<String>,
     usage: Option<Usage>,
     meta_tokens: Option<u64>,
+    usage_seen: u64,
     chunk_tokens: u64,
     done: bool,
 }
@@ -285,6 +286,7 @@ impl StreamReader {
             finish_reason: None,
             usage: None,
             meta_tokens: None,
+            usage_seen: 0,
             chunk_tokens: 0,
             done: false,
         }
@@ -338,27 +340,30 @@ impl StreamReader {
         if trimmed.is_empty() {
             return Ok(());
         }
-        if let Some(msg) = ErrorBody::message_of(trimmed) {
-            return Err(CallError::new(ErrorKind::InStream, msg));
-        }
-        if is_error_event {
-            return Err(CallError::new(ErrorKind::InStream, excerpt(trimmed, 500)));
-        }
         let bad_json = |e: serde_json::Error| {
+            // An `event: error` whose data is not a chunk is still an error.
+            if is_error_event {
+                return CallError::new(ErrorKind::InStream, excerpt(trimmed, 500));
+            }
             CallError::new(
                 ErrorKind::Protocol,
                 format!("chunk is not valid JSON ({e}): {}", excerpt(trimmed, 300)),
             )
         };
+        let in_stream = |msg: Option<String>| match msg {
+            Some(m) => Err(CallError::new(ErrorKind::InStream, m)),
+            None if is_error_event => {
+                Err(CallError::new(ErrorKind::InStream, excerpt(trimmed, 500)))
+            }
+            None => Ok(()),
+        };
         match self.api {
             Api::OpenAiChat | Api::OpenAiCompletions => {
                 let chunk: OpenAiChunk<'_> = serde_json::from_str(trimmed).map_err(bad_json)?;
-                if let Some(u) = chunk.usage {
-                    self.usage = Some(u);
-                }
+                in_stream(chunk.error_message())?;
+                let mut reasoning = false;
+                let mut content = false;
                 for choice in &chunk.choices {
-                    let mut reasoning = false;
-                    let mut content = false;
                     if let Some(d) = &choice.delta {
                         for r in [&d.reasoning_content, &d.reasoning].into_iter().flatten() {
                             if !r.is_empty() {
@@ -379,16 +384,27 @@ impl StreamReader {
                         self.content.push_str(t);
                         content = true;
                     }
-                    if reasoning || content {
-                        self.mark(now, 1, content);
-                    }
                     if let Some(f) = &choice.finish_reason {
                         self.finish_reason = Some(f.to_string());
                     }
                 }
+                // With usage on every chunk the count is cumulative: the
+                // difference is this chunk's tokens.
+                let cumulative = chunk.usage.and_then(|u| u.completion_tokens);
+                if reasoning || content {
+                    let tokens = cumulative.map_or(1, |n| n.saturating_sub(self.usage_seen).max(1));
+                    self.mark(now, u32::try_from(tokens).unwrap_or(u32::MAX), content);
+                }
+                if let Some(n) = cumulative {
+                    self.usage_seen = n;
+                }
+                if let Some(u) = chunk.usage {
+                    self.usage = Some(u);
+                }
             }
             Api::SglangGenerate => {
                 let chunk: GenerateChunk<'_> = serde_json::from_str(trimmed).map_err(bad_json)?;
+                in_stream(chunk.error.as_ref().map(super::api::ErrorValue::message))?;
                 let mut new_tokens = None;
                 if let Some(meta) = &chunk.meta_info {
                     if let Some(n) = meta.completion_tokens {

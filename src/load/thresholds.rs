@@ -33,7 +33,7 @@ pub enum Metric {
     GoodputRequestsPerS,
     /// Output tokens per second of the requests that met every SLO.
     GoodputTokS,
-    /// Open loop: requests that started more than 1 ms after their intended time.
+    /// Open loop: requests that started more than 5 ms after their intended time.
     LateStarts,
 }
 

@@ -30,6 +30,7 @@ struct SimState {
     requests: AtomicU64,
     prompt_tokens: AtomicU64,
     generation_tokens: AtomicU64,
+    flushes: AtomicU64,
 }
 
 /// The simulator's routes for a profile.
@@ -40,6 +41,7 @@ pub fn app(profile: Profile) -> Router {
         requests: AtomicU64::new(0),
         prompt_tokens: AtomicU64::new(0),
         generation_tokens: AtomicU64::new(0),
+        flushes: AtomicU64::new(0),
     });
     Router::new()
         .route("/v1/chat/completions", post(routes::chat))
@@ -53,6 +55,7 @@ pub fn app(profile: Profile) -> Router {
         .route("/get_server_info", get(routes::server_info))
         .route("/server_info", get(routes::server_info))
         .route("/metrics", get(routes::metrics))
+        .route("/flush_cache", post(routes::flush_cache))
         .with_state(state)
 }
 

@@ -31,6 +31,12 @@ pub struct Profile {
     pub capacity: usize,
     /// Seed of the filler text.
     pub seed: u64,
+    /// Tokens per streamed chunk, as with `--num-continuous-decode-steps`
+    /// or speculative decoding.
+    pub tokens_per_chunk: usize,
+    /// Whether usage is reported when asked (llama.cpp's Python server
+    /// ignores `include_usage`: `usage: false` plays it).
+    pub usage: bool,
     /// Scripted answers, first match wins.
     pub replies: Vec<Reply>,
 }
@@ -43,6 +49,8 @@ impl Default for Profile {
             itl: Duration::from_millis(4),
             capacity: 32,
             seed: 0,
+            tokens_per_chunk: 1,
+            usage: true,
             replies: Vec::new(),
         }
     }
@@ -61,6 +69,10 @@ struct ProfileFile {
     capacity: Option<usize>,
     #[serde(default)]
     seed: Option<u64>,
+    #[serde(default)]
+    tokens_per_chunk: Option<usize>,
+    #[serde(default)]
+    usage: Option<bool>,
     #[serde(default)]
     replies: Vec<ReplyFile>,
 }
@@ -111,12 +123,18 @@ impl Profile {
         if capacity == 0 {
             return Err("capacity must be at least 1".into());
         }
+        let tokens_per_chunk = file.tokens_per_chunk.unwrap_or(1);
+        if tokens_per_chunk == 0 {
+            return Err("tokens_per_chunk must be at least 1".into());
+        }
         Ok(Self {
             model: file.model.unwrap_or(defaults.model),
             ttft: file.ttft.unwrap_or(defaults.ttft),
             itl: file.itl.unwrap_or(defaults.itl),
             capacity,
             seed: file.seed.unwrap_or(defaults.seed),
+            tokens_per_chunk,
+            usage: file.usage.unwrap_or(defaults.usage),
             replies,
         })
     }

@@ -35,7 +35,7 @@ struct Ask {
     ignore_eos: bool,
     seed: Option<u64>,
     stream: bool,
-    include_usage: bool,
+    extras: Extras,
 }
 
 const DEFAULT_MAX_TOKENS: u32 = 256;
@@ -103,10 +103,16 @@ fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
             .unwrap_or(false),
         seed: params.get(seed_key).and_then(Value::as_u64),
         stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
-        include_usage: body
-            .pointer("/stream_options/include_usage")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        extras: Extras {
+            usage: body
+                .pointer("/stream_options/include_usage")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            continuous: body
+                .pointer("/stream_options/continuous_usage_stats")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        },
     })
 }
 
@@ -177,7 +183,10 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
             Arc::clone(&state),
             shape,
             plan,
-            ask.include_usage,
+            Extras {
+                usage: ask.extras.usage && state.profile.usage,
+                continuous: ask.extras.continuous && state.profile.usage,
+            },
             id,
             tx,
         ));
@@ -279,16 +288,87 @@ fn chat_chunk(model: &str, id: &str, delta: &Value, finish: Option<&str>) -> Byt
     }))
 }
 
+/// A JSON string literal.
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+/// What the client asked to receive besides tokens.
+#[derive(Debug, Clone, Copy)]
+struct Extras {
+    /// A usage chunk at the end.
+    usage: bool,
+    /// Usage on every chunk (`continuous_usage_stats`).
+    continuous: bool,
+}
+
+/// The SSE bytes of one chunk of `tokens` tokens. Token chunks are the hot
+/// path of a benchmark, so they are formatted directly, not through a JSON
+/// tree.
+#[expect(clippy::too_many_arguments, reason = "one chunk is many small facts")]
+fn token_chunk(
+    shape: Shape,
+    model: &str,
+    id: &str,
+    piece: &str,
+    reasoning: bool,
+    cumulative: &str,
+    plan: &Plan,
+    sent: u64,
+    extras: Extras,
+) -> Bytes {
+    let usage = if extras.continuous {
+        format!(
+            ",\"usage\":{{\"prompt_tokens\":{p},\"completion_tokens\":{sent},\"total_tokens\":{t}}}",
+            p = plan.prompt_tokens,
+            t = plan.prompt_tokens + sent
+        )
+    } else {
+        String::new()
+    };
+    let text = match shape {
+        Shape::Chat => {
+            let delta = if reasoning {
+                format!(
+                    "{{\"reasoning_content\":{},\"content\":null}}",
+                    quoted(piece)
+                )
+            } else {
+                format!("{{\"content\":{}}}", quoted(piece))
+            };
+            format!(
+                "data: {{\"id\":\"{id}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":{},\"choices\":[{{\"index\":0,\"delta\":{delta},\"logprobs\":null,\"finish_reason\":null}}]{usage}}}\n\n",
+                quoted(model)
+            )
+        }
+        Shape::Completions => format!(
+            "data: {{\"id\":\"{id}\",\"object\":\"text_completion\",\"created\":0,\"model\":{},\"choices\":[{{\"index\":0,\"text\":{},\"finish_reason\":null}}]{usage}}}\n\n",
+            quoted(model),
+            quoted(piece)
+        ),
+        Shape::Generate => {
+            let done = sent == plan.completion_tokens();
+            format!(
+                "data: {{\"text\":{},\"meta_info\":{}}}\n\n",
+                quoted(cumulative),
+                meta_info(plan, id, sent, done)
+            )
+        }
+    };
+    Bytes::from(text)
+}
+
 async fn stream(
     state: Arc<SimState>,
     shape: Shape,
     plan: Plan,
-    include_usage: bool,
+    extras: Extras,
     id: String,
     tx: mpsc::Sender<Bytes>,
 ) {
     let running = Running::start(&state);
     let model = state.profile.model.clone();
+    let per_chunk = state.profile.tokens_per_chunk;
     let mut at = Instant::now() + state.profile.ttft;
     if shape == Shape::Chat {
         // SGLang's role-only first chunk: not a token.
@@ -302,51 +382,53 @@ async fn stream(
             return;
         }
     }
-    let tokens = plan
+    let tokens: Vec<(&String, bool)> = plan
         .reasoning
         .iter()
         .map(|t| (t, true))
-        .chain(plan.content.iter().map(|t| (t, false)));
-    let mut text = String::new();
-    let mut sent: u64 = 0;
+        .chain(plan.content.iter().map(|t| (t, false)))
+        .collect();
+    let mut cumulative = String::new();
     let mut in_think = false;
-    for (token, is_reasoning) in tokens {
-        sleep_until(at).await;
+    let mut sent: u64 = 0;
+    let mut i = 0;
+    while i < tokens.len() {
+        // A chunk: up to `per_chunk` tokens of one kind, each costing an ITL.
+        let reasoning = tokens[i].1;
+        let mut piece = String::new();
+        if shape != Shape::Chat && reasoning != in_think {
+            piece.push_str(if reasoning { "<think>" } else { "</think>" });
+            in_think = reasoning;
+        }
+        let mut n = 0;
+        while i < tokens.len() && n < per_chunk && tokens[i].1 == reasoning {
+            if n > 0 {
+                at += running.itl();
+            }
+            piece.push_str(tokens[i].0);
+            i += 1;
+            n += 1;
+        }
+        if at > Instant::now() {
+            sleep_until(at).await;
+        }
         at += running.itl();
-        sent += 1;
-        state.generation_tokens.fetch_add(1, Ordering::Relaxed);
-        let chunk = match shape {
-            Shape::Chat => {
-                let delta = if is_reasoning {
-                    json!({"reasoning_content": token, "content": null})
-                } else {
-                    json!({"content": token})
-                };
-                chat_chunk(&model, &id, &delta, None)
-            }
-            Shape::Completions | Shape::Generate => {
-                let mut piece = String::new();
-                if is_reasoning && !in_think {
-                    piece.push_str("<think>");
-                    in_think = true;
-                }
-                if !is_reasoning && in_think {
-                    piece.push_str("</think>");
-                    in_think = false;
-                }
-                piece.push_str(token);
-                text.push_str(&piece);
-                if shape == Shape::Completions {
-                    sse(&json!({
-                        "id": id, "object": "text_completion", "created": 0, "model": model,
-                        "choices": [{"index": 0, "text": piece, "finish_reason": null}],
-                    }))
-                } else {
-                    let done = sent == plan.completion_tokens();
-                    sse(&json!({"text": text, "meta_info": meta_info(&plan, &id, sent, done)}))
-                }
-            }
-        };
+        sent += n as u64;
+        state
+            .generation_tokens
+            .fetch_add(n as u64, Ordering::Relaxed);
+        cumulative.push_str(&piece);
+        let chunk = token_chunk(
+            shape,
+            &model,
+            &id,
+            &piece,
+            reasoning,
+            &cumulative,
+            &plan,
+            sent,
+            extras,
+        );
         if tx.send(chunk).await.is_err() {
             return;
         }
@@ -370,7 +452,7 @@ async fn stream(
         }
         Shape::Generate => {}
     }
-    if include_usage && shape != Shape::Generate {
+    if extras.usage && shape != Shape::Generate {
         tail.push(sse(&json!({
             "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
             "choices": [], "usage": usage(&plan),
@@ -382,6 +464,19 @@ async fn stream(
             return;
         }
     }
+}
+
+/// SGLang answers 400 while requests run; so does the simulator.
+pub(super) async fn flush_cache(State(s): State<Arc<SimState>>) -> Response {
+    if s.running.load(Ordering::SeqCst) > 0 {
+        return (
+            StatusCode::BAD_REQUEST,
+            "Cache not flushed: requests are running",
+        )
+            .into_response();
+    }
+    s.flushes.fetch_add(1, Ordering::Relaxed);
+    "Cache flushed.".into_response()
 }
 
 pub(super) async fn health() -> &'static str {
@@ -424,12 +519,14 @@ pub(super) async fn metrics(State(s): State<Arc<SimState>>) -> Response {
         "# TYPE sglang:prompt_tokens_total counter\nsglang:prompt_tokens_total{{model_name=\"{m}\"}} {p}\n\
          # TYPE sglang:generation_tokens_total counter\nsglang:generation_tokens_total{{model_name=\"{m}\"}} {g}\n\
          # TYPE sglang:num_requests_total counter\nsglang:num_requests_total{{model_name=\"{m}\"}} {r}\n\
-         # TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{{model_name=\"{m}\"}} {n}\n",
+         # TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{{model_name=\"{m}\"}} {n}\n\
+         # TYPE servegate_sim:cache_flushes_total counter\nservegate_sim:cache_flushes_total {f}\n",
         m = s.profile.model,
         p = s.prompt_tokens.load(Ordering::Relaxed),
         g = s.generation_tokens.load(Ordering::Relaxed),
         r = s.requests.load(Ordering::Relaxed),
         n = s.running.load(Ordering::Relaxed),
+        f = s.flushes.load(Ordering::Relaxed),
     );
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }

@@ -1,0 +1,284 @@
+//! Load shapes and metrics against the in-process simulator and scripted
+//! servers: sweeps, duration bounds, open loop, coordinated omission,
+//! flush_cache, goodput, multi-token chunks, usage-less servers.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::post;
+use servegate::client::Client;
+use servegate::load::metrics::GateMetrics;
+use servegate::load::runner::run_gate;
+use servegate::sim::{self, Profile, RunningSim};
+use servegate::suite::{Api, Gate, Pace, Timeouts, load_text};
+use tokio::time::Instant;
+
+/// The gates of a suite holding only `performance:` items.
+fn gates(performance: &str) -> Vec<Gate> {
+    let text = format!("suite: t\nperformance:\n{performance}");
+    load_text(Path::new("t.yaml"), &text, &|_| None)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .gates
+}
+
+fn one_gate(load: &str, extra: &str) -> Gate {
+    gates(&format!(
+        "  - name: g\n    load: {load}\n    thresholds: {{errors: \"<= 1000\"}}\n{extra}"
+    ))
+    .remove(0)
+}
+
+async fn simulator(profile: &str) -> RunningSim {
+    sim::spawn(
+        Profile::parse(profile).unwrap(),
+        SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+    )
+    .await
+    .unwrap()
+}
+
+fn client(url: &str, api: Api) -> Client {
+    Client::new(url, api, "m", None, Timeouts::default()).unwrap()
+}
+
+async fn measure(url: &str, api: Api, gate: &Gate) -> GateMetrics {
+    run_gate(&client(url, api), gate).await.unwrap()
+}
+
+fn value(m: &GateMetrics, key: &str) -> f64 {
+    m.value(key.parse().unwrap())
+        .unwrap_or_else(|| panic!("{key} not measured"))
+}
+
+const FAST: &str = "model: m\nttft: 5ms\nitl: 1ms\n";
+
+#[test]
+fn sweeps_become_one_gate_per_level() {
+    let g = gates(
+        "  - name: sweep\n    load: {concurrency: [1, 4], requests: 4, input_tokens: 8, output_tokens: 8}\n    thresholds: {errors: \"== 0\"}\n\
+         \x20 - name: rates\n    load: {rate: [5, 2.5], concurrency: 8, requests: 4, input_tokens: 8, output_tokens: 8}\n    thresholds: {errors: \"== 0\"}\n",
+    );
+    let names: Vec<&str> = g.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "sweep::concurrency_1",
+            "sweep::concurrency_4",
+            "rates::rate_5",
+            "rates::rate_2_5"
+        ]
+    );
+    assert_eq!(g[1].load.pace, Pace::Closed { concurrency: 4 });
+    assert!(
+        matches!(g[3].load.pace, Pace::Open { rate, max_in_flight: Some(8), .. } if rate == 2.5)
+    );
+}
+
+#[tokio::test]
+async fn duration_bounds_a_closed_loop() {
+    let s = simulator(FAST).await;
+    let gate = one_gate(
+        "{concurrency: 2, duration: 300ms, input_tokens: 8, output_tokens: 8, ignore_eos: true}",
+        "",
+    );
+    let start = Instant::now();
+    let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
+    let took = start.elapsed();
+    assert!(m.completed >= 10, "{} requests in 300ms", m.completed);
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(2),
+        "{took:?}"
+    );
+    assert_eq!(m.errors, 0);
+}
+
+#[tokio::test]
+async fn open_loop_keeps_its_rate() {
+    let s = simulator(FAST).await;
+    let gate = one_gate(
+        "{rate: 50, requests: 25, input_tokens: 8, output_tokens: 4, ignore_eos: true}",
+        "",
+    );
+    let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
+    assert_eq!(m.completed, 25);
+    // 25 starts, 20ms apart: the last starts at 480ms.
+    assert!(m.wall >= Duration::from_millis(480), "{:?}", m.wall);
+    let rps = value(&m, "requests_per_s");
+    assert!((35.0..=55.0).contains(&rps), "{rps} req/s");
+}
+
+/// A server that freezes for one second, 300ms after its first request, as a
+/// GC pause or a stuck scheduler would; otherwise it answers at once.
+async fn stalling_server() -> String {
+    let first: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let app = Router::new().route(
+        "/v1/chat/completions",
+        post(move || {
+            let first = Arc::clone(&first);
+            async move {
+                let t0 = *first.lock().unwrap().get_or_insert_with(Instant::now);
+                let (from, to) = (t0 + Duration::from_millis(300), t0 + Duration::from_millis(1300));
+                let now = Instant::now();
+                if now >= from && now < to {
+                    tokio::time::sleep_until(to).await;
+                }
+                "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n\
+                 data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n\
+                 data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
+#[tokio::test]
+async fn a_stall_shows_in_open_loop_latency_but_hides_from_a_closed_loop() {
+    // Closed loop, one worker: only the one request caught in the stall is slow.
+    let url = stalling_server().await;
+    let closed = one_gate(
+        "{concurrency: 1, duration: 2s, prompt: x, output_tokens: 2}",
+        "",
+    );
+    let m = measure(&url, Api::OpenAiChat, &closed).await;
+    assert!(
+        value(&m, "ttft.max") >= 0.9,
+        "the stalled request itself is slow"
+    );
+    assert!(
+        value(&m, "ttft.p90") < 0.1,
+        "closed loop: p90 {}",
+        value(&m, "ttft.p90")
+    );
+    // Open loop at 20 req/s with one request in flight at most: requests due
+    // during the stall start late, and their latency counts from when they
+    // were due, so about 20 of 40 requests show it.
+    let url = stalling_server().await;
+    let open = one_gate(
+        "{rate: 20, concurrency: 1, requests: 40, prompt: x, output_tokens: 2}",
+        "",
+    );
+    let m = measure(&url, Api::OpenAiChat, &open).await;
+    assert_eq!(m.completed, 40);
+    assert!(m.late_starts >= 15, "late starts {}", m.late_starts);
+    assert!(
+        value(&m, "ttft.p90") >= 0.3,
+        "open loop: p90 {}",
+        value(&m, "ttft.p90")
+    );
+    assert!(
+        value(&m, "ttft.mean") >= 0.15,
+        "open loop: mean {}",
+        value(&m, "ttft.mean")
+    );
+    assert!(value(&m, "ttft.max") >= 0.9);
+}
+
+#[tokio::test]
+async fn flush_cache_runs_before_measuring_or_fails_the_gate() {
+    let s = simulator(FAST).await;
+    let gate = one_gate(
+        "{requests: 2, warmup: 1, input_tokens: 8, output_tokens: 4, flush_cache: true}",
+        "",
+    );
+    measure(&s.base_url(), Api::OpenAiChat, &gate).await;
+    let metrics = reqwest::get(format!("{}/metrics", s.base_url()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("servegate_sim:cache_flushes_total 1"),
+        "{metrics}"
+    );
+    // A server without the endpoint: the gate cannot run as asked.
+    let url = stalling_server().await;
+    let err = run_gate(&client(&url, Api::OpenAiChat), &gate)
+        .await
+        .unwrap_err();
+    assert!(
+        err.starts_with("flush_cache failed before measuring: HTTP 404"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn goodput_counts_requests_within_the_slo() {
+    let s = simulator(FAST).await;
+    let load = "{concurrency: 2, requests: 6, input_tokens: 8, output_tokens: 8, ignore_eos: true}";
+    let m = measure(
+        &s.base_url(),
+        Api::OpenAiChat,
+        &one_gate(load, "    slo: {ttft: 2s, tpot: 500ms}\n"),
+    )
+    .await;
+    assert_eq!(m.good_requests, Some(6));
+    assert!((value(&m, "goodput_requests_per_s") - value(&m, "requests_per_s")).abs() < 1e-9);
+    let m = measure(
+        &s.base_url(),
+        Api::OpenAiChat,
+        &one_gate(load, "    slo: {ttft: 1ms}\n"),
+    )
+    .await;
+    assert_eq!(m.good_requests, Some(0));
+    assert!(value(&m, "goodput_tok_s").abs() < 1e-12);
+}
+
+#[tokio::test]
+async fn multi_token_chunks_give_per_token_itl() {
+    // Four tokens per chunk, 2ms per token: a chunk every 8ms.
+    let s = simulator("model: m\nttft: 5ms\nitl: 2ms\ntokens_per_chunk: 4\n").await;
+    let gate = one_gate(
+        "{requests: 2, input_tokens: 8, output_tokens: 32, ignore_eos: true}",
+        "",
+    );
+    for api in [Api::SglangGenerate, Api::OpenAiChat] {
+        let m = measure(&s.base_url(), api, &gate).await;
+        assert_eq!(m.output_tokens, 64, "{api:?}");
+        // 8 chunks a request: 7 gaps, each split into 4 per-token gaps.
+        assert_eq!(m.itl.len(), 2 * 7 * 4, "{api:?}");
+        let itl = value(&m, "itl.mean");
+        assert!(
+            (0.0015..0.004).contains(&itl),
+            "{api:?}: per-token ITL {itl}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_server_without_usage_is_counted_by_chunks_and_says_so() {
+    let s = simulator("model: m\nttft: 5ms\nitl: 1ms\nusage: false\n").await;
+    let gate = one_gate(
+        "{requests: 2, input_tokens: 8, output_tokens: 16, ignore_eos: true}",
+        "",
+    );
+    let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
+    assert_eq!(m.output_tokens, 32);
+    assert_eq!(m.token_sources.get("chunk count"), Some(&2));
+    assert!(m.input_tokens.is_none(), "no prompt counts without usage");
+    assert!(m.value("input_tok_s".parse().unwrap()).is_none());
+}
+
+#[tokio::test]
+async fn reasoning_delays_the_first_content_token() {
+    let s = simulator(
+        "model: r\nttft: 5ms\nitl: 2ms\nreplies:\n  - match: '2\\+2'\n    reasoning: 'one two three four five six seven eight'\n    reply: '4'\n",
+    )
+    .await;
+    let gate = one_gate(
+        "{requests: 2, prompt: 'What is 2+2?', output_tokens: 64}",
+        "",
+    );
+    let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
+    let (first, content) = (value(&m, "ttft.mean"), value(&m, "ttft_content.mean"));
+    assert!(
+        content >= first + 0.012,
+        "ttft {first}, ttft_content {content}"
+    );
+}
