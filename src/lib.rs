@@ -5,6 +5,7 @@
 //! gates; the [`harness`] turns each into a libtest trial. Correctness probes
 //! run first; a performance gate never passes on a server that failed them.
 
+pub mod bench;
 pub mod check;
 pub mod client;
 pub mod harness;

@@ -4,9 +4,11 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use libtest_mimic::Arguments;
+use servegate::bench::{self, BenchOptions};
 use servegate::harness::{self, target::TARGET_ENV};
 use servegate::sim::{self, Profile};
 
@@ -50,6 +52,37 @@ enum Command {
         /// A simulator profile (fixtures/sim/*.yaml).
         #[arg(long)]
         profile: Option<PathBuf>,
+        /// Time to first token, overriding the profile (e.g. `100ms`).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        ttft: Option<Duration>,
+        /// Inter-token latency, overriding the profile (`0ms`: as fast as possible).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        itl: Option<Duration>,
+        /// Streams decoded at full speed, overriding the profile.
+        #[arg(long)]
+        capacity: Option<usize>,
+        /// Replace each token by its send time in µs since the epoch.
+        #[arg(long)]
+        stamp_tokens: bool,
+    },
+    /// Measure servegate's own client: CPU per token and timing accuracy,
+    /// against the simulator in a separate process.
+    BenchClient {
+        /// Concurrency levels of the ceiling table (ITL = 0).
+        #[arg(long, value_delimiter = ',', default_value = "1,64,256,512,1024")]
+        ceiling: Vec<u32>,
+        /// Concurrency levels of the timing table (TTFT 100ms, ITL 10ms).
+        #[arg(long, value_delimiter = ',', default_value = "1,64,256")]
+        timing: Vec<u32>,
+        /// Tokens per stream in the ceiling table.
+        #[arg(long, default_value_t = 256)]
+        tokens: u32,
+        /// Measured window per level.
+        #[arg(long, value_parser = humantime::parse_duration, default_value = "5s")]
+        duration: Duration,
+        /// Client runtime threads.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
     },
 }
 
@@ -91,18 +124,69 @@ fn main() -> ExitCode {
             port,
             host,
             profile,
-        } => serve_sim(SocketAddr::new(host, port), profile.as_deref()),
+            ttft,
+            itl,
+            capacity,
+            stamp_tokens,
+        } => serve_sim(
+            SocketAddr::new(host, port),
+            profile.as_deref(),
+            SimOverrides {
+                ttft,
+                itl,
+                capacity,
+                stamp_tokens,
+            },
+        ),
+        Command::BenchClient {
+            ceiling,
+            timing,
+            tokens,
+            duration,
+            threads,
+        } => {
+            let opts = BenchOptions {
+                ceiling,
+                timing,
+                tokens,
+                duration,
+                threads,
+            };
+            match bench::run(&opts) {
+                Ok(table) => {
+                    print!("{table}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
     }
 }
 
-fn serve_sim(addr: SocketAddr, profile: Option<&Path>) -> ExitCode {
-    let profile = match profile.map(Profile::load).transpose() {
+/// Command-line settings that replace the profile's.
+#[derive(Clone, Copy)]
+struct SimOverrides {
+    ttft: Option<Duration>,
+    itl: Option<Duration>,
+    capacity: Option<usize>,
+    stamp_tokens: bool,
+}
+
+fn serve_sim(addr: SocketAddr, profile: Option<&Path>, set: SimOverrides) -> ExitCode {
+    let mut profile = match profile.map(Profile::load).transpose() {
         Ok(p) => p.unwrap_or_default(),
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
+    profile.ttft = set.ttft.unwrap_or(profile.ttft);
+    profile.itl = set.itl.unwrap_or(profile.itl);
+    profile.capacity = set.capacity.unwrap_or(profile.capacity).max(1);
+    profile.stamp_tokens |= set.stamp_tokens;
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

@@ -258,3 +258,42 @@ fn failed_thresholds_show_value_bound_and_sample_size() {
     );
     assert!(none.contains("errors == 0 (implicit"), "{none}");
 }
+
+#[test]
+fn bench_client_prints_its_ceiling_and_timing_error() {
+    let o = servegate(&[
+        "bench-client",
+        "--ceiling",
+        "4",
+        "--timing",
+        "2",
+        "--tokens",
+        "32",
+        "--duration",
+        "300ms",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("(a) ceiling: ITL = 0"), "{out}");
+    assert!(out.contains("(b) timing error"), "{out}");
+    // One row per level, every stream measured, none failed: the timing row
+    // parsed the simulator's send stamps out of every token.
+    let row = |streams: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(streams))
+            .unwrap_or_else(|| panic!("no row for {streams} streams in:\n{out}"))
+            .to_owned()
+    };
+    let ceiling = row("4");
+    assert!(
+        ceiling.contains("µs") && ceiling.ends_with(" 0"),
+        "{ceiling}"
+    );
+    let timing = row("2");
+    assert!(timing.contains("ms") && timing.ends_with(" 0"), "{timing}");
+}

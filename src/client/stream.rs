@@ -202,20 +202,34 @@ impl Client {
             return Err(CallError::new(ErrorKind::Http(status.as_u16()), detail));
         }
         let mut bytes = response.bytes_stream();
+        // One timer for the whole stream, re-armed only when it fires: the
+        // deadlines move with every chunk, but touching the timer wheel per
+        // token costs more than the token itself at high concurrency.
+        let deadline_after = |reader: &StreamReader, last: tokio::time::Instant| {
+            let mut d = (last + t.idle, Deadline::Idle, t.idle);
+            if total_at < d.0 {
+                d = (total_at, Deadline::Total, t.total);
+            }
+            if reader.timing.first_token.is_none() && first_at < d.0 {
+                d = (first_at, Deadline::FirstToken, t.first_token);
+            }
+            d
+        };
+        let mut last = tokio::time::Instant::now();
+        let timer = tokio::time::sleep_until(deadline_after(&reader, last).0);
+        tokio::pin!(timer);
         loop {
-            let idle_at = tokio::time::Instant::now() + t.idle;
-            let mut deadline = (idle_at, Deadline::Idle, t.idle);
-            if total_at < deadline.0 {
-                deadline = (total_at, Deadline::Total, t.total);
-            }
-            if reader.timing.first_token.is_none() && first_at < deadline.0 {
-                deadline = (first_at, Deadline::FirstToken, t.first_token);
-            }
-            let Ok(next) = timeout_at(deadline.0, bytes.next()).await else {
-                return Err(reader.fail(CallError::new(
-                    ErrorKind::Timeout(deadline.1, deadline.2),
-                    "",
-                )));
+            let next = tokio::select! {
+                biased;
+                next = bytes.next() => next,
+                () = &mut timer => {
+                    let (at, which, limit) = deadline_after(&reader, last);
+                    if tokio::time::Instant::now() >= at {
+                        return Err(reader.fail(CallError::new(ErrorKind::Timeout(which, limit), "")));
+                    }
+                    timer.as_mut().reset(at);
+                    continue;
+                }
             };
             match next {
                 None => break,
@@ -223,6 +237,7 @@ impl Client {
                     return Err(reader.fail(CallError::new(ErrorKind::Transport, e.to_string())));
                 }
                 Some(Ok(chunk)) => {
+                    last = tokio::time::Instant::now();
                     if let Err(e) = reader.feed(&chunk) {
                         return Err(reader.fail(e));
                     }

@@ -5,14 +5,14 @@
 //! server shows in the figures instead of silently slowing the client
 //! (no coordinated omission). Warm-up requests go first, outside every figure.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
-use super::metrics::{GateMetrics, Recorder};
+use super::metrics::{GateMetrics, Recorder, Slo};
 use crate::client::{CallError, CallRequest, Client, Completion, ErrorKind};
 use crate::suite::{Arrival, Gate, Input, LoadPrompt, Pace};
 
@@ -108,6 +108,15 @@ impl Bound {
     }
 }
 
+/// Recorders shared by workers: a few shards rather than one per worker,
+/// because a recorder's histograms weigh hundreds of kilobytes and a gate may
+/// run a thousand workers. A worker locks its shard once per finished request.
+fn shards(workers: u32, slo: Slo) -> Arc<Vec<Mutex<Recorder>>> {
+    let n = std::thread::available_parallelism().map_or(2, |n| 2 * n.get());
+    let n = n.min(workers as usize).max(1);
+    Arc::new((0..n).map(|_| Mutex::new(Recorder::new(slo))).collect())
+}
+
 async fn closed(
     client: &Client,
     gate: &Gate,
@@ -120,32 +129,41 @@ async fn closed(
         .count
         .map_or(concurrency, |c| concurrency.min(c))
         .max(1);
+    let recorders = shards(workers, gate.slo);
     let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..workers {
+    for w in 0..workers {
         let (client, gate, next) = (client.clone(), gate.clone(), Arc::clone(&next));
+        let recorders = Arc::clone(&recorders);
         tasks.spawn(async move {
-            let mut rec = Recorder::new(gate.slo);
+            let shard = &recorders[w as usize % recorders.len()];
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if !bound.allows(i, Instant::now()) {
                     break;
                 }
-                match checked(client.complete(&request(&gate, first + i)).await) {
-                    Ok(c) => rec.record(&c, Duration::ZERO),
-                    Err(e) => rec.fail(e),
+                let result = checked(client.complete(&request(&gate, first + i)).await);
+                if let Ok(mut rec) = shard.lock() {
+                    match result {
+                        Ok(c) => rec.record(&c, Duration::ZERO),
+                        Err(e) => rec.fail(e),
+                    }
                 }
             }
-            rec
         });
     }
     let mut all = Recorder::new(gate.slo);
     while let Some(joined) = tasks.join_next().await {
-        match joined {
-            Ok(rec) => all.merge(rec),
-            Err(e) => all.fail(CallError::new(
+        if let Err(e) = joined {
+            all.fail(CallError::new(
                 ErrorKind::Transport,
                 format!("load worker failed: {e}"),
-            )),
+            ));
+        }
+    }
+    // Every worker has ended, so the shards are ours alone.
+    for shard in Arc::try_unwrap(recorders).unwrap_or_default() {
+        if let Ok(rec) = shard.into_inner() {
+            all.merge(rec);
         }
     }
     all

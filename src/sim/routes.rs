@@ -413,6 +413,12 @@ async fn stream(
             sleep_until(at).await;
         }
         at += running.itl();
+        if state.profile.stamp_tokens {
+            let us = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros());
+            piece = format!("{us} ").repeat(n);
+        }
         sent += n as u64;
         state
             .generation_tokens

@@ -1,0 +1,329 @@
+//! `servegate bench-client`: the client's own cost and accuracy, measured
+//! against the simulator running in a separate process (pinned to another
+//! core when `taskset` exists), so that only the client's work is counted.
+//!
+//! Two tables: the ceiling (ITL = 0: tokens/s ingested and CPU µs per token
+//! at each concurrency) and the timing error (TTFT = 100 ms, ITL = 10 ms:
+//! measured percentiles against that truth).
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::client::{CallRequest, Client};
+use crate::load::metrics::{Distribution, GateMetrics, Slo};
+use crate::load::runner::run_gate;
+use crate::load::thresholds::{Stat, format_secs};
+use crate::suite::node::Loc;
+use crate::suite::{Api, Gate, Load, LoadPrompt, Pace, Sampling, Timeouts};
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Concurrency levels of the ceiling table.
+    pub ceiling: Vec<u32>,
+    /// Concurrency levels of the timing table.
+    pub timing: Vec<u32>,
+    /// Tokens per stream.
+    pub tokens: u32,
+    /// Measured window per level.
+    pub duration: Duration,
+    /// Runtime worker threads of the client.
+    pub threads: usize,
+}
+
+/// A simulator in a child process, killed when dropped.
+struct SimProcess {
+    child: Child,
+    url: String,
+}
+
+impl Drop for SimProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn_sim(ttft: &str, itl: &str, stamp: bool) -> Result<SimProcess, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    // Capacity beyond any level measured: the batching model must not
+    // stretch the truth the client is compared with.
+    let mut args = vec![
+        "sim",
+        "--port",
+        "0",
+        "--ttft",
+        ttft,
+        "--itl",
+        itl,
+        "--capacity",
+        "1000000",
+    ];
+    if stamp {
+        args.push("--stamp-tokens");
+    }
+    let mut cmd = if pinning() {
+        let mut c = Command::new("taskset");
+        c.args(["-c", "1"]).arg(&exe);
+        c
+    } else {
+        Command::new(&exe)
+    };
+    let mut child = cmd
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("failed to start the simulator process: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no simulator stdout")?;
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .map_err(|e| format!("failed to read the simulator's address: {e}"))?;
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .ok_or_else(|| format!("the simulator printed no address: {line:?}"))?
+        .to_owned();
+    Ok(SimProcess { child, url })
+}
+
+/// Whether client and simulator can be pinned to separate cores.
+fn pinning() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+        && Command::new("taskset")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+}
+
+/// Pins every thread of this process to CPU 0 (threads started later
+/// inherit it), leaving CPU 1 to the simulator.
+fn pin_self() -> bool {
+    Command::new("taskset")
+        .args(["-a", "-cp", "0", &std::process::id().to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// CPU time of this process (user + system), from `/proc/self/stat`.
+fn cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name; utime and stime are the
+    // 12th and 13th of them, in clock ticks (100 per second on Linux).
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
+fn gate(concurrency: u32, tokens: u32, duration: Duration) -> Gate {
+    Gate {
+        name: format!("concurrency_{concurrency}"),
+        loc: Loc::default(),
+        load: Load {
+            pace: Pace::Closed { concurrency },
+            requests: None,
+            duration: Some(duration),
+            warmup: concurrency,
+            prompt: LoadPrompt::Text("Tell me a story.".into()),
+            output_tokens: tokens,
+            ignore_eos: true,
+            flush_cache: false,
+        },
+        sampling: Sampling {
+            temperature: Some(0.0),
+            max_tokens: Some(tokens),
+            ..Sampling::default()
+        },
+        thresholds: Vec::new(),
+        slo: Slo::default(),
+    }
+}
+
+fn measure(
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    g: &Gate,
+) -> Result<(GateMetrics, Option<Duration>), String> {
+    let client = Client::new(url, Api::OpenAiChat, "bench", None, Timeouts::default())
+        .map_err(|e| e.to_string())?;
+    let before = cpu_time();
+    let m = rt.block_on(run_gate(&client, g))?;
+    let cpu = before.zip(cpu_time()).map(|(b, a)| a.saturating_sub(b));
+    Ok((m, cpu))
+}
+
+fn shown(d: &Distribution, s: Stat) -> String {
+    d.stat(s).map_or_else(|| "-".into(), format_secs)
+}
+
+/// Runs both tables and returns them as text.
+pub fn run(opts: &BenchOptions) -> Result<String, String> {
+    let pinned = pinning() && pin_self();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(opts.threads.max(1))
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "servegate bench-client: client on {} runtime thread(s){}, simulator in its own process{}; {} tokens per stream, {} per level\n",
+        opts.threads,
+        if pinned { " pinned to CPU 0" } else { "" },
+        if pinned { " pinned to CPU 1" } else { "" },
+        opts.tokens,
+        format_secs(opts.duration.as_secs_f64()),
+    );
+    let sim = spawn_sim("0ms", "0ms", false)?;
+    let _ = writeln!(
+        out,
+        "(a) ceiling: ITL = 0, every token as fast as the simulator can send it"
+    );
+    let _ = writeln!(
+        out,
+        "{:>8} {:>14} {:>16} {:>10} {:>8}",
+        "streams", "tokens/s", "client CPU/token", "CPU busy", "errors"
+    );
+    for &c in &opts.ceiling {
+        let start = Instant::now();
+        let (m, cpu) = measure(&rt, &sim.url, &gate(c, opts.tokens, opts.duration))?;
+        let wall = start.elapsed();
+        let per_token = cpu.map_or_else(
+            || "n/a".into(),
+            |cpu| {
+                #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
+                let us = cpu.as_secs_f64() * 1e6 / m.output_tokens.max(1) as f64;
+                format!("{us:.2} µs")
+            },
+        );
+        let busy = cpu.map_or_else(
+            || "n/a".into(),
+            |cpu| format!("{:.0}%", 100.0 * cpu.as_secs_f64() / wall.as_secs_f64()),
+        );
+        let rate = m
+            .value("output_tok_s".parse().expect("metric"))
+            .unwrap_or(0.0);
+        let _ = writeln!(
+            out,
+            "{c:>8} {rate:>14.0} {per_token:>16} {busy:>10} {:>8}",
+            m.errors
+        );
+    }
+    drop(sim);
+    let sim = spawn_sim("100ms", "10ms", true)?;
+    let _ = writeln!(
+        out,
+        "\n(b) timing error: nominal TTFT = 100ms, ITL = 10ms; truth = the send time the simulator writes into each token"
+    );
+    let _ = writeln!(
+        out,
+        "{:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>7}",
+        "streams",
+        "TTFT p50",
+        "TTFT p99",
+        "ITL p50",
+        "ITL p99",
+        "true p50",
+        "true p99",
+        "|err| p50",
+        "|err| p99",
+        "errors"
+    );
+    for &c in &opts.timing {
+        let t = rt.block_on(timing(&sim.url, c, opts.duration))?;
+        let _ = writeln!(
+            out,
+            "{c:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>7}",
+            shown(&t.ttft, Stat::P50),
+            shown(&t.ttft, Stat::P99),
+            shown(&t.itl, Stat::P50),
+            shown(&t.itl, Stat::P99),
+            shown(&t.truth, Stat::P50),
+            shown(&t.truth, Stat::P99),
+            shown(&t.error, Stat::P50),
+            shown(&t.error, Stat::P99),
+            t.errors,
+        );
+    }
+    Ok(out)
+}
+
+/// Timing of streams whose tokens carry their send times.
+struct Timing {
+    ttft: Distribution,
+    itl: Distribution,
+    truth: Distribution,
+    error: Distribution,
+    errors: u64,
+}
+
+/// `concurrency` streams of 64 stamped tokens for `duration`: each gap the
+/// client measured is compared with the gap between the send stamps.
+async fn timing(url: &str, concurrency: u32, duration: Duration) -> Result<Timing, String> {
+    let client = Client::new(url, Api::OpenAiChat, "bench", None, Timeouts::default())
+        .map_err(|e| e.to_string())?;
+    let g = gate(concurrency, 64, duration);
+    let end = tokio::time::Instant::now() + duration;
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..concurrency {
+        let (client, g) = (client.clone(), g.clone());
+        tasks.spawn(async move {
+            let mut done = Vec::new();
+            let mut errors = 0;
+            while tokio::time::Instant::now() < end {
+                let req = CallRequest {
+                    input: crate::suite::Input::Prompt {
+                        system: None,
+                        prompt: format!("stream {i}"),
+                    },
+                    sampling: g.sampling.clone(),
+                    ignore_eos: true,
+                };
+                match client.complete(&req).await {
+                    Ok(c) => done.push(c),
+                    Err(_) => errors += 1,
+                }
+            }
+            (done, errors)
+        });
+    }
+    let mut t = Timing {
+        ttft: Distribution::seconds(),
+        itl: Distribution::seconds(),
+        truth: Distribution::seconds(),
+        error: Distribution::seconds(),
+        errors: 0,
+    };
+    while let Some(joined) = tasks.join_next().await {
+        let (done, errors) = joined.map_err(|e| e.to_string())?;
+        t.errors += errors;
+        for c in &done {
+            t.ttft
+                .record(c.timing.first_token.unwrap_or_default().as_secs_f64());
+            let stamps: Vec<f64> = c
+                .content
+                .split_whitespace()
+                .filter_map(|s| s.parse::<f64>().ok())
+                .map(|us| us / 1e6)
+                .collect();
+            if stamps.len() != c.timing.marks.len() {
+                t.errors += 1;
+                continue;
+            }
+            for (m, s) in c.timing.marks.windows(2).zip(stamps.windows(2)) {
+                let measured = m[1].at.saturating_sub(m[0].at).as_secs_f64();
+                let truth = s[1] - s[0];
+                t.itl.record(measured);
+                t.truth.record(truth);
+                t.error.record((measured - truth).abs());
+            }
+        }
+    }
+    Ok(t)
+}
