@@ -142,6 +142,8 @@ fn gate(concurrency: u32, tokens: u32, duration: Duration) -> Gate {
         },
         thresholds: Vec::new(),
         slo: Slo::default(),
+        repeats: 1,
+        verdict: crate::suite::VerdictMode::Mean,
     }
 }
 

@@ -297,3 +297,22 @@ fn bench_client_prints_its_ceiling_and_timing_error() {
     let timing = row("2");
     assert!(timing.contains("ms") && timing.ends_with(" 0"), "{timing}");
 }
+
+#[test]
+fn repeated_gates_report_the_interval_of_their_repeats() {
+    let o = servegate(&["run", "tests/suites/repeats.yaml"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("(figures of the last of 3 repeats; verdicts over all of them)"),
+        "{out}"
+    );
+    let check = out
+        .lines()
+        .find(|l| l.contains("pass decode_tok_s.mean >= 10.0 tok/s"))
+        .unwrap_or_else(|| panic!("no decode check in:\n{out}"));
+    assert!(
+        check.contains("(95% CI ") && check.contains(", 3 repeats))"),
+        "{check}"
+    );
+}

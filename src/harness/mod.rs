@@ -6,6 +6,7 @@
 //! `servegate run`; both accept the usual libtest arguments (filters,
 //! `--exact`, `--list`, `--skip`, `--ignored`), so nextest works too.
 
+mod judge;
 mod session;
 mod summary;
 pub mod target;

@@ -2,20 +2,20 @@
 //! each gate, and the rule that ties them — a gate runs only on a server
 //! whose correctness probes all passed in this run.
 
-use std::fmt::Write as _;
 use std::sync::Mutex;
 
 use tokio::runtime::Handle;
 
+use super::judge::judge;
 use super::target::Connected;
 use crate::check::evaluate;
 use crate::check::failure::{Sent, assertions_failed, request_failed};
 use crate::client::CallRequest;
 use crate::load::metrics::GateMetrics;
 use crate::load::runner::{PROMPT_APPROXIMATION, run_gate};
-use crate::load::thresholds::{Metric, MetricKey, Op, Threshold, format_duration, format_value};
+use crate::load::thresholds::format_duration;
 use crate::suite::diagnostics::render_location;
-use crate::suite::{Arrival, Gate, LoadPrompt, LocatedThreshold, Pace, Probe, Suite};
+use crate::suite::{Arrival, Gate, LoadPrompt, Pace, Probe, Suite};
 
 /// The result of one trial: `Err` carries the whole failure message.
 pub type Verdict = Result<(), String>;
@@ -27,8 +27,10 @@ pub struct GateFigures {
     pub gate: String,
     /// The load, in words.
     pub load: String,
-    /// What was measured.
+    /// What was measured (the last repeat).
     pub metrics: GateMetrics,
+    /// How many repeats ran.
+    pub repeats: u32,
     /// Each threshold with its verdict.
     pub checks: Vec<(String, bool)>,
 }
@@ -130,26 +132,31 @@ impl SuiteRun {
                 list.join(", ")
             ));
         }
-        let metrics = self
-            .handle
-            .block_on(run_gate(&target.client, gate))
-            .map_err(|e| {
-                let mut out = format!("error: {e}\n");
-                render_location(
-                    &mut out,
-                    &self.suite.file.display(),
-                    &self.suite.file.text,
-                    gate.loc,
-                );
-                out
-            })?;
-        let verdict = judge(&self.suite, gate, &metrics);
+        let mut repeats = Vec::new();
+        for _ in 0..gate.repeats {
+            let metrics = self
+                .handle
+                .block_on(run_gate(&target.client, gate))
+                .map_err(|e| {
+                    let mut out = format!("error: {e}\n");
+                    render_location(
+                        &mut out,
+                        &self.suite.file.display(),
+                        &self.suite.file.text,
+                        gate.loc,
+                    );
+                    out
+                })?;
+            repeats.push(metrics);
+        }
+        let verdict = judge(&self.suite, gate, &repeats);
         if let Ok(mut f) = self.figures.lock() {
             f.push(GateFigures {
                 gate: gate.name.clone(),
                 load: describe_load(gate),
                 checks: verdict.checks.clone(),
-                metrics,
+                metrics: repeats.pop().expect("at least one repeat"),
+                repeats: gate.repeats,
             });
         }
         verdict.result
@@ -213,112 +220,4 @@ pub fn describe_load(gate: &Gate) -> String {
         parts.push(format!("SLO {}", slo.join(" and ")));
     }
     parts.join(", ")
-}
-
-struct Judgement {
-    result: Verdict,
-    checks: Vec<(String, bool)>,
-}
-
-/// The thresholds that apply: the gate's, plus `errors == 0` unless the gate
-/// states its own error bound.
-fn thresholds(gate: &Gate) -> Vec<LocatedThreshold> {
-    let mut all = gate.thresholds.clone();
-    if !all.iter().any(|t| t.threshold.key.metric == Metric::Errors) {
-        all.push(LocatedThreshold {
-            threshold: Threshold {
-                key: MetricKey {
-                    metric: Metric::Errors,
-                    stat: None,
-                },
-                op: Op::Eq,
-                bound: 0.0,
-            },
-            loc: gate.loc,
-        });
-    }
-    all
-}
-
-fn judge(suite: &Suite, gate: &Gate, m: &GateMetrics) -> Judgement {
-    let file = &suite.file;
-    let mut out = String::new();
-    let mut checks = Vec::new();
-    if m.completed == 0 {
-        let _ = writeln!(
-            out,
-            "error: could not measure: all {} requests failed, so no figure exists",
-            m.errors
-        );
-        render_location(&mut out, &file.display(), &file.text, gate.loc);
-        out.push('\n');
-    }
-    for lt in thresholds(gate) {
-        let t = &lt.threshold;
-        let value = m.value(t.key);
-        let pass = value.is_some_and(|v| t.op.holds(v, t.bound));
-        checks.push((
-            format!(
-                "{t} (measured {})",
-                value.map_or_else(|| "nothing".into(), |v| format_value(t.key.metric, v))
-            ),
-            pass,
-        ));
-        if pass {
-            continue;
-        }
-        let implicit = !gate.thresholds.iter().any(|g| g.threshold == *t);
-        let _ = writeln!(
-            out,
-            "error: threshold failed: {t}{}",
-            if implicit {
-                " (implicit: a gate fails on any error unless it states an `errors` bound)"
-            } else {
-                ""
-            }
-        );
-        render_location(&mut out, &file.display(), &file.text, lt.loc);
-        match value {
-            Some(v) => {
-                let _ = writeln!(
-                    out,
-                    "measured: {} = {}",
-                    t.key,
-                    format_value(t.key.metric, v)
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    out,
-                    "measured: nothing: no successful request produced this figure"
-                );
-            }
-        }
-        let _ = writeln!(out, "bound:    {t}");
-        let _ = writeln!(out, "samples:  {}", m.sample_size(t.key));
-        out.push('\n');
-    }
-    if out.is_empty() {
-        return Judgement {
-            result: Ok(()),
-            checks,
-        };
-    }
-    let _ = writeln!(out, "load:     {}", describe_load(gate));
-    if m.errors > 0 {
-        let classes: Vec<String> = m
-            .error_classes
-            .iter()
-            .map(|(c, n)| format!("{c} ×{n}"))
-            .collect();
-        let _ = writeln!(out, "errors:   {} ({})", m.errors, classes.join(", "));
-        for e in &m.first_errors {
-            let _ = writeln!(out, "  - {}", e.replace('\n', "\n    "));
-        }
-    }
-    let _ = write!(out, "figures:\n{}", m.render());
-    Judgement {
-        result: Err(out),
-        checks,
-    }
 }

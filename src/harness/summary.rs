@@ -22,6 +22,12 @@ pub fn print(runs: &[Arc<SuiteRun>]) {
         }
         for f in figures {
             println!("  {}::performance::{} [{}]", run.suite.name, f.gate, f.load);
+            if f.repeats > 1 {
+                println!(
+                    "    (figures of the last of {} repeats; verdicts over all of them)",
+                    f.repeats
+                );
+            }
             print!("{}", f.metrics.render());
             for (check, pass) in &f.checks {
                 println!("    {} {check}", if *pass { "pass" } else { "FAIL" });

@@ -275,6 +275,35 @@ pub struct Gate {
     pub thresholds: Vec<LocatedThreshold>,
     /// What a request must meet to count as goodput.
     pub slo: Slo,
+    /// How many times the load runs; thresholds judge the repeats together.
+    pub repeats: u32,
+    /// How repeats are judged against a bound.
+    pub verdict: VerdictMode,
+}
+
+/// How the repeats of a gate are judged against a bound.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum VerdictMode {
+    /// The mean of the repeats must meet the bound.
+    #[default]
+    Mean,
+    /// Fail only when the whole 95% interval of the mean is past the bound:
+    /// noise alone never fails the gate.
+    Lenient,
+    /// Pass only when the whole 95% interval meets the bound: noise alone
+    /// never passes the gate.
+    Strict,
+}
+
+impl VerdictMode {
+    /// The name used in suites.
+    pub fn name(self) -> &'static str {
+        match self {
+            VerdictMode::Mean => "mean",
+            VerdictMode::Lenient => "lenient",
+            VerdictMode::Strict => "strict",
+        }
+    }
 }
 
 /// A threshold and where it is written.

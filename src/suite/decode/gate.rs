@@ -4,10 +4,13 @@ use super::{Decoder, Fields};
 use crate::load::metrics::Slo;
 use crate::load::thresholds::{MetricKey, all_keys, parse_comparison};
 use crate::suite::diagnostics::{Diagnostic, did_you_mean};
-use crate::suite::model::{Arrival, Gate, Load, LoadPrompt, LocatedThreshold, Pace, Sampling};
+use crate::suite::model::{
+    Arrival, Gate, Load, LoadPrompt, LocatedThreshold, Pace, Sampling, VerdictMode,
+};
 use crate::suite::node::{Node, Yaml};
 
-const GATE: &[&str] = &["name", "load", "thresholds", "slo"];
+const GATE: &[&str] = &["name", "load", "thresholds", "slo", "repeats", "verdict"];
+const VERDICTS: &[&str] = &["mean", "lenient", "strict"];
 const LOAD: &[&str] = &[
     "concurrency",
     "rate",
@@ -44,8 +47,22 @@ impl Decoder<'_> {
             .required(&f, "thresholds", "gate")
             .and_then(|v| self.thresholds(v));
         let slo = f.get("slo").map_or(Some(Slo::default()), |v| self.slo(v));
+        let repeats = f
+            .get("repeats")
+            .map_or(Some(1), |v| self.count(v, "repeats", 1));
+        let verdict = match f.get("verdict") {
+            None => Some(VerdictMode::Mean),
+            Some(v) => self
+                .one_of(v, "verdict", VERDICTS)
+                .map(|s| match s.as_str() {
+                    "lenient" => VerdictMode::Lenient,
+                    "strict" => VerdictMode::Strict,
+                    _ => VerdictMode::Mean,
+                }),
+        };
         let (load, levels) = loaded?;
-        let (name, thresholds, slo) = (name?, thresholds?, slo?);
+        let (name, thresholds, slo, repeats, verdict) =
+            (name?, thresholds?, slo?, repeats?, verdict?);
         let sampling = Sampling {
             max_tokens: Some(load.output_tokens),
             ..defaults.clone()
@@ -65,6 +82,8 @@ impl Decoder<'_> {
                     sampling: sampling.clone(),
                     thresholds: thresholds.clone(),
                     slo,
+                    repeats,
+                    verdict,
                 })
                 .collect(),
         )

@@ -1,0 +1,285 @@
+//! Verdicts of performance gates: every threshold against the figures of
+//! every repeat, and a failure message that shows them all.
+
+use std::fmt::Write as _;
+
+use super::session::{Verdict, describe_load};
+use crate::load::estimate::Estimate;
+use crate::load::metrics::GateMetrics;
+use crate::load::thresholds::{Metric, MetricKey, Op, Threshold, format_value};
+use crate::suite::diagnostics::render_location;
+use crate::suite::{Gate, LocatedThreshold, Suite, VerdictMode};
+
+/// A gate's verdict and one line per threshold for the summary.
+pub struct Judgement {
+    /// Pass, or the failure message.
+    pub result: Verdict,
+    /// Each threshold with what was measured, and whether it held.
+    pub checks: Vec<(String, bool)>,
+}
+
+/// The thresholds that apply: the gate's, plus `errors == 0` unless the gate
+/// states its own error bound.
+fn thresholds(gate: &Gate) -> Vec<LocatedThreshold> {
+    let mut all = gate.thresholds.clone();
+    if !all.iter().any(|t| t.threshold.key.metric == Metric::Errors) {
+        all.push(LocatedThreshold {
+            threshold: Threshold {
+                key: MetricKey {
+                    metric: Metric::Errors,
+                    stat: None,
+                },
+                op: Op::Eq,
+                bound: 0.0,
+            },
+            loc: gate.loc,
+        });
+    }
+    all
+}
+
+/// Whether an estimate meets a bound under a verdict mode.
+fn holds(t: &Threshold, e: &Estimate, mode: VerdictMode) -> bool {
+    let Some((lo, hi)) = e.ci95 else {
+        return t.op.holds(e.mean, t.bound);
+    };
+    // The end of the interval that decides: the optimistic one when only a
+    // whole interval past the bound may fail, the pessimistic one otherwise.
+    let (optimistic, pessimistic) = match t.op {
+        Op::Ge | Op::Gt => (hi, lo),
+        Op::Le | Op::Lt => (lo, hi),
+        Op::Eq => {
+            return match mode {
+                VerdictMode::Mean => t.op.holds(e.mean, t.bound),
+                VerdictMode::Lenient => lo <= t.bound && t.bound <= hi,
+                VerdictMode::Strict => e.values.iter().all(|v| t.op.holds(*v, t.bound)),
+            };
+        }
+    };
+    match mode {
+        VerdictMode::Mean => t.op.holds(e.mean, t.bound),
+        VerdictMode::Lenient => t.op.holds(optimistic, t.bound),
+        VerdictMode::Strict => t.op.holds(pessimistic, t.bound),
+    }
+}
+
+/// Counts add up over repeats; every other figure is estimated from them.
+fn estimate(key: MetricKey, repeats: &[GateMetrics]) -> Option<Estimate> {
+    let values: Option<Vec<f64>> = repeats.iter().map(|m| m.value(key)).collect();
+    let values = values?;
+    if matches!(key.metric, Metric::Errors | Metric::LateStarts) {
+        return Some(Estimate::of(vec![values.iter().sum()]));
+    }
+    Some(Estimate::of(values))
+}
+
+fn describe(metric: Metric, e: &Estimate) -> String {
+    let v = |x: f64| format_value(metric, x);
+    match e.ci95 {
+        None => v(e.mean),
+        Some((lo, hi)) => format!(
+            "{} ± {} (95% CI {} … {}, {} repeats)",
+            v(e.mean),
+            v(e.stddev),
+            v(lo),
+            v(hi),
+            e.values.len()
+        ),
+    }
+}
+
+/// Judges a gate from the figures of its repeats (at least one).
+pub fn judge(suite: &Suite, gate: &Gate, repeats: &[GateMetrics]) -> Judgement {
+    let file = &suite.file;
+    let last = repeats.last().expect("at least one repeat");
+    let mut out = String::new();
+    let mut checks = Vec::new();
+    if let Some(empty) = repeats.iter().position(|m| m.completed == 0) {
+        let which = if repeats.len() > 1 {
+            format!(" of repeat {}", empty + 1)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "error: could not measure: all {} requests{which} failed, so no figure exists",
+            repeats[empty].errors
+        );
+        render_location(&mut out, &file.display(), &file.text, gate.loc);
+        out.push('\n');
+    }
+    let mode = if repeats.len() > 1 {
+        Some(gate.verdict)
+    } else {
+        None
+    };
+    for lt in thresholds(gate) {
+        let t = &lt.threshold;
+        let est = estimate(t.key, repeats);
+        let pass = est.as_ref().is_some_and(|e| holds(t, e, gate.verdict));
+        let measured = est
+            .as_ref()
+            .map_or_else(|| "nothing".into(), |e| describe(t.key.metric, e));
+        checks.push((format!("{t} (measured {measured})"), pass));
+        if pass {
+            continue;
+        }
+        let implicit = !gate.thresholds.iter().any(|g| g.threshold == *t);
+        let _ = writeln!(
+            out,
+            "error: threshold failed: {t}{}{}",
+            mode.map_or_else(String::new, |m| format!(" (verdict: {})", m.name())),
+            if implicit {
+                " (implicit: a gate fails on any error unless it states an `errors` bound)"
+            } else {
+                ""
+            }
+        );
+        render_location(&mut out, &file.display(), &file.text, lt.loc);
+        let _ = writeln!(out, "measured: {} = {measured}", t.key);
+        if repeats.len() > 1 {
+            let each: Vec<String> = repeats
+                .iter()
+                .map(|m| {
+                    m.value(t.key)
+                        .map_or_else(|| "nothing".into(), |v| format_value(t.key.metric, v))
+                })
+                .collect();
+            let _ = writeln!(out, "repeats:  {}", each.join(", "));
+        }
+        if est.is_none() {
+            let _ = writeln!(out, "          no successful request produced this figure");
+        }
+        let _ = writeln!(out, "bound:    {t}");
+        let _ = writeln!(
+            out,
+            "samples:  {}{}",
+            last.sample_size(t.key),
+            if repeats.len() > 1 { " per repeat" } else { "" }
+        );
+        out.push('\n');
+    }
+    if out.is_empty() {
+        return Judgement {
+            result: Ok(()),
+            checks,
+        };
+    }
+    let _ = writeln!(out, "load:     {}", describe_load(gate));
+    if last.errors > 0 {
+        let classes: Vec<String> = last
+            .error_classes
+            .iter()
+            .map(|(c, n)| format!("{c} ×{n}"))
+            .collect();
+        let _ = writeln!(out, "errors:   {} ({})", last.errors, classes.join(", "));
+        for e in &last.first_errors {
+            let _ = writeln!(out, "  - {}", e.replace('\n', "\n    "));
+        }
+    }
+    let which = if repeats.len() > 1 {
+        format!(" (repeat {} of {})", repeats.len(), repeats.len())
+    } else {
+        String::new()
+    };
+    let _ = write!(out, "figures{which}:\n{}", last.render());
+    Judgement {
+        result: Err(out),
+        checks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{Completion, Timing};
+    use crate::suite::load_text;
+    use std::path::Path;
+    use std::time::Duration;
+
+    /// Figures of a repeat in which `tokens` tokens streamed in one second.
+    fn repeat(tokens: u64) -> GateMetrics {
+        let c = Completion {
+            completion_tokens: tokens,
+            timing: Timing {
+                first_token: Some(Duration::from_millis(10)),
+                end: Duration::from_secs(1),
+                ..Timing::default()
+            },
+            ..Completion::default()
+        };
+        GateMetrics::compute(&[c], &[], Duration::from_secs(1))
+    }
+
+    fn noisy_gate(verdict: &str) -> (Suite, Gate) {
+        let text = format!(
+            "suite: n\nperformance:\n  - name: g\n    repeats: 5\n    verdict: {verdict}\n    load: {{requests: 1, prompt: x, output_tokens: 8}}\n    thresholds:\n      output_tok_s: \">= 500\"\n"
+        );
+        let suite = load_text(Path::new("n.yaml"), &text, &|_| None).unwrap();
+        let gate = suite.gates[0].clone();
+        (suite, gate)
+    }
+
+    #[test]
+    fn a_noisy_gate_passes_leniently_and_fails_strictly() {
+        // Mean 499 tok/s, spread ±16: noise around the bound of 500.
+        let repeats: Vec<GateMetrics> = [480, 520, 495, 510, 490].into_iter().map(repeat).collect();
+        let (suite, gate) = noisy_gate("lenient");
+        let j = judge(&suite, &gate, &repeats);
+        assert!(j.result.is_ok(), "{:?}", j.result);
+        assert!(
+            j.checks[0]
+                .0
+                .contains("499.0 tok/s ± 16.0 tok/s (95% CI 479.2 tok/s … 518.8 tok/s, 5 repeats)"),
+            "{:?}",
+            j.checks
+        );
+        let (suite, gate) = noisy_gate("mean");
+        assert!(judge(&suite, &gate, &repeats).result.is_err());
+        let (suite, gate) = noisy_gate("strict");
+        let message = judge(&suite, &gate, &repeats).result.unwrap_err();
+        assert!(
+            message.starts_with(
+                "error: threshold failed: output_tok_s >= 500.0 tok/s (verdict: strict)"
+            ),
+            "{message}"
+        );
+        assert!(
+            message.contains(
+                "repeats:  480.0 tok/s, 520.0 tok/s, 495.0 tok/s, 510.0 tok/s, 490.0 tok/s"
+            ),
+            "{message}"
+        );
+        assert!(message.contains("figures (repeat 5 of 5):"), "{message}");
+        // Far below the bound, even the lenient verdict fails.
+        let slow: Vec<GateMetrics> = [300, 310, 305].into_iter().map(repeat).collect();
+        let (suite, gate) = noisy_gate("lenient");
+        assert!(judge(&suite, &gate, &slow).result.is_err());
+    }
+
+    fn threshold(op: Op, bound: f64) -> Threshold {
+        Threshold {
+            key: "output_tok_s".parse().unwrap(),
+            op,
+            bound,
+        }
+    }
+
+    #[test]
+    fn verdict_modes_read_the_interval() {
+        // 100 ± 4.3 (95% CI about 95.0 … 105.0)
+        let e = Estimate::of(vec![98.0, 100.0, 102.0]);
+        let at_least = |b| threshold(Op::Ge, b);
+        assert!(holds(&at_least(99.0), &e, VerdictMode::Mean));
+        assert!(!holds(&at_least(101.0), &e, VerdictMode::Mean));
+        // Lenient: fails only when the whole interval is below the bound.
+        assert!(holds(&at_least(104.0), &e, VerdictMode::Lenient));
+        assert!(!holds(&at_least(106.0), &e, VerdictMode::Lenient));
+        // Strict: passes only when the whole interval is above the bound.
+        assert!(!holds(&at_least(96.0), &e, VerdictMode::Strict));
+        assert!(holds(&at_least(94.0), &e, VerdictMode::Strict));
+        // Upper bounds read the other end.
+        assert!(holds(&threshold(Op::Le, 96.0), &e, VerdictMode::Lenient));
+        assert!(!holds(&threshold(Op::Le, 104.0), &e, VerdictMode::Strict));
+    }
+}
