@@ -36,6 +36,12 @@ enum Command {
         #[arg(last = true)]
         libtest: Vec<String>,
     },
+    /// Record baselines: the figures that `>= baseline * 0.95` thresholds
+    /// compare with. Written only by this command, never by a run.
+    Baseline {
+        #[command(subcommand)]
+        action: BaselineAction,
+    },
     /// List the trials of suites without running them.
     List {
         /// Suite files or directories [default: suites/].
@@ -86,6 +92,38 @@ enum Command {
     },
 }
 
+#[derive(Subcommand)]
+enum BaselineAction {
+    /// Run suites, then record the figures of every gate measured.
+    Save {
+        /// Suite files or directories [default: suites/].
+        suites: Vec<PathBuf>,
+        /// `sim` or a server URL; overrides every suite's `base_url`.
+        #[arg(long, env = TARGET_ENV)]
+        target: Option<String>,
+        /// libtest arguments after `--`.
+        #[arg(last = true)]
+        libtest: Vec<String>,
+    },
+    /// Record the figures of the latest run (target/servegate/latest/figures.json).
+    Accept,
+}
+
+fn accept_baselines() -> ExitCode {
+    match harness::record::accept() {
+        Ok(files) => {
+            for f in files {
+                println!("servegate: baseline written to {}", f.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn suites_or_default(suites: Vec<PathBuf>) -> Vec<PathBuf> {
     if suites.is_empty() {
         vec![PathBuf::from("suites")]
@@ -112,6 +150,23 @@ fn main() -> ExitCode {
             );
             outcome.cli_exit_code()
         }
+        Command::Baseline { action } => match action {
+            BaselineAction::Save {
+                suites,
+                target,
+                libtest,
+            } => {
+                // Gates are measured whatever their thresholds say: the first
+                // save has no baseline to compare with yet.
+                harness::run(
+                    &suites_or_default(suites),
+                    target.as_deref(),
+                    libtest_args(libtest),
+                );
+                accept_baselines()
+            }
+            BaselineAction::Accept => accept_baselines(),
+        },
         Command::List { suites } => {
             let outcome = harness::run(
                 &suites_or_default(suites),

@@ -5,8 +5,13 @@ use std::net::TcpListener;
 use std::process::{Command, Output};
 
 fn servegate(args: &[&str]) -> Output {
+    servegate_with(args, &[])
+}
+
+fn servegate_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_servegate"))
         .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env_remove("SERVEGATE_TARGET")
         .env_remove("SGLANG_URL")
@@ -315,4 +320,70 @@ fn repeated_gates_report_the_interval_of_their_repeats() {
         check.contains("(95% CI ") && check.contains(", 3 repeats))"),
         "{check}"
     );
+}
+
+#[test]
+fn baselines_round_trip_through_save_and_relative_thresholds() {
+    let dir = std::env::temp_dir().join(format!("servegate-baselines-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (baselines, target) = (dir.join("baselines"), dir.join("target"));
+    let env = [
+        ("SERVEGATE_BASELINES", baselines.as_path()),
+        ("CARGO_TARGET_DIR", target.as_path()),
+    ];
+    let run = || servegate_with(&["run", "tests/suites/relative.yaml"], &env);
+
+    // No baseline yet: a relative threshold cannot pass.
+    let out = stdout(&run());
+    let steady = failure_of(&out, "relative::performance::steady");
+    assert!(
+        steady.contains("but there is no baseline: no baseline file"),
+        "{steady}"
+    );
+    assert!(steady.contains("servegate baseline save"), "{steady}");
+
+    // Save: the run's figures become the baseline of this configuration.
+    let o = servegate_with(&["baseline", "save", "tests/suites/relative.yaml"], &env);
+    let saved = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{saved}");
+    let file = baselines.join("relative/steady.json");
+    assert!(
+        saved.contains(&format!(
+            "servegate: baseline written to {}",
+            file.display()
+        )),
+        "{saved}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let entry = &json["entries"]["openai-chat, model sim-wrong, server servegate-sim 0.1.0"];
+    assert!(
+        entry["figures"]["decode_tok_s.mean"].as_f64().unwrap() > 0.0,
+        "{json}"
+    );
+
+    // Against its own baseline, `steady` holds and `tenfold` shows both numbers.
+    let o = run();
+    let out = stdout(&o);
+    assert_eq!(
+        verdict(&out, "relative::performance::steady"),
+        "ok",
+        "{out}"
+    );
+    assert_eq!(
+        verdict(&out, "relative::performance::tenfold"),
+        "FAILED",
+        "{out}"
+    );
+    let tenfold = failure_of(&out, "relative::performance::tenfold");
+    assert!(
+        tenfold.contains("bound:    output_tok_s >= baseline * 10 = "),
+        "{tenfold}"
+    );
+    assert!(tenfold.contains(" from baseline "), "{tenfold}");
+    assert!(
+        tenfold.contains("relative/tenfold.json, configuration openai-chat, model sim-wrong"),
+        "{tenfold}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

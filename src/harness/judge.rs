@@ -4,9 +4,10 @@
 use std::fmt::Write as _;
 
 use super::session::{Verdict, describe_load};
+use crate::load::baseline::Lookup;
 use crate::load::estimate::Estimate;
 use crate::load::metrics::GateMetrics;
-use crate::load::thresholds::{Metric, MetricKey, Op, Threshold, format_value};
+use crate::load::thresholds::{Bound, Metric, MetricKey, Op, Threshold, format_value};
 use crate::suite::diagnostics::render_location;
 use crate::suite::{Gate, LocatedThreshold, Suite, VerdictMode};
 
@@ -30,7 +31,7 @@ fn thresholds(gate: &Gate) -> Vec<LocatedThreshold> {
                     stat: None,
                 },
                 op: Op::Eq,
-                bound: 0.0,
+                bound: Bound::Value(0.0),
             },
             loc: gate.loc,
         });
@@ -38,10 +39,10 @@ fn thresholds(gate: &Gate) -> Vec<LocatedThreshold> {
     all
 }
 
-/// Whether an estimate meets a bound under a verdict mode.
-fn holds(t: &Threshold, e: &Estimate, mode: VerdictMode) -> bool {
+/// Whether an estimate meets a (resolved) bound under a verdict mode.
+fn holds(t: &Threshold, bound: f64, e: &Estimate, mode: VerdictMode) -> bool {
     let Some((lo, hi)) = e.ci95 else {
-        return t.op.holds(e.mean, t.bound);
+        return t.op.holds(e.mean, bound);
     };
     // The end of the interval that decides: the optimistic one when only a
     // whole interval past the bound may fail, the pessimistic one otherwise.
@@ -50,16 +51,16 @@ fn holds(t: &Threshold, e: &Estimate, mode: VerdictMode) -> bool {
         Op::Le | Op::Lt => (lo, hi),
         Op::Eq => {
             return match mode {
-                VerdictMode::Mean => t.op.holds(e.mean, t.bound),
-                VerdictMode::Lenient => lo <= t.bound && t.bound <= hi,
-                VerdictMode::Strict => e.values.iter().all(|v| t.op.holds(*v, t.bound)),
+                VerdictMode::Mean => t.op.holds(e.mean, bound),
+                VerdictMode::Lenient => lo <= bound && bound <= hi,
+                VerdictMode::Strict => e.values.iter().all(|v| t.op.holds(*v, bound)),
             };
         }
     };
     match mode {
-        VerdictMode::Mean => t.op.holds(e.mean, t.bound),
-        VerdictMode::Lenient => t.op.holds(optimistic, t.bound),
-        VerdictMode::Strict => t.op.holds(pessimistic, t.bound),
+        VerdictMode::Mean => t.op.holds(e.mean, bound),
+        VerdictMode::Lenient => t.op.holds(optimistic, bound),
+        VerdictMode::Strict => t.op.holds(pessimistic, bound),
     }
 }
 
@@ -89,7 +90,7 @@ fn describe(metric: Metric, e: &Estimate) -> String {
 }
 
 /// Judges a gate from the figures of its repeats (at least one).
-pub fn judge(suite: &Suite, gate: &Gate, repeats: &[GateMetrics]) -> Judgement {
+pub fn judge(suite: &Suite, gate: &Gate, repeats: &[GateMetrics], baseline: &Lookup) -> Judgement {
     let file = &suite.file;
     let last = repeats.last().expect("at least one repeat");
     let mut out = String::new();
@@ -116,11 +117,33 @@ pub fn judge(suite: &Suite, gate: &Gate, repeats: &[GateMetrics]) -> Judgement {
     for lt in thresholds(gate) {
         let t = &lt.threshold;
         let est = estimate(t.key, repeats);
-        let pass = est.as_ref().is_some_and(|e| holds(t, e, gate.verdict));
+        // A relative bound needs the baseline's figure; without it the
+        // threshold cannot pass.
+        let resolved = match t.bound {
+            Bound::Value(v) => Ok(v),
+            Bound::Baseline(_) => baseline
+                .figure(t.key)
+                .map(|b| t.bound.resolve(Some(b)).unwrap_or(b)),
+        };
+        let pass = match (&est, &resolved) {
+            (Some(e), Ok(bound)) => holds(t, *bound, e, gate.verdict),
+            _ => false,
+        };
         let measured = est
             .as_ref()
             .map_or_else(|| "nothing".into(), |e| describe(t.key.metric, e));
-        checks.push((format!("{t} (measured {measured})"), pass));
+        let against = match (t.bound, &resolved) {
+            (Bound::Baseline(_), Ok(b)) => format!(
+                " = {} from baseline {}",
+                format_value(t.key.metric, *b),
+                baseline
+                    .figure(t.key)
+                    .map(|v| format_value(t.key.metric, v))
+                    .unwrap_or_default()
+            ),
+            _ => String::new(),
+        };
+        checks.push((format!("{t}{against} (measured {measured})"), pass));
         if pass {
             continue;
         }
@@ -150,7 +173,27 @@ pub fn judge(suite: &Suite, gate: &Gate, repeats: &[GateMetrics]) -> Judgement {
         if est.is_none() {
             let _ = writeln!(out, "          no successful request produced this figure");
         }
-        let _ = writeln!(out, "bound:    {t}");
+        match (t.bound, &resolved) {
+            (Bound::Value(_), _) => {
+                let _ = writeln!(out, "bound:    {t}");
+            }
+            (Bound::Baseline(_), Ok(_)) => {
+                let _ = writeln!(out, "bound:    {t}{against}");
+                let _ = writeln!(
+                    out,
+                    "          ({}, configuration {})",
+                    baseline.path.display(),
+                    baseline.fingerprint
+                );
+            }
+            (Bound::Baseline(_), Err(why)) => {
+                let _ = writeln!(out, "bound:    {t}, but there is no baseline: {why}");
+                let _ = writeln!(
+                    out,
+                    "          record one on the reference configuration with `servegate baseline save` (or `baseline accept` after a run)"
+                );
+            }
+        }
         let _ = writeln!(
             out,
             "samples:  {}{}",
@@ -211,6 +254,10 @@ mod tests {
         GateMetrics::compute(&[c], &[], Duration::from_secs(1))
     }
 
+    fn no_baseline() -> Lookup {
+        Lookup::find(Path::new("/nonexistent"), "n", "g", "test")
+    }
+
     fn noisy_gate(verdict: &str) -> (Suite, Gate) {
         let text = format!(
             "suite: n\nperformance:\n  - name: g\n    repeats: 5\n    verdict: {verdict}\n    load: {{requests: 1, prompt: x, output_tokens: 8}}\n    thresholds:\n      output_tok_s: \">= 500\"\n"
@@ -225,7 +272,7 @@ mod tests {
         // Mean 499 tok/s, spread ±16: noise around the bound of 500.
         let repeats: Vec<GateMetrics> = [480, 520, 495, 510, 490].into_iter().map(repeat).collect();
         let (suite, gate) = noisy_gate("lenient");
-        let j = judge(&suite, &gate, &repeats);
+        let j = judge(&suite, &gate, &repeats, &no_baseline());
         assert!(j.result.is_ok(), "{:?}", j.result);
         assert!(
             j.checks[0]
@@ -235,9 +282,15 @@ mod tests {
             j.checks
         );
         let (suite, gate) = noisy_gate("mean");
-        assert!(judge(&suite, &gate, &repeats).result.is_err());
+        assert!(
+            judge(&suite, &gate, &repeats, &no_baseline())
+                .result
+                .is_err()
+        );
         let (suite, gate) = noisy_gate("strict");
-        let message = judge(&suite, &gate, &repeats).result.unwrap_err();
+        let message = judge(&suite, &gate, &repeats, &no_baseline())
+            .result
+            .unwrap_err();
         assert!(
             message.starts_with(
                 "error: threshold failed: output_tok_s >= 500.0 tok/s (verdict: strict)"
@@ -254,15 +307,19 @@ mod tests {
         // Far below the bound, even the lenient verdict fails.
         let slow: Vec<GateMetrics> = [300, 310, 305].into_iter().map(repeat).collect();
         let (suite, gate) = noisy_gate("lenient");
-        assert!(judge(&suite, &gate, &slow).result.is_err());
+        assert!(judge(&suite, &gate, &slow, &no_baseline()).result.is_err());
     }
 
     fn threshold(op: Op, bound: f64) -> Threshold {
         Threshold {
             key: "output_tok_s".parse().unwrap(),
             op,
-            bound,
+            bound: Bound::Value(bound),
         }
+    }
+
+    fn check(t: &Threshold, e: &Estimate, mode: VerdictMode) -> bool {
+        holds(t, t.bound.resolve(None).unwrap(), e, mode)
     }
 
     #[test]
@@ -270,16 +327,16 @@ mod tests {
         // 100 ± 4.3 (95% CI about 95.0 … 105.0)
         let e = Estimate::of(vec![98.0, 100.0, 102.0]);
         let at_least = |b| threshold(Op::Ge, b);
-        assert!(holds(&at_least(99.0), &e, VerdictMode::Mean));
-        assert!(!holds(&at_least(101.0), &e, VerdictMode::Mean));
+        assert!(check(&at_least(99.0), &e, VerdictMode::Mean));
+        assert!(!check(&at_least(101.0), &e, VerdictMode::Mean));
         // Lenient: fails only when the whole interval is below the bound.
-        assert!(holds(&at_least(104.0), &e, VerdictMode::Lenient));
-        assert!(!holds(&at_least(106.0), &e, VerdictMode::Lenient));
+        assert!(check(&at_least(104.0), &e, VerdictMode::Lenient));
+        assert!(!check(&at_least(106.0), &e, VerdictMode::Lenient));
         // Strict: passes only when the whole interval is above the bound.
-        assert!(!holds(&at_least(96.0), &e, VerdictMode::Strict));
-        assert!(holds(&at_least(94.0), &e, VerdictMode::Strict));
+        assert!(!check(&at_least(96.0), &e, VerdictMode::Strict));
+        assert!(check(&at_least(94.0), &e, VerdictMode::Strict));
         // Upper bounds read the other end.
-        assert!(holds(&threshold(Op::Le, 96.0), &e, VerdictMode::Lenient));
-        assert!(!holds(&threshold(Op::Le, 104.0), &e, VerdictMode::Strict));
+        assert!(check(&threshold(Op::Le, 96.0), &e, VerdictMode::Lenient));
+        assert!(!check(&threshold(Op::Le, 104.0), &e, VerdictMode::Strict));
     }
 }

@@ -7,6 +7,7 @@
 //! `--exact`, `--list`, `--skip`, `--ignored`), so nextest works too.
 
 mod judge;
+pub mod record;
 mod session;
 mod summary;
 pub mod target;
@@ -204,6 +205,10 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
     }
     let conclusion = libtest_mimic::run(&args, trials);
     summary::print(&runs);
+    match record::write(&record::collect(&runs)) {
+        Ok(path) => println!("servegate: figures written to {}", path.display()),
+        Err(e) => eprintln!("warning: {e}"),
+    }
     let unreachable = runs.iter().filter(|r| r.target.is_err()).count();
     drop(runs);
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));

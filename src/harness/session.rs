@@ -11,6 +11,7 @@ use super::target::Connected;
 use crate::check::evaluate;
 use crate::check::failure::{Sent, assertions_failed, request_failed};
 use crate::client::CallRequest;
+use crate::load::baseline::{self, Lookup};
 use crate::load::metrics::GateMetrics;
 use crate::load::runner::{PROMPT_APPROXIMATION, run_gate};
 use crate::load::thresholds::format_duration;
@@ -31,6 +32,8 @@ pub struct GateFigures {
     pub metrics: GateMetrics,
     /// How many repeats ran.
     pub repeats: u32,
+    /// Every figure, the mean over repeats: what a baseline records.
+    pub figures: std::collections::BTreeMap<String, f64>,
     /// Each threshold with its verdict.
     pub checks: Vec<(String, bool)>,
 }
@@ -149,12 +152,19 @@ impl SuiteRun {
                 })?;
             repeats.push(metrics);
         }
-        let verdict = judge(&self.suite, gate, &repeats);
+        let baseline = Lookup::find(
+            &baseline::dir(),
+            &self.suite.name,
+            &gate.name,
+            &target.fingerprint,
+        );
+        let verdict = judge(&self.suite, gate, &repeats, &baseline);
         if let Ok(mut f) = self.figures.lock() {
             f.push(GateFigures {
                 gate: gate.name.clone(),
                 load: describe_load(gate),
                 checks: verdict.checks.clone(),
+                figures: baseline::figures(&repeats),
                 metrics: repeats.pop().expect("at least one repeat"),
                 repeats: gate.repeats,
             });

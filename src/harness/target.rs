@@ -19,6 +19,9 @@ pub struct Connected {
     pub client: Client,
     /// What the run prints about the target.
     pub description: String,
+    /// What baselines are keyed by: the API, the served model and the
+    /// server's version.
+    pub fingerprint: String,
     /// Keeps the embedded simulator alive while the suite runs.
     pub sim: Option<RunningSim>,
 }
@@ -92,13 +95,67 @@ pub async fn connect(suite: &Suite, override_target: Option<&str>) -> Result<Con
             |s| format!("{s:?}")
         ),
     );
+    let version = server_version(&base, t.timeouts.connect, api_key.as_deref()).await;
+    let fingerprint = format!(
+        "{}, model {}, server {}",
+        t.api.name(),
+        served.as_deref().unwrap_or(&model),
+        version.as_deref().unwrap_or("of unknown version")
+    );
     let client =
         Client::new(&base, t.api, &model, api_key, t.timeouts).map_err(|e| e.to_string())?;
     Ok(Connected {
         client,
         description,
+        fingerprint,
         sim,
     })
+}
+
+/// GET a URL as JSON; `Ok(None)` for a non-2xx answer or a body that is not JSON.
+async fn get_json(
+    http: &reqwest::Client,
+    url: String,
+    api_key: Option<&str>,
+) -> Result<Option<serde_json::Value>, CallError> {
+    let mut req = http.get(url);
+    if let Some(k) = api_key {
+        req = req.bearer_auth(k);
+    }
+    let resp = req.send().await.map_err(|e| {
+        let kind = if e.is_connect() {
+            ErrorKind::Connect
+        } else {
+            ErrorKind::Transport
+        };
+        CallError::new(kind, source_chain(&e))
+    })?;
+    if !resp.status().is_success() {
+        return Ok(None);
+    }
+    Ok(resp.json::<serde_json::Value>().await.ok())
+}
+
+fn http_client(connect: Duration) -> Result<reqwest::Client, CallError> {
+    reqwest::Client::builder()
+        .connect_timeout(connect)
+        .timeout(connect + Duration::from_secs(30))
+        .build()
+        .map_err(|e| CallError::new(ErrorKind::Transport, e.to_string()))
+}
+
+/// The server's version: SGLang's `/get_server_info` (or `/server_info`),
+/// vLLM's `/version`; `None` when none answers.
+async fn server_version(base: &str, connect: Duration, api_key: Option<&str>) -> Option<String> {
+    let http = http_client(connect).ok()?;
+    for path in ["/get_server_info", "/server_info", "/version"] {
+        if let Ok(Some(body)) = get_json(&http, format!("{base}{path}"), api_key).await
+            && let Some(v) = body.get("version").and_then(|v| v.as_str())
+        {
+            return Some(v.to_owned());
+        }
+    }
+    None
 }
 
 /// The served model id: `/v1/models` `data[0].id`, else SGLang's
@@ -109,34 +166,14 @@ async fn served_model(
     connect: Duration,
     api_key: Option<&str>,
 ) -> Result<Option<String>, CallError> {
-    let http = reqwest::Client::builder()
-        .connect_timeout(connect)
-        .timeout(connect + Duration::from_secs(30))
-        .build()
-        .map_err(|e| CallError::new(ErrorKind::Transport, e.to_string()))?;
+    let http = http_client(connect)?;
     for (path, pointer) in [
         ("/v1/models", "/data/0/id"),
         ("/get_model_info", "/model_path"),
     ] {
-        let mut req = http.get(format!("{base}{path}"));
-        if let Some(k) = api_key {
-            req = req.bearer_auth(k);
-        }
-        let resp = req.send().await.map_err(|e| {
-            let kind = if e.is_connect() {
-                ErrorKind::Connect
-            } else {
-                ErrorKind::Transport
-            };
-            CallError::new(kind, source_chain(&e))
-        })?;
-        if !resp.status().is_success() {
-            continue;
-        }
-        let Ok(body) = resp.json::<serde_json::Value>().await else {
-            continue;
-        };
-        if let Some(id) = body.pointer(pointer).and_then(|v| v.as_str()) {
+        if let Some(body) = get_json(&http, format!("{base}{path}"), api_key).await?
+            && let Some(id) = body.pointer(pointer).and_then(|v| v.as_str())
+        {
             return Ok(Some(id.to_owned()));
         }
     }

@@ -1,5 +1,6 @@
 //! Performance gates: thresholds, metrics and the load generator.
 
+pub mod baseline;
 pub mod estimate;
 pub mod metrics;
 pub mod runner;

@@ -277,6 +277,43 @@ impl Op {
     }
 }
 
+/// What a threshold compares against.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Bound {
+    /// A fixed value; seconds for durations.
+    Value(f64),
+    /// The figure stored in the gate's baseline, adjusted.
+    Baseline(Relative),
+}
+
+/// How a baseline figure is adjusted into a bound.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Relative {
+    /// `baseline`
+    Same,
+    /// `baseline * 0.95`
+    Times(f64),
+    /// `baseline + 10%` / `baseline - 5%` (the signed percentage)
+    Percent(f64),
+    /// `baseline + 50ms` / `baseline - 20` (the signed offset, in seconds for durations)
+    Plus(f64),
+}
+
+impl Bound {
+    /// The bound as a number, given the baseline's figure when it is relative.
+    pub fn resolve(self, baseline: Option<f64>) -> Option<f64> {
+        match self {
+            Bound::Value(v) => Some(v),
+            Bound::Baseline(r) => baseline.map(|b| match r {
+                Relative::Same => b,
+                Relative::Times(f) => b * f,
+                Relative::Percent(p) => b * (1.0 + p / 100.0),
+                Relative::Plus(d) => b + d,
+            }),
+        }
+    }
+}
+
 /// A validated threshold: `key op bound`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Threshold {
@@ -284,23 +321,38 @@ pub struct Threshold {
     pub key: MetricKey,
     /// How.
     pub op: Op,
-    /// Against what; seconds for durations.
-    pub bound: f64,
+    /// Against what.
+    pub bound: Bound,
 }
 
 impl fmt::Display for Threshold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} {} {}",
-            self.key,
-            self.op.symbol(),
-            format_value(self.key.metric, self.bound)
-        )
+        write!(f, "{} {} ", self.key, self.op.symbol())?;
+        let m = self.key.metric;
+        match self.bound {
+            Bound::Value(v) => f.write_str(&format_value(m, v)),
+            Bound::Baseline(Relative::Same) => f.write_str("baseline"),
+            Bound::Baseline(Relative::Times(x)) => write!(f, "baseline * {x}"),
+            Bound::Baseline(Relative::Percent(p)) => {
+                write!(
+                    f,
+                    "baseline {} {}%",
+                    if p < 0.0 { '-' } else { '+' },
+                    p.abs()
+                )
+            }
+            Bound::Baseline(Relative::Plus(d)) => write!(
+                f,
+                "baseline {} {}",
+                if d < 0.0 { '-' } else { '+' },
+                format_value(m, d.abs())
+            ),
+        }
     }
 }
 
-/// Parses the comparison side (`">= 12.5"`, `"<= 2s"`) for a metric.
+/// Parses the comparison side (`">= 12.5"`, `"<= 2s"`, `">= baseline * 0.95"`,
+/// `"<= baseline + 10%"`) for a metric.
 pub fn parse_comparison(key: MetricKey, text: &str) -> Result<Threshold, String> {
     let text = text.trim();
     let (op, rest) = [
@@ -315,18 +367,58 @@ pub fn parse_comparison(key: MetricKey, text: &str) -> Result<Threshold, String>
     .ok_or_else(|| {
         format!("`{text}` does not start with a comparison operator (>=, >, <=, <, ==)")
     })?;
-    let bound = if key.metric.is_duration() {
-        parse_duration_secs(rest).map_err(|e| format!("{key} is a duration: {e}"))?
-    } else {
-        let value: f64 = rest
-            .parse()
-            .map_err(|_| format!("`{rest}` is not a number"))?;
-        if !value.is_finite() {
-            return Err(format!("`{rest}` is not a finite number"));
-        }
-        value
+    let bound = match rest.strip_prefix("baseline") {
+        Some(adjust) => Bound::Baseline(parse_relative(key, adjust.trim())?),
+        None => Bound::Value(parse_amount(key, rest)?),
     };
     Ok(Threshold { key, op, bound })
+}
+
+/// A value of the metric: a duration with a unit, or a plain number.
+fn parse_amount(key: MetricKey, text: &str) -> Result<f64, String> {
+    if key.metric.is_duration() {
+        return parse_duration_secs(text).map_err(|e| format!("{key} is a duration: {e}"));
+    }
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number"))?;
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(format!("`{text}` is not a finite number"))
+    }
+}
+
+fn parse_relative(key: MetricKey, text: &str) -> Result<Relative, String> {
+    if text.is_empty() {
+        return Ok(Relative::Same);
+    }
+    let expected =
+        "after `baseline`: nothing, `* 0.95`, `+ 10%`, `- 5%` or an offset such as `+ 50ms`";
+    let (sign, rest) = match text.chars().next() {
+        Some('*') => {
+            let factor: f64 = text[1..]
+                .trim()
+                .parse()
+                .map_err(|_| format!("`{text}`: expected a factor {expected}"))?;
+            return if factor.is_finite() && factor > 0.0 {
+                Ok(Relative::Times(factor))
+            } else {
+                Err(format!("`{text}`: the factor must be above 0"))
+            };
+        }
+        Some('+') => (1.0, text[1..].trim()),
+        Some('-') => (-1.0, text[1..].trim()),
+        _ => return Err(format!("`baseline {text}`: expected {expected}")),
+    };
+    if let Some(p) = rest.strip_suffix('%') {
+        let p: f64 = p
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{rest}` is not a percentage"))?;
+        return Ok(Relative::Percent(sign * p));
+    }
+    Ok(Relative::Plus(sign * parse_amount(key, rest)?))
 }
 
 /// Parses `2s`, `250ms`, `1.5s`, `800us`, `1m` into seconds.
@@ -414,15 +506,52 @@ mod tests {
     #[test]
     fn parses_comparisons_with_units() {
         let t = parse_comparison(key("ttft.p99"), "<= 2s").unwrap();
-        assert_eq!((t.op, t.bound), (Op::Le, 2.0));
+        assert_eq!((t.op, t.bound), (Op::Le, Bound::Value(2.0)));
         let t = parse_comparison(key("itl.p50"), "<250ms").unwrap();
         assert_eq!(t.op, Op::Lt);
-        assert!((t.bound - 0.25).abs() < 1e-12);
+        assert!((t.bound.resolve(None).unwrap() - 0.25).abs() < 1e-12);
         let t = parse_comparison(key("decode_tok_s.mean"), ">= 12.5").unwrap();
-        assert_eq!((t.op, t.bound), (Op::Ge, 12.5));
+        assert_eq!((t.op, t.bound), (Op::Ge, Bound::Value(12.5)));
         let t = parse_comparison(key("errors"), "== 0").unwrap();
-        assert_eq!((t.op, t.bound), (Op::Eq, 0.0));
+        assert_eq!((t.op, t.bound), (Op::Eq, Bound::Value(0.0)));
         assert_eq!(t.to_string(), "errors == 0");
+    }
+
+    #[test]
+    fn parses_baseline_comparisons() {
+        let rel = |k: &str, text: &str| parse_comparison(key(k), text).unwrap();
+        let t = rel("decode_tok_s.mean", ">= baseline * 0.95");
+        assert_eq!(t.bound, Bound::Baseline(Relative::Times(0.95)));
+        assert!((t.bound.resolve(Some(200.0)).unwrap() - 190.0).abs() < 1e-9);
+        assert_eq!(t.bound.resolve(None), None);
+        assert_eq!(t.to_string(), "decode_tok_s.mean >= baseline * 0.95");
+        let t = rel("ttft.p99", "<= baseline + 10%");
+        assert!((t.bound.resolve(Some(0.2)).unwrap() - 0.22).abs() < 1e-9);
+        assert_eq!(t.to_string(), "ttft.p99 <= baseline + 10%");
+        let t = rel("itl.p99", "<= baseline + 500us");
+        assert!((t.bound.resolve(Some(0.01)).unwrap() - 0.0105).abs() < 1e-12);
+        assert_eq!(t.to_string(), "itl.p99 <= baseline + 500us");
+        assert_eq!(
+            rel("output_tok_s", ">= baseline - 5%").bound,
+            Bound::Baseline(Relative::Percent(-5.0))
+        );
+        assert_eq!(
+            rel("errors", "<= baseline").bound,
+            Bound::Baseline(Relative::Same)
+        );
+        for bad in [
+            ">= baseline * 0",
+            ">= baseline / 2",
+            "<= baseline + 10",
+            ">= baseline + lots%",
+        ] {
+            let k = if bad.starts_with("<=") {
+                "ttft.p99"
+            } else {
+                "output_tok_s"
+            };
+            assert!(parse_comparison(key(k), bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -1,0 +1,162 @@
+//! Baselines: the figures of a reference run, kept under `baselines/` as
+//! JSON, one file per suite and gate, one entry per fingerprint (the served
+//! model, the server's version and the API), so a threshold can say
+//! `>= baseline * 0.95`. Written only by `servegate baseline save|accept`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::estimate::Estimate;
+use super::metrics::GateMetrics;
+use super::thresholds::{Metric, MetricKey, Stat};
+
+/// The directory of baselines: `SERVEGATE_BASELINES` or `baselines/`.
+pub fn dir() -> PathBuf {
+    std::env::var_os("SERVEGATE_BASELINES")
+        .map_or_else(|| PathBuf::from("baselines"), PathBuf::from)
+}
+
+/// The file of a gate's baselines (`::` in sweep names becomes a directory).
+pub fn path(dir: &Path, suite: &str, gate: &str) -> PathBuf {
+    let mut p = dir.join(suite);
+    for part in gate.split("::") {
+        p.push(part);
+    }
+    p.set_extension("json");
+    p
+}
+
+/// One reference run of a gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Seconds since the Unix epoch when it was saved.
+    pub saved_unix: u64,
+    /// The servegate version that measured it.
+    pub servegate: String,
+    /// The gate's load, in words.
+    pub load: String,
+    /// Repeats behind each figure.
+    pub repeats: u32,
+    /// Every figure (`ttft.p99`, `output_tok_s`, …): the mean over repeats.
+    pub figures: BTreeMap<String, f64>,
+}
+
+/// A gate's baselines file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct File {
+    /// Format version.
+    pub schema: u32,
+    /// Entries by fingerprint.
+    pub entries: BTreeMap<String, Entry>,
+}
+
+/// Reads a baselines file; `Ok(None)` when there is none.
+pub fn read(path: &Path) -> Result<Option<File>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| format!("{} is not a baselines file: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("failed to read {}: {e}", path.display())),
+    }
+}
+
+/// Adds or replaces the entry of `fingerprint`.
+pub fn write(path: &Path, fingerprint: &str, entry: Entry) -> Result<(), String> {
+    let mut file = read(path)?.unwrap_or_default();
+    file.schema = 1;
+    file.entries.insert(fingerprint.to_owned(), entry);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("failed to create {}: {e}", parent.display()))?;
+    }
+    let text = serde_json::to_string_pretty(&file).map_err(|e| e.to_string())?;
+    std::fs::write(path, text + "\n")
+        .map_err(|e| format!("failed to write {}: {e}", path.display()))
+}
+
+/// Every figure of a gate, each the mean of its repeats.
+pub fn figures(repeats: &[GateMetrics]) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for metric in Metric::ALL {
+        let stats: Vec<Option<Stat>> = if metric.is_distribution() {
+            Stat::ALL.iter().copied().map(Some).collect()
+        } else {
+            vec![None]
+        };
+        for stat in stats {
+            let key = MetricKey { metric, stat };
+            let values: Option<Vec<f64>> = repeats.iter().map(|m| m.value(key)).collect();
+            if let Some(values) = values.filter(|v| !v.is_empty()) {
+                out.insert(key.to_string(), Estimate::of(values).mean);
+            }
+        }
+    }
+    out
+}
+
+/// A gate's baseline as a run sees it: the entry of its fingerprint, or why
+/// there is none.
+#[derive(Debug, Clone)]
+pub struct Lookup {
+    /// Where it was looked for.
+    pub path: PathBuf,
+    /// The run's fingerprint.
+    pub fingerprint: String,
+    /// The entry, or why there is none.
+    pub entry: Result<Entry, String>,
+}
+
+impl Lookup {
+    /// Looks up the baseline of a gate for a fingerprint.
+    pub fn find(dir: &Path, suite: &str, gate: &str, fingerprint: &str) -> Self {
+        let path = path(dir, suite, gate);
+        let entry = match read(&path) {
+            Err(e) => Err(e),
+            Ok(None) => Err(format!("no baseline file {}", path.display())),
+            Ok(Some(file)) => file.entries.get(fingerprint).cloned().ok_or_else(|| {
+                let known: Vec<&str> = file.entries.keys().map(String::as_str).collect();
+                format!(
+                    "{} has no entry for this configuration ({fingerprint}); it has: {}",
+                    path.display(),
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join("; ")
+                    }
+                )
+            }),
+        };
+        Self {
+            path,
+            fingerprint: fingerprint.to_owned(),
+            entry,
+        }
+    }
+
+    /// The baseline figure of a key, or why there is none.
+    pub fn figure(&self, key: MetricKey) -> Result<f64, String> {
+        let entry = self.entry.as_ref().map_err(Clone::clone)?;
+        entry.figures.get(&key.to_string()).copied().ok_or_else(|| {
+            format!(
+                "the baseline in {} has no figure `{key}`",
+                self.path.display()
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_gates_get_nested_files() {
+        assert_eq!(
+            path(Path::new("baselines"), "sglang", "sweep::concurrency_8"),
+            PathBuf::from("baselines/sglang/sweep/concurrency_8.json")
+        );
+    }
+}
