@@ -8,7 +8,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use servegate::client::api::OpenAiChunk;
 use servegate::client::sse::SseParser;
 use servegate::client::{Completion, Timing, TokenMark};
-use servegate::load::metrics::GateMetrics;
+use servegate::load::metrics::{GateMetrics, Recorder, Slo};
 
 /// An SGLang-style chat stream of `tokens` content chunks.
 fn chat_stream(tokens: usize) -> Vec<u8> {
@@ -90,6 +90,30 @@ fn figures(c: &mut Criterion) {
         b.iter(|| GateMetrics::compute(black_box(&completions), &[], Duration::from_secs(10)));
     });
     group.finish();
+    // Per-token recording: one completion of 512 tokens into a recorder.
+    let mut group = c.benchmark_group("recorder");
+    group.throughput(Throughput::Elements(512));
+    let mut rec = Recorder::new(Slo::default());
+    group.bench_function("record_512_tokens", |b| {
+        b.iter(|| rec.record(black_box(&completions[0]), Duration::ZERO));
+    });
+    group.finish();
+    // Merging the shards of a gate: histograms with realistic contents.
+    let filled = |n: usize| {
+        let mut r = Recorder::new(Slo::default());
+        for c in &completions[..n] {
+            r.record(c, Duration::ZERO);
+        }
+        r
+    };
+    let (a, b) = (filled(128), filled(128));
+    c.bench_function("recorder/merge_two_shards", |bench| {
+        bench.iter(|| {
+            let mut m = a.clone();
+            m.merge(black_box(b.clone()));
+            m
+        });
+    });
 }
 
 criterion_group!(benches, sse_and_chunks, figures);

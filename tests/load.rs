@@ -282,3 +282,40 @@ async fn reasoning_delays_the_first_content_token() {
         "ttft {first}, ttft_content {content}"
     );
 }
+
+#[tokio::test]
+async fn dataset_and_shared_prefix_workloads() {
+    let s = simulator(FAST).await;
+    // 16 prompts of different lengths, sent in turn.
+    let gate = one_gate(
+        "{concurrency: 2, requests: 16, dataset: fixtures/datasets/conversations.jsonl, output_tokens: 4}",
+        "",
+    );
+    let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
+    assert_eq!(m.completed, 16);
+    let input = m.input_tokens.expect("the simulator reports prompt tokens");
+    assert!((50..400).contains(&input), "{input} prompt tokens");
+    // Two groups share a ~64-token prefix; each request adds ~8 of its own.
+    let gate = one_gate(
+        "{requests: 4, input_tokens: 8, shared_prefix: {tokens: 64, groups: 2}, output_tokens: 4}",
+        "",
+    );
+    let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
+    assert_eq!(m.completed, 4);
+    assert!(m.input_tokens.unwrap() >= 4 * 72, "{:?}", m.input_tokens);
+}
+
+#[test]
+fn a_bad_dataset_is_a_suite_error_at_its_line() {
+    let err = load_text(
+        Path::new("t.yaml"),
+        "performance:\n  - name: g\n    load: {requests: 1, dataset: no/such.jsonl, output_tokens: 4}\n    thresholds: {errors: \"== 0\"}\n",
+        &|_| None,
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("error: dataset `no/such.jsonl` not found"),
+        "{err}"
+    );
+    assert!(err.contains("--> t.yaml:3:34"), "{err}");
+}

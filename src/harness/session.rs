@@ -13,8 +13,9 @@ use crate::check::failure::{Sent, assertions_failed, request_failed};
 use crate::client::CallRequest;
 use crate::load::baseline::{self, Lookup};
 use crate::load::metrics::GateMetrics;
-use crate::load::runner::{PROMPT_APPROXIMATION, run_gate};
+use crate::load::runner::run_gate;
 use crate::load::thresholds::format_duration;
+use crate::load::workload::PROMPT_APPROXIMATION;
 use crate::suite::diagnostics::render_location;
 use crate::suite::{Arrival, Gate, LoadPrompt, Pace, Probe, Suite};
 
@@ -214,6 +215,16 @@ pub fn describe_load(gate: &Gate) -> String {
     parts.push(match &l.prompt {
         LoadPrompt::Text(t) => format!("fixed prompt of {} chars", t.chars().count()),
         LoadPrompt::Tokens(n) => format!("~{n} input tokens ({PROMPT_APPROXIMATION})"),
+        LoadPrompt::Dataset { path, prompts } => {
+            format!("{} prompts from {}", prompts.len(), path.display())
+        }
+        LoadPrompt::SharedPrefix {
+            prefix_tokens,
+            groups,
+            suffix_tokens,
+        } => format!(
+            "{groups} shared prefix(es) of ~{prefix_tokens} tokens + ~{suffix_tokens} unique tokens ({PROMPT_APPROXIMATION})"
+        ),
     });
     if l.flush_cache {
         parts.push("cache flushed before measuring".to_owned());

@@ -5,3 +5,4 @@ pub mod estimate;
 pub mod metrics;
 pub mod runner;
 pub mod thresholds;
+pub mod workload;

@@ -13,21 +13,9 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
 use super::metrics::{GateMetrics, Recorder, Slo};
+use super::workload;
 use crate::client::{CallError, CallRequest, Client, Completion, ErrorKind};
-use crate::suite::{Arrival, Gate, Input, LoadPrompt, Pace};
-
-/// Words for synthetic prompts: common English words, about one token each
-/// in the tokenizers of current models.
-const WORDS: &[&str] = &[
-    "time", "year", "people", "way", "day", "man", "thing", "woman", "life", "child", "world",
-    "school", "state", "family", "student", "group", "country", "problem", "hand", "part", "place",
-    "case", "week", "company", "system", "program", "question", "work", "number", "night", "point",
-    "home", "water", "room", "mother", "area", "money", "story", "fact", "month", "lot", "right",
-    "study", "book", "eye", "job", "word", "business", "issue", "side",
-];
-
-/// How synthetic prompts are sized, for the report.
-pub const PROMPT_APPROXIMATION: &str = "synthetic, ~1 token per word, no tokenizer";
+use crate::suite::{Arrival, Gate, Input, Pace};
 
 /// A seeded 64-bit generator (splitmix64): small, fast, reproducible.
 #[derive(Debug, Clone)]
@@ -56,24 +44,8 @@ impl SplitMix {
     }
 }
 
-/// A prompt of about `tokens` tokens, different for every request index so
-/// that a prefix cache cannot serve one request from another.
-pub fn synthetic_prompt(tokens: u32, index: u32) -> String {
-    let mut rng = SplitMix::new(u64::from(index) ^ 0xD1B5_4A32_D192_ED03);
-    let mut words = Vec::with_capacity(tokens as usize);
-    words.push(format!("Request {index}:"));
-    for _ in 1..tokens.max(1) {
-        let i = usize::try_from(rng.next_u64() % WORDS.len() as u64).unwrap_or(0);
-        words.push(WORDS[i].to_owned());
-    }
-    words.join(" ")
-}
-
 fn request(gate: &Gate, index: u32) -> CallRequest {
-    let prompt = match &gate.load.prompt {
-        LoadPrompt::Text(t) => t.clone(),
-        LoadPrompt::Tokens(n) => synthetic_prompt(*n, index),
-    };
+    let prompt = workload::prompt(&gate.load.prompt, index);
     CallRequest {
         input: Input::Prompt {
             system: None,
@@ -293,15 +265,6 @@ pub async fn run_gate(client: &Client, gate: &Gate) -> Result<GateMetrics, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn synthetic_prompts_have_the_asked_length_and_differ() {
-        let a = synthetic_prompt(128, 1);
-        let b = synthetic_prompt(128, 2);
-        assert_eq!(a.split_whitespace().count(), 129); // "Request 1:" is two words
-        assert_ne!(a, b);
-        assert_eq!(a, synthetic_prompt(128, 1));
-    }
 
     #[test]
     fn constant_schedule_is_evenly_spaced() {

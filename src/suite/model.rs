@@ -322,6 +322,22 @@ pub enum LoadPrompt {
     Text(String),
     /// A synthetic prompt of about this many tokens.
     Tokens(u32),
+    /// Prompts from a JSONL dataset, in turn.
+    Dataset {
+        /// The file, for reports.
+        path: PathBuf,
+        /// Its prompts.
+        prompts: Arc<Vec<String>>,
+    },
+    /// A prefix shared by every request of a group, then a unique suffix.
+    SharedPrefix {
+        /// Tokens of each group's prefix.
+        prefix_tokens: u32,
+        /// How many distinct prefixes.
+        groups: u32,
+        /// Tokens of each request's own suffix.
+        suffix_tokens: u32,
+    },
 }
 
 /// How requests are paced.

@@ -1,8 +1,11 @@
 //! Decoding performance gates: load shapes, SLOs and thresholds.
 
+use std::sync::Arc;
+
 use super::{Decoder, Fields};
 use crate::load::metrics::Slo;
 use crate::load::thresholds::{MetricKey, all_keys, parse_comparison};
+use crate::load::workload::parse_dataset;
 use crate::suite::diagnostics::{Diagnostic, did_you_mean};
 use crate::suite::model::{
     Arrival, Gate, Load, LoadPrompt, LocatedThreshold, Pace, Sampling, VerdictMode,
@@ -24,7 +27,12 @@ const LOAD: &[&str] = &[
     "output_tokens",
     "ignore_eos",
     "flush_cache",
+    "dataset",
+    "shared_prefix",
 ];
+const SHARED_PREFIX: &[&str] = &["tokens", "groups"];
+/// Largest dataset read into memory.
+const MAX_DATASET_BYTES: u64 = 64 * 1024 * 1024;
 const SLO: &[&str] = &["ttft", "tpot", "e2e"];
 const ARRIVALS: &[&str] = &["constant", "poisson"];
 
@@ -206,6 +214,96 @@ impl Decoder<'_> {
         )
     }
 
+    /// Exactly one of `prompt`, `input_tokens` or `dataset`; `shared_prefix`
+    /// goes with `input_tokens` (the length of each request's own suffix).
+    fn workload(&mut self, f: &Fields<'_>, y: &Yaml) -> Option<LoadPrompt> {
+        let given: Vec<&str> = ["prompt", "input_tokens", "dataset"]
+            .into_iter()
+            .filter(|k| f.get(k).is_some())
+            .collect();
+        match given.as_slice() {
+            [] => {
+                self.error(
+                    Diagnostic::new(y.loc, "missing field `prompt`, `input_tokens` or `dataset` in load")
+                        .expected("`input_tokens: 128` (a synthetic prompt), `prompt: \"…\"` or `dataset: fixtures/datasets/….jsonl`"),
+                );
+                return None;
+            }
+            [_, second, ..] => {
+                let k = f.key(second).map_or(y.loc, |k| k.loc);
+                self.error(Diagnostic::new(
+                    k,
+                    format!("give one of `prompt`, `input_tokens` or `dataset`, not `{}` and `{second}`", given[0]),
+                ));
+                return None;
+            }
+            [_] => {}
+        }
+        if let Some(p) = f.get("prompt") {
+            if let Some(k) = f.key("shared_prefix") {
+                self.error(Diagnostic::new(
+                    k.loc,
+                    "`shared_prefix` goes with `input_tokens`, not a fixed prompt",
+                ));
+            }
+            return self.text(p, "prompt").map(LoadPrompt::Text);
+        }
+        if let Some(d) = f.get("dataset") {
+            return self.dataset(d);
+        }
+        let tokens = f
+            .get("input_tokens")
+            .and_then(|n| self.count(n, "input_tokens", 1))?;
+        let Some(sp) = f.get("shared_prefix") else {
+            return Some(LoadPrompt::Tokens(tokens));
+        };
+        let sf = self.fields(sp, "shared_prefix", SHARED_PREFIX)?;
+        let prefix_tokens = self
+            .required(&sf, "tokens", "shared_prefix")
+            .and_then(|v| self.count(v, "shared_prefix.tokens", 1));
+        let groups = sf
+            .get("groups")
+            .map_or(Some(1), |v| self.count(v, "shared_prefix.groups", 1));
+        Some(LoadPrompt::SharedPrefix {
+            prefix_tokens: prefix_tokens?,
+            groups: groups?,
+            suffix_tokens: tokens,
+        })
+    }
+
+    fn dataset(&mut self, y: &Yaml) -> Option<LoadPrompt> {
+        let rel = self.text(y, "dataset")?;
+        let Some(path) = self.resolve(&rel) else {
+            self.error(
+                Diagnostic::new(y.loc, format!("dataset `{rel}` not found")).expected(
+                    "a JSONL file relative to the suite's directory or one of its parents",
+                ),
+            );
+            return None;
+        };
+        let text = match std::fs::metadata(&path) {
+            Ok(m) if m.len() > MAX_DATASET_BYTES => Err(format!(
+                "it is {} bytes; the limit is {MAX_DATASET_BYTES}",
+                m.len()
+            )),
+            _ => std::fs::read_to_string(&path).map_err(|e| e.to_string()),
+        };
+        match text.and_then(|t| parse_dataset(&t)) {
+            Ok(prompts) => Some(LoadPrompt::Dataset {
+                path,
+                prompts: Arc::new(prompts),
+            }),
+            Err(e) => {
+                self.error(
+                    Diagnostic::new(y.loc, format!("invalid dataset {}: {e}", path.display())).expected(
+                        "JSONL lines of `{\"prompt\": \"…\"}` or ShareGPT `{\"conversations\": [{\"from\": \"human\", \"value\": \"…\"}]}`",
+                    ),
+                );
+                None
+            }
+        }
+    }
+
     fn load(&mut self, y: &Yaml) -> Option<(Load, Vec<Level>)> {
         let f = self.fields(y, "load", LOAD)?;
         let levels = self.pace(&f);
@@ -229,24 +327,7 @@ impl Decoder<'_> {
         let flush_cache = f
             .get("flush_cache")
             .map_or(Some(false), |v| self.boolean(v, "flush_cache"));
-        let prompt = match (f.get("prompt"), f.get("input_tokens")) {
-            (Some(p), None) => self.text(p, "prompt").map(LoadPrompt::Text),
-            (None, Some(n)) => self.count(n, "input_tokens", 1).map(LoadPrompt::Tokens),
-            (Some(p), Some(_)) => {
-                self.error(Diagnostic::new(
-                    p.loc,
-                    "give `prompt` or `input_tokens`, not both",
-                ));
-                None
-            }
-            (None, None) => {
-                self.error(
-                    Diagnostic::new(y.loc, "missing field `prompt` or `input_tokens` in load")
-                        .expected("`input_tokens: 128` (a synthetic prompt) or `prompt: \"…\"`"),
-                );
-                None
-            }
-        };
+        let prompt = self.workload(&f, y);
         // Outer `None`: not given; inner `None`: given but invalid (reported).
         let (requests, duration) = match (requests, duration) {
             (None, None) | (Some(None), _) | (_, Some(None)) => return None,

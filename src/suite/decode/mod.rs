@@ -446,13 +446,18 @@ impl<'e> Decoder<'e> {
         ok.then_some(t)
     }
 
+    /// A path relative to the suite's directory or one of its parents.
+    fn resolve(&self, rel: &str) -> Option<PathBuf> {
+        resolve_relative(&self.suite_dir, Path::new(rel))
+    }
+
     fn sim(&mut self, y: &Yaml) -> Option<SimSpec> {
         let f = self.fields(y, "sim", SIM)?;
         let Some(p) = f.get("profile") else {
             return Some(SimSpec::default());
         };
         let rel = self.text(p, "sim.profile")?;
-        let found = resolve_relative(&self.suite_dir, Path::new(&rel));
+        let found = self.resolve(&rel);
         if found.is_none() {
             self.error(
                 Diagnostic::new(p.loc, format!("simulator profile `{rel}` not found")).expected(
