@@ -319,3 +319,39 @@ fn a_bad_dataset_is_a_suite_error_at_its_line() {
     );
     assert!(err.contains("--> t.yaml:3:34"), "{err}");
 }
+
+#[tokio::test]
+async fn the_servers_own_metrics_sit_beside_the_clients() {
+    let s = simulator(FAST).await;
+    let gate = one_gate(
+        "{concurrency: 2, requests: 6, warmup: 2, input_tokens: 8, output_tokens: 16, ignore_eos: true}",
+        "    token_accounting: {tolerance: 0.5%}\n",
+    );
+    let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
+    let server = m.server.clone().expect("the simulator serves /metrics");
+    // Warm-up requests fall outside the window on both sides.
+    assert_eq!(server.generation_tokens, Some(96.0));
+    assert_eq!(m.output_tokens, 96);
+    assert_eq!(server.ttft.as_ref().map(|h| h.count), Some(6.0));
+    assert!(value(&m, "token_drift_metrics").abs() < 1e-9);
+    assert!(value(&m, "token_drift_chunks").abs() < 1e-9);
+    assert_eq!(
+        gate.thresholds.len(),
+        3,
+        "errors bound plus two accounting thresholds"
+    );
+    assert!(
+        m.render()
+            .contains("server /metrics over the window: generation tokens 96")
+    );
+    // A server without /metrics: no server view, so no drift figure.
+    let url = stalling_server().await;
+    let m = measure(
+        &url,
+        Api::OpenAiChat,
+        &one_gate("{requests: 2, prompt: x, output_tokens: 2}", ""),
+    )
+    .await;
+    assert!(m.server.is_none());
+    assert!(m.value("token_drift_metrics".parse().unwrap()).is_none());
+}

@@ -156,6 +156,38 @@ impl Client {
         ))
     }
 
+    /// GETs a text endpoint such as `/metrics`; `Ok(None)` when the server
+    /// answers but not with success (it has no such endpoint).
+    pub async fn get_text(&self, path: &str) -> Result<Option<String>, CallError> {
+        let mut req = self.http.get(format!("{}{path}", self.base_url));
+        if let Some(key) = &self.api_key {
+            req = req.bearer_auth(key);
+        }
+        let deadline = tokio::time::Instant::now() + self.timeouts.total;
+        let resp = timeout_at(deadline, req.send())
+            .await
+            .map_err(|_| {
+                CallError::new(
+                    ErrorKind::Timeout(Deadline::Total, self.timeouts.total),
+                    path,
+                )
+            })?
+            .map_err(|e| classify_send_error(&e, self.timeouts.connect))?;
+        if !resp.status().is_success() {
+            return Ok(None);
+        }
+        timeout_at(deadline, resp.text())
+            .await
+            .map_err(|_| {
+                CallError::new(
+                    ErrorKind::Timeout(Deadline::Total, self.timeouts.total),
+                    path,
+                )
+            })?
+            .map(Some)
+            .map_err(|e| CallError::new(ErrorKind::Transport, e.to_string()))
+    }
+
     /// Sends one streaming request and reads it to the end.
     pub async fn complete(&self, req: &CallRequest) -> Result<Completion, CallError> {
         let body = serde_json::to_vec(&self.body(req))

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use super::prometheus::ServerView;
 use super::thresholds::{Metric, MetricKey, Stat, format_secs, format_value};
-use crate::client::{CallError, Completion};
+use crate::client::{CallError, Completion, TokenSource};
 
 /// Highest value a histogram holds: an hour in microseconds, or a billion
 /// tokens/s in milli-tokens. Larger values saturate.
@@ -138,6 +139,8 @@ pub struct Recorder {
     good_requests: u64,
     good_tokens: u64,
     late_starts: u64,
+    usage_tokens: u64,
+    chunk_tokens: u64,
     errors: Vec<CallError>,
     token_sources: BTreeMap<&'static str, u64>,
     slo: Slo,
@@ -165,6 +168,8 @@ impl Recorder {
             good_requests: 0,
             good_tokens: 0,
             late_starts: 0,
+            usage_tokens: 0,
+            chunk_tokens: 0,
             errors: Vec::new(),
             token_sources: BTreeMap::new(),
             slo,
@@ -194,6 +199,10 @@ impl Recorder {
             self.input_reported += 1;
         }
         *self.token_sources.entry(c.token_source.name()).or_insert(0) += 1;
+        if c.token_source != TokenSource::ChunkCount {
+            self.usage_tokens += c.completion_tokens;
+            self.chunk_tokens += t.marks.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
+        }
         let decode_secs = t.end.saturating_sub(first).as_secs_f64();
         let mut tpot = None;
         if c.completion_tokens > 1 && decode_secs > 0.0 {
@@ -239,6 +248,8 @@ impl Recorder {
         self.good_requests += other.good_requests;
         self.good_tokens += other.good_tokens;
         self.late_starts += other.late_starts;
+        self.usage_tokens += other.usage_tokens;
+        self.chunk_tokens += other.chunk_tokens;
         self.errors.extend(other.errors);
         for (k, v) in other.token_sources {
             *self.token_sources.entry(k).or_insert(0) += v;
@@ -273,7 +284,10 @@ impl Recorder {
             good_requests: self.slo.is_set().then_some(self.good_requests),
             good_tokens: self.good_tokens,
             late_starts: self.late_starts,
+            usage_tokens: self.usage_tokens,
+            chunk_tokens: self.chunk_tokens,
             token_sources: self.token_sources,
+            server: None,
             wall,
         }
     }
@@ -314,6 +328,12 @@ pub struct GateMetrics {
     pub late_starts: u64,
     /// Where token counts came from, with how many requests each.
     pub token_sources: BTreeMap<&'static str, u64>,
+    /// Output tokens the server reported, over requests with server counts.
+    pub usage_tokens: u64,
+    /// Tokens counted from chunks, over the same requests.
+    pub chunk_tokens: u64,
+    /// The server's own `/metrics` view of the window, when it has one.
+    pub server: Option<ServerView>,
     /// The measured window.
     pub wall: Duration,
 }
@@ -358,6 +378,16 @@ impl GateMetrics {
         match key.metric {
             Metric::Errors => Some(self.errors as f64),
             Metric::LateStarts => Some(self.late_starts as f64),
+            Metric::TokenDriftChunks => (self.usage_tokens > 0).then(|| {
+                100.0 * (self.usage_tokens as f64 - self.chunk_tokens as f64).abs()
+                    / self.usage_tokens as f64
+            }),
+            Metric::TokenDriftMetrics => {
+                let served = self.server.as_ref()?.generation_tokens?;
+                (self.output_tokens > 0).then(|| {
+                    100.0 * (served - self.output_tokens as f64).abs() / self.output_tokens as f64
+                })
+            }
             Metric::OutputTokS => self.per_sec(self.output_tokens),
             Metric::InputTokS => self.input_tokens.and_then(|n| self.per_sec(n)),
             Metric::TotalTokS => self
@@ -381,6 +411,20 @@ impl GateMetrics {
             Metric::Errors | Metric::LateStarts => {
                 format!("{} requests", self.completed + self.errors)
             }
+            Metric::TokenDriftChunks => {
+                format!(
+                    "{} server-counted tokens, {} counted from chunks",
+                    self.usage_tokens, self.chunk_tokens
+                )
+            }
+            Metric::TokenDriftMetrics => format!(
+                "{} output tokens received, {} by the server's counter",
+                self.output_tokens,
+                self.server
+                    .as_ref()
+                    .and_then(|s| s.generation_tokens)
+                    .map_or_else(|| "none".to_owned(), |g| format!("{g:.0}"))
+            ),
             Metric::OutputTokS | Metric::InputTokS | Metric::TotalTokS | Metric::GoodputTokS => {
                 format!(
                     "{} output tokens from {} requests in {window}",
@@ -472,6 +516,9 @@ impl GateMetrics {
                 rate(Metric::GoodputRequestsPerS),
                 rate(Metric::GoodputTokS),
             );
+        }
+        if let Some(server) = &self.server {
+            out.push_str(&server.render());
         }
         if self.late_starts > 0 {
             let _ = writeln!(

@@ -13,6 +13,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
 use super::metrics::{GateMetrics, Recorder, Slo};
+use super::prometheus::{Scrape, ServerView};
 use super::workload;
 use crate::client::{CallError, CallRequest, Client, Completion, ErrorKind};
 use crate::suite::{Arrival, Gate, Input, Pace};
@@ -233,6 +234,7 @@ pub async fn run_gate(client: &Client, gate: &Gate) -> Result<GateMetrics, Strin
             .await
             .map_err(|e| format!("flush_cache failed before measuring: {e}"))?;
     }
+    let before = scrape(client).await;
     let start = Instant::now();
     let bound = Bound {
         count: load.requests,
@@ -259,7 +261,22 @@ pub async fn run_gate(client: &Client, gate: &Gate) -> Result<GateMetrics, Strin
             .await
         }
     };
-    Ok(rec.finish(start.elapsed()))
+    let wall = start.elapsed();
+    let mut metrics = rec.finish(wall);
+    if let (Some(before), Some(after)) = (before, scrape(client).await) {
+        metrics.server = Some(ServerView::between(&before, &after));
+    }
+    Ok(metrics)
+}
+
+/// The server's `/metrics`, when it serves them.
+async fn scrape(client: &Client) -> Option<Scrape> {
+    client
+        .get_text("/metrics")
+        .await
+        .ok()
+        .flatten()
+        .map(|t| Scrape::parse(&t))
 }
 
 #[cfg(test)]

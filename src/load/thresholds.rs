@@ -35,11 +35,17 @@ pub enum Metric {
     GoodputTokS,
     /// Open loop: requests that started more than 5 ms after their intended time.
     LateStarts,
+    /// Percent difference between server-reported output tokens and the
+    /// tokens counted from chunks, over requests with server counts.
+    TokenDriftChunks,
+    /// Percent difference between the server's `/metrics` generation-token
+    /// counter delta and the output tokens the client received.
+    TokenDriftMetrics,
 }
 
 impl Metric {
     /// All metrics, in report order.
-    pub const ALL: [Metric; 14] = [
+    pub const ALL: [Metric; 16] = [
         Metric::Ttft,
         Metric::TtftContent,
         Metric::Itl,
@@ -54,6 +60,8 @@ impl Metric {
         Metric::GoodputRequestsPerS,
         Metric::GoodputTokS,
         Metric::LateStarts,
+        Metric::TokenDriftChunks,
+        Metric::TokenDriftMetrics,
     ];
 
     /// The name used in suites.
@@ -73,6 +81,8 @@ impl Metric {
             Metric::GoodputRequestsPerS => "goodput_requests_per_s",
             Metric::GoodputTokS => "goodput_tok_s",
             Metric::LateStarts => "late_starts",
+            Metric::TokenDriftChunks => "token_drift_chunks",
+            Metric::TokenDriftMetrics => "token_drift_metrics",
         }
     }
 
@@ -99,6 +109,7 @@ impl Metric {
             | Metric::GoodputTokS => "tok/s",
             Metric::RequestsPerS | Metric::GoodputRequestsPerS => "req/s",
             Metric::Errors | Metric::LateStarts => "",
+            Metric::TokenDriftChunks | Metric::TokenDriftMetrics => "%",
             Metric::Ttft | Metric::TtftContent | Metric::Itl | Metric::Tpot | Metric::E2e => "s",
         }
     }
@@ -451,6 +462,8 @@ pub fn format_value(metric: Metric, value: f64) -> String {
         format_secs(value)
     } else if matches!(metric, Metric::Errors | Metric::LateStarts) {
         format!("{value}")
+    } else if matches!(metric, Metric::TokenDriftChunks | Metric::TokenDriftMetrics) {
+        format!("{value:.2}%")
     } else {
         format!("{value:.1} {}", metric.unit())
     }

@@ -5,6 +5,7 @@
 //! `servegate sim` serves it on a chosen port.
 
 mod engine;
+mod histogram;
 pub mod profile;
 mod routes;
 
@@ -31,6 +32,8 @@ struct SimState {
     prompt_tokens: AtomicU64,
     generation_tokens: AtomicU64,
     flushes: AtomicU64,
+    ttft: histogram::PromHistogram,
+    e2e: histogram::PromHistogram,
 }
 
 /// The simulator's routes for a profile.
@@ -42,6 +45,8 @@ pub fn app(profile: Profile) -> Router {
         prompt_tokens: AtomicU64::new(0),
         generation_tokens: AtomicU64::new(0),
         flushes: AtomicU64::new(0),
+        ttft: histogram::PromHistogram::default(),
+        e2e: histogram::PromHistogram::default(),
     });
     Router::new()
         .route("/v1/chat/completions", post(routes::chat))

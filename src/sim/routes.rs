@@ -367,6 +367,7 @@ async fn stream(
     tx: mpsc::Sender<Bytes>,
 ) {
     let running = Running::start(&state);
+    let started = Instant::now();
     let model = state.profile.model.clone();
     let per_chunk = state.profile.tokens_per_chunk;
     let mut at = Instant::now() + state.profile.ttft;
@@ -438,6 +439,9 @@ async fn stream(
         if tx.send(chunk).await.is_err() {
             return;
         }
+        if sent == n as u64 {
+            state.ttft.observe(started.elapsed());
+        }
     }
     let mut tail = Vec::new();
     match shape {
@@ -470,6 +474,7 @@ async fn stream(
             return;
         }
     }
+    state.e2e.observe(started.elapsed());
 }
 
 /// SGLang answers 400 while requests run; so does the simulator.
@@ -526,13 +531,19 @@ pub(super) async fn metrics(State(s): State<Arc<SimState>>) -> Response {
          # TYPE sglang:generation_tokens_total counter\nsglang:generation_tokens_total{{model_name=\"{m}\"}} {g}\n\
          # TYPE sglang:num_requests_total counter\nsglang:num_requests_total{{model_name=\"{m}\"}} {r}\n\
          # TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{{model_name=\"{m}\"}} {n}\n\
-         # TYPE servegate_sim:cache_flushes_total counter\nservegate_sim:cache_flushes_total {f}\n",
+         # TYPE servegate_sim:cache_flushes_total counter\nservegate_sim:cache_flushes_total {f}\n{ttft}{e2e}",
         m = s.profile.model,
         p = s.prompt_tokens.load(Ordering::Relaxed),
         g = s.generation_tokens.load(Ordering::Relaxed),
         r = s.requests.load(Ordering::Relaxed),
         n = s.running.load(Ordering::Relaxed),
         f = s.flushes.load(Ordering::Relaxed),
+        ttft = s
+            .ttft
+            .render("sglang:time_to_first_token_seconds", &s.profile.model),
+        e2e = s
+            .e2e
+            .render("sglang:e2e_request_latency_seconds", &s.profile.model),
     );
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }

@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use super::{Decoder, Fields};
 use crate::load::metrics::Slo;
-use crate::load::thresholds::{MetricKey, all_keys, parse_comparison};
+use crate::load::thresholds::{
+    Bound, Metric, MetricKey, Op, Threshold, all_keys, parse_comparison,
+};
 use crate::load::workload::parse_dataset;
 use crate::suite::diagnostics::{Diagnostic, did_you_mean};
 use crate::suite::model::{
@@ -12,7 +14,16 @@ use crate::suite::model::{
 };
 use crate::suite::node::{Node, Yaml};
 
-const GATE: &[&str] = &["name", "load", "thresholds", "slo", "repeats", "verdict"];
+const GATE: &[&str] = &[
+    "name",
+    "load",
+    "thresholds",
+    "slo",
+    "repeats",
+    "verdict",
+    "token_accounting",
+];
+const TOKEN_ACCOUNTING: &[&str] = &["tolerance"];
 const VERDICTS: &[&str] = &["mean", "lenient", "strict"];
 const LOAD: &[&str] = &[
     "concurrency",
@@ -68,7 +79,12 @@ impl Decoder<'_> {
                     _ => VerdictMode::Mean,
                 }),
         };
+        let accounting = f.get("token_accounting").map(|v| self.token_accounting(v));
         let (load, levels) = loaded?;
+        let mut thresholds = thresholds;
+        if let (Some(list), Some(Some(extra))) = (thresholds.as_mut(), accounting) {
+            list.extend(extra);
+        }
         let (name, thresholds, slo, repeats, verdict) =
             (name?, thresholds?, slo?, repeats?, verdict?);
         let sampling = Sampling {
@@ -92,6 +108,42 @@ impl Decoder<'_> {
                     slo,
                     repeats,
                     verdict,
+                })
+                .collect(),
+        )
+    }
+
+    /// `token_accounting: {tolerance: 1%}`: the server's token counts (usage
+    /// against chunks, `/metrics` against what arrived) may differ by at most
+    /// the tolerance; two thresholds at this key's location.
+    fn token_accounting(&mut self, y: &Yaml) -> Option<Vec<LocatedThreshold>> {
+        let f = self.fields(y, "token_accounting", TOKEN_ACCOUNTING)?;
+        let tolerance = match f.get("tolerance") {
+            None => 1.0,
+            Some(v) => {
+                let text = self.text(v, "tolerance")?;
+                match text.trim().trim_end_matches('%').trim().parse::<f64>() {
+                    Ok(p) if p >= 0.0 && p.is_finite() => p,
+                    _ => {
+                        self.error(
+                            Diagnostic::new(v.loc, format!("invalid tolerance `{text}`"))
+                                .expected("a percentage such as `1%` or `0.5%`"),
+                        );
+                        return None;
+                    }
+                }
+            }
+        };
+        Some(
+            [Metric::TokenDriftChunks, Metric::TokenDriftMetrics]
+                .into_iter()
+                .map(|metric| LocatedThreshold {
+                    threshold: Threshold {
+                        key: MetricKey { metric, stat: None },
+                        op: Op::Le,
+                        bound: Bound::Value(tolerance),
+                    },
+                    loc: y.loc,
                 })
                 .collect(),
         )

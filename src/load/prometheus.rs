@@ -1,0 +1,246 @@
+//! The server's own view of a gate: its Prometheus `/metrics` scraped before
+//! and after the measured window, as deltas of token counters and latency
+//! histograms (SGLang's `sglang:` and vLLM's `vllm:` names).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::thresholds::format_secs;
+
+/// Every sample of a scrape, summed over label sets, by series name;
+/// histogram buckets keyed by `name_bucket` and their `le`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scrape {
+    values: BTreeMap<String, f64>,
+    buckets: BTreeMap<String, BTreeMap<String, f64>>,
+}
+
+impl Scrape {
+    /// Parses Prometheus text exposition; malformed lines are skipped.
+    pub fn parse(text: &str) -> Self {
+        let mut s = Scrape::default();
+        for line in text.lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (series, value) = match line.rsplit_once(' ') {
+                Some((a, b)) => (a.trim(), b.trim()),
+                None => continue,
+            };
+            let Ok(value) = value.parse::<f64>() else {
+                continue;
+            };
+            let (name, labels) = match series.split_once('{') {
+                Some((n, l)) => (n, l.trim_end_matches('}')),
+                None => (series, ""),
+            };
+            if let Some(base) = name.strip_suffix("_bucket") {
+                let le = labels
+                    .split(',')
+                    .find_map(|kv| kv.trim().strip_prefix("le="))
+                    .map(|v| v.trim_matches('"').to_owned());
+                if let Some(le) = le {
+                    *s.buckets
+                        .entry(base.to_owned())
+                        .or_default()
+                        .entry(le)
+                        .or_insert(0.0) += value;
+                }
+                continue;
+            }
+            *s.values.entry(name.to_owned()).or_insert(0.0) += value;
+        }
+        s
+    }
+
+    /// The first of `names` present.
+    fn find<'n>(&self, names: &[&'n str]) -> Option<(&'n str, f64)> {
+        names
+            .iter()
+            .find_map(|n| self.values.get(*n).map(|v| (*n, *v)))
+    }
+}
+
+/// A latency histogram's change over the window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistogramDelta {
+    /// Observations in the window.
+    pub count: f64,
+    /// Their sum, seconds.
+    pub sum: f64,
+    /// Cumulative counts by upper bound, ascending.
+    pub buckets: Vec<(f64, f64)>,
+}
+
+impl HistogramDelta {
+    /// The mean, seconds.
+    pub fn mean(&self) -> Option<f64> {
+        (self.count > 0.0).then(|| self.sum / self.count)
+    }
+
+    /// The upper bound of the bucket holding quantile `q`: the server only
+    /// knows its buckets, so this is "at most".
+    pub fn quantile_bound(&self, q: f64) -> Option<f64> {
+        let total = self.buckets.last()?.1;
+        if total <= 0.0 {
+            return None;
+        }
+        self.buckets
+            .iter()
+            .find(|(_, c)| *c >= q * total)
+            .map(|(le, _)| *le)
+    }
+}
+
+/// What the server says about a window.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerView {
+    /// Generated tokens counted by the server.
+    pub generation_tokens: Option<f64>,
+    /// Prompt tokens counted by the server.
+    pub prompt_tokens: Option<f64>,
+    /// Time to first token.
+    pub ttft: Option<HistogramDelta>,
+    /// Time per output token.
+    pub tpot: Option<HistogramDelta>,
+    /// End-to-end latency.
+    pub e2e: Option<HistogramDelta>,
+}
+
+const PREFIXES: [&str; 2] = ["sglang:", "vllm:"];
+
+fn counter_delta(before: &Scrape, after: &Scrape, suffix: &str) -> Option<f64> {
+    let names: Vec<String> = PREFIXES.iter().map(|p| format!("{p}{suffix}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (name, a) = after.find(&refs)?;
+    let b = before.values.get(name).copied().unwrap_or(0.0);
+    Some(a - b)
+}
+
+fn histogram_delta(before: &Scrape, after: &Scrape, suffix: &str) -> Option<HistogramDelta> {
+    PREFIXES.iter().find_map(|p| {
+        let base = format!("{p}{suffix}");
+        let count = after.values.get(&format!("{base}_count"))?
+            - before
+                .values
+                .get(&format!("{base}_count"))
+                .copied()
+                .unwrap_or(0.0);
+        let sum = after.values.get(&format!("{base}_sum"))?
+            - before
+                .values
+                .get(&format!("{base}_sum"))
+                .copied()
+                .unwrap_or(0.0);
+        let empty = BTreeMap::new();
+        let was = before.buckets.get(&base).unwrap_or(&empty);
+        let mut buckets: Vec<(f64, f64)> = after
+            .buckets
+            .get(&base)?
+            .iter()
+            .filter_map(|(le, c)| {
+                let bound = if le == "+Inf" {
+                    f64::INFINITY
+                } else {
+                    le.parse().ok()?
+                };
+                Some((bound, c - was.get(le).copied().unwrap_or(0.0)))
+            })
+            .collect();
+        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Some(HistogramDelta {
+            count,
+            sum,
+            buckets,
+        })
+    })
+}
+
+impl ServerView {
+    /// The change between two scrapes.
+    pub fn between(before: &Scrape, after: &Scrape) -> Self {
+        Self {
+            generation_tokens: counter_delta(before, after, "generation_tokens_total"),
+            prompt_tokens: counter_delta(before, after, "prompt_tokens_total"),
+            ttft: histogram_delta(before, after, "time_to_first_token_seconds"),
+            tpot: histogram_delta(before, after, "time_per_output_token_seconds"),
+            e2e: histogram_delta(before, after, "e2e_request_latency_seconds"),
+        }
+    }
+
+    /// One line for the run output.
+    pub fn render(&self) -> String {
+        let mut out = String::from("    server /metrics over the window:");
+        if let Some(g) = self.generation_tokens {
+            let _ = write!(out, " generation tokens {g:.0}");
+        }
+        if let Some(p) = self.prompt_tokens {
+            let _ = write!(out, ", prompt tokens {p:.0}");
+        }
+        for (name, h) in [
+            ("ttft", &self.ttft),
+            ("tpot", &self.tpot),
+            ("e2e", &self.e2e),
+        ] {
+            if let Some(h) = h
+                && let Some(mean) = h.mean()
+            {
+                let _ = write!(out, ", {name} mean {}", format_secs(mean));
+                if let Some(p99) = h.quantile_bound(0.99) {
+                    let _ = write!(
+                        out,
+                        " p99 ≤ {}",
+                        if p99.is_finite() {
+                            format_secs(p99)
+                        } else {
+                            "+Inf".into()
+                        }
+                    );
+                }
+            }
+        }
+        out.push('\n');
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BEFORE: &str = "# TYPE sglang:generation_tokens_total counter\n\
+        sglang:generation_tokens_total{model_name=\"m\",tp_rank=\"0\"} 100\n\
+        sglang:time_to_first_token_seconds_bucket{le=\"0.05\"} 1\n\
+        sglang:time_to_first_token_seconds_bucket{le=\"0.1\"} 2\n\
+        sglang:time_to_first_token_seconds_bucket{le=\"+Inf\"} 2\n\
+        sglang:time_to_first_token_seconds_sum 0.1\n\
+        sglang:time_to_first_token_seconds_count 2\n";
+    const AFTER: &str = "sglang:generation_tokens_total{model_name=\"m\",tp_rank=\"0\"} 612\n\
+        sglang:time_to_first_token_seconds_bucket{le=\"0.05\"} 5\n\
+        sglang:time_to_first_token_seconds_bucket{le=\"0.1\"} 11\n\
+        sglang:time_to_first_token_seconds_bucket{le=\"+Inf\"} 12\n\
+        sglang:time_to_first_token_seconds_sum 0.9\n\
+        sglang:time_to_first_token_seconds_count 12\n";
+
+    #[test]
+    fn deltas_of_counters_and_histograms() {
+        let v = ServerView::between(&Scrape::parse(BEFORE), &Scrape::parse(AFTER));
+        assert_eq!(v.generation_tokens, Some(512.0));
+        let ttft = v.ttft.clone().unwrap();
+        assert!((ttft.count - 10.0).abs() < 1e-9);
+        assert!((ttft.mean().unwrap() - 0.08).abs() < 1e-9);
+        assert_eq!(ttft.quantile_bound(0.5), Some(0.1));
+        assert_eq!(ttft.quantile_bound(0.99), Some(f64::INFINITY));
+        assert!(
+            v.render()
+                .contains("generation tokens 512, ttft mean 80.00ms p99 ≤ +Inf")
+        );
+    }
+
+    #[test]
+    fn servers_without_these_series_give_nothing() {
+        let v = ServerView::between(&Scrape::parse(""), &Scrape::parse("up 1\n"));
+        assert_eq!(v, ServerView::default());
+    }
+}
