@@ -80,6 +80,12 @@ fn shipped_suite_passes_on_the_simulator_with_figures() {
     );
     assert!(out.contains("counts from server usage ×5"), "{out}");
     assert!(out.contains("decode_tok_s  mean"), "{out}");
+    // No progress bar when stderr is not a terminal.
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]

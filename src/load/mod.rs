@@ -3,6 +3,7 @@
 pub mod baseline;
 pub mod estimate;
 pub mod metrics;
+pub mod progress;
 pub mod prometheus;
 pub mod runner;
 pub mod thresholds;

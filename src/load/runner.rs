@@ -5,7 +5,7 @@
 //! server shows in the figures instead of silently slowing the client
 //! (no coordinated omission). Warm-up requests go first, outside every figure.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
 use super::metrics::{GateMetrics, Recorder, Slo};
+use super::progress::Progress;
 use super::prometheus::{Scrape, ServerView};
 use super::workload;
 use crate::client::{CallError, CallRequest, Client, Completion, ErrorKind};
@@ -68,6 +69,15 @@ fn checked(result: Result<Completion, CallError>) -> Result<Completion, CallErro
     }
 }
 
+/// A measured (or warm-up) window: when it stops, the index of its first
+/// request, and how many requests have finished so far (for progress).
+#[derive(Debug)]
+struct Window {
+    bound: Bound,
+    first: u32,
+    finished: Arc<AtomicU64>,
+}
+
 /// When a window stops: after `count` requests and/or at `deadline`.
 #[derive(Debug, Clone, Copy)]
 struct Bound {
@@ -90,13 +100,8 @@ fn shards(workers: u32, slo: Slo) -> Arc<Vec<Mutex<Recorder>>> {
     Arc::new((0..n).map(|_| Mutex::new(Recorder::new(slo))).collect())
 }
 
-async fn closed(
-    client: &Client,
-    gate: &Gate,
-    concurrency: u32,
-    bound: Bound,
-    first: u32,
-) -> Recorder {
+async fn closed(client: &Client, gate: &Gate, concurrency: u32, window: &Window) -> Recorder {
+    let (bound, first) = (window.bound, window.first);
     let next = Arc::new(AtomicU32::new(0));
     let workers = bound
         .count
@@ -107,6 +112,7 @@ async fn closed(
     for w in 0..workers {
         let (client, gate, next) = (client.clone(), gate.clone(), Arc::clone(&next));
         let recorders = Arc::clone(&recorders);
+        let finished = Arc::clone(&window.finished);
         tasks.spawn(async move {
             let shard = &recorders[w as usize % recorders.len()];
             loop {
@@ -121,6 +127,7 @@ async fn closed(
                         Err(e) => rec.fail(e),
                     }
                 }
+                finished.fetch_add(1, Ordering::Relaxed);
             }
         });
     }
@@ -167,9 +174,9 @@ async fn open(
     arrival: Arrival,
     seed: u64,
     max_in_flight: Option<u32>,
-    bound: Bound,
-    first: u32,
+    window: &Window,
 ) -> Recorder {
+    let (bound, first) = (window.bound, window.first);
     let (tx, mut rx) = mpsc::unbounded_channel::<(Result<Completion, CallError>, Duration)>();
     let slo = gate.slo;
     let collector = tokio::spawn(async move {
@@ -195,10 +202,12 @@ async fn open(
             None => None,
         };
         let (client, req, tx) = (client.clone(), request(gate, first + i), tx.clone());
+        let finished = Arc::clone(&window.finished);
         tokio::spawn(async move {
             let late = Instant::now().saturating_duration_since(intended);
             let result = checked(client.complete(&req).await);
             drop(permit);
+            finished.fetch_add(1, Ordering::Relaxed);
             let _ = tx.send((result, late));
         });
     }
@@ -222,11 +231,15 @@ pub async fn run_gate(client: &Client, gate: &Gate) -> Result<GateMetrics, Strin
         Pace::Open { max_in_flight, .. } => max_in_flight.unwrap_or(1),
     };
     if load.warmup > 0 {
-        let bound = Bound {
-            count: Some(load.warmup),
-            deadline: None,
+        let warm = Window {
+            bound: Bound {
+                count: Some(load.warmup),
+                deadline: None,
+            },
+            first: 0,
+            finished: Arc::default(),
         };
-        closed(client, gate, warm_concurrency, bound, 0).await;
+        closed(client, gate, warm_concurrency, &warm).await;
     }
     if load.flush_cache {
         client
@@ -236,32 +249,26 @@ pub async fn run_gate(client: &Client, gate: &Gate) -> Result<GateMetrics, Strin
     }
     let before = scrape(client).await;
     let start = Instant::now();
-    let bound = Bound {
-        count: load.requests,
-        deadline: load.duration.map(|d| start + d),
+    let window = Window {
+        bound: Bound {
+            count: load.requests,
+            deadline: load.duration.map(|d| start + d),
+        },
+        first: load.warmup,
+        finished: Arc::default(),
     };
+    let progress = Progress::start(&gate.name, load.requests, load.duration, &window.finished);
     let rec = match load.pace {
-        Pace::Closed { concurrency } => closed(client, gate, concurrency, bound, load.warmup).await,
+        Pace::Closed { concurrency } => closed(client, gate, concurrency, &window).await,
         Pace::Open {
             rate,
             arrival,
             seed,
             max_in_flight,
-        } => {
-            open(
-                client,
-                gate,
-                rate,
-                arrival,
-                seed,
-                max_in_flight,
-                bound,
-                load.warmup,
-            )
-            .await
-        }
+        } => open(client, gate, rate, arrival, seed, max_in_flight, &window).await,
     };
     let wall = start.elapsed();
+    progress.finish();
     let mut metrics = rec.finish(wall);
     if let (Some(before), Some(after)) = (before, scrape(client).await) {
         metrics.server = Some(ServerView::between(&before, &after));
