@@ -163,10 +163,6 @@ pub fn schedule(rate: f64, arrival: Arrival, seed: u64) -> impl Iterator<Item = 
     })
 }
 
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the open-loop pace is five numbers"
-)]
 async fn open(
     client: &Client,
     gate: &Gate,
