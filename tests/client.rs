@@ -122,7 +122,7 @@ async fn reasoning_is_kept_apart_from_content_and_starts_ttft() {
 /// A server that sends `parts` with the given delays, then closes.
 async fn scripted(
     status: StatusCode,
-    parts: Vec<(u64, &'static str)>,
+    parts: Vec<(u64, &'static [u8])>,
 ) -> (String, tokio::task::JoinHandle<()>) {
     let app = Router::new().route(
         "/v1/chat/completions",
@@ -133,7 +133,7 @@ async fn scripted(
                     let (delay, text) = it.next()?;
                     tokio::time::sleep(Duration::from_millis(delay)).await;
                     Some((
-                        Ok::<_, std::convert::Infallible>(Bytes::from_static(text.as_bytes())),
+                        Ok::<_, std::convert::Infallible>(Bytes::from_static(text)),
                         it,
                     ))
                 });
@@ -153,11 +153,11 @@ async fn scripted(
     (url, task)
 }
 
-const TOKEN: &str = "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n";
+const TOKEN: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n";
 
 async fn fail(
     status: StatusCode,
-    parts: Vec<(u64, &'static str)>,
+    parts: Vec<(u64, &'static [u8])>,
     t: Timeouts,
 ) -> servegate::client::CallError {
     let (url, _task) = scripted(status, parts).await;
@@ -174,7 +174,7 @@ async fn http_errors_keep_the_server_message() {
         StatusCode::SERVICE_UNAVAILABLE,
         vec![(
             0,
-            "{\"object\":\"error\",\"message\":\"Server is overloaded\"}",
+            b"{\"object\":\"error\",\"message\":\"Server is overloaded\"}",
         )],
         timeouts(),
     )
@@ -191,9 +191,9 @@ async fn an_error_object_in_a_200_stream_is_an_error() {
             (0, TOKEN),
             (
                 0,
-                "data: {\"error\": {\"message\": \"CUDA error: an illegal memory access\"}}\n\n",
+                b"data: {\"error\": {\"message\": \"CUDA error: an illegal memory access\"}}\n\n",
             ),
-            (0, "data: [DONE]\n\n"),
+            (0, b"data: [DONE]\n\n"),
         ],
         timeouts(),
     )
@@ -207,7 +207,7 @@ async fn an_error_object_in_a_200_stream_is_an_error() {
 async fn malformed_chunks_and_cut_streams_are_protocol_errors() {
     let e = fail(
         StatusCode::OK,
-        vec![(0, TOKEN), (0, "data: {\"choices\": [\n\n")],
+        vec![(0, TOKEN), (0, b"data: {\"choices\": [\n\n")],
         timeouts(),
     )
     .await;
@@ -221,6 +221,25 @@ async fn malformed_chunks_and_cut_streams_are_protocol_errors() {
 }
 
 #[tokio::test]
+async fn invalid_utf8_in_a_chunk_is_a_protocol_error() {
+    let e = fail(
+        StatusCode::OK,
+        vec![
+            (0, TOKEN),
+            (
+                0,
+                b"data: {\"choices\":[{\"delta\":{\"content\":\"\xff\"}}]}\n\n",
+            ),
+        ],
+        timeouts(),
+    )
+    .await;
+    assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
+    assert!(e.detail.contains("not valid JSON"), "{e}");
+    assert_eq!(e.partial, "hi");
+}
+
+#[tokio::test]
 async fn every_deadline_is_enforced() {
     let short = |first: u64, idle: u64, total: u64| Timeouts {
         connect: Duration::from_secs(1),
@@ -231,7 +250,7 @@ async fn every_deadline_is_enforced() {
     // Headers come, the first token never does.
     let e = fail(
         StatusCode::OK,
-        vec![(0, ": ping\n\n"), (3000, TOKEN)],
+        vec![(0, b": ping\n\n"), (3000, TOKEN)],
         short(200, 5000, 5000),
     )
     .await;
@@ -252,7 +271,7 @@ async fn every_deadline_is_enforced() {
     );
     assert_eq!(e.partial, "hi");
     // Tokens keep coming, but the whole request is too long.
-    let slow: Vec<(u64, &str)> = std::iter::repeat_n((100, TOKEN), 30).collect();
+    let slow: Vec<(u64, &[u8])> = std::iter::repeat_n((100, TOKEN), 30).collect();
     let e = fail(StatusCode::OK, slow, short(1000, 1000, 500)).await;
     assert!(
         matches!(e.kind, ErrorKind::Timeout(Deadline::Total, _)),

@@ -4,7 +4,9 @@
 //! LF, CRLF and lone CR line ends (split anywhere, even between CR and LF),
 //! `:` comment lines (llama.cpp's `: ping`), multi-line `data:` joined with
 //! LF, one optional space after the colon, and an event dispatched only at a
-//! blank line. Buffers are reused, so steady-state parsing does not allocate.
+//! blank line. Buffers are reused, so steady-state parsing does not allocate,
+//! and an event of one `data:` line (every inference server's) is handed out
+//! as a slice of the receive buffer, without a copy.
 
 /// One dispatched event; borrows the parser until the next call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +25,8 @@ pub struct SseParser {
     data: Vec<u8>,
     event: Vec<u8>,
     has_data: bool,
+    /// The value of the event's only `data:` line so far, as a range of `buf`.
+    single: Option<(usize, usize)>,
     skip_lf: bool,
     dispatched: bool,
 }
@@ -36,6 +40,9 @@ impl SseParser {
     /// Appends received bytes.
     pub fn feed(&mut self, bytes: &[u8]) {
         if self.start > 0 && self.start == self.buf.len() {
+            if !self.dispatched {
+                self.spill();
+            }
             self.buf.clear();
             self.start = 0;
         }
@@ -53,6 +60,7 @@ impl SseParser {
             self.data.clear();
             self.event.clear();
             self.has_data = false;
+            self.single = None;
             self.dispatched = false;
         }
         loop {
@@ -63,7 +71,7 @@ impl SseParser {
                 self.skip_lf = false;
             }
             let rest = &self.buf[self.start..];
-            let Some(end) = rest.iter().position(|&b| b == b'\n' || b == b'\r') else {
+            let Some(end) = memchr::memchr2(b'\n', b'\r', rest) else {
                 self.compact();
                 return None;
             };
@@ -78,10 +86,7 @@ impl SseParser {
                     if self.data.last() == Some(&b'\n') {
                         self.data.pop();
                     }
-                    return Some(SseEvent {
-                        event: &self.event,
-                        data: &self.data,
-                    });
+                    return Some(self.current());
                 }
                 self.event.clear();
                 continue;
@@ -112,9 +117,13 @@ impl SseParser {
     }
 
     fn current(&self) -> SseEvent<'_> {
+        let data = match self.single {
+            Some((s, e)) => &self.buf[s..e],
+            None => &self.data[..],
+        };
         SseEvent {
             event: &self.event,
-            data: &self.data,
+            data,
         }
     }
 
@@ -131,10 +140,18 @@ impl SseParser {
             None => (line, &[][..]),
         };
         match name {
-            b"data" => {
-                self.data.extend_from_slice(value);
-                self.data.push(b'\n');
+            b"data" if !self.has_data => {
+                // Offsets of the value within `buf`: no copy yet.
+                let from = e - value.len();
+                self.single = Some((from, e));
                 self.has_data = true;
+            }
+            b"data" => {
+                let value_range = (e - value.len(), e);
+                self.spill();
+                self.data
+                    .extend_from_slice(&self.buf[value_range.0..value_range.1]);
+                self.data.push(b'\n');
             }
             b"event" => {
                 self.event.clear();
@@ -144,7 +161,17 @@ impl SseParser {
         }
     }
 
+    /// Moves a single `data:` value out of `buf` into `data`, before `buf`
+    /// changes or a second line joins it.
+    fn spill(&mut self) {
+        if let Some((s, e)) = self.single.take() {
+            self.data.extend_from_slice(&self.buf[s..e]);
+            self.data.push(b'\n');
+        }
+    }
+
     fn compact(&mut self) {
+        self.spill();
         if self.start > 0 {
             self.buf.drain(..self.start);
             self.start = 0;
@@ -222,6 +249,26 @@ mod tests {
         assert_eq!(
             parse_in_pieces(b"data\n\nid: 3\nretry: 5\n\n", &[]),
             vec![(String::new(), String::new())]
+        );
+    }
+
+    #[test]
+    fn feeding_twice_without_reading_keeps_a_pending_line() {
+        let mut p = SseParser::new();
+        p.feed(b"data: one\n");
+        assert!(p.next_event().is_none());
+        p.feed(b"data: two\n");
+        p.feed(b"\n");
+        assert_eq!(
+            p.next_event().map(|e| e.data.to_vec()),
+            Some(b"one\ntwo".to_vec())
+        );
+        let mut p = SseParser::new();
+        p.feed(b"data: solo\n");
+        p.feed(b"\n");
+        assert_eq!(
+            p.next_event().map(|e| e.data.to_vec()),
+            Some(b"solo".to_vec())
         );
     }
 

@@ -269,8 +269,10 @@ impl Client {
                     return Err(reader.fail(CallError::new(ErrorKind::Transport, e.to_string())));
                 }
                 Some(Ok(chunk)) => {
-                    last = tokio::time::Instant::now();
-                    if let Err(e) = reader.feed(&chunk) {
+                    // One clock read per chunk serves both the deadline and the timing.
+                    let arrived = Instant::now();
+                    last = tokio::time::Instant::from_std(arrived);
+                    if let Err(e) = reader.feed(&chunk, arrived) {
                         return Err(reader.fail(e));
                     }
                     if reader.done {
@@ -346,8 +348,8 @@ impl StreamReader {
         e
     }
 
-    fn feed(&mut self, bytes: &[u8]) -> Result<(), CallError> {
-        let now = self.sent.elapsed();
+    fn feed(&mut self, bytes: &[u8], arrived: Instant) -> Result<(), CallError> {
+        let now = arrived.saturating_duration_since(self.sent);
         self.timing.first_byte.get_or_insert(now);
         // Take the parser out so events can borrow its buffer while `self`
         // accumulates: no copy per chunk.
@@ -356,13 +358,8 @@ impl StreamReader {
         let mut result = Ok(());
         while let Some(ev) = sse.next_event() {
             let is_error_event = ev.event == b"error";
-            result = match std::str::from_utf8(ev.data) {
-                Ok(data) => self.event(data, is_error_event, now),
-                Err(e) => Err(CallError::new(
-                    ErrorKind::Protocol,
-                    format!("invalid UTF-8 in stream: {e}"),
-                )),
-            };
+            // serde_json checks UTF-8 as it reads strings: no separate pass.
+            result = self.event(ev.data, is_error_event, now);
             if result.is_err() || self.done {
                 break;
             }
@@ -378,35 +375,34 @@ impl StreamReader {
         Ok(())
     }
 
-    fn event(&mut self, data: &str, is_error_event: bool, now: Duration) -> Result<(), CallError> {
-        let trimmed = data.trim();
-        if trimmed == "[DONE]" {
+    fn event(&mut self, data: &[u8], is_error_event: bool, now: Duration) -> Result<(), CallError> {
+        let trimmed = data.trim_ascii();
+        if trimmed == b"[DONE]" {
             self.done = true;
             return Ok(());
         }
+        let shown = |max: usize| excerpt(&String::from_utf8_lossy(trimmed), max);
         if trimmed.is_empty() {
             return Ok(());
         }
         let bad_json = |e: serde_json::Error| {
             // An `event: error` whose data is not a chunk is still an error.
             if is_error_event {
-                return CallError::new(ErrorKind::InStream, excerpt(trimmed, 500));
+                return CallError::new(ErrorKind::InStream, shown(500));
             }
             CallError::new(
                 ErrorKind::Protocol,
-                format!("chunk is not valid JSON ({e}): {}", excerpt(trimmed, 300)),
+                format!("chunk is not valid JSON ({e}): {}", shown(300)),
             )
         };
         let in_stream = |msg: Option<String>| match msg {
             Some(m) => Err(CallError::new(ErrorKind::InStream, m)),
-            None if is_error_event => {
-                Err(CallError::new(ErrorKind::InStream, excerpt(trimmed, 500)))
-            }
+            None if is_error_event => Err(CallError::new(ErrorKind::InStream, shown(500))),
             None => Ok(()),
         };
         match self.api {
             Api::OpenAiChat | Api::OpenAiCompletions => {
-                let chunk: OpenAiChunk<'_> = serde_json::from_str(trimmed).map_err(bad_json)?;
+                let chunk: OpenAiChunk<'_> = serde_json::from_slice(trimmed).map_err(bad_json)?;
                 in_stream(chunk.error_message())?;
                 let mut reasoning = false;
                 let mut content = false;
@@ -450,7 +446,7 @@ impl StreamReader {
                 }
             }
             Api::SglangGenerate => {
-                let chunk: GenerateChunk<'_> = serde_json::from_str(trimmed).map_err(bad_json)?;
+                let chunk: GenerateChunk<'_> = serde_json::from_slice(trimmed).map_err(bad_json)?;
                 in_stream(chunk.error.as_ref().map(super::api::ErrorValue::message))?;
                 let mut new_tokens = None;
                 if let Some(meta) = &chunk.meta_info {
@@ -510,12 +506,9 @@ impl StreamReader {
     fn finish(&mut self) -> Result<Completion, CallError> {
         let now = self.sent.elapsed();
         if !self.done {
-            let mut pending = Vec::new();
-            if let Some(ev) = self.sse.finish() {
-                pending.push(String::from_utf8_lossy(ev.data).into_owned());
-            }
-            for data in pending {
-                self.event(&data, false, now)?;
+            let mut sse = std::mem::take(&mut self.sse);
+            if let Some(ev) = sse.finish() {
+                self.event(ev.data, false, now)?;
             }
         }
         if self.api != Api::SglangGenerate && !self.done {
