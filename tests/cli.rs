@@ -393,3 +393,37 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_interrupted_run_leaves_the_figures_already_measured() {
+    let dir = std::env::temp_dir().join(format!("servegate-interrupted-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(["run", "tests/suites/interrupted.yaml"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("CARGO_TARGET_DIR", &dir)
+        .env_remove("SERVEGATE_TARGET")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let figures = dir.join("servegate/latest/figures.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut text = String::new();
+    while std::time::Instant::now() < deadline {
+        text = std::fs::read_to_string(&figures).unwrap_or_default();
+        if text.contains("\"gate\": \"quick\"") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let still_running = child.try_wait().unwrap().is_none();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        still_running,
+        "the long gate should still have been running"
+    );
+    assert!(text.contains("\"gate\": \"quick\""), "{text}");
+    assert!(text.contains("\"output_tok_s\""), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

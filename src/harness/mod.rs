@@ -14,7 +14,7 @@ pub mod target;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use libtest_mimic::{Arguments, Conclusion, Trial};
 
@@ -165,7 +165,9 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
         }
     };
     let mut trials = Vec::new();
-    let mut runs = Vec::new();
+    // Every suite run, shared with the gate trials so each can write the
+    // figures measured so far: an interrupted run still leaves them.
+    let book: Arc<Mutex<Vec<Arc<SuiteRun>>>> = Arc::default();
     for l in loaded {
         match l {
             Loaded::Failed(f) => trials.push(load_trial(f)),
@@ -196,14 +198,25 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
                     trials.push(Trial::test(name, move || r.probe(i).map_err(Into::into)));
                 }
                 for (i, name) in gate_names.into_iter().enumerate() {
-                    let r = Arc::clone(&run);
-                    trials.push(Trial::test(name, move || r.gate(i).map_err(Into::into)));
+                    let (r, book) = (Arc::clone(&run), Arc::clone(&book));
+                    trials.push(Trial::test(name, move || {
+                        let verdict = r.gate(i);
+                        if let Ok(runs) = book.lock()
+                            && let Err(e) = record::write(&record::collect(&runs))
+                        {
+                            eprintln!("warning: {e}");
+                        }
+                        verdict.map_err(Into::into)
+                    }));
                 }
-                runs.push(run);
+                if let Ok(mut runs) = book.lock() {
+                    runs.push(run);
+                }
             }
         }
     }
     let conclusion = libtest_mimic::run(&args, trials);
+    let runs = book.lock().map(|r| r.clone()).unwrap_or_default();
     summary::print(&runs);
     match record::write(&record::collect(&runs)) {
         Ok(path) => println!("servegate: figures written to {}", path.display()),
