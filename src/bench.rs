@@ -134,6 +134,7 @@ fn gate(concurrency: u32, tokens: u32, duration: Duration) -> Gate {
             output_tokens: tokens,
             ignore_eos: true,
             flush_cache: false,
+            tokenizer: None,
         },
         sampling: Sampling {
             temperature: Some(0.0),

@@ -320,6 +320,29 @@ fn a_bad_dataset_is_a_suite_error_at_its_line() {
     assert!(err.contains("--> t.yaml:3:34"), "{err}");
 }
 
+#[test]
+fn a_tokenizer_is_loaded_with_the_suite() {
+    let text = |tokenizer: &str| {
+        format!(
+            "performance:\n  - name: g\n    load: {{requests: 1, input_tokens: 16, tokenizer: {tokenizer}, output_tokens: 4}}\n    thresholds: {{errors: \"== 0\"}}\n"
+        )
+    };
+    let suite = load_text(
+        Path::new("t.yaml"),
+        &text("fixtures/tokenizers/words.json"),
+        &|_| None,
+    )
+    .unwrap();
+    assert!(suite.gates[0].load.tokenizer.is_some());
+    let err = load_text(
+        Path::new("t.yaml"),
+        &text("fixtures/datasets/conversations.jsonl"),
+        &|_| None,
+    )
+    .unwrap_err();
+    assert!(err.contains("error: invalid tokenizer"), "{err}");
+}
+
 #[tokio::test]
 async fn the_servers_own_metrics_sit_beside_the_clients() {
     let s = simulator(FAST).await;

@@ -214,7 +214,10 @@ pub fn describe_load(gate: &Gate) -> String {
     ));
     parts.push(match &l.prompt {
         LoadPrompt::Text(t) => format!("fixed prompt of {} chars", t.chars().count()),
-        LoadPrompt::Tokens(n) => format!("~{n} input tokens ({PROMPT_APPROXIMATION})"),
+        LoadPrompt::Tokens(n) => match &l.tokenizer {
+            Some(t) => format!("{n} input tokens (synthetic, cut to length by {})", t.path().display()),
+            None => format!("~{n} input tokens ({PROMPT_APPROXIMATION})"),
+        },
         LoadPrompt::Dataset { path, prompts } => {
             format!("{} prompts from {}", prompts.len(), path.display())
         }
@@ -223,7 +226,11 @@ pub fn describe_load(gate: &Gate) -> String {
             groups,
             suffix_tokens,
         } => format!(
-            "{groups} shared prefix(es) of ~{prefix_tokens} tokens + ~{suffix_tokens} unique tokens ({PROMPT_APPROXIMATION})"
+            "{groups} shared prefix(es) of {prefix_tokens} tokens + {suffix_tokens} unique tokens ({})",
+            l.tokenizer.as_ref().map_or_else(
+                || PROMPT_APPROXIMATION.to_owned(),
+                |t| format!("cut to length by {}", t.path().display())
+            )
         ),
     });
     if l.flush_cache {

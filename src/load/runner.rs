@@ -47,7 +47,7 @@ impl SplitMix {
 }
 
 fn request(gate: &Gate, index: u32) -> CallRequest {
-    let prompt = workload::prompt(&gate.load.prompt, index);
+    let prompt = workload::prompt(&gate.load, index);
     CallRequest {
         input: Input::Prompt {
             system: None,

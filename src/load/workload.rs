@@ -2,8 +2,64 @@
 //! a target length, a prompt from a JSONL dataset, or a shared prefix with a
 //! unique suffix (to measure prefix caching).
 
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
 use crate::load::runner::SplitMix;
-use crate::suite::LoadPrompt;
+use crate::suite::{Load, LoadPrompt};
+
+/// A tokenizer from a local `tokenizer.json` (Hugging Face format), used to
+/// cut synthetic prompts to exact token counts.
+#[derive(Clone)]
+pub struct Tokenizer {
+    path: PathBuf,
+    inner: Arc<tokenizers::Tokenizer>,
+}
+
+impl Tokenizer {
+    /// Loads `tokenizer.json`.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let inner = tokenizers::Tokenizer::from_file(path).map_err(|e| e.to_string())?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The file it came from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Tokens of `text` (no special tokens).
+    pub fn count(&self, text: &str) -> Option<usize> {
+        self.inner.encode(text, false).ok().map(|e| e.len())
+    }
+
+    /// The longest prefix of `text` of at most `tokens` tokens.
+    fn cut(&self, text: &str, tokens: usize) -> Option<String> {
+        let encoding = self.inner.encode(text, false).ok()?;
+        let offsets = encoding.get_offsets();
+        if offsets.len() <= tokens {
+            return Some(text.to_owned());
+        }
+        let end = offsets.get(tokens.checked_sub(1)?)?.1;
+        Some(text.get(..end)?.to_owned())
+    }
+}
+
+impl fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Tokenizer({})", self.path.display())
+    }
+}
+
+impl PartialEq for Tokenizer {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path
+    }
+}
 
 /// Words for synthetic prompts: common English words, about one token each
 /// in the tokenizers of current models.
@@ -31,11 +87,23 @@ pub fn synthetic_prompt(tokens: u32, index: u32) -> String {
     words.join(" ")
 }
 
-/// The prompt of request `index`.
-pub fn prompt(workload: &LoadPrompt, index: u32) -> String {
-    match workload {
+/// A synthetic prompt of `tokens` tokens: cut to length by the tokenizer
+/// when there is one, else about one token per word.
+fn sized_prompt(tokens: u32, index: u32, tokenizer: Option<&Tokenizer>) -> String {
+    let Some(t) = tokenizer else {
+        return synthetic_prompt(tokens, index);
+    };
+    // Words are at least one token each: twice as many words always suffice.
+    let text = synthetic_prompt(tokens.saturating_mul(2).max(2), index);
+    t.cut(&text, tokens as usize).unwrap_or(text)
+}
+
+/// The prompt of request `index` of a load.
+pub fn prompt(load: &Load, index: u32) -> String {
+    let tokenizer = load.tokenizer.as_ref();
+    match &load.prompt {
         LoadPrompt::Text(t) => t.clone(),
-        LoadPrompt::Tokens(n) => synthetic_prompt(*n, index),
+        LoadPrompt::Tokens(n) => sized_prompt(*n, index, tokenizer),
         LoadPrompt::Dataset { prompts, .. } => prompts[index as usize % prompts.len()].clone(),
         LoadPrompt::SharedPrefix {
             prefix_tokens,
@@ -45,8 +113,11 @@ pub fn prompt(workload: &LoadPrompt, index: u32) -> String {
             // Group g's prefix is the same for every request of the group;
             // the suffix is unique to the request.
             let group = index % groups;
-            let prefix = synthetic_prompt(*prefix_tokens, u32::MAX - group);
-            format!("{prefix}\n{}", synthetic_prompt(*suffix_tokens, index))
+            let prefix = sized_prompt(*prefix_tokens, u32::MAX - group, tokenizer);
+            format!(
+                "{prefix}\n{}",
+                sized_prompt(*suffix_tokens, index, tokenizer)
+            )
         }
     }
 }
@@ -97,7 +168,21 @@ pub fn parse_dataset(text: &str) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
+    use crate::suite::Pace;
+
+    fn load_of(prompt: LoadPrompt, tokenizer: Option<Tokenizer>) -> Load {
+        Load {
+            pace: Pace::Closed { concurrency: 1 },
+            requests: Some(1),
+            duration: None,
+            warmup: 0,
+            prompt,
+            output_tokens: 1,
+            ignore_eos: false,
+            flush_cache: false,
+            tokenizer,
+        }
+    }
 
     #[test]
     fn synthetic_prompts_have_the_asked_length_and_differ() {
@@ -124,9 +209,31 @@ mod tests {
             prompts: Arc::new(vec!["x".into(), "y".into()]),
         };
         assert_eq!(
-            [prompt(&w, 0), prompt(&w, 1), prompt(&w, 2)],
+            [
+                prompt(&load_of(w.clone(), None), 0),
+                prompt(&load_of(w.clone(), None), 1),
+                prompt(&load_of(w.clone(), None), 2)
+            ],
             ["x", "y", "x"]
         );
+    }
+
+    #[test]
+    fn a_tokenizer_cuts_prompts_to_exact_lengths() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tokenizers/words.json");
+        let t = Tokenizer::load(&path).unwrap();
+        for n in [1, 7, 64, 300] {
+            let p = prompt(&load_of(LoadPrompt::Tokens(n), Some(t.clone())), 3);
+            assert_eq!(t.count(&p), Some(n as usize), "{n}: {p}");
+        }
+        let shared = LoadPrompt::SharedPrefix {
+            prefix_tokens: 40,
+            groups: 1,
+            suffix_tokens: 10,
+        };
+        let p = prompt(&load_of(shared, Some(t.clone())), 0);
+        assert_eq!(t.count(&p), Some(50));
+        assert!(Tokenizer::load(Path::new("no/such/tokenizer.json")).is_err());
     }
 
     #[test]
@@ -136,7 +243,11 @@ mod tests {
             groups: 2,
             suffix_tokens: 8,
         };
-        let (a, b, c) = (prompt(&w, 0), prompt(&w, 1), prompt(&w, 2));
+        let (a, b, c) = (
+            prompt(&load_of(w.clone(), None), 0),
+            prompt(&load_of(w.clone(), None), 1),
+            prompt(&load_of(w.clone(), None), 2),
+        );
         let prefix = |s: &str| s.split('\n').next().unwrap().to_owned();
         assert_eq!(
             prefix(&a),

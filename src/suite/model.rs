@@ -10,6 +10,7 @@ use regex::Regex;
 use super::node::Loc;
 use crate::load::metrics::Slo;
 use crate::load::thresholds::Threshold;
+use crate::load::workload::Tokenizer;
 
 /// A loaded, validated suite file.
 #[derive(Debug, Clone)]
@@ -392,4 +393,6 @@ pub struct Load {
     pub ignore_eos: bool,
     /// `POST /flush_cache` (SGLang) after the warm-up, before measuring.
     pub flush_cache: bool,
+    /// Cuts synthetic prompts to their exact token counts.
+    pub tokenizer: Option<Tokenizer>,
 }

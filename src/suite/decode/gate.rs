@@ -7,7 +7,7 @@ use crate::load::metrics::Slo;
 use crate::load::thresholds::{
     Bound, Metric, MetricKey, Op, Threshold, all_keys, parse_comparison,
 };
-use crate::load::workload::parse_dataset;
+use crate::load::workload::{Tokenizer, parse_dataset};
 use crate::suite::diagnostics::{Diagnostic, did_you_mean};
 use crate::suite::model::{
     Arrival, Gate, Load, LoadPrompt, LocatedThreshold, Pace, Sampling, VerdictMode,
@@ -40,6 +40,7 @@ const LOAD: &[&str] = &[
     "flush_cache",
     "dataset",
     "shared_prefix",
+    "tokenizer",
 ];
 const SHARED_PREFIX: &[&str] = &["tokens", "groups"];
 /// Largest dataset read into memory.
@@ -323,6 +324,27 @@ impl Decoder<'_> {
         })
     }
 
+    fn tokenizer(&mut self, y: &Yaml) -> Option<Tokenizer> {
+        let rel = self.text(y, "tokenizer")?;
+        let Some(path) = self.resolve(&rel) else {
+            self.error(
+                Diagnostic::new(y.loc, format!("tokenizer `{rel}` not found"))
+                    .expected("a Hugging Face `tokenizer.json` relative to the suite's directory or one of its parents"),
+            );
+            return None;
+        };
+        match Tokenizer::load(&path) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.error(
+                    Diagnostic::new(y.loc, format!("invalid tokenizer {}: {e}", path.display()))
+                        .expected("a Hugging Face `tokenizer.json`"),
+                );
+                None
+            }
+        }
+    }
+
     fn dataset(&mut self, y: &Yaml) -> Option<LoadPrompt> {
         let rel = self.text(y, "dataset")?;
         let Some(path) = self.resolve(&rel) else {
@@ -380,6 +402,9 @@ impl Decoder<'_> {
             .get("flush_cache")
             .map_or(Some(false), |v| self.boolean(v, "flush_cache"));
         let prompt = self.workload(&f, y);
+        let tokenizer = f
+            .get("tokenizer")
+            .map_or(Some(None), |v| self.tokenizer(v).map(Some));
         // Outer `None`: not given; inner `None`: given but invalid (reported).
         let (requests, duration) = match (requests, duration) {
             (None, None) | (Some(None), _) | (_, Some(None)) => return None,
@@ -394,6 +419,7 @@ impl Decoder<'_> {
             output_tokens: output_tokens?,
             ignore_eos: ignore_eos?,
             flush_cache: flush_cache?,
+            tokenizer: tokenizer?,
         };
         Some((load, levels?))
     }
