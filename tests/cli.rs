@@ -427,3 +427,28 @@ fn an_interrupted_run_leaves_the_figures_already_measured() {
     assert!(text.contains("\"output_tok_s\""), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_sweep_runs_one_trial_per_level_and_prints_its_curve() {
+    let o = servegate(&["run", "tests/suites/sweep.yaml"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert_eq!(
+        verdict(&out, "sweep::performance::scaling::concurrency_1"),
+        "ok",
+        "{out}"
+    );
+    assert_eq!(
+        verdict(&out, "sweep::performance::scaling::concurrency_4"),
+        "ok",
+        "{out}"
+    );
+    let table = position(&out, "  sweep sweep::performance::scaling:");
+    let rows: Vec<&str> = out[table..].lines().skip(2).take(2).collect();
+    assert!(rows[0].trim_start().starts_with("concurrency_1 "), "{out}");
+    assert!(rows[1].trim_start().starts_with("concurrency_4 "), "{out}");
+    assert!(
+        rows.iter().all(|r| r.trim_end().ends_with(" 0")),
+        "no errors: {rows:?}"
+    );
+}

@@ -1,9 +1,11 @@
 //! What a run prints after libtest's lines: the target of every suite again
 //! and the figures each gate measured, so a green run shows its numbers.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
-use super::session::SuiteRun;
+use super::session::{GateFigures, SuiteRun};
+use crate::load::thresholds::{Metric, MetricKey, Stat, format_value};
 
 /// Prints the targets and the measured figures.
 pub fn print(runs: &[Arc<SuiteRun>]) {
@@ -33,5 +35,55 @@ pub fn print(runs: &[Arc<SuiteRun>]) {
                 println!("    {} {check}", if *pass { "pass" } else { "FAIL" });
             }
         }
+        print!("{}", sweep_tables(&run.suite.name, &run.figures()));
     }
+}
+
+/// One row per level of each sweep (`<gate>::concurrency_N`, `<gate>::rate_R`),
+/// so a curve reads at a glance.
+fn sweep_tables(suite: &str, figures: &[GateFigures]) -> String {
+    let mut sweeps: Vec<(&str, Vec<(&str, &GateFigures)>)> = Vec::new();
+    for f in figures {
+        let Some((gate, level)) = f.gate.split_once("::") else {
+            continue;
+        };
+        match sweeps.iter_mut().find(|(g, _)| *g == gate) {
+            Some((_, rows)) => rows.push((level, f)),
+            None => sweeps.push((gate, vec![(level, f)])),
+        }
+    }
+    let columns: [(&str, Metric, Option<Stat>); 7] = [
+        ("req/s", Metric::RequestsPerS, None),
+        ("out tok/s", Metric::OutputTokS, None),
+        ("ttft p50", Metric::Ttft, Some(Stat::P50)),
+        ("ttft p99", Metric::Ttft, Some(Stat::P99)),
+        ("itl p99", Metric::Itl, Some(Stat::P99)),
+        ("tpot mean", Metric::Tpot, Some(Stat::Mean)),
+        ("errors", Metric::Errors, None),
+    ];
+    let mut out = String::new();
+    for (gate, rows) in sweeps.into_iter().filter(|(_, rows)| rows.len() > 1) {
+        let _ = writeln!(out, "  sweep {suite}::performance::{gate}:");
+        let _ = write!(out, "    {:<18}", "level");
+        for (name, ..) in columns {
+            let _ = write!(out, " {name:>11}");
+        }
+        out.push('\n');
+        for (level, f) in rows {
+            let _ = write!(out, "    {level:<18}");
+            for (_, metric, stat) in columns {
+                let v = f.metrics.value(MetricKey { metric, stat });
+                let shown = v.map_or_else(
+                    || "-".to_owned(),
+                    |v| match metric {
+                        Metric::RequestsPerS | Metric::OutputTokS => format!("{v:.1}"),
+                        _ => format_value(metric, v),
+                    },
+                );
+                let _ = write!(out, " {shown:>11}");
+            }
+            out.push('\n');
+        }
+    }
+    out
 }
