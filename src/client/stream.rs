@@ -127,24 +127,27 @@ impl Client {
         api::body(self.api, &self.model, req)
     }
 
-    /// `POST`s to an administrative endpoint such as SGLang's `/flush_cache`.
-    pub async fn post_admin(&self, path: &str) -> Result<(), CallError> {
-        let mut req = self.http.post(format!("{}{path}", self.base_url));
+    /// Sends a small request (not a generation) with the key, bounded by the
+    /// total deadline.
+    async fn send_small(
+        &self,
+        mut req: reqwest::RequestBuilder,
+        path: &str,
+    ) -> Result<reqwest::Response, CallError> {
         if let Some(key) = &self.api_key {
             req = req.bearer_auth(key);
         }
-        let resp = timeout_at(
-            tokio::time::Instant::now() + self.timeouts.total,
-            req.send(),
-        )
-        .await
-        .map_err(|_| {
-            CallError::new(
-                ErrorKind::Timeout(Deadline::Total, self.timeouts.total),
-                path,
-            )
-        })?
-        .map_err(|e| classify_send_error(&e, self.timeouts.connect))?;
+        let total = self.timeouts.total;
+        timeout_at(tokio::time::Instant::now() + total, req.send())
+            .await
+            .map_err(|_| CallError::new(ErrorKind::Timeout(Deadline::Total, total), path))?
+            .map_err(|e| classify_send_error(&e, self.timeouts.connect))
+    }
+
+    /// `POST`s to an administrative endpoint such as SGLang's `/flush_cache`.
+    pub async fn post_admin(&self, path: &str) -> Result<(), CallError> {
+        let url = format!("{}{path}", self.base_url);
+        let resp = self.send_small(self.http.post(url), path).await?;
         let status = resp.status();
         if status.is_success() {
             return Ok(());
@@ -159,31 +162,15 @@ impl Client {
     /// GETs a text endpoint such as `/metrics`; `Ok(None)` when the server
     /// answers but not with success (it has no such endpoint).
     pub async fn get_text(&self, path: &str) -> Result<Option<String>, CallError> {
-        let mut req = self.http.get(format!("{}{path}", self.base_url));
-        if let Some(key) = &self.api_key {
-            req = req.bearer_auth(key);
-        }
-        let deadline = tokio::time::Instant::now() + self.timeouts.total;
-        let resp = timeout_at(deadline, req.send())
-            .await
-            .map_err(|_| {
-                CallError::new(
-                    ErrorKind::Timeout(Deadline::Total, self.timeouts.total),
-                    path,
-                )
-            })?
-            .map_err(|e| classify_send_error(&e, self.timeouts.connect))?;
+        let url = format!("{}{path}", self.base_url);
+        let resp = self.send_small(self.http.get(url), path).await?;
         if !resp.status().is_success() {
             return Ok(None);
         }
-        timeout_at(deadline, resp.text())
+        let total = self.timeouts.total;
+        timeout_at(tokio::time::Instant::now() + total, resp.text())
             .await
-            .map_err(|_| {
-                CallError::new(
-                    ErrorKind::Timeout(Deadline::Total, self.timeouts.total),
-                    path,
-                )
-            })?
+            .map_err(|_| CallError::new(ErrorKind::Timeout(Deadline::Total, total), path))?
             .map(Some)
             .map_err(|e| CallError::new(ErrorKind::Transport, e.to_string()))
     }
