@@ -1,6 +1,7 @@
 //! Performance gates: thresholds, metrics and the load generator.
 
 pub mod baseline;
+pub mod distribution;
 pub mod estimate;
 pub mod metrics;
 pub mod progress;
