@@ -2,6 +2,7 @@
 
 pub mod api;
 pub mod error;
+pub mod fast;
 pub mod sse;
 pub mod stream;
 
