@@ -157,7 +157,7 @@ impl ErrorValue<'_> {
 }
 
 /// The `error` member: an object with a message, or a bare string.
-#[derive(Debug, PartialEq, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(untagged)]
 pub enum ErrorValue<'a> {
     /// `{"message": ...}`
@@ -203,7 +203,7 @@ impl ErrorBody<'_> {
 }
 
 /// One chunk of an OpenAI-compatible stream (chat or completions).
-#[derive(Debug, PartialEq, Deserialize)]
+#[derive(Debug, Deserialize)]
 pub struct OpenAiChunk<'a> {
     /// Choices; empty in the usage-only chunk.
     #[serde(default, borrow)]
@@ -235,7 +235,7 @@ impl OpenAiChunk<'_> {
 }
 
 /// One choice of a chunk.
-#[derive(Debug, PartialEq, Deserialize)]
+#[derive(Debug, Deserialize)]
 pub struct OpenAiChoice<'a> {
     /// Chat delta.
     #[serde(default, borrow)]
@@ -249,7 +249,7 @@ pub struct OpenAiChoice<'a> {
 }
 
 /// A chat delta.
-#[derive(Debug, PartialEq, Deserialize)]
+#[derive(Debug, Deserialize)]
 pub struct Delta<'a> {
     /// Answer text; null or absent while reasoning.
     #[serde(default, borrow)]

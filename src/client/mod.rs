@@ -2,7 +2,6 @@
 
 pub mod api;
 pub mod error;
-pub mod fast;
 pub mod sse;
 pub mod stream;
 

@@ -389,10 +389,7 @@ impl StreamReader {
         };
         match self.api {
             Api::OpenAiChat | Api::OpenAiCompletions => {
-                let chunk: OpenAiChunk<'_> = match super::fast::openai_chunk(trimmed) {
-                    Some(chunk) => chunk,
-                    None => serde_json::from_slice(trimmed).map_err(bad_json)?,
-                };
+                let chunk: OpenAiChunk<'_> = serde_json::from_slice(trimmed).map_err(bad_json)?;
                 in_stream(chunk.error_message())?;
                 let mut reasoning = false;
                 let mut content = false;
