@@ -452,3 +452,36 @@ fn a_sweep_runs_one_trial_per_level_and_prints_its_curve() {
         "no errors: {rows:?}"
     );
 }
+
+#[test]
+fn an_unset_api_key_fails_the_suite_and_a_set_one_never_shows() {
+    // Unset: every trial fails and says which variable.
+    let o = servegate(&["run", "tests/suites/keyed.yaml", "--target", "sim"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    let f = failure_of(&out, "keyed::correctness::arithmetic");
+    assert!(
+        f.contains("target.api_key_env names `SERVEGATE_TEST_KEY`, which is not set"),
+        "{f}"
+    );
+    // Set, against the simulator (`--target sim` overrides the suite's URL):
+    // the probe runs, fails on the wrong answer, and the key appears nowhere.
+    let canary = "sk-canary-5f2d8a";
+    let o = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(["run", "tests/suites/keyed.yaml", "--target", "sim"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("SERVEGATE_TEST_KEY", canary)
+        .output()
+        .unwrap();
+    let (out, err) = (stdout(&o), String::from_utf8_lossy(&o.stderr).into_owned());
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("SIMULATOR (embedded"), "{out}");
+    assert!(
+        failure_of(&out, "keyed::correctness::arithmetic").contains("content:   \"5\""),
+        "{out}"
+    );
+    assert!(
+        !out.contains(canary) && !err.contains(canary),
+        "the key leaked:\n{out}\n{err}"
+    );
+}
