@@ -251,7 +251,7 @@ fn serve_sim(addr: SocketAddr, profile: Option<&Path>, set: SimOverrides) -> Exi
     };
     runtime.block_on(async {
         let model = profile.model.clone();
-        match sim::spawn(profile, addr).await {
+        match sim::spawn(profile, addr) {
             Ok(running) => {
                 println!(
                     "servegate sim: serving model {model:?} at {} (Ctrl-C to stop)",

@@ -3,6 +3,8 @@
 //! and every deadline and error class.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -23,11 +25,9 @@ fn timeouts() -> Timeouts {
     }
 }
 
-async fn simulator(profile_yaml: &str) -> RunningSim {
+fn simulator(profile_yaml: &str) -> RunningSim {
     let profile = Profile::parse(profile_yaml).unwrap();
-    sim::spawn(profile, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .await
-        .unwrap()
+    sim::spawn(profile, SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap()
 }
 
 const PROFILE: &str =
@@ -55,7 +55,7 @@ fn client(base: &str, api: Api) -> Client {
 
 #[tokio::test]
 async fn every_api_streams_the_same_answer_with_server_counts() {
-    let s = simulator(PROFILE).await;
+    let s = simulator(PROFILE);
     for (api, source) in [
         (Api::OpenAiChat, TokenSource::ServerUsage),
         (Api::OpenAiCompletions, TokenSource::ServerUsage),
@@ -83,7 +83,7 @@ async fn every_api_streams_the_same_answer_with_server_counts() {
 
 #[tokio::test]
 async fn ignore_eos_generates_exactly_max_tokens() {
-    let s = simulator(PROFILE).await;
+    let s = simulator(PROFILE);
     for api in [Api::OpenAiChat, Api::SglangGenerate] {
         let c = client(&s.base_url(), api)
             .complete(&ask("What is 2+2?", 40, true))
@@ -102,7 +102,7 @@ async fn ignore_eos_generates_exactly_max_tokens() {
 
 #[tokio::test]
 async fn reasoning_is_kept_apart_from_content_and_starts_ttft() {
-    let s = simulator(REASONING).await;
+    let s = simulator(REASONING);
     let c = client(&s.base_url(), Api::OpenAiChat)
         .complete(&ask("What is 2+2?", 64, false))
         .await
@@ -291,4 +291,144 @@ async fn refused_connections_are_connect_errors() {
         .await
         .unwrap_err();
     assert_eq!(e.kind, ErrorKind::Connect, "{e}");
+}
+
+/// A hand-written HTTP/1.1 server: for each accepted connection, reads one
+/// request per entry of `responses` and writes that entry's pieces (with the
+/// given pauses), then closes. Returns the base URL and the number of
+/// connections accepted so far.
+async fn raw_server(
+    responses: Vec<Vec<(u64, &'static [u8])>>,
+    per_connection: usize,
+) -> (String, Arc<AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&accepted);
+    tokio::spawn(async move {
+        let mut queue = responses.into_iter();
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            count.fetch_add(1, Ordering::SeqCst);
+            for _ in 0..per_connection {
+                let Some(parts) = queue.next() else { return };
+                // Read one request: its head, then Content-Length bytes.
+                let mut req = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    let n = sock.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    req.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&req).to_string();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let len: usize = text
+                            .lines()
+                            .find_map(|l| l.strip_prefix("Content-Length: "))
+                            .and_then(|v| v.trim().parse().ok())
+                            .unwrap_or(0);
+                        if req.len() >= end + 4 + len {
+                            break;
+                        }
+                    }
+                }
+                for (pause, bytes) in parts {
+                    tokio::time::sleep(Duration::from_millis(pause)).await;
+                    if sock.write_all(bytes).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    (url, accepted)
+}
+
+const CHUNKED_HEAD: &[u8] =
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+
+#[tokio::test]
+async fn chunked_bodies_split_anywhere_with_extensions_and_trailers() {
+    let sse = "data: {\"choices\":[{\"delta\":{\"content\":\"hel\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"lo\"}}]}\n\ndata: [DONE]\n\n";
+    let body: &'static str = Box::leak(
+        format!(
+            "{:x};name=value\r\n{sse}\r\n0\r\nx-trailer: 1\r\n\r\n",
+            sse.len()
+        )
+        .into_boxed_str(),
+    );
+    // The whole response cut into 7-byte writes with pauses between them.
+    let mut whole = CHUNKED_HEAD.to_vec();
+    whole.extend_from_slice(body.as_bytes());
+    let whole: &'static [u8] = Box::leak(whole.into_boxed_slice());
+    let parts: Vec<(u64, &'static [u8])> = whole.chunks(7).map(|c| (1, c)).collect();
+    let (url, _) = raw_server(vec![parts], 1).await;
+    let c = client(&url, Api::OpenAiChat)
+        .complete(&ask("x", 8, false))
+        .await
+        .unwrap();
+    assert_eq!(c.content, "hello");
+    assert_eq!(c.completion_tokens, 2);
+}
+
+#[tokio::test]
+async fn content_length_and_close_delimited_bodies() {
+    const SSE: &[u8] =
+        b"data: {\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}\n\ndata: [DONE]\n\n";
+    let with_length: &'static [u8] = Box::leak(
+        format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", SSE.len())
+            .into_bytes()
+            .into_boxed_slice(),
+    );
+    let closed: &'static [u8] = b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n";
+    for head in [with_length, closed] {
+        let (url, _) = raw_server(vec![vec![(0, head), (0, SSE)]], 1).await;
+        let c = client(&url, Api::OpenAiChat)
+            .complete(&ask("x", 8, false))
+            .await
+            .unwrap();
+        assert_eq!(c.content, "ok");
+    }
+}
+
+#[tokio::test]
+async fn keep_alive_connections_are_reused_and_a_stale_one_replaced() {
+    const ONE: &[u8] = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2f\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n\r\n\
+        e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n";
+    // Two requests on one connection: one accept.
+    let (url, accepted) = raw_server(vec![vec![(0, ONE)], vec![(0, ONE)]], 2).await;
+    let cl = client(&url, Api::OpenAiChat);
+    for _ in 0..2 {
+        assert_eq!(cl.complete(&ask("x", 8, false)).await.unwrap().content, "a");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "the second request reused the connection"
+    );
+    // A server that closes after each response: the pooled connection is
+    // stale, and the request goes out again on a new one.
+    let (url, accepted) = raw_server(vec![vec![(0, ONE)], vec![(0, ONE)]], 1).await;
+    let cl = client(&url, Api::OpenAiChat);
+    for _ in 0..2 {
+        assert_eq!(cl.complete(&ask("x", 8, false)).await.unwrap().content, "a");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_response_that_is_not_http_is_a_protocol_error() {
+    let (url, _) = raw_server(vec![vec![(0, b"SSH-2.0-OpenSSH_9.6\r\n\r\n")]], 1).await;
+    let e = client(&url, Api::OpenAiChat)
+        .complete(&ask("x", 8, false))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
+    assert!(e.detail.contains("not an HTTP response"), "{e}");
 }

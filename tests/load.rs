@@ -31,12 +31,11 @@ fn one_gate(load: &str, extra: &str) -> Gate {
     .remove(0)
 }
 
-async fn simulator(profile: &str) -> RunningSim {
+fn simulator(profile: &str) -> RunningSim {
     sim::spawn(
         Profile::parse(profile).unwrap(),
         SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
     )
-    .await
     .unwrap()
 }
 
@@ -79,7 +78,7 @@ fn sweeps_become_one_gate_per_level() {
 
 #[tokio::test]
 async fn duration_bounds_a_closed_loop() {
-    let s = simulator(FAST).await;
+    let s = simulator(FAST);
     let gate = one_gate(
         "{concurrency: 2, duration: 300ms, input_tokens: 8, output_tokens: 8, ignore_eos: true}",
         "",
@@ -97,7 +96,7 @@ async fn duration_bounds_a_closed_loop() {
 
 #[tokio::test]
 async fn open_loop_keeps_its_rate() {
-    let s = simulator(FAST).await;
+    let s = simulator(FAST);
     let gate = one_gate(
         "{rate: 50, requests: 25, input_tokens: 8, output_tokens: 4, ignore_eos: true}",
         "",
@@ -181,7 +180,7 @@ async fn a_stall_shows_in_open_loop_latency_but_hides_from_a_closed_loop() {
 
 #[tokio::test]
 async fn flush_cache_runs_before_measuring_or_fails_the_gate() {
-    let s = simulator(FAST).await;
+    let s = simulator(FAST);
     let gate = one_gate(
         "{requests: 2, warmup: 1, input_tokens: 8, output_tokens: 4, flush_cache: true}",
         "",
@@ -210,7 +209,7 @@ async fn flush_cache_runs_before_measuring_or_fails_the_gate() {
 
 #[tokio::test]
 async fn goodput_counts_requests_within_the_slo() {
-    let s = simulator(FAST).await;
+    let s = simulator(FAST);
     let load = "{concurrency: 2, requests: 6, input_tokens: 8, output_tokens: 8, ignore_eos: true}";
     let m = measure(
         &s.base_url(),
@@ -233,7 +232,7 @@ async fn goodput_counts_requests_within_the_slo() {
 #[tokio::test]
 async fn multi_token_chunks_give_per_token_itl() {
     // Four tokens per chunk, 2ms per token: a chunk every 8ms.
-    let s = simulator("model: m\nttft: 5ms\nitl: 2ms\ntokens_per_chunk: 4\n").await;
+    let s = simulator("model: m\nttft: 5ms\nitl: 2ms\ntokens_per_chunk: 4\n");
     let gate = one_gate(
         "{requests: 2, input_tokens: 8, output_tokens: 32, ignore_eos: true}",
         "",
@@ -253,7 +252,7 @@ async fn multi_token_chunks_give_per_token_itl() {
 
 #[tokio::test]
 async fn a_server_without_usage_is_counted_by_chunks_and_says_so() {
-    let s = simulator("model: m\nttft: 5ms\nitl: 1ms\nusage: false\n").await;
+    let s = simulator("model: m\nttft: 5ms\nitl: 1ms\nusage: false\n");
     let gate = one_gate(
         "{requests: 2, input_tokens: 8, output_tokens: 16, ignore_eos: true}",
         "",
@@ -269,8 +268,7 @@ async fn a_server_without_usage_is_counted_by_chunks_and_says_so() {
 async fn reasoning_delays_the_first_content_token() {
     let s = simulator(
         "model: r\nttft: 5ms\nitl: 2ms\nreplies:\n  - match: '2\\+2'\n    reasoning: 'one two three four five six seven eight'\n    reply: '4'\n",
-    )
-    .await;
+    );
     let gate = one_gate(
         "{requests: 2, prompt: 'What is 2+2?', output_tokens: 64}",
         "",
@@ -285,7 +283,7 @@ async fn reasoning_delays_the_first_content_token() {
 
 #[tokio::test]
 async fn dataset_and_shared_prefix_workloads() {
-    let s = simulator(FAST).await;
+    let s = simulator(FAST);
     // 16 prompts of different lengths, sent in turn.
     let gate = one_gate(
         "{concurrency: 2, requests: 16, dataset: fixtures/datasets/conversations.jsonl, output_tokens: 4}",
@@ -345,7 +343,7 @@ fn a_tokenizer_is_loaded_with_the_suite() {
 
 #[tokio::test]
 async fn the_servers_own_metrics_sit_beside_the_clients() {
-    let s = simulator(FAST).await;
+    let s = simulator(FAST);
     let gate = one_gate(
         "{concurrency: 2, requests: 6, warmup: 2, input_tokens: 8, output_tokens: 16, ignore_eos: true}",
         "    token_accounting: {tolerance: 0.5%}\n",

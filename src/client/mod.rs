@@ -2,6 +2,7 @@
 
 pub mod api;
 pub mod error;
+mod raw;
 pub mod sse;
 pub mod stream;
 

@@ -8,6 +8,7 @@ use tokio::time::timeout_at;
 
 use super::api::{self, CallRequest, ErrorBody, GenerateChunk, OpenAiChunk, Usage};
 use super::error::{CallError, Deadline, ErrorKind, excerpt, source_chain};
+use super::raw;
 use super::sse::SseParser;
 use crate::suite::{Api, Timeouts};
 
@@ -90,6 +91,8 @@ pub struct Client {
     model: String,
     api_key: Option<String>,
     timeouts: Timeouts,
+    /// Keep-alive connections for `http://` servers; `None` sends through reqwest.
+    raw: Option<raw::Pool>,
 }
 
 impl Client {
@@ -114,6 +117,7 @@ impl Client {
             model: model.to_owned(),
             api_key,
             timeouts,
+            raw: raw::Endpoint::parse(base_url).map(raw::Pool::new),
         })
     }
 
@@ -179,6 +183,52 @@ impl Client {
     pub async fn complete(&self, req: &CallRequest) -> Result<Completion, CallError> {
         let body = serde_json::to_vec(&self.body(req))
             .map_err(|e| CallError::new(ErrorKind::Protocol, e.to_string()))?;
+        let t = self.timeouts;
+        let sent = Instant::now();
+        let deadlines = Deadlines {
+            t,
+            total_at: tokio::time::Instant::from_std(sent + t.total),
+            first_at: tokio::time::Instant::from_std(sent + t.first_token),
+        };
+        let head_timeout = || {
+            let which = if deadlines.first_at <= deadlines.total_at {
+                (Deadline::FirstToken, t.first_token)
+            } else {
+                (Deadline::Total, t.total)
+            };
+            CallError::new(ErrorKind::Timeout(which.0, which.1), "no response headers")
+        };
+        let head_deadline = deadlines.first_at.min(deadlines.total_at);
+        let mut reader = StreamReader::new(self.api, sent);
+        if let Some(pool) = &self.raw {
+            let path = api::path(self.api);
+            let mut response = match pool
+                .post(
+                    path,
+                    &body,
+                    self.api_key.as_deref(),
+                    t.connect,
+                    head_deadline,
+                )
+                .await
+            {
+                Ok(r) => r,
+                Err(raw::HeadError::Deadline) => return Err(head_timeout()),
+                Err(raw::HeadError::Call(e)) => return Err(e),
+                Err(raw::HeadError::Stale) => {
+                    return Err(CallError::new(ErrorKind::Transport, "connection closed"));
+                }
+            };
+            reader.timing.headers = sent.elapsed();
+            if !(200..300).contains(&response.status) {
+                let text = response.text(deadlines.total_at).await;
+                let detail = ErrorBody::message_of(&text).unwrap_or_else(|| excerpt(&text, 500));
+                return Err(CallError::new(ErrorKind::Http(response.status), detail));
+            }
+            read_body(&mut reader, &mut response, deadlines).await?;
+            response.release(pool);
+            return reader.finish().map_err(|e| reader.fail(e));
+        }
         let mut builder = self
             .http
             .post(self.url())
@@ -188,31 +238,15 @@ impl Client {
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key);
         }
-        let t = self.timeouts;
-        let sent = Instant::now();
-        let total_at = tokio::time::Instant::from_std(sent + t.total);
-        let first_at = tokio::time::Instant::from_std(sent + t.first_token);
-        let head_deadline = first_at.min(total_at);
         let response = match timeout_at(head_deadline, builder.send()).await {
-            Err(_) => {
-                let which = if first_at <= total_at {
-                    (Deadline::FirstToken, t.first_token)
-                } else {
-                    (Deadline::Total, t.total)
-                };
-                return Err(CallError::new(
-                    ErrorKind::Timeout(which.0, which.1),
-                    "no response headers",
-                ));
-            }
+            Err(_) => return Err(head_timeout()),
             Ok(Err(e)) => return Err(classify_send_error(&e, t.connect)),
             Ok(Ok(r)) => r,
         };
-        let mut reader = StreamReader::new(self.api, sent);
         reader.timing.headers = sent.elapsed();
         let status = response.status();
         if !status.is_success() {
-            let text = timeout_at(total_at, response.text())
+            let text = timeout_at(deadlines.total_at, response.text())
                 .await
                 .ok()
                 .and_then(Result::ok)
@@ -220,55 +254,116 @@ impl Client {
             let detail = ErrorBody::message_of(&text).unwrap_or_else(|| excerpt(&text, 500));
             return Err(CallError::new(ErrorKind::Http(status.as_u16()), detail));
         }
-        let mut bytes = response.bytes_stream();
-        // One timer for the whole stream, re-armed only when it fires: the
-        // deadlines move with every chunk, but touching the timer wheel per
-        // token costs more than the token itself at high concurrency.
-        let deadline_after = |reader: &StreamReader, last: tokio::time::Instant| {
-            let mut d = (last + t.idle, Deadline::Idle, t.idle);
-            if total_at < d.0 {
-                d = (total_at, Deadline::Total, t.total);
-            }
-            if reader.timing.first_token.is_none() && first_at < d.0 {
-                d = (first_at, Deadline::FirstToken, t.first_token);
-            }
-            d
+        let mut body = ReqwestBody {
+            stream: response.bytes_stream(),
+            current: bytes::Bytes::new(),
         };
-        let mut last = tokio::time::Instant::now();
-        let timer = tokio::time::sleep_until(deadline_after(&reader, last).0);
-        tokio::pin!(timer);
-        loop {
-            let next = tokio::select! {
-                biased;
-                next = bytes.next() => next,
-                () = &mut timer => {
-                    let (at, which, limit) = deadline_after(&reader, last);
-                    if tokio::time::Instant::now() >= at {
-                        return Err(reader.fail(CallError::new(ErrorKind::Timeout(which, limit), "")));
-                    }
-                    timer.as_mut().reset(at);
-                    continue;
+        read_body(&mut reader, &mut body, deadlines).await?;
+        reader.finish().map_err(|e| reader.fail(e))
+    }
+}
+
+/// The deadlines of one call.
+#[derive(Debug, Clone, Copy)]
+struct Deadlines {
+    t: Timeouts,
+    total_at: tokio::time::Instant,
+    first_at: tokio::time::Instant,
+}
+
+impl Deadlines {
+    /// The deadline that applies after a chunk arrived at `last`.
+    fn after(
+        &self,
+        reader: &StreamReader,
+        last: tokio::time::Instant,
+    ) -> (tokio::time::Instant, Deadline, Duration) {
+        let t = self.t;
+        let mut d = (last + t.idle, Deadline::Idle, t.idle);
+        if self.total_at < d.0 {
+            d = (self.total_at, Deadline::Total, t.total);
+        }
+        if reader.timing.first_token.is_none() && self.first_at < d.0 {
+            d = (self.first_at, Deadline::FirstToken, t.first_token);
+        }
+        d
+    }
+}
+
+/// A response body read piece by piece.
+trait BodySource {
+    /// The next piece; `Ok(None)` at the end.
+    async fn piece(&mut self) -> Result<Option<&[u8]>, CallError>;
+}
+
+impl BodySource for raw::Response {
+    async fn piece(&mut self) -> Result<Option<&[u8]>, CallError> {
+        self.next().await
+    }
+}
+
+/// reqwest's body stream, for `https://` servers.
+struct ReqwestBody<S> {
+    stream: S,
+    current: bytes::Bytes,
+}
+
+impl<S> BodySource for ReqwestBody<S>
+where
+    S: futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin,
+{
+    async fn piece(&mut self) -> Result<Option<&[u8]>, CallError> {
+        match self.stream.next().await {
+            None => Ok(None),
+            Some(Err(e)) => Err(CallError::new(ErrorKind::Transport, e.to_string())),
+            Some(Ok(b)) => {
+                self.current = b;
+                Ok(Some(&self.current))
+            }
+        }
+    }
+}
+
+/// Reads a body into the reader until `[DONE]` or its end, every deadline
+/// enforced. One timer for the whole stream, re-armed only when it fires:
+/// the deadlines move with every chunk, but touching the timer wheel per
+/// token costs more than the token itself at high concurrency.
+async fn read_body<B: BodySource>(
+    reader: &mut StreamReader,
+    body: &mut B,
+    deadlines: Deadlines,
+) -> Result<(), CallError> {
+    let mut last = tokio::time::Instant::now();
+    let timer = tokio::time::sleep_until(deadlines.after(reader, last).0);
+    tokio::pin!(timer);
+    loop {
+        let next = tokio::select! {
+            biased;
+            next = body.piece() => next,
+            () = &mut timer => {
+                let (at, which, limit) = deadlines.after(reader, last);
+                if tokio::time::Instant::now() >= at {
+                    return Err(reader.fail(CallError::new(ErrorKind::Timeout(which, limit), "")));
                 }
-            };
-            match next {
-                None => break,
-                Some(Err(e)) => {
-                    return Err(reader.fail(CallError::new(ErrorKind::Transport, e.to_string())));
+                timer.as_mut().reset(at);
+                continue;
+            }
+        };
+        match next {
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(reader.fail(e)),
+            Ok(Some(chunk)) => {
+                // One clock read per chunk serves both the deadline and the timing.
+                let arrived = Instant::now();
+                last = tokio::time::Instant::from_std(arrived);
+                if let Err(e) = reader.feed(chunk, arrived) {
+                    return Err(reader.fail(e));
                 }
-                Some(Ok(chunk)) => {
-                    // One clock read per chunk serves both the deadline and the timing.
-                    let arrived = Instant::now();
-                    last = tokio::time::Instant::from_std(arrived);
-                    if let Err(e) = reader.feed(&chunk, arrived) {
-                        return Err(reader.fail(e));
-                    }
-                    if reader.done {
-                        break;
-                    }
+                if reader.done {
+                    return Ok(());
                 }
             }
         }
-        reader.finish().map_err(|e| reader.fail(e))
     }
 }
 

@@ -65,7 +65,6 @@ pub async fn connect(suite: &Suite, override_target: Option<&str>) -> Result<Con
                 None => Profile::default(),
             };
             let running = sim::spawn(profile, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-                .await
                 .map_err(|e| format!("failed to start the embedded simulator: {e}"))?;
             let profile_name = suite.sim.profile.as_ref().map_or_else(
                 || "built-in default profile".to_owned(),

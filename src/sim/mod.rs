@@ -86,9 +86,19 @@ impl Drop for RunningSim {
 }
 
 /// Binds `addr` (port 0 picks a free port) and serves the simulator in the
-/// background until the returned handle is dropped.
-pub async fn spawn(profile: Profile, addr: SocketAddr) -> std::io::Result<RunningSim> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+/// background of the current tokio runtime until the returned handle is
+/// dropped.
+pub fn spawn(profile: Profile, addr: SocketAddr) -> std::io::Result<RunningSim> {
+    // A deep accept queue: a load generator opens hundreds of connections
+    // at once, and a queue of 128 drops SYNs, which cost a 1 s retransmit.
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    let listener = socket.listen(4096)?;
     let addr = listener.local_addr()?;
     // Tokens are tiny writes: without TCP_NODELAY, Nagle's algorithm and
     // delayed ACKs hold them back by tens of milliseconds.

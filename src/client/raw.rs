@@ -1,0 +1,489 @@
+//! A minimal HTTP/1.1 transport for the streaming calls to `http://`
+//! servers: one task reads the socket, de-chunks in place and hands the bytes
+//! to the SSE parser, with keep-alive connections pooled per client. hyper
+//! (through reqwest) moves every chunk from its connection task to the
+//! caller's through a channel — two task wake-ups and a buffer per token —
+//! which at hundreds of streams costs more than the token itself. `https://`
+//! targets and the small administrative requests keep using reqwest.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+use tokio::time::{Instant, timeout_at};
+
+use super::error::{CallError, Deadline, ErrorKind, excerpt};
+
+/// Where requests go: `host:port`, the `Host` header and a path prefix.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    authority: String,
+    prefix: String,
+}
+
+impl Endpoint {
+    /// The endpoint of an `http://` base URL; `None` for anything else.
+    pub fn parse(base_url: &str) -> Option<Self> {
+        let rest = base_url.strip_prefix("http://")?;
+        let (authority, prefix) = match rest.find('/') {
+            Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
+            None => (rest, ""),
+        };
+        if authority.is_empty() || authority.contains('@') {
+            return None;
+        }
+        let authority = if authority
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+        {
+            authority.to_owned()
+        } else {
+            format!("{authority}:80")
+        };
+        Some(Self {
+            authority,
+            prefix: prefix.to_owned(),
+        })
+    }
+}
+
+/// Idle keep-alive connections of one endpoint.
+#[derive(Debug, Clone)]
+pub struct Pool {
+    endpoint: Endpoint,
+    idle: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+/// Most idle connections kept.
+const MAX_IDLE: usize = 4096;
+/// Largest response head accepted.
+const MAX_HEAD: usize = 64 * 1024;
+/// Largest error body read.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+impl Pool {
+    /// A pool for an endpoint.
+    pub fn new(endpoint: Endpoint) -> Self {
+        Self {
+            endpoint,
+            idle: Arc::default(),
+        }
+    }
+
+    fn take_idle(&self) -> Option<TcpStream> {
+        self.idle.lock().ok()?.pop()
+    }
+
+    fn give_back(&self, conn: TcpStream) {
+        if let Ok(mut idle) = self.idle.lock()
+            && idle.len() < MAX_IDLE
+        {
+            idle.push(conn);
+        }
+    }
+
+    async fn connect(&self, connect: Duration, deadline: Instant) -> Result<TcpStream, CallError> {
+        let by = deadline.min(Instant::now() + connect);
+        let conn = timeout_at(by, TcpStream::connect(&self.endpoint.authority))
+            .await
+            .map_err(|_| {
+                CallError::new(
+                    ErrorKind::Timeout(Deadline::Connect, connect),
+                    self.endpoint.authority.clone(),
+                )
+            })?
+            .map_err(|e| {
+                CallError::new(
+                    ErrorKind::Connect,
+                    format!("{}: {e}", self.endpoint.authority),
+                )
+            })?;
+        // Tokens are tiny writes and reads: no Nagle.
+        let _ = conn.set_nodelay(true);
+        Ok(conn)
+    }
+
+    /// Sends `POST path` and reads the response head. A pooled connection
+    /// the server has closed meanwhile is replaced once.
+    pub async fn post(
+        &self,
+        path: &str,
+        body: &[u8],
+        api_key: Option<&str>,
+        connect: Duration,
+        head_deadline: Instant,
+    ) -> Result<Response, HeadError> {
+        let mut request = format!(
+            "POST {}{path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: {}\r\n",
+            self.endpoint.prefix,
+            self.endpoint.authority,
+            body.len()
+        );
+        if let Some(key) = api_key {
+            request.push_str("Authorization: Bearer ");
+            request.push_str(key);
+            request.push_str("\r\n");
+        }
+        request.push_str("\r\n");
+        let mut bytes = request.into_bytes();
+        bytes.extend_from_slice(body);
+        if let Some(conn) = self.take_idle() {
+            match Response::exchange(conn, &bytes, head_deadline).await {
+                Ok(r) => return Ok(r),
+                // Closed while idle: nothing was processed; try a fresh one.
+                Err(HeadError::Stale) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let conn = self
+            .connect(connect, head_deadline)
+            .await
+            .map_err(HeadError::Call)?;
+        match Response::exchange(conn, &bytes, head_deadline).await {
+            Err(HeadError::Stale) => Err(HeadError::Call(CallError::new(
+                ErrorKind::Transport,
+                "the server closed the connection without a response",
+            ))),
+            other => other,
+        }
+    }
+}
+
+/// Why no response head arrived.
+#[derive(Debug)]
+pub enum HeadError {
+    /// The connection was closed before a byte came back.
+    Stale,
+    /// The head deadline passed.
+    Deadline,
+    /// Anything else.
+    Call(CallError),
+}
+
+/// How the body is framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    Chunked,
+    Length(u64),
+    UntilClose,
+}
+
+/// Where the chunked decoder is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    Size,
+    Data(u64),
+    DataEnd,
+    Trailer,
+    Done,
+}
+
+/// A response being read.
+#[derive(Debug)]
+pub struct Response {
+    conn: TcpStream,
+    buf: Vec<u8>,
+    pos: usize,
+    /// The status code.
+    pub status: u16,
+    framing: Framing,
+    chunk: Chunk,
+    keep_alive: bool,
+    eof: bool,
+}
+
+fn transport(e: &std::io::Error) -> CallError {
+    CallError::new(ErrorKind::Transport, e.to_string())
+}
+
+impl Response {
+    async fn exchange(
+        mut conn: TcpStream,
+        request: &[u8],
+        deadline: Instant,
+    ) -> Result<Self, HeadError> {
+        match timeout_at(deadline, conn.write_all(request)).await {
+            Err(_) => return Err(HeadError::Deadline),
+            Ok(Err(_)) => return Err(HeadError::Stale),
+            Ok(Ok(())) => {}
+        }
+        let mut buf = Vec::with_capacity(16 * 1024);
+        loop {
+            let n = match timeout_at(deadline, conn.read_buf(&mut buf)).await {
+                Err(_) => return Err(HeadError::Deadline),
+                Ok(Err(_)) if buf.is_empty() => return Err(HeadError::Stale),
+                Ok(Err(e)) => return Err(HeadError::Call(transport(&e))),
+                Ok(Ok(n)) => n,
+            };
+            if n == 0 {
+                return Err(if buf.is_empty() {
+                    HeadError::Stale
+                } else {
+                    HeadError::Call(CallError::new(
+                        ErrorKind::Transport,
+                        "connection closed inside the response head",
+                    ))
+                });
+            }
+            let mut headers = [httparse::EMPTY_HEADER; 64];
+            let mut head = httparse::Response::new(&mut headers);
+            match head.parse(&buf) {
+                Ok(httparse::Status::Complete(len)) => {
+                    let status = head.code.unwrap_or(0);
+                    let header = |name: &str| {
+                        head.headers
+                            .iter()
+                            .find(|h| h.name.eq_ignore_ascii_case(name))
+                            .and_then(|h| std::str::from_utf8(h.value).ok())
+                            .map(str::trim)
+                    };
+                    let chunked = header("transfer-encoding")
+                        .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+                    let length = header("content-length").and_then(|v| v.parse::<u64>().ok());
+                    let close = header("connection")
+                        .is_some_and(|v| v.eq_ignore_ascii_case("close"))
+                        || head.version == Some(0);
+                    let framing = match (chunked, length) {
+                        (true, _) => Framing::Chunked,
+                        (false, Some(n)) => Framing::Length(n),
+                        (false, None) => Framing::UntilClose,
+                    };
+                    return Ok(Self {
+                        conn,
+                        buf,
+                        pos: len,
+                        status,
+                        framing,
+                        chunk: Chunk::Size,
+                        keep_alive: !close && framing != Framing::UntilClose,
+                        eof: false,
+                    });
+                }
+                Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD => {}
+                Ok(httparse::Status::Partial) => {
+                    return Err(HeadError::Call(CallError::new(
+                        ErrorKind::Protocol,
+                        "response head over 64 KiB",
+                    )));
+                }
+                Err(e) => {
+                    return Err(HeadError::Call(CallError::new(
+                        ErrorKind::Protocol,
+                        format!(
+                            "not an HTTP response ({e}): {}",
+                            excerpt(&String::from_utf8_lossy(&buf), 200)
+                        ),
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Reads more bytes from the socket; `false` at end of stream.
+    async fn fill(&mut self) -> Result<bool, CallError> {
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        } else if self.pos > 0 && self.buf.capacity() - self.buf.len() < 4096 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        self.buf.reserve(8 * 1024);
+        let n = self
+            .conn
+            .read_buf(&mut self.buf)
+            .await
+            .map_err(|e| transport(&e))?;
+        self.eof = n == 0;
+        Ok(n > 0)
+    }
+
+    /// The next piece of the body; `Ok(None)` when the body is complete.
+    /// Waits for the socket: the caller bounds it with its deadlines.
+    pub async fn next(&mut self) -> Result<Option<&[u8]>, CallError> {
+        loop {
+            if let Some(range) = self.step()? {
+                return Ok(Some(&self.buf[range.0..range.1]));
+            }
+            if self.done() {
+                return Ok(None);
+            }
+            if !self.fill().await? {
+                return match self.framing {
+                    Framing::UntilClose => Ok(None),
+                    _ => Err(CallError::new(
+                        ErrorKind::Transport,
+                        "the server closed the connection mid-response",
+                    )),
+                };
+            }
+        }
+    }
+
+    fn done(&self) -> bool {
+        match self.framing {
+            Framing::Chunked => self.chunk == Chunk::Done,
+            Framing::Length(n) => n == 0,
+            Framing::UntilClose => self.eof,
+        }
+    }
+
+    /// Decodes what is buffered: the range of the next body bytes, if any.
+    fn step(&mut self) -> Result<Option<(usize, usize)>, CallError> {
+        let avail = self.buf.len() - self.pos;
+        match self.framing {
+            Framing::UntilClose => {
+                if avail == 0 {
+                    return Ok(None);
+                }
+                let r = (self.pos, self.buf.len());
+                self.pos = self.buf.len();
+                Ok(Some(r))
+            }
+            Framing::Length(left) => {
+                let n = usize::try_from(left).unwrap_or(usize::MAX).min(avail);
+                if n == 0 {
+                    return Ok(None);
+                }
+                let r = (self.pos, self.pos + n);
+                self.pos += n;
+                self.framing = Framing::Length(left - n as u64);
+                Ok(Some(r))
+            }
+            Framing::Chunked => self.step_chunked(),
+        }
+    }
+
+    fn line(&mut self) -> Option<(usize, usize)> {
+        let rest = &self.buf[self.pos..];
+        let end = memchr::memchr(b'\n', rest)?;
+        let line = (self.pos, self.pos + end);
+        self.pos += end + 1;
+        Some(line)
+    }
+
+    fn step_chunked(&mut self) -> Result<Option<(usize, usize)>, CallError> {
+        let bad = |what: &str| {
+            CallError::new(ErrorKind::Protocol, format!("bad chunked encoding: {what}"))
+        };
+        loop {
+            match self.chunk {
+                Chunk::Done => return Ok(None),
+                Chunk::Size => {
+                    let Some((s, e)) = self.line() else {
+                        if self.buf.len() - self.pos > 1024 {
+                            return Err(bad("chunk size line too long"));
+                        }
+                        return Ok(None);
+                    };
+                    let text =
+                        std::str::from_utf8(&self.buf[s..e]).map_err(|_| bad("chunk size"))?;
+                    let hex = text.split(';').next().unwrap_or("").trim();
+                    let size = u64::from_str_radix(hex, 16).map_err(|_| bad("chunk size"))?;
+                    self.chunk = if size == 0 {
+                        Chunk::Trailer
+                    } else {
+                        Chunk::Data(size)
+                    };
+                }
+                Chunk::Data(left) => {
+                    let avail = self.buf.len() - self.pos;
+                    let n = usize::try_from(left).unwrap_or(usize::MAX).min(avail);
+                    if n == 0 {
+                        return Ok(None);
+                    }
+                    let r = (self.pos, self.pos + n);
+                    self.pos += n;
+                    let left = left - n as u64;
+                    self.chunk = if left == 0 {
+                        Chunk::DataEnd
+                    } else {
+                        Chunk::Data(left)
+                    };
+                    return Ok(Some(r));
+                }
+                Chunk::DataEnd => {
+                    let Some((s, e)) = self.line() else {
+                        return Ok(None);
+                    };
+                    if self.buf[s..e].iter().any(|b| !b.is_ascii_whitespace()) {
+                        return Err(bad("data longer than its size"));
+                    }
+                    self.chunk = Chunk::Size;
+                }
+                Chunk::Trailer => {
+                    let Some((s, e)) = self.line() else {
+                        return Ok(None);
+                    };
+                    if self.buf[s..e].iter().all(u8::is_ascii_whitespace) {
+                        self.chunk = Chunk::Done;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads the rest of an error body (bounded), as text.
+    pub async fn text(&mut self, deadline: Instant) -> String {
+        let mut out = Vec::new();
+        while out.len() < MAX_ERROR_BODY {
+            match timeout_at(deadline, self.next()).await {
+                Ok(Ok(Some(piece))) => out.extend_from_slice(piece),
+                _ => break,
+            }
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// Finishes the response: a connection whose body is read to its end
+    /// goes back to the pool; a short tail (the chunked terminator after
+    /// `[DONE]`) is drained in the background, so the caller does not wait
+    /// and the connection is not lost. Any other connection is closed.
+    pub fn release(mut self, pool: &Pool) {
+        if !self.keep_alive {
+            return;
+        }
+        if self.done() {
+            if self.pos == self.buf.len() {
+                pool.give_back(self.conn);
+            }
+            return;
+        }
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            loop {
+                match timeout_at(deadline, self.next()).await {
+                    Ok(Ok(Some(_))) => {}
+                    Ok(Ok(None)) => break,
+                    _ => return,
+                }
+            }
+            if self.pos == self.buf.len() {
+                pool.give_back(self.conn);
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_of_base_urls() {
+        let e = Endpoint::parse("http://127.0.0.1:30000").unwrap();
+        assert_eq!(
+            (e.authority.as_str(), e.prefix.as_str()),
+            ("127.0.0.1:30000", "")
+        );
+        let e = Endpoint::parse("http://gpu-7/sglang/").unwrap();
+        assert_eq!(
+            (e.authority.as_str(), e.prefix.as_str()),
+            ("gpu-7:80", "/sglang")
+        );
+        assert!(Endpoint::parse("https://x").is_none());
+        assert!(Endpoint::parse("http://user@x").is_none());
+    }
+}
