@@ -168,11 +168,16 @@ fn shown(d: &Distribution, s: Stat) -> String {
 /// Runs both tables and returns them as text.
 pub fn run(opts: &BenchOptions) -> Result<String, String> {
     let pinned = pinning() && pin_self();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(opts.threads.max(1))
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let rt = if opts.threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(opts.threads);
+        b
+    }
+    .enable_all()
+    .build()
+    .map_err(|e| e.to_string())?;
     let mut out = String::new();
     let _ = writeln!(
         out,

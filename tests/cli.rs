@@ -485,3 +485,49 @@ fn an_unset_api_key_fails_the_suite_and_a_set_one_never_shows() {
         "the key leaked:\n{out}\n{err}"
     );
 }
+
+#[test]
+fn an_external_server_is_measured_and_named_as_such() {
+    use std::io::{BufRead, BufReader};
+    // `servegate sim` in its own process stands in for a real server.
+    let mut sim = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args([
+            "sim",
+            "--port",
+            "0",
+            "--profile",
+            "fixtures/sim/sglang.yaml",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(sim.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    let o = servegate(&[
+        "run",
+        "suites/sglang.yaml",
+        "--target",
+        &url,
+        "--",
+        "sglang::",
+    ]);
+    let _ = sim.kill();
+    let _ = sim.wait();
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains(&format!("servegate: suite `sglang` → server at {url}, api openai-chat, served model \"sim-sglang\"")), "{out}");
+    assert!(!out.contains("SIMULATOR"), "{out}");
+    assert!(out.contains("4 passed; 0 failed"), "{out}");
+    assert!(
+        out.contains("server /metrics over the window: generation tokens 2560"),
+        "{out}"
+    );
+}

@@ -150,11 +150,25 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
         println!("note: servegate runs trials one at a time: they share one server and measure it");
     }
     args.test_threads = Some(1);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
+    // Against a server elsewhere the client runs on one thread: cheaper per
+    // token and more precise than a work-stealing pool (see bench-client). The
+    // embedded simulator needs threads of its own, or it would share the
+    // client's and distort what is measured.
+    let embedded = loaded.iter().any(|l| {
+        matches!(l, Loaded::Suite(s)
+            if matches!(target::effective_base(s, target_override), Ok(crate::suite::BaseUrl::Sim)))
+    });
+    let built = if embedded {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    };
+    let runtime = match built {
+        Ok(rt) => Arc::new(rt),
         Err(e) => {
             eprintln!("error: failed to start the async runtime: {e}");
             return Outcome {
@@ -192,7 +206,7 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
                         probe_names.len()
                     );
                 }
-                let run = Arc::new(SuiteRun::new(*suite, connected, runtime.handle().clone()));
+                let run = Arc::new(SuiteRun::new(*suite, connected, Arc::clone(&runtime)));
                 for (i, name) in probe_names.into_iter().enumerate() {
                     let r = Arc::clone(&run);
                     trials.push(Trial::test(name, move || r.probe(i).map_err(Into::into)));
@@ -224,7 +238,10 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
     }
     let unreachable = runs.iter().filter(|r| r.target.is_err()).count();
     drop(runs);
-    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    drop(book);
+    if let Ok(rt) = Arc::try_unwrap(runtime) {
+        rt.shutdown_timeout(std::time::Duration::from_secs(2));
+    }
     Outcome {
         conclusion,
         load_failures,

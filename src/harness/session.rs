@@ -4,7 +4,9 @@
 
 use std::sync::Mutex;
 
-use tokio::runtime::Handle;
+use std::sync::Arc;
+
+use tokio::runtime::Runtime;
 
 use super::judge::judge;
 use super::target::Connected;
@@ -45,19 +47,21 @@ pub struct SuiteRun {
     pub suite: Suite,
     /// Its server, or why it could not be reached.
     pub target: Result<Connected, String>,
-    handle: Handle,
+    runtime: Arc<Runtime>,
     probes: Mutex<Vec<Option<Verdict>>>,
     figures: Mutex<Vec<GateFigures>>,
 }
 
 impl SuiteRun {
-    /// A run of `suite` against `target`, executing on `handle`.
-    pub fn new(suite: Suite, target: Result<Connected, String>, handle: Handle) -> Self {
+    /// A run of `suite` against `target`, executing on `runtime` (the
+    /// runtime itself, not a handle: a current-thread runtime's drivers run
+    /// only inside its own `block_on`).
+    pub fn new(suite: Suite, target: Result<Connected, String>, runtime: Arc<Runtime>) -> Self {
         let n = suite.probes.len();
         Self {
             suite,
             target,
-            handle,
+            runtime,
             probes: Mutex::new(vec![None; n]),
             figures: Mutex::new(Vec::new()),
         }
@@ -102,7 +106,7 @@ impl SuiteRun {
         };
         let file = &self.suite.file;
         let completion = self
-            .handle
+            .runtime
             .block_on(target.client.complete(&req))
             .map_err(|e| request_failed(file, probe.loc, &sent, &e))?;
         let failed: Vec<_> = probe
@@ -139,7 +143,7 @@ impl SuiteRun {
         let mut repeats = Vec::new();
         for _ in 0..gate.repeats {
             let metrics = self
-                .handle
+                .runtime
                 .block_on(run_gate(&target.client, gate))
                 .map_err(|e| {
                     let mut out = format!("error: {e}\n");
