@@ -134,21 +134,6 @@ pub struct Usage {
     pub completion_tokens: Option<u64>,
 }
 
-/// An error object inside a stream or body: `{"error": {...}}` (SGLang, OpenAI)
-/// or `{"object": "error", "message": ...}` (vLLM).
-#[derive(Debug, Deserialize)]
-pub struct ErrorBody<'a> {
-    /// `{"error": ...}`
-    #[serde(default, borrow)]
-    pub error: Option<ErrorValue<'a>>,
-    /// `"error"` in vLLM's shape.
-    #[serde(default, borrow)]
-    pub object: Option<Cow<'a, str>>,
-    /// vLLM's message.
-    #[serde(default, borrow)]
-    pub message: Option<Cow<'a, str>>,
-}
-
 impl ErrorValue<'_> {
     /// The message.
     pub fn message(&self) -> String {
@@ -191,18 +176,9 @@ fn error_message(
     }
 }
 
-impl ErrorBody<'_> {
-    /// The error message, if this body is an error.
-    pub fn message(&self) -> Option<String> {
-        error_message(
-            self.error.as_ref(),
-            self.object.as_deref(),
-            self.message.as_deref(),
-        )
-    }
-}
-
-/// One chunk of an OpenAI-compatible stream (chat or completions).
+/// One chunk of an OpenAI-compatible stream (chat or completions). Its error
+/// fields also read an error body: `{"error": {...}}` (SGLang, OpenAI) or
+/// `{"object": "error", "message": ...}` (vLLM).
 #[derive(Debug, Deserialize)]
 pub struct OpenAiChunk<'a> {
     /// Choices; empty in the usage-only chunk.

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt as _;
 use tokio::time::timeout_at;
 
-use super::api::{self, CallRequest, ErrorBody, GenerateChunk, OpenAiChunk, Usage};
+use super::api::{self, CallRequest, GenerateChunk, OpenAiChunk, Usage};
 use super::error::{CallError, Deadline, ErrorKind, excerpt, source_chain};
 use super::raw;
 use super::sse::SseParser;
@@ -222,7 +222,7 @@ impl Client {
             reader.timing.headers = sent.elapsed();
             if !(200..300).contains(&response.status) {
                 let text = response.text(deadlines.total_at).await;
-                let detail = ErrorBody::message_of(&text).unwrap_or_else(|| excerpt(&text, 500));
+                let detail = error_message_of(&text).unwrap_or_else(|| excerpt(&text, 500));
                 return Err(CallError::new(ErrorKind::Http(response.status), detail));
             }
             read_body(&mut reader, &mut response, deadlines).await?;
@@ -251,7 +251,7 @@ impl Client {
                 .ok()
                 .and_then(Result::ok)
                 .unwrap_or_default();
-            let detail = ErrorBody::message_of(&text).unwrap_or_else(|| excerpt(&text, 500));
+            let detail = error_message_of(&text).unwrap_or_else(|| excerpt(&text, 500));
             return Err(CallError::new(ErrorKind::Http(status.as_u16()), detail));
         }
         let mut body = ReqwestBody {
@@ -367,13 +367,11 @@ async fn read_body<B: BodySource>(
     }
 }
 
-impl ErrorBody<'_> {
-    /// The error message of a JSON error body, if it is one.
-    pub fn message_of(text: &str) -> Option<String> {
-        serde_json::from_str::<ErrorBody<'_>>(text)
-            .ok()
-            .and_then(|b| b.message())
-    }
+/// The error message of a JSON error body, if it is one.
+fn error_message_of(text: &str) -> Option<String> {
+    serde_json::from_str::<OpenAiChunk<'_>>(text)
+        .ok()
+        .and_then(|b| b.error_message())
 }
 
 fn classify_send_error(e: &reqwest::Error, connect: Duration) -> CallError {
