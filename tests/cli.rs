@@ -429,10 +429,10 @@ fn an_interrupted_run_leaves_the_figures_already_measured() {
 }
 
 #[test]
-fn a_sweep_runs_one_trial_per_level_and_prints_its_curve() {
+fn a_sweep_runs_one_trial_per_level_prints_its_curve_and_gates_it() {
     let o = servegate(&["run", "tests/suites/sweep.yaml"]);
     let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert_eq!(o.status.code(), Some(1), "{out}");
     assert_eq!(
         verdict(&out, "sweep::performance::scaling::concurrency_1"),
         "ok",
@@ -443,13 +443,50 @@ fn a_sweep_runs_one_trial_per_level_and_prints_its_curve() {
         "ok",
         "{out}"
     );
+    assert_eq!(
+        verdict(&out, "sweep::performance::scaling::curve"),
+        "FAILED",
+        "{out}"
+    );
+    let curve = failure_of(&out, "sweep::performance::scaling::curve");
+    assert!(
+        curve.starts_with("error: curve failed: requests_per_s should be non_increasing across the levels of `scaling`"),
+        "{curve}"
+    );
+    assert!(
+        curve.contains("--> tests/suites/sweep.yaml:13:7"),
+        "{curve}"
+    );
+    assert!(curve.contains("levels:   concurrency_1 "), "{curve}");
+    assert!(
+        curve.contains("from concurrency_1 to concurrency_4"),
+        "{curve}"
+    );
+    assert!(
+        !curve.contains("output_tok_s should"),
+        "throughput rose, as it should:\n{curve}"
+    );
     let table = position(&out, "  sweep sweep::performance::scaling:");
     let rows: Vec<&str> = out[table..].lines().skip(2).take(2).collect();
     assert!(rows[0].trim_start().starts_with("concurrency_1 "), "{out}");
     assert!(rows[1].trim_start().starts_with("concurrency_4 "), "{out}");
+    // The curve alone: its levels run first as prerequisites.
+    let o = servegate(&[
+        "run",
+        "tests/suites/sweep.yaml",
+        "--",
+        "--exact",
+        "sweep::performance::scaling::curve",
+    ]);
+    let out = stdout(&o);
     assert!(
-        rows.iter().all(|r| r.trim_end().ends_with(" 0")),
-        "no errors: {rows:?}"
+        out.contains("the levels of its selected curves run first as prerequisites"),
+        "{out}"
+    );
+    assert!(out.contains("running 1 test"), "{out}");
+    assert!(
+        failure_of(&out, "sweep::performance::scaling::curve").contains("requests_per_s"),
+        "{out}"
     );
 }
 

@@ -376,3 +376,43 @@ async fn the_servers_own_metrics_sit_beside_the_clients() {
     assert!(m.server.is_none());
     assert!(m.value("token_drift_metrics".parse().unwrap()).is_none());
 }
+
+#[test]
+fn a_curve_needs_a_sweep_and_a_known_direction() {
+    let text = |load: &str, curve: &str| {
+        format!(
+            "performance:\n  - name: g\n    load: {load}\n    thresholds: {{errors: \"== 0\"}}\n    curve: {curve}\n"
+        )
+    };
+    let sweep = "{concurrency: [1, 2], requests: 1, prompt: x, output_tokens: 4}";
+    let suite = load_text(
+        Path::new("t.yaml"),
+        &text(sweep, "{output_tok_s: non_decreasing within 5%}"),
+        &|_| None,
+    )
+    .unwrap();
+    assert_eq!(suite.curves.len(), 1);
+    assert_eq!(
+        suite.curves[0].levels,
+        ["g::concurrency_1", "g::concurrency_2"]
+    );
+    assert!((suite.curves[0].checks[0].tolerance - 5.0).abs() < 1e-12);
+    let single = "{concurrency: 2, requests: 1, prompt: x, output_tokens: 4}";
+    let err = load_text(
+        Path::new("t.yaml"),
+        &text(single, "{output_tok_s: non_decreasing}"),
+        &|_| None,
+    )
+    .unwrap_err();
+    assert!(err.contains("error: `curve` needs a sweep"), "{err}");
+    let err = load_text(
+        Path::new("t.yaml"),
+        &text(sweep, "{output_tok_s: non_decreasng}"),
+        &|_| None,
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("help: did you mean `non_decreasing`?"),
+        "{err}"
+    );
+}

@@ -104,18 +104,24 @@ fn display_path(path: &Path) -> PathBuf {
         .unwrap_or_else(|| path.to_path_buf())
 }
 
-/// Trial names of a suite, in run order.
-fn names(suite: &Suite) -> (Vec<String>, Vec<String>) {
+/// Trial names of a suite, in run order: probes, gates, then sweep curves.
+fn names(suite: &Suite) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let name = |kind: &str, item: &str| format!("{}::{kind}::{item}", suite.name);
     (
         suite
             .probes
             .iter()
-            .map(|p| format!("{}::correctness::{}", suite.name, p.name))
+            .map(|p| name("correctness", &p.name))
             .collect(),
         suite
             .gates
             .iter()
-            .map(|g| format!("{}::performance::{}", suite.name, g.name))
+            .map(|g| name("performance", &g.name))
+            .collect(),
+        suite
+            .curves
+            .iter()
+            .map(|c| name("performance", &format!("{}::curve", c.gate)))
             .collect(),
     )
 }
@@ -186,11 +192,13 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
         match l {
             Loaded::Failed(f) => trials.push(load_trial(f)),
             Loaded::Suite(suite) => {
-                let (probe_names, gate_names) = names(&suite);
+                let (probe_names, gate_names, curve_names) = names(&suite);
                 let selected =
                     |n: &String| !args.is_filtered_out(&Trial::test(n.clone(), || Ok(())));
                 let probes_selected = probe_names.iter().filter(|n| selected(n)).count();
-                let gates_selected = gate_names.iter().filter(|n| selected(n)).count();
+                let curves_selected = curve_names.iter().filter(|n| selected(n)).count();
+                let gates_selected =
+                    gate_names.iter().filter(|n| selected(n)).count() + curves_selected;
                 if probes_selected + gates_selected == 0 {
                     continue;
                 }
@@ -204,6 +212,14 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
                         "note: suite `{}`: its {} correctness probe(s) run first as prerequisites of the selected performance gates",
                         suite.name,
                         probe_names.len()
+                    );
+                }
+                if curves_selected > 0
+                    && gate_names.iter().filter(|n| selected(n)).count() < gate_names.len()
+                {
+                    println!(
+                        "note: suite `{}`: the levels of its selected curves run first as prerequisites",
+                        suite.name
                     );
                 }
                 let run = Arc::new(SuiteRun::new(*suite, connected, Arc::clone(&runtime)));
@@ -222,6 +238,10 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
                         }
                         verdict.map_err(Into::into)
                     }));
+                }
+                for (i, name) in curve_names.into_iter().enumerate() {
+                    let r = Arc::clone(&run);
+                    trials.push(Trial::test(name, move || r.curve(i).map_err(Into::into)));
                 }
                 if let Ok(mut runs) = book.lock() {
                     runs.push(run);
@@ -249,13 +269,15 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
     }
 }
 
-fn listing(l: &Loaded) -> Vec<Trial> {
-    match l {
-        Loaded::Failed(f) => vec![load_trial(f.clone())],
-        Loaded::Suite(s) => {
-            let (p, g) = names(s);
-            p.into_iter()
-                .chain(g)
+fn listing(loaded: &Loaded) -> Vec<Trial> {
+    match loaded {
+        Loaded::Failed(failure) => vec![load_trial(failure.clone())],
+        Loaded::Suite(suite) => {
+            let (probes, gates, curves) = names(suite);
+            probes
+                .into_iter()
+                .chain(gates)
+                .chain(curves)
                 .map(|n| Trial::test(n, || Ok(())))
                 .collect()
         }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tokio::runtime::Runtime;
 
-use super::judge::judge;
+use super::judge::{judge, judge_curve};
 use super::target::Connected;
 use crate::check::evaluate;
 use crate::check::failure::{Sent, assertions_failed, request_failed};
@@ -49,6 +49,7 @@ pub struct SuiteRun {
     pub target: Result<Connected, String>,
     runtime: Arc<Runtime>,
     probes: Mutex<Vec<Option<Verdict>>>,
+    gates: Mutex<Vec<Option<Verdict>>>,
     figures: Mutex<Vec<GateFigures>>,
 }
 
@@ -58,11 +59,13 @@ impl SuiteRun {
     /// only inside its own `block_on`).
     pub fn new(suite: Suite, target: Result<Connected, String>, runtime: Arc<Runtime>) -> Self {
         let n = suite.probes.len();
+        let suite_gates = suite.gates.len();
         Self {
             suite,
             target,
             runtime,
             probes: Mutex::new(vec![None; n]),
+            gates: Mutex::new(vec![None; suite_gates]),
             figures: Mutex::new(Vec::new()),
         }
     }
@@ -122,7 +125,47 @@ impl SuiteRun {
     }
 
     /// Runs gate `index`, after every probe of the suite.
+    /// Runs gate `index` once, after every probe of the suite; later calls
+    /// (a curve's prerequisites) return the first verdict.
     pub fn gate(&self, index: usize) -> Verdict {
+        if let Some(done) = self.gates.lock().ok().and_then(|g| g[index].clone()) {
+            return done;
+        }
+        let verdict = self.run_gate(index);
+        if let Ok(mut g) = self.gates.lock() {
+            g[index] = Some(verdict.clone());
+        }
+        verdict
+    }
+
+    /// Judges a sweep's curve, running any level not yet run first.
+    pub fn curve(&self, index: usize) -> Verdict {
+        let curve = &self.suite.curves[index];
+        self.connected()?;
+        let mut rows = Vec::new();
+        for level in &curve.levels {
+            let Some(i) = self.suite.gates.iter().position(|g| &g.name == level) else {
+                continue;
+            };
+            let verdict = self.gate(i);
+            let Some(f) = self.figures().into_iter().find(|f| &f.gate == level) else {
+                let why = verdict.err().unwrap_or_default();
+                let first = why.lines().next().unwrap_or("");
+                return Err(format!(
+                    "error: the curve of `{}` cannot be judged: level `{level}` measured nothing\n  ({first})",
+                    curve.gate
+                ));
+            };
+            let label = level
+                .strip_prefix(curve.gate.as_str())
+                .and_then(|l| l.strip_prefix("::"))
+                .unwrap_or(level);
+            rows.push((label, f.metrics));
+        }
+        judge_curve(&self.suite, curve, &rows)
+    }
+
+    fn run_gate(&self, index: usize) -> Verdict {
         let gate = &self.suite.gates[index];
         let target = self.connected()?;
         let failed: Vec<&str> = (0..self.suite.probes.len())

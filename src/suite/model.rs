@@ -9,7 +9,7 @@ use regex::Regex;
 
 use super::node::Loc;
 use crate::load::metrics::Slo;
-use crate::load::thresholds::Threshold;
+use crate::load::thresholds::{MetricKey, Threshold};
 use crate::load::workload::Tokenizer;
 
 /// A loaded, validated suite file.
@@ -25,8 +25,36 @@ pub struct Suite {
     pub sim: SimSpec,
     /// Correctness probes, in file order.
     pub probes: Vec<Probe>,
-    /// Performance gates, in file order.
+    /// Performance gates, in file order (a sweep gives one per level).
     pub gates: Vec<Gate>,
+    /// Checks across the levels of sweeps.
+    pub curves: Vec<Curve>,
+}
+
+/// Checks of how a figure moves across the levels of a sweep.
+#[derive(Debug, Clone)]
+pub struct Curve {
+    /// The sweep gate's name (without the level).
+    pub gate: String,
+    /// The names of its level gates, in sweep order.
+    pub levels: Vec<String>,
+    /// What must hold from each level to the next.
+    pub checks: Vec<CurveCheck>,
+    /// Where `curve:` is written.
+    pub loc: Loc,
+}
+
+/// One figure's direction across a sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CurveCheck {
+    /// The figure.
+    pub key: MetricKey,
+    /// `true`: must not fall from a level to the next; `false`: must not rise.
+    pub rising: bool,
+    /// Slack in percent of the previous level's value.
+    pub tolerance: f64,
+    /// Where the check is written.
+    pub loc: Loc,
 }
 
 /// A suite file's path (as given) and text, kept for diagnostics.

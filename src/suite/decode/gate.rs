@@ -10,7 +10,8 @@ use crate::load::thresholds::{
 use crate::load::workload::{Tokenizer, parse_dataset};
 use crate::suite::diagnostics::{Diagnostic, did_you_mean};
 use crate::suite::model::{
-    Arrival, Gate, Load, LoadPrompt, LocatedThreshold, Pace, Sampling, VerdictMode,
+    Arrival, Curve, CurveCheck, Gate, Load, LoadPrompt, LocatedThreshold, Pace, Sampling,
+    VerdictMode,
 };
 use crate::suite::node::{Node, Yaml};
 
@@ -22,6 +23,7 @@ const GATE: &[&str] = &[
     "repeats",
     "verdict",
     "token_accounting",
+    "curve",
 ];
 const TOKEN_ACCOUNTING: &[&str] = &["tolerance"];
 const VERDICTS: &[&str] = &["mean", "lenient", "strict"];
@@ -56,8 +58,12 @@ struct Level {
 }
 
 impl Decoder<'_> {
-    /// One gate, or one per level of a sweep.
-    pub(super) fn gate(&mut self, y: &Yaml, defaults: &Sampling) -> Option<Vec<Gate>> {
+    /// One gate, or one per level of a sweep, with the sweep's curve checks.
+    pub(super) fn gate(
+        &mut self,
+        y: &Yaml,
+        defaults: &Sampling,
+    ) -> Option<(Vec<Gate>, Option<Curve>)> {
         let f = self.fields(y, "gate", GATE)?;
         let name = self
             .required(&f, "name", "gate")
@@ -81,6 +87,7 @@ impl Decoder<'_> {
                 }),
         };
         let accounting = f.get("token_accounting").map(|v| self.token_accounting(v));
+        let curve = f.get("curve").map(|v| (v.loc, self.curve(v)));
         let (load, levels) = loaded?;
         let mut thresholds = thresholds;
         if let (Some(list), Some(Some(extra))) = (thresholds.as_mut(), accounting) {
@@ -92,26 +99,106 @@ impl Decoder<'_> {
             max_tokens: Some(load.output_tokens),
             ..defaults.clone()
         };
-        Some(
-            levels
-                .into_iter()
-                .map(|level| Gate {
-                    name: level
-                        .suffix
-                        .map_or_else(|| name.clone(), |s| format!("{name}::{s}")),
-                    loc: y.loc,
-                    load: Load {
-                        pace: level.pace,
-                        ..load.clone()
-                    },
-                    sampling: sampling.clone(),
-                    thresholds: thresholds.clone(),
-                    slo,
-                    repeats,
-                    verdict,
-                })
-                .collect(),
-        )
+        let gates: Vec<Gate> = levels
+            .into_iter()
+            .map(|level| Gate {
+                name: level
+                    .suffix
+                    .map_or_else(|| name.clone(), |s| format!("{name}::{s}")),
+                loc: y.loc,
+                load: Load {
+                    pace: level.pace,
+                    ..load.clone()
+                },
+                sampling: sampling.clone(),
+                thresholds: thresholds.clone(),
+                slo,
+                repeats,
+                verdict,
+            })
+            .collect();
+        let curve = match curve {
+            None => None,
+            Some((loc, _)) if gates.len() < 2 => {
+                self.error(Diagnostic::new(loc, "`curve` needs a sweep").expected(
+                    "a list of levels, e.g. `concurrency: [1, 8, 32]` or `rate: [5, 10]`",
+                ));
+                return None;
+            }
+            Some((loc, checks)) => Some(Curve {
+                gate: name.clone(),
+                levels: gates.iter().map(|g| g.name.clone()).collect(),
+                checks: checks?,
+                loc,
+            }),
+        };
+        Some((gates, curve))
+    }
+
+    /// `curve: {output_tok_s: non_decreasing, ttft.p99: "non_increasing within 10%"}`
+    fn curve(&mut self, y: &Yaml) -> Option<Vec<CurveCheck>> {
+        let Node::Map(entries) = &y.node else {
+            self.type_error(
+                y,
+                "curve",
+                "a mapping of metric to `non_decreasing` or `non_increasing`",
+            );
+            return None;
+        };
+        let mut checks = Vec::new();
+        for (k, v) in entries {
+            let key: MetricKey = match k.name.parse() {
+                Ok(key) => key,
+                Err(e) => {
+                    self.error(Diagnostic::new(k.loc, e));
+                    continue;
+                }
+            };
+            let Some(text) = self.text(v, "curve direction") else {
+                continue;
+            };
+            let (direction, tolerance) = match text.split_once(" within ") {
+                Some((d, t)) => (d.trim(), Some(t.trim())),
+                None => (text.trim(), None),
+            };
+            let rising = match direction {
+                "non_decreasing" => true,
+                "non_increasing" => false,
+                other => {
+                    let mut d = Diagnostic::new(
+                        v.loc,
+                        format!("invalid curve direction `{other}`"),
+                    )
+                    .expected(
+                        "`non_decreasing` or `non_increasing`, optionally followed by `within 5%`",
+                    );
+                    if let Some(close) = did_you_mean(other, &["non_decreasing", "non_increasing"])
+                    {
+                        d = d.help(format!("did you mean `{close}`?"));
+                    }
+                    self.error(d);
+                    continue;
+                }
+            };
+            let tolerance = match tolerance.map(|t| t.trim_end_matches('%').trim().parse::<f64>()) {
+                None => 0.0,
+                Some(Ok(t)) if t >= 0.0 && t.is_finite() => t,
+                Some(_) => {
+                    self.error(
+                        Diagnostic::new(v.loc, format!("invalid tolerance in `{text}`"))
+                            .expected("a percentage such as `within 5%`"),
+                    );
+                    continue;
+                }
+            };
+            checks.push(CurveCheck {
+                key,
+                rising,
+                tolerance,
+                loc: k.loc,
+            });
+        }
+        Some(checks)
     }
 
     /// `token_accounting: {tolerance: 1%}`: the server's token counts (usage

@@ -11,7 +11,9 @@ mod probe;
 
 use super::diagnostics::{Diagnostic, did_you_mean};
 use super::interpolate::interpolate;
-use super::model::{Api, BaseUrl, Sampling, SimSpec, SourceFile, Suite, Target, Timeouts};
+use super::model::{
+    Api, BaseUrl, Curve, Gate, Sampling, SimSpec, SourceFile, Suite, Target, Timeouts,
+};
 use super::node::{Key, Loc, Node, Yaml};
 
 const TOP: &[&str] = &[
@@ -308,12 +310,15 @@ impl<'e> Decoder<'e> {
         let probes = f.get("correctness").map_or(Vec::new(), |y| {
             self.items(y, "correctness", |d, item| d.probe(item, &defaults, api))
         });
-        let gates = f.get("performance").map_or(Vec::new(), |y| {
-            self.items(y, "performance", |d, item| d.gate(item, &defaults))
-                .into_iter()
-                .flatten()
-                .collect()
-        });
+        let (gates, curves): (Vec<Vec<Gate>>, Vec<Option<Curve>>) = f
+            .get("performance")
+            .map_or(Vec::new(), |y| {
+                self.items(y, "performance", |d, item| d.gate(item, &defaults))
+            })
+            .into_iter()
+            .unzip();
+        let gates: Vec<Gate> = gates.into_iter().flatten().collect();
+        let curves: Vec<Curve> = curves.into_iter().flatten().collect();
         self.unique_names(probes.iter().map(|p| (p.name.as_str(), p.loc)), "probe");
         self.unique_names(gates.iter().map(|g| (g.name.as_str(), g.loc)), "gate");
         if probes.is_empty() && gates.is_empty() && self.errors.is_empty() {
@@ -329,6 +334,7 @@ impl<'e> Decoder<'e> {
             sim: sim?,
             probes,
             gates,
+            curves,
         })
     }
 
