@@ -227,7 +227,7 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
     let sim = spawn_sim("100ms", "10ms", true)?;
     let _ = writeln!(
         out,
-        "\n(b) timing error: nominal TTFT = 100ms, ITL = 10ms; truth = the send time the simulator writes into each token"
+        "\n(b) timing error: nominal TTFT = 100ms, ITL = 10ms; truth = each token's send time, stamped right before its write"
     );
     let _ = writeln!(
         out,

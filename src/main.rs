@@ -67,7 +67,8 @@ enum Command {
         /// Streams decoded at full speed, overriding the profile.
         #[arg(long)]
         capacity: Option<usize>,
-        /// Replace each token by its send time in µs since the epoch.
+        /// Serve bench-client's truth instead of the simulator: a bare HTTP/1.1
+        /// streamer whose tokens are their own send times (µs since the epoch).
         #[arg(long)]
         stamp_tokens: bool,
     },
@@ -241,7 +242,6 @@ fn serve_sim(addr: SocketAddr, profile: Option<&Path>, set: SimOverrides) -> Exi
     profile.ttft = set.ttft.unwrap_or(profile.ttft);
     profile.itl = set.itl.unwrap_or(profile.itl);
     profile.capacity = set.capacity.unwrap_or(profile.capacity).max(1);
-    profile.stamp_tokens |= set.stamp_tokens;
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -251,7 +251,13 @@ fn serve_sim(addr: SocketAddr, profile: Option<&Path>, set: SimOverrides) -> Exi
     };
     runtime.block_on(async {
         let model = profile.model.clone();
-        match sim::spawn(profile, addr) {
+        let (ttft, itl) = (profile.ttft, profile.itl);
+        let spawned = if set.stamp_tokens {
+            sim::listen(addr).and_then(|l| sim::stamped::spawn(l, ttft, itl))
+        } else {
+            sim::spawn(profile, addr)
+        };
+        match spawned {
             Ok(running) => {
                 println!(
                     "servegate sim: serving model {model:?} at {} (Ctrl-C to stop)",

@@ -8,6 +8,7 @@ mod engine;
 mod histogram;
 pub mod profile;
 mod routes;
+pub mod stamped;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -85,12 +86,10 @@ impl Drop for RunningSim {
     }
 }
 
-/// Binds `addr` (port 0 picks a free port) and serves the simulator in the
-/// background of the current tokio runtime until the returned handle is
-/// dropped.
-pub fn spawn(profile: Profile, addr: SocketAddr) -> std::io::Result<RunningSim> {
-    // A deep accept queue: a load generator opens hundreds of connections
-    // at once, and a queue of 128 drops SYNs, which cost a 1 s retransmit.
+/// Binds `addr` with a deep accept queue: a load generator opens hundreds of
+/// connections at once, and a queue of 128 drops SYNs, which cost a 1 s
+/// retransmit.
+pub fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     let socket = if addr.is_ipv4() {
         tokio::net::TcpSocket::new_v4()?
     } else {
@@ -98,7 +97,14 @@ pub fn spawn(profile: Profile, addr: SocketAddr) -> std::io::Result<RunningSim> 
     };
     socket.set_reuseaddr(true)?;
     socket.bind(addr)?;
-    let listener = socket.listen(4096)?;
+    socket.listen(4096)
+}
+
+/// Binds `addr` (port 0 picks a free port) and serves the simulator in the
+/// background of the current tokio runtime until the returned handle is
+/// dropped.
+pub fn spawn(profile: Profile, addr: SocketAddr) -> std::io::Result<RunningSim> {
+    let listener = listen(addr)?;
     let addr = listener.local_addr()?;
     // Tokens are tiny writes: without TCP_NODELAY, Nagle's algorithm and
     // delayed ACKs hold them back by tens of milliseconds.

@@ -37,10 +37,6 @@ pub struct Profile {
     /// Whether usage is reported when asked (llama.cpp's Python server
     /// ignores `include_usage`: `usage: false` plays it).
     pub usage: bool,
-    /// Replace each token's text by the time it was sent, in microseconds
-    /// since the Unix epoch, then a space: the truth a client's timestamps
-    /// are compared with (`servegate bench-client`).
-    pub stamp_tokens: bool,
     /// Scripted answers, first match wins.
     pub replies: Vec<Reply>,
 }
@@ -55,7 +51,6 @@ impl Default for Profile {
             seed: 0,
             tokens_per_chunk: 1,
             usage: true,
-            stamp_tokens: false,
             replies: Vec::new(),
         }
     }
@@ -78,8 +73,6 @@ struct ProfileFile {
     tokens_per_chunk: Option<usize>,
     #[serde(default)]
     usage: Option<bool>,
-    #[serde(default)]
-    stamp_tokens: Option<bool>,
     #[serde(default)]
     replies: Vec<ReplyFile>,
 }
@@ -142,7 +135,6 @@ impl Profile {
             seed: file.seed.unwrap_or(defaults.seed),
             tokens_per_chunk,
             usage: file.usage.unwrap_or(defaults.usage),
-            stamp_tokens: file.stamp_tokens.unwrap_or(defaults.stamp_tokens),
             replies,
         })
     }

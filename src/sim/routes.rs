@@ -190,11 +190,8 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
             id,
             tx,
         ));
-        let stamp = state.profile.stamp_tokens;
-        let body = Body::from_stream(futures_util::stream::unfold(rx, move |mut rx| async move {
-            rx.recv()
-                .await
-                .map(|b| (Ok::<_, Infallible>(if stamp { stamped(&b) } else { b }), rx))
+        let body = Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
         }));
         return Response::builder()
             .header(header::CONTENT_TYPE, "text/event-stream")
@@ -289,22 +286,6 @@ fn chat_chunk(model: &str, id: &str, delta: &Value, finish: Option<&str>) -> Byt
         "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
         "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
     }))
-}
-
-/// The placeholder of a token's send time: as wide as the time it becomes.
-const STAMP: &str = "@@@@@@@@@@@@@@@@@@@@";
-
-/// `chunk` with every placeholder replaced by the current time in
-/// microseconds since the Unix epoch (zero-padded to the placeholder's width).
-fn stamped(chunk: &Bytes) -> Bytes {
-    let text = String::from_utf8_lossy(chunk);
-    if !text.contains(STAMP) {
-        return chunk.clone();
-    }
-    let us = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros());
-    Bytes::from(text.replace(STAMP, &format!("{us:020}")))
 }
 
 /// A JSON string literal.
@@ -433,11 +414,6 @@ async fn stream(
             sleep_until(at).await;
         }
         at += running.itl();
-        if state.profile.stamp_tokens {
-            // Filled in with the time when the server pulls the chunk to
-            // write it (see `stamped`), not when it was produced.
-            piece = format!("{STAMP} ").repeat(n);
-        }
         sent += n as u64;
         state
             .generation_tokens

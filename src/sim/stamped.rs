@@ -1,0 +1,86 @@
+//! The truth for a client's timing error: a bare HTTP/1.1 streamer that
+//! writes each token with its own send time, taken right before the write
+//! syscall, with no HTTP framework between the stamp and the socket.
+//! (`servegate sim --stamp-tokens`, used by `servegate bench-client`.)
+
+use std::net::SocketAddr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::{Instant, sleep_until};
+
+use super::RunningSim;
+
+/// Serves stamped streams on `listener` until the handle is dropped.
+pub fn spawn(listener: TcpListener, ttft: Duration, itl: Duration) -> std::io::Result<RunningSim> {
+    let addr: SocketAddr = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        while let Ok((sock, _)) = listener.accept().await {
+            let _ = sock.set_nodelay(true);
+            tokio::spawn(connection(sock, ttft, itl));
+        }
+    });
+    Ok(RunningSim { addr, task })
+}
+
+/// Reads one request; its `max_tokens` (default 64), or `None` at the end.
+async fn request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<u64> {
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < end + 4 + len {
+                if sock.read_buf(buf).await.ok()? == 0 {
+                    return None;
+                }
+            }
+            let body: serde_json::Value =
+                serde_json::from_slice(&buf[end + 4..end + 4 + len]).unwrap_or_default();
+            buf.drain(..end + 4 + len);
+            return Some(
+                body.get("max_tokens")
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(64),
+            );
+        }
+        if sock.read_buf(buf).await.ok()? == 0 {
+            return None;
+        }
+    }
+}
+
+fn frame(data: &str) -> String {
+    format!("{:x}\r\n{data}\r\n", data.len())
+}
+
+async fn connection(mut sock: TcpStream, ttft: Duration, itl: Duration) {
+    let mut buf = Vec::new();
+    while let Some(tokens) = request(&mut sock, &mut buf).await {
+        let head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        if sock.write_all(head).await.is_err() {
+            return;
+        }
+        let mut at = Instant::now() + ttft;
+        for _ in 0..tokens {
+            sleep_until(at).await;
+            at += itl;
+            let us = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros());
+            let data =
+                format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{us} \"}}}}]}}\n\n");
+            if sock.write_all(frame(&data).as_bytes()).await.is_err() {
+                return;
+            }
+        }
+        let tail = format!("{}0\r\n\r\n", frame("data: [DONE]\n\n"));
+        if sock.write_all(tail.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
