@@ -46,6 +46,13 @@ fn verdict<'a>(out: &'a str, name: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no verdict for {name} in:\n{out}"))
 }
 
+/// Asserts that `text` contains every needle, showing the text when not.
+fn assert_has(text: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(text.contains(needle), "`{needle}` not in:\n{text}");
+    }
+}
+
 fn position(out: &str, needle: &str) -> usize {
     out.find(needle)
         .unwrap_or_else(|| panic!("`{needle}` not in:\n{out}"))
@@ -69,17 +76,18 @@ fn shipped_suite_passes_on_the_simulator_with_figures() {
     let second_gate = position(&out, "test sglang::performance::concurrency_8");
     assert!(target < first_probe && first_probe < second_probe);
     assert!(second_probe < first_gate && first_gate < second_gate);
-    assert!(out.contains("served model \"sim-sglang\""), "{out}");
-    assert!(out.contains("4 passed; 0 failed"), "{out}");
+    assert_has(&out, &["served model \"sim-sglang\"", "4 passed; 0 failed"]);
     // Measured figures are shown for a green run, with their verdicts.
     let figures = position(&out, "servegate: figures measured in this run");
     assert!(figures > second_gate);
-    assert!(
-        out.contains("pass decode_tok_s.mean >= 12.5 tok/s (measured"),
-        "{out}"
+    assert_has(
+        &out,
+        &[
+            "pass decode_tok_s.mean >= 12.5 tok/s (measured",
+            "counts from server usage ×5",
+            "decode_tok_s  mean",
+        ],
     );
-    assert!(out.contains("counts from server usage ×5"), "{out}");
-    assert!(out.contains("decode_tok_s  mean"), "{out}");
     // No progress bar when stderr is not a terminal.
     assert!(
         o.stderr.is_empty(),
@@ -106,27 +114,17 @@ fn wrong_answer_fails_its_probe_and_gates_performance() {
     );
     let probe = failure_of(&out, "wrong::correctness::arithmetic");
     // Where, what was expected, what was sent and what came back.
-    assert!(
-        probe.contains("error: assertion failed: expected content matches regex `\\b4\\b`"),
-        "{probe}"
-    );
-    assert!(
-        probe.contains("--> tests/suites/wrong_arithmetic.yaml:13:9"),
-        "{probe}"
-    );
-    assert!(probe.contains("13 |       - regex: '\\b4\\b'"), "{probe}");
-    assert!(
-        probe.contains("sent:     POST http://127.0.0.1:"),
-        "{probe}"
-    );
-    assert!(
-        probe.contains("\"content\":\"What is 2+2? Answer with just the number.\""),
-        "{probe}"
-    );
-    assert!(probe.contains("content:   \"5\""), "{probe}");
-    assert!(
-        probe.contains("1 completion token (server usage), finish_reason stop"),
-        "{probe}"
+    assert_has(
+        &probe,
+        &[
+            "error: assertion failed: expected content matches regex `\\b4\\b`",
+            "--> tests/suites/wrong_arithmetic.yaml:13:9",
+            "13 |       - regex: '\\b4\\b'",
+            "sent:     POST http://127.0.0.1:",
+            "\"content\":\"What is 2+2? Answer with just the number.\"",
+            "content:   \"5\"",
+            "1 completion token (server usage), finish_reason stop",
+        ],
     );
     let gate = failure_of(&out, "wrong::performance::decode");
     assert!(
@@ -147,11 +145,13 @@ fn a_filtered_performance_gate_still_runs_the_probes_first() {
     ]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(
-        out.contains("its 2 correctness probe(s) run first as prerequisites"),
-        "{out}"
+    assert_has(
+        &out,
+        &[
+            "its 2 correctness probe(s) run first as prerequisites",
+            "running 1 test",
+        ],
     );
-    assert!(out.contains("running 1 test"), "{out}");
     assert!(!out.contains("test wrong::correctness::"), "{out}");
     let gate = failure_of(&out, "wrong::performance::decode");
     assert!(
@@ -171,10 +171,12 @@ fn exact_filter_runs_one_trial() {
     ]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
-    assert!(out.contains("running 1 test"), "{out}");
-    assert!(
-        out.contains("1 passed; 0 failed; 0 ignored; 0 measured; 3 filtered out"),
-        "{out}"
+    assert_has(
+        &out,
+        &[
+            "running 1 test",
+            "1 passed; 0 failed; 0 ignored; 0 measured; 3 filtered out",
+        ],
     );
 }
 
@@ -199,15 +201,21 @@ fn unreachable_target_fails_every_trial_clearly() {
     let o = servegate(&["run", "suites/sglang.yaml", "--target", &url]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(3), "{out}");
-    assert!(out.contains(&format!("servegate: suite `sglang` → target FAILED: target {url} is unreachable: could not connect")), "{out}");
-    assert!(out.contains("0 passed; 4 failed"), "{out}");
+    assert_has(
+        &out,
+        &[
+            &format!(
+                "servegate: suite `sglang` → target FAILED: target {url} is unreachable: could not connect"
+            ),
+            "0 passed; 4 failed",
+        ],
+    );
     for name in [
         "sglang::correctness::arithmetic",
         "sglang::performance::concurrency_8",
     ] {
         let f = failure_of(&out, name);
-        assert!(f.contains("is unreachable"), "{f}");
-        assert!(f.contains("every trial of it fails"), "{f}");
+        assert_has(&f, &["is unreachable", "every trial of it fails"]);
     }
 }
 
@@ -216,8 +224,10 @@ fn reasoning_suite_separates_reasoning_from_content() {
     let o = servegate(&["run", "tests/suites/reasoning.yaml"]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
-    assert!(out.contains("served model \"sim-reasoner\""), "{out}");
-    assert!(out.contains("pass ttft.p99 <= 1.000s"), "{out}");
+    assert_has(
+        &out,
+        &["served model \"sim-reasoner\"", "pass ttft.p99 <= 1.000s"],
+    );
 }
 
 #[test]
@@ -246,12 +256,14 @@ fn failed_thresholds_show_value_bound_and_sample_size() {
     assert_eq!(o.status.code(), Some(1), "{out}");
     let slow = failure_of(&out, "too_slow::performance::decode");
     assert!(slow.starts_with("error: threshold failed: decode_tok_s.mean >= 1000000.0 tok/s\n --> tests/suites/too_slow.yaml:9:7"), "{slow}");
-    assert!(slow.contains("measured: decode_tok_s.mean = "), "{slow}");
-    assert!(
-        slow.contains("bound:    decode_tok_s.mean >= 1000000.0 tok/s"),
-        "{slow}"
+    assert_has(
+        &slow,
+        &[
+            "measured: decode_tok_s.mean = ",
+            "bound:    decode_tok_s.mean >= 1000000.0 tok/s",
+            "samples:  4 requests",
+        ],
     );
-    assert!(slow.contains("samples:  4 requests"), "{slow}");
     assert!(
         !slow.contains("ttft.p99"),
         "a passing threshold is not reported as failed:\n{slow}"
@@ -262,12 +274,14 @@ fn failed_thresholds_show_value_bound_and_sample_size() {
         none.starts_with("error: could not measure: all 3 requests failed"),
         "{none}"
     );
-    assert!(none.contains("errors:   3 (timeout ×3)"), "{none}");
-    assert!(
-        none.contains("request exceeded the total deadline (40.00ms)"),
-        "{none}"
+    assert_has(
+        &none,
+        &[
+            "errors:   3 (timeout ×3)",
+            "request exceeded the total deadline (40.00ms)",
+            "errors == 0 (implicit",
+        ],
     );
-    assert!(none.contains("errors == 0 (implicit"), "{none}");
 }
 
 #[test]
@@ -290,8 +304,7 @@ fn bench_client_prints_its_ceiling_and_timing_error() {
         "{out}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(out.contains("(a) ceiling: ITL = 0"), "{out}");
-    assert!(out.contains("(b) timing error"), "{out}");
+    assert_has(&out, &["(a) ceiling: ITL = 0", "(b) timing error"]);
     // One row per level, every stream measured, none failed: the timing row
     // parsed the simulator's send stamps out of every token.
     let row = |streams: &str| {
@@ -342,11 +355,13 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
     // No baseline yet: a relative threshold cannot pass.
     let out = stdout(&run());
     let steady = failure_of(&out, "relative::performance::steady");
-    assert!(
-        steady.contains("but there is no baseline: no baseline file"),
-        "{steady}"
+    assert_has(
+        &steady,
+        &[
+            "but there is no baseline: no baseline file",
+            "servegate baseline save",
+        ],
     );
-    assert!(steady.contains("servegate baseline save"), "{steady}");
 
     // Save: the run's figures become the baseline of this configuration.
     let o = servegate_with(&["baseline", "save", "tests/suites/relative.yaml"], &env);
@@ -382,14 +397,13 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
         "{out}"
     );
     let tenfold = failure_of(&out, "relative::performance::tenfold");
-    assert!(
-        tenfold.contains("bound:    output_tok_s >= baseline * 10 = "),
-        "{tenfold}"
-    );
-    assert!(tenfold.contains(" from baseline "), "{tenfold}");
-    assert!(
-        tenfold.contains("relative/tenfold.json, configuration openai-chat, model sim-wrong"),
-        "{tenfold}"
+    assert_has(
+        &tenfold,
+        &[
+            "bound:    output_tok_s >= baseline * 10 = ",
+            " from baseline ",
+            "relative/tenfold.json, configuration openai-chat, model sim-wrong",
+        ],
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -423,8 +437,7 @@ fn an_interrupted_run_leaves_the_figures_already_measured() {
         still_running,
         "the long gate should still have been running"
     );
-    assert!(text.contains("\"gate\": \"quick\""), "{text}");
-    assert!(text.contains("\"output_tok_s\""), "{text}");
+    assert_has(&text, &["\"gate\": \"quick\"", "\"output_tok_s\""]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -453,14 +466,13 @@ fn a_sweep_runs_one_trial_per_level_prints_its_curve_and_gates_it() {
         curve.starts_with("error: curve failed: requests_per_s should be non_increasing across the levels of `scaling`"),
         "{curve}"
     );
-    assert!(
-        curve.contains("--> tests/suites/sweep.yaml:13:7"),
-        "{curve}"
-    );
-    assert!(curve.contains("levels:   concurrency_1 "), "{curve}");
-    assert!(
-        curve.contains("from concurrency_1 to concurrency_4"),
-        "{curve}"
+    assert_has(
+        &curve,
+        &[
+            "--> tests/suites/sweep.yaml:13:7",
+            "levels:   concurrency_1 ",
+            "from concurrency_1 to concurrency_4",
+        ],
     );
     assert!(
         !curve.contains("output_tok_s should"),
@@ -479,11 +491,13 @@ fn a_sweep_runs_one_trial_per_level_prints_its_curve_and_gates_it() {
         "sweep::performance::scaling::curve",
     ]);
     let out = stdout(&o);
-    assert!(
-        out.contains("the levels of its selected curves run first as prerequisites"),
-        "{out}"
+    assert_has(
+        &out,
+        &[
+            "the levels of its selected curves run first as prerequisites",
+            "running 1 test",
+        ],
     );
-    assert!(out.contains("running 1 test"), "{out}");
     assert!(
         failure_of(&out, "sweep::performance::scaling::curve").contains("requests_per_s"),
         "{out}"
@@ -562,9 +576,11 @@ fn an_external_server_is_measured_and_named_as_such() {
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(out.contains(&format!("servegate: suite `sglang` → server at {url}, api openai-chat, served model \"sim-sglang\"")), "{out}");
     assert!(!out.contains("SIMULATOR"), "{out}");
-    assert!(out.contains("4 passed; 0 failed"), "{out}");
-    assert!(
-        out.contains("server /metrics over the window: generation tokens 2560"),
-        "{out}"
+    assert_has(
+        &out,
+        &[
+            "4 passed; 0 failed",
+            "server /metrics over the window: generation tokens 2560",
+        ],
     );
 }
