@@ -46,7 +46,7 @@ impl Drop for SimProcess {
     }
 }
 
-fn spawn_sim(ttft: &str, itl: &str, stamp: bool) -> Result<SimProcess, String> {
+fn spawn_sim(ttft: &str, itl: &str, stamp: bool, pin: bool) -> Result<SimProcess, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
     // Capacity beyond any level measured: the batching model must not
     // stretch the truth the client is compared with.
@@ -64,7 +64,7 @@ fn spawn_sim(ttft: &str, itl: &str, stamp: bool) -> Result<SimProcess, String> {
     if stamp {
         args.push("--stamp-tokens");
     }
-    let mut cmd = if pinning() {
+    let mut cmd = if pin {
         let mut c = Command::new("taskset");
         c.args(["-c", "1"]).arg(&exe);
         c
@@ -167,7 +167,8 @@ fn shown(d: &Distribution, s: Stat) -> String {
 
 /// Runs both tables and returns them as text.
 pub fn run(opts: &BenchOptions) -> Result<String, String> {
-    let pinned = pinning() && pin_self();
+    let can_pin = pinning();
+    let pinned = can_pin && pin_self();
     let rt = if opts.threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
     } else {
@@ -184,11 +185,11 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
         "servegate bench-client: client on {} runtime thread(s){}, simulator in its own process{}; {} tokens per stream, {} per level\n",
         opts.threads,
         if pinned { " pinned to CPU 0" } else { "" },
-        if pinned { " pinned to CPU 1" } else { "" },
+        if can_pin { " pinned to CPU 1" } else { "" },
         opts.tokens,
         format_secs(opts.duration.as_secs_f64()),
     );
-    let sim = spawn_sim("0ms", "0ms", false)?;
+    let sim = spawn_sim("0ms", "0ms", false, can_pin)?;
     let _ = writeln!(
         out,
         "(a) ceiling: ITL = 0, every token as fast as the simulator can send it"
@@ -224,7 +225,7 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
         );
     }
     drop(sim);
-    let sim = spawn_sim("100ms", "10ms", true)?;
+    let sim = spawn_sim("100ms", "10ms", true, can_pin)?;
     let _ = writeln!(
         out,
         "\n(b) timing error: nominal TTFT = 100ms, ITL = 10ms; truth = each token's send time, stamped right before its write"

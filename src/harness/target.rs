@@ -4,10 +4,9 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use crate::client::error::source_chain;
-use crate::client::{CallError, Client, ErrorKind};
+use crate::client::{CallError, Client};
 use crate::sim::{self, Profile, RunningSim};
-use crate::suite::{BaseUrl, Suite};
+use crate::suite::{BaseUrl, Suite, Timeouts};
 
 /// Where the override of every suite's `base_url` comes from.
 pub const TARGET_ENV: &str = "SERVEGATE_TARGET";
@@ -78,7 +77,15 @@ pub async fn connect(suite: &Suite, override_target: Option<&str>) -> Result<Con
         }
         BaseUrl::Url(url) => (url.clone(), None, format!("server at {url}")),
     };
-    let served = served_model(&base, t.timeouts.connect, api_key.as_deref())
+    // Discovery goes through the same client as the calls, with a short
+    // deadline: a server that accepts but never answers is reported soon.
+    let discovery = Timeouts {
+        total: t.timeouts.connect + Duration::from_secs(30),
+        ..t.timeouts
+    };
+    let probe =
+        Client::new(&base, t.api, "", api_key.clone(), discovery).map_err(|e| e.to_string())?;
+    let served = served_model(&probe)
         .await
         .map_err(|e| format!("target {base} is unreachable: {e}"))?;
     let model = t
@@ -94,7 +101,7 @@ pub async fn connect(suite: &Suite, override_target: Option<&str>) -> Result<Con
             |s| format!("{s:?}")
         ),
     );
-    let version = server_version(&base, t.timeouts.connect, api_key.as_deref()).await;
+    let version = server_version(&probe).await;
     let fingerprint = format!(
         "{}, model {}, server {}",
         t.api.name(),
@@ -111,44 +118,19 @@ pub async fn connect(suite: &Suite, override_target: Option<&str>) -> Result<Con
     })
 }
 
-/// GET a URL as JSON; `Ok(None)` for a non-2xx answer or a body that is not JSON.
-async fn get_json(
-    http: &reqwest::Client,
-    url: String,
-    api_key: Option<&str>,
-) -> Result<Option<serde_json::Value>, CallError> {
-    let mut req = http.get(url);
-    if let Some(k) = api_key {
-        req = req.bearer_auth(k);
-    }
-    let resp = req.send().await.map_err(|e| {
-        let kind = if e.is_connect() {
-            ErrorKind::Connect
-        } else {
-            ErrorKind::Transport
-        };
-        CallError::new(kind, source_chain(&e))
-    })?;
-    if !resp.status().is_success() {
-        return Ok(None);
-    }
-    Ok(resp.json::<serde_json::Value>().await.ok())
-}
-
-fn http_client(connect: Duration) -> Result<reqwest::Client, CallError> {
-    reqwest::Client::builder()
-        .connect_timeout(connect)
-        .timeout(connect + Duration::from_secs(30))
-        .build()
-        .map_err(|e| CallError::new(ErrorKind::Transport, e.to_string()))
+/// GET a path as JSON; `Ok(None)` for a non-2xx answer or a body that is not JSON.
+async fn get_json(client: &Client, path: &str) -> Result<Option<serde_json::Value>, CallError> {
+    Ok(client
+        .get_text(path)
+        .await?
+        .and_then(|text| serde_json::from_str(&text).ok()))
 }
 
 /// The server's version: SGLang's `/get_server_info` (or `/server_info`),
 /// vLLM's `/version`; `None` when none answers.
-async fn server_version(base: &str, connect: Duration, api_key: Option<&str>) -> Option<String> {
-    let http = http_client(connect).ok()?;
+async fn server_version(client: &Client) -> Option<String> {
     for path in ["/get_server_info", "/server_info", "/version"] {
-        if let Ok(Some(body)) = get_json(&http, format!("{base}{path}"), api_key).await
+        if let Ok(Some(body)) = get_json(client, path).await
             && let Some(v) = body.get("version").and_then(|v| v.as_str())
         {
             return Some(v.to_owned());
@@ -160,17 +142,12 @@ async fn server_version(base: &str, connect: Duration, api_key: Option<&str>) ->
 /// The served model id: `/v1/models` `data[0].id`, else SGLang's
 /// `/get_model_info` `model_path`; `Ok(None)` when the server answers but
 /// has neither.
-async fn served_model(
-    base: &str,
-    connect: Duration,
-    api_key: Option<&str>,
-) -> Result<Option<String>, CallError> {
-    let http = http_client(connect)?;
+async fn served_model(client: &Client) -> Result<Option<String>, CallError> {
     for (path, pointer) in [
         ("/v1/models", "/data/0/id"),
         ("/get_model_info", "/model_path"),
     ] {
-        if let Some(body) = get_json(&http, format!("{base}{path}"), api_key).await?
+        if let Some(body) = get_json(client, path).await?
             && let Some(id) = body.pointer(pointer).and_then(|v| v.as_str())
         {
             return Ok(Some(id.to_owned()));

@@ -412,14 +412,7 @@ impl Decoder<'_> {
     }
 
     fn tokenizer(&mut self, y: &Yaml) -> Option<Tokenizer> {
-        let rel = self.text(y, "tokenizer")?;
-        let Some(path) = self.resolve(&rel) else {
-            self.error(
-                Diagnostic::new(y.loc, format!("tokenizer `{rel}` not found"))
-                    .expected("a Hugging Face `tokenizer.json` relative to the suite's directory or one of its parents"),
-            );
-            return None;
-        };
+        let path = self.file(y, "tokenizer")?;
         match Tokenizer::load(&path) {
             Ok(t) => Some(t),
             Err(e) => {
@@ -433,15 +426,7 @@ impl Decoder<'_> {
     }
 
     fn dataset(&mut self, y: &Yaml) -> Option<LoadPrompt> {
-        let rel = self.text(y, "dataset")?;
-        let Some(path) = self.resolve(&rel) else {
-            self.error(
-                Diagnostic::new(y.loc, format!("dataset `{rel}` not found")).expected(
-                    "a JSONL file relative to the suite's directory or one of its parents",
-                ),
-            );
-            return None;
-        };
+        let path = self.file(y, "dataset")?;
         let text = match std::fs::metadata(&path) {
             Ok(m) if m.len() > MAX_DATASET_BYTES => Err(format!(
                 "it is {} bytes; the limit is {MAX_DATASET_BYTES}",

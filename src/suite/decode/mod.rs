@@ -452,9 +452,20 @@ impl<'e> Decoder<'e> {
         ok.then_some(t)
     }
 
-    /// A path relative to the suite's directory or one of its parents.
-    fn resolve(&self, rel: &str) -> Option<PathBuf> {
-        resolve_relative(&self.suite_dir, Path::new(rel))
+    /// A file named relative to the suite's directory or one of its
+    /// parents; reports `<what> `…` not found` at its location otherwise.
+    fn file(&mut self, y: &Yaml, what: &str) -> Option<PathBuf> {
+        let rel = self.text(y, what)?;
+        let found = resolve_relative(&self.suite_dir, Path::new(&rel));
+        if found.is_none() {
+            self.error(
+                Diagnostic::new(y.loc, format!("{what} `{rel}` not found")).expected(format!(
+                    "a file relative to the suite's directory `{}` or one of its parents",
+                    self.suite_dir.display()
+                )),
+            );
+        }
+        found
     }
 
     fn sim(&mut self, y: &Yaml) -> Option<SimSpec> {
@@ -462,18 +473,7 @@ impl<'e> Decoder<'e> {
         let Some(p) = f.get("profile") else {
             return Some(SimSpec::default());
         };
-        let rel = self.text(p, "sim.profile")?;
-        let found = self.resolve(&rel);
-        if found.is_none() {
-            self.error(
-                Diagnostic::new(p.loc, format!("simulator profile `{rel}` not found")).expected(
-                    format!(
-                        "a file relative to the suite's directory `{}` or one of its parents",
-                        self.suite_dir.display()
-                    ),
-                ),
-            );
-        }
+        let found = self.file(p, "simulator profile");
         found.map(|path| SimSpec {
             profile: Some(path),
         })
