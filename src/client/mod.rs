@@ -3,6 +3,7 @@
 pub mod api;
 pub mod error;
 mod raw;
+mod recv;
 pub mod sse;
 pub mod stream;
 

@@ -9,11 +9,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpStream;
 use tokio::time::{Instant, timeout_at};
 
 use super::error::{CallError, Deadline, ErrorKind, excerpt};
+use super::recv;
 
 /// Where requests go: `host:port`, the `Host` header and a path prefix.
 #[derive(Debug, Clone)]
@@ -101,6 +102,7 @@ impl Pool {
             })?;
         // Tokens are tiny writes and reads: no Nagle.
         let _ = conn.set_nodelay(true);
+        recv::enable(&conn);
         Ok(conn)
     }
 
@@ -183,8 +185,12 @@ enum Chunk {
 #[derive(Debug)]
 pub struct Response {
     conn: TcpStream,
+    /// Initialised once: reads go into `buf[filled..]`.
     buf: Vec<u8>,
+    filled: usize,
     pos: usize,
+    /// When the bytes of the latest read reached this host.
+    arrived: std::time::Instant,
     /// The status code.
     pub status: u16,
     framing: Framing,
@@ -208,16 +214,27 @@ impl Response {
             Ok(Err(_)) => return Err(HeadError::Stale),
             Ok(Ok(())) => {}
         }
-        let mut buf = Vec::with_capacity(16 * 1024);
+        let mut response = Self {
+            conn,
+            buf: vec![0; 16 * 1024],
+            filled: 0,
+            pos: 0,
+            arrived: std::time::Instant::now(),
+            status: 0,
+            framing: Framing::UntilClose,
+            chunk: Chunk::Size,
+            keep_alive: false,
+            eof: false,
+        };
         loop {
-            let n = match timeout_at(deadline, conn.read_buf(&mut buf)).await {
+            let n = match timeout_at(deadline, response.read()).await {
                 Err(_) => return Err(HeadError::Deadline),
-                Ok(Err(_)) if buf.is_empty() => return Err(HeadError::Stale),
-                Ok(Err(e)) => return Err(HeadError::Call(transport(&e))),
+                Ok(Err(_)) if response.filled == 0 => return Err(HeadError::Stale),
+                Ok(Err(e)) => return Err(HeadError::Call(e)),
                 Ok(Ok(n)) => n,
             };
             if n == 0 {
-                return Err(if buf.is_empty() {
+                return Err(if response.filled == 0 {
                     HeadError::Stale
                 } else {
                     HeadError::Call(CallError::new(
@@ -228,9 +245,8 @@ impl Response {
             }
             let mut headers = [httparse::EMPTY_HEADER; 64];
             let mut head = httparse::Response::new(&mut headers);
-            match head.parse(&buf) {
+            match head.parse(&response.buf[..response.filled]) {
                 Ok(httparse::Status::Complete(len)) => {
-                    let status = head.code.unwrap_or(0);
                     let header = |name: &str| {
                         head.headers
                             .iter()
@@ -249,18 +265,13 @@ impl Response {
                         (false, Some(n)) => Framing::Length(n),
                         (false, None) => Framing::UntilClose,
                     };
-                    return Ok(Self {
-                        conn,
-                        buf,
-                        pos: len,
-                        status,
-                        framing,
-                        chunk: Chunk::Size,
-                        keep_alive: !close && framing != Framing::UntilClose,
-                        eof: false,
-                    });
+                    response.status = head.code.unwrap_or(0);
+                    response.pos = len;
+                    response.framing = framing;
+                    response.keep_alive = !close && framing != Framing::UntilClose;
+                    return Ok(response);
                 }
-                Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD => {}
+                Ok(httparse::Status::Partial) if response.filled < MAX_HEAD => {}
                 Ok(httparse::Status::Partial) => {
                     return Err(HeadError::Call(CallError::new(
                         ErrorKind::Protocol,
@@ -272,7 +283,10 @@ impl Response {
                         ErrorKind::Protocol,
                         format!(
                             "not an HTTP response ({e}): {}",
-                            excerpt(&String::from_utf8_lossy(&buf), 200)
+                            excerpt(
+                                &String::from_utf8_lossy(&response.buf[..response.filled]),
+                                200
+                            )
                         ),
                     )));
                 }
@@ -280,31 +294,43 @@ impl Response {
         }
     }
 
-    /// Reads more bytes from the socket; `false` at end of stream.
-    async fn fill(&mut self) -> Result<bool, CallError> {
-        if self.pos == self.buf.len() {
-            self.buf.clear();
+    /// Reads what the socket has after the buffered bytes, making room
+    /// first; the count read, 0 at the end of the stream.
+    async fn read(&mut self) -> Result<usize, CallError> {
+        if self.pos == self.filled {
+            self.filled = 0;
             self.pos = 0;
-        } else if self.pos > 0 && self.buf.capacity() - self.buf.len() < 4096 {
-            self.buf.drain(..self.pos);
+        } else if self.pos > 0 && self.buf.len() - self.filled < 4096 {
+            self.buf.copy_within(self.pos..self.filled, 0);
+            self.filled -= self.pos;
             self.pos = 0;
         }
-        self.buf.reserve(8 * 1024);
-        let n = self
-            .conn
-            .read_buf(&mut self.buf)
+        if self.buf.len() - self.filled < 4096 {
+            // Only a head or a size line longer than the buffer gets here.
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        let (n, at) = recv::recv(&self.conn, &mut self.buf[self.filled..], self.arrived)
             .await
             .map_err(|e| transport(&e))?;
+        self.filled += n;
+        self.arrived = at;
+        Ok(n)
+    }
+
+    /// Reads more bytes from the socket; `false` at end of stream.
+    async fn fill(&mut self) -> Result<bool, CallError> {
+        let n = self.read().await?;
         self.eof = n == 0;
         Ok(n > 0)
     }
 
-    /// The next piece of the body; `Ok(None)` when the body is complete.
-    /// Waits for the socket: the caller bounds it with its deadlines.
-    pub async fn next(&mut self) -> Result<Option<&[u8]>, CallError> {
+    /// The next piece of the body and when it reached this host; `Ok(None)`
+    /// when the body is complete. Waits for the socket: the caller bounds it
+    /// with its deadlines.
+    pub async fn next(&mut self) -> Result<Option<(&[u8], std::time::Instant)>, CallError> {
         loop {
             if let Some(range) = self.step()? {
-                return Ok(Some(&self.buf[range.0..range.1]));
+                return Ok(Some((&self.buf[range.0..range.1], self.arrived)));
             }
             if self.done() {
                 return Ok(None);
@@ -331,14 +357,14 @@ impl Response {
 
     /// Decodes what is buffered: the range of the next body bytes, if any.
     fn step(&mut self) -> Result<Option<(usize, usize)>, CallError> {
-        let avail = self.buf.len() - self.pos;
+        let avail = self.filled - self.pos;
         match self.framing {
             Framing::UntilClose => {
                 if avail == 0 {
                     return Ok(None);
                 }
-                let r = (self.pos, self.buf.len());
-                self.pos = self.buf.len();
+                let r = (self.pos, self.filled);
+                self.pos = self.filled;
                 Ok(Some(r))
             }
             Framing::Length(left) => {
@@ -356,7 +382,7 @@ impl Response {
     }
 
     fn line(&mut self) -> Option<(usize, usize)> {
-        let rest = &self.buf[self.pos..];
+        let rest = &self.buf[self.pos..self.filled];
         let end = memchr::memchr(b'\n', rest)?;
         let line = (self.pos, self.pos + end);
         self.pos += end + 1;
@@ -372,7 +398,7 @@ impl Response {
                 Chunk::Done => return Ok(None),
                 Chunk::Size => {
                     let Some((s, e)) = self.line() else {
-                        if self.buf.len() - self.pos > 1024 {
+                        if self.filled - self.pos > 1024 {
                             return Err(bad("chunk size line too long"));
                         }
                         return Ok(None);
@@ -388,7 +414,7 @@ impl Response {
                     };
                 }
                 Chunk::Data(left) => {
-                    let avail = self.buf.len() - self.pos;
+                    let avail = self.filled - self.pos;
                     let n = usize::try_from(left).unwrap_or(usize::MAX).min(avail);
                     if n == 0 {
                         return Ok(None);
@@ -429,7 +455,7 @@ impl Response {
         let mut out = Vec::new();
         while out.len() < MAX_ERROR_BODY {
             match timeout_at(deadline, self.next()).await {
-                Ok(Ok(Some(piece))) => out.extend_from_slice(piece),
+                Ok(Ok(Some((piece, _)))) => out.extend_from_slice(piece),
                 _ => break,
             }
         }
@@ -445,7 +471,7 @@ impl Response {
             return;
         }
         if self.done() {
-            if self.pos == self.buf.len() {
+            if self.pos == self.filled {
                 pool.give_back(self.conn);
             }
             return;
@@ -460,7 +486,7 @@ impl Response {
                     _ => return,
                 }
             }
-            if self.pos == self.buf.len() {
+            if self.pos == self.filled {
                 pool.give_back(self.conn);
             }
         });

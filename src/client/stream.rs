@@ -292,12 +292,12 @@ impl Deadlines {
 
 /// A response body read piece by piece.
 trait BodySource {
-    /// The next piece; `Ok(None)` at the end.
-    async fn piece(&mut self) -> Result<Option<&[u8]>, CallError>;
+    /// The next piece and when it arrived; `Ok(None)` at the end.
+    async fn piece(&mut self) -> Result<Option<(&[u8], Instant)>, CallError>;
 }
 
 impl BodySource for raw::Response {
-    async fn piece(&mut self) -> Result<Option<&[u8]>, CallError> {
+    async fn piece(&mut self) -> Result<Option<(&[u8], Instant)>, CallError> {
         self.next().await
     }
 }
@@ -312,13 +312,13 @@ impl<S> BodySource for ReqwestBody<S>
 where
     S: futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin,
 {
-    async fn piece(&mut self) -> Result<Option<&[u8]>, CallError> {
+    async fn piece(&mut self) -> Result<Option<(&[u8], Instant)>, CallError> {
         match self.stream.next().await {
             None => Ok(None),
             Some(Err(e)) => Err(CallError::new(ErrorKind::Transport, e.to_string())),
             Some(Ok(b)) => {
                 self.current = b;
-                Ok(Some(&self.current))
+                Ok(Some((&self.current, Instant::now())))
             }
         }
     }
@@ -352,9 +352,8 @@ async fn read_body<B: BodySource>(
         match next {
             Ok(None) => return Ok(()),
             Err(e) => return Err(reader.fail(e)),
-            Ok(Some(chunk)) => {
-                // One clock read per chunk serves both the deadline and the timing.
-                let arrived = Instant::now();
+            Ok(Some((chunk, arrived))) => {
+                // The arrival serves both the deadline and the timing.
                 last = tokio::time::Instant::from_std(arrived);
                 if let Err(e) = reader.feed(chunk, arrived) {
                     return Err(reader.fail(e));

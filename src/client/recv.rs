@@ -1,0 +1,148 @@
+//! Reading a socket together with the time its bytes reached this host.
+//!
+//! A token's arrival is the moment its bytes arrived, not the moment the
+//! client got round to reading them: with hundreds of streams on one core,
+//! tokens that arrive together are read one after another, and a clock read
+//! in user space would charge the last of them with the time spent on the
+//! others. On Linux the kernel stamps every received packet
+//! (`SO_TIMESTAMPNS`) and `recvmsg` hands the stamp of the newest packet
+//! read back; elsewhere the stamp is the clock read after `read` returns.
+
+use std::io;
+use std::time::Instant;
+
+use tokio::net::TcpStream;
+
+/// Asks the kernel to stamp what this connection receives. Where that is
+/// refused, reads fall back to the user-space clock.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn enable(conn: &TcpStream) {
+    use nix::sys::socket::{setsockopt, sockopt::ReceiveTimestampns};
+    let _ = setsockopt(conn, ReceiveTimestampns, &true);
+}
+
+/// Asks the kernel to stamp what this connection receives (not here).
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub fn enable(_conn: &TcpStream) {}
+
+/// Reads what is there into `buf`: the byte count (0 at the end of the
+/// stream) and when those bytes arrived. The arrival is kept within
+/// `[floor, now]`, `floor` being when the previous read returned (anything
+/// that was there then was read then), so a step of the wall clock between
+/// the kernel's stamp and this read cannot produce a time outside the
+/// window in which the bytes can have come.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub async fn recv(
+    conn: &TcpStream,
+    buf: &mut [u8],
+    floor: Instant,
+) -> io::Result<(usize, Instant)> {
+    use std::io::IoSliceMut;
+    use std::os::fd::AsRawFd as _;
+
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    use tokio::io::Interest;
+
+    let fd = conn.as_raw_fd();
+    conn.async_io(Interest::READABLE, || {
+        // Room for one `struct timespec` control message.
+        let mut control = [0u8; 64];
+        let mut iov = [IoSliceMut::new(&mut *buf)];
+        let msg = recvmsg::<()>(fd, &mut iov, Some(&mut control), MsgFlags::empty())?;
+        let stamp = msg.cmsgs().ok().and_then(|mut messages| {
+            messages.find_map(|m| match m {
+                ControlMessageOwned::ScmTimestampns(ts) => Some(ts),
+                _ => None,
+            })
+        });
+        let at = stamp.and_then(|ts| {
+            let secs = u64::try_from(ts.tv_sec()).ok()?;
+            let nanos = u32::try_from(ts.tv_nsec()).ok()?;
+            Some(std::time::UNIX_EPOCH + std::time::Duration::new(secs, nanos))
+        });
+        Ok((msg.bytes, arrival(at, floor)))
+    })
+    .await
+}
+
+/// Reads what is there into `buf`: the byte count (0 at the end of the
+/// stream) and when the read returned (no kernel stamps here).
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub async fn recv(
+    conn: &TcpStream,
+    buf: &mut [u8],
+    floor: Instant,
+) -> io::Result<(usize, Instant)> {
+    loop {
+        conn.readable().await?;
+        match conn.try_read(buf) {
+            Ok(n) => return Ok((n, arrival(None, floor))),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The monotonic instant of a wall-clock stamp, within `[floor, now]`;
+/// now when there is no stamp.
+fn arrival(stamp: Option<std::time::SystemTime>, floor: Instant) -> Instant {
+    let now = Instant::now();
+    let Some(stamp) = stamp else {
+        return now;
+    };
+    let ago = std::time::SystemTime::now()
+        .duration_since(stamp)
+        .unwrap_or_default();
+    now.checked_sub(ago)
+        .unwrap_or(floor)
+        .clamp(floor.min(now), now)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+
+    #[test]
+    fn a_stamp_becomes_a_monotonic_instant_in_the_window() {
+        let floor = Instant::now();
+        std::thread::sleep(Duration::from_millis(30));
+        let ten_ms_ago = SystemTime::now() - Duration::from_millis(10);
+        let at = arrival(Some(ten_ms_ago), floor);
+        let ago = at.elapsed();
+        assert!(ago >= Duration::from_millis(10), "{ago:?}");
+        assert!(ago < Duration::from_millis(25), "{ago:?}");
+        // A stamp from before the window (a wall-clock step) is the floor.
+        let stepped = SystemTime::now() - Duration::from_secs(3600);
+        assert_eq!(arrival(Some(stepped), floor), floor);
+        // A stamp from the future is now.
+        let future = SystemTime::now() + Duration::from_secs(3600);
+        assert!(arrival(Some(future), floor) >= at);
+    }
+
+    /// Bytes that wait in the kernel are dated when they arrived, not when
+    /// they were read.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[tokio::test]
+    async fn kernel_stamps_date_bytes_by_their_arrival() {
+        use tokio::io::AsyncWriteExt as _;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = TcpStream::connect(addr).await.unwrap();
+        enable(&client);
+        let (mut server, _) = listener.accept().await.unwrap();
+        let floor = Instant::now();
+        server.write_all(b"token").await.unwrap();
+        let written = Instant::now();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut buf = [0u8; 64];
+        let (n, at) = recv(&client, &mut buf, floor).await.unwrap();
+        assert_eq!(&buf[..n], b"token");
+        let late = at.saturating_duration_since(written);
+        assert!(
+            late < Duration::from_millis(50),
+            "dated {late:?} after the write, read 200ms after it"
+        );
+    }
+}
