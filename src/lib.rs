@@ -10,5 +10,6 @@ pub mod check;
 pub mod client;
 pub mod harness;
 pub mod load;
+pub mod server;
 pub mod sim;
 pub mod suite;

@@ -2,7 +2,7 @@
 //! simulator (`sim`).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -48,30 +48,7 @@ enum Command {
         suites: Vec<PathBuf>,
     },
     /// Serve the embedded simulator.
-    Sim {
-        /// Port to listen on (0 picks a free one).
-        #[arg(long, default_value_t = 30000)]
-        port: u16,
-        /// Address to bind; loopback unless you mean otherwise.
-        #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
-        host: IpAddr,
-        /// A simulator profile (fixtures/sim/*.yaml).
-        #[arg(long)]
-        profile: Option<PathBuf>,
-        /// Time to first token, overriding the profile (e.g. `100ms`).
-        #[arg(long, value_parser = humantime::parse_duration)]
-        ttft: Option<Duration>,
-        /// Inter-token latency, overriding the profile (`0ms`: as fast as possible).
-        #[arg(long, value_parser = humantime::parse_duration)]
-        itl: Option<Duration>,
-        /// Streams decoded at full speed, overriding the profile.
-        #[arg(long)]
-        capacity: Option<usize>,
-        /// Serve bench-client's truth instead of the simulator: a bare HTTP/1.1
-        /// streamer whose tokens are their own send times (µs since the epoch).
-        #[arg(long)]
-        stamp_tokens: bool,
-    },
+    Sim(SimArgs),
     /// Measure servegate's own client: CPU per token and timing accuracy,
     /// against the simulator in a separate process.
     BenchClient {
@@ -176,24 +153,7 @@ fn main() -> ExitCode {
             );
             outcome.cli_exit_code()
         }
-        Command::Sim {
-            port,
-            host,
-            profile,
-            ttft,
-            itl,
-            capacity,
-            stamp_tokens,
-        } => serve_sim(
-            SocketAddr::new(host, port),
-            profile.as_deref(),
-            SimOverrides {
-                ttft,
-                itl,
-                capacity,
-                stamp_tokens,
-            },
-        ),
+        Command::Sim(args) => serve_sim(&args),
         Command::BenchClient {
             ceiling,
             timing,
@@ -222,17 +182,52 @@ fn main() -> ExitCode {
     }
 }
 
-/// Command-line settings that replace the profile's.
-#[derive(Clone, Copy)]
-struct SimOverrides {
+/// `servegate sim`: the simulator as a server process.
+#[derive(Debug, clap::Args)]
+struct SimArgs {
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 30000)]
+    port: u16,
+    /// Address to bind; loopback unless you mean otherwise.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    host: IpAddr,
+    /// A simulator profile (fixtures/sim/*.yaml).
+    #[arg(long)]
+    profile: Option<PathBuf>,
+    /// Time to first token, overriding the profile (e.g. `100ms`).
+    #[arg(long, env = "SERVEGATE_SIM_TTFT", value_parser = humantime::parse_duration)]
     ttft: Option<Duration>,
+    /// Inter-token latency, overriding the profile (`0ms`: as fast as possible).
+    #[arg(long, env = "SERVEGATE_SIM_ITL", value_parser = humantime::parse_duration)]
     itl: Option<Duration>,
+    /// Streams decoded at full speed, overriding the profile.
+    #[arg(long)]
     capacity: Option<usize>,
+    /// Serve bench-client's truth instead of the simulator: a bare HTTP/1.1
+    /// streamer whose tokens are their own send times (µs since the epoch).
+    #[arg(long)]
     stamp_tokens: bool,
+    /// Health checks answer 503 "Loading model" for this long after start.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    loading: Option<Duration>,
+    /// Health checks never answer 200: a start-up that hangs.
+    #[arg(long)]
+    never_ready: bool,
+    /// Abort (SIGABRT) when a generation request arrives after this many.
+    #[arg(long)]
+    crash_after: Option<u64>,
+    /// A `/get_server_info` field, as `KEY=VALUE` (VALUE read as JSON when
+    /// it parses, else as a string); repeatable.
+    #[arg(long = "server-info", value_name = "KEY=VALUE")]
+    server_info: Vec<String>,
+    /// A line written to stderr at start (log-pattern tests); repeatable.
+    #[arg(long, value_name = "LINE")]
+    say: Vec<String>,
 }
 
-fn serve_sim(addr: SocketAddr, profile: Option<&Path>, set: SimOverrides) -> ExitCode {
-    let mut profile = match profile.map(Profile::load).transpose() {
+fn serve_sim(set: &SimArgs) -> ExitCode {
+    let addr = SocketAddr::new(set.host, set.port);
+    let mut profile = match set.profile.as_deref().map(Profile::load).transpose() {
         Ok(p) => p.unwrap_or_default(),
         Err(e) => {
             eprintln!("error: {e}");
@@ -242,6 +237,24 @@ fn serve_sim(addr: SocketAddr, profile: Option<&Path>, set: SimOverrides) -> Exi
     profile.ttft = set.ttft.unwrap_or(profile.ttft);
     profile.itl = set.itl.unwrap_or(profile.itl);
     profile.capacity = set.capacity.unwrap_or(profile.capacity).max(1);
+    profile.crash_after = set.crash_after;
+    profile.loading = if set.never_ready {
+        None
+    } else {
+        set.loading.or(profile.loading)
+    };
+    for field in &set.server_info {
+        let Some((key, value)) = field.split_once('=') else {
+            eprintln!("error: --server-info `{field}`: expected KEY=VALUE");
+            return ExitCode::from(2);
+        };
+        let value = serde_json::from_str(value)
+            .unwrap_or_else(|_| serde_json::Value::String(value.to_owned()));
+        profile.server_info.insert(key.to_owned(), value);
+    }
+    for line in &set.say {
+        eprintln!("{line}");
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -249,10 +262,11 @@ fn serve_sim(addr: SocketAddr, profile: Option<&Path>, set: SimOverrides) -> Exi
             return ExitCode::FAILURE;
         }
     };
+    let stamp_tokens = set.stamp_tokens;
     runtime.block_on(async {
         let model = profile.model.clone();
         let (ttft, itl) = (profile.ttft, profile.itl);
-        let spawned = if set.stamp_tokens {
+        let spawned = if stamp_tokens {
             sim::listen(addr).and_then(|l| sim::stamped::spawn(l, ttft, itl))
         } else {
             sim::spawn(profile, addr)

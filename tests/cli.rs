@@ -1,6 +1,8 @@
 //! End-to-end runs of the `servegate` binary against the embedded simulator:
 //! exit codes, trial order, failure messages and the printed target.
 
+mod common;
+use common::{assert_has, failure_of};
 use std::net::TcpListener;
 use std::process::{Command, Output};
 
@@ -24,19 +26,6 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// The failure text libtest prints for `name`.
-fn failure_of(out: &str, name: &str) -> String {
-    let start = out
-        .find(&format!("---- {name} ----\n"))
-        .unwrap_or_else(|| panic!("no failure section for {name} in:\n{out}"));
-    let body = &out[start + name.len() + 11..];
-    let end = body
-        .find("\n\n---- ")
-        .or_else(|| body.find("\n\nfailures:"))
-        .unwrap_or(body.len());
-    body[..end].to_owned()
-}
-
 /// The verdict libtest printed for a trial: `ok` or `FAILED`.
 fn verdict<'a>(out: &'a str, name: &str) -> &'a str {
     let prefix = format!("test {name} ");
@@ -44,13 +33,6 @@ fn verdict<'a>(out: &'a str, name: &str) -> &'a str {
         .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|rest| rest.rsplit("... ").next())
         .unwrap_or_else(|| panic!("no verdict for {name} in:\n{out}"))
-}
-
-/// Asserts that `text` contains every needle, showing the text when not.
-fn assert_has(text: &str, needles: &[&str]) {
-    for needle in needles {
-        assert!(text.contains(needle), "`{needle}` not in:\n{text}");
-    }
 }
 
 fn position(out: &str, needle: &str) -> usize {
@@ -582,5 +564,30 @@ fn an_external_server_is_measured_and_named_as_such() {
             "4 passed; 0 failed",
             "server /metrics over the window: generation tokens 2560",
         ],
+    );
+}
+
+/// The GPU-runner example loads on any machine and names a trial per
+/// variant and stage, config checks first.
+#[test]
+fn the_gpu_example_suite_lists_its_variants_and_stages() {
+    let o = servegate(&["list", "suites/gpu/kimi-k2.5.yaml"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert_has(
+        &out,
+        &[
+            "kimi-k2.5[baseline]::config::server_info.tp_size: test",
+            "kimi-k2.5[nccl-ll-ring]::config::model_info.model_path: test",
+            "kimi-k2.5[decode-steps-4]::performance::single_stream_decode: test",
+        ],
+    );
+    assert!(
+        position(&out, "kimi-k2.5[baseline]::config::server_info.tp_size")
+            < position(&out, "kimi-k2.5[baseline]::correctness::arithmetic")
+    );
+    assert!(
+        position(&out, "kimi-k2.5[baseline]::performance::concurrency_32")
+            < position(&out, "kimi-k2.5[nccl-ll-ring]::config::server_info.tp_size")
     );
 }

@@ -127,3 +127,48 @@ fn interpolation_and_urls() {
         "target: {base_url: 'ftp://x', api_key_env: 'sk-abc123 secret'}\ncorrectness:\n  - {name: a, prompt: p, expect: [{contains: x}]}\n"
     ));
 }
+
+#[test]
+fn launch_config_and_variants() {
+    insta::assert_snapshot!(errors(
+        "launch",
+        r#"suite: l
+target:
+  base_url: http://127.0.0.1:30000
+  launch:
+    command: python3 -m sglang.launch_server
+    env: {NCCL-PROTO: LL}
+    ready: {path: health, timout: 5m}
+    fatal_log_patterns: ["CUDA (out of memory"]
+    port: 0
+expect_server:
+  server_info:
+    tp_size: [8]
+    attention_backend: {contains: tri, equals: triton}
+  gpu_info:
+    count: 8
+correctness:
+  - name: a
+    prompt: "a"
+    expect: [{contains: a}]
+"#
+    ));
+}
+
+#[test]
+fn variants_without_a_launch() {
+    insta::assert_snapshot!(errors(
+        "variants",
+        r#"suite: v
+variants:
+  - name: ll
+    env: {NCCL_PROTO: LL}
+  - name: ll
+    args: --num-continuous-decode-steps 4
+correctness:
+  - name: a
+    prompt: "a"
+    expect: [{contains: a}]
+"#
+    ));
+}

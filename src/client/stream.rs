@@ -121,6 +121,20 @@ impl Client {
         })
     }
 
+    /// The server root.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The same client with other deadlines (sharing its connections).
+    #[must_use]
+    pub fn with_timeouts(&self, timeouts: Timeouts) -> Self {
+        Self {
+            timeouts,
+            ..self.clone()
+        }
+    }
+
     /// The full URL requests go to.
     pub fn url(&self) -> String {
         format!("{}{}", self.base_url, api::path(self.api))
@@ -166,17 +180,21 @@ impl Client {
     /// GETs a text endpoint such as `/metrics`; `Ok(None)` when the server
     /// answers but not with success (it has no such endpoint).
     pub async fn get_text(&self, path: &str) -> Result<Option<String>, CallError> {
+        let (status, text) = self.get(path).await?;
+        Ok((200..300).contains(&status).then_some(text))
+    }
+
+    /// GETs a path: the status code and the body as text.
+    pub async fn get(&self, path: &str) -> Result<(u16, String), CallError> {
         let url = format!("{}{path}", self.base_url);
         let resp = self.send_small(self.http.get(url), path).await?;
-        if !resp.status().is_success() {
-            return Ok(None);
-        }
+        let status = resp.status().as_u16();
         let total = self.timeouts.total;
-        timeout_at(tokio::time::Instant::now() + total, resp.text())
+        let text = timeout_at(tokio::time::Instant::now() + total, resp.text())
             .await
             .map_err(|_| CallError::new(ErrorKind::Timeout(Deadline::Total, total), path))?
-            .map(Some)
-            .map_err(|e| CallError::new(ErrorKind::Transport, e.to_string()))
+            .map_err(|e| CallError::new(ErrorKind::Transport, e.to_string()))?;
+        Ok((status, text))
     }
 
     /// Sends one streaming request and reads it to the end.

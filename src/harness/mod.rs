@@ -6,6 +6,8 @@
 //! `servegate run`; both accept the usual libtest arguments (filters,
 //! `--exact`, `--list`, `--skip`, `--ignored`), so nextest works too.
 
+mod compare;
+mod config;
 mod judge;
 pub mod record;
 mod session;
@@ -18,7 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use libtest_mimic::{Arguments, Conclusion, Trial};
 
-pub use session::{GateFigures, SuiteRun};
+pub use session::{GateFigures, Plan, SuiteRun};
 
 use crate::suite::{LoadFailure, Suite, discover, load_file};
 
@@ -104,26 +106,72 @@ fn display_path(path: &Path) -> PathBuf {
         .unwrap_or_else(|| path.to_path_buf())
 }
 
-/// Trial names of a suite, in run order: probes, gates, then sweep curves.
-fn names(suite: &Suite) -> (Vec<String>, Vec<String>, Vec<String>) {
-    let name = |kind: &str, item: &str| format!("{}::{kind}::{item}", suite.name);
-    (
+/// Trial names of one run of a suite (`label`: `<suite>` or
+/// `<suite>[<variant>]`), in run order: config checks, probes, gates, then
+/// sweep curves.
+struct Names {
+    configs: Vec<String>,
+    probes: Vec<String>,
+    gates: Vec<String>,
+    curves: Vec<String>,
+}
+
+impl Names {
+    fn of(suite: &Suite, label: &str) -> Self {
+        let name = |kind: &str, item: &str| format!("{label}::{kind}::{item}");
+        Self {
+            configs: suite
+                .expect_server
+                .iter()
+                .map(|c| name("config", &c.name))
+                .collect(),
+            probes: suite
+                .probes
+                .iter()
+                .map(|p| name("correctness", &p.name))
+                .collect(),
+            gates: suite
+                .gates
+                .iter()
+                .map(|g| name("performance", &g.name))
+                .collect(),
+            curves: suite
+                .curves
+                .iter()
+                .map(|c| name("performance", &format!("{}::curve", c.gate)))
+                .collect(),
+        }
+    }
+
+    /// One label per run of the suite: its variants, or the suite alone.
+    fn labels(suite: &Suite) -> Vec<(String, Option<crate::suite::Variant>)> {
+        if suite.variants.is_empty() {
+            return vec![(suite.name.clone(), None)];
+        }
         suite
-            .probes
+            .variants
             .iter()
-            .map(|p| name("correctness", &p.name))
-            .collect(),
-        suite
-            .gates
-            .iter()
-            .map(|g| name("performance", &g.name))
-            .collect(),
-        suite
-            .curves
-            .iter()
-            .map(|c| name("performance", &format!("{}::curve", c.gate)))
-            .collect(),
-    )
+            .map(|v| (format!("{}[{}]", suite.name, v.name), Some(v.clone())))
+            .collect()
+    }
+
+    fn all(self) -> impl Iterator<Item = String> {
+        self.configs
+            .into_iter()
+            .chain(self.probes)
+            .chain(self.gates)
+            .chain(self.curves)
+    }
+}
+
+/// This run's directory under `target/servegate/runs/`.
+fn run_dir() -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    record::target_dir()
+        .join("servegate/runs")
+        .join(format!("{secs}-{}", std::process::id()))
 }
 
 /// Loads the suites under `paths` and runs them as libtest trials.
@@ -162,7 +210,8 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
     // client's and distort what is measured.
     let embedded = loaded.iter().any(|l| {
         matches!(l, Loaded::Suite(s)
-            if matches!(target::effective_base(s, target_override), Ok(crate::suite::BaseUrl::Sim)))
+            if !target::launches(s, target_override)
+                && matches!(target::effective_base(s, target_override), Ok(crate::suite::BaseUrl::Sim)))
     });
     let built = if embedded {
         tokio::runtime::Builder::new_multi_thread()
@@ -188,65 +237,24 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
     // Every suite run, shared with the gate trials so each can write the
     // figures measured so far: an interrupted run still leaves them.
     let book: Arc<Mutex<Vec<Arc<SuiteRun>>>> = Arc::default();
+    let dir = run_dir();
+    let ctx = Context {
+        args: &args,
+        runtime: &runtime,
+        book: &book,
+        dir: &dir,
+        target_override,
+    };
     for l in loaded {
-        match l {
-            Loaded::Failed(f) => trials.push(load_trial(f)),
-            Loaded::Suite(suite) => {
-                let (probe_names, gate_names, curve_names) = names(&suite);
-                let selected =
-                    |n: &String| !args.is_filtered_out(&Trial::test(n.clone(), || Ok(())));
-                let probes_selected = probe_names.iter().filter(|n| selected(n)).count();
-                let curves_selected = curve_names.iter().filter(|n| selected(n)).count();
-                let gates_selected =
-                    gate_names.iter().filter(|n| selected(n)).count() + curves_selected;
-                if probes_selected + gates_selected == 0 {
-                    continue;
-                }
-                let connected = runtime.block_on(target::connect(&suite, target_override));
-                match &connected {
-                    Ok(c) => println!("servegate: suite `{}` → {}", suite.name, c.description),
-                    Err(e) => println!("servegate: suite `{}` → target FAILED: {e}", suite.name),
-                }
-                if gates_selected > 0 && probes_selected < probe_names.len() {
-                    println!(
-                        "note: suite `{}`: its {} correctness probe(s) run first as prerequisites of the selected performance gates",
-                        suite.name,
-                        probe_names.len()
-                    );
-                }
-                if curves_selected > 0
-                    && gate_names.iter().filter(|n| selected(n)).count() < gate_names.len()
-                {
-                    println!(
-                        "note: suite `{}`: the levels of its selected curves run first as prerequisites",
-                        suite.name
-                    );
-                }
-                let run = Arc::new(SuiteRun::new(*suite, connected, Arc::clone(&runtime)));
-                for (i, name) in probe_names.into_iter().enumerate() {
-                    let r = Arc::clone(&run);
-                    trials.push(Trial::test(name, move || r.probe(i).map_err(Into::into)));
-                }
-                for (i, name) in gate_names.into_iter().enumerate() {
-                    let (r, book) = (Arc::clone(&run), Arc::clone(&book));
-                    trials.push(Trial::test(name, move || {
-                        let verdict = r.gate(i);
-                        if let Ok(runs) = book.lock()
-                            && let Err(e) = record::write(&record::collect(&runs))
-                        {
-                            eprintln!("warning: {e}");
-                        }
-                        verdict.map_err(Into::into)
-                    }));
-                }
-                for (i, name) in curve_names.into_iter().enumerate() {
-                    let r = Arc::clone(&run);
-                    trials.push(Trial::test(name, move || r.curve(i).map_err(Into::into)));
-                }
-                if let Ok(mut runs) = book.lock() {
-                    runs.push(run);
-                }
+        let suite = match l {
+            Loaded::Failed(f) => {
+                trials.push(load_trial(f));
+                continue;
             }
+            Loaded::Suite(suite) => suite,
+        };
+        for (label, variant) in Names::labels(&suite) {
+            add_run(&ctx, &suite, &label, variant, &mut trials);
         }
     }
     let conclusion = libtest_mimic::run(&args, trials);
@@ -256,7 +264,13 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
         Ok(path) => println!("servegate: figures written to {}", path.display()),
         Err(e) => eprintln!("warning: {e}"),
     }
-    let unreachable = runs.iter().filter(|r| r.target.is_err()).count();
+    let unreachable = runs
+        .iter()
+        .filter(|r| matches!(r.target(), Some(Err(_))))
+        .count();
+    for r in &runs {
+        r.stop_server();
+    }
     drop(runs);
     drop(book);
     if let Ok(rt) = Arc::try_unwrap(runtime) {
@@ -269,18 +283,110 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
     }
 }
 
+/// What every suite run of a harness run shares.
+struct Context<'a> {
+    args: &'a Arguments,
+    runtime: &'a Arc<tokio::runtime::Runtime>,
+    book: &'a Arc<Mutex<Vec<Arc<SuiteRun>>>>,
+    dir: &'a Path,
+    target_override: Option<&'a str>,
+}
+
+/// Adds the trials of one run of `suite` (one variant, or the suite alone).
+fn add_run(
+    ctx: &Context<'_>,
+    suite: &Suite,
+    label: &str,
+    variant: Option<crate::suite::Variant>,
+    trials: &mut Vec<Trial>,
+) {
+    let (runtime, book) = (ctx.runtime, ctx.book);
+    let names = Names::of(suite, label);
+    let selected = |n: &String| !ctx.args.is_filtered_out(&Trial::test(n.clone(), || Ok(())));
+    let count = |list: &[String]| list.iter().filter(|n| selected(n)).count();
+    let (configs, probes, gates, curves) = (
+        count(&names.configs),
+        count(&names.probes),
+        count(&names.gates),
+        count(&names.curves),
+    );
+    if configs + probes + gates + curves == 0 {
+        return;
+    }
+    let plan = Plan {
+        label: label.to_owned(),
+        target_override: ctx.target_override.map(str::to_owned),
+        variant,
+        run_dir: ctx.dir.to_path_buf(),
+    };
+    let run = Arc::new(SuiteRun::new(suite.clone(), plan, Arc::clone(runtime)));
+    if target::launches(suite, ctx.target_override) {
+        println!(
+            "servegate: suite `{label}` → a server launched before its first trial (target.launch at {}:{})",
+            suite.file.display(),
+            suite.target.launch.as_ref().map_or(0, |l| l.loc.line)
+        );
+    } else {
+        if suite.target.launch.is_some() {
+            println!(
+                "note: suite `{label}`: target.launch is skipped: the target is overridden (--target or {})",
+                target::TARGET_ENV
+            );
+        }
+        run.connect();
+    }
+    let earlier = |n: usize, total: usize, what: &str| {
+        if n < total && probes + gates + curves > 0 {
+            println!(
+                "note: suite `{label}`: its {total} {what} run first as prerequisites of the selected trials"
+            );
+        }
+    };
+    earlier(configs, names.configs.len(), "config check(s)");
+    if gates + curves > 0 {
+        earlier(probes, names.probes.len(), "correctness probe(s)");
+    }
+    if curves > 0 && gates < names.gates.len() {
+        println!(
+            "note: suite `{label}`: the levels of its selected curves run first as prerequisites"
+        );
+    }
+    let stage = |list: Vec<String>,
+                 trials: &mut Vec<Trial>,
+                 each: fn(&SuiteRun, usize) -> session::Verdict| {
+        for (i, name) in list.into_iter().enumerate() {
+            if selected(&name) {
+                run.expect_trial();
+            }
+            let (r, book) = (Arc::clone(&run), Arc::clone(book));
+            trials.push(Trial::test(name.clone(), move || {
+                let verdict = r.trial(&name, || each(&r, i));
+                if let Ok(runs) = book.lock()
+                    && let Err(e) = record::write(&record::collect(&runs))
+                {
+                    eprintln!("warning: {e}");
+                }
+                verdict.map_err(Into::into)
+            }));
+        }
+    };
+    stage(names.configs, trials, SuiteRun::config);
+    stage(names.probes, trials, SuiteRun::probe);
+    stage(names.gates, trials, SuiteRun::gate);
+    stage(names.curves, trials, SuiteRun::curve);
+    if let Ok(mut runs) = book.lock() {
+        runs.push(run);
+    }
+}
+
 fn listing(loaded: &Loaded) -> Vec<Trial> {
     match loaded {
         Loaded::Failed(failure) => vec![load_trial(failure.clone())],
-        Loaded::Suite(suite) => {
-            let (probes, gates, curves) = names(suite);
-            probes
-                .into_iter()
-                .chain(gates)
-                .chain(curves)
-                .map(|n| Trial::test(n, || Ok(())))
-                .collect()
-        }
+        Loaded::Suite(suite) => Names::labels(suite)
+            .into_iter()
+            .flat_map(|(label, _)| Names::of(suite, &label).all())
+            .map(|n| Trial::test(n, || Ok(())))
+            .collect(),
     }
 }
 

@@ -24,11 +24,41 @@ pub struct GateRecord {
     pub figures: BTreeMap<String, f64>,
 }
 
+/// A server servegate launched: how, and what became of it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerRecord {
+    /// The argv.
+    pub argv: Vec<String>,
+    /// The environment variables servegate set (secret-looking values
+    /// redacted).
+    pub env: BTreeMap<String, String>,
+    /// Its log file.
+    pub log: String,
+    /// Start-up milestones.
+    pub timeline: serde_json::Value,
+}
+
 /// The figures of one suite against one configuration.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SuiteRecord {
-    /// The suite's name.
+    /// The suite's label: `<suite>` or `<suite>[<variant>]`.
     pub suite: String,
+    /// The variant, if the suite has variants.
+    #[serde(default)]
+    pub variant: Option<String>,
+    /// The suite file's git commit (`+dirty` with local changes), when in a
+    /// git checkout.
+    #[serde(default)]
+    pub suite_commit: Option<String>,
+    /// The launched server.
+    #[serde(default)]
+    pub server: Option<ServerRecord>,
+    /// The server's `/get_server_info` as it answered.
+    #[serde(default)]
+    pub server_info: Option<serde_json::Value>,
+    /// The server's `/get_model_info` as it answered.
+    #[serde(default)]
+    pub model_info: Option<serde_json::Value>,
     /// The configuration measured (API, served model, server version).
     pub fingerprint: String,
     /// The target as printed.
@@ -44,15 +74,28 @@ pub struct Figures {
     pub schema: u32,
     /// Seconds since the Unix epoch at the end of the run.
     pub finished_unix: u64,
+    /// servegate's version.
+    #[serde(default)]
+    pub servegate: String,
+    /// `nvidia-smi --query-gpu=index,name,memory.total,driver_version`
+    /// lines, when that command exists.
+    #[serde(default)]
+    pub gpus: Option<Vec<String>>,
     /// Suites whose target was reached.
     pub suites: Vec<SuiteRecord>,
+    /// The A/B tables of suites with variants.
+    #[serde(default)]
+    pub comparisons: Vec<super::compare::Comparison>,
 }
 
 /// Where the latest figures live: under `CARGO_TARGET_DIR` or `target/`.
 pub fn latest_path() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| PathBuf::from("target"), PathBuf::from)
-        .join("servegate/latest/figures.json")
+    target_dir().join("servegate/latest/figures.json")
+}
+
+/// `CARGO_TARGET_DIR`, else `target/`.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from)
 }
 
 fn now_unix() -> u64 {
@@ -66,12 +109,24 @@ pub fn collect(runs: &[Arc<SuiteRun>]) -> Figures {
     Figures {
         schema: 1,
         finished_unix: now_unix(),
+        servegate: env!("CARGO_PKG_VERSION").to_owned(),
+        gpus: gpu_inventory(),
         suites: runs
             .iter()
             .filter_map(|run| {
-                let target = run.target.as_ref().ok()?;
+                let target = run.target()?.as_ref().ok()?;
                 Some(SuiteRecord {
-                    suite: run.suite.name.clone(),
+                    suite: run.label.clone(),
+                    variant: run.variant.as_ref().map(|v| v.name.clone()),
+                    suite_commit: git_commit(&run.suite.file.path),
+                    server: target.server.as_ref().map(|s| ServerRecord {
+                        argv: s.argv.clone(),
+                        env: s.env_shown.iter().cloned().collect(),
+                        log: s.log_path.display().to_string(),
+                        timeline: serde_json::to_value(s.timeline()).unwrap_or_default(),
+                    }),
+                    server_info: run.documents.body(crate::suite::ConfigSource::ServerInfo),
+                    model_info: run.documents.body(crate::suite::ConfigSource::ModelInfo),
                     fingerprint: target.fingerprint.clone(),
                     target: target.description.clone(),
                     gates: run
@@ -87,7 +142,56 @@ pub fn collect(runs: &[Arc<SuiteRun>]) -> Figures {
                 })
             })
             .collect(),
+        comparisons: super::compare::compare(runs),
     }
+}
+
+/// The output of a command, trimmed; `None` when it fails or is absent.
+fn command_output(program: &str, args: &[&str], dir: Option<&std::path::Path>) -> Option<String> {
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args).stderr(std::process::Stdio::null());
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let out = cmd.output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// The commit of the checkout holding `file`, `+dirty` when the file has
+/// changes not committed.
+fn git_commit(file: &std::path::Path) -> Option<String> {
+    let dir = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let commit = command_output("git", &["rev-parse", "HEAD"], Some(dir))?;
+    let name = file.file_name()?.to_str()?;
+    let dirty = command_output("git", &["status", "--porcelain", "--", name], Some(dir))
+        .is_some_and(|s| !s.is_empty());
+    Some(if dirty {
+        format!("{commit}+dirty")
+    } else {
+        commit
+    })
+}
+
+/// The GPUs `nvidia-smi` lists, once per process.
+fn gpu_inventory() -> Option<Vec<String>> {
+    static GPUS: std::sync::OnceLock<Option<Vec<String>>> = std::sync::OnceLock::new();
+    GPUS.get_or_init(|| {
+        command_output(
+            "nvidia-smi",
+            &[
+                "--query-gpu=index,name,memory.total,driver_version",
+                "--format=csv,noheader",
+            ],
+            None,
+        )
+        .map(|s| s.lines().map(str::to_owned).collect())
+    })
+    .clone()
 }
 
 /// Writes the figures to [`latest_path`].

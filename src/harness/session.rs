@@ -2,14 +2,16 @@
 //! each gate, and the rule that ties them — a gate runs only on a server
 //! whose correctness probes all passed in this run.
 
-use std::sync::Mutex;
-
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use tokio::runtime::Runtime;
 
+use super::config;
 use super::judge::{judge, judge_curve};
-use super::target::Connected;
+use super::target::{self, Connected, LaunchPlace};
 use crate::check::evaluate;
 use crate::check::failure::{Sent, assertions_failed, request_failed};
 use crate::client::CallRequest;
@@ -19,7 +21,9 @@ use crate::load::runner::run_gate;
 use crate::load::thresholds::format_duration;
 use crate::load::workload::PROMPT_APPROXIMATION;
 use crate::suite::diagnostics::render_location;
-use crate::suite::{Arrival, Gate, LoadPrompt, Pace, Probe, Suite};
+use crate::suite::{
+    Arrival, ConfigSource, Gate, LoadPrompt, Pace, Probe, Suite, Timeouts, Variant,
+};
 
 /// The result of one trial: `Err` carries the whole failure message.
 pub type Verdict = Result<(), String>;
@@ -39,34 +43,69 @@ pub struct GateFigures {
     pub figures: std::collections::BTreeMap<String, f64>,
     /// Each threshold with its verdict.
     pub checks: Vec<(String, bool)>,
+    /// The value of each repeat of every figure a threshold names.
+    pub repeat_values: std::collections::BTreeMap<String, Vec<f64>>,
 }
 
-/// A suite being run.
+/// How a suite run reaches its server.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// `<suite>` or `<suite>[<variant>]`.
+    pub label: String,
+    /// `--target` / `SERVEGATE_TARGET`.
+    pub target_override: Option<String>,
+    /// The variant run, if the suite has variants.
+    pub variant: Option<Variant>,
+    /// The run's directory, for server logs.
+    pub run_dir: PathBuf,
+}
+
+/// A suite being run (once per variant).
 pub struct SuiteRun {
     /// The suite.
     pub suite: Suite,
-    /// Its server, or why it could not be reached.
-    pub target: Result<Connected, String>,
+    /// `<suite>` or `<suite>[<variant>]`: the first segment of trial names.
+    pub label: String,
+    /// The variant run, if any.
+    pub variant: Option<Variant>,
+    plan: Plan,
+    /// Its server, or why it could not be reached; set by the first trial
+    /// that needs it (a launched server starts then, not before).
+    target: OnceLock<Result<Connected, String>>,
+    /// Why the server can no longer be trusted (it died, hung or logged a
+    /// fatal line): the remaining trials fail fast with it.
+    lost: Mutex<Option<String>>,
+    /// Selected trials not yet finished: the last one stops the server.
+    remaining: AtomicUsize,
+    stopped: std::sync::atomic::AtomicBool,
     runtime: Arc<Runtime>,
+    pub(super) configs: Mutex<Vec<Option<Verdict>>>,
+    pub(super) documents: config::Documents,
     probes: Mutex<Vec<Option<Verdict>>>,
     gates: Mutex<Vec<Option<Verdict>>>,
     figures: Mutex<Vec<GateFigures>>,
 }
 
 impl SuiteRun {
-    /// A run of `suite` against `target`, executing on `runtime` (the
+    /// A run of `suite` as `plan` says, executing on `runtime` (the
     /// runtime itself, not a handle: a current-thread runtime's drivers run
     /// only inside its own `block_on`).
-    pub fn new(suite: Suite, target: Result<Connected, String>, runtime: Arc<Runtime>) -> Self {
-        let n = suite.probes.len();
-        let suite_gates = suite.gates.len();
+    pub fn new(suite: Suite, plan: Plan, runtime: Arc<Runtime>) -> Self {
         Self {
-            suite,
-            target,
+            label: plan.label.clone(),
+            variant: plan.variant.clone(),
+            plan,
+            target: OnceLock::new(),
+            lost: Mutex::new(None),
+            remaining: AtomicUsize::new(0),
+            stopped: std::sync::atomic::AtomicBool::new(false),
             runtime,
-            probes: Mutex::new(vec![None; n]),
-            gates: Mutex::new(vec![None; suite_gates]),
+            configs: Mutex::new(vec![None; suite.expect_server.len()]),
+            documents: config::Documents::default(),
+            probes: Mutex::new(vec![None; suite.probes.len()]),
+            gates: Mutex::new(vec![None; suite.gates.len()]),
             figures: Mutex::new(Vec::new()),
+            suite,
         }
     }
 
@@ -75,29 +114,185 @@ impl SuiteRun {
         self.figures.lock().map(|f| f.clone()).unwrap_or_default()
     }
 
-    fn connected(&self) -> Result<&Connected, String> {
-        self.target.as_ref().map_err(|e| {
+    /// The target, if a trial has reached (or failed to reach) it.
+    pub fn target(&self) -> Option<&Result<Connected, String>> {
+        self.target.get()
+    }
+
+    /// Reaches (or launches) the target now and prints it.
+    pub fn connect(&self) -> &Result<Connected, String> {
+        self.target.get_or_init(|| {
+            let label = self.label.replace(['[', ']'], "-");
+            let place = LaunchPlace {
+                dir: &self.plan.run_dir,
+                label: label.trim_end_matches('-'),
+                variant: self.variant.as_ref(),
+            };
+            let connected = self.runtime.block_on(target::connect(
+                &self.suite,
+                self.plan.target_override.as_deref(),
+                place,
+            ));
+            if let Ok(c) = &connected {
+                // Kept for the run record, whether or not a check reads them.
+                for source in [ConfigSource::ServerInfo, ConfigSource::ModelInfo] {
+                    let _ = self.runtime.block_on(self.documents.get(&c.client, source));
+                }
+            }
+            match &connected {
+                Ok(c) => println!("servegate: suite `{}` → {}", self.label, c.description),
+                Err(e) => println!("servegate: suite `{}` → target FAILED: {e}", self.label),
+            }
+            connected
+        })
+    }
+
+    pub(super) fn connected(&self) -> Result<&Connected, String> {
+        self.connect().as_ref().map_err(|e| {
             format!(
                 "error: {e}\n  (suite `{}`, every trial of it fails)",
-                self.suite.name
+                self.label
             )
         })
     }
 
-    /// Runs probe `index` once; later calls return the first verdict.
-    pub fn probe(&self, index: usize) -> Verdict {
-        if let Some(done) = self.probes.lock().ok().and_then(|p| p[index].clone()) {
-            return done;
-        }
-        let verdict = self.run_probe(&self.suite.probes[index]);
-        if let Ok(mut p) = self.probes.lock() {
-            p[index] = Some(verdict.clone());
+    pub(super) fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Counts a selected trial; the last to finish stops a launched server.
+    pub fn expect_trial(&self) {
+        self.remaining.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Runs one trial named `name`: fails fast once the server is lost,
+    /// checks the server after the trial, stops it after the last trial.
+    pub fn trial(&self, name: &str, body: impl FnOnce() -> Verdict) -> Verdict {
+        let lost = self.lost.lock().ok().and_then(|l| l.clone());
+        let verdict = if let Some(cause) = lost {
+            Err(format!("gated: {cause}"))
+        } else {
+            let verdict = body();
+            self.check_server(name, verdict)
+        };
+        if self.remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.stop_server();
         }
         verdict
     }
 
+    /// After a trial: a launched server that exited or logged a fatal line,
+    /// or any server that no longer answers after a failure, is lost.
+    fn check_server(&self, name: &str, verdict: Verdict) -> Verdict {
+        let Some(Ok(c)) = self.target.get() else {
+            return verdict;
+        };
+        let died = |s: &crate::server::Server| {
+            s.exited()
+                .map(|exit| format!("the server {exit} during {name}\n{}", s.tail()))
+        };
+        let mut cause = c.server.as_ref().and_then(|s| {
+            died(s).or_else(|| {
+                s.fatal_line()
+                    .map(|f| format!("{} during {name}\n{}", s.describe_fatal(&f), s.tail()))
+            })
+        });
+        if cause.is_none() && verdict.is_err() {
+            cause = self.unresponsive(c, name).map(|hung| {
+                // A server that stopped answering may be on its way out:
+                // give its exit a moment to show, to name the real cause.
+                let dying = c.server.as_ref().and_then(|s| {
+                    (0..100).find_map(|_| {
+                        died(s).or_else(|| {
+                            std::thread::sleep(Duration::from_millis(20));
+                            None
+                        })
+                    })
+                });
+                dying.unwrap_or(hung)
+            });
+        }
+        let Some(cause) = cause else {
+            return verdict;
+        };
+        if let Ok(mut l) = self.lost.lock() {
+            *l = Some(format!(
+                "{}\n  (the remaining trials of `{}` fail with this cause)",
+                cause.lines().next().unwrap_or(""),
+                self.label
+            ));
+        }
+        let own = verdict.err().map_or_else(String::new, |e| {
+            format!("\n  the trial's own failure:\n{e}")
+        });
+        Err(format!("error: {cause}{own}"))
+    }
+
+    /// `Some(cause)` when `GET /health` gets no HTTP answer within 10 s.
+    fn unresponsive(&self, c: &Connected, name: &str) -> Option<String> {
+        let quick = Timeouts {
+            connect: Duration::from_secs(5),
+            total: Duration::from_secs(10),
+            ..Timeouts::default()
+        };
+        let client = c.client.with_timeouts(quick);
+        let answer = self.runtime.block_on(client.get("/health"));
+        answer.err().map(|e| {
+            let tail = c
+                .server
+                .as_ref()
+                .map_or_else(String::new, |s| format!("\n{}", s.tail()));
+            format!("the server stopped answering during {name} (GET /health: {e}){tail}")
+        })
+    }
+
+    /// Stops a launched server (after the suite's last trial).
+    pub fn stop_server(&self) {
+        if let Some(Ok(Connected {
+            server: Some(s), ..
+        })) = self.target.get()
+            && !self.stopped.swap(true, Ordering::SeqCst)
+        {
+            let how = s.stop();
+            println!(
+                "servegate: stopped the server of `{}` ({})",
+                self.label,
+                how.map_or_else(|| "status unknown".to_owned(), |e| e.to_string())
+            );
+        }
+    }
+
+    /// Runs probe `index` once; later calls return the first verdict.
+    pub fn probe(&self, index: usize) -> Verdict {
+        once(&self.probes, index, || {
+            self.run_probe(&self.suite.probes[index])
+        })
+    }
+
+    /// `Err` when a config check failed: nothing after it is trusted.
+    fn config_prerequisite(&self) -> Result<(), String> {
+        let checks = &self.suite.expect_server;
+        let failed: Vec<&str> = (0..checks.len())
+            .filter(|&i| self.config(i).is_err())
+            .map(|i| checks[i].name.as_str())
+            .collect();
+        if failed.is_empty() {
+            return Ok(());
+        }
+        let list: Vec<String> = failed
+            .iter()
+            .map(|n| format!("{}::config::{n}", self.label))
+            .collect();
+        Err(format!(
+            "gated: config check {} failed\n  the server does not run the configuration this suite asserts; see {}",
+            failed.join(", "),
+            list.join(", ")
+        ))
+    }
+
     fn run_probe(&self, probe: &Probe) -> Verdict {
         let target = self.connected()?;
+        self.config_prerequisite()?;
         let req = CallRequest {
             input: probe.input.clone(),
             sampling: probe.sampling.clone(),
@@ -128,14 +323,7 @@ impl SuiteRun {
     /// Runs gate `index` once, after every probe of the suite; later calls
     /// (a curve's prerequisites) return the first verdict.
     pub fn gate(&self, index: usize) -> Verdict {
-        if let Some(done) = self.gates.lock().ok().and_then(|g| g[index].clone()) {
-            return done;
-        }
-        let verdict = self.run_gate(index);
-        if let Ok(mut g) = self.gates.lock() {
-            g[index] = Some(verdict.clone());
-        }
-        verdict
+        once(&self.gates, index, || self.run_gate(index))
     }
 
     /// Judges a sweep's curve, running any level not yet run first.
@@ -168,6 +356,7 @@ impl SuiteRun {
     fn run_gate(&self, index: usize) -> Verdict {
         let gate = &self.suite.gates[index];
         let target = self.connected()?;
+        self.config_prerequisite()?;
         let failed: Vec<&str> = (0..self.suite.probes.len())
             .filter(|&i| self.probe(i).is_err())
             .map(|i| self.suite.probes[i].name.as_str())
@@ -175,7 +364,7 @@ impl SuiteRun {
         if !failed.is_empty() {
             let list: Vec<String> = failed
                 .iter()
-                .map(|n| format!("{}::correctness::{n}", self.suite.name))
+                .map(|n| format!("{}::correctness::{n}", self.label))
                 .collect();
             return Err(format!(
                 "gated: correctness probe {} failed\n  a performance gate never passes on a server that failed its correctness probes; see {}",
@@ -202,7 +391,7 @@ impl SuiteRun {
         }
         let baseline = Lookup::find(
             &baseline::dir(),
-            &self.suite.name,
+            &self.label,
             &gate.name,
             &target.fingerprint,
         );
@@ -213,12 +402,37 @@ impl SuiteRun {
                 load: describe_load(gate),
                 checks: verdict.checks.clone(),
                 figures: baseline::figures(&repeats),
+                repeat_values: gate
+                    .thresholds
+                    .iter()
+                    .map(|t| {
+                        let key = t.threshold.key;
+                        let values = repeats.iter().filter_map(|m| m.value(key)).collect();
+                        (key.to_string(), values)
+                    })
+                    .collect(),
                 metrics: repeats.pop().expect("at least one repeat"),
                 repeats: gate.repeats,
             });
         }
         verdict.result
     }
+}
+
+/// The verdict in `slots[index]`, running `run` to fill it the first time.
+pub(super) fn once(
+    slots: &Mutex<Vec<Option<Verdict>>>,
+    index: usize,
+    run: impl FnOnce() -> Verdict,
+) -> Verdict {
+    if let Some(done) = slots.lock().ok().and_then(|s| s[index].clone()) {
+        return done;
+    }
+    let verdict = run();
+    if let Ok(mut s) = slots.lock() {
+        s[index] = Some(verdict.clone());
+    }
+    verdict
 }
 
 /// The load of a gate, in words, for output and failure messages.

@@ -14,16 +14,17 @@ pub fn print(runs: &[Arc<SuiteRun>]) {
     }
     println!("servegate: figures measured in this run");
     for run in runs {
-        match &run.target {
-            Ok(c) => println!("  suite `{}` against {}", run.suite.name, c.description),
-            Err(e) => println!("  suite `{}`: target failed: {e}", run.suite.name),
+        match run.target() {
+            Some(Ok(c)) => println!("  suite `{}` against {}", run.label, c.description),
+            Some(Err(e)) => println!("  suite `{}`: target failed: {e}", run.label),
+            None => println!("  suite `{}`: no trial reached its server", run.label),
         }
         let figures = run.figures();
         if figures.is_empty() {
             println!("    (no performance gate measured)");
         }
         for f in figures {
-            println!("  {}::performance::{} [{}]", run.suite.name, f.gate, f.load);
+            println!("  {}::performance::{} [{}]", run.label, f.gate, f.load);
             if f.repeats > 1 {
                 println!(
                     "    (figures of the last of {} repeats; verdicts over all of them)",
@@ -35,8 +36,9 @@ pub fn print(runs: &[Arc<SuiteRun>]) {
                 println!("    {} {check}", if *pass { "pass" } else { "FAIL" });
             }
         }
-        print!("{}", sweep_tables(&run.suite.name, &run.figures()));
+        print!("{}", sweep_tables(&run.label, &run.figures()));
     }
+    print!("{}", super::compare::render(&super::compare::compare(runs)));
 }
 
 /// One row per level of each sweep (`<gate>::concurrency_N`, `<gate>::rate_R`),

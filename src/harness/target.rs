@@ -2,11 +2,13 @@
 //! and the model it serves.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
 use std::time::Duration;
 
 use crate::client::{CallError, Client};
+use crate::server::Server;
 use crate::sim::{self, Profile, RunningSim};
-use crate::suite::{BaseUrl, Suite, Timeouts};
+use crate::suite::{BaseUrl, Suite, Timeouts, Variant};
 
 /// Where the override of every suite's `base_url` comes from.
 pub const TARGET_ENV: &str = "SERVEGATE_TARGET";
@@ -23,6 +25,8 @@ pub struct Connected {
     pub fingerprint: String,
     /// Keeps the embedded simulator alive while the suite runs.
     pub sim: Option<RunningSim>,
+    /// The server servegate launched for this run, if it did.
+    pub server: Option<Server>,
 }
 
 /// The base URL a suite uses after the override.
@@ -42,9 +46,30 @@ pub fn effective_base(suite: &Suite, override_target: Option<&str>) -> Result<Ba
     }
 }
 
+/// Whether the suite's server is launched by servegate in this run (a
+/// `--target`/`SERVEGATE_TARGET` override replaces the launch).
+pub fn launches(suite: &Suite, override_target: Option<&str>) -> bool {
+    suite.target.launch.is_some() && override_target.is_none_or(|t| t.trim().is_empty())
+}
+
+/// Where a launched server's log of this run goes.
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchPlace<'a> {
+    /// The run's directory (`target/servegate/runs/<run>`).
+    pub dir: &'a Path,
+    /// The log's file stem (`<suite>` or `<suite>-<variant>`).
+    pub label: &'a str,
+    /// The variant whose overrides apply.
+    pub variant: Option<&'a Variant>,
+}
+
 /// Starts or reaches the target and finds the served model. An `Err` is the
 /// message every trial of the suite fails with.
-pub async fn connect(suite: &Suite, override_target: Option<&str>) -> Result<Connected, String> {
+pub async fn connect(
+    suite: &Suite,
+    override_target: Option<&str>,
+    place: LaunchPlace<'_>,
+) -> Result<Connected, String> {
     let t = &suite.target;
     let api_key = match &t.api_key_env {
         None => None,
@@ -57,7 +82,37 @@ pub async fn connect(suite: &Suite, override_target: Option<&str>) -> Result<Con
             }
         },
     };
+    let mut launched = None;
     let (base, sim, what) = match effective_base(suite, override_target)? {
+        _ if launches(suite, override_target) => {
+            let launch = t.launch.as_ref().expect("launches() checked it");
+            let suite_dir = suite.file.path.parent().unwrap_or(Path::new("."));
+            let s = Server::spawn(launch, place.variant, suite_dir, place.dir, place.label)
+                .map_err(|e| format!("launch failed: {e}"))?;
+            println!(
+                "servegate: launched `{}` for `{}` (log {})",
+                crate::server::shell_line(&s.argv),
+                place.label,
+                s.log_path.display()
+            );
+            s.wait_ready(&launch.ready)
+                .await
+                .map_err(|e| format!("launch failed: {e}"))?;
+            let tl = s.timeline();
+            println!(
+                "servegate: `{}` ready after {:.1}s (port open after {:.1}s)",
+                place.label,
+                tl.ready_s.unwrap_or_default(),
+                tl.port_open_s.unwrap_or_default()
+            );
+            let base = s.base_url.clone();
+            let what = format!(
+                "LAUNCHED server `{}` at {base}",
+                crate::server::shell_line(&s.argv)
+            );
+            launched = Some(s);
+            (base, None, what)
+        }
         BaseUrl::Sim => {
             let profile = match &suite.sim.profile {
                 Some(p) => Profile::load(p)?,
@@ -115,6 +170,7 @@ pub async fn connect(suite: &Suite, override_target: Option<&str>) -> Result<Con
         description,
         fingerprint,
         sim,
+        server: launched,
     })
 }
 

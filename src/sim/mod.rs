@@ -35,11 +35,17 @@ struct SimState {
     flushes: AtomicU64,
     ttft: histogram::PromHistogram,
     e2e: histogram::PromHistogram,
+    /// When health checks start answering 200; `None`: never.
+    ready_at: Option<std::time::Instant>,
 }
 
 /// The simulator's routes for a profile.
 pub fn app(profile: Profile) -> Router {
+    let ready_at = profile
+        .loading
+        .and_then(|d| std::time::Instant::now().checked_add(d));
     let state = Arc::new(SimState {
+        ready_at,
         profile,
         running: AtomicUsize::new(0),
         requests: AtomicU64::new(0),

@@ -39,6 +39,15 @@ pub struct Profile {
     pub usage: bool,
     /// Scripted answers, first match wins.
     pub replies: Vec<Reply>,
+    /// Fields added to (or replacing) `/get_server_info`'s, as server
+    /// arguments appear there (`tp_size`, `attention_backend`, …).
+    pub server_info: serde_json::Map<String, serde_json::Value>,
+    /// How long `/health` and `/health_generate` answer 503 "Loading
+    /// model" after start; `None`: forever (a start-up that hangs).
+    pub loading: Option<Duration>,
+    /// Abort the process (SIGABRT) when a generation request arrives after
+    /// this many: a server that crashes mid-run.
+    pub crash_after: Option<u64>,
 }
 
 impl Default for Profile {
@@ -52,6 +61,9 @@ impl Default for Profile {
             tokens_per_chunk: 1,
             usage: true,
             replies: Vec::new(),
+            server_info: serde_json::Map::new(),
+            loading: Some(Duration::ZERO),
+            crash_after: None,
         }
     }
 }
@@ -75,6 +87,8 @@ struct ProfileFile {
     usage: Option<bool>,
     #[serde(default)]
     replies: Vec<ReplyFile>,
+    #[serde(default)]
+    server_info: serde_json::Map<String, serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -136,6 +150,8 @@ impl Profile {
             tokens_per_chunk,
             usage: file.usage.unwrap_or(defaults.usage),
             replies,
+            server_info: file.server_info,
+            ..defaults
         })
     }
 }

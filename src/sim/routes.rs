@@ -172,7 +172,14 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         ask.ignore_eos,
         ask.seed,
     );
-    state.requests.fetch_add(1, Ordering::Relaxed);
+    let before = state.requests.fetch_add(1, Ordering::Relaxed);
+    if state.profile.crash_after.is_some_and(|n| before >= n) {
+        eprintln!(
+            "servegate sim: simulated crash: fatal error in decode (request {})",
+            before + 1
+        );
+        std::process::abort();
+    }
     state
         .prompt_tokens
         .fetch_add(plan.prompt_tokens, Ordering::Relaxed);
@@ -484,8 +491,15 @@ pub(super) async fn flush_cache(State(s): State<Arc<SimState>>) -> Response {
     "Cache flushed.".into_response()
 }
 
-pub(super) async fn health() -> &'static str {
-    ""
+pub(super) async fn health(State(s): State<Arc<SimState>>) -> Response {
+    if s.ready_at.is_some_and(|at| std::time::Instant::now() >= at) {
+        return "".into_response();
+    }
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        Json(json!({"error": {"code": 503, "message": "Loading model"}})),
+    )
+        .into_response()
 }
 
 pub(super) async fn models(State(s): State<Arc<SimState>>) -> Json<Value> {
@@ -507,16 +521,20 @@ pub(super) async fn model_info(State(s): State<Arc<SimState>>) -> Json<Value> {
 }
 
 pub(super) async fn server_info(State(s): State<Arc<SimState>>) -> Json<Value> {
-    Json(json!({
+    let mut info = json!({
         "version": VERSION,
         "model_path": s.profile.model,
         "served_model_name": s.profile.model,
         "tp_size": 1,
         "attention_backend": "simulated",
         "max_running_requests": s.profile.capacity,
-        "num_continuous_decode_steps": 1,
+        "num_continuous_decode_steps": s.profile.tokens_per_chunk,
         "internal_states": [{"last_gen_throughput": 0.0}],
-    }))
+    });
+    if let Some(map) = info.as_object_mut() {
+        map.extend(s.profile.server_info.clone());
+    }
+    Json(info)
 }
 
 pub(super) async fn metrics(State(s): State<Arc<SimState>>) -> Response {

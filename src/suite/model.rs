@@ -23,6 +23,11 @@ pub struct Suite {
     pub target: Target,
     /// Simulator settings, used when the target is the embedded simulator.
     pub sim: SimSpec,
+    /// Assertions on the configuration the server reports, checked first.
+    pub expect_server: Vec<ConfigCheck>,
+    /// Launch overrides: the suite runs once per variant, each on its own
+    /// freshly launched server. Empty: one run, no variant in trial names.
+    pub variants: Vec<Variant>,
     /// Correctness probes, in file order.
     pub probes: Vec<Probe>,
     /// Performance gates, in file order (a sweep gives one per level).
@@ -141,7 +146,118 @@ pub struct Target {
     pub api_key_env: Option<String>,
     /// Request deadlines.
     pub timeouts: Timeouts,
+    /// A server process servegate starts and stops; its URL is then
+    /// `http://<host>:<port>`.
+    pub launch: Option<Launch>,
     /// Where `target:` is written.
+    pub loc: Loc,
+}
+
+/// How to start the server under test.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The argv; `{port}` and `{host}` are replaced in each element.
+    pub command: Vec<String>,
+    /// Environment variables set for the server (on top of servegate's own);
+    /// `{port}` and `{host}` are replaced in values.
+    pub env: Vec<(String, String)>,
+    /// Working directory; the suite's directory when absent.
+    pub cwd: Option<PathBuf>,
+    /// Address the server listens on, as the client reaches it.
+    pub host: String,
+    /// Port; a free one is picked when absent.
+    pub port: Option<u16>,
+    /// Readiness polling.
+    pub ready: Ready,
+    /// Log lines that mean the server is broken (regular expressions).
+    pub fatal_log_patterns: Vec<Regex>,
+    /// Time between SIGTERM and SIGKILL at teardown.
+    pub grace: Duration,
+    /// Where `launch:` is written.
+    pub loc: Loc,
+}
+
+/// How readiness is polled.
+#[derive(Debug, Clone)]
+pub struct Ready {
+    /// The path polled until it answers 2xx: `/health_generate` for SGLang
+    /// (`sglang-generate`, or `sglang` in the command), `/health` otherwise.
+    pub path: String,
+    /// Time between polls.
+    pub interval: Duration,
+    /// How long start-up may take.
+    pub timeout: Duration,
+}
+
+/// One launch variant of an A/B run.
+#[derive(Debug, Clone)]
+pub struct Variant {
+    /// The name, in trial names as `<suite>[<name>]`.
+    pub name: String,
+    /// Environment variables set on top of the launch's.
+    pub env: Vec<(String, String)>,
+    /// Arguments appended to the launch command.
+    pub args: Vec<String>,
+    /// Where the variant is written.
+    pub loc: Loc,
+}
+
+/// Which document a configuration check reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// `/get_server_info` (or `/server_info`): the server's arguments.
+    ServerInfo,
+    /// `/get_model_info` (or `/model_info`).
+    ModelInfo,
+    /// `/v1/models`.
+    Models,
+}
+
+impl ConfigSource {
+    /// The name used in suites and trial names.
+    pub fn name(self) -> &'static str {
+        match self {
+            ConfigSource::ServerInfo => "server_info",
+            ConfigSource::ModelInfo => "model_info",
+            ConfigSource::Models => "models",
+        }
+    }
+
+    /// The paths tried in order.
+    pub fn paths(self) -> &'static [&'static str] {
+        match self {
+            ConfigSource::ServerInfo => &["/get_server_info", "/server_info"],
+            ConfigSource::ModelInfo => &["/get_model_info", "/model_info"],
+            ConfigSource::Models => &["/v1/models"],
+        }
+    }
+}
+
+/// What a reported configuration value must be.
+#[derive(Debug, Clone)]
+pub enum ConfigExpect {
+    /// Equal (numbers compared as numbers).
+    Equals(serde_json::Value),
+    /// A string containing this text.
+    Contains(String),
+    /// A string matching this regex.
+    Matches(Regex),
+    /// Equal to one of these.
+    OneOf(Vec<serde_json::Value>),
+}
+
+/// One `expect_server:` assertion.
+#[derive(Debug, Clone)]
+pub struct ConfigCheck {
+    /// The trial name: `<source>.<field path>`.
+    pub name: String,
+    /// The document read.
+    pub source: ConfigSource,
+    /// The field: keys and list indexes.
+    pub path: Vec<String>,
+    /// What it must be.
+    pub expect: ConfigExpect,
+    /// Where it is written.
     pub loc: Loc,
 }
 

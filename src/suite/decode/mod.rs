@@ -8,6 +8,7 @@ use regex::Regex;
 
 mod gate;
 mod probe;
+mod server;
 
 use super::diagnostics::{Diagnostic, did_you_mean};
 use super::interpolate::interpolate;
@@ -21,10 +22,19 @@ const TOP: &[&str] = &[
     "target",
     "sim",
     "defaults",
+    "expect_server",
     "correctness",
     "performance",
+    "variants",
 ];
-const TARGET: &[&str] = &["base_url", "api", "model", "api_key_env", "timeouts"];
+const TARGET: &[&str] = &[
+    "base_url",
+    "api",
+    "model",
+    "api_key_env",
+    "timeouts",
+    "launch",
+];
 const TIMEOUTS: &[&str] = &["connect", "first_token", "idle", "total"];
 const SIM: &[&str] = &["profile"];
 const SAMPLING: &[&str] = &["temperature", "max_tokens", "seed", "top_p", "stop"];
@@ -293,9 +303,22 @@ impl<'e> Decoder<'e> {
                 model: None,
                 api_key_env: None,
                 timeouts: Timeouts::default(),
+                launch: None,
                 loc: root.loc,
             }),
         };
+        let expect_server = f
+            .get("expect_server")
+            .map_or(Vec::new(), |y| self.expect_server(y));
+        let variants = f.get("variants").map_or(Vec::new(), |y| self.variants(y));
+        if let (Some(k), Some(t)) = (f.key("variants"), &target)
+            && t.launch.is_none()
+        {
+            self.error(
+                Diagnostic::new(k.loc, "`variants` need `target.launch`")
+                    .expected("a `launch:` under `target:`: each variant runs on its own freshly launched server"),
+            );
+        }
         let sim = f
             .get("sim")
             .map_or(Some(SimSpec::default()), |y| self.sim(y));
@@ -332,6 +355,8 @@ impl<'e> Decoder<'e> {
             file,
             target: target?,
             sim: sim?,
+            expect_server,
+            variants,
             probes,
             gates,
             curves,
@@ -404,12 +429,25 @@ impl<'e> Decoder<'e> {
         let timeouts = f
             .get("timeouts")
             .map_or(Some(Timeouts::default()), |v| self.timeouts(v));
+        let launch = match f.get("launch") {
+            None => None,
+            Some(v) => {
+                if let Some(k) = f.key("base_url") {
+                    self.error(
+                        Diagnostic::new(k.loc, "`base_url` and `launch` are both set")
+                            .expected("one of them: a launched server is reached at http://<launch.host>:<port>"),
+                    );
+                }
+                Some(self.launch(v, api.unwrap_or(Api::OpenAiChat))?)
+            }
+        };
         Some(Target {
             base_url: base_url?,
             api: api?,
             model,
             api_key_env,
             timeouts: timeouts?,
+            launch,
             loc: y.loc,
         })
     }

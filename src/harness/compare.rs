@@ -1,0 +1,168 @@
+//! The A/B table of a suite with variants: per performance gate and figure
+//! its thresholds name, each variant's value, the delta against the first
+//! variant, and whether that delta is beyond the noise the repeats measured.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::session::SuiteRun;
+use crate::load::estimate::Estimate;
+use crate::load::thresholds::{Op, format_value};
+
+/// One variant's value of a figure.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    /// The variant.
+    pub variant: String,
+    /// The mean over its repeats.
+    pub value: f64,
+    /// The value with its unit.
+    pub shown: String,
+    /// Repeats behind the value.
+    pub repeats: usize,
+    /// Percent change against the first variant (`None` for the first).
+    pub delta_pct: Option<f64>,
+    /// Whether the 95% intervals of this and the first variant are apart;
+    /// `None` when either ran once (no interval).
+    pub beyond_noise: Option<bool>,
+}
+
+/// One figure of one gate across the variants.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The suite.
+    pub suite: String,
+    /// The gate.
+    pub gate: String,
+    /// The figure (`decode_tok_s.mean`).
+    pub figure: String,
+    /// `higher` or `lower`: which way is better, from the threshold.
+    pub better: String,
+    /// One row per variant that measured it, in variant order.
+    pub rows: Vec<Row>,
+    /// The best variant, when the figure was measured by more than one.
+    pub best: Option<String>,
+}
+
+/// The comparisons of every suite run with variants.
+pub fn compare(runs: &[Arc<SuiteRun>]) -> Vec<Comparison> {
+    let mut out = Vec::new();
+    let mut seen = Vec::new();
+    for run in runs.iter().filter(|r| r.variant.is_some()) {
+        let suite = &run.suite;
+        if seen.contains(&suite.name) {
+            continue;
+        }
+        seen.push(suite.name.clone());
+        let variants: Vec<&Arc<SuiteRun>> = runs
+            .iter()
+            .filter(|r| r.suite.name == suite.name && r.variant.is_some())
+            .collect();
+        for gate in &suite.gates {
+            for t in &gate.thresholds {
+                let figure = t.threshold.key.to_string();
+                if out.iter().any(|c: &Comparison| {
+                    c.suite == suite.name && c.gate == gate.name && c.figure == figure
+                }) {
+                    continue;
+                }
+                let higher = matches!(t.threshold.op, Op::Ge | Op::Gt);
+                let estimates: Vec<(String, Estimate)> = variants
+                    .iter()
+                    .filter_map(|r| {
+                        let f = r.figures().into_iter().find(|f| f.gate == gate.name)?;
+                        let values = f.repeat_values.get(&figure)?.clone();
+                        let name = r.variant.as_ref()?.name.clone();
+                        (!values.is_empty()).then(|| (name, Estimate::of(values)))
+                    })
+                    .collect();
+                if estimates.is_empty() {
+                    continue;
+                }
+                let first = estimates[0].1.clone();
+                let rows: Vec<Row> = estimates
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (variant, e))| Row {
+                        variant: variant.clone(),
+                        value: e.mean,
+                        shown: format_value(t.threshold.key.metric, e.mean),
+                        repeats: e.values.len(),
+                        delta_pct: (i > 0 && first.mean != 0.0)
+                            .then(|| (e.mean - first.mean) / first.mean.abs() * 100.0),
+                        beyond_noise: if i == 0 {
+                            None
+                        } else {
+                            match (e.ci95, first.ci95) {
+                                (Some((lo, hi)), Some((flo, fhi))) => Some(lo > fhi || hi < flo),
+                                _ => None,
+                            }
+                        },
+                    })
+                    .collect();
+                let best = (rows.len() > 1)
+                    .then(|| {
+                        rows.iter()
+                            .max_by(|a, b| {
+                                let (x, y) = if higher {
+                                    (a.value, b.value)
+                                } else {
+                                    (b.value, a.value)
+                                };
+                                x.total_cmp(&y)
+                            })
+                            .map(|r| r.variant.clone())
+                    })
+                    .flatten();
+                out.push(Comparison {
+                    suite: suite.name.clone(),
+                    gate: gate.name.clone(),
+                    figure,
+                    better: if higher { "higher" } else { "lower" }.to_owned(),
+                    rows,
+                    best,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The comparisons as the terminal shows them.
+pub fn render(comparisons: &[Comparison]) -> String {
+    let mut out = String::new();
+    let mut last_gate = None;
+    for c in comparisons {
+        if last_gate != Some((&c.suite, &c.gate)) {
+            let first = c.rows.first().map_or("", |r| r.variant.as_str());
+            let _ = writeln!(
+                out,
+                "  variants of {}::performance::{} (delta against `{first}`):",
+                c.suite, c.gate
+            );
+            last_gate = Some((&c.suite, &c.gate));
+        }
+        let _ = writeln!(out, "    {} ({} is better)", c.figure, c.better);
+        for r in &c.rows {
+            let delta = r.delta_pct.map_or_else(String::new, |d| {
+                let noise = match r.beyond_noise {
+                    Some(true) => "beyond noise",
+                    Some(false) => "within noise",
+                    None => "noise unknown: repeats: 1",
+                };
+                format!(" {d:+.1}% ({noise})")
+            });
+            let _ = writeln!(
+                out,
+                "      {:<16} {:>14}  (n={}){delta}",
+                r.variant, r.shown, r.repeats
+            );
+        }
+        if let Some(best) = &c.best {
+            let _ = writeln!(out, "      best: `{best}`");
+        }
+    }
+    out
+}

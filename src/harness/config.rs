@@ -1,0 +1,191 @@
+//! Configuration truth: the server's own account of how it runs
+//! (`/get_server_info`, `/get_model_info`, `/v1/models`), checked against a
+//! suite's `expect_server:` as the first stage and kept for the run record.
+
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use super::session::{SuiteRun, Verdict, once};
+use crate::client::Client;
+use crate::suite::diagnostics::render_location;
+use crate::suite::{ConfigCheck, ConfigExpect, ConfigSource};
+
+/// The documents fetched so far: each source's body, or why it is missing.
+#[derive(Debug, Default)]
+pub struct Documents(Mutex<Vec<(ConfigSource, Fetched)>>);
+
+/// The path that answered and its JSON body, or why there is none.
+type Fetched = Result<(String, Value), String>;
+
+impl Documents {
+    /// The document of `source` (fetched once): the path that answered and
+    /// its JSON body.
+    pub async fn get(&self, client: &Client, source: ConfigSource) -> Fetched {
+        if let Some(found) = self.cached(source) {
+            return found;
+        }
+        let fetched = fetch(client, source).await;
+        if let Ok(mut docs) = self.0.lock() {
+            docs.push((source, fetched.clone()));
+        }
+        fetched
+    }
+
+    fn cached(&self, source: ConfigSource) -> Option<Fetched> {
+        let docs = self.0.lock().ok()?;
+        docs.iter()
+            .find(|(s, _)| *s == source)
+            .map(|(_, d)| d.clone())
+    }
+
+    /// A fetched document's body, for the record.
+    pub fn body(&self, source: ConfigSource) -> Option<Value> {
+        self.cached(source)?.ok().map(|(_, v)| v)
+    }
+}
+
+async fn fetch(client: &Client, source: ConfigSource) -> Fetched {
+    let mut tried = Vec::new();
+    for path in source.paths() {
+        match client.get(path).await {
+            Ok((status, text)) if (200..300).contains(&status) => {
+                return serde_json::from_str(&text)
+                    .map(|v| ((*path).to_owned(), v))
+                    .map_err(|e| {
+                        format!("GET {path} answered {status} with a body that is not JSON ({e})")
+                    });
+            }
+            Ok((status, _)) => tried.push(format!("GET {path}: {status}")),
+            Err(e) => tried.push(format!("GET {path}: {e}")),
+        }
+    }
+    Err(format!(
+        "the server does not report its {}: {}",
+        source.name(),
+        tried.join("; ")
+    ))
+}
+
+/// The value at a dotted path: object keys, list indexes.
+fn lookup<'v>(doc: &'v Value, path: &[String]) -> Option<&'v Value> {
+    path.iter().try_fold(doc, |v, seg| match v {
+        Value::Object(map) => map.get(seg),
+        Value::Array(items) => seg.parse::<usize>().ok().and_then(|i| items.get(i)),
+        _ => None,
+    })
+}
+
+#[expect(
+    clippy::float_cmp,
+    reason = "reported settings are compared exactly: 8 and 8.0 are equal"
+)]
+fn same(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Whether `value` is what `expect` wants; `Err` says what it wanted.
+fn holds(expect: &ConfigExpect, value: &Value) -> Result<(), String> {
+    let ok = match expect {
+        ConfigExpect::Equals(want) => same(value, want),
+        ConfigExpect::Contains(text) => value.as_str().is_some_and(|s| s.contains(text.as_str())),
+        ConfigExpect::Matches(re) => value.as_str().is_some_and(|s| re.is_match(s)),
+        ConfigExpect::OneOf(options) => options.iter().any(|o| same(value, o)),
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(match expect {
+        ConfigExpect::Equals(want) => format!("expected {want}"),
+        ConfigExpect::Contains(text) => format!("expected a string containing {text:?}"),
+        ConfigExpect::Matches(re) => format!("expected a string matching /{}/", re.as_str()),
+        ConfigExpect::OneOf(options) => format!(
+            "expected one of {}",
+            options
+                .iter()
+                .map(Value::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })
+}
+
+impl SuiteRun {
+    /// Runs config check `index` once; later calls return the first verdict.
+    pub fn config(&self, index: usize) -> Verdict {
+        once(&self.configs, index, || {
+            self.run_config(&self.suite.expect_server[index])
+        })
+    }
+
+    fn run_config(&self, check: &ConfigCheck) -> Verdict {
+        let target = self.connected()?;
+        let file = &self.suite.file;
+        let fail = |what: String, note: String| {
+            let mut out = format!("error: {what}\n");
+            render_location(&mut out, &file.display(), &file.text, check.loc);
+            out.push_str(&note);
+            out
+        };
+        let (path, doc) = self
+            .runtime()
+            .block_on(self.documents.get(&target.client, check.source))
+            .map_err(|e| {
+                fail(
+                    format!("{} cannot be checked: {e}", check.name),
+                    String::new(),
+                )
+            })?;
+        let field = check.path.join(".");
+        let Some(value) = lookup(&doc, &check.path) else {
+            let keys = doc.as_object().map_or_else(
+                || "it is not a JSON object".to_owned(),
+                |m| {
+                    let mut k: Vec<&str> = m.keys().map(String::as_str).take(40).collect();
+                    k.sort_unstable();
+                    format!("its fields: {}", k.join(", "))
+                },
+            );
+            return Err(fail(
+                format!(
+                    "the server's {} has no field `{field}`",
+                    check.source.name()
+                ),
+                format!("  = read from GET {path}; {keys}\n"),
+            ));
+        };
+        holds(&check.expect, value).map_err(|wanted| {
+            fail(
+                format!(
+                    "server configuration mismatch: {} is {value}, {wanted}",
+                    check.name
+                ),
+                format!("  = read from GET {path} of {}\n", target.client.base_url()),
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_and_expectations() {
+        let doc: Value =
+            serde_json::json!({"tp_size": 8, "data": [{"id": "kimi"}], "backend": "triton"});
+        let p = |s: &str| s.split('.').map(str::to_owned).collect::<Vec<_>>();
+        assert_eq!(lookup(&doc, &p("data.0.id")), Some(&Value::from("kimi")));
+        assert_eq!(lookup(&doc, &p("data.1.id")), None);
+        assert!(holds(&ConfigExpect::Equals(Value::from(8.0)), &doc["tp_size"]).is_ok());
+        let err = holds(&ConfigExpect::Equals(Value::from(4)), &doc["tp_size"]).unwrap_err();
+        assert_eq!(err, "expected 4");
+        assert!(holds(&ConfigExpect::Contains("tri".into()), &doc["backend"]).is_ok());
+        assert!(holds(&ConfigExpect::Contains("8".into()), &doc["tp_size"]).is_err());
+        let one = ConfigExpect::OneOf(vec![Value::from("fa3"), Value::from("triton")]);
+        assert!(holds(&one, &doc["backend"]).is_ok());
+    }
+}

@@ -1,0 +1,368 @@
+//! A server process servegate launches and owns: its own process group,
+//! its output in a log file, readiness polled with a deadline, death and
+//! fatal log lines noticed, and teardown (SIGTERM to the group, a grace
+//! period, SIGKILL) on every way out — the end of its suite, a panic
+//! (`Drop`), Ctrl-C or SIGTERM ([`reaper`]).
+
+pub mod log;
+mod reaper;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::client::Client;
+use crate::suite::{Api, Launch, Ready, Timeouts, Variant};
+
+use log::{FatalLine, Scanner, TAIL_LINES};
+
+/// How a server process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitInfo(ExitStatus);
+
+impl fmt::Display for ExitInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(code) = self.0.code() {
+            return write!(f, "exited with code {code}");
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::ExitStatusExt as _;
+            if let Some(sig) = self.0.signal() {
+                let name = nix::sys::signal::Signal::try_from(sig).map_or("?", |s| s.as_str());
+                return write!(f, "was killed by signal {sig} ({name})");
+            }
+        }
+        write!(f, "ended ({})", self.0)
+    }
+}
+
+/// When start-up milestones were reached, since the spawn.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct Timeline {
+    /// Seconds since the Unix epoch at the spawn.
+    pub spawned_unix: u64,
+    /// The port accepted a connection.
+    pub port_open_s: Option<f64>,
+    /// The readiness path answered 2xx.
+    pub ready_s: Option<f64>,
+}
+
+/// A launched server.
+#[derive(Debug)]
+pub struct Server {
+    /// The argv it was started with.
+    pub argv: Vec<String>,
+    /// The environment variables servegate set, values of secret-looking
+    /// names redacted.
+    pub env_shown: Vec<(String, String)>,
+    /// Its stdout and stderr.
+    pub log_path: PathBuf,
+    /// `http://host:port`.
+    pub base_url: String,
+    addr: String,
+    pid: u32,
+    spawned: Instant,
+    grace: Duration,
+    child: Mutex<Child>,
+    exit: Mutex<Option<ExitInfo>>,
+    scanner: Mutex<Scanner>,
+    timeline: Mutex<Timeline>,
+}
+
+/// Names whose values never appear in output or records.
+fn is_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["KEY", "TOKEN", "SECRET", "PASSWORD"]
+        .iter()
+        .any(|s| upper.contains(s))
+}
+
+/// A free TCP port on `host`, found by binding port 0.
+fn free_port(host: &str) -> Result<u16, String> {
+    std::net::TcpListener::bind((host, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("could not find a free port on {host}: {e}"))
+}
+
+/// An argv as a shell would need it typed: words with anything but
+/// `[A-Za-z0-9_./:=,@%+-]` single-quoted.
+pub fn shell_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_./:=,@%+-".contains(c));
+            if plain {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn fill(text: &str, host: &str, port: u16) -> String {
+    text.replace("{port}", &port.to_string())
+        .replace("{host}", host)
+}
+
+impl Server {
+    /// Starts `launch` (with a variant's overrides) in its own process group,
+    /// output to `<dir>/<label>.log`.
+    pub fn spawn(
+        launch: &Launch,
+        variant: Option<&Variant>,
+        suite_dir: &Path,
+        dir: &Path,
+        label: &str,
+    ) -> Result<Self, String> {
+        let port = match launch.port {
+            Some(p) => p,
+            None => free_port(&launch.host)?,
+        };
+        let host = launch.host.as_str();
+        let mut argv: Vec<String> = launch.command.iter().map(|a| fill(a, host, port)).collect();
+        let mut env: Vec<(String, String)> = launch
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), fill(v, host, port)))
+            .collect();
+        if let Some(v) = variant {
+            argv.extend(v.args.iter().map(|a| fill(a, host, port)));
+            for (k, val) in &v.env {
+                env.retain(|(name, _)| name != k);
+                env.push((k.clone(), fill(val, host, port)));
+            }
+        }
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("could not create {}: {e}", dir.display()))?;
+        let log_path = dir.join(format!("{label}.log"));
+        let log = std::fs::File::create(&log_path)
+            .map_err(|e| format!("could not create {}: {e}", log_path.display()))?;
+        let log_err = log
+            .try_clone()
+            .map_err(|e| format!("could not open {}: {e}", log_path.display()))?;
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .current_dir(launch.cwd.as_deref().unwrap_or(suite_dir))
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err);
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt as _;
+            cmd.process_group(0);
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("could not start `{}`: {e}", argv.join(" ")))?;
+        let pid = child.id();
+        reaper::register(pid);
+        let env_shown = env
+            .into_iter()
+            .map(|(k, v)| {
+                let v = if is_secret(&k) {
+                    "<redacted>".to_owned()
+                } else {
+                    v
+                };
+                (k, v)
+            })
+            .collect();
+        let spawned_unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let addr = format!("{host}:{port}");
+        Ok(Self {
+            argv,
+            env_shown,
+            base_url: format!("http://{addr}"),
+            addr,
+            scanner: Mutex::new(Scanner::new(
+                log_path.clone(),
+                launch.fatal_log_patterns.clone(),
+            )),
+            log_path,
+            pid,
+            spawned: Instant::now(),
+            grace: launch.grace,
+            child: Mutex::new(child),
+            exit: Mutex::new(None),
+            timeline: Mutex::new(Timeline {
+                spawned_unix,
+                ..Timeline::default()
+            }),
+        })
+    }
+
+    /// The start-up milestones so far.
+    pub fn timeline(&self) -> Timeline {
+        self.timeline.lock().map(|t| *t).unwrap_or_default()
+    }
+
+    /// How the process ended, if it has.
+    pub fn exited(&self) -> Option<ExitInfo> {
+        let mut exit = self.exit.lock().ok()?;
+        if exit.is_none()
+            && let Ok(mut child) = self.child.lock()
+            && let Ok(Some(status)) = child.try_wait()
+        {
+            *exit = Some(ExitInfo(status));
+        }
+        *exit
+    }
+
+    /// A fatal pattern in the log lines written since the last look.
+    pub fn fatal_line(&self) -> Option<FatalLine> {
+        self.scanner.lock().ok()?.scan()
+    }
+
+    /// The log's last lines, introduced by its path.
+    pub fn tail(&self) -> String {
+        format!(
+            "  server log {}, last {TAIL_LINES} lines:\n{}",
+            self.log_path.display(),
+            log::tail(&self.log_path, TAIL_LINES)
+        )
+    }
+
+    /// A fatal line, in the words of a failure message.
+    pub fn describe_fatal(&self, f: &FatalLine) -> String {
+        format!(
+            "fatal log pattern `{}` at {}:{}: {}",
+            f.pattern,
+            self.log_path.display(),
+            f.line_no,
+            f.line
+        )
+    }
+
+    /// Polls `ready.path` until it answers 2xx; fails as soon as the process
+    /// exits or a fatal pattern appears, and at the deadline.
+    pub async fn wait_ready(&self, ready: &Ready) -> Result<(), String> {
+        let deadline = self.spawned + ready.timeout;
+        let poll = Timeouts {
+            connect: Duration::from_secs(2),
+            total: Duration::from_secs(30),
+            ..Timeouts::default()
+        };
+        let client = Client::new(&self.base_url, Api::OpenAiChat, "", None, poll)
+            .map_err(|e| e.to_string())?;
+        let mut last = "nothing (the port never opened)".to_owned();
+        let mut said = Instant::now();
+        loop {
+            if let Some(exit) = self.exited() {
+                return Err(format!(
+                    "the server {exit} before it was ready ({:.1}s after the start)\n{}",
+                    self.spawned.elapsed().as_secs_f64(),
+                    self.tail()
+                ));
+            }
+            if let Some(f) = self.fatal_line() {
+                return Err(format!(
+                    "{} (before the server was ready, {:.1}s after the start)\n{}",
+                    self.describe_fatal(&f),
+                    self.spawned.elapsed().as_secs_f64(),
+                    self.tail()
+                ));
+            }
+            if self.timeline().port_open_s.is_none()
+                && tokio::time::timeout(
+                    Duration::from_secs(1),
+                    tokio::net::TcpStream::connect(&self.addr),
+                )
+                .await
+                .is_ok_and(|c| c.is_ok())
+                && let Ok(mut t) = self.timeline.lock()
+            {
+                t.port_open_s = Some(self.spawned.elapsed().as_secs_f64());
+            }
+            if self.timeline().port_open_s.is_some() {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match tokio::time::timeout(left, client.get(&ready.path)).await {
+                    Ok(Ok((status, _))) if (200..300).contains(&status) => {
+                        if let Ok(mut t) = self.timeline.lock() {
+                            t.ready_s = Some(self.spawned.elapsed().as_secs_f64());
+                        }
+                        return Ok(());
+                    }
+                    Ok(Ok((status, body))) => {
+                        last = format!(
+                            "{status} {}",
+                            crate::client::error::excerpt(body.trim(), 200)
+                        );
+                    }
+                    Ok(Err(e)) => last = e.to_string(),
+                    // Cut short by the deadline: the previous answer stands.
+                    Err(_) => {}
+                }
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(format!(
+                    "the server is not ready after {}: GET {} last answered: {last}\n{}",
+                    humantime::format_duration(ready.timeout),
+                    ready.path,
+                    self.tail()
+                ));
+            }
+            if said.elapsed() >= Duration::from_secs(60) {
+                println!(
+                    "servegate: still waiting for {}{} ({:.0}s; last answer: {last})",
+                    self.base_url,
+                    ready.path,
+                    self.spawned.elapsed().as_secs_f64()
+                );
+                said = Instant::now();
+            }
+            tokio::time::sleep(ready.interval.min(deadline - now)).await;
+        }
+    }
+
+    /// Stops the process group: SIGTERM, up to the grace period, SIGKILL.
+    /// Returns how the server process ended. Idempotent.
+    pub fn stop(&self) -> Option<ExitInfo> {
+        let Ok(mut child) = self.child.lock() else {
+            return None;
+        };
+        let mut exit = self.exit.lock().ok()?;
+        if exit.is_none() {
+            if let Ok(Some(status)) = child.try_wait() {
+                *exit = Some(ExitInfo(status));
+            } else {
+                reaper::signal_group(self.pid, reaper::Stop::Term, &mut child);
+                let until = Instant::now() + self.grace;
+                while exit.is_none() {
+                    match child.try_wait() {
+                        Ok(Some(status)) => *exit = Some(ExitInfo(status)),
+                        Ok(None) if Instant::now() < until => {
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                        _ => {
+                            reaper::signal_group(self.pid, reaper::Stop::Kill, &mut child);
+                            *exit = child.wait().ok().map(ExitInfo);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        // What the server started and left behind in its group goes too.
+        if reaper::unregister(self.pid) {
+            reaper::signal_group(self.pid, reaper::Stop::Kill, &mut child);
+        }
+        *exit
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,138 @@
+//! No launched server outlives servegate: every live process group is
+//! registered here, and the first launch installs a watcher that, on
+//! SIGINT, SIGTERM or SIGHUP, stops every registered group before exiting
+//! (results already measured are on disk: they are written after each gate).
+
+use std::process::Child;
+use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant};
+
+static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Which signal a stop sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// SIGTERM: shut down.
+    Term,
+    /// SIGKILL.
+    Kill,
+}
+
+/// Records a live process group (led by `pid`).
+pub fn register(pid: u32) {
+    watch_signals();
+    if let Ok(mut live) = LIVE.lock() {
+        live.push(pid);
+    }
+}
+
+/// Forgets a group; `false` if it was not registered (already stopped).
+pub fn unregister(pid: u32) -> bool {
+    LIVE.lock().is_ok_and(|mut live| {
+        let before = live.len();
+        live.retain(|&p| p != pid);
+        live.len() < before
+    })
+}
+
+/// Sends `stop` to the process group led by `pid` (to the child alone where
+/// there are no process groups). `false` when nothing was there.
+#[cfg(unix)]
+pub fn signal_group(pid: u32, stop: Stop, _child: &mut Child) -> bool {
+    use nix::sys::signal::{Signal, killpg};
+    use nix::unistd::Pid;
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    let sig = match stop {
+        Stop::Term => Signal::SIGTERM,
+        Stop::Kill => Signal::SIGKILL,
+    };
+    killpg(Pid::from_raw(pid), sig).is_ok()
+}
+
+/// Sends `stop` to the child (no process groups here: both kill it).
+#[cfg(not(unix))]
+pub fn signal_group(_pid: u32, _stop: Stop, child: &mut Child) -> bool {
+    child.kill().is_ok()
+}
+
+/// Whether anything is left in the group led by `pid`.
+#[cfg(unix)]
+fn group_alive(pid: u32) -> bool {
+    use nix::sys::signal::killpg;
+    use nix::unistd::Pid;
+    i32::try_from(pid).is_ok_and(|p| killpg(Pid::from_raw(p), None).is_ok())
+}
+
+/// On a signal: SIGTERM to every group, up to 5 s for them to go, SIGKILL.
+fn stop_all_and_exit(signal: &str) -> ! {
+    let live: Vec<u32> = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
+    eprintln!(
+        "servegate: {signal}: stopping {} launched server(s)",
+        live.len()
+    );
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{Signal, killpg};
+        use nix::unistd::Pid;
+        let each = |sig: Signal| {
+            for &pid in &live {
+                if let Ok(p) = i32::try_from(pid) {
+                    let _ = killpg(Pid::from_raw(p), sig);
+                }
+            }
+        };
+        each(Signal::SIGTERM);
+        let until = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < until && live.iter().any(|&p| group_alive(p)) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        each(Signal::SIGKILL);
+    }
+    std::process::exit(130)
+}
+
+/// Installs the signal watcher once, on a thread of its own (the harness's
+/// runtime is busy with trials and may be single-threaded).
+fn watch_signals() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("servegate-signals".into())
+            .spawn(|| {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                let name = rt.block_on(wait_for_signal());
+                if let Some(name) = name {
+                    stop_all_and_exit(name);
+                }
+            });
+        if let Err(e) = spawned {
+            eprintln!("warning: could not watch for Ctrl-C ({e}): an interrupted run may leave its server running");
+        }
+    });
+}
+
+#[cfg(unix)]
+async fn wait_for_signal() -> Option<&'static str> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut int = signal(SignalKind::interrupt()).ok()?;
+    let mut term = signal(SignalKind::terminate()).ok()?;
+    let mut hup = signal(SignalKind::hangup()).ok()?;
+    tokio::select! {
+        _ = int.recv() => Some("interrupted (SIGINT)"),
+        _ = term.recv() => Some("terminated (SIGTERM)"),
+        _ = hup.recv() => Some("hung up (SIGHUP)"),
+    }
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signal() -> Option<&'static str> {
+    tokio::signal::ctrl_c().await.ok()?;
+    Some("interrupted (Ctrl-C)")
+}

@@ -1,0 +1,288 @@
+//! Decoding what concerns the server's life: `target.launch`,
+//! `expect_server:` and `variants:`.
+
+use std::time::Duration;
+
+use super::{Decoder, Fields, quoted_list};
+use crate::suite::diagnostics::Diagnostic;
+use crate::suite::model::{Api, ConfigCheck, ConfigExpect, ConfigSource, Launch, Ready, Variant};
+use crate::suite::node::{Node, Yaml};
+
+const LAUNCH: &[&str] = &[
+    "command",
+    "env",
+    "cwd",
+    "host",
+    "port",
+    "ready",
+    "fatal_log_patterns",
+    "grace",
+];
+const READY: &[&str] = &["path", "interval", "timeout"];
+const VARIANT: &[&str] = &["name", "env", "args"];
+const SOURCES: &[&str] = &["server_info", "model_info", "models"];
+const EXPECTS: &[&str] = &["equals", "contains", "matches", "one_of"];
+
+impl Decoder<'_> {
+    pub(super) fn launch(&mut self, y: &Yaml, api: Api) -> Option<Launch> {
+        let f = self.fields(y, "target.launch", LAUNCH)?;
+        let command = self
+            .required(&f, "command", "target.launch")
+            .and_then(|v| self.argv(v, "launch.command"));
+        if let (Some(v), Some(c)) = (f.get("command"), &command)
+            && c.is_empty()
+        {
+            self.error(Diagnostic::new(v.loc, "launch.command is empty").expected(
+                "the server's argv, e.g. `[python3, -m, sglang.launch_server, --port, \"{port}\"]`",
+            ));
+        }
+        let env = f
+            .get("env")
+            .map_or(Some(Vec::new()), |v| self.env_map(v, "launch.env"));
+        let cwd = f.get("cwd").and_then(|v| {
+            let dir = self.interpolated(v, "launch.cwd")?;
+            let path = self.suite_dir.join(dir);
+            if path.is_dir() {
+                Some(path)
+            } else {
+                self.error(Diagnostic::new(
+                    v.loc,
+                    format!("launch.cwd `{}` is not a directory", path.display()),
+                ));
+                None
+            }
+        });
+        let host = f
+            .get("host")
+            .and_then(|v| self.interpolated(v, "launch.host"))
+            .unwrap_or_else(|| "127.0.0.1".to_owned());
+        let port = f
+            .get("port")
+            .and_then(|v| self.count::<u16>(v, "launch.port", 1));
+        let sglang = api == Api::SglangGenerate
+            || command
+                .as_ref()
+                .is_some_and(|c| c.iter().any(|a| a.contains("sglang")));
+        let mut ready = Ready {
+            path: if sglang {
+                "/health_generate"
+            } else {
+                "/health"
+            }
+            .to_owned(),
+            interval: Duration::from_secs(2),
+            timeout: Duration::from_secs(20 * 60),
+        };
+        if let Some(v) = f.get("ready")
+            && let Some(rf) = self.fields(v, "launch.ready", READY)
+        {
+            if let Some(p) = rf.get("path").and_then(|p| self.text(p, "ready.path")) {
+                ready.path = if p.starts_with('/') {
+                    p
+                } else {
+                    format!("/{p}")
+                };
+            }
+            if let Some(d) = rf
+                .get("interval")
+                .and_then(|d| self.duration(d, "ready.interval"))
+            {
+                ready.interval = d;
+            }
+            if let Some(d) = rf
+                .get("timeout")
+                .and_then(|d| self.duration(d, "ready.timeout"))
+            {
+                ready.timeout = d;
+            }
+        }
+        let fatal_log_patterns = f.get("fatal_log_patterns").map_or(Vec::new(), |v| {
+            self.items(v, "fatal_log_patterns", |d, p| {
+                d.regex(p, "a fatal log pattern")
+            })
+        });
+        let grace = f
+            .get("grace")
+            .and_then(|v| self.duration(v, "launch.grace"))
+            .unwrap_or(Duration::from_secs(30));
+        Some(Launch {
+            command: command?,
+            env: env?,
+            cwd,
+            host,
+            port,
+            ready,
+            fatal_log_patterns,
+            grace,
+            loc: y.loc,
+        })
+    }
+
+    /// A list of arguments, each interpolated.
+    fn argv(&mut self, y: &Yaml, what: &str) -> Option<Vec<String>> {
+        if let Node::Str(_) = y.node {
+            self.error(
+                Diagnostic::new(y.loc, format!("{what} must be a list of arguments, found a string"))
+                    .expected("an argv list such as `[python3, -m, sglang.launch_server]`: no shell splits it"),
+            );
+            return None;
+        }
+        let items = self.list(y, what)?;
+        items
+            .iter()
+            .map(|a| self.interpolated(a, what))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .collect()
+    }
+
+    /// A mapping of environment variable names to (interpolated) values.
+    fn env_map(&mut self, y: &Yaml, what: &str) -> Option<Vec<(String, String)>> {
+        let Node::Map(entries) = &y.node else {
+            self.type_error(y, what, "a mapping of NAME: value");
+            return None;
+        };
+        let mut out = Vec::new();
+        let mut ok = true;
+        for (k, v) in entries {
+            let valid = !k.name.is_empty()
+                && k.name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                self.error(
+                    Diagnostic::new(
+                        k.loc,
+                        format!("invalid environment variable name `{}`", k.name),
+                    )
+                    .expected("letters, digits and `_`"),
+                );
+                ok = false;
+            }
+            match self.interpolated(v, &format!("{what}.{}", k.name)) {
+                Some(value) => out.push((k.name.clone(), value)),
+                None => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+
+    pub(super) fn variants(&mut self, y: &Yaml) -> Vec<Variant> {
+        let variants = self.items(y, "variants", |d, item| {
+            let f = d.fields(item, "variant", VARIANT)?;
+            let name = d
+                .required(&f, "name", "variant")
+                .and_then(|v| d.name(v, "variant name"));
+            let env = f
+                .get("env")
+                .map_or(Some(Vec::new()), |v| d.env_map(v, "variant.env"));
+            let args = f
+                .get("args")
+                .map_or(Some(Vec::new()), |v| d.argv(v, "variant.args"));
+            Some(Variant {
+                name: name?,
+                env: env?,
+                args: args?,
+                loc: item.loc,
+            })
+        });
+        self.unique_names(variants.iter().map(|v| (v.name.as_str(), v.loc)), "variant");
+        variants
+    }
+
+    pub(super) fn expect_server(&mut self, y: &Yaml) -> Vec<ConfigCheck> {
+        let Some(f) = self.fields(y, "expect_server", SOURCES) else {
+            return Vec::new();
+        };
+        let mut checks = Vec::new();
+        for (key, doc) in f.entries {
+            let source = match key.name.as_str() {
+                "server_info" => ConfigSource::ServerInfo,
+                "model_info" => ConfigSource::ModelInfo,
+                "models" => ConfigSource::Models,
+                _ => continue,
+            };
+            let Node::Map(fields) = &doc.node else {
+                self.type_error(
+                    doc,
+                    &format!("expect_server.{}", key.name),
+                    "a mapping of field: expected value",
+                );
+                continue;
+            };
+            for (field, want) in fields {
+                let path: Vec<String> = field.name.split('.').map(str::to_owned).collect();
+                if path.iter().any(String::is_empty) {
+                    self.error(
+                        Diagnostic::new(field.loc, format!("invalid field path `{}`", field.name))
+                            .expected("a field name, or a dotted path such as `data.0.id`"),
+                    );
+                    continue;
+                }
+                if let Some(expect) = self.config_expect(want) {
+                    checks.push(ConfigCheck {
+                        name: format!("{}.{}", source.name(), field.name),
+                        source,
+                        path,
+                        expect,
+                        loc: field.loc,
+                    });
+                }
+            }
+        }
+        checks
+    }
+
+    fn config_expect(&mut self, y: &Yaml) -> Option<ConfigExpect> {
+        match &y.node {
+            Node::Map(_) => {
+                let f = self.fields(y, "an expected value", EXPECTS)?;
+                self.one_expectation(&f, y)
+            }
+            Node::Seq(_) => {
+                self.error(
+                    Diagnostic::new(y.loc, "an expected server value cannot be a list")
+                        .expected("a value, or `{one_of: [a, b]}` for alternatives"),
+                );
+                None
+            }
+            _ => Some(ConfigExpect::Equals(json_of(y))),
+        }
+    }
+
+    fn one_expectation(&mut self, f: &Fields<'_>, y: &Yaml) -> Option<ConfigExpect> {
+        let given: Vec<&str> = EXPECTS
+            .iter()
+            .copied()
+            .filter(|k| f.get(k).is_some())
+            .collect();
+        if given.len() != 1 {
+            self.error(
+                Diagnostic::new(y.loc, "an expected server value takes exactly one check")
+                    .expected(format!("one of {}", quoted_list(EXPECTS))),
+            );
+            return None;
+        }
+        let v = f.get(given[0])?;
+        match given[0] {
+            "equals" => Some(ConfigExpect::Equals(json_of(v))),
+            "contains" => self.text(v, "contains").map(ConfigExpect::Contains),
+            "matches" => self.regex(v, "matches").map(ConfigExpect::Matches),
+            _ => {
+                let items = self.list(v, "one_of")?;
+                Some(ConfigExpect::OneOf(items.iter().map(json_of).collect()))
+            }
+        }
+    }
+}
+
+/// A YAML scalar as JSON (collections become null: callers reject them).
+fn json_of(y: &Yaml) -> serde_json::Value {
+    match &y.node {
+        Node::Bool(b) => serde_json::Value::Bool(*b),
+        Node::Int(i) => serde_json::Value::from(*i),
+        Node::Float(f) => serde_json::Value::from(*f),
+        Node::Str(s) => serde_json::Value::String(s.clone()),
+        Node::Null | Node::Seq(_) | Node::Map(_) => serde_json::Value::Null,
+    }
+}

@@ -1,0 +1,336 @@
+//! Servers servegate launches itself: the simulator binary as a real
+//! process, through start-up, readiness, crashes, configuration checks,
+//! variants and teardown — and no process may outlive the run (checked in
+//! `/proc`, hence Linux only).
+#![cfg(target_os = "linux")]
+
+mod common;
+use common::{assert_has, failure_of};
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A run of the binary in its own target directory (so parallel tests keep
+/// their figures apart), with a marker only its servers carry.
+struct Run {
+    dir: PathBuf,
+    marker: String,
+}
+
+impl Run {
+    fn new(name: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("servegate-launch-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self {
+            dir,
+            marker: format!("servegate-test-marker-{name}-{}", std::process::id()),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_servegate"));
+        cmd.args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("SERVEGATE_BIN", env!("CARGO_BIN_EXE_servegate"))
+            .env("SERVEGATE_MARKER", &self.marker)
+            .env("CARGO_TARGET_DIR", &self.dir)
+            .env_remove("SERVEGATE_TARGET")
+            .env_remove("SERVEGATE_SIM_ITL")
+            .env_remove("SERVEGATE_SIM_TTFT");
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> (Output, String) {
+        let out = self.command(args).output().expect("servegate runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out, text)
+    }
+
+    fn figures(&self) -> serde_json::Value {
+        let path = self.dir.join("servegate/latest/figures.json");
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// Processes whose command line carries this run's marker.
+    fn survivors(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+                let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                // A zombie has an empty command line: only the living count.
+                if cmdline.contains(&self.marker) {
+                    found.push(format!(
+                        "{}: {cmdline}",
+                        entry.file_name().to_string_lossy()
+                    ));
+                }
+            }
+        }
+        found
+    }
+
+    fn assert_no_survivors(&self) {
+        // Teardown is synchronous; allow the kernel a moment to reap.
+        let until = Instant::now() + Duration::from_secs(5);
+        while !self.survivors().is_empty() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(
+            self.survivors(),
+            Vec::<String>::new(),
+            "processes outlived the run"
+        );
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The verdict libtest printed for `name`, skipping lines the trial printed.
+fn verdict<'a>(out: &'a str, name: &str) -> &'a str {
+    let start = out
+        .find(&format!("test {name} "))
+        .unwrap_or_else(|| panic!("no trial {name} in:\n{out}"));
+    let rest = &out[start..];
+    let first = rest.lines().next().unwrap_or("");
+    if let Some(v) = first
+        .rsplit("... ")
+        .next()
+        .filter(|v| *v == "ok" || *v == "FAILED")
+    {
+        return v;
+    }
+    rest.lines()
+        .skip(1)
+        .find(|l| *l == "ok" || *l == "FAILED")
+        .unwrap_or_else(|| panic!("no verdict for {name} in:\n{out}"))
+}
+
+#[test]
+fn a_launched_server_is_checked_measured_recorded_and_stopped_with_its_group() {
+    let run = Run::new("ok");
+    let (out, text) = run.run(&["run", "tests/suites/launch/ok.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for name in [
+        "launched::config::server_info.tp_size",
+        "launched::config::models.data.0.id",
+        "launched::correctness::answers",
+        "launched::performance::decode",
+    ] {
+        assert_eq!(verdict(&text, name), "ok", "{name}");
+    }
+    assert_has(
+        &text,
+        &[
+            "servegate: launched `sh -c",
+            "ready after",
+            "→ LAUNCHED server `sh -c",
+            "servegate: stopped the server of `launched` (was killed by signal 15 (SIGTERM))",
+        ],
+    );
+    // Config checks run first, then probes, then gates.
+    let pos = |n: &str| text.find(&format!("test {n} ")).unwrap();
+    assert!(pos("launched::config::models.data.0.id") < pos("launched::correctness::answers"));
+    let f = run.figures();
+    let suite = &f["suites"][0];
+    assert_eq!(suite["suite"], "launched");
+    assert_eq!(suite["server"]["env"]["NCCL_PROTO"], "LL");
+    assert_eq!(suite["server"]["env"]["HF_TOKEN"], "<redacted>");
+    assert!(
+        !f.to_string().contains("not-for-the-record"),
+        "a secret reached the record"
+    );
+    assert_eq!(suite["server"]["argv"][0], "sh");
+    assert!(suite["server"]["timeline"]["ready_s"].is_f64());
+    assert_eq!(suite["server_info"]["tp_size"], 8);
+    assert_eq!(suite["model_info"]["model_path"], "servegate-sim");
+    assert!(suite["suite_commit"].is_string() || suite["suite_commit"].is_null());
+    let log = suite["server"]["log"].as_str().unwrap();
+    let log_text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(log))
+        .or_else(|_| std::fs::read_to_string(log))
+        .unwrap();
+    assert!(log_text.contains(&run.marker), "{log_text}");
+    run.assert_no_survivors();
+}
+
+#[test]
+fn a_start_up_that_hangs_fails_at_its_deadline_with_the_last_answer_and_the_log() {
+    let run = Run::new("hang");
+    let started = Instant::now();
+    let (out, text) = run.run(&["run", "tests/suites/launch/hang.yaml"]);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    let failure = failure_of(&text, "hang::correctness::answers");
+    assert_has(
+        &failure,
+        &[
+            "launch failed: the server is not ready after 2s: GET /health last answered: 503",
+            "Loading model",
+            "last 40 lines:",
+            "| loading weights 3/61",
+        ],
+    );
+    run.assert_no_survivors();
+}
+
+#[test]
+fn a_fatal_log_line_fails_the_start_up_at_once() {
+    let run = Run::new("fatal");
+    let started = Instant::now();
+    let (out, text) = run.run(&["run", "tests/suites/launch/fatal.yaml"]);
+    // The readiness timeout is 10 minutes; the fatal line ends it at once.
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    let failure = failure_of(&text, "fatal::correctness::answers");
+    assert_has(
+        &failure,
+        &[
+            "launch failed: fatal log pattern `CUDA out of memory` at ",
+            "fatal.log:2: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+            "before the server was ready",
+        ],
+    );
+    run.assert_no_survivors();
+}
+
+#[test]
+fn a_server_that_dies_mid_run_fails_the_trial_in_flight_and_gates_the_rest() {
+    let run = Run::new("crash");
+    let (out, text) = run.run(&[
+        "run",
+        "tests/suites/launch/crash.yaml",
+        "tests/suites/launch/mismatch.yaml",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(verdict(&text, "crash::correctness::first"), "ok");
+    assert_eq!(verdict(&text, "crash::correctness::second"), "ok");
+    let third = failure_of(&text, "crash::correctness::third");
+    assert_has(
+        &third,
+        &[
+            "error: the server was killed by signal 6 (SIGABRT) during crash::correctness::third",
+            "| servegate sim: simulated crash: fatal error in decode (request 3)",
+            "the trial's own failure:",
+            "--> tests/suites/launch/crash.yaml:18:5",
+        ],
+    );
+    let gate = failure_of(&text, "crash::performance::decode");
+    assert_has(
+        &gate,
+        &["gated: the server was killed by signal 6 (SIGABRT) during crash::correctness::third"],
+    );
+    // The next suite goes on, on its own server.
+    assert_eq!(verdict(&text, "mismatch::correctness::answers"), "FAILED");
+    assert_has(&text, &["servegate: launched `", "mismatch.log"]);
+    // What was measured is written: the crashed suite is in the record.
+    let f = run.figures();
+    assert_eq!(f["suites"][0]["suite"], "crash");
+    run.assert_no_survivors();
+}
+
+#[test]
+fn a_configuration_mismatch_fails_its_check_and_gates_every_later_stage() {
+    let run = Run::new("mismatch");
+    let (out, text) = run.run(&["run", "tests/suites/launch/mismatch.yaml"]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(
+        verdict(&text, "mismatch::config::server_info.tp_size"),
+        "ok"
+    );
+    let check = failure_of(&text, "mismatch::config::server_info.attention_backend");
+    assert_has(
+        &check,
+        &[
+            "error: server configuration mismatch: server_info.attention_backend is \"triton\", expected \"fa3\"",
+            "--> tests/suites/launch/mismatch.yaml:12:5",
+            "= read from GET /get_server_info of http://127.0.0.1:",
+        ],
+    );
+    for later in [
+        "mismatch::correctness::answers",
+        "mismatch::performance::decode",
+    ] {
+        assert_has(
+            &failure_of(&text, later),
+            &["gated: config check server_info.attention_backend failed"],
+        );
+    }
+    run.assert_no_survivors();
+}
+
+#[test]
+fn variants_run_on_their_own_servers_and_the_table_names_the_faster() {
+    let run = Run::new("ab");
+    let (out, text) = run.run(&["run", "tests/suites/launch/ab.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for name in [
+        "ab[slow]::correctness::answers",
+        "ab[slow]::performance::decode",
+        "ab[fast]::correctness::answers",
+        "ab[fast]::performance::decode",
+    ] {
+        assert_eq!(verdict(&text, name), "ok", "{name}");
+    }
+    // Sequential: the first variant's server is stopped before the second starts.
+    let stopped = text.find("stopped the server of `ab[slow]`").unwrap();
+    let second = text.find("for `ab-fast`").unwrap();
+    assert!(stopped < second, "{text}");
+    assert_has(
+        &text,
+        &[
+            "variants of ab::performance::decode (delta against `slow`):",
+            "decode_tok_s.mean (higher is better)",
+            "(beyond noise)",
+            "best: `fast`",
+        ],
+    );
+    let f = run.figures();
+    let c = &f["comparisons"][0];
+    assert_eq!(c["best"], "fast");
+    let delta = c["rows"][1]["delta_pct"].as_f64().unwrap();
+    // ITL 8 ms against 2 ms: about 4× the decode rate.
+    assert!(delta > 150.0, "{c}");
+    assert_eq!(f["suites"][0]["variant"], "slow");
+    assert_eq!(f["suites"][0]["server"]["env"]["SERVEGATE_SIM_ITL"], "8ms");
+    run.assert_no_survivors();
+}
+
+#[test]
+fn ctrl_c_stops_the_launched_server_too() {
+    let run = Run::new("sigint");
+    let mut child: Child = run
+        .command(&["run", "tests/suites/launch/long.yaml"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains("ready after") {
+            break;
+        }
+    }
+    // Keep reading: a closed pipe would end servegate before the signal does.
+    let drain = std::thread::spawn(move || lines.map_while(Result::ok).count());
+    assert!(seen.contains("ready after"), "{seen}");
+    assert!(!run.survivors().is_empty(), "the server should be running");
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = child.id().to_string();
+    Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    let status = child.wait().unwrap();
+    let _ = drain.join();
+    assert_eq!(status.code(), Some(130));
+    run.assert_no_survivors();
+}
