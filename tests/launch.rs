@@ -290,6 +290,7 @@ fn variants_run_on_their_own_servers_and_the_table_names_the_faster() {
             "decode_tok_s.mean (higher is better)",
             "(beyond noise)",
             "best: `fast`",
+            "tpot.mean (lower is better)",
         ],
     );
     let f = run.figures();
@@ -332,5 +333,27 @@ fn ctrl_c_stops_the_launched_server_too() {
     let status = child.wait().unwrap();
     let _ = drain.join();
     assert_eq!(status.code(), Some(130));
+    run.assert_no_survivors();
+}
+
+#[test]
+fn a_variant_bound_fails_the_variant_that_regressed_against_the_other() {
+    let run = Run::new("regress");
+    let (out, text) = run.run(&["run", "tests/suites/launch/regress.yaml"]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(verdict(&text, "regress[fast]::performance::decode"), "ok");
+    let failure = failure_of(&text, "regress[slow]::performance::decode");
+    assert_has(
+        &failure,
+        &[
+            "error: threshold failed: tpot.mean <= variant(fast) * 1.1",
+            "--> tests/suites/launch/regress.yaml:",
+            "from variant `fast`'s ",
+        ],
+    );
+    assert_has(
+        &text,
+        &["tpot.mean <= variant(fast) * 1.1 (not applied: this is variant `fast`)"],
+    );
     run.assert_no_survivors();
 }

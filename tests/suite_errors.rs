@@ -169,6 +169,11 @@ correctness:
   - name: a
     prompt: "a"
     expect: [{contains: a}]
+performance:
+  - name: g
+    load: {concurrency: [1, 2], requests: 2, input_tokens: 8, output_tokens: 8}
+    thresholds:
+      decode_tok_s.mean: ">= variant(l) * 1.05"
 "#
     ));
 }

@@ -4,6 +4,8 @@
 use std::fmt::Write as _;
 
 use super::session::{Verdict, describe_load};
+use std::collections::BTreeMap;
+
 use crate::load::baseline::Lookup;
 use crate::load::estimate::Estimate;
 use crate::load::metrics::GateMetrics;
@@ -89,8 +91,76 @@ fn describe(metric: Metric, e: &Estimate) -> String {
     }
 }
 
+/// Where relative bounds find their reference figures.
+#[derive(Debug, Clone, Copy)]
+pub struct References<'a> {
+    /// The gate's baseline.
+    pub baseline: &'a Lookup,
+    /// The variant being judged, if the suite has variants.
+    pub variant: Option<&'a str>,
+    /// The figures (means over repeats) this gate measured in the variants
+    /// that ran before, or why one has none.
+    pub variants: &'a [VariantFigures],
+}
+
+/// A variant's name and the figures a gate measured in it, or why none.
+pub type VariantFigures = (String, Result<BTreeMap<String, f64>, String>);
+
+impl References<'_> {
+    /// The figure a relative bound starts from (`None` for a fixed bound).
+    fn reference(&self, t: &Threshold) -> Option<Result<f64, String>> {
+        match &t.bound {
+            Bound::Value(_) => None,
+            Bound::Baseline(_) => Some(self.baseline.figure(t.key)),
+            Bound::Variant(name, _) => Some(self.variant_figure(name, t.key)),
+        }
+    }
+
+    fn variant_figure(&self, name: &str, key: MetricKey) -> Result<f64, String> {
+        let (_, figures) = self
+            .variants
+            .iter()
+            .find(|(n, _)| n == name)
+            .ok_or_else(|| {
+                format!("variant `{name}` has not run before this one (variants run in file order)")
+            })?;
+        let figures = figures.as_ref().map_err(Clone::clone)?;
+        figures
+            .get(&key.to_string())
+            .copied()
+            .ok_or_else(|| format!("variant `{name}` measured no figure `{key}`"))
+    }
+}
+
+/// ` = <bound> from baseline <figure>`: how a relative bound was made.
+fn against(t: &Threshold, reference: Option<&Result<f64, String>>, bound: Option<&f64>) -> String {
+    let (Some(Ok(r)), Some(b)) = (reference, bound) else {
+        return String::new();
+    };
+    let m = t.key.metric;
+    match &t.bound {
+        Bound::Value(_) => String::new(),
+        Bound::Baseline(_) => format!(
+            " = {} from baseline {}",
+            format_value(m, *b),
+            format_value(m, *r)
+        ),
+        Bound::Variant(name, _) => format!(
+            " = {} from variant `{name}`'s {}",
+            format_value(m, *b),
+            format_value(m, *r)
+        ),
+    }
+}
+
 /// Judges a gate from the figures of its repeats (at least one).
-pub fn judge(suite: &Suite, gate: &Gate, repeats: &[GateMetrics], baseline: &Lookup) -> Judgement {
+pub fn judge(
+    suite: &Suite,
+    gate: &Gate,
+    repeats: &[GateMetrics],
+    refs: &References<'_>,
+) -> Judgement {
+    let baseline = refs.baseline;
     let file = &suite.file;
     let last = repeats.last().expect("at least one repeat");
     let mut out = String::new();
@@ -116,14 +186,21 @@ pub fn judge(suite: &Suite, gate: &Gate, repeats: &[GateMetrics], baseline: &Loo
     };
     for lt in thresholds(gate) {
         let t = &lt.threshold;
+        if let Bound::Variant(name, _) = &t.bound
+            && refs.variant == Some(name.as_str())
+        {
+            checks.push((format!("{t} (not applied: this is variant `{name}`)"), true));
+            continue;
+        }
         let est = estimate(t.key, repeats);
-        // A relative bound needs the baseline's figure; without it the
+        // A relative bound needs its reference figure; without it the
         // threshold cannot pass.
-        let resolved = match t.bound {
-            Bound::Value(v) => Ok(v),
-            Bound::Baseline(_) => baseline
-                .figure(t.key)
-                .map(|b| t.bound.resolve(Some(b)).unwrap_or(b)),
+        let reference = refs.reference(t);
+        let resolved = match (&t.bound, &reference) {
+            (Bound::Value(v), _) => Ok(*v),
+            (Bound::Baseline(r) | Bound::Variant(_, r), Some(Ok(b))) => Ok(r.apply(*b)),
+            (_, Some(Err(e))) => Err(e.clone()),
+            (_, None) => Err("no reference".to_owned()),
         };
         let pass = match (&est, &resolved) {
             (Some(e), Ok(bound)) => holds(t, *bound, e, gate.verdict),
@@ -132,17 +209,7 @@ pub fn judge(suite: &Suite, gate: &Gate, repeats: &[GateMetrics], baseline: &Loo
         let measured = est
             .as_ref()
             .map_or_else(|| "nothing".into(), |e| describe(t.key.metric, e));
-        let against = match (t.bound, &resolved) {
-            (Bound::Baseline(_), Ok(b)) => format!(
-                " = {} from baseline {}",
-                format_value(t.key.metric, *b),
-                baseline
-                    .figure(t.key)
-                    .map(|v| format_value(t.key.metric, v))
-                    .unwrap_or_default()
-            ),
-            _ => String::new(),
-        };
+        let against = against(t, reference.as_ref(), resolved.as_ref().ok());
         checks.push((format!("{t}{against} (measured {measured})"), pass));
         if pass {
             continue;
@@ -173,9 +240,15 @@ pub fn judge(suite: &Suite, gate: &Gate, repeats: &[GateMetrics], baseline: &Loo
         if est.is_none() {
             let _ = writeln!(out, "          no successful request produced this figure");
         }
-        match (t.bound, &resolved) {
+        match (&t.bound, &resolved) {
             (Bound::Value(_), _) => {
                 let _ = writeln!(out, "bound:    {t}");
+            }
+            (Bound::Variant(..), Ok(_)) => {
+                let _ = writeln!(out, "bound:    {t}{against}");
+            }
+            (Bound::Variant(..), Err(why)) => {
+                let _ = writeln!(out, "bound:    {t}, but it has no reference: {why}");
             }
             (Bound::Baseline(_), Ok(_)) => {
                 let _ = writeln!(out, "bound:    {t}{against}");
@@ -319,6 +392,14 @@ mod tests {
         Lookup::find(Path::new("/nonexistent"), "n", "g", "test")
     }
 
+    fn refs(baseline: &Lookup) -> References<'_> {
+        References {
+            baseline,
+            variant: None,
+            variants: &[],
+        }
+    }
+
     fn noisy_gate(verdict: &str) -> (Suite, Gate) {
         let text = format!(
             "suite: n\nperformance:\n  - name: g\n    repeats: 5\n    verdict: {verdict}\n    load: {{requests: 1, prompt: x, output_tokens: 8}}\n    thresholds:\n      output_tok_s: \">= 500\"\n"
@@ -333,7 +414,7 @@ mod tests {
         // Mean 499 tok/s, spread ±16: noise around the bound of 500.
         let repeats: Vec<GateMetrics> = [480, 520, 495, 510, 490].into_iter().map(repeat).collect();
         let (suite, gate) = noisy_gate("lenient");
-        let j = judge(&suite, &gate, &repeats, &no_baseline());
+        let j = judge(&suite, &gate, &repeats, &refs(&no_baseline()));
         assert!(j.result.is_ok(), "{:?}", j.result);
         assert!(
             j.checks[0]
@@ -344,12 +425,12 @@ mod tests {
         );
         let (suite, gate) = noisy_gate("mean");
         assert!(
-            judge(&suite, &gate, &repeats, &no_baseline())
+            judge(&suite, &gate, &repeats, &refs(&no_baseline()))
                 .result
                 .is_err()
         );
         let (suite, gate) = noisy_gate("strict");
-        let message = judge(&suite, &gate, &repeats, &no_baseline())
+        let message = judge(&suite, &gate, &repeats, &refs(&no_baseline()))
             .result
             .unwrap_err();
         assert!(
@@ -368,7 +449,11 @@ mod tests {
         // Far below the bound, even the lenient verdict fails.
         let slow: Vec<GateMetrics> = [300, 310, 305].into_iter().map(repeat).collect();
         let (suite, gate) = noisy_gate("lenient");
-        assert!(judge(&suite, &gate, &slow, &no_baseline()).result.is_err());
+        assert!(
+            judge(&suite, &gate, &slow, &refs(&no_baseline()))
+                .result
+                .is_err()
+        );
     }
 
     fn threshold(op: Op, bound: f64) -> Threshold {
@@ -380,7 +465,10 @@ mod tests {
     }
 
     fn check(t: &Threshold, e: &Estimate, mode: VerdictMode) -> bool {
-        holds(t, t.bound.resolve(None).unwrap(), e, mode)
+        let Bound::Value(bound) = t.bound else {
+            panic!("a fixed bound")
+        };
+        holds(t, bound, e, mode)
     }
 
     #[test]

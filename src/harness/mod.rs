@@ -318,6 +318,7 @@ fn add_run(
         target_override: ctx.target_override.map(str::to_owned),
         variant,
         run_dir: ctx.dir.to_path_buf(),
+        siblings: Arc::downgrade(book),
     };
     let run = Arc::new(SuiteRun::new(suite.clone(), plan, Arc::clone(runtime)));
     if target::launches(suite, ctx.target_override) {

@@ -2,6 +2,7 @@
 //! each gate, and the rule that ties them — a gate runs only on a server
 //! whose correctness probes all passed in this run.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -10,7 +11,7 @@ use std::time::Duration;
 use tokio::runtime::Runtime;
 
 use super::config;
-use super::judge::{judge, judge_curve};
+use super::judge::{References, VariantFigures, judge, judge_curve};
 use super::target::{self, Connected, LaunchPlace};
 use crate::check::evaluate;
 use crate::check::failure::{Sent, assertions_failed, request_failed};
@@ -18,7 +19,7 @@ use crate::client::CallRequest;
 use crate::load::baseline::{self, Lookup};
 use crate::load::metrics::GateMetrics;
 use crate::load::runner::run_gate;
-use crate::load::thresholds::format_duration;
+use crate::load::thresholds::{Bound, format_duration};
 use crate::load::workload::PROMPT_APPROXIMATION;
 use crate::suite::diagnostics::render_location;
 use crate::suite::{
@@ -58,6 +59,9 @@ pub struct Plan {
     pub variant: Option<Variant>,
     /// The run's directory, for server logs.
     pub run_dir: PathBuf,
+    /// Every suite run of the harness run: where `variant(NAME)` bounds
+    /// find the figures of earlier variants (weak: the book owns the runs).
+    pub siblings: std::sync::Weak<Mutex<Vec<Arc<SuiteRun>>>>,
 }
 
 /// A suite being run (once per variant).
@@ -320,6 +324,32 @@ impl SuiteRun {
     }
 
     /// Runs gate `index`, after every probe of the suite.
+    /// The figures gate `gate` measured in variant `name` of this suite.
+    fn variant_figures(&self, name: &str, gate: &str) -> Result<BTreeMap<String, f64>, String> {
+        let order = |n: &str| self.suite.variants.iter().position(|v| v.name == n);
+        let this = self.variant.as_ref().and_then(|v| order(&v.name));
+        if order(name) > this {
+            return Err(format!(
+                "variant `{name}` runs after this one (variants run in file order)"
+            ));
+        }
+        let book = self.plan.siblings.upgrade().ok_or("the run is over")?;
+        let runs = book.lock().map_err(|_| "the run's book is poisoned")?;
+        let sibling = runs
+            .iter()
+            .find(|r| {
+                r.suite.name == self.suite.name
+                    && r.variant.as_ref().is_some_and(|v| v.name == name)
+            })
+            .ok_or_else(|| format!("variant `{name}` did not run (filtered out?)"))?;
+        sibling
+            .figures()
+            .into_iter()
+            .find(|f| f.gate == gate)
+            .map(|f| f.figures)
+            .ok_or_else(|| format!("variant `{name}` measured nothing in `{gate}` (its trial failed or was filtered out)"))
+    }
+
     /// Runs gate `index` once, after every probe of the suite; later calls
     /// (a curve's prerequisites) return the first verdict.
     pub fn gate(&self, index: usize) -> Verdict {
@@ -395,7 +425,24 @@ impl SuiteRun {
             &gate.name,
             &target.fingerprint,
         );
-        let verdict = judge(&self.suite, gate, &repeats, &baseline);
+        let variants: Vec<VariantFigures> = gate
+            .thresholds
+            .iter()
+            .filter_map(|t| match &t.threshold.bound {
+                Bound::Variant(name, _) => Some(name.clone()),
+                _ => None,
+            })
+            .map(|name| {
+                let figures = self.variant_figures(&name, &gate.name);
+                (name, figures)
+            })
+            .collect();
+        let refs = References {
+            baseline: &baseline,
+            variant: self.variant.as_ref().map(|v| v.name.as_str()),
+            variants: &variants,
+        };
+        let verdict = judge(&self.suite, gate, &repeats, &refs);
         if let Ok(mut f) = self.figures.lock() {
             f.push(GateFigures {
                 gate: gate.name.clone(),

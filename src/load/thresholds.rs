@@ -289,12 +289,15 @@ impl Op {
 }
 
 /// What a threshold compares against.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Bound {
     /// A fixed value; seconds for durations.
     Value(f64),
     /// The figure stored in the gate's baseline, adjusted.
     Baseline(Relative),
+    /// The figure the same gate measured in another variant of this run
+    /// (`variant(name) * 1.05`), adjusted.
+    Variant(String, Relative),
 }
 
 /// How a baseline figure is adjusted into a bound.
@@ -310,17 +313,28 @@ pub enum Relative {
     Plus(f64),
 }
 
-impl Bound {
-    /// The bound as a number, given the baseline's figure when it is relative.
-    pub fn resolve(self, baseline: Option<f64>) -> Option<f64> {
+impl Relative {
+    /// The bound made of a reference figure.
+    pub fn apply(self, reference: f64) -> f64 {
         match self {
-            Bound::Value(v) => Some(v),
-            Bound::Baseline(r) => baseline.map(|b| match r {
-                Relative::Same => b,
-                Relative::Times(f) => b * f,
-                Relative::Percent(p) => b * (1.0 + p / 100.0),
-                Relative::Plus(d) => b + d,
-            }),
+            Relative::Same => reference,
+            Relative::Times(f) => reference * f,
+            Relative::Percent(p) => reference * (1.0 + p / 100.0),
+            Relative::Plus(d) => reference + d,
+        }
+    }
+
+    fn fmt_after(self, f: &mut fmt::Formatter<'_>, m: Metric) -> fmt::Result {
+        match self {
+            Relative::Same => Ok(()),
+            Relative::Times(x) => write!(f, " * {x}"),
+            Relative::Percent(p) => write!(f, " {} {}%", if p < 0.0 { '-' } else { '+' }, p.abs()),
+            Relative::Plus(d) => write!(
+                f,
+                " {} {}",
+                if d < 0.0 { '-' } else { '+' },
+                format_value(m, d.abs())
+            ),
         }
     }
 }
@@ -340,24 +354,16 @@ impl fmt::Display for Threshold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} ", self.key, self.op.symbol())?;
         let m = self.key.metric;
-        match self.bound {
-            Bound::Value(v) => f.write_str(&format_value(m, v)),
-            Bound::Baseline(Relative::Same) => f.write_str("baseline"),
-            Bound::Baseline(Relative::Times(x)) => write!(f, "baseline * {x}"),
-            Bound::Baseline(Relative::Percent(p)) => {
-                write!(
-                    f,
-                    "baseline {} {}%",
-                    if p < 0.0 { '-' } else { '+' },
-                    p.abs()
-                )
+        match &self.bound {
+            Bound::Value(v) => f.write_str(&format_value(m, *v)),
+            Bound::Baseline(r) => {
+                f.write_str("baseline")?;
+                r.fmt_after(f, m)
             }
-            Bound::Baseline(Relative::Plus(d)) => write!(
-                f,
-                "baseline {} {}",
-                if d < 0.0 { '-' } else { '+' },
-                format_value(m, d.abs())
-            ),
+            Bound::Variant(name, r) => {
+                write!(f, "variant({name})")?;
+                r.fmt_after(f, m)
+            }
         }
     }
 }
@@ -378,9 +384,24 @@ pub fn parse_comparison(key: MetricKey, text: &str) -> Result<Threshold, String>
     .ok_or_else(|| {
         format!("`{text}` does not start with a comparison operator (>=, >, <=, <, ==)")
     })?;
-    let bound = match rest.strip_prefix("baseline") {
-        Some(adjust) => Bound::Baseline(parse_relative(key, adjust.trim())?),
-        None => Bound::Value(parse_amount(key, rest)?),
+    let bound = if let Some(adjust) = rest.strip_prefix("baseline") {
+        Bound::Baseline(parse_relative(key, adjust.trim(), "baseline")?)
+    } else if let Some(named) = rest.strip_prefix("variant(") {
+        let (name, adjust) = named
+            .split_once(')')
+            .ok_or_else(|| format!("`{rest}`: expected `variant(NAME)`"))?;
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(format!(
+                "`{rest}`: expected `variant(NAME)` with a variant's name"
+            ));
+        }
+        Bound::Variant(
+            name.to_owned(),
+            parse_relative(key, adjust.trim(), "variant(…)")?,
+        )
+    } else {
+        Bound::Value(parse_amount(key, rest)?)
     };
     Ok(Threshold { key, op, bound })
 }
@@ -400,12 +421,13 @@ fn parse_amount(key: MetricKey, text: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_relative(key: MetricKey, text: &str) -> Result<Relative, String> {
+fn parse_relative(key: MetricKey, text: &str, after: &str) -> Result<Relative, String> {
     if text.is_empty() {
         return Ok(Relative::Same);
     }
-    let expected =
-        "after `baseline`: nothing, `* 0.95`, `+ 10%`, `- 5%` or an offset such as `+ 50ms`";
+    let expected = format!(
+        "after `{after}`: nothing, `* 0.95`, `+ 10%`, `- 5%` or an offset such as `+ 50ms`"
+    );
     let (sign, rest) = match text.chars().next() {
         Some('*') => {
             let factor: f64 = text[1..]
@@ -420,7 +442,7 @@ fn parse_relative(key: MetricKey, text: &str) -> Result<Relative, String> {
         }
         Some('+') => (1.0, text[1..].trim()),
         Some('-') => (-1.0, text[1..].trim()),
-        _ => return Err(format!("`baseline {text}`: expected {expected}")),
+        _ => return Err(format!("`{after} {text}`: expected {expected}")),
     };
     if let Some(p) = rest.strip_suffix('%') {
         let p: f64 = p
@@ -519,15 +541,33 @@ mod tests {
     #[test]
     fn parses_comparisons_with_units() {
         let t = parse_comparison(key("ttft.p99"), "<= 2s").unwrap();
-        assert_eq!((t.op, t.bound), (Op::Le, Bound::Value(2.0)));
+        assert_eq!((t.op, &t.bound), (Op::Le, &Bound::Value(2.0)));
         let t = parse_comparison(key("itl.p50"), "<250ms").unwrap();
         assert_eq!(t.op, Op::Lt);
-        assert!((t.bound.resolve(None).unwrap() - 0.25).abs() < 1e-12);
+        assert!(matches!(t.bound, Bound::Value(v) if (v - 0.25).abs() < 1e-12));
         let t = parse_comparison(key("decode_tok_s.mean"), ">= 12.5").unwrap();
-        assert_eq!((t.op, t.bound), (Op::Ge, Bound::Value(12.5)));
+        assert_eq!((t.op, &t.bound), (Op::Ge, &Bound::Value(12.5)));
         let t = parse_comparison(key("errors"), "== 0").unwrap();
-        assert_eq!((t.op, t.bound), (Op::Eq, Bound::Value(0.0)));
+        assert_eq!((t.op, &t.bound), (Op::Eq, &Bound::Value(0.0)));
         assert_eq!(t.to_string(), "errors == 0");
+    }
+
+    #[test]
+    fn parses_variant_comparisons() {
+        let t = parse_comparison(key("decode_tok_s.mean"), ">= variant(baseline) * 1.05").unwrap();
+        assert_eq!(
+            t.bound,
+            Bound::Variant("baseline".into(), Relative::Times(1.05))
+        );
+        assert_eq!(
+            t.to_string(),
+            "decode_tok_s.mean >= variant(baseline) * 1.05"
+        );
+        let t = parse_comparison(key("ttft.p99"), "<= variant(a)").unwrap();
+        assert_eq!(t.bound, Bound::Variant("a".into(), Relative::Same));
+        assert!(parse_comparison(key("ttft.p99"), "<= variant() * 2").is_err());
+        assert!(parse_comparison(key("ttft.p99"), "<= variant(a * 2").is_err());
+        assert!(parse_comparison(key("ttft.p99"), "<= variant(a) / 2").is_err());
     }
 
     #[test]
@@ -535,14 +575,15 @@ mod tests {
         let rel = |k: &str, text: &str| parse_comparison(key(k), text).unwrap();
         let t = rel("decode_tok_s.mean", ">= baseline * 0.95");
         assert_eq!(t.bound, Bound::Baseline(Relative::Times(0.95)));
-        assert!((t.bound.resolve(Some(200.0)).unwrap() - 190.0).abs() < 1e-9);
-        assert_eq!(t.bound.resolve(None), None);
+        assert!((Relative::Times(0.95).apply(200.0) - 190.0).abs() < 1e-9);
         assert_eq!(t.to_string(), "decode_tok_s.mean >= baseline * 0.95");
         let t = rel("ttft.p99", "<= baseline + 10%");
-        assert!((t.bound.resolve(Some(0.2)).unwrap() - 0.22).abs() < 1e-9);
+        assert_eq!(t.bound, Bound::Baseline(Relative::Percent(10.0)));
+        assert!((Relative::Percent(10.0).apply(0.2) - 0.22).abs() < 1e-9);
         assert_eq!(t.to_string(), "ttft.p99 <= baseline + 10%");
         let t = rel("itl.p99", "<= baseline + 500us");
-        assert!((t.bound.resolve(Some(0.01)).unwrap() - 0.0105).abs() < 1e-12);
+        assert_eq!(t.bound, Bound::Baseline(Relative::Plus(0.0005)));
+        assert!((Relative::Plus(0.0005).apply(0.01) - 0.0105).abs() < 1e-12);
         assert_eq!(t.to_string(), "itl.p99 <= baseline + 500us");
         assert_eq!(
             rel("output_tok_s", ">= baseline - 5%").bound,

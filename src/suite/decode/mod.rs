@@ -342,6 +342,7 @@ impl<'e> Decoder<'e> {
             .unzip();
         let gates: Vec<Gate> = gates.into_iter().flatten().collect();
         let curves: Vec<Curve> = curves.into_iter().flatten().collect();
+        self.variant_bounds(&gates, &variants);
         self.unique_names(probes.iter().map(|p| (p.name.as_str(), p.loc)), "probe");
         self.unique_names(gates.iter().map(|g| (g.name.as_str(), g.loc)), "gate");
         if probes.is_empty() && gates.is_empty() && self.errors.is_empty() {
@@ -361,6 +362,35 @@ impl<'e> Decoder<'e> {
             gates,
             curves,
         })
+    }
+
+    /// Every `variant(NAME)` bound names a variant of this suite.
+    fn variant_bounds(&mut self, gates: &[Gate], variants: &[crate::suite::Variant]) {
+        let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+        let mut reported: Vec<Loc> = Vec::new();
+        for lt in gates.iter().flat_map(|g| &g.thresholds) {
+            let crate::load::thresholds::Bound::Variant(name, _) = &lt.threshold.bound else {
+                continue;
+            };
+            // A sweep repeats its thresholds at every level: one error each.
+            if names.contains(&name.as_str()) || reported.contains(&lt.loc) {
+                continue;
+            }
+            reported.push(lt.loc);
+            let mut d = Diagnostic::new(
+                lt.loc,
+                format!("`variant({name})`: the suite has no variant `{name}`"),
+            );
+            d = if names.is_empty() {
+                d.expected("a `variants:` list (with a `target.launch`) that names it")
+            } else {
+                d.expected(format!("one of {}", quoted_list(&names)))
+            };
+            if let Some(close) = did_you_mean(name, &names) {
+                d = d.help(format!("did you mean `{close}`?"));
+            }
+            self.error(d);
+        }
     }
 
     fn items<T>(
