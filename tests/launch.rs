@@ -357,3 +357,24 @@ fn a_variant_bound_fails_the_variant_that_regressed_against_the_other() {
     );
     run.assert_no_survivors();
 }
+
+#[test]
+fn a_fixed_port_already_in_use_fails_the_launch_instead_of_measuring_the_squatter() {
+    let run = Run::new("taken");
+    let squatter = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = squatter.local_addr().unwrap().port().to_string();
+    let out = run
+        .command(&["run", "tests/suites/launch/taken.yaml"])
+        .env("SERVEGATE_TEST_PORT", &port)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert_has(
+        &failure_of(&text, "taken::correctness::answers"),
+        &[&format!(
+            "launch failed: port {port} on 127.0.0.1 is not free"
+        )],
+    );
+    run.assert_no_survivors();
+}

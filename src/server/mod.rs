@@ -122,7 +122,17 @@ impl Server {
         label: &str,
     ) -> Result<Self, String> {
         let port = match launch.port {
-            Some(p) => p,
+            // Something already listening there would answer the readiness
+            // checks and be measured in the server's place.
+            Some(p) => match std::net::TcpListener::bind((launch.host.as_str(), p)) {
+                Ok(_) => p,
+                Err(e) => {
+                    return Err(format!(
+                        "port {p} on {} is not free ({e}): another server there would be measured in this one's place",
+                        launch.host
+                    ));
+                }
+            },
             None => free_port(&launch.host)?,
         };
         let host = launch.host.as_str();

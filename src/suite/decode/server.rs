@@ -56,9 +56,19 @@ impl Decoder<'_> {
             .get("host")
             .and_then(|v| self.interpolated(v, "launch.host"))
             .unwrap_or_else(|| "127.0.0.1".to_owned());
-        let port = f
-            .get("port")
-            .and_then(|v| self.count::<u16>(v, "launch.port", 1));
+        let port = f.get("port").and_then(|v| {
+            let text = self.interpolated(v, "launch.port")?;
+            match text.trim().parse::<u16>() {
+                Ok(p) if p > 0 => Some(p),
+                _ => {
+                    self.error(
+                        Diagnostic::new(v.loc, format!("launch.port `{text}` is not a port"))
+                            .expected("a port number from 1 to 65535, or no `port` for a free one"),
+                    );
+                    None
+                }
+            }
+        });
         let sglang = api == Api::SglangGenerate
             || command
                 .as_ref()
