@@ -53,7 +53,8 @@ pub struct Timeline {
 /// A launched server.
 #[derive(Debug)]
 pub struct Server {
-    /// The argv it was started with.
+    /// The argv it was started with, values of secret-looking options
+    /// (`--api-key X`, `--hf-token=X`) redacted.
     pub argv: Vec<String>,
     /// The environment variables servegate set, values of secret-looking
     /// names redacted.
@@ -78,6 +79,29 @@ fn is_secret(name: &str) -> bool {
     ["KEY", "TOKEN", "SECRET", "PASSWORD"]
         .iter()
         .any(|s| upper.contains(s))
+}
+
+/// `argv` for output and records: the value of an option whose name looks
+/// secret is `<redacted>`.
+fn redact_argv(argv: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut hide_next = false;
+    for a in argv {
+        if hide_next {
+            out.push("<redacted>".to_owned());
+            hide_next = false;
+            continue;
+        }
+        match a.strip_prefix("--").map(|o| o.split_once('=')) {
+            Some(Some((name, _))) if is_secret(name) => out.push(format!("--{name}=<redacted>")),
+            Some(None) if is_secret(a) => {
+                out.push(a.clone());
+                hide_next = true;
+            }
+            _ => out.push(a.clone()),
+        }
+    }
+    out
 }
 
 /// A free TCP port on `host`, found by binding port 0.
@@ -174,6 +198,7 @@ impl Server {
             .map_err(|e| format!("could not start `{}`: {e}", argv.join(" ")))?;
         let pid = child.id();
         reaper::register(pid);
+        let argv = redact_argv(&argv);
         let env_shown = env
             .into_iter()
             .map(|(k, v)| {
@@ -374,5 +399,26 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_in_argv_are_redacted() {
+        let argv: Vec<String> = ["sglang", "--api-key", "s3cret", "--hf-token=abc", "--tp-size", "8"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        assert_eq!(
+            redact_argv(&argv),
+            ["sglang", "--api-key", "<redacted>", "--hf-token=<redacted>", "--tp-size", "8"]
+        );
+        assert_eq!(
+            shell_line(&["a b".to_owned(), "it's".to_owned(), "{port}".to_owned()]),
+            r"'a b' 'it'\''s' '{port}'"
+        );
     }
 }
