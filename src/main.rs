@@ -216,6 +216,10 @@ struct SimArgs {
     /// Abort (SIGABRT) when a generation request arrives after this many.
     #[arg(long)]
     crash_after: Option<u64>,
+    /// Stop answering anything (health included) when a generation request
+    /// arrives after this many.
+    #[arg(long)]
+    hang_after: Option<u64>,
     /// A `/get_server_info` field, as `KEY=VALUE` (VALUE read as JSON when
     /// it parses, else as a string); repeatable.
     #[arg(long = "server-info", value_name = "KEY=VALUE")]
@@ -238,6 +242,7 @@ fn serve_sim(set: &SimArgs) -> ExitCode {
     profile.itl = set.itl.unwrap_or(profile.itl);
     profile.capacity = set.capacity.unwrap_or(profile.capacity).max(1);
     profile.crash_after = set.crash_after;
+    profile.hang_after = set.hang_after;
     profile.loading = if set.never_ready {
         None
     } else {

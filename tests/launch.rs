@@ -378,3 +378,26 @@ fn a_fixed_port_already_in_use_fails_the_launch_instead_of_measuring_the_squatte
     );
     run.assert_no_survivors();
 }
+
+#[test]
+fn a_server_that_stops_answering_mid_run_is_named_as_hung_and_gates_the_rest() {
+    let run = Run::new("hung");
+    let (out, text) = run.run(&["run", "tests/suites/launch/hung.yaml"]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(verdict(&text, "hung::correctness::second"), "ok");
+    let third = failure_of(&text, "hung::correctness::third");
+    assert_has(
+        &third,
+        &[
+            "error: the server stopped answering during hung::correctness::third (GET /health: ",
+            "| servegate sim: simulated hang: no answer from now on (request 3)",
+            "the trial's own failure:",
+            "no token before the first_token deadline (2.000s)",
+        ],
+    );
+    assert_has(
+        &failure_of(&text, "hung::performance::decode"),
+        &["gated: the server stopped answering during hung::correctness::third"],
+    );
+    run.assert_no_survivors();
+}

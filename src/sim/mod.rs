@@ -37,6 +37,8 @@ struct SimState {
     e2e: histogram::PromHistogram,
     /// When health checks start answering 200; `None`: never.
     ready_at: Option<std::time::Instant>,
+    /// Set by `hang_after`: nothing is answered any more.
+    hung: std::sync::atomic::AtomicBool,
 }
 
 /// The simulator's routes for a profile.
@@ -46,6 +48,7 @@ pub fn app(profile: Profile) -> Router {
         .and_then(|d| std::time::Instant::now().checked_add(d));
     let state = Arc::new(SimState {
         ready_at,
+        hung: std::sync::atomic::AtomicBool::new(false),
         profile,
         running: AtomicUsize::new(0),
         requests: AtomicU64::new(0),

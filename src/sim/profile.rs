@@ -48,6 +48,9 @@ pub struct Profile {
     /// Abort the process (SIGABRT) when a generation request arrives after
     /// this many: a server that crashes mid-run.
     pub crash_after: Option<u64>,
+    /// Stop answering anything, health checks included, when a generation
+    /// request arrives after this many: a server that hangs mid-run.
+    pub hang_after: Option<u64>,
 }
 
 impl Default for Profile {
@@ -64,6 +67,7 @@ impl Default for Profile {
             server_info: serde_json::Map::new(),
             loading: Some(Duration::ZERO),
             crash_after: None,
+            hang_after: None,
         }
     }
 }

@@ -173,6 +173,16 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         ask.seed,
     );
     let before = state.requests.fetch_add(1, Ordering::Relaxed);
+    if state.profile.hang_after.is_some_and(|n| before >= n) {
+        eprintln!(
+            "servegate sim: simulated hang: no answer from now on (request {})",
+            before + 1
+        );
+        state.hung.store(true, Ordering::SeqCst);
+    }
+    if state.hung.load(Ordering::SeqCst) {
+        return std::future::pending().await;
+    }
     if state.profile.crash_after.is_some_and(|n| before >= n) {
         eprintln!(
             "servegate sim: simulated crash: fatal error in decode (request {})",
@@ -492,6 +502,9 @@ pub(super) async fn flush_cache(State(s): State<Arc<SimState>>) -> Response {
 }
 
 pub(super) async fn health(State(s): State<Arc<SimState>>) -> Response {
+    if s.hung.load(Ordering::SeqCst) {
+        return std::future::pending().await;
+    }
     if s.ready_at.is_some_and(|at| std::time::Instant::now() >= at) {
         return "".into_response();
     }
