@@ -401,3 +401,47 @@ fn a_server_that_stops_answering_mid_run_is_named_as_hung_and_gates_the_rest() {
     );
     run.assert_no_survivors();
 }
+
+#[test]
+fn a_panic_while_a_server_runs_stops_it_on_the_way_out() {
+    use servegate::server::Server;
+    use servegate::suite::{Launch, Ready};
+    let run = Run::new("panic");
+    let launch = Launch {
+        command: vec![
+            env!("CARGO_BIN_EXE_servegate").to_owned(),
+            "sim".to_owned(),
+            "--port".to_owned(),
+            "{port}".to_owned(),
+            "--say".to_owned(),
+            run.marker.clone(),
+        ],
+        env: Vec::new(),
+        cwd: None,
+        host: "127.0.0.1".to_owned(),
+        port: None,
+        ready: Ready {
+            path: "/health".to_owned(),
+            interval: Duration::from_millis(50),
+            timeout: Duration::from_secs(30),
+        },
+        fatal_log_patterns: Vec::new(),
+        grace: Duration::from_secs(2),
+        loc: servegate::suite::node::Loc::default(),
+    };
+    let dir = run.dir.clone();
+    let marker = run.marker.clone();
+    let unwound = std::panic::catch_unwind(move || {
+        let server = Server::spawn(&launch, None, &dir, &dir, "panic").unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(server.wait_ready(&launch.ready)).unwrap();
+        let alive = std::fs::read_to_string(&server.log_path).unwrap();
+        assert!(alive.contains(&marker));
+        panic!("a bug in the harness");
+    });
+    assert!(unwound.is_err());
+    run.assert_no_survivors();
+}
