@@ -591,3 +591,41 @@ fn the_gpu_example_suite_lists_its_variants_and_stages() {
             < position(&out, "kimi-k2.5[nccl-ll-ring]::config::server_info.tp_size")
     );
 }
+
+/// Code probes run the answer's code with the probe's tests appended: a
+/// correct function passes, a wrong one fails at the test it breaks, an
+/// endless loop is killed at the time limit, and the sandbox sees none of
+/// servegate's environment.
+#[test]
+fn code_probes_run_the_answer_against_its_tests_in_a_sandbox() {
+    let secret = std::path::Path::new("hunter2");
+    let o = servegate_with(
+        &["run", "tests/suites/code.yaml"],
+        &[("SERVEGATE_TEST_SECRET", secret)],
+    );
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    for ok in ["correct", "secret", "unfenced"] {
+        assert_eq!(
+            verdict(&out, &format!("code::correctness::{ok}")),
+            "ok",
+            "{ok}"
+        );
+    }
+    assert_has(
+        &failure_of(&out, "code::correctness::wrong"),
+        &[
+            "error: assertion failed: expected the python code in content passes its 3 tests (python3)",
+            "--> tests/suites/code.yaml:19:9",
+            "found:    failed test: assert not is_prime(91)",
+            "the program exited with code 1",
+            "code run (from the ```python block), tests from line 4:",
+            "      2 |     return n % 2 == 1",
+            "    | AssertionError",
+        ],
+    );
+    assert_has(
+        &failure_of(&out, "code::correctness::endless"),
+        &["found:    killed at the 1s wall-clock limit (an endless loop?)"],
+    );
+}

@@ -31,6 +31,7 @@ pub fn evaluate(a: &Assertion, c: &Completion) -> Result<(), Mismatch> {
     let field = a.field.name();
     let fail = |expected: String, found: Option<String>| Err(Mismatch { expected, found });
     match &a.check {
+        Check::Code(spec) => super::code::check(spec, field, &text),
         Check::Equals(want) => {
             if text.trim() == want.trim() {
                 Ok(())

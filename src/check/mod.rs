@@ -2,6 +2,8 @@
 //! that explain them.
 
 pub mod assertion;
+pub mod code;
 pub mod failure;
+pub mod sandbox;
 
 pub use assertion::{Mismatch, evaluate};

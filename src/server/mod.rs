@@ -22,6 +22,13 @@ use log::{FatalLine, Scanner, TAIL_LINES};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExitInfo(ExitStatus);
 
+impl ExitInfo {
+    /// How a process ended, in words.
+    pub fn new(status: ExitStatus) -> Self {
+        Self(status)
+    }
+}
+
 impl fmt::Display for ExitInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(code) = self.0.code() {

@@ -403,6 +403,19 @@ pub enum Check {
     MinChars(usize),
     /// At most this many characters.
     MaxChars(usize),
+    /// The answer's code passes tests when run in the sandbox.
+    Code(CodeSpec),
+}
+
+/// An executable code check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeSpec {
+    /// The language of the fenced block taken from the answer (`python`).
+    pub language: String,
+    /// Lines appended to the code (`assert is_prime(97)`).
+    pub tests: Vec<String>,
+    /// How it runs.
+    pub limits: crate::check::sandbox::Limits,
 }
 
 /// A performance gate.

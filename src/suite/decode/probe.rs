@@ -2,7 +2,9 @@
 
 use super::{Decoder, Fields, SAMPLING, quoted_list};
 use crate::suite::diagnostics::Diagnostic;
-use crate::suite::model::{Api, Assertion, Check, Field, Input, Message, Probe, Sampling};
+use crate::suite::model::{
+    Api, Assertion, Check, CodeSpec, Field, Input, Message, Probe, Sampling,
+};
 use crate::suite::node::{Key, Node, Yaml};
 
 const PROBE_OWN: &[&str] = &["name", "prompt", "messages", "system", "expect"];
@@ -22,7 +24,10 @@ const CHECKS: &[&str] = &[
     "finish_reason",
     "min_chars",
     "max_chars",
+    "code",
 ];
+
+const CODE: &[&str] = &["language", "tests", "run", "timeout", "memory_mib"];
 
 const NUMBER: &[&str] = &["value", "tolerance"];
 
@@ -247,12 +252,92 @@ impl Decoder<'_> {
                     return None;
                 }
             },
+            "code" => Check::Code(self.code(v)?),
             _ => unreachable!("only CHECKS keys reach here"),
         })
     }
 }
 
-fn yaml_to_json(y: &Yaml) -> serde_json::Value {
+impl Decoder<'_> {
+    fn code(&mut self, v: &Yaml) -> Option<CodeSpec> {
+        let f = self.fields(v, "code", CODE)?;
+        let language = match f.get("language") {
+            Some(l) => self.text(l, "code.language")?.to_ascii_lowercase(),
+            None => "python".to_owned(),
+        };
+        let tests = self.required(&f, "tests", "code").and_then(|t| {
+            let items = self.list(t, "code.tests")?;
+            if items.is_empty() {
+                self.error(
+                    Diagnostic::new(
+                        t.loc,
+                        "`code.tests` is empty: code without tests proves nothing",
+                    )
+                    .expected("at least one line such as `assert is_prime(97)`"),
+                );
+                return None;
+            }
+            items
+                .iter()
+                .map(|i| self.text(i, "a code test"))
+                .collect::<Option<Vec<_>>>()
+        });
+        let (default_run, file_name): (Option<&str>, &str) = match language.as_str() {
+            "python" => (Some("python3"), "probe.py"),
+            "javascript" => (Some("node"), "probe.js"),
+            "bash" | "sh" | "shell" => (Some("bash"), "probe.sh"),
+            _ => (None, "probe"),
+        };
+        let interpreter = match (f.get("run"), default_run) {
+            (Some(r), _) => {
+                let items = self.list(r, "code.run")?;
+                let argv = items
+                    .iter()
+                    .map(|i| self.text(i, "code.run argument"))
+                    .collect::<Option<Vec<_>>>()?;
+                if argv.is_empty() {
+                    self.error(
+                        Diagnostic::new(r.loc, "`code.run` is empty")
+                            .expected("an interpreter's argv, e.g. `[python3, -I]`"),
+                    );
+                    return None;
+                }
+                argv
+            }
+            (None, Some(d)) => vec![d.to_owned()],
+            (None, None) => {
+                self.error(
+                    Diagnostic::new(
+                        f.loc,
+                        format!("no default interpreter for language `{language}`"),
+                    )
+                    .expected("a `run:` argv, e.g. `run: [ruby]`; the program's file is appended"),
+                );
+                return None;
+            }
+        };
+        let timeout = f
+            .get("timeout")
+            .map_or(Some(std::time::Duration::from_secs(10)), |t| {
+                self.duration(t, "code.timeout")
+            });
+        let memory_mib = f
+            .get("memory_mib")
+            .map_or(Some(1024), |m| self.count(m, "code.memory_mib", 16));
+        Some(CodeSpec {
+            language,
+            tests: tests?,
+            limits: crate::check::sandbox::Limits {
+                interpreter,
+                file_name: file_name.to_owned(),
+                timeout: timeout?,
+                memory_mib: memory_mib?,
+            },
+        })
+    }
+}
+
+pub(super) fn yaml_to_json(y: &Yaml) -> serde_json::Value {
     use serde_json::Value;
     match &y.node {
         Node::Null => Value::Null,

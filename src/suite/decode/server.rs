@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::probe::yaml_to_json;
 use super::{Decoder, Fields, quoted_list};
 use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{Api, ConfigCheck, ConfigExpect, ConfigSource, Launch, Ready, Variant};
@@ -256,7 +257,7 @@ impl Decoder<'_> {
                 );
                 None
             }
-            _ => Some(ConfigExpect::Equals(json_of(y))),
+            _ => Some(ConfigExpect::Equals(yaml_to_json(y))),
         }
     }
 
@@ -275,24 +276,15 @@ impl Decoder<'_> {
         }
         let v = f.get(given[0])?;
         match given[0] {
-            "equals" => Some(ConfigExpect::Equals(json_of(v))),
+            "equals" => Some(ConfigExpect::Equals(yaml_to_json(v))),
             "contains" => self.text(v, "contains").map(ConfigExpect::Contains),
             "matches" => self.regex(v, "matches").map(ConfigExpect::Matches),
             _ => {
                 let items = self.list(v, "one_of")?;
-                Some(ConfigExpect::OneOf(items.iter().map(json_of).collect()))
+                Some(ConfigExpect::OneOf(
+                    items.iter().map(yaml_to_json).collect(),
+                ))
             }
         }
-    }
-}
-
-/// A YAML scalar as JSON (collections become null: callers reject them).
-fn json_of(y: &Yaml) -> serde_json::Value {
-    match &y.node {
-        Node::Bool(b) => serde_json::Value::Bool(*b),
-        Node::Int(i) => serde_json::Value::from(*i),
-        Node::Float(f) => serde_json::Value::from(*f),
-        Node::Str(s) => serde_json::Value::String(s.clone()),
-        Node::Null | Node::Seq(_) | Node::Map(_) => serde_json::Value::Null,
     }
 }

@@ -1,0 +1,228 @@
+//! Executable code probes: the answer's code block of a language, with the
+//! probe's tests appended, run in the sandbox; a failure shows the code,
+//! the test that failed and the tail of stderr.
+
+use std::fmt::Write as _;
+
+use super::assertion::Mismatch;
+use super::sandbox::{self, Outcome};
+use crate::suite::CodeSpec;
+
+/// The names a fenced block's info string may give a language.
+fn aliases(language: &str) -> Vec<String> {
+    let l = language.to_ascii_lowercase();
+    let mut names = vec![l.clone()];
+    match l.as_str() {
+        "python" => names.extend(["py", "python3"].map(str::to_owned)),
+        "javascript" => names.extend(["js", "node", "nodejs"].map(str::to_owned)),
+        "bash" | "sh" | "shell" => names.extend(["bash", "sh", "shell"].map(str::to_owned)),
+        _ => {}
+    }
+    names
+}
+
+/// The code to run and where it came from: the first fenced block of the
+/// language, else the first block without a language, else the whole
+/// answer. A block cut off by the token limit runs to the end of the text.
+pub fn extract(text: &str, language: &str) -> (String, String) {
+    let names = aliases(language);
+    let mut blocks: Vec<(String, String)> = Vec::new();
+    let mut open: Option<(String, Vec<&str>)> = None;
+    for line in text.lines() {
+        let fence = line.trim_start().strip_prefix("```");
+        match (&mut open, fence) {
+            (None, Some(info)) => {
+                let info = info.split_whitespace().next().unwrap_or("");
+                open = Some((info.to_ascii_lowercase(), Vec::new()));
+            }
+            (Some(_), Some(_)) => {
+                if let Some((info, lines)) = open.take() {
+                    blocks.push((info, lines.join("\n")));
+                }
+            }
+            (Some((_, lines)), None) => lines.push(line),
+            (None, None) => {}
+        }
+    }
+    if let Some((info, lines)) = open {
+        blocks.push((info, lines.join("\n")));
+    }
+    if let Some((info, code)) = blocks.iter().find(|(info, _)| names.contains(info)) {
+        return (code.clone(), format!("the ```{info} block"));
+    }
+    if let Some((_, code)) = blocks.iter().find(|(info, _)| info.is_empty()) {
+        return (code.clone(), "the ``` block (no language given)".to_owned());
+    }
+    (
+        text.trim().to_owned(),
+        "the whole answer (no fenced block)".to_owned(),
+    )
+}
+
+/// The program run: the code, a blank line, then one test per line.
+fn program(code: &str, tests: &[String]) -> (String, usize) {
+    let mut p = code.trim_end().to_owned();
+    p.push_str("\n\n");
+    let first_test_line = p.lines().count() + 1;
+    for t in tests {
+        p.push_str(t);
+        p.push('\n');
+    }
+    (p, first_test_line)
+}
+
+/// The test a Python traceback points at, from the last `File
+/// "…/<file>", line N` of the program's file.
+fn failed_test<'t>(
+    stderr: &str,
+    file: &str,
+    first_test_line: usize,
+    tests: &'t [String],
+) -> Option<&'t str> {
+    let marker = format!("{file}\", line ");
+    let line: usize = stderr.lines().rev().find_map(|l| {
+        let (_, rest) = l.split_once(&marker)?;
+        rest.split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
+    })?;
+    line.checked_sub(first_test_line)
+        .and_then(|i| tests.get(i))
+        .map(String::as_str)
+}
+
+fn numbered(code: &str) -> String {
+    let mut out = String::new();
+    for (i, line) in code.lines().enumerate() {
+        let _ = writeln!(out, "    {:>3} | {line}", i + 1);
+    }
+    out
+}
+
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| format!("    | {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Runs the answer's code against the spec's tests.
+pub fn check(spec: &CodeSpec, field: &str, text: &str) -> Result<(), Mismatch> {
+    let interpreter = spec.limits.interpreter.join(" ");
+    let expected = format!(
+        "the {} code in {field} passes its {} test{} ({interpreter})",
+        spec.language,
+        spec.tests.len(),
+        if spec.tests.len() == 1 { "" } else { "s" }
+    );
+    let (code, source) = extract(text, &spec.language);
+    let (program, first_test_line) = program(&code, &spec.tests);
+    let fail = |found: String| {
+        Err(Mismatch {
+            expected: expected.clone(),
+            found: Some(found),
+        })
+    };
+    let outcome: Outcome = match sandbox::run(&program, &spec.limits) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
+    };
+    if outcome.passed() {
+        return Ok(());
+    }
+    let mut found = String::new();
+    match outcome.status {
+        None => {
+            let _ = writeln!(
+                found,
+                "killed at the {} wall-clock limit (an endless loop?)",
+                humantime::format_duration(spec.limits.timeout)
+            );
+        }
+        Some(status) => {
+            if let Some(t) = failed_test(
+                &outcome.stderr,
+                &spec.limits.file_name,
+                first_test_line,
+                &spec.tests,
+            ) {
+                let _ = writeln!(found, "failed test: {t}");
+            }
+            let exit = crate::server::ExitInfo::new(status);
+            let why = match status.code() {
+                Some(127) => format!(" (`{interpreter}` not found?)"),
+                Some(_) => String::new(),
+                None => format!(
+                    " (past the {} CPU-time or {} MiB memory limit?)",
+                    humantime::format_duration(spec.limits.timeout),
+                    spec.limits.memory_mib
+                ),
+            };
+            let _ = writeln!(
+                found,
+                "the program {exit}{why} after {:.0?}",
+                outcome.elapsed
+            );
+        }
+    }
+    let _ = writeln!(
+        found,
+        "code run (from {source}), tests from line {first_test_line}:"
+    );
+    found.push_str(&numbered(&program));
+    if !outcome.stderr.trim().is_empty() {
+        let _ = writeln!(
+            found,
+            "stderr (last 20 lines):\n{}",
+            tail(&outcome.stderr, 20)
+        );
+    }
+    if !outcome.stdout.trim().is_empty() {
+        let _ = writeln!(
+            found,
+            "stdout (last 10 lines):\n{}",
+            tail(&outcome.stdout, 10)
+        );
+    }
+    fail(found.trim_end().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_the_block_of_the_language() {
+        let text = "Here:\n```text\nnot this\n```\n```python\ndef f():\n    return 1\n```\nDone.";
+        let (code, from) = extract(text, "python");
+        assert_eq!(code, "def f():\n    return 1");
+        assert_eq!(from, "the ```python block");
+        let (code, _) = extract("```\nx = 1\n```", "python");
+        assert_eq!(code, "x = 1");
+        let (code, from) = extract("x = 1\n", "python");
+        assert_eq!(
+            (code.as_str(), from.as_str()),
+            ("x = 1", "the whole answer (no fenced block)")
+        );
+        // Cut off by max_tokens: the open block runs to the end.
+        let (code, _) = extract("```py\ndef f(", "python");
+        assert_eq!(code, "def f(");
+    }
+
+    #[test]
+    fn finds_the_failing_test_in_a_traceback() {
+        let tests = vec!["assert f(1)".to_owned(), "assert not f(2)".to_owned()];
+        let (p, first) = program("def f(x):\n    return True", &tests);
+        assert_eq!(first, 4);
+        assert!(p.ends_with("assert f(1)\nassert not f(2)\n"));
+        let stderr = "Traceback (most recent call last):\n  File \"probe.py\", line 5, in <module>\n    assert not f(2)\nAssertionError\n";
+        assert_eq!(
+            failed_test(stderr, "probe.py", first, &tests),
+            Some("assert not f(2)")
+        );
+        assert_eq!(failed_test("boom", "probe.py", first, &tests), None);
+    }
+}
