@@ -629,3 +629,76 @@ fn code_probes_run_the_answer_against_its_tests_in_a_sandbox() {
         &["found:    killed at the 1s wall-clock limit (an endless loop?)"],
     );
 }
+
+/// Snapshots of answers: none yet fails (and `auto` leaves a `.snap.new`
+/// for `cargo insta review`), `always` records, the same answer matches,
+/// a changed answer fails with a diff and, under `INSTA_UPDATE=no`, writes
+/// nothing. `deterministic` catches answers that change between asks.
+#[test]
+fn snapshots_record_match_and_diff_model_answers() {
+    let dir = std::env::temp_dir().join(format!("servegate-snapshots-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = |suite: &str, update: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_servegate"))
+            .args(["run", suite])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("SERVEGATE_SNAPSHOTS", &dir)
+            .env("INSTA_UPDATE", update)
+            .env_remove("CI")
+            .env_remove("TF_BUILD")
+            .env_remove("SERVEGATE_TARGET")
+            .output()
+            .unwrap();
+        (o.status.code(), stdout(&o))
+    };
+    let snap = dir.join("snap/sim-snap/capital.snap");
+    let pending = dir.join("snap/sim-snap/capital.snap.new");
+    let (code, out) = run("tests/suites/snapshot/a.yaml", "no");
+    assert_eq!(code, Some(1), "{out}");
+    assert_has(
+        &failure_of(&out, "snap::correctness::capital"),
+        &[
+            "error: no snapshot yet: ",
+            "nothing was written (CI, or INSTA_UPDATE=no)",
+        ],
+    );
+    assert!(!snap.exists() && !pending.exists());
+    let (_, out) = run("tests/suites/snapshot/a.yaml", "auto");
+    assert_has(
+        &failure_of(&out, "snap::correctness::capital"),
+        &["capital.snap.new; review it with `cargo insta review`"],
+    );
+    assert!(pending.exists());
+    let (_, out) = run("tests/suites/snapshot/a.yaml", "always");
+    assert_eq!(verdict(&out, "snap::correctness::capital"), "ok", "{out}");
+    let text = std::fs::read_to_string(&snap).unwrap();
+    assert_has(
+        &text,
+        &[
+            "model: sim-snap",
+            "server_version: servegate-sim",
+            "content: What is the capital of France?",
+            "--- content ---\nThe capital of France is Paris.",
+        ],
+    );
+    let (_, out) = run("tests/suites/snapshot/a.yaml", "no");
+    assert_eq!(verdict(&out, "snap::correctness::capital"), "ok", "{out}");
+    assert_eq!(verdict(&out, "snap::correctness::twice"), "ok", "{out}");
+    assert_has(
+        &failure_of(&out, "snap::correctness::sampled"),
+        &["error: answers differ: ask 2 of 3 differs from the first in its content at character"],
+    );
+    let _ = std::fs::remove_file(&pending);
+    let (code, out) = run("tests/suites/snapshot/b.yaml", "no");
+    assert_eq!(code, Some(1), "{out}");
+    assert_has(
+        &failure_of(&out, "snap::correctness::capital"),
+        &[
+            "error: snapshot mismatch: ",
+            "--> tests/suites/snapshot/b.yaml:10:5",
+            "-The capital of France is Paris.\n+The capital of France is Lyon.",
+        ],
+    );
+    assert!(!pending.exists(), "INSTA_UPDATE=no writes nothing");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -34,16 +34,39 @@ impl Sent {
     }
 }
 
-/// The message of a probe whose assertions failed.
+/// A check of the whole answer that failed (a snapshot, determinism):
+/// its message, the first line the error, and where it is written.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    /// `error: …` and any lines after it.
+    pub message: String,
+    /// Where the probe (or its key) is written.
+    pub loc: Loc,
+}
+
+/// The message of a probe whose assertions or whole-answer checks failed.
 pub fn assertions_failed(
     file: &SourceFile,
     sent: &Sent,
     completion: &Completion,
     failed: &[(&Assertion, Mismatch)],
+    problems: &[Problem],
 ) -> String {
     let mut out = String::new();
-    for (i, (assertion, mismatch)) in failed.iter().enumerate() {
+    for (i, p) in problems.iter().enumerate() {
         if i > 0 {
+            out.push('\n');
+        }
+        let (first, rest) = p.message.split_once('\n').unwrap_or((&p.message, ""));
+        let _ = writeln!(out, "{first}");
+        render_location(&mut out, &file.display(), &file.text, p.loc);
+        out.push_str(rest);
+        if !rest.is_empty() && !rest.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    for (i, (assertion, mismatch)) in failed.iter().enumerate() {
+        if i > 0 || !problems.is_empty() {
             out.push('\n');
         }
         let _ = writeln!(

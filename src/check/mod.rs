@@ -5,5 +5,6 @@ pub mod assertion;
 pub mod code;
 pub mod failure;
 pub mod sandbox;
+pub mod snapshot;
 
 pub use assertion::{Mismatch, evaluate};

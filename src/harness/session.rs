@@ -14,8 +14,10 @@ use super::config;
 use super::judge::{References, VariantFigures, judge, judge_curve};
 use super::target::{self, Connected, LaunchPlace};
 use crate::check::evaluate;
-use crate::check::failure::{Sent, assertions_failed, request_failed};
+use crate::check::failure::{Problem, Sent, assertions_failed, request_failed};
+use crate::check::snapshot;
 use crate::client::CallRequest;
+use crate::client::error::excerpt;
 use crate::load::baseline::{self, Lookup};
 use crate::load::metrics::GateMetrics;
 use crate::load::runner::run_gate;
@@ -316,11 +318,95 @@ impl SuiteRun {
             .iter()
             .filter_map(|a| evaluate(a, &completion).err().map(|m| (a, m)))
             .collect();
-        if failed.is_empty() {
+        let mut problems = Vec::new();
+        if let Some(n) = probe.deterministic {
+            problems.extend(self.determinism(target, &req, &completion, n, probe.loc)?);
+        }
+        if probe.snapshot {
+            let place = snapshot::Place {
+                dir: snapshot::dir()
+                    .join(&self.suite.name)
+                    .join(snapshot::slug(&target.model_id)),
+                name: probe.name.clone(),
+                suite_file: file.path.clone(),
+                info: serde_json::json!({
+                    "request": sent.body,
+                    "model": target.model_id,
+                    "server_version": target.server_version,
+                    "api": self.suite.target.api.name(),
+                }),
+            };
+            if let Err(message) = snapshot::check(&place, &snapshot::render(&completion)) {
+                problems.push(Problem {
+                    message,
+                    loc: probe.loc,
+                });
+            }
+        }
+        if failed.is_empty() && problems.is_empty() {
             Ok(())
         } else {
-            Err(assertions_failed(file, &sent, &completion, &failed))
+            Err(assertions_failed(
+                file,
+                &sent,
+                &completion,
+                &failed,
+                &problems,
+            ))
         }
+    }
+
+    /// Asks `n - 1` more times; a problem when any answer differs from the first.
+    fn determinism(
+        &self,
+        target: &Connected,
+        req: &CallRequest,
+        first: &crate::client::Completion,
+        n: u32,
+        loc: crate::suite::node::Loc,
+    ) -> Result<Option<Problem>, String> {
+        let file = &self.suite.file;
+        let sent = Sent {
+            url: target.client.url(),
+            body: target.client.body(req),
+        };
+        let parts = |c: &crate::client::Completion| {
+            [
+                ("content", c.content.clone()),
+                ("reasoning", c.reasoning.clone()),
+                ("finish_reason", c.finish_reason.clone().unwrap_or_default()),
+            ]
+        };
+        let want = parts(first);
+        for k in 2..=n {
+            let again = self
+                .runtime
+                .block_on(target.client.complete(req))
+                .map_err(|e| request_failed(file, loc, &sent, &e))?;
+            let got = parts(&again);
+            let Some(((what, a), (_, b))) = want.iter().zip(&got).find(|(a, b)| a.1 != b.1) else {
+                continue;
+            };
+            let at = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+            let around = |t: &str| {
+                let from = at.saturating_sub(20);
+                let piece: String = t.chars().skip(from).take(80).collect();
+                format!(
+                    "{}{}",
+                    if from > 0 { "…" } else { "" },
+                    excerpt(&piece, 100)
+                )
+            };
+            return Ok(Some(Problem {
+                message: format!(
+                    "error: answers differ: ask {k} of {n} differs from the first in its {what} at character {at}\nfirst:    {}\nask {k}:    {}\n",
+                    around(a),
+                    around(b)
+                ),
+                loc,
+            }));
+        }
+        Ok(None)
     }
 
     /// Runs gate `index`, after every probe of the suite.

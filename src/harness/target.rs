@@ -27,6 +27,10 @@ pub struct Connected {
     pub sim: Option<RunningSim>,
     /// The server servegate launched for this run, if it did.
     pub server: Option<Server>,
+    /// The model the server says it serves (else the one requests name).
+    pub model_id: String,
+    /// The server's version, when it reports one.
+    pub server_version: Option<String>,
 }
 
 /// The base URL a suite uses after the override.
@@ -171,6 +175,8 @@ pub async fn connect(
         fingerprint,
         sim,
         server: launched,
+        model_id: served.unwrap_or(model),
+        server_version: version,
     })
 }
 

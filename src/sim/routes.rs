@@ -34,6 +34,9 @@ struct Ask {
     max_tokens: u32,
     ignore_eos: bool,
     seed: Option<u64>,
+    /// An explicit temperature above 0: unseeded filler then differs
+    /// from request to request, as sampling does.
+    sampled: bool,
     stream: bool,
     extras: Extras,
 }
@@ -102,6 +105,10 @@ fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
             .and_then(Value::as_bool)
             .unwrap_or(false),
         seed: params.get(seed_key).and_then(Value::as_u64),
+        sampled: params
+            .get("temperature")
+            .and_then(Value::as_f64)
+            .is_some_and(|t| t > 0.0),
         stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
         extras: Extras {
             usage: body
@@ -165,14 +172,18 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         Ok(a) => a,
         Err(e) => return bad_request(&e),
     };
+    let before = state.requests.fetch_add(1, Ordering::Relaxed);
+    let seed = ask.seed.or_else(|| {
+        ask.sampled
+            .then(|| (before + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+    });
     let plan = plan(
         &state.profile,
         &ask.prompt,
         ask.max_tokens,
         ask.ignore_eos,
-        ask.seed,
+        seed,
     );
-    let before = state.requests.fetch_add(1, Ordering::Relaxed);
     if state.profile.hang_after.is_some_and(|n| before >= n) {
         eprintln!(
             "servegate sim: simulated hang: no answer from now on (request {})",

@@ -333,6 +333,11 @@ pub struct Probe {
     pub sampling: Sampling,
     /// What the answer must satisfy.
     pub expect: Vec<Assertion>,
+    /// Record the answer as an insta snapshot and compare with it.
+    pub snapshot: bool,
+    /// Ask this many times (at the probe's sampling) and require the same
+    /// answer every time.
+    pub deterministic: Option<u32>,
 }
 
 /// Which text of a completion an assertion reads.

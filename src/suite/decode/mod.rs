@@ -322,16 +322,23 @@ impl<'e> Decoder<'e> {
         let sim = f
             .get("sim")
             .map_or(Some(SimSpec::default()), |y| self.sim(y));
-        let defaults = f
+        let (defaults, snapshot_default) = f
             .get("defaults")
             .and_then(|y| {
-                let df = self.fields(y, "defaults", SAMPLING)?;
-                Some(self.sampling(&df))
+                let allowed: Vec<&str> = SAMPLING.iter().copied().chain(["snapshot"]).collect();
+                let df = self.fields(y, "defaults", &allowed)?;
+                let snapshot = df
+                    .get("snapshot")
+                    .and_then(|v| self.boolean(v, "defaults.snapshot"))
+                    .unwrap_or(false);
+                Some((self.sampling(&df), snapshot))
             })
             .unwrap_or_default();
         let api = target.as_ref().map_or(Api::OpenAiChat, |t| t.api);
         let probes = f.get("correctness").map_or(Vec::new(), |y| {
-            self.items(y, "correctness", |d, item| d.probe(item, &defaults, api))
+            self.items(y, "correctness", |d, item| {
+                d.probe(item, &defaults, snapshot_default, api)
+            })
         });
         let (gates, curves): (Vec<Vec<Gate>>, Vec<Option<Curve>>) = f
             .get("performance")

@@ -7,7 +7,15 @@ use crate::suite::model::{
 };
 use crate::suite::node::{Key, Node, Yaml};
 
-const PROBE_OWN: &[&str] = &["name", "prompt", "messages", "system", "expect"];
+const PROBE_OWN: &[&str] = &[
+    "name",
+    "prompt",
+    "messages",
+    "system",
+    "expect",
+    "snapshot",
+    "deterministic",
+];
 
 const MESSAGE: &[&str] = &["role", "content"];
 
@@ -36,7 +44,13 @@ const JSON: &[&str] = &["pointer", "equals"];
 const FIELDS: &[&str] = &["content", "reasoning", "all"];
 
 impl Decoder<'_> {
-    pub(super) fn probe(&mut self, y: &Yaml, defaults: &Sampling, api: Api) -> Option<Probe> {
+    pub(super) fn probe(
+        &mut self,
+        y: &Yaml,
+        defaults: &Sampling,
+        snapshot_default: bool,
+        api: Api,
+    ) -> Option<Probe> {
         let allowed: Vec<&str> = PROBE_OWN.iter().chain(SAMPLING).copied().collect();
         let f = self.fields(y, "probe", &allowed)?;
         let name = self
@@ -44,9 +58,23 @@ impl Decoder<'_> {
             .and_then(|v| self.name(v, "probe name"));
         let input = self.input(&f, api);
         let sampling = self.sampling(&f).or(defaults);
-        let expect = self
-            .required(&f, "expect", "probe")
-            .map(|v| self.items(v, "expect", Decoder::assertion));
+        let snapshot = match f.get("snapshot") {
+            Some(v) => self.boolean(v, "snapshot")?,
+            None => snapshot_default,
+        };
+        let deterministic = f
+            .get("deterministic")
+            .and_then(|v| self.count::<u32>(v, "deterministic", 2));
+        // A snapshot or a determinism check is a check of its own.
+        let expect = if snapshot || f.get("deterministic").is_some() {
+            Some(
+                f.get("expect")
+                    .map_or_else(Vec::new, |v| self.items(v, "expect", Decoder::assertion)),
+            )
+        } else {
+            self.required(&f, "expect", "probe")
+                .map(|v| self.items(v, "expect", Decoder::assertion))
+        };
         if let (Some(v), Some(list)) = (f.get("expect"), &expect)
             && list.is_empty()
             && matches!(&v.node, Node::Seq(items) if items.is_empty())
@@ -65,6 +93,8 @@ impl Decoder<'_> {
             input: input?,
             sampling,
             expect: expect?,
+            snapshot,
+            deterministic,
         })
     }
 
