@@ -702,3 +702,31 @@ fn snapshots_record_match_and_diff_model_answers() {
     assert!(!pending.exists(), "INSTA_UPDATE=no writes nothing");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A dataset probe asks every scored item (after the few-shot examples),
+/// grades the last number of each answer and judges the accuracy and its
+/// Wilson bound; a failure lists the wrong items and the record keeps all.
+#[test]
+fn dataset_accuracy_passes_and_fails_with_the_wrong_items() {
+    let o = servegate(&["run", "tests/suites/accuracy-good.yaml"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let o = servegate(&["run", "tests/suites/accuracy-bad.yaml"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_has(
+        &failure_of(&out, "accuracy-bad::correctness::arithmetic"),
+        &[
+            "error: threshold failed: accuracy >= 0.75",
+            "--> tests/suites/accuracy-bad.yaml:17:7",
+            "measured: accuracy 0.625 (5/8 right, Wilson 95% interval 0.306–0.863)",
+            "first wrong items (3 of 3), from fixtures/datasets/arithmetic.jsonl:",
+            "  line 4: \"Goran reads for 25 minutes a day",
+            "    expected \"375\", read \"376\"; answer: \"Let me work it out. The answer is 376.\"",
+            // Two examples, then the question.
+            "Answer: 36\\n\\nQuestion: A notebook costs $5",
+        ],
+    );
+    // The lower bound 0.306 meets `>= 0.3`: only the point estimate failed.
+    assert!(!out.contains("threshold failed: accuracy.lower95"), "{out}");
+}

@@ -177,3 +177,28 @@ performance:
 "#
     ));
 }
+
+#[test]
+fn dataset_and_code_probes() {
+    insta::assert_snapshot!(errors(
+        "datasets",
+        r#"suite: d
+correctness:
+  - name: math
+    prompt: "not with a dataset"
+    dataset:
+      file: fixtures/datasets/arithmetic.jsonl
+      shots: 40
+      extract: first_number
+      template: "Q:"
+    thresholds:
+      accuracy: ">= 62%"
+  - name: nothing
+    dataset: {file: fixtures/datasets/nope.jsonl}
+  - name: code
+    prompt: "write f"
+    expect:
+      - code: {language: ruby, tests: []}
+"#
+    ));
+}

@@ -21,7 +21,8 @@ pub struct Sent {
 }
 
 impl Sent {
-    fn write(&self, out: &mut String) {
+    /// Appends `sent:` and the body to a failure message.
+    pub fn write_to(&self, out: &mut String) {
         let body = serde_json::to_string(&self.body).unwrap_or_default();
         let shown = if body.chars().count() > 600 {
             let cut: String = body.chars().take(600).collect();
@@ -80,7 +81,7 @@ pub fn assertions_failed(
         }
     }
     out.push('\n');
-    sent.write(&mut out);
+    sent.write_to(&mut out);
     write_received(&mut out, completion, failed.iter().map(|(a, _)| *a));
     out
 }
@@ -121,6 +122,6 @@ pub fn request_failed(file: &SourceFile, loc: Loc, sent: &Sent, error: &CallErro
     let _ = writeln!(out, "error: request failed: {error}");
     render_location(&mut out, &file.display(), &file.text, loc);
     out.push('\n');
-    sent.write(&mut out);
+    sent.write_to(&mut out);
     out
 }

@@ -1,6 +1,7 @@
 //! Correctness checks: assertions on completions and the failure messages
 //! that explain them.
 
+pub mod accuracy;
 pub mod assertion;
 pub mod code;
 pub mod failure;

@@ -38,6 +38,25 @@ pub struct ServerRecord {
     pub timeline: serde_json::Value,
 }
 
+/// A dataset probe's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct DatasetRecord {
+    /// The probe.
+    pub probe: String,
+    /// The dataset file.
+    pub file: String,
+    /// Items scored.
+    pub scored: usize,
+    /// Items right.
+    pub correct: usize,
+    /// `correct / scored`.
+    pub accuracy: f64,
+    /// The Wilson 95% interval.
+    pub interval95: (f64, f64),
+    /// Every item.
+    pub items: Vec<crate::check::accuracy::ItemResult>,
+}
+
 /// The figures of one suite against one configuration.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SuiteRecord {
@@ -59,6 +78,9 @@ pub struct SuiteRecord {
     /// The server's `/get_model_info` as it answered.
     #[serde(default)]
     pub model_info: Option<serde_json::Value>,
+    /// Dataset probes: accuracy and every graded item.
+    #[serde(default, skip_deserializing)]
+    pub datasets: Vec<DatasetRecord>,
     /// The configuration measured (API, served model, server version).
     pub fingerprint: String,
     /// The target as printed.
@@ -127,6 +149,7 @@ pub fn collect(runs: &[Arc<SuiteRun>]) -> Figures {
                     }),
                     server_info: run.documents.body(crate::suite::ConfigSource::ServerInfo),
                     model_info: run.documents.body(crate::suite::ConfigSource::ModelInfo),
+                    datasets: run.dataset_records(),
                     fingerprint: target.fingerprint.clone(),
                     target: target.description.clone(),
                     gates: run

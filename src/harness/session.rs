@@ -15,7 +15,7 @@ use super::judge::{References, VariantFigures, judge, judge_curve};
 use super::target::{self, Connected, LaunchPlace};
 use crate::check::evaluate;
 use crate::check::failure::{Problem, Sent, assertions_failed, request_failed};
-use crate::check::snapshot;
+use crate::check::{accuracy, snapshot};
 use crate::client::CallRequest;
 use crate::client::error::excerpt;
 use crate::load::baseline::{self, Lookup};
@@ -25,8 +25,10 @@ use crate::load::thresholds::{Bound, format_duration};
 use crate::load::workload::PROMPT_APPROXIMATION;
 use crate::suite::diagnostics::render_location;
 use crate::suite::{
-    Arrival, ConfigSource, Gate, LoadPrompt, Pace, Probe, Suite, Timeouts, Variant,
+    Arrival, ConfigSource, DatasetProbe, Gate, Input, LoadPrompt, Pace, Probe, Suite, Timeouts,
+    Variant,
 };
+use futures_util::StreamExt as _;
 
 /// The result of one trial: `Err` carries the whole failure message.
 pub type Verdict = Result<(), String>;
@@ -88,6 +90,8 @@ pub struct SuiteRun {
     pub(super) configs: Mutex<Vec<Option<Verdict>>>,
     pub(super) documents: config::Documents,
     probes: Mutex<Vec<Option<Verdict>>>,
+    /// Every graded item of the dataset probes: probe, file, items.
+    pub(super) datasets: Mutex<Vec<(String, PathBuf, Vec<accuracy::ItemResult>)>>,
     gates: Mutex<Vec<Option<Verdict>>>,
     figures: Mutex<Vec<GateFigures>>,
 }
@@ -109,6 +113,7 @@ impl SuiteRun {
             configs: Mutex::new(vec![None; suite.expect_server.len()]),
             documents: config::Documents::default(),
             probes: Mutex::new(vec![None; suite.probes.len()]),
+            datasets: Mutex::new(Vec::new()),
             gates: Mutex::new(vec![None; suite.gates.len()]),
             figures: Mutex::new(Vec::new()),
             suite,
@@ -118,6 +123,29 @@ impl SuiteRun {
     /// Figures measured so far.
     pub fn figures(&self) -> Vec<GateFigures> {
         self.figures.lock().map(|f| f.clone()).unwrap_or_default()
+    }
+
+    /// The dataset probes' outcomes so far, for the record.
+    pub fn dataset_records(&self) -> Vec<super::record::DatasetRecord> {
+        let Ok(d) = self.datasets.lock() else {
+            return Vec::new();
+        };
+        d.iter()
+            .map(|(probe, path, items)| {
+                let correct = items.iter().filter(|i| i.correct).count();
+                #[expect(clippy::cast_precision_loss, reason = "dataset sizes are small")]
+                let accuracy = correct as f64 / items.len().max(1) as f64;
+                super::record::DatasetRecord {
+                    probe: probe.clone(),
+                    file: path.display().to_string(),
+                    scored: items.len(),
+                    correct,
+                    accuracy,
+                    interval95: accuracy::wilson95(correct, items.len()),
+                    items: items.clone(),
+                }
+            })
+            .collect()
     }
 
     /// The target, if a trial has reached (or failed to reach) it.
@@ -299,6 +327,9 @@ impl SuiteRun {
     fn run_probe(&self, probe: &Probe) -> Verdict {
         let target = self.connected()?;
         self.config_prerequisite()?;
+        if let Some(ds) = &probe.dataset {
+            return self.run_dataset(target, probe, ds);
+        }
         let req = CallRequest {
             input: probe.input.clone(),
             sampling: probe.sampling.clone(),
@@ -354,6 +385,82 @@ impl SuiteRun {
                 &problems,
             ))
         }
+    }
+
+    /// Asks every scored item of a dataset, `concurrency` at a time, grades
+    /// the answers and judges the accuracy.
+    fn run_dataset(&self, target: &Connected, probe: &Probe, ds: &DatasetProbe) -> Verdict {
+        let system = match &probe.input {
+            Input::Prompt { system, .. } => system.clone(),
+            Input::Messages(_) => None,
+        };
+        let items = accuracy::scored(ds);
+        let requests: Vec<CallRequest> = items
+            .iter()
+            .map(|item| CallRequest {
+                input: Input::Prompt {
+                    system: system.clone(),
+                    prompt: accuracy::prompt(ds, item),
+                },
+                sampling: probe.sampling.clone(),
+                ignore_eos: false,
+            })
+            .collect();
+        let client = &target.client;
+        let answers = self.runtime.block_on(
+            futures_util::stream::iter(&requests)
+                .map(|req| client.complete(req))
+                .buffered(ds.concurrency)
+                .collect::<Vec<_>>(),
+        );
+        let results: Vec<accuracy::ItemResult> = items
+            .iter()
+            .zip(answers)
+            .map(|(item, answer)| {
+                let expected = item
+                    .answer
+                    .rsplit_once("####")
+                    .map_or(item.answer.as_str(), |(_, a)| a)
+                    .trim()
+                    .to_owned();
+                match answer {
+                    Ok(c) => {
+                        let (extracted, correct) = accuracy::grade(&ds.extract, &c.content, item);
+                        accuracy::ItemResult {
+                            line: item.line,
+                            expected,
+                            extracted,
+                            correct,
+                            answer: c.content.chars().take(300).collect(),
+                            error: false,
+                        }
+                    }
+                    Err(e) => accuracy::ItemResult {
+                        line: item.line,
+                        expected,
+                        extracted: None,
+                        correct: false,
+                        answer: e.to_string(),
+                        error: true,
+                    },
+                }
+            })
+            .collect();
+        let verdict = accuracy::judge(&self.suite.file, ds, &results).map_err(|mut out| {
+            if let Some(first) = requests.first() {
+                out.push('\n');
+                Sent {
+                    url: client.url(),
+                    body: client.body(first),
+                }
+                .write_to(&mut out);
+            }
+            out
+        });
+        if let Ok(mut d) = self.datasets.lock() {
+            d.push((probe.name.clone(), ds.path.clone(), results));
+        }
+        verdict
     }
 
     /// Asks `n - 1` more times; a problem when any answer differs from the first.

@@ -266,7 +266,8 @@ pub enum Op {
 }
 
 impl Op {
-    fn symbol(self) -> &'static str {
+    /// The operator as written.
+    pub fn symbol(self) -> &'static str {
         match self {
             Op::Ge => ">=",
             Op::Gt => ">",

@@ -338,6 +338,73 @@ pub struct Probe {
     /// Ask this many times (at the probe's sampling) and require the same
     /// answer every time.
     pub deterministic: Option<u32>,
+    /// A dataset accuracy probe: `input` is then its prompt template.
+    pub dataset: Option<DatasetProbe>,
+}
+
+/// One question of an accuracy dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QaItem {
+    /// The question.
+    pub question: String,
+    /// The reference answer (GSM8K's `… #### 42` form works).
+    pub answer: String,
+    /// Its 1-based line in the file.
+    pub line: usize,
+}
+
+/// How the answer is read from a completion.
+#[derive(Debug, Clone)]
+pub enum Extract {
+    /// The last number, compared as a number with the reference's last number.
+    LastNumber,
+    /// The whole answer, trimmed, compared with the reference, trimmed.
+    Exact,
+    /// The regex's first group (or whole match), compared with the reference.
+    Regex(Regex),
+}
+
+/// Which accuracy figure a threshold reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccuracyStat {
+    /// Correct / scored.
+    Point,
+    /// The lower end of the Wilson 95% interval.
+    Lower95,
+}
+
+/// `accuracy >= 0.62` / `accuracy.lower95 >= 0.55`.
+#[derive(Debug, Clone)]
+pub struct AccuracyThreshold {
+    /// The figure.
+    pub stat: AccuracyStat,
+    /// The comparison.
+    pub op: crate::load::thresholds::Op,
+    /// The bound, between 0 and 1.
+    pub bound: f64,
+    /// Where it is written.
+    pub loc: Loc,
+}
+
+/// A probe over a question/answer dataset.
+#[derive(Debug, Clone)]
+pub struct DatasetProbe {
+    /// The JSONL file.
+    pub path: PathBuf,
+    /// Its items (the first `shots` are the examples, not scored).
+    pub items: Arc<Vec<QaItem>>,
+    /// Few-shot examples taken from the start of the file.
+    pub shots: usize,
+    /// At most this many scored items.
+    pub limit: Option<usize>,
+    /// The prompt of one item: `{question}` is replaced.
+    pub template: String,
+    /// How the answer is read.
+    pub extract: Extract,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    /// What the accuracy must be.
+    pub thresholds: Vec<AccuracyThreshold>,
 }
 
 /// Which text of a completion an assertion reads.

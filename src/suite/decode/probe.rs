@@ -1,9 +1,11 @@
 //! Decoding correctness probes and their assertions.
 
 use super::{Decoder, Fields, SAMPLING, quoted_list};
+use crate::load::thresholds::Op;
 use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{
-    Api, Assertion, Check, CodeSpec, Field, Input, Message, Probe, Sampling,
+    AccuracyStat, AccuracyThreshold, Api, Assertion, Check, CodeSpec, DatasetProbe, Extract, Field,
+    Input, Message, Probe, Sampling,
 };
 use crate::suite::node::{Key, Node, Yaml};
 
@@ -15,7 +17,25 @@ const PROBE_OWN: &[&str] = &[
     "expect",
     "snapshot",
     "deterministic",
+    "dataset",
+    "thresholds",
 ];
+
+const DATASET: &[&str] = &[
+    "file",
+    "question_field",
+    "answer_field",
+    "shots",
+    "limit",
+    "template",
+    "extract",
+    "concurrency",
+];
+
+const ACCURACY: &[&str] = &["accuracy", "accuracy.lower95"];
+
+/// The default prompt of a dataset item.
+const TEMPLATE: &str = "Question: {question}\nAnswer:";
 
 const MESSAGE: &[&str] = &["role", "content"];
 
@@ -56,6 +76,29 @@ impl Decoder<'_> {
         let name = self
             .required(&f, "name", "probe")
             .and_then(|v| self.name(v, "probe name"));
+        if let Some(d) = f.get("dataset") {
+            let dataset = self.dataset_probe(&f, d);
+            let system = f.get("system").and_then(|v| self.text(v, "system"));
+            return Some(Probe {
+                name: name?,
+                loc: y.loc,
+                input: Input::Prompt {
+                    system,
+                    prompt: dataset.as_ref()?.template.clone(),
+                },
+                sampling: self.sampling(&f).or(defaults),
+                expect: Vec::new(),
+                snapshot: false,
+                deterministic: None,
+                dataset: Some(dataset?),
+            });
+        }
+        if let Some(k) = f.key("thresholds") {
+            self.error(
+                Diagnostic::new(k.loc, "`thresholds` on a probe needs a `dataset`")
+                    .expected("`expect:` assertions, or a `dataset:` with `accuracy` thresholds"),
+            );
+        }
         let input = self.input(&f, api);
         let sampling = self.sampling(&f).or(defaults);
         let snapshot = match f.get("snapshot") {
@@ -95,7 +138,148 @@ impl Decoder<'_> {
             expect: expect?,
             snapshot,
             deterministic,
+            dataset: None,
         })
+    }
+
+    fn dataset_probe(&mut self, probe: &Fields<'_>, y: &Yaml) -> Option<DatasetProbe> {
+        for key in ["prompt", "messages", "expect", "snapshot", "deterministic"] {
+            if let Some(k) = probe.key(key) {
+                self.error(
+                    Diagnostic::new(k.loc, format!("`{key}` does not go with `dataset`"))
+                        .expected("a dataset probe builds its prompts from `dataset.template` and judges by `thresholds`"),
+                );
+            }
+        }
+        let f = self.fields(y, "dataset", DATASET)?;
+        let text_or = |d: &mut Self, key: &str, default: &str| {
+            f.get(key).map_or(Some(default.to_owned()), |v| {
+                d.text(v, &format!("dataset.{key}"))
+            })
+        };
+        let question_field = text_or(self, "question_field", "question")?;
+        let answer_field = text_or(self, "answer_field", "answer")?;
+        let template = text_or(self, "template", TEMPLATE)?;
+        if !template.contains("{question}") {
+            let loc = f.key("template").map_or(f.loc, |k| k.loc);
+            self.error(
+                Diagnostic::new(loc, "dataset.template has no `{question}`")
+                    .expected("a template such as `Question: {question}\\nAnswer:`"),
+            );
+        }
+        let file = self.required(&f, "file", "dataset")?;
+        let path = self.file(file, "dataset file")?;
+        let items = std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| crate::check::accuracy::parse_items(&t, &question_field, &answer_field));
+        let items = match items {
+            Ok(i) => i,
+            Err(e) => {
+                self.error(
+                    Diagnostic::new(file.loc, format!("invalid dataset {}: {e}", path.display()))
+                        .expected(format!(
+                            "JSONL lines with `{question_field}` and `{answer_field}`"
+                        )),
+                );
+                return None;
+            }
+        };
+        let shots = f
+            .get("shots")
+            .map_or(Some(0), |v| self.count(v, "dataset.shots", 0))?;
+        let limit = match f.get("limit") {
+            Some(v) => Some(self.count(v, "dataset.limit", 1)?),
+            None => None,
+        };
+        if shots >= items.len() {
+            let loc = f.key("shots").map_or(f.loc, |k| k.loc);
+            self.error(Diagnostic::new(
+                loc,
+                format!(
+                    "dataset.shots is {shots}, but the file has {} items: none would be scored",
+                    items.len()
+                ),
+            ));
+        }
+        let extract = match f.get("extract") {
+            None => Some(Extract::LastNumber),
+            Some(v) if matches!(v.node, Node::Map(_)) => {
+                let ef = self.fields(v, "dataset.extract", &["regex"])?;
+                let re = self.required(&ef, "regex", "dataset.extract")?;
+                self.regex(re, "dataset.extract.regex").map(Extract::Regex)
+            }
+            Some(v) => self
+                .one_of(v, "dataset.extract", &["last_number", "exact"])
+                .map(|e| {
+                    if e == "exact" {
+                        Extract::Exact
+                    } else {
+                        Extract::LastNumber
+                    }
+                }),
+        };
+        let concurrency = f
+            .get("concurrency")
+            .map_or(Some(4), |v| self.count(v, "dataset.concurrency", 1))?;
+        let Some(t) = probe.get("thresholds") else {
+            self.error(
+                Diagnostic::new(probe.loc, "a dataset probe needs `thresholds`")
+                    .expected("e.g. `thresholds: {accuracy: \">= 0.62\"}` or `{accuracy.lower95: \">= 0.55\"}`"),
+            );
+            return None;
+        };
+        let thresholds = self.accuracy_thresholds(t);
+        Some(DatasetProbe {
+            path,
+            items: std::sync::Arc::new(items),
+            shots,
+            limit,
+            template,
+            extract: extract?,
+            concurrency,
+            thresholds,
+        })
+    }
+
+    fn accuracy_thresholds(&mut self, y: &Yaml) -> Vec<AccuracyThreshold> {
+        let Some(f) = self.fields(y, "thresholds", ACCURACY) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (key, value) in f.entries {
+            let stat = match key.name.as_str() {
+                "accuracy" => AccuracyStat::Point,
+                "accuracy.lower95" => AccuracyStat::Lower95,
+                _ => continue,
+            };
+            let Some(text) = self.text(value, &key.name) else {
+                continue;
+            };
+            let parsed = [(">=", Op::Ge), ("<=", Op::Le), (">", Op::Gt), ("<", Op::Lt)]
+                .into_iter()
+                .find_map(|(sym, op)| text.trim().strip_prefix(sym).map(|r| (op, r.trim())))
+                .and_then(|(op, r)| r.parse::<f64>().ok().map(|b| (op, b)))
+                .filter(|(_, b)| (0.0..=1.0).contains(b));
+            match parsed {
+                Some((op, bound)) => out.push(AccuracyThreshold {
+                    stat,
+                    op,
+                    bound,
+                    loc: key.loc,
+                }),
+                None => self.error(
+                    Diagnostic::new(value.loc, format!("invalid accuracy threshold `{text}`"))
+                        .expected("a comparison with a fraction, such as `>= 0.62`"),
+                ),
+            }
+        }
+        if out.is_empty() && self.errors.is_empty() {
+            self.error(
+                Diagnostic::new(y.loc, "no accuracy threshold")
+                    .expected("`accuracy` or `accuracy.lower95`"),
+            );
+        }
+        out
     }
 
     fn input(&mut self, f: &Fields<'_>, api: Api) -> Option<Input> {

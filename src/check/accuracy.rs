@@ -1,0 +1,257 @@
+//! Dataset accuracy: question/answer JSONL, few-shot prompts, answer
+//! extraction, grading, the Wilson interval, and the verdict on
+//! `accuracy` / `accuracy.lower95` thresholds.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::assertion::last_number;
+use crate::client::error::excerpt;
+use crate::suite::diagnostics::render_location;
+use crate::suite::{AccuracyStat, DatasetProbe, Extract, QaItem, SourceFile};
+
+/// Parses JSONL items with `question_field` and `answer_field` (strings or
+/// numbers); blank lines are skipped.
+pub fn parse_items(
+    text: &str,
+    question_field: &str,
+    answer_field: &str,
+) -> Result<Vec<QaItem>, String> {
+    let mut items = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
+        let field = |name: &str| match value.get(name) {
+            Some(serde_json::Value::String(s)) => Some(s.clone()),
+            Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        };
+        let (Some(question), Some(answer)) = (field(question_field), field(answer_field)) else {
+            return Err(format!(
+                "line {}: expected string fields `{question_field}` and `{answer_field}`",
+                i + 1
+            ));
+        };
+        items.push(QaItem {
+            question,
+            answer,
+            line: i + 1,
+        });
+    }
+    if items.is_empty() {
+        return Err("no items".into());
+    }
+    Ok(items)
+}
+
+/// The reference answer as compared: GSM8K's `reasoning #### 42` is `42`.
+fn reference(answer: &str) -> &str {
+    answer.rsplit_once("####").map_or(answer, |(_, a)| a).trim()
+}
+
+/// The prompt of `item`: the examples, each answered, then the question.
+pub fn prompt(ds: &DatasetProbe, item: &QaItem) -> String {
+    let fill = |q: &str| ds.template.replace("{question}", q);
+    let mut out = String::new();
+    for shot in ds.items.iter().take(ds.shots) {
+        let _ = write!(
+            out,
+            "{} {}\n\n",
+            fill(&shot.question),
+            reference(&shot.answer)
+        );
+    }
+    out.push_str(&fill(&item.question));
+    out
+}
+
+/// The items scored: after the examples, at most `limit`.
+pub fn scored(ds: &DatasetProbe) -> &[QaItem] {
+    let rest = &ds.items[ds.shots.min(ds.items.len())..];
+    &rest[..ds.limit.map_or(rest.len(), |l| l.min(rest.len()))]
+}
+
+/// What was read from an answer, and whether it is right.
+pub fn grade(extract: &Extract, answer: &str, item: &QaItem) -> (Option<String>, bool) {
+    let want = reference(&item.answer);
+    match extract {
+        Extract::LastNumber => {
+            let got = last_number(answer);
+            let right = match (got, last_number(want)) {
+                (Some(g), Some(w)) => (g - w).abs() <= 1e-9 * w.abs().max(1.0),
+                _ => false,
+            };
+            (got.map(|g| g.to_string()), right)
+        }
+        Extract::Exact => {
+            let got = answer.trim();
+            (Some(got.to_owned()), got == want)
+        }
+        Extract::Regex(re) => {
+            let got = re
+                .captures(answer)
+                .and_then(|c| c.get(1).or_else(|| c.get(0)));
+            let got = got.map(|m| m.as_str().trim().to_owned());
+            let right = got.as_deref() == Some(want);
+            (got, right)
+        }
+    }
+}
+
+/// One graded item, as the run record keeps it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ItemResult {
+    /// Its line in the dataset.
+    pub line: usize,
+    /// The reference answer.
+    pub expected: String,
+    /// What was read from the answer (`None`: nothing could be read).
+    pub extracted: Option<String>,
+    /// Whether it was right.
+    pub correct: bool,
+    /// The answer (up to 300 characters), or the request's error.
+    pub answer: String,
+    /// Whether the request failed.
+    pub error: bool,
+}
+
+/// The Wilson score interval at 95% for `k` successes in `n`.
+pub fn wilson95(k: usize, n: usize) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let z = 1.959_964_f64;
+    #[expect(clippy::cast_precision_loss, reason = "dataset sizes are small")]
+    let (k, n) = (k as f64, n as f64);
+    let p = k / n;
+    let denom = 1.0 + z * z / n;
+    let centre = (p + z * z / (2.0 * n)) / denom;
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+/// The verdict on the dataset's thresholds; `Err` lists what failed and
+/// the first wrong items.
+pub fn judge(file: &SourceFile, ds: &DatasetProbe, results: &[ItemResult]) -> Result<(), String> {
+    let n = results.len();
+    let k = results.iter().filter(|r| r.correct).count();
+    let errors = results.iter().filter(|r| r.error).count();
+    #[expect(clippy::cast_precision_loss, reason = "dataset sizes are small")]
+    let accuracy = if n == 0 { 0.0 } else { k as f64 / n as f64 };
+    let (lo, hi) = wilson95(k, n);
+    let summary = format!(
+        "accuracy {accuracy:.3} ({k}/{n} right, Wilson 95% interval {lo:.3}–{hi:.3}{})",
+        if errors > 0 {
+            format!(", {errors} request(s) failed")
+        } else {
+            String::new()
+        }
+    );
+    let mut out = String::new();
+    if errors == n {
+        let _ = writeln!(out, "error: could not measure: all {n} requests failed");
+    }
+    for t in &ds.thresholds {
+        let (name, value) = match t.stat {
+            AccuracyStat::Point => ("accuracy", accuracy),
+            AccuracyStat::Lower95 => ("accuracy.lower95", lo),
+        };
+        if errors < n && t.op.holds(value, t.bound) {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "error: threshold failed: {name} {} {}",
+            t.op.symbol(),
+            t.bound
+        );
+        render_location(&mut out, &file.display(), &file.text, t.loc);
+        let _ = writeln!(out, "measured: {summary}");
+    }
+    if out.is_empty() {
+        return Ok(());
+    }
+    let wrong: Vec<&ItemResult> = results.iter().filter(|r| !r.correct).collect();
+    let _ = writeln!(
+        out,
+        "\nfirst wrong items ({} of {}), from {}:",
+        wrong.len().min(5),
+        wrong.len(),
+        ds.path.display()
+    );
+    for r in wrong.iter().take(5) {
+        let item = ds.items.iter().find(|i| i.line == r.line);
+        let _ = writeln!(
+            out,
+            "  line {}: {}\n    expected {:?}, read {}; answer: {}",
+            r.line,
+            item.map_or_else(String::new, |i| excerpt(&i.question, 120)),
+            r.expected,
+            r.extracted
+                .as_deref()
+                .map_or_else(|| "nothing".to_owned(), |e| format!("{e:?}")),
+            excerpt(&r.answer, 200)
+        );
+    }
+    Err(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(q: &str, a: &str) -> QaItem {
+        QaItem {
+            question: q.into(),
+            answer: a.into(),
+            line: 1,
+        }
+    }
+
+    #[test]
+    fn grading_reads_numbers_text_and_groups() {
+        let i = item("q", "Reasoning… #### 1,200");
+        assert_eq!(
+            grade(&Extract::LastNumber, "So it is 1200.", &i),
+            (Some("1200".into()), true)
+        );
+        assert!(!grade(&Extract::LastNumber, "1201", &i).1);
+        assert_eq!(grade(&Extract::LastNumber, "no idea", &i), (None, false));
+        assert!(grade(&Extract::Exact, " Paris \n", &item("q", "Paris")).1);
+        let re = Extract::Regex(regex::Regex::new(r"answer is (\w+)").unwrap());
+        assert!(grade(&re, "The answer is B.", &item("q", "B")).1);
+    }
+
+    #[test]
+    fn wilson_interval() {
+        let (lo, hi) = wilson95(8, 10);
+        assert!(
+            (lo - 0.490).abs() < 0.001 && (hi - 0.943).abs() < 0.001,
+            "{lo} {hi}"
+        );
+        assert_eq!(wilson95(0, 0), (0.0, 1.0));
+        let (lo, _) = wilson95(0, 5);
+        assert!(lo.abs() < 1e-12);
+    }
+
+    #[test]
+    fn items_from_jsonl() {
+        let items = parse_items(
+            "{\"question\": \"1+1?\", \"answer\": 2}\n\n{\"question\": \"x\", \"answer\": \"y\"}\n",
+            "question",
+            "answer",
+        )
+        .unwrap();
+        assert_eq!(items[0].answer, "2");
+        assert_eq!(items[1].line, 3);
+        assert!(
+            parse_items("{\"q\": 1}", "question", "answer")
+                .unwrap_err()
+                .contains("line 1")
+        );
+    }
+}
