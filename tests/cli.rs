@@ -730,3 +730,53 @@ fn dataset_accuracy_passes_and_fails_with_the_wrong_items() {
     // The lower bound 0.306 meets `>= 0.3`: only the point estimate failed.
     assert!(!out.contains("threshold failed: accuracy.lower95"), "{out}");
 }
+
+/// Each server-contract check catches a simulator that breaks it; the
+/// shipped suite's contract probe passes on the healthy simulator.
+#[test]
+fn contract_checks_catch_a_server_that_breaks_them() {
+    let o = servegate(&["run", "tests/suites/contract-broken.yaml"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    for (probe, needle) in [
+        (
+            "max_tokens",
+            "error: contract broken: max_tokens: asked for at most 16 tokens, the server generated 19 (1 by server usage, 19 in the stream)",
+        ),
+        (
+            "ignore_eos",
+            "error: contract broken: ignore_eos: with ignore_eos and max_tokens 64 the server generated 40 token(s), finish_reason stop",
+        ),
+        (
+            "usage",
+            "error: contract broken: usage: usage says 1 completion tokens, but 19 chunks of the stream carried tokens",
+        ),
+        (
+            "stop",
+            "error: contract broken: stop: the stop sequence \" 12\" is in the answer at character 23",
+        ),
+        (
+            "cache_determinism",
+            "error: contract broken: cache_determinism: at temperature 0 the same request, asked again (a prefix-cache hit), answered differently",
+        ),
+    ] {
+        let failure = failure_of(&out, &format!("contract::correctness::{probe}"));
+        assert_has(
+            &failure,
+            &[needle, "--> tests/suites/contract-broken.yaml:"],
+        );
+    }
+    let o = servegate(&[
+        "run",
+        "suites/sglang.yaml",
+        "--",
+        "--exact",
+        "sglang::correctness::server_contract",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(
+        verdict(&out, "sglang::correctness::server_contract"),
+        "ok",
+        "{out}"
+    );
+}

@@ -25,8 +25,8 @@ use crate::load::thresholds::{Bound, format_duration};
 use crate::load::workload::PROMPT_APPROXIMATION;
 use crate::suite::diagnostics::render_location;
 use crate::suite::{
-    Arrival, ConfigSource, DatasetProbe, Gate, Input, LoadPrompt, Pace, Probe, Suite, Timeouts,
-    Variant,
+    Arrival, ConfigSource, Contract, DatasetProbe, Gate, Input, LoadPrompt, Pace, Probe, Suite,
+    Timeouts, Variant,
 };
 use futures_util::StreamExt as _;
 
@@ -349,7 +349,7 @@ impl SuiteRun {
             .iter()
             .filter_map(|a| evaluate(a, &completion).err().map(|m| (a, m)))
             .collect();
-        let mut problems = Vec::new();
+        let mut problems = self.contract(target, probe, &req, &completion)?;
         if let Some(n) = probe.deterministic {
             problems.extend(self.determinism(target, &req, &completion, n, probe.loc)?);
         }
@@ -461,6 +461,126 @@ impl SuiteRun {
             d.push((probe.name.clone(), ds.path.clone(), results));
         }
         verdict
+    }
+
+    /// The probe's server-contract checks, on its answer and on the extra
+    /// requests some of them need.
+    fn contract(
+        &self,
+        target: &Connected,
+        probe: &Probe,
+        req: &CallRequest,
+        c: &crate::client::Completion,
+    ) -> Result<Vec<Problem>, String> {
+        let file = &self.suite.file;
+        let ask = |req: &CallRequest| {
+            let sent = Sent {
+                url: target.client.url(),
+                body: target.client.body(req),
+            };
+            self.runtime
+                .block_on(target.client.complete(req))
+                .map_err(|e| request_failed(file, probe.loc, &sent, &e))
+        };
+        let broken = |what: &str, why: String| Problem {
+            message: format!("error: contract broken: {what}: {why}"),
+            loc: probe.loc,
+        };
+        let max = u64::from(probe.sampling.max_tokens.unwrap_or(0));
+        // The larger of the server's count and the stream's: a server whose
+        // usage is wrong does not hide an overrun.
+        let tokens = |c: &crate::client::Completion| {
+            let received: u64 = c.timing.marks.iter().map(|m| u64::from(m.tokens)).sum();
+            c.completion_tokens.max(received)
+        };
+        let mut problems = Vec::new();
+        for contract in &probe.contract {
+            match contract {
+                Contract::MaxTokens if tokens(c) > max => problems.push(broken(
+                    "max_tokens",
+                    format!(
+                        "asked for at most {max} tokens, the server generated {} ({} by {}, {} in the stream)",
+                        tokens(c),
+                        c.completion_tokens,
+                        c.token_source.name(),
+                        c.timing.marks.iter().map(|m| u64::from(m.tokens)).sum::<u64>()
+                    ),
+                )),
+                Contract::Usage => {
+                    let chunks = c.timing.marks.len();
+                    let why = match &c.usage {
+                        None => Some("no usage reported, though `stream_options.include_usage` was asked".to_owned()),
+                        Some(u) => match (u.prompt_tokens, u.completion_tokens) {
+                            (None | Some(0), _) => Some("usage reports no prompt tokens".to_owned()),
+                            (_, None) => Some("usage reports no completion tokens".to_owned()),
+                            (_, Some(n)) if n < chunks as u64 => Some(format!(
+                                "usage says {n} completion tokens, but {chunks} chunks of the stream carried tokens"
+                            )),
+                            _ => None,
+                        },
+                    };
+                    problems.extend(why.map(|w| broken("usage", w)));
+                }
+                Contract::Stop => {
+                    let stops = probe.sampling.stop.clone().unwrap_or_default();
+                    if let Some((s, at)) = stops
+                        .iter()
+                        .find_map(|s| c.content.find(s.as_str()).map(|at| (s, at)))
+                    {
+                        problems.push(broken(
+                            "stop",
+                            format!(
+                                "the stop sequence {s:?} is in the answer at character {}",
+                                c.content[..at].chars().count()
+                            ),
+                        ));
+                    }
+                }
+                Contract::IgnoreEos => {
+                    // Without stop sequences: they end a stream even with ignore_eos.
+                    let again = ask(&CallRequest {
+                        ignore_eos: true,
+                        sampling: crate::suite::Sampling {
+                            stop: None,
+                            ..req.sampling.clone()
+                        },
+                        ..req.clone()
+                    })?;
+                    let finish = again.finish_reason.as_deref().unwrap_or("absent");
+                    if tokens(&again) != max || finish != "length" {
+                        problems.push(broken(
+                            "ignore_eos",
+                            format!(
+                                "with ignore_eos and max_tokens {max} the server generated {} token(s), finish_reason {finish}: fixed-length benchmarks on it measure other lengths than they ask for",
+                                tokens(&again)
+                            ),
+                        ));
+                    }
+                }
+                Contract::CacheDeterminism => {
+                    let greedy = CallRequest {
+                        sampling: crate::suite::Sampling {
+                            temperature: Some(0.0),
+                            ..req.sampling.clone()
+                        },
+                        ..req.clone()
+                    };
+                    let first = ask(&greedy)?;
+                    if let Some(p) = self.determinism(target, &greedy, &first, 2, probe.loc)? {
+                        problems.push(Problem {
+                            message: p.message.replacen(
+                                "error: answers differ: ask 2 of 2 differs from the first",
+                                "error: contract broken: cache_determinism: at temperature 0 the same request, asked again (a prefix-cache hit), answered differently",
+                                1,
+                            ),
+                            loc: p.loc,
+                        });
+                    }
+                }
+                Contract::MaxTokens => {}
+            }
+        }
+        Ok(problems)
     }
 
     /// Asks `n - 1` more times; a problem when any answer differs from the first.

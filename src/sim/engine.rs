@@ -37,6 +37,36 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Ends the answer before the first stop sequence in it, as servers
+    /// honour `stop` (the sequence itself is not returned).
+    pub fn stop_at(&mut self, stops: &[String]) {
+        let text = self.content.concat();
+        let Some(cut) = stops
+            .iter()
+            .filter(|s| !s.is_empty())
+            .filter_map(|s| text.find(s.as_str()))
+            .min()
+        else {
+            return;
+        };
+        let mut kept = Vec::new();
+        let mut len = 0;
+        for token in self.content.drain(..) {
+            if len + token.len() <= cut {
+                len += token.len();
+                kept.push(token);
+            } else {
+                let rest = &token[..cut - len];
+                if !rest.is_empty() {
+                    kept.push(rest.to_owned());
+                }
+                break;
+            }
+        }
+        self.content = kept;
+        self.finish = Finish::Stop;
+    }
+
     /// Generated tokens in all.
     pub fn completion_tokens(&self) -> u64 {
         (self.reasoning.len() + self.content.len()) as u64
@@ -170,6 +200,20 @@ mod tests {
         let p = plan(&profile(), "what is 2+2", 50, true, None);
         assert_eq!(p.completion_tokens(), 50);
         assert_eq!(p.finish, Finish::Length);
+    }
+
+    #[test]
+    fn stop_sequences_end_the_answer_before_them() {
+        let mut p = plan(&profile(), "what is 2+2", 100, false, None);
+        p.stop_at(&["is 4".to_owned(), "nowhere".to_owned()]);
+        assert_eq!(p.content.concat(), "The answer ");
+        assert_eq!(p.finish, Finish::Stop);
+        let mut p = plan(&profile(), "what is 2+2", 100, false, None);
+        p.stop_at(&["swer".to_owned()]);
+        assert_eq!(p.content.concat(), "The an");
+        let mut p = plan(&profile(), "what is 2+2", 100, false, None);
+        p.stop_at(&[]);
+        assert_eq!(p.content.concat(), "The answer is 4");
     }
 
     #[test]

@@ -51,6 +51,19 @@ pub struct Profile {
     /// Stop answering anything, health checks included, when a generation
     /// request arrives after this many: a server that hangs mid-run.
     pub hang_after: Option<u64>,
+    /// Server contracts this simulator breaks, for contract-probe tests:
+    /// `ignore_eos`, `max_tokens`, `usage`, `stop`, `determinism`.
+    pub breaks: Vec<String>,
+}
+
+/// The contracts a profile can break.
+pub const BREAKABLE: &[&str] = &["ignore_eos", "max_tokens", "usage", "stop", "determinism"];
+
+impl Profile {
+    /// Whether this simulator breaks `contract`.
+    pub fn breaks(&self, contract: &str) -> bool {
+        self.breaks.iter().any(|b| b == contract)
+    }
 }
 
 impl Default for Profile {
@@ -68,6 +81,7 @@ impl Default for Profile {
             loading: Some(Duration::ZERO),
             crash_after: None,
             hang_after: None,
+            breaks: Vec::new(),
         }
     }
 }
@@ -93,6 +107,8 @@ struct ProfileFile {
     replies: Vec<ReplyFile>,
     #[serde(default)]
     server_info: serde_json::Map<String, serde_json::Value>,
+    #[serde(default)]
+    breaks: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -141,6 +157,16 @@ impl Profile {
         if capacity == 0 {
             return Err("capacity must be at least 1".into());
         }
+        if let Some(b) = file
+            .breaks
+            .iter()
+            .find(|b| !BREAKABLE.contains(&b.as_str()))
+        {
+            return Err(format!(
+                "unknown contract `{b}` in `breaks` (known: {})",
+                BREAKABLE.join(", ")
+            ));
+        }
         let tokens_per_chunk = file.tokens_per_chunk.unwrap_or(1);
         if tokens_per_chunk == 0 {
             return Err("tokens_per_chunk must be at least 1".into());
@@ -155,6 +181,7 @@ impl Profile {
             usage: file.usage.unwrap_or(defaults.usage),
             replies,
             server_info: file.server_info,
+            breaks: file.breaks,
             ..defaults
         })
     }

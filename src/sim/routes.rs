@@ -37,6 +37,8 @@ struct Ask {
     /// An explicit temperature above 0: unseeded filler then differs
     /// from request to request, as sampling does.
     sampled: bool,
+    /// Stop sequences.
+    stop: Vec<String>,
     stream: bool,
     extras: Extras,
 }
@@ -109,6 +111,14 @@ fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
             .get("temperature")
             .and_then(Value::as_f64)
             .is_some_and(|t| t > 0.0),
+        stop: match params.get("stop") {
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        },
         stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
         extras: Extras {
             usage: body
@@ -173,17 +183,25 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         Err(e) => return bad_request(&e),
     };
     let before = state.requests.fetch_add(1, Ordering::Relaxed);
-    let seed = ask.seed.or_else(|| {
-        ask.sampled
-            .then(|| (before + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
-    });
-    let plan = plan(
-        &state.profile,
+    let p = &state.profile;
+    let reseed = ask.sampled || p.breaks("determinism");
+    let seed = ask
+        .seed
+        .or_else(|| reseed.then(|| (before + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+    let mut plan = plan(
+        p,
         &ask.prompt,
         ask.max_tokens,
-        ask.ignore_eos,
+        ask.ignore_eos && !p.breaks("ignore_eos"),
         seed,
     );
+    if !p.breaks("stop") {
+        plan.stop_at(&ask.stop);
+    }
+    if p.breaks("max_tokens") && plan.finish == super::engine::Finish::Length {
+        plan.content
+            .extend([" over", " the", " limit"].map(str::to_owned));
+    }
     if state.profile.hang_after.is_some_and(|n| before >= n) {
         eprintln!(
             "servegate sim: simulated hang: no answer from now on (request {})",
@@ -237,14 +255,20 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
     state
         .generation_tokens
         .fetch_add(plan.completion_tokens(), Ordering::Relaxed);
-    Json(whole(shape, &plan, &state.profile.model, &id)).into_response()
+    Json(whole(shape, &plan, &state.profile, &id)).into_response()
 }
 
-fn usage(plan: &Plan) -> Value {
+fn usage(plan: &Plan, profile: &super::Profile) -> Value {
+    // Breaking `usage`: a count that the stream contradicts.
+    let completion = if profile.breaks("usage") {
+        1
+    } else {
+        plan.completion_tokens()
+    };
     json!({
         "prompt_tokens": plan.prompt_tokens,
-        "completion_tokens": plan.completion_tokens(),
-        "total_tokens": plan.prompt_tokens + plan.completion_tokens(),
+        "completion_tokens": completion,
+        "total_tokens": plan.prompt_tokens + completion,
     })
 }
 
@@ -267,7 +291,8 @@ fn meta_info(plan: &Plan, id: &str, completion_tokens: u64, finished: bool) -> V
 }
 
 /// Non-streaming body.
-fn whole(shape: Shape, plan: &Plan, model: &str, id: &str) -> Value {
+fn whole(shape: Shape, plan: &Plan, profile: &super::Profile, id: &str) -> Value {
+    let model = &profile.model;
     let content = plan.content.concat();
     let reasoning = plan.reasoning.concat();
     match shape {
@@ -282,12 +307,12 @@ fn whole(shape: Shape, plan: &Plan, model: &str, id: &str) -> Value {
                 },
                 "finish_reason": plan.finish.name(),
             }],
-            "usage": usage(plan),
+            "usage": usage(plan, profile),
         }),
         Shape::Completions => json!({
             "id": id, "object": "text_completion", "created": 0, "model": model,
             "choices": [{"index": 0, "text": inline_reasoning(&reasoning, &content), "finish_reason": plan.finish.name()}],
-            "usage": usage(plan),
+            "usage": usage(plan, profile),
         }),
         Shape::Generate => json!({
             "text": inline_reasoning(&reasoning, &content),
@@ -487,7 +512,7 @@ async fn stream(
     if extras.usage && shape != Shape::Generate {
         tail.push(sse(&json!({
             "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
-            "choices": [], "usage": usage(&plan),
+            "choices": [], "usage": usage(&plan, &state.profile),
         })));
     }
     tail.push(Bytes::from_static(b"data: [DONE]\n\n"));

@@ -340,6 +340,35 @@ pub struct Probe {
     pub deterministic: Option<u32>,
     /// A dataset accuracy probe: `input` is then its prompt template.
     pub dataset: Option<DatasetProbe>,
+    /// Server-contract checks run with this probe's request.
+    pub contract: Vec<Contract>,
+}
+
+/// A promise of the serving API that a probe can check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contract {
+    /// No more tokens than `max_tokens`.
+    MaxTokens,
+    /// With `ignore_eos`, exactly `max_tokens` tokens.
+    IgnoreEos,
+    /// Usage reported and consistent with the stream.
+    Usage,
+    /// No stop sequence in the answer.
+    Stop,
+    /// At temperature 0 the same request twice (the second a prefix-cache
+    /// hit) gives the same answer.
+    CacheDeterminism,
+}
+
+impl Contract {
+    /// Every contract, by its suite name.
+    pub const ALL: [(&'static str, Contract); 5] = [
+        ("max_tokens", Contract::MaxTokens),
+        ("ignore_eos", Contract::IgnoreEos),
+        ("usage", Contract::Usage),
+        ("stop", Contract::Stop),
+        ("cache_determinism", Contract::CacheDeterminism),
+    ];
 }
 
 /// One question of an accuracy dataset.

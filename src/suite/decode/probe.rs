@@ -4,8 +4,8 @@ use super::{Decoder, Fields, SAMPLING, quoted_list};
 use crate::load::thresholds::Op;
 use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{
-    AccuracyStat, AccuracyThreshold, Api, Assertion, Check, CodeSpec, DatasetProbe, Extract, Field,
-    Input, Message, Probe, Sampling,
+    AccuracyStat, AccuracyThreshold, Api, Assertion, Check, CodeSpec, Contract, DatasetProbe,
+    Extract, Field, Input, Message, Probe, Sampling,
 };
 use crate::suite::node::{Key, Node, Yaml};
 
@@ -19,6 +19,7 @@ const PROBE_OWN: &[&str] = &[
     "deterministic",
     "dataset",
     "thresholds",
+    "contract",
 ];
 
 const DATASET: &[&str] = &[
@@ -91,6 +92,7 @@ impl Decoder<'_> {
                 snapshot: false,
                 deterministic: None,
                 dataset: Some(dataset?),
+                contract: Vec::new(),
             });
         }
         if let Some(k) = f.key("thresholds") {
@@ -108,8 +110,12 @@ impl Decoder<'_> {
         let deterministic = f
             .get("deterministic")
             .and_then(|v| self.count::<u32>(v, "deterministic", 2));
-        // A snapshot or a determinism check is a check of its own.
-        let expect = if snapshot || f.get("deterministic").is_some() {
+        let contract = f
+            .get("contract")
+            .map_or_else(Vec::new, |v| self.contract(v, &sampling));
+        // A snapshot, a determinism or a contract check is a check of its own.
+        let expect = if snapshot || f.get("deterministic").is_some() || f.get("contract").is_some()
+        {
             Some(
                 f.get("expect")
                     .map_or_else(Vec::new, |v| self.items(v, "expect", Decoder::assertion)),
@@ -139,7 +145,40 @@ impl Decoder<'_> {
             snapshot,
             deterministic,
             dataset: None,
+            contract,
         })
+    }
+
+    fn contract(&mut self, y: &Yaml, sampling: &Sampling) -> Vec<Contract> {
+        let names: Vec<&str> = Contract::ALL.iter().map(|(n, _)| *n).collect();
+        let list = self.items(y, "contract", |d, item| {
+            let name = d.one_of(item, "contract check", &names)?;
+            let c = Contract::ALL.iter().find(|(n, _)| *n == name)?.1;
+            let needs = match c {
+                Contract::MaxTokens | Contract::IgnoreEos if sampling.max_tokens.is_none() => {
+                    Some("`max_tokens` on the probe (or in `defaults`)")
+                }
+                Contract::Stop if sampling.stop.as_ref().is_none_or(Vec::is_empty) => {
+                    Some("`stop` sequences on the probe that its answer would contain")
+                }
+                _ => None,
+            };
+            if let Some(needs) = needs {
+                d.error(Diagnostic::new(
+                    item.loc,
+                    format!("contract check `{name}` needs {needs}"),
+                ));
+                return None;
+            }
+            Some(c)
+        });
+        if list.is_empty() && matches!(&y.node, Node::Seq(items) if items.is_empty()) {
+            self.error(
+                Diagnostic::new(y.loc, "`contract` is empty")
+                    .expected(format!("some of {}", quoted_list(&names))),
+            );
+        }
+        list
     }
 
     fn dataset_probe(&mut self, probe: &Fields<'_>, y: &Yaml) -> Option<DatasetProbe> {
