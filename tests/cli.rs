@@ -58,7 +58,7 @@ fn shipped_suite_passes_on_the_simulator_with_figures() {
     let second_gate = position(&out, "test sglang::performance::concurrency_8");
     assert!(target < first_probe && first_probe < second_probe);
     assert!(second_probe < first_gate && first_gate < second_gate);
-    assert_has(&out, &["served model \"sim-sglang\"", "4 passed; 0 failed"]);
+    assert_has(&out, &["served model \"sim-sglang\"", "5 passed; 0 failed"]);
     // Measured figures are shown for a green run, with their verdicts.
     let figures = position(&out, "servegate: figures measured in this run");
     assert!(figures > second_gate);
@@ -157,7 +157,7 @@ fn exact_filter_runs_one_trial() {
         &out,
         &[
             "running 1 test",
-            "1 passed; 0 failed; 0 ignored; 0 measured; 3 filtered out",
+            "1 passed; 0 failed; 0 ignored; 0 measured; 4 filtered out",
         ],
     );
 }
@@ -189,7 +189,7 @@ fn unreachable_target_fails_every_trial_clearly() {
             &format!(
                 "servegate: suite `sglang` → target FAILED: target {url} is unreachable: could not connect"
             ),
-            "0 passed; 4 failed",
+            "0 passed; 5 failed",
         ],
     );
     for name in [
@@ -221,6 +221,7 @@ fn list_names_every_trial_without_running() {
         out,
         "sglang::correctness::arithmetic: test\n\
          sglang::correctness::is_prime: test\n\
+         sglang::correctness::server_contract: test\n\
          sglang::performance::single_stream_decode: test\n\
          sglang::performance::concurrency_8: test\n\
          typos::load: test\n"
@@ -561,7 +562,7 @@ fn an_external_server_is_measured_and_named_as_such() {
     assert_has(
         &out,
         &[
-            "4 passed; 0 failed",
+            "5 passed; 0 failed",
             "server /metrics over the window: generation tokens 2560",
         ],
     );
@@ -776,6 +777,32 @@ fn contract_checks_catch_a_server_that_breaks_them() {
     let out = stdout(&o);
     assert_eq!(
         verdict(&out, "sglang::correctness::server_contract"),
+        "ok",
+        "{out}"
+    );
+}
+
+/// A reasoning model that spends its budget thinking gets a failure that
+/// says so; `chat_template_kwargs` and `separate_reasoning` reach the server.
+#[test]
+fn reasoning_budget_and_thinking_switches() {
+    let o = servegate(&["run", "tests/suites/reasoning-budget.yaml"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_has(
+        &failure_of(&out, "thinking::correctness::budget"),
+        &[
+            "error: assertion failed: expected content (trimmed) equals \"4\"",
+            "note:     the model spent all 8 tokens reasoning and wrote no answer (finish_reason length); raise max_tokens or disable thinking (`chat_template_kwargs: {enable_thinking: false}`)",
+        ],
+    );
+    assert_eq!(
+        verdict(&out, "thinking::correctness::no_thinking"),
+        "ok",
+        "{out}"
+    );
+    assert_eq!(
+        verdict(&out, "thinking::correctness::inline"),
         "ok",
         "{out}"
     );

@@ -80,6 +80,16 @@ pub fn assertions_failed(
             let _ = writeln!(out, "found:    {found}");
         }
     }
+    if completion.content.trim().is_empty()
+        && !completion.reasoning.is_empty()
+        && completion.finish_reason.as_deref() == Some("length")
+    {
+        let _ = writeln!(
+            out,
+            "note:     the model spent all {} tokens reasoning and wrote no answer (finish_reason length); raise max_tokens or disable thinking (`chat_template_kwargs: {{enable_thinking: false}}`)",
+            completion.completion_tokens
+        );
+    }
     out.push('\n');
     sent.write_to(&mut out);
     write_received(&mut out, completion, failed.iter().map(|(a, _)| *a));

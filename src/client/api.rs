@@ -65,6 +65,12 @@ pub fn body(api: Api, model: &str, req: &CallRequest) -> Value {
                 // An extension honoured by SGLang, vLLM and llama.cpp.
                 b["ignore_eos"] = json!(true);
             }
+            if let Some(k) = &s.chat_template_kwargs {
+                b["chat_template_kwargs"] = k.clone();
+            }
+            if let Some(sep) = s.separate_reasoning {
+                b["separate_reasoning"] = json!(sep);
+            }
             b
         }
         Api::SglangGenerate => {

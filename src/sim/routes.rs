@@ -28,6 +28,16 @@ enum Shape {
     Generate,
 }
 
+/// The reasoning switches of a chat request.
+#[derive(Debug, Clone, Copy)]
+struct ReasoningAsk {
+    /// `chat_template_kwargs.enable_thinking` (default true).
+    thinking: bool,
+    /// `separate_reasoning` (default true): false puts the reasoning in the
+    /// content, between `<think>` and `</think>`.
+    separate: bool,
+}
+
 /// What a request asked for, whatever its API.
 struct Ask {
     prompt: String,
@@ -39,6 +49,8 @@ struct Ask {
     sampled: bool,
     /// Stop sequences.
     stop: Vec<String>,
+    /// What the request asked of the reasoning.
+    reasoning: ReasoningAsk,
     stream: bool,
     extras: Extras,
 }
@@ -111,6 +123,16 @@ fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
             .get("temperature")
             .and_then(Value::as_f64)
             .is_some_and(|t| t > 0.0),
+        reasoning: ReasoningAsk {
+            thinking: body
+                .pointer("/chat_template_kwargs/enable_thinking")
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
+            separate: body
+                .get("separate_reasoning")
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
+        },
         stop: match params.get("stop") {
             Some(Value::String(s)) => vec![s.clone()],
             Some(Value::Array(items)) => items
@@ -188,6 +210,17 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
     let seed = ask
         .seed
         .or_else(|| reseed.then(|| (before + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+    let unthinking;
+    let p = if ask.reasoning.thinking {
+        p
+    } else {
+        let mut q = p.clone();
+        for r in &mut q.replies {
+            r.reasoning = None;
+        }
+        unthinking = q;
+        &unthinking
+    };
     let mut plan = plan(
         p,
         &ask.prompt,
@@ -195,6 +228,14 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         ask.ignore_eos && !p.breaks("ignore_eos"),
         seed,
     );
+    if !ask.reasoning.separate && !plan.reasoning.is_empty() {
+        let mut inline = vec!["<think>".to_owned()];
+        inline.append(&mut plan.reasoning);
+        inline.push("</think>".to_owned());
+        inline.append(&mut plan.content);
+        inline.truncate(ask.max_tokens as usize);
+        plan.content = inline;
+    }
     if !p.breaks("stop") {
         plan.stop_at(&ask.stop);
     }

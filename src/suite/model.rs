@@ -281,6 +281,11 @@ pub struct Sampling {
     pub top_p: Option<f64>,
     /// Stop sequences.
     pub stop: Option<Vec<String>>,
+    /// Chat template arguments (`enable_thinking: false`), chat API only.
+    pub chat_template_kwargs: Option<serde_json::Value>,
+    /// SGLang's `separate_reasoning`: reasoning in `reasoning_content`
+    /// (true) or inline in the content (false). Chat API only.
+    pub separate_reasoning: Option<bool>,
 }
 
 impl Sampling {
@@ -293,6 +298,11 @@ impl Sampling {
             seed: self.seed.or(defaults.seed),
             top_p: self.top_p.or(defaults.top_p),
             stop: self.stop.clone().or_else(|| defaults.stop.clone()),
+            chat_template_kwargs: self
+                .chat_template_kwargs
+                .clone()
+                .or_else(|| defaults.chat_template_kwargs.clone()),
+            separate_reasoning: self.separate_reasoning.or(defaults.separate_reasoning),
         }
     }
 }

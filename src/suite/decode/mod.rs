@@ -37,7 +37,15 @@ const TARGET: &[&str] = &[
 ];
 const TIMEOUTS: &[&str] = &["connect", "first_token", "idle", "total"];
 const SIM: &[&str] = &["profile"];
-const SAMPLING: &[&str] = &["temperature", "max_tokens", "seed", "top_p", "stop"];
+const SAMPLING: &[&str] = &[
+    "temperature",
+    "max_tokens",
+    "seed",
+    "top_p",
+    "stop",
+    "chat_template_kwargs",
+    "separate_reasoning",
+];
 const APIS: &[&str] = &["openai-chat", "openai-completions", "sglang-generate"];
 /// The entries of a mapping, checked against the keys allowed there.
 struct Fields<'y> {
@@ -571,6 +579,21 @@ impl<'e> Decoder<'e> {
                     .collect::<Option<Vec<_>>>(),
                 _ => self.text(v, "stop").map(|s| vec![s]),
             }),
+            chat_template_kwargs: f.get("chat_template_kwargs").and_then(|v| {
+                if matches!(v.node, Node::Map(_)) {
+                    Some(probe::yaml_to_json(v))
+                } else {
+                    self.type_error(
+                        v,
+                        "chat_template_kwargs",
+                        "a mapping such as `{enable_thinking: false}`",
+                    );
+                    None
+                }
+            }),
+            separate_reasoning: f
+                .get("separate_reasoning")
+                .and_then(|v| self.boolean(v, "separate_reasoning")),
         }
     }
 }

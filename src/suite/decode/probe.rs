@@ -340,6 +340,8 @@ impl Decoder<'_> {
             }
         };
         chat_only(self, "system");
+        chat_only(self, "chat_template_kwargs");
+        chat_only(self, "separate_reasoning");
         match (f.get("prompt"), f.get("messages")) {
             (Some(p), None) => {
                 let prompt = self.text(p, "prompt")?;
