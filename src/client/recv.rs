@@ -14,7 +14,9 @@ use std::time::Instant;
 use tokio::net::TcpStream;
 
 /// Asks the kernel to stamp what this connection receives. Where that is
-/// refused, reads fall back to the user-space clock.
+/// refused, reads fall back to the user-space clock — as do the packets of
+/// the first moments after the first socket of the machine asks (the kernel
+/// switches stamping on from a work queue).
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub fn enable(conn: &TcpStream) {
     use nix::sys::socket::{setsockopt, sockopt::ReceiveTimestampns};
@@ -132,6 +134,10 @@ mod tests {
         let client = TcpStream::connect(addr).await.unwrap();
         enable(&client);
         let (mut server, _) = listener.accept().await.unwrap();
+        // The kernel turns stamping on from a work queue when the first
+        // socket asks for it: packets in the next moments may go unstamped
+        // (and are dated by the clock at the read instead).
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let floor = Instant::now();
         server.write_all(b"token").await.unwrap();
         let written = Instant::now();
