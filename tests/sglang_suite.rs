@@ -1,6 +1,7 @@
-//! `cargo test --test sglang_suite`: every suite under `suites/` (or
-//! `SERVEGATE_SUITES`) as libtest trials; `SERVEGATE_TARGET=URL` points them
-//! at a real server, otherwise each suite's `base_url` decides.
+//! `cargo test --test sglang_suite`: `suites/sglang.yaml` (or the files and
+//! directories in `SERVEGATE_SUITES`) as libtest trials;
+//! `SERVEGATE_TARGET=URL` points them at a real server, otherwise each
+//! suite's `base_url` decides.
 
 use std::process::ExitCode;
 

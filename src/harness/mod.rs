@@ -56,12 +56,12 @@ impl Outcome {
 }
 
 /// Entry point of `tests/sglang_suite.rs`: suites from `SERVEGATE_SUITES`
-/// or `<manifest_dir>/suites`, target override from `SERVEGATE_TARGET`,
-/// libtest arguments from the command line.
+/// or `<manifest_dir>/suites/sglang.yaml`, target override from
+/// `SERVEGATE_TARGET`, libtest arguments from the command line.
 pub fn test_main(manifest_dir: &str) -> ExitCode {
     let paths = match std::env::var_os(SUITES_ENV) {
         Some(v) if !v.is_empty() => std::env::split_paths(&v).collect(),
-        _ => vec![Path::new(manifest_dir).join("suites")],
+        _ => vec![Path::new(manifest_dir).join("suites/sglang.yaml")],
     };
     let target = std::env::var(target::TARGET_ENV).ok();
     let outcome = run(&paths, target.as_deref(), Arguments::from_args());

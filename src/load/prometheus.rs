@@ -108,7 +108,8 @@ pub struct ServerView {
     pub e2e: Option<HistogramDelta>,
 }
 
-const PREFIXES: [&str; 2] = ["sglang:", "vllm:"];
+/// SGLang, vLLM and llama.cpp name their series with these.
+const PREFIXES: [&str; 3] = ["sglang:", "vllm:", "llamacpp:"];
 
 fn counter_delta(before: &Scrape, after: &Scrape, suffix: &str) -> Option<f64> {
     let names: Vec<String> = PREFIXES.iter().map(|p| format!("{p}{suffix}")).collect();
@@ -161,7 +162,9 @@ impl ServerView {
     /// The change between two scrapes.
     pub fn between(before: &Scrape, after: &Scrape) -> Self {
         Self {
-            generation_tokens: counter_delta(before, after, "generation_tokens_total"),
+            // llama.cpp counts them as `tokens_predicted_total`.
+            generation_tokens: counter_delta(before, after, "generation_tokens_total")
+                .or_else(|| counter_delta(before, after, "tokens_predicted_total")),
             prompt_tokens: counter_delta(before, after, "prompt_tokens_total"),
             ttft: histogram_delta(before, after, "time_to_first_token_seconds"),
             tpot: histogram_delta(before, after, "time_per_output_token_seconds"),
@@ -169,8 +172,17 @@ impl ServerView {
         }
     }
 
-    /// One line for the run output.
+    /// One line for the run output; empty when the server reported none
+    /// of these series.
     pub fn render(&self) -> String {
+        if self.generation_tokens.is_none()
+            && self.prompt_tokens.is_none()
+            && [&self.ttft, &self.tpot, &self.e2e]
+                .iter()
+                .all(|h| h.is_none())
+        {
+            return String::new();
+        }
         let mut out = String::from("    server /metrics over the window:");
         if let Some(g) = self.generation_tokens {
             let _ = write!(out, " generation tokens {g:.0}");

@@ -13,13 +13,43 @@ pub enum InterpolateError {
 }
 
 /// Replaces `${NAME}` / `${NAME:-default}` using `lookup`; `$$` is a literal `$`.
+/// A default may itself hold `${…}` (`${LLAMA:-${HOME}/bin/llama-server}`),
+/// read only when it is used.
 pub fn interpolate(
     text: &str,
     lookup: impl Fn(&str) -> Option<String>,
 ) -> Result<String, InterpolateError> {
+    expand(text, &lookup, 0)
+}
+
+/// The length of `${…}`'s body up to its matching `}`, nested `${` counted.
+fn body_len(body: &str) -> Option<usize> {
+    let bytes = body.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'$' if bytes.get(i + 1) == Some(&b'{') => {
+                depth += 1;
+                i += 1;
+            }
+            b'}' if depth == 0 => return Some(i),
+            b'}' => depth -= 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+fn expand(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    base: usize,
+) -> Result<String, InterpolateError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    let mut offset = 0;
+    let mut offset = base;
     while let Some(pos) = rest.find('$') {
         out.push_str(&rest[..pos]);
         let after = &rest[pos + 1..];
@@ -28,9 +58,7 @@ pub fn interpolate(
             offset += pos + 2;
             rest = tail;
         } else if let Some(body) = after.strip_prefix('{') {
-            let end = body
-                .find('}')
-                .ok_or(InterpolateError::Malformed(offset + pos))?;
+            let end = body_len(body).ok_or(InterpolateError::Malformed(offset + pos))?;
             let expr = &body[..end];
             let (name, default) = match expr.split_once(":-") {
                 Some((n, d)) => (n, Some(d)),
@@ -44,7 +72,7 @@ pub fn interpolate(
             match lookup(name).filter(|v| !v.is_empty()) {
                 Some(value) => out.push_str(&value),
                 None => match default {
-                    Some(d) => out.push_str(d),
+                    Some(d) => out.push_str(&expand(d, lookup, offset + pos + 2 + name.len() + 2)?),
                     None => return Err(InterpolateError::Unset(name.to_owned())),
                 },
             }
@@ -82,6 +110,18 @@ mod tests {
         assert_eq!(interpolate("a$$b $x", env).unwrap(), "a$b $x");
         assert_eq!(interpolate("no vars", env).unwrap(), "no vars");
         assert_eq!(interpolate("${NOPE:-}", env).unwrap(), "");
+        assert_eq!(
+            interpolate("${NOPE:-${URL}/v1}", env).unwrap(),
+            "http://gpu:30000/v1"
+        );
+        assert_eq!(
+            interpolate("${URL:-${NOPE}}/x", env).unwrap(),
+            "http://gpu:30000/x"
+        );
+        assert_eq!(
+            interpolate("${NOPE:-${ALSO_NOPE}}", env),
+            Err(InterpolateError::Unset("ALSO_NOPE".into()))
+        );
     }
 
     #[test]

@@ -1,0 +1,135 @@
+//! servegate against a real inference engine no one here wrote: llama.cpp's
+//! llama-server with SmolLM2-135M-Instruct, installed by
+//! `scripts/engine.sh install` (`.ci/run` does it). Without the engine the
+//! trials are reported as ignored, with the reason printed first: a fresh
+//! `cargo test` still passes and says why these did not run.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+
+/// The engine's files: `SERVEGATE_LLAMA_SERVER` / `SERVEGATE_SMOLLM2_GGUF`,
+/// else where `scripts/engine.sh install` puts them.
+fn engine() -> Result<(PathBuf, PathBuf), String> {
+    let cache = std::env::var_os("SERVEGATE_ENGINE_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/servegate/engine"))
+        })
+        .ok_or("no HOME to find the engine cache in")?;
+    let server = std::env::var_os("SERVEGATE_LLAMA_SERVER")
+        .map_or_else(|| cache.join("current/bin/llama-server"), PathBuf::from);
+    let model = std::env::var_os("SERVEGATE_SMOLLM2_GGUF").map_or_else(
+        || cache.join("models/SmolLM2-135M-Instruct.Q4_1.gguf"),
+        PathBuf::from,
+    );
+    for path in [&server, &model] {
+        if !path.exists() {
+            return Err(format!(
+                "{} is not there; `scripts/engine.sh install` builds llama-server and fetches the model (about 5 minutes the first time)",
+                path.display()
+            ));
+        }
+    }
+    Ok((server, model))
+}
+
+fn servegate(args: &[&str], server: &PathBuf, model: &PathBuf) -> (Output, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("SERVEGATE_LLAMA_SERVER", server)
+        .env("SERVEGATE_SMOLLM2_GGUF", model)
+        .env_remove("SERVEGATE_TARGET")
+        .output()
+        .expect("servegate runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out, text)
+}
+
+/// `Ok` when the run ended with `code` and printed every needle; else the
+/// failure, with servegate's whole output.
+fn expect(o: &Output, out: &str, code: i32, why: &str, needles: &[&str]) -> Result<(), Failed> {
+    let fail = |what: String| Err(format!("{what}\n--- servegate's output ---\n{out}").into());
+    if o.status.code() != Some(code) {
+        return fail(format!(
+            "{why} (exit {:?}, expected {code})",
+            o.status.code()
+        ));
+    }
+    match needles.iter().find(|n| !out.contains(**n)) {
+        Some(missing) => fail(format!("`{missing}` not in the output")),
+        None => Ok(()),
+    }
+}
+
+/// The shipped suite passes against the real server, which it launches.
+fn shipped_suite(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
+    let (o, out) = servegate(&["run", "suites/llama-cpp-smollm2.yaml"], server, model);
+    // The figures measured against the real engine, one line each.
+    for line in out.lines().filter(|l| l.trim_start().starts_with("pass ")) {
+        println!("  llama-cpp-smollm2:{line}");
+    }
+    expect(
+        &o,
+        &out,
+        0,
+        "the suite failed against the real engine",
+        &[
+            "→ LAUNCHED server `",
+            "served model \"smollm2-135m\"",
+            "test llama-cpp-smollm2::config::models.data.0.id",
+            "test llama-cpp-smollm2::correctness::arithmetic",
+            "test llama-cpp-smollm2::performance::single_stream",
+            "servegate: stopped the server of `llama-cpp-smollm2`",
+        ],
+    )
+}
+
+/// The model's `is_prime` is wrong for 25, 35 and 49: the code probe must
+/// catch it and show the failing input.
+fn buggy_is_prime(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
+    let (o, out) = servegate(&["run", "tests/suites/llama-is-prime.yaml"], server, model);
+    expect(
+        &o,
+        &out,
+        1,
+        "the is_prime probe should fail",
+        &[
+            "test smollm2-is-prime::correctness::is_prime",
+            "error: assertion failed: expected the python code in content passes its",
+            "found:    failed test: assert not is_prime(25)",
+            "AssertionError",
+        ],
+    )
+}
+
+fn main() {
+    let mut args = Arguments::from_args();
+    // One at a time: each trial launches a server, and the performance
+    // gates measure it.
+    args.test_threads = Some(1);
+    let found = engine();
+    if let Err(why) = &found {
+        println!("note: the real-engine trials are ignored: {why}");
+    }
+    let trials = [
+        (
+            "real_engine::shipped_suite_passes",
+            shipped_suite as fn(&PathBuf, &PathBuf) -> Result<(), Failed>,
+        ),
+        ("real_engine::buggy_is_prime_is_caught", buggy_is_prime),
+    ]
+    .into_iter()
+    .map(|(name, f)| {
+        let engine = found.clone();
+        Trial::test(name, move || {
+            let (server, model) = engine.map_err(Failed::from)?;
+            f(&server, &model)
+        })
+        .with_ignored_flag(found.is_err())
+    })
+    .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
