@@ -10,6 +10,7 @@ pub mod check;
 pub mod client;
 pub mod harness;
 pub mod load;
+pub mod report;
 pub mod server;
 pub mod sim;
 pub mod suite;

@@ -2,7 +2,7 @@
 //! simulator (`sim`).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -49,6 +49,15 @@ enum Command {
     },
     /// Serve the embedded simulator.
     Sim(SimArgs),
+    /// Render a saved run record (`report.json`, or a run directory) as
+    /// Markdown, JUnit XML, GitHub annotations or JSON.
+    Report {
+        /// `target/servegate/runs/<run>/`, `target/servegate/latest/` or a `report.json`.
+        path: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "md")]
+        format: ReportFormat,
+    },
     /// Measure servegate's own client: CPU per token and timing accuracy,
     /// against the simulator in a separate process.
     BenchClient {
@@ -83,7 +92,7 @@ enum BaselineAction {
         #[arg(last = true)]
         libtest: Vec<String>,
     },
-    /// Record the figures of the latest run (target/servegate/latest/figures.json).
+    /// Record the figures of the latest run (target/servegate/latest/report.json).
     Accept,
 }
 
@@ -128,6 +137,7 @@ fn main() -> ExitCode {
             );
             outcome.cli_exit_code()
         }
+        Command::Report { path, format } => report(&path, format),
         Command::Baseline { action } => match action {
             BaselineAction::Save {
                 suites,
@@ -291,4 +301,47 @@ fn serve_sim(set: &SimArgs) -> ExitCode {
             }
         }
     })
+}
+
+/// What `servegate report` writes.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ReportFormat {
+    /// Markdown summary.
+    Md,
+    /// JUnit XML.
+    Junit,
+    /// GitHub Actions annotations.
+    Annotations,
+    /// The record itself.
+    Json,
+}
+
+fn report(path: &Path, format: ReportFormat) -> ExitCode {
+    let record = match servegate::report::read(path) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = match format {
+        ReportFormat::Md => Ok(servegate::report::markdown::render(&record)),
+        ReportFormat::Junit => servegate::report::junit::render(&record),
+        ReportFormat::Annotations => {
+            Ok(servegate::report::annotations::render(&record).join("\n") + "\n")
+        }
+        ReportFormat::Json => serde_json::to_string_pretty(&record)
+            .map(|j| j + "\n")
+            .map_err(|e| e.to_string()),
+    };
+    match text {
+        Ok(t) => {
+            print!("{t}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -403,7 +403,7 @@ fn an_interrupted_run_leaves_the_figures_already_measured() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let figures = dir.join("servegate/latest/figures.json");
+    let figures = dir.join("servegate/latest/report.json");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let mut text = String::new();
     while std::time::Instant::now() < deadline {
@@ -421,6 +421,15 @@ fn an_interrupted_run_leaves_the_figures_already_measured() {
         "the long gate should still have been running"
     );
     assert_has(&text, &["\"gate\": \"quick\"", "\"output_tok_s\""]);
+    // The record says the run did not finish, and which trials did.
+    let record: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(record["complete"], false);
+    assert_eq!(
+        record["trials"][0]["name"],
+        "interrupted::performance::quick"
+    );
+    assert_eq!(record["trials"][0]["outcome"], "passed");
+    assert_eq!(record["trials"].as_array().map(Vec::len), Some(1));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -806,4 +815,39 @@ fn reasoning_budget_and_thinking_switches() {
         "ok",
         "{out}"
     );
+}
+
+/// On GitHub Actions a run annotates the failing lines of the suite file and
+/// appends its Markdown summary to the step summary.
+#[test]
+fn github_actions_get_annotations_and_a_step_summary() {
+    let summary = std::env::temp_dir().join(format!("servegate-summary-{}.md", std::process::id()));
+    std::fs::write(&summary, "earlier steps\n").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(["run", "tests/suites/wrong_arithmetic.yaml"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .env_remove("SERVEGATE_TARGET")
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_has(
+        &out,
+        &[
+            "::error file=tests/suites/wrong_arithmetic.yaml,line=13,title=wrong%3A%3Acorrectness%3A%3Aarithmetic::error: assertion failed: expected content matches regex `\\b4\\b`%0A",
+            "::error file=tests/suites/wrong_arithmetic.yaml,line=19,title=wrong%3A%3Aperformance%3A%3Adecode::gated: correctness probe arithmetic failed",
+        ],
+    );
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert_has(
+        &md,
+        &[
+            "earlier steps\n## ❌ servegate: 1 passed, 2 failed",
+            "| `wrong::correctness::arithmetic` | ❌ failed |",
+            "<details><summary><code>wrong::correctness::arithmetic</code>",
+        ],
+    );
+    let _ = std::fs::remove_file(&summary);
 }

@@ -50,7 +50,7 @@ impl Run {
     }
 
     fn figures(&self) -> serde_json::Value {
-        let path = self.dir.join("servegate/latest/figures.json");
+        let path = self.dir.join("servegate/latest/report.json");
         let text =
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         serde_json::from_str(&text).unwrap()

@@ -238,11 +238,18 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
     // figures measured so far: an interrupted run still leaves them.
     let book: Arc<Mutex<Vec<Arc<SuiteRun>>>> = Arc::default();
     let dir = run_dir();
+    let info = record::RunInfo {
+        dir: dir.clone(),
+        started_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    };
     let ctx = Context {
         args: &args,
         runtime: &runtime,
         book: &book,
         dir: &dir,
+        info: &info,
         target_override,
     };
     for l in loaded {
@@ -260,10 +267,12 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
     let conclusion = libtest_mimic::run(&args, trials);
     let runs = book.lock().map(|r| r.clone()).unwrap_or_default();
     summary::print(&runs);
-    match record::write(&record::collect(&runs)) {
-        Ok(path) => println!("servegate: figures written to {}", path.display()),
+    let final_record = record::collect(&info, &runs, true);
+    match record::write(&info, &final_record) {
+        Ok(path) => println!("servegate: run record written to {}", path.display()),
         Err(e) => eprintln!("warning: {e}"),
     }
+    publish(&info, &final_record);
     let unreachable = runs
         .iter()
         .filter(|r| matches!(r.target(), Some(Err(_))))
@@ -289,8 +298,12 @@ struct Context<'a> {
     runtime: &'a Arc<tokio::runtime::Runtime>,
     book: &'a Arc<Mutex<Vec<Arc<SuiteRun>>>>,
     dir: &'a Path,
+    info: &'a record::RunInfo,
     target_override: Option<&'a str>,
 }
+
+/// Runs item `index` of a stage of a suite run.
+type Each = fn(&SuiteRun, usize) -> session::Verdict;
 
 /// Adds the trials of one run of `suite` (one variant, or the suite alone).
 fn add_run(
@@ -353,17 +366,19 @@ fn add_run(
         );
     }
     let stage = |list: Vec<String>,
+                 locs: Vec<crate::suite::node::Loc>,
                  trials: &mut Vec<Trial>,
-                 each: fn(&SuiteRun, usize) -> session::Verdict| {
-        for (i, name) in list.into_iter().enumerate() {
+                 each: Each| {
+        for (i, (name, loc)) in list.into_iter().zip(locs).enumerate() {
             if selected(&name) {
                 run.expect_trial();
             }
-            let (r, book) = (Arc::clone(&run), Arc::clone(book));
+            let (r, book, info) = (Arc::clone(&run), Arc::clone(book), ctx.info.clone());
             trials.push(Trial::test(name.clone(), move || {
-                let verdict = r.trial(&name, || each(&r, i));
+                let verdict = r.trial(&name, loc, || each(&r, i));
+                // After every trial: an interrupted run leaves its record.
                 if let Ok(runs) = book.lock()
-                    && let Err(e) = record::write(&record::collect(&runs))
+                    && let Err(e) = record::write(&info, &record::collect(&info, &runs, false))
                 {
                     eprintln!("warning: {e}");
                 }
@@ -371,12 +386,69 @@ fn add_run(
             }));
         }
     };
-    stage(names.configs, trials, SuiteRun::config);
-    stage(names.probes, trials, SuiteRun::probe);
-    stage(names.gates, trials, SuiteRun::gate);
-    stage(names.curves, trials, SuiteRun::curve);
+    let stages: [(Vec<String>, Vec<crate::suite::node::Loc>, Each); 4] = [
+        (
+            names.configs,
+            suite.expect_server.iter().map(|c| c.loc).collect(),
+            SuiteRun::config,
+        ),
+        (
+            names.probes,
+            suite.probes.iter().map(|p| p.loc).collect(),
+            SuiteRun::probe,
+        ),
+        (
+            names.gates,
+            suite.gates.iter().map(|g| g.loc).collect(),
+            SuiteRun::gate,
+        ),
+        (
+            names.curves,
+            suite.curves.iter().map(|c| c.loc).collect(),
+            SuiteRun::curve,
+        ),
+    ];
+    for (list, locs, each) in stages {
+        stage(list, locs, trials, each);
+    }
     if let Ok(mut runs) = book.lock() {
         runs.push(run);
+    }
+}
+
+/// The writers at the end of a run: `junit.xml` beside the record, the
+/// Markdown summary appended to `$GITHUB_STEP_SUMMARY` when it is set, and
+/// GitHub annotations when `GITHUB_ACTIONS=true`.
+fn publish(info: &record::RunInfo, rec: &record::RunRecord) {
+    match crate::report::junit::render(rec) {
+        Ok(xml) => {
+            for path in [
+                info.dir.join("junit.xml"),
+                record::latest_path().with_file_name("junit.xml"),
+            ] {
+                if let Err(e) = std::fs::write(&path, &xml) {
+                    eprintln!("warning: failed to write {}: {e}", path.display());
+                }
+            }
+        }
+        Err(e) => eprintln!("warning: JUnit report: {e}"),
+    }
+    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&summary)
+            .and_then(|mut f| {
+                std::io::Write::write_all(&mut f, crate::report::markdown::render(rec).as_bytes())
+            });
+        if let Err(e) = appended {
+            eprintln!("warning: failed to append to $GITHUB_STEP_SUMMARY: {e}");
+        }
+    }
+    if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
+        for line in crate::report::annotations::render(rec) {
+            println!("{line}");
+        }
     }
 }
 

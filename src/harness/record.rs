@@ -1,6 +1,9 @@
-//! The figures of the latest run, written after every run to
-//! `target/servegate/latest/figures.json`, so that `servegate baseline
-//! accept` can turn a reviewed run into baselines without running it again.
+//! The run record: every trial's outcome, every figure, the configuration
+//! measured. Written after every trial (an interrupted run leaves what it
+//! measured) to `target/servegate/runs/<run>/report.json` and
+//! `target/servegate/latest/report.json`; the writers of `crate::report`
+//! only read it, and `servegate baseline accept` turns a reviewed run into
+//! baselines without running it again.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -89,13 +92,47 @@ pub struct SuiteRecord {
     pub gates: Vec<GateRecord>,
 }
 
-/// The latest run's figures.
+/// How one trial ended.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TrialRecord {
+    /// The libtest name (`suite[variant]::stage::item`).
+    pub name: String,
+    /// `<suite>` or `<suite>[<variant>]`.
+    pub suite: String,
+    /// `config`, `correctness` or `performance`.
+    pub stage: String,
+    /// `passed` or `failed`.
+    pub outcome: String,
+    /// Wall time of the trial, seconds.
+    pub duration_s: f64,
+    /// The suite file.
+    pub file: String,
+    /// The 1-based line of the item in it.
+    pub line: u32,
+    /// The whole failure message, for a failed trial.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// Everything a run leaves behind (`target/servegate/runs/<run>/report.json`,
+/// copied to `target/servegate/latest/report.json`): schema `servegate.run/2`,
+/// documented in `docs/run-record.md`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Figures {
-    /// Format version.
-    pub schema: u32,
-    /// Seconds since the Unix epoch at the end of the run.
+pub struct RunRecord {
+    /// `servegate.run/2`.
+    pub schema: String,
+    /// The run's directory name under `target/servegate/runs/`.
+    #[serde(default)]
+    pub run_id: String,
+    /// Seconds since the Unix epoch at the start of the run.
+    #[serde(default)]
+    pub started_unix: u64,
+    /// Seconds since the Unix epoch when the record was written.
     pub finished_unix: u64,
+    /// Whether the run is over (`false` in a record written mid-run: the
+    /// last one of an interrupted run).
+    #[serde(default)]
+    pub complete: bool,
     /// servegate's version.
     #[serde(default)]
     pub servegate: String,
@@ -103,6 +140,9 @@ pub struct Figures {
     /// lines, when that command exists.
     #[serde(default)]
     pub gpus: Option<Vec<String>>,
+    /// Every trial that ran, in run order.
+    #[serde(default)]
+    pub trials: Vec<TrialRecord>,
     /// Suites whose target was reached.
     pub suites: Vec<SuiteRecord>,
     /// The A/B tables of suites with variants.
@@ -110,9 +150,21 @@ pub struct Figures {
     pub comparisons: Vec<super::compare::Comparison>,
 }
 
-/// Where the latest figures live: under `CARGO_TARGET_DIR` or `target/`.
+/// The record format written by this version.
+pub const SCHEMA: &str = "servegate.run/2";
+
+/// Where the latest run's record lives: under `CARGO_TARGET_DIR` or `target/`.
 pub fn latest_path() -> PathBuf {
-    target_dir().join("servegate/latest/figures.json")
+    target_dir().join("servegate/latest/report.json")
+}
+
+/// What identifies a run in its record.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    /// The run's directory: `target/servegate/runs/<run-id>`.
+    pub dir: PathBuf,
+    /// Seconds since the Unix epoch at the start.
+    pub started_unix: u64,
 }
 
 /// `CARGO_TARGET_DIR`, else `target/`.
@@ -126,11 +178,19 @@ fn now_unix() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// Collects the figures of a run's suites.
-pub fn collect(runs: &[Arc<SuiteRun>]) -> Figures {
-    Figures {
-        schema: 1,
+/// Collects the record of a run so far; `complete` once it is over.
+pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRecord {
+    RunRecord {
+        schema: SCHEMA.to_owned(),
+        run_id: info
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        started_unix: info.started_unix,
         finished_unix: now_unix(),
+        complete,
+        trials: runs.iter().flat_map(|r| r.outcomes()).collect(),
         servegate: env!("CARGO_PKG_VERSION").to_owned(),
         gpus: gpu_inventory(),
         suites: runs
@@ -218,16 +278,23 @@ fn gpu_inventory() -> Option<Vec<String>> {
 }
 
 /// Writes the figures to [`latest_path`].
-pub fn write(figures: &Figures) -> Result<PathBuf, String> {
-    let path = latest_path();
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
+/// Writes the record to the run's directory and to [`latest_path`], each
+/// through a temporary file renamed into place, so a reader (or a run
+/// killed mid-write) never sees half a record. Returns the run's copy.
+pub fn write(info: &RunInfo, record: &RunRecord) -> Result<PathBuf, String> {
+    let text = serde_json::to_string_pretty(record).map_err(|e| e.to_string())? + "\n";
+    let own = info.dir.join("report.json");
+    for path in [&own, &latest_path()] {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
+        }
+        let partial = path.with_extension("json.partial");
+        std::fs::write(&partial, &text)
+            .and_then(|()| std::fs::rename(&partial, path))
+            .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
     }
-    let text = serde_json::to_string_pretty(figures).map_err(|e| e.to_string())?;
-    std::fs::write(&path, text + "\n")
-        .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
-    Ok(path)
+    Ok(own)
 }
 
 /// Turns the latest run's figures into baselines; returns the files written.
@@ -239,7 +306,7 @@ pub fn accept() -> Result<Vec<PathBuf>, String> {
             path.display()
         )
     })?;
-    let figures: Figures = serde_json::from_str(&text)
+    let figures: RunRecord = serde_json::from_str(&text)
         .map_err(|e| format!("{} is not a figures file: {e}", path.display()))?;
     let dir = baseline::dir();
     let mut written = Vec::new();

@@ -85,6 +85,8 @@ pub struct SuiteRun {
     lost: Mutex<Option<String>>,
     /// Selected trials not yet finished: the last one stops the server.
     remaining: AtomicUsize,
+    /// How each trial that ran ended.
+    outcomes: Mutex<Vec<super::record::TrialRecord>>,
     stopped: std::sync::atomic::AtomicBool,
     runtime: Arc<Runtime>,
     pub(super) configs: Mutex<Vec<Option<Verdict>>>,
@@ -108,6 +110,7 @@ impl SuiteRun {
             target: OnceLock::new(),
             lost: Mutex::new(None),
             remaining: AtomicUsize::new(0),
+            outcomes: Mutex::new(Vec::new()),
             stopped: std::sync::atomic::AtomicBool::new(false),
             runtime,
             configs: Mutex::new(vec![None; suite.expect_server.len()]),
@@ -199,9 +202,43 @@ impl SuiteRun {
         self.remaining.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Runs one trial named `name`: fails fast once the server is lost,
-    /// checks the server after the trial, stops it after the last trial.
-    pub fn trial(&self, name: &str, body: impl FnOnce() -> Verdict) -> Verdict {
+    /// How the trials that ran so far ended.
+    pub fn outcomes(&self) -> Vec<super::record::TrialRecord> {
+        self.outcomes.lock().map(|o| o.clone()).unwrap_or_default()
+    }
+
+    /// Runs one trial named `name` (its item written at `loc`): fails fast
+    /// once the server is lost, checks the server after the trial, records
+    /// the outcome, stops the server after the last trial.
+    pub fn trial(
+        &self,
+        name: &str,
+        loc: crate::suite::node::Loc,
+        body: impl FnOnce() -> Verdict,
+    ) -> Verdict {
+        let started = std::time::Instant::now();
+        let verdict = self.trial_inner(name, body);
+        if let Ok(mut o) = self.outcomes.lock() {
+            o.push(super::record::TrialRecord {
+                name: name.to_owned(),
+                suite: self.label.clone(),
+                stage: name
+                    .strip_prefix(self.label.as_str())
+                    .and_then(|r| r.strip_prefix("::"))
+                    .and_then(|r| r.split("::").next())
+                    .unwrap_or("")
+                    .to_owned(),
+                outcome: if verdict.is_ok() { "passed" } else { "failed" }.to_owned(),
+                duration_s: started.elapsed().as_secs_f64(),
+                file: self.suite.file.display(),
+                line: loc.line,
+                message: verdict.clone().err(),
+            });
+        }
+        verdict
+    }
+
+    fn trial_inner(&self, name: &str, body: impl FnOnce() -> Verdict) -> Verdict {
         let lost = self.lost.lock().ok().and_then(|l| l.clone());
         let verdict = if let Some(cause) = lost {
             Err(format!("gated: {cause}"))

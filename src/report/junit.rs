@@ -1,0 +1,46 @@
+//! JUnit XML: one `<testsuite>` per suite run, one `<testcase>` per trial,
+//! the whole failure message in each failure.
+
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+use crate::harness::record::RunRecord;
+
+/// The record as JUnit XML.
+pub fn render(record: &RunRecord) -> Result<String, String> {
+    let mut report = Report::new(format!("servegate {}", record.run_id));
+    let mut labels: Vec<&str> = Vec::new();
+    for t in &record.trials {
+        if !labels.contains(&t.suite.as_str()) {
+            labels.push(&t.suite);
+        }
+    }
+    for label in labels {
+        let mut suite = TestSuite::new(label);
+        for t in record.trials.iter().filter(|t| t.suite == label) {
+            let status = match &t.message {
+                None => TestCaseStatus::success(),
+                Some(message) => {
+                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                    s.set_message(message.lines().next().unwrap_or(""));
+                    s.set_description(message.as_str());
+                    s
+                }
+            };
+            let short = t
+                .name
+                .strip_prefix(label)
+                .and_then(|n| n.strip_prefix("::"))
+                .unwrap_or(&t.name);
+            let mut case = TestCase::new(short, status);
+            case.set_classname(label);
+            case.set_time(Duration::from_secs_f64(t.duration_s.max(0.0)));
+            case.add_property(("file", t.file.as_str()));
+            case.add_property(("line", t.line.to_string().as_str()));
+            suite.add_test_case(case);
+        }
+        report.add_test_suite(suite);
+    }
+    report.to_string().map_err(|e| e.to_string())
+}

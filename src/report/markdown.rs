@@ -1,0 +1,136 @@
+//! The Markdown summary of a run (GitHub's step summary): the outcome of
+//! every trial, the key figures of every gate, the variant comparison and
+//! the failure messages.
+
+use std::fmt::Write as _;
+
+use super::counts;
+use crate::harness::record::RunRecord;
+
+/// The figures a summary shows per gate, when measured.
+const KEY_FIGURES: &[&str] = &[
+    "decode_tok_s.mean",
+    "output_tok_s",
+    "requests_per_s",
+    "ttft.p50",
+    "ttft.p99",
+    "itl.p99",
+    "tpot.mean",
+    "errors",
+];
+
+/// A figure for people: durations (seconds) in a fitting unit.
+fn shown(key: &str, value: f64) -> String {
+    let metric = key.split('.').next().unwrap_or(key);
+    if ["ttft", "ttft_content", "itl", "tpot", "e2e"].contains(&metric) {
+        crate::load::thresholds::format_secs(value)
+    } else if value.fract() == 0.0 && value.abs() < 1e12 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.1}")
+    }
+}
+
+/// The record as Markdown.
+pub fn render(record: &RunRecord) -> String {
+    let (passed, failed) = counts(record);
+    let mut out = String::new();
+    let verdict = if failed == 0 { "✅" } else { "❌" };
+    let _ = writeln!(
+        out,
+        "## {verdict} servegate: {passed} passed, {failed} failed{}\n",
+        if record.complete {
+            ""
+        } else {
+            " (run interrupted)"
+        }
+    );
+    for s in &record.suites {
+        let _ = writeln!(out, "- `{}` against {}", s.suite, s.target);
+    }
+    out.push('\n');
+    let _ = writeln!(out, "| trial | outcome | time |\n|---|---|---|");
+    for t in &record.trials {
+        let mark = if t.outcome == "passed" {
+            "✅ passed"
+        } else {
+            "❌ failed"
+        };
+        let _ = writeln!(out, "| `{}` | {mark} | {:.2}s |", t.name, t.duration_s);
+    }
+    for s in &record.suites {
+        for g in &s.gates {
+            let _ = writeln!(
+                out,
+                "\n### `{}::performance::{}`\n\n{}\n",
+                s.suite, g.gate, g.load
+            );
+            if g.repeats > 1 {
+                let _ = writeln!(out, "(means over {} repeats)\n", g.repeats);
+            }
+            let _ = writeln!(out, "| figure | value |\n|---|---|");
+            for key in KEY_FIGURES {
+                if let Some(v) = g.figures.get(*key) {
+                    let _ = writeln!(out, "| {key} | {} |", shown(key, *v));
+                }
+            }
+        }
+    }
+    if !record.comparisons.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n### Variants\n\n| gate | figure | variant | value | delta | noise |\n|---|---|---|---|---|---|"
+        );
+        for c in &record.comparisons {
+            for r in &c.rows {
+                let delta = r
+                    .delta_pct
+                    .map_or_else(|| "reference".to_owned(), |d| format!("{d:+.1}%"));
+                let noise = match r.beyond_noise {
+                    Some(true) => "beyond",
+                    Some(false) => "within",
+                    None if r.delta_pct.is_none() => "",
+                    None => "unknown",
+                };
+                let best = if c.best.as_deref() == Some(r.variant.as_str()) {
+                    " (best)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    out,
+                    "| `{}` | {} ({} is better) | {}{best} | {} | {delta} | {noise} |",
+                    c.gate, c.figure, c.better, r.variant, r.shown
+                );
+            }
+        }
+    }
+    let failures: Vec<_> = record
+        .trials
+        .iter()
+        .filter(|t| t.message.is_some())
+        .collect();
+    if !failures.is_empty() {
+        let _ = writeln!(out, "\n### Failures");
+        for t in failures {
+            let _ = writeln!(
+                out,
+                "\n<details><summary><code>{}</code> ({}:{})</summary>\n\n```\n{}\n```\n\n</details>",
+                t.name,
+                t.file,
+                t.line,
+                t.message
+                    .as_deref()
+                    .unwrap_or("")
+                    .trim_end()
+                    .replace("```", "'''")
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nRun record: `target/servegate/runs/{}/report.json` (servegate {}).",
+        record.run_id, record.servegate
+    );
+    out
+}

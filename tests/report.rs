@@ -1,0 +1,208 @@
+//! The run record and its writers: the record of a real run validates
+//! against `schemas/run-record.schema.json`; Markdown, JUnit and the GitHub
+//! annotations of a saved record are golden files; JUnit parses back.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use servegate::harness::record::RunRecord;
+use servegate::report;
+
+fn fixture() -> RunRecord {
+    report::read(Path::new("tests/fixtures/report/record.json")).expect("the fixture is a record")
+}
+
+/// Checks `value` against the subset of JSON Schema the record's schema
+/// uses (`type`, `enum`, `required`, `properties`, `items`); the errors
+/// name the path.
+fn validate(schema: &Value, value: &Value, path: &str, errors: &mut Vec<String>) {
+    let type_name = |v: &Value| match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    if let Some(t) = schema.get("type") {
+        let allowed: Vec<&str> = match t {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+            _ => vec![],
+        };
+        let actual = type_name(value);
+        let ok = allowed.contains(&actual) || (actual == "integer" && allowed.contains(&"number"));
+        if !ok {
+            errors.push(format!("{path}: {actual}, expected {allowed:?}"));
+            return;
+        }
+    }
+    if let Some(options) = schema.get("enum").and_then(Value::as_array)
+        && !options.contains(value)
+    {
+        errors.push(format!("{path}: {value} is not one of {options:?}"));
+    }
+    if let Value::Object(map) = value {
+        for key in schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let key = key.as_str().unwrap_or_default();
+            if !map.contains_key(key) {
+                errors.push(format!("{path}: missing `{key}`"));
+            }
+        }
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            for (key, sub) in props {
+                if let Some(v) = map.get(key) {
+                    validate(sub, v, &format!("{path}.{key}"), errors);
+                }
+            }
+        }
+    }
+    if let (Value::Array(items), Some(sub)) = (value, schema.get("items")) {
+        for (i, v) in items.iter().enumerate() {
+            validate(sub, v, &format!("{path}[{i}]"), errors);
+        }
+    }
+}
+
+fn schema() -> Value {
+    serde_json::from_str(&std::fs::read_to_string("schemas/run-record.schema.json").unwrap())
+        .unwrap()
+}
+
+#[test]
+fn the_record_of_a_real_run_matches_its_schema() {
+    let dir = std::env::temp_dir().join(format!("servegate-record-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(["run", "tests/suites/wrong_arithmetic.yaml"])
+        .env("CARGO_TARGET_DIR", &dir)
+        .env_remove("SERVEGATE_TARGET")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let latest = dir.join("servegate/latest/report.json");
+    let record: Value = serde_json::from_str(&std::fs::read_to_string(&latest).unwrap()).unwrap();
+    let mut errors = Vec::new();
+    validate(&schema(), &record, "$", &mut errors);
+    assert_eq!(errors, Vec::<String>::new());
+    assert_eq!(record["complete"], true);
+    let trials = record["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 3);
+    assert_eq!(trials[0]["name"], "wrong::correctness::arithmetic");
+    assert_eq!(trials[0]["outcome"], "failed");
+    assert_eq!(trials[0]["line"], 10);
+    assert!(
+        trials[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("expected content matches regex")
+    );
+    assert_eq!(trials[1]["outcome"], "passed");
+    // The run's own copy and the JUnit file beside it.
+    let run = dir
+        .join("servegate/runs")
+        .join(record["run_id"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(run.join("report.json")).unwrap(),
+        std::fs::read_to_string(&latest).unwrap()
+    );
+    assert!(run.join("junit.xml").exists());
+    // The fixture the golden files come from follows the schema too.
+    let fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string("tests/fixtures/report/record.json").unwrap(),
+    )
+    .unwrap();
+    let mut errors = Vec::new();
+    validate(&schema(), &fixture, "$", &mut errors);
+    assert_eq!(errors, Vec::<String>::new());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn markdown_summary() {
+    insta::assert_snapshot!(report::markdown::render(&fixture()));
+}
+
+#[test]
+fn junit_is_golden_and_parses_back() {
+    let xml = report::junit::render(&fixture()).unwrap();
+    insta::assert_snapshot!(xml);
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    assert_eq!(root.attribute("tests"), Some("7"));
+    assert_eq!(root.attribute("failures"), Some("2"));
+    let suites: Vec<_> = root
+        .children()
+        .filter(|n| n.has_tag_name("testsuite"))
+        .map(|n| n.attribute("name").unwrap())
+        .collect();
+    assert_eq!(suites, ["wrong", "ab[slow]", "ab[fast]"]);
+    let failure = doc
+        .descendants()
+        .find(|n| n.has_tag_name("failure"))
+        .unwrap();
+    assert_eq!(
+        failure.parent().unwrap().attribute("name"),
+        Some("correctness::arithmetic")
+    );
+    assert!(failure.text().unwrap().contains("content:   \"5\""));
+}
+
+#[test]
+fn github_annotations_point_at_the_failing_line() {
+    let lines = report::annotations::render(&fixture());
+    insta::assert_snapshot!(lines.join("\n"));
+    assert_eq!(lines.len(), 2);
+    for l in &lines {
+        assert!(!l.contains('\n'));
+        assert!(
+            l.starts_with("::error file=tests/suites/wrong_arithmetic.yaml,line="),
+            "{l}"
+        );
+    }
+    // The assertion's line, not the probe's.
+    assert!(lines[0].starts_with("::error file=tests/suites/wrong_arithmetic.yaml,line=13,title=wrong%3A%3Acorrectness%3A%3Aarithmetic::error: assertion failed"));
+}
+
+#[test]
+fn servegate_report_renders_a_saved_record() {
+    let run = |format: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+            .args([
+                "report",
+                "tests/fixtures/report/record.json",
+                "--format",
+                format,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(run("md"), report::markdown::render(&fixture()));
+    assert_eq!(run("junit"), report::junit::render(&fixture()).unwrap());
+    let back: RunRecord = serde_json::from_str(&run("json")).unwrap();
+    assert_eq!(back.trials, fixture().trials);
+    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(["report", "tests/fixtures/report/nope.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("cannot read tests/fixtures/report/nope.json")
+    );
+}
