@@ -1,0 +1,117 @@
+//! The GitHub workflows, checked for structure (actionlint is not to be had
+//! from this project's registries): every job has a runner and steps, every
+//! step uses an action at a pinned ref or runs a command, the files
+//! they run exist, expressions are closed, and each workflow keeps the
+//! promises the README makes of it.
+
+use serde_json::Value;
+
+fn workflow(name: &str) -> Value {
+    let path = format!(".github/workflows/{name}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        text.matches("${{").count(),
+        text.matches("}}").count(),
+        "{path}: an expression is not closed"
+    );
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Structure shared by every workflow; returns every step of every job.
+fn steps(w: &Value, name: &str) -> Vec<Value> {
+    assert!(w.get("on").is_some(), "{name}: no `on`");
+    let jobs = w["jobs"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{name}: no jobs"));
+    assert!(!jobs.is_empty());
+    let mut all = Vec::new();
+    for (job, spec) in jobs {
+        assert!(spec.get("runs-on").is_some(), "{name}/{job}: no runs-on");
+        assert!(
+            spec.get("timeout-minutes").is_some(),
+            "{name}/{job}: no timeout"
+        );
+        for step in spec["steps"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name}/{job}: no steps"))
+        {
+            match (
+                step.get("uses").and_then(Value::as_str),
+                step.get("run").and_then(Value::as_str),
+            ) {
+                // A tag or a toolchain channel (`dtolnay/rust-toolchain@stable`), never a moving branch.
+                (Some(uses), None) => assert!(
+                    uses.split_once('@')
+                        .is_some_and(|(_, r)| !r.is_empty() && r != "main" && r != "master"),
+                    "{name}/{job}: `{uses}` is not pinned"
+                ),
+                (None, Some(run)) => {
+                    for word in run.split_whitespace() {
+                        if word.starts_with(".ci/") || word.starts_with("scripts/") {
+                            assert!(
+                                std::path::Path::new(word).exists(),
+                                "{name}/{job}: runs `{word}`, which is not in the repository"
+                            );
+                        }
+                    }
+                }
+                _ => panic!("{name}/{job}: a step needs exactly one of `uses` and `run`: {step}"),
+            }
+            all.push(step.clone());
+        }
+    }
+    all
+}
+
+fn uploads_always(steps: &[Value], what: &str) -> bool {
+    steps.iter().any(|s| {
+        s["uses"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("actions/upload-artifact@"))
+            && s["if"].as_str() == Some("always()")
+            && s["with"]["path"].as_str().is_some_and(|p| p.contains(what))
+    })
+}
+
+#[test]
+fn ci_runs_the_tests_and_keeps_the_report() {
+    let w = workflow("ci.yml");
+    let steps = steps(&w, "ci.yml");
+    assert!(steps.iter().any(|s| s["run"] == ".ci/run"));
+    assert!(
+        steps
+            .iter()
+            .any(|s| s["run"].as_str().is_some_and(|r| r.contains("clippy")))
+    );
+    assert!(uploads_always(&steps, "target/servegate/runs/"));
+}
+
+#[test]
+fn the_gpu_workflow_owns_its_runner_and_keeps_logs() {
+    let w = workflow("gpu-suite.yml");
+    let steps = steps(&w, "gpu-suite.yml");
+    let inputs = &w["on"]["workflow_dispatch"]["inputs"];
+    for input in ["suite", "filter", "model_path"] {
+        assert!(inputs.get(input).is_some(), "no `{input}` input");
+    }
+    assert_eq!(w["concurrency"]["cancel-in-progress"], false);
+    assert!(w["concurrency"]["group"].is_string());
+    let job = &w["jobs"]["suite"];
+    let runs_on = job["runs-on"].as_str().unwrap();
+    assert!(
+        runs_on.contains("self-hosted") && runs_on.contains("gpu"),
+        "{runs_on}"
+    );
+    assert!(steps.iter().any(|s| {
+        s["run"]
+            .as_str()
+            .is_some_and(|r| r.contains("cargo test --release --test sglang_suite"))
+    }));
+    assert!(uploads_always(&steps, "target/servegate/runs/"));
+    // It never writes baselines: that is a reviewed commit.
+    assert!(!steps.iter().any(|s| {
+        s["run"]
+            .as_str()
+            .is_some_and(|r| r.contains("baseline save") || r.contains("baseline accept"))
+    }));
+}
