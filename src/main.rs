@@ -50,7 +50,7 @@ enum Command {
     /// Serve the embedded simulator.
     Sim(SimArgs),
     /// Render a saved run record (`report.json`, or a run directory) as
-    /// Markdown, JUnit XML, GitHub annotations or JSON.
+    /// Markdown, JUnit XML, GitHub annotations, HTML or JSON.
     Report {
         /// `target/servegate/runs/<run>/`, `target/servegate/latest/` or a `report.json`.
         path: PathBuf,
@@ -312,6 +312,8 @@ enum ReportFormat {
     Junit,
     /// GitHub Actions annotations.
     Annotations,
+    /// The self-contained HTML report.
+    Html,
     /// The record itself.
     Json,
 }
@@ -326,6 +328,7 @@ fn report(path: &Path, format: ReportFormat) -> ExitCode {
     };
     let text = match format {
         ReportFormat::Md => Ok(servegate::report::markdown::render(&record)),
+        ReportFormat::Html => Ok(servegate::report::html::render(&record)),
         ReportFormat::Junit => servegate::report::junit::render(&record),
         ReportFormat::Annotations => {
             Ok(servegate::report::annotations::render(&record).join("\n") + "\n")

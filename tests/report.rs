@@ -206,3 +206,18 @@ fn servegate_report_renders_a_saved_record() {
             .contains("cannot read tests/fixtures/report/nope.json")
     );
 }
+
+#[test]
+fn html_report_is_golden_and_self_contained() {
+    let html = report::html::render(&fixture());
+    // Nothing to fetch: no scripts, no external styles, fonts or images.
+    for forbidden in ["<script", "http://", "https://", "<link", "@import", "url("] {
+        let outside_text = html.replace("http://127.0.0.1:30000", "");
+        assert!(
+            !outside_text.contains(forbidden),
+            "`{forbidden}` in the report"
+        );
+    }
+    assert!(html.contains("<svg class=\"chart\""));
+    insta::assert_snapshot!(html);
+}

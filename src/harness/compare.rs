@@ -22,6 +22,9 @@ pub struct Row {
     pub shown: String,
     /// Repeats behind the value.
     pub repeats: usize,
+    /// The 95% interval of the mean, with two repeats or more.
+    #[serde(default)]
+    pub ci95: Option<(f64, f64)>,
     /// Percent change against the first variant (`None` for the first).
     pub delta_pct: Option<f64>,
     /// Whether the 95% intervals of this and the first variant are apart;
@@ -90,6 +93,7 @@ pub fn compare(runs: &[Arc<SuiteRun>]) -> Vec<Comparison> {
                         value: e.mean,
                         shown: format_value(t.threshold.key.metric, e.mean),
                         repeats: e.values.len(),
+                        ci95: e.ci95,
                         delta_pct: (i > 0 && first.mean != 0.0)
                             .then(|| (e.mean - first.mean) / first.mean.abs() * 100.0),
                         beyond_noise: if i == 0 {

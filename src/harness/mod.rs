@@ -416,22 +416,27 @@ fn add_run(
     }
 }
 
-/// The writers at the end of a run: `junit.xml` beside the record, the
+/// The writers at the end of a run: `junit.xml` and `report.html` beside
+/// the record, the
 /// Markdown summary appended to `$GITHUB_STEP_SUMMARY` when it is set, and
 /// GitHub annotations when `GITHUB_ACTIONS=true`.
 fn publish(info: &record::RunInfo, rec: &record::RunRecord) {
-    match crate::report::junit::render(rec) {
-        Ok(xml) => {
-            for path in [
-                info.dir.join("junit.xml"),
-                record::latest_path().with_file_name("junit.xml"),
-            ] {
-                if let Err(e) = std::fs::write(&path, &xml) {
-                    eprintln!("warning: failed to write {}: {e}", path.display());
-                }
+    let html = crate::report::html::render(rec);
+    let junit = crate::report::junit::render(rec).unwrap_or_else(|e| {
+        eprintln!("warning: JUnit report: {e}");
+        String::new()
+    });
+    for (name, text) in [("junit.xml", &junit), ("report.html", &html)] {
+        for path in [
+            info.dir.join(name),
+            record::latest_path().with_file_name(name),
+        ] {
+            if !text.is_empty()
+                && let Err(e) = std::fs::write(&path, text)
+            {
+                eprintln!("warning: failed to write {}: {e}", path.display());
             }
         }
-        Err(e) => eprintln!("warning: JUnit report: {e}"),
     }
     if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
         let appended = std::fs::OpenOptions::new()

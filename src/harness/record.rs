@@ -25,6 +25,10 @@ pub struct GateRecord {
     pub repeats: u32,
     /// Every figure, the mean over repeats.
     pub figures: BTreeMap<String, f64>,
+    /// Latency over time of the last repeat: per request in completion
+    /// order, seconds since the first completion, TTFT and E2E in seconds.
+    #[serde(default)]
+    pub series: Vec<(f64, f64, f64)>,
 }
 
 /// A server servegate launched: how, and what became of it.
@@ -112,6 +116,24 @@ pub struct TrialRecord {
     /// The whole failure message, for a failed trial.
     #[serde(default)]
     pub message: Option<String>,
+    /// A correctness probe's request and answer.
+    #[serde(default)]
+    pub exchange: Option<Exchange>,
+}
+
+/// What a probe sent and what came back.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Exchange {
+    /// The request body.
+    pub request: serde_json::Value,
+    /// The answer.
+    pub content: String,
+    /// The reasoning, when the server separated it.
+    #[serde(default)]
+    pub reasoning: String,
+    /// The finish reason.
+    #[serde(default)]
+    pub finish_reason: Option<String>,
 }
 
 /// Everything a run leaves behind (`target/servegate/runs/<run>/report.json`,
@@ -220,6 +242,7 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
                             load: f.load,
                             repeats: f.repeats,
                             figures: f.figures,
+                            series: f.metrics.series,
                         })
                         .collect(),
                 })

@@ -87,6 +87,8 @@ pub struct SuiteRun {
     remaining: AtomicUsize,
     /// How each trial that ran ended.
     outcomes: Mutex<Vec<super::record::TrialRecord>>,
+    /// Each probe's request and answer, by probe name.
+    exchanges: Mutex<Vec<(String, super::record::Exchange)>>,
     stopped: std::sync::atomic::AtomicBool,
     runtime: Arc<Runtime>,
     pub(super) configs: Mutex<Vec<Option<Verdict>>>,
@@ -111,6 +113,7 @@ impl SuiteRun {
             lost: Mutex::new(None),
             remaining: AtomicUsize::new(0),
             outcomes: Mutex::new(Vec::new()),
+            exchanges: Mutex::new(Vec::new()),
             stopped: std::sync::atomic::AtomicBool::new(false),
             runtime,
             configs: Mutex::new(vec![None; suite.expect_server.len()]),
@@ -218,6 +221,13 @@ impl SuiteRun {
     ) -> Verdict {
         let started = std::time::Instant::now();
         let verdict = self.trial_inner(name, body);
+        let exchange = name
+            .strip_prefix(self.label.as_str())
+            .and_then(|r| r.strip_prefix("::correctness::"))
+            .and_then(|probe| {
+                let ex = self.exchanges.lock().ok()?;
+                ex.iter().find(|(p, _)| p == probe).map(|(_, e)| e.clone())
+            });
         if let Ok(mut o) = self.outcomes.lock() {
             o.push(super::record::TrialRecord {
                 name: name.to_owned(),
@@ -233,6 +243,7 @@ impl SuiteRun {
                 file: self.suite.file.display(),
                 line: loc.line,
                 message: verdict.clone().err(),
+                exchange,
             });
         }
         verdict
@@ -381,6 +392,17 @@ impl SuiteRun {
             .runtime
             .block_on(target.client.complete(&req))
             .map_err(|e| request_failed(file, probe.loc, &sent, &e))?;
+        if let Ok(mut ex) = self.exchanges.lock() {
+            ex.push((
+                probe.name.clone(),
+                super::record::Exchange {
+                    request: sent.body.clone(),
+                    content: completion.content.clone(),
+                    reasoning: completion.reasoning.clone(),
+                    finish_reason: completion.finish_reason.clone(),
+                },
+            ));
+        }
         let failed: Vec<_> = probe
             .expect
             .iter()

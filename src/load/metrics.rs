@@ -29,6 +29,9 @@ impl Slo {
     }
 }
 
+/// Most points of latency over time kept per gate.
+pub const SERIES_MAX: usize = 5000;
+
 /// One worker's record of its requests.
 #[derive(Debug, Clone)]
 pub struct Recorder {
@@ -50,6 +53,9 @@ pub struct Recorder {
     errors: Vec<CallError>,
     token_sources: BTreeMap<&'static str, u64>,
     slo: Slo,
+    /// When each request finished, with its TTFT and E2E (seconds), for
+    /// latency over time; at most [`SERIES_MAX`] points.
+    series: Vec<(std::time::Instant, f32, f32)>,
 }
 
 /// Start later than this after the intended time and a request counts as
@@ -74,6 +80,7 @@ impl Recorder {
             good_requests: 0,
             good_tokens: 0,
             late_starts: 0,
+            series: Vec::new(),
             usage_tokens: 0,
             chunk_tokens: 0,
             errors: Vec::new(),
@@ -98,6 +105,11 @@ impl Recorder {
             self.ttft_content.record((late + fc).as_secs_f64());
         }
         self.e2e.record(e2e);
+        if self.series.len() < SERIES_MAX {
+            #[expect(clippy::cast_possible_truncation, reason = "plot points")]
+            self.series
+                .push((std::time::Instant::now(), ttft as f32, e2e as f32));
+        }
         self.completed += 1;
         self.output_tokens += c.completion_tokens;
         if let Some(p) = c.usage.and_then(|u| u.prompt_tokens) {
@@ -154,6 +166,8 @@ impl Recorder {
         self.good_requests += other.good_requests;
         self.good_tokens += other.good_tokens;
         self.late_starts += other.late_starts;
+        let room = SERIES_MAX.saturating_sub(self.series.len());
+        self.series.extend(other.series.into_iter().take(room));
         self.usage_tokens += other.usage_tokens;
         self.chunk_tokens += other.chunk_tokens;
         self.errors.extend(other.errors);
@@ -168,7 +182,22 @@ impl Recorder {
         for e in &self.errors {
             *error_classes.entry(e.class()).or_insert(0) += 1;
         }
+        let mut points = self.series;
+        points.sort_by_key(|p| p.0);
+        let series = points.first().map_or_else(Vec::new, |&(t0, ..)| {
+            points
+                .iter()
+                .map(|&(t, ttft, e2e)| {
+                    (
+                        t.duration_since(t0).as_secs_f64(),
+                        f64::from(ttft),
+                        f64::from(e2e),
+                    )
+                })
+                .collect()
+        });
         GateMetrics {
+            series,
             ttft: self.ttft,
             ttft_content: self.ttft_content,
             itl: self.itl,
@@ -242,6 +271,9 @@ pub struct GateMetrics {
     pub server: Option<ServerView>,
     /// The measured window.
     pub wall: Duration,
+    /// Per request, in completion order: seconds since the first completion,
+    /// TTFT and E2E in seconds (at most [`SERIES_MAX`]).
+    pub series: Vec<(f64, f64, f64)>,
 }
 
 /// Keep this many error messages for the failure text.

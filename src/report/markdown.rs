@@ -8,7 +8,7 @@ use super::counts;
 use crate::harness::record::RunRecord;
 
 /// The figures a summary shows per gate, when measured.
-const KEY_FIGURES: &[&str] = &[
+pub const KEY_FIGURES: &[&str] = &[
     "decode_tok_s.mean",
     "output_tok_s",
     "requests_per_s",

@@ -4,6 +4,7 @@
 //! report` renders a saved one the same way.
 
 pub mod annotations;
+pub mod html;
 pub mod junit;
 pub mod markdown;
 

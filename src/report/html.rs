@@ -1,0 +1,452 @@
+//! A self-contained HTML report: no script, no network, inline CSS and
+//! SVG plots drawn here. Hand-written SVG rather than a plotting crate: the
+//! plots are a few lines, points and bars, and plotters would bring font
+//! rendering and image crates for nothing this report needs.
+
+use std::fmt::Write as _;
+
+use super::counts;
+use crate::harness::record::{GateRecord, RunRecord, TrialRecord};
+
+/// Escapes text for HTML.
+fn esc(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A value in a fitting unit: durations (seconds) as ms or s.
+fn secs(v: f64) -> String {
+    crate::load::thresholds::format_secs(v)
+}
+
+/// One plotted series.
+struct Series<'a> {
+    name: &'a str,
+    color: &'a str,
+    points: Vec<(f64, f64)>,
+    /// Joined by a line (else dots).
+    line: bool,
+}
+
+const W: f64 = 560.0;
+const H: f64 = 240.0;
+const PAD: f64 = 48.0;
+/// Room for the value labels left of the plot.
+const LEFT: f64 = 72.0;
+
+/// An SVG chart of `series` with labelled axes.
+fn chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    y_fmt: &dyn Fn(f64) -> String,
+    series: &[Series<'_>],
+) -> String {
+    let all = series.iter().flat_map(|s| s.points.iter().copied());
+    let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0_f64);
+    for (x, y) in all {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y1 = y1.max(y);
+    }
+    if !x0.is_finite() {
+        return String::new();
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    let y1 = if y1 > 0.0 { y1 * 1.1 } else { 1.0 };
+    let px = |x: f64| LEFT + (x - x0) / (x1 - x0) * (W - LEFT - PAD);
+    let py = |y: f64| H - PAD + -(y / y1) * (H - 2.0 * PAD);
+    let mut svg = format!(
+        r#"<svg class="chart" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}"><title>{t}</title>"#,
+        t = esc(title)
+    );
+    let _ = write!(
+        svg,
+        r##"<line x1="{LEFT}" y1="{b}" x2="{r}" y2="{b}" stroke="#444"/><line x1="{LEFT}" y1="{PAD}" x2="{LEFT}" y2="{b}" stroke="#444"/>"##,
+        b = H - PAD,
+        r = W - PAD
+    );
+    for i in 0..=4 {
+        let y = y1 * f64::from(i) / 4.0;
+        let _ = write!(
+            svg,
+            r##"<line x1="{LEFT}" y1="{v:.1}" x2="{r}" y2="{v:.1}" stroke="#ddd"/><text x="{tx}" y="{ty:.1}" text-anchor="end" font-size="10">{l}</text>"##,
+            v = py(y),
+            r = W - PAD,
+            tx = LEFT - 4.0,
+            ty = py(y) + 3.0,
+            l = esc(&y_fmt(y))
+        );
+        let x = x0 + (x1 - x0) * f64::from(i) / 4.0;
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{}" text-anchor="middle" font-size="10">{}</text>"#,
+            px(x),
+            H - PAD + 14.0,
+            esc(format!("{x:.3}")
+                .trim_end_matches('0')
+                .trim_end_matches('.'))
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<text x="{}" y="{}" text-anchor="middle" font-size="11">{}</text><text x="12" y="{}" font-size="11" transform="rotate(-90 12 {})" text-anchor="middle">{}</text>"#,
+        W / 2.0,
+        H - 8.0,
+        esc(x_label),
+        H / 2.0,
+        H / 2.0,
+        esc(y_label)
+    );
+    for (i, s) in series.iter().enumerate() {
+        if s.line {
+            let pts: Vec<String> = s
+                .points
+                .iter()
+                .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+                .collect();
+            let _ = write!(
+                svg,
+                r#"<polyline fill="none" stroke="{}" stroke-width="2" points="{}"/>"#,
+                s.color,
+                pts.join(" ")
+            );
+        }
+        for &(x, y) in &s.points {
+            let _ = write!(
+                svg,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{}"/>"#,
+                px(x),
+                py(y),
+                s.color
+            );
+        }
+        #[expect(clippy::cast_precision_loss, reason = "a handful of series")]
+        let ly = PAD - 30.0 + 12.0 * i as f64;
+        let _ = write!(
+            svg,
+            r#"<rect x="{}" y="{}" width="10" height="10" fill="{}"/><text x="{}" y="{}" font-size="11">{}</text>"#,
+            W - PAD - 150.0,
+            ly,
+            s.color,
+            W - PAD - 135.0,
+            ly + 9.0,
+            esc(s.name)
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// The percentile curve of a distribution from the record's quantiles.
+fn percentiles(g: &GateRecord, metric: &str) -> Vec<(f64, f64)> {
+    [
+        ("p50", 50.0),
+        ("p90", 90.0),
+        ("p95", 95.0),
+        ("p99", 99.0),
+        ("p99.9", 99.9),
+        ("max", 100.0),
+    ]
+    .iter()
+    .filter_map(|(stat, pct)| {
+        g.figures
+            .get(&format!("{metric}.{stat}"))
+            .map(|v| (*pct, *v))
+    })
+    .collect()
+}
+
+fn gate_section(out: &mut String, suite: &str, g: &GateRecord) {
+    let _ = write!(
+        out,
+        "<section><h3><code>{}::performance::{}</code></h3><p class=\"load\">{}{}</p>",
+        esc(suite),
+        esc(&g.gate),
+        esc(&g.load),
+        if g.repeats > 1 {
+            format!(" — means over {} repeats", g.repeats)
+        } else {
+            String::new()
+        }
+    );
+    let shown = |k: &str, v: f64| {
+        if ["ttft", "ttft_content", "itl", "tpot", "e2e"]
+            .iter()
+            .any(|m| k.starts_with(&format!("{m}.")))
+        {
+            secs(v)
+        } else {
+            format!("{v:.2}")
+        }
+    };
+    let table = |out: &mut String, keys: &mut dyn Iterator<Item = (&String, &f64)>| {
+        out.push_str("<table class=\"figures\"><tr><th>figure</th><th>value</th></tr>");
+        for (k, v) in keys {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}</td></tr>",
+                esc(k),
+                esc(&shown(k, *v))
+            );
+        }
+        out.push_str("</table>");
+    };
+    table(
+        out,
+        &mut g
+            .figures
+            .iter()
+            .filter(|(k, _)| super::markdown::KEY_FIGURES.contains(&k.as_str())),
+    );
+    out.push_str("<details><summary>every figure</summary>");
+    table(out, &mut g.figures.iter());
+    out.push_str("</details><div class=\"charts\">");
+    let dist = [("TTFT", "ttft", "#1f77b4"), ("ITL", "itl", "#d62728")]
+        .iter()
+        .map(|(name, metric, color)| Series {
+            name,
+            color,
+            points: percentiles(g, metric),
+            line: true,
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect::<Vec<_>>();
+    out.push_str(&chart(
+        "latency percentiles",
+        "percentile",
+        "latency",
+        &secs,
+        &dist,
+    ));
+    if !g.series.is_empty() {
+        let over_time = [
+            Series {
+                name: "E2E",
+                color: "#2ca02c",
+                points: g.series.iter().map(|&(t, _, e)| (t, e)).collect(),
+                line: false,
+            },
+            Series {
+                name: "TTFT",
+                color: "#1f77b4",
+                points: g.series.iter().map(|&(t, f, _)| (t, f)).collect(),
+                line: false,
+            },
+        ];
+        out.push_str(&chart(
+            "latency over time",
+            "seconds since the first completion",
+            "latency",
+            &secs,
+            &over_time,
+        ));
+    }
+    out.push_str("</div></section>");
+}
+
+/// The last user message (or prompt) of a request body.
+fn prompt_of(request: &serde_json::Value) -> String {
+    request["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .or_else(|| request["prompt"].as_str())
+        .or_else(|| request["text"].as_str())
+        .unwrap_or("")
+        .to_owned()
+}
+
+fn trial_row(out: &mut String, t: &TrialRecord) {
+    let (class, mark) = if t.outcome == "passed" {
+        ("pass", "passed")
+    } else {
+        ("fail", "FAILED")
+    };
+    let _ = write!(
+        out,
+        "<tr class=\"{class}\"><td><code>{}</code></td><td>{mark}</td><td>{:.2}s</td><td>{}:{}</td></tr>",
+        esc(&t.name),
+        t.duration_s,
+        esc(&t.file),
+        t.line
+    );
+    if let Some(m) = &t.message {
+        let _ = write!(
+            out,
+            "<tr class=\"{class}\"><td colspan=\"4\"><details><summary>failure</summary><pre>{}</pre></details></td></tr>",
+            esc(m)
+        );
+    }
+}
+
+/// The record as one HTML page.
+pub fn render(record: &RunRecord) -> String {
+    let (passed, failed) = counts(record);
+    let mut out = String::from(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>servegate report</title><style>\
+         body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}\
+         table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}\
+         tr.fail td{background:#fde8e8}tr.pass td:nth-child(2){color:#176317}pre{white-space:pre-wrap;font-size:12px}\
+         .charts{display:flex;flex-wrap:wrap;gap:1em}.chart{border:1px solid #eee;background:#fff}.load{color:#555}\
+         h1 .fail{color:#b00}h1 .pass{color:#176317}</style></head><body>",
+    );
+    let _ = write!(
+        out,
+        "<h1>servegate: <span class=\"{}\">{passed} passed, {failed} failed</span>{}</h1><p>run <code>{}</code>, servegate {}</p><ul>",
+        if failed == 0 { "pass" } else { "fail" },
+        if record.complete {
+            ""
+        } else {
+            " (interrupted)"
+        },
+        esc(&record.run_id),
+        esc(&record.servegate)
+    );
+    for s in &record.suites {
+        let _ = write!(
+            out,
+            "<li><code>{}</code> against {}</li>",
+            esc(&s.suite),
+            esc(&s.target)
+        );
+    }
+    out.push_str("</ul><h2>Trials</h2><table><tr><th>trial</th><th>outcome</th><th>time</th><th>where</th></tr>");
+    for t in &record.trials {
+        trial_row(&mut out, t);
+    }
+    out.push_str("</table>");
+    let probes: Vec<&TrialRecord> = record
+        .trials
+        .iter()
+        .filter(|t| t.exchange.is_some())
+        .collect();
+    if !probes.is_empty() {
+        out.push_str("<h2>Correctness probes</h2><table><tr><th>probe</th><th>prompt</th><th>answer</th><th>verdict</th></tr>");
+        for t in probes {
+            let ex = t.exchange.as_ref().expect("filtered");
+            let _ = write!(
+                out,
+                "<tr class=\"{}\"><td><code>{}</code></td><td><pre>{}</pre></td><td><pre>{}</pre></td><td>{}</td></tr>",
+                if t.outcome == "passed" {
+                    "pass"
+                } else {
+                    "fail"
+                },
+                esc(&t.name),
+                esc(&prompt_of(&ex.request)),
+                esc(&ex.content),
+                esc(&t.outcome)
+            );
+        }
+        out.push_str("</table>");
+    }
+    out.push_str("<h2>Performance</h2>");
+    for s in &record.suites {
+        for g in &s.gates {
+            gate_section(&mut out, &s.suite, g);
+        }
+        sweeps(&mut out, &s.suite, &s.gates);
+    }
+    variants(&mut out, record);
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// Throughput against concurrency for gates named `<gate>::concurrency_N`.
+fn sweeps(out: &mut String, suite: &str, gates: &[GateRecord]) {
+    let mut sweeps: Vec<(&str, Vec<(f64, f64)>)> = Vec::new();
+    for g in gates {
+        let Some((name, level)) = g.gate.split_once("::concurrency_") else {
+            continue;
+        };
+        let (Ok(n), Some(tps)) = (level.parse::<f64>(), g.figures.get("output_tok_s")) else {
+            continue;
+        };
+        match sweeps.iter_mut().find(|(s, _)| *s == name) {
+            Some((_, pts)) => pts.push((n, *tps)),
+            None => sweeps.push((name, vec![(n, *tps)])),
+        }
+    }
+    for (name, points) in sweeps.into_iter().filter(|(_, p)| p.len() > 1) {
+        let _ = write!(
+            out,
+            "<section><h3>sweep <code>{}::performance::{}</code></h3>",
+            esc(suite),
+            esc(name)
+        );
+        out.push_str(&chart(
+            "throughput against concurrency",
+            "concurrency",
+            "output tok/s",
+            &|v| format!("{v:.0}"),
+            &[Series {
+                name: "output tok/s",
+                color: "#9467bd",
+                points,
+                line: true,
+            }],
+        ));
+        out.push_str("</section>");
+    }
+}
+
+/// Variant comparison bars with their 95% intervals.
+fn variants(out: &mut String, record: &RunRecord) {
+    if record.comparisons.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Variants</h2>");
+    for c in &record.comparisons {
+        let top = c
+            .rows
+            .iter()
+            .map(|r| r.ci95.map_or(r.value, |(_, hi)| hi))
+            .fold(0.0_f64, f64::max)
+            .max(f64::MIN_POSITIVE)
+            * 1.1;
+        let bar_w = 80.0;
+        #[expect(clippy::cast_precision_loss, reason = "a handful of variants")]
+        let width = PAD * 2.0 + bar_w * 1.5 * c.rows.len() as f64;
+        let _ = write!(
+            out,
+            r#"<h3><code>{}</code>: {} ({} is better){}</h3><svg class="chart" viewBox="0 0 {width} {H}" width="{width}" height="{H}" role="img" aria-label="variants"><title>variants</title>"#,
+            esc(&c.gate),
+            esc(&c.figure),
+            esc(&c.better),
+            c.best
+                .as_ref()
+                .map_or_else(String::new, |b| format!(" — best: <code>{}</code>", esc(b)))
+        );
+        let py = |v: f64| H - PAD - v / top * (H - 2.0 * PAD);
+        for (i, r) in c.rows.iter().enumerate() {
+            #[expect(clippy::cast_precision_loss, reason = "a handful of variants")]
+            let x = PAD + bar_w * 1.5 * i as f64;
+            let _ = write!(
+                out,
+                r##"<rect x="{x:.1}" y="{y:.1}" width="{bar_w}" height="{h:.1}" fill="#1f77b4"/><text x="{cx:.1}" y="{ly}" text-anchor="middle" font-size="11">{n}</text><text x="{cx:.1}" y="{vy:.1}" text-anchor="middle" font-size="10">{v}</text>"##,
+                y = py(r.value),
+                h = (H - PAD) - py(r.value),
+                cx = x + bar_w / 2.0,
+                ly = H - PAD + 14.0,
+                n = esc(&r.variant),
+                vy = py(r.value) - 4.0,
+                v = esc(&r.shown)
+            );
+            if let Some((lo, hi)) = r.ci95 {
+                let _ = write!(
+                    out,
+                    r##"<line x1="{cx:.1}" y1="{a:.1}" x2="{cx:.1}" y2="{b:.1}" stroke="#000" stroke-width="2"/>"##,
+                    cx = x + bar_w / 2.0,
+                    a = py(lo),
+                    b = py(hi)
+                );
+            }
+        }
+        out.push_str("</svg>");
+    }
+}
