@@ -29,6 +29,14 @@ pub struct GateRecord {
     /// order, seconds since the first completion, TTFT and E2E in seconds.
     #[serde(default)]
     pub series: Vec<(f64, f64, f64)>,
+    /// What stands behind each figure of the last repeat, keyed like
+    /// `figures` (`"5 requests in 5.24s"`, `"2555 samples"`).
+    #[serde(default)]
+    pub samples: BTreeMap<String, String>,
+    /// Where token counts came from (`server usage`, `chunks`, …), with
+    /// how many requests each, in the last repeat.
+    #[serde(default)]
+    pub token_sources: BTreeMap<String, u64>,
 }
 
 /// A server servegate launched: how, and what became of it.
@@ -241,7 +249,21 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
                             gate: f.gate,
                             load: f.load,
                             repeats: f.repeats,
-                            figures: f.figures,
+                            figures: f.figures.clone(),
+                            samples: f
+                                .figures
+                                .keys()
+                                .filter_map(|k| {
+                                    let key = k.parse().ok()?;
+                                    Some((k.clone(), f.metrics.sample_size(key)))
+                                })
+                                .collect(),
+                            token_sources: f
+                                .metrics
+                                .token_sources
+                                .iter()
+                                .map(|(k, v)| ((*k).to_owned(), *v))
+                                .collect(),
                             series: f.metrics.series,
                         })
                         .collect(),
