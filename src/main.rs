@@ -237,6 +237,9 @@ struct SimArgs {
     /// A line written to stderr at start (log-pattern tests); repeatable.
     #[arg(long, value_name = "LINE")]
     say: Vec<String>,
+    /// A fault every generation request meets (`http_500`, `stall_mid_stream`, …).
+    #[arg(long)]
+    fault: Option<servegate::sim::fault::Fault>,
 }
 
 fn serve_sim(set: &SimArgs) -> ExitCode {
@@ -252,6 +255,7 @@ fn serve_sim(set: &SimArgs) -> ExitCode {
     profile.itl = set.itl.unwrap_or(profile.itl);
     profile.capacity = set.capacity.unwrap_or(profile.capacity).max(1);
     profile.crash_after = set.crash_after;
+    profile.fault = set.fault.or(profile.fault);
     profile.hang_after = set.hang_after;
     profile.loading = if set.never_ready {
         None

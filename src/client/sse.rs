@@ -29,6 +29,9 @@ pub struct SseParser {
     single: Option<(usize, usize)>,
     skip_lf: bool,
     dispatched: bool,
+    /// Bytes after `start` already searched without a line end: a long line
+    /// arriving in many pieces is scanned once, not once per piece.
+    clean: usize,
 }
 
 impl SseParser {
@@ -71,10 +74,13 @@ impl SseParser {
                 self.skip_lf = false;
             }
             let rest = &self.buf[self.start..];
-            let Some(end) = memchr::memchr2(b'\n', b'\r', rest) else {
+            let from = self.clean.min(rest.len());
+            let Some(end) = memchr::memchr2(b'\n', b'\r', &rest[from..]).map(|i| from + i) else {
+                self.clean = rest.len();
                 self.compact();
                 return None;
             };
+            self.clean = 0;
             let line_start = self.start;
             if rest[end] == b'\r' {
                 self.skip_lf = true;

@@ -5,6 +5,7 @@
 //! `servegate sim` serves it on a chosen port.
 
 mod engine;
+pub mod fault;
 mod histogram;
 pub mod profile;
 mod routes;

@@ -54,6 +54,8 @@ pub struct Profile {
     /// Server contracts this simulator breaks, for contract-probe tests:
     /// `ignore_eos`, `max_tokens`, `usage`, `stop`, `determinism`.
     pub breaks: Vec<String>,
+    /// A fault every generation request meets (fault-matrix tests).
+    pub fault: Option<super::fault::Fault>,
 }
 
 /// The contracts a profile can break.
@@ -82,6 +84,7 @@ impl Default for Profile {
             crash_after: None,
             hang_after: None,
             breaks: Vec::new(),
+            fault: None,
         }
     }
 }
@@ -109,6 +112,8 @@ struct ProfileFile {
     server_info: serde_json::Map<String, serde_json::Value>,
     #[serde(default)]
     breaks: Vec<String>,
+    #[serde(default)]
+    fault: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -182,6 +187,7 @@ impl Profile {
             replies,
             server_info: file.server_info,
             breaks: file.breaks,
+            fault: file.fault.as_deref().map(str::parse).transpose()?,
             ..defaults
         })
     }

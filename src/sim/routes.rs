@@ -3,7 +3,6 @@
 //! `choices`, `[DONE]`) and SGLang's native `/generate` (cumulative `text`,
 //! `meta_info`).
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -18,6 +17,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
 use super::engine::{Plan, plan};
+use super::fault::Fault;
 use super::{SimState, VERSION};
 
 /// Which response shape a request gets.
@@ -56,6 +56,60 @@ struct Ask {
 }
 
 const DEFAULT_MAX_TOKENS: u32 = 256;
+
+/// Sent down a stream's channel to drop the connection mid-response.
+const ABORT: &[u8] = b"\0servegate-sim-abort";
+
+/// The faults that strike before a stream starts: an HTTP error, no byte
+/// ever, or headers late. `Some` is the response to send instead.
+async fn fault_before_stream(fault: Option<Fault>) -> Option<Response> {
+    let fault = fault?;
+    if let Some(code) = fault.status() {
+        let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = Json(
+            json!({"object": "error", "message": format!("simulated {fault}"), "type": "ServerError", "code": code}),
+        );
+        let mut r = (status, body).into_response();
+        if code == 429 {
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        }
+        return Some(r);
+    }
+    match fault {
+        Fault::HangBeforeFirstByte => std::future::pending().await,
+        Fault::SlowHeaders => tokio::time::sleep(Duration::from_secs(3)).await,
+        _ => {}
+    }
+    None
+}
+
+/// Breaks a stream after its first tokens; `true` when the stream is over.
+async fn fault_mid_stream(fault: Fault, tx: &mpsc::Sender<Bytes>) -> bool {
+    match fault {
+        Fault::StallMidStream => std::future::pending().await,
+        Fault::DisconnectMidStream => {
+            let _ = tx.send(Bytes::from_static(ABORT)).await;
+        }
+        Fault::Huge => {
+            // 100 MB of one event that never ends its line.
+            let piece = Bytes::from(vec![b'x'; 1 << 20]);
+            if tx.send(Bytes::from_static(b"data: ")).await.is_ok() {
+                for _ in 0..100 {
+                    if tx.send(piece.clone()).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        other => {
+            if let Some(event) = other.event() {
+                let _ = tx.send(Bytes::from(event)).await;
+            }
+        }
+    }
+    true
+}
 
 fn bad_request(message: &str) -> Response {
     (
@@ -205,6 +259,9 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         Err(e) => return bad_request(&e),
     };
     let before = state.requests.fetch_add(1, Ordering::Relaxed);
+    if let Some(r) = fault_before_stream(state.profile.fault).await {
+        return r;
+    }
     let p = &state.profile;
     let reseed = ask.sampled || p.breaks("determinism");
     let seed = ask
@@ -277,8 +334,14 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
             id,
             tx,
         ));
+        // The abort marker ends the body with an error: the connection drops
+        // mid-response, as when a server process dies.
         let body = Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
-            rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
+            let b = rx.recv().await?;
+            if b == ABORT {
+                return Some((Err(std::io::Error::other("simulated disconnect")), rx));
+            }
+            Some((Ok(b), rx))
         }));
         return Response::builder()
             .header(header::CONTENT_TYPE, "text/event-stream")
@@ -529,6 +592,35 @@ async fn stream(
         }
         if sent == n as u64 {
             state.ttft.observe(started.elapsed());
+        }
+        if let Some(f) = state.profile.fault.filter(|f| f.mid_stream())
+            && sent >= 3
+            && fault_mid_stream(f, &tx).await
+        {
+            return;
+        }
+    }
+    if state.profile.fault == Some(Fault::Endless) {
+        // max_tokens ignored: filler until the client goes away.
+        loop {
+            sleep_until(at).await;
+            at = Instant::now().max(at) + running.itl().max(Duration::from_millis(1));
+            sent += 1;
+            cumulative.push_str(" more");
+            let chunk = token_chunk(
+                shape,
+                &model,
+                &id,
+                " more",
+                false,
+                &cumulative,
+                &plan,
+                sent,
+                extras,
+            );
+            if tx.send(chunk).await.is_err() {
+                return;
+            }
         }
     }
     let mut tail = Vec::new();

@@ -1,0 +1,172 @@
+//! The fault matrix: every fault the simulator can play, met by a
+//! correctness probe and by a performance gate. Each run must end by
+//! itself, fail the affected trial with a message naming the fault's
+//! class, write its run record, and never panic.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A fault and the words its failure must carry.
+const MATRIX: &[(&str, &str)] = &[
+    ("http_500", "HTTP 500: "),
+    ("http_503", "HTTP 503: "),
+    ("http_429", "HTTP 429: "),
+    (
+        "hang_before_first_byte",
+        "no token before the first_token deadline",
+    ),
+    ("slow_headers", "no token before the first_token deadline"),
+    (
+        "stall_mid_stream",
+        "stream stalled longer than the idle deadline",
+    ),
+    ("disconnect_mid_stream", "connection broken"),
+    (
+        "error_in_stream",
+        "error in stream: simulated in-stream error: NaN in logits",
+    ),
+    ("malformed_sse", "malformed response"),
+    ("malformed_json", "malformed response"),
+    ("invalid_utf8", "malformed response"),
+    ("endless", "request exceeded the total deadline"),
+    (
+        "huge",
+        "malformed response: more than 16 MiB without a complete SSE line",
+    ),
+];
+
+const CORRECTNESS: &str = r#"
+correctness:
+  - name: probe
+    prompt: "Tell me anything."
+    expect: [{min_chars: 1}]
+"#;
+
+const PERFORMANCE: &str = r#"
+performance:
+  - name: gate
+    load: { concurrency: 2, requests: 2, input_tokens: 8, output_tokens: 16, ignore_eos: true }
+    thresholds: { errors: "== 0" }
+"#;
+
+struct Case {
+    fault: &'static str,
+    stage: &'static str,
+    expect: &'static str,
+}
+
+/// Runs one case; `Err` says what went wrong.
+fn run(dir: &Path, case: &Case) -> Result<(), String> {
+    let here = dir.join(format!("{}-{}", case.fault, case.stage));
+    std::fs::create_dir_all(&here).map_err(|e| e.to_string())?;
+    std::fs::write(
+        here.join("profile.yaml"),
+        format!(
+            "model: sim-faulty\nttft: 2ms\nitl: 1ms\nfault: {}\n",
+            case.fault
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    let body = if case.stage == "correctness" {
+        CORRECTNESS
+    } else {
+        PERFORMANCE
+    };
+    std::fs::write(
+        here.join("suite.yaml"),
+        format!(
+            "suite: faulty\ntarget:\n  base_url: sim\n  timeouts: {{ connect: 1s, first_token: 1s, idle: 1s, total: 3s }}\nsim: {{ profile: profile.yaml }}\n{body}"
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(["run"])
+        .arg(here.join("suite.yaml"))
+        .env("CARGO_TARGET_DIR", here.join("target"))
+        .env_remove("SERVEGATE_TARGET")
+        .output()
+        .map_err(|e| e.to_string())?;
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let whole = format!("{stdout}\n--- stderr ---\n{stderr}");
+    if stderr.contains("panicked") {
+        return Err(format!("a panic:\n{whole}"));
+    }
+    if out.status.code() != Some(1) {
+        return Err(format!(
+            "exit {:?}, expected 1:\n{whole}",
+            out.status.code()
+        ));
+    }
+    if took > Duration::from_secs(30) {
+        return Err(format!("took {took:?}"));
+    }
+    let trial = format!(
+        "faulty::{}::{}",
+        case.stage,
+        if case.stage == "correctness" {
+            "probe"
+        } else {
+            "gate"
+        }
+    );
+    if !stdout.contains(&format!("test {trial} ... FAILED")) {
+        return Err(format!("{trial} did not fail:\n{whole}"));
+    }
+    if !stdout.contains(case.expect) {
+        return Err(format!("`{}` not in the failure:\n{whole}", case.expect));
+    }
+    let record = std::fs::read_to_string(here.join("target/servegate/latest/report.json"))
+        .map_err(|e| format!("no run record: {e}"))?;
+    let record: serde_json::Value = serde_json::from_str(&record).map_err(|e| e.to_string())?;
+    if record["complete"] != true
+        || record["trials"][0]["name"] != trial.as_str()
+        || record["trials"][0]["outcome"] != "failed"
+    {
+        return Err(format!(
+            "the record does not hold the failed trial: {}",
+            record["trials"]
+        ));
+    }
+    Ok(())
+}
+
+#[test]
+fn every_fault_fails_the_affected_trial_with_its_class_and_the_run_goes_on() {
+    let dir = std::env::temp_dir().join(format!("servegate-faults-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cases: Vec<Case> = MATRIX
+        .iter()
+        .flat_map(|&(fault, expect)| {
+            ["correctness", "performance"].map(|stage| Case {
+                fault,
+                stage,
+                expect,
+            })
+        })
+        .collect();
+    // Four at a time: most cases wait on a deadline, not on a core.
+    let mut failures = Vec::new();
+    for batch in cases.chunks(4) {
+        let results: Vec<(String, Result<(), String>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = batch
+                .iter()
+                .map(|c| s.spawn(|| (format!("{} × {}", c.fault, c.stage), run(&dir, c))))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("case thread"))
+                .collect()
+        });
+        failures.extend(
+            results
+                .into_iter()
+                .filter_map(|(name, r)| r.err().map(|e| format!("{name}: {e}"))),
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
