@@ -432,7 +432,7 @@ fn a_panic_while_a_server_runs_stops_it_on_the_way_out() {
     let dir = run.dir.clone();
     let marker = run.marker.clone();
     let unwound = std::panic::catch_unwind(move || {
-        let server = Server::spawn(&launch, None, &dir, &dir, "panic").unwrap();
+        let server = Server::spawn(&launch, None, &dir, &dir, "panic", &[]).unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -443,5 +443,58 @@ fn a_panic_while_a_server_runs_stops_it_on_the_way_out() {
         panic!("a bug in the harness");
     });
     assert!(unwound.is_err());
+    run.assert_no_survivors();
+}
+
+#[test]
+fn a_canary_api_key_leaks_into_nothing_servegate_prints_or_writes() {
+    let run = Run::new("secret");
+    let canary = format!("canary-{}-7f3e9c", std::process::id());
+    let snapshots = run.dir.join("snapshots");
+    let out = run
+        .command(&["run", "tests/suites/launch/secret.yaml"])
+        .env("SERVEGATE_TEST_API_KEY", &canary)
+        .env("SERVEGATE_SNAPSHOTS", &snapshots)
+        .env("INSTA_UPDATE", "always")
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    // The crash's log tail is in the failure, with the key scrubbed.
+    assert_has(
+        &text,
+        &[
+            "| server_args: api_key=<redacted>",
+            "was killed by signal 6",
+        ],
+    );
+    assert!(!text.contains(&canary), "the key is in the output:\n{text}");
+    let mut files = vec![
+        run.dir.join("servegate/latest/report.json"),
+        run.dir.join("servegate/latest/junit.xml"),
+        run.dir.join("servegate/latest/report.html"),
+    ];
+    for dir in [snapshots.join("secret/servegate-sim")] {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            files.push(e.unwrap().path());
+        }
+    }
+    assert!(files.len() >= 4, "{files:?}");
+    for f in &files {
+        let body = std::fs::read_to_string(f).unwrap();
+        assert!(!body.contains(&canary), "the key is in {}", f.display());
+    }
+    assert_has(
+        &std::fs::read_to_string(&files[0]).unwrap(),
+        &[
+            "\"SGLANG_API_KEY\": \"<redacted>\"",
+            "server_args: api_key=<redacted>",
+        ],
+    );
     run.assert_no_survivors();
 }

@@ -91,8 +91,16 @@ pub async fn connect(
         _ if launches(suite, override_target) => {
             let launch = t.launch.as_ref().expect("launches() checked it");
             let suite_dir = suite.file.path.parent().unwrap_or(Path::new("."));
-            let s = Server::spawn(launch, place.variant, suite_dir, place.dir, place.label)
-                .map_err(|e| format!("launch failed: {e}"))?;
+            let secrets: Vec<String> = api_key.iter().cloned().collect();
+            let s = Server::spawn(
+                launch,
+                place.variant,
+                suite_dir,
+                place.dir,
+                place.label,
+                &secrets,
+            )
+            .map_err(|e| format!("launch failed: {e}"))?;
             println!(
                 "servegate: launched `{}` for `{}` (log {})",
                 crate::server::shell_line(&s.argv),

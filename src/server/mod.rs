@@ -78,6 +78,8 @@ pub struct Server {
     exit: Mutex<Option<ExitInfo>>,
     scanner: Mutex<Scanner>,
     timeline: Mutex<Timeline>,
+    /// Values never shown: scrubbed from the argv and the log tails.
+    secrets: Vec<String>,
 }
 
 /// Names whose values never appear in output or records.
@@ -109,6 +111,36 @@ fn redact_argv(argv: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The secret values of a launch: those of secret-looking environment
+/// variables and options, and `extra` (the API key). Short values are not
+/// scrubbed: they would blank ordinary words.
+fn secret_values(argv: &[String], env: &[(String, String)], extra: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = env
+        .iter()
+        .filter(|(k, _)| is_secret(k))
+        .map(|(_, v)| v.clone())
+        .collect();
+    for (shown, real) in redact_argv(argv).iter().zip(argv) {
+        if shown == "<redacted>" {
+            out.push(real.clone());
+        } else if shown.ends_with("=<redacted>")
+            && let Some((_, v)) = real.split_once('=')
+        {
+            out.push(v.to_owned());
+        }
+    }
+    out.extend(extra.iter().cloned());
+    out.retain(|v| v.len() >= 4);
+    out
+}
+
+/// `text` with every secret value replaced by `<redacted>`.
+pub fn scrub(text: &str, secrets: &[String]) -> String {
+    secrets
+        .iter()
+        .fold(text.to_owned(), |t, s| t.replace(s.as_str(), "<redacted>"))
 }
 
 /// A free TCP port on `host`, found by binding port 0.
@@ -151,6 +183,7 @@ impl Server {
         suite_dir: &Path,
         dir: &Path,
         label: &str,
+        extra_secrets: &[String],
     ) -> Result<Self, String> {
         let port = match launch.port {
             // Something already listening there would answer the readiness
@@ -205,7 +238,11 @@ impl Server {
             .map_err(|e| format!("could not start `{}`: {e}", argv.join(" ")))?;
         let pid = child.id();
         reaper::register(pid);
-        let argv = redact_argv(&argv);
+        let secrets = secret_values(&argv, &env, extra_secrets);
+        let argv: Vec<String> = redact_argv(&argv)
+            .iter()
+            .map(|a| scrub(a, &secrets))
+            .collect();
         let env_shown = env
             .into_iter()
             .map(|(k, v)| {
@@ -240,6 +277,7 @@ impl Server {
                 spawned_unix,
                 ..Timeline::default()
             }),
+            secrets,
         })
     }
 
@@ -270,7 +308,7 @@ impl Server {
         format!(
             "  server log {}, last {TAIL_LINES} lines:\n{}",
             self.log_path.display(),
-            log::tail(&self.log_path, TAIL_LINES)
+            scrub(&log::tail(&self.log_path, TAIL_LINES), &self.secrets)
         )
     }
 
