@@ -336,3 +336,126 @@ async fn timing(url: &str, concurrency: u32, duration: Duration) -> Result<Timin
     }
     Ok(t)
 }
+
+/// What `servegate soak` runs.
+#[derive(Debug, Clone)]
+pub struct SoakOptions {
+    /// Concurrent streams.
+    pub streams: u32,
+    /// Windows run back to back; the process is sampled after each.
+    pub windows: u32,
+    /// Length of each window.
+    pub window: Duration,
+}
+
+/// The client after a soak window.
+struct Sample {
+    completed: u64,
+    errors: u64,
+    rss_mib: Option<f64>,
+    fds: Option<f64>,
+    tasks: f64,
+}
+
+/// Resident memory of this process, KiB.
+fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Open file descriptors of this process.
+fn open_fds() -> Option<usize> {
+    Some(std::fs::read_dir("/proc/self/fd").ok()?.count())
+}
+
+/// Holds `streams` streams against the simulator (TTFT and ITL 20 ms, in
+/// its own process) window after window, and samples the client after
+/// each: tokens/s, errors, resident memory, open files, live tasks. Returns
+/// the table and whether the soak held: no error, and neither files, tasks
+/// nor memory growing from the second window to the last.
+pub fn soak(opts: &SoakOptions) -> Result<(String, bool), String> {
+    let can_pin = pinning();
+    let pinned = can_pin && pin_self();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let sim = spawn_sim("20ms", "20ms", false, can_pin)?;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "servegate soak: {} streams of 64 tokens (simulator TTFT 20ms, ITL 20ms), {} windows of {}, client on one runtime thread{}\n",
+        opts.streams,
+        opts.windows,
+        format_secs(opts.window.as_secs_f64()),
+        if pinned { " pinned to CPU 0" } else { "" }
+    );
+    let _ = writeln!(
+        out,
+        "{:>6} {:>10} {:>10} {:>7} {:>10} {:>6} {:>6}",
+        "window", "tokens/s", "requests", "errors", "RSS MiB", "fds", "tasks"
+    );
+    let mut samples: Vec<Sample> = Vec::new();
+    for w in 1..=opts.windows {
+        let (m, _) = measure(&rt, &sim.url, &gate(opts.streams, 64, opts.window))?;
+        let rate = m
+            .value("output_tok_s".parse().expect("metric"))
+            .unwrap_or(0.0);
+        let sample = Sample {
+            completed: m.completed,
+            errors: m.errors,
+            rss_mib: rss_kib().map(|k| f64::from(u32::try_from(k).unwrap_or(u32::MAX)) / 1024.0),
+            fds: open_fds().map(|f| f64::from(u32::try_from(f).unwrap_or(u32::MAX))),
+            tasks: f64::from(u32::try_from(rt.metrics().num_alive_tasks()).unwrap_or(u32::MAX)),
+        };
+        let _ = writeln!(
+            out,
+            "{w:>6} {rate:>10.0} {:>10} {:>7} {:>10} {:>6} {:>6}",
+            sample.completed,
+            sample.errors,
+            sample
+                .rss_mib
+                .map_or_else(|| "n/a".into(), |r| format!("{r:.1}")),
+            sample
+                .fds
+                .map_or_else(|| "n/a".into(), |f| format!("{f:.0}")),
+            sample.tasks,
+        );
+        samples.push(sample);
+    }
+    let errors: u64 = samples.iter().map(|s| s.errors).sum();
+    let requests: u64 = samples.iter().map(|s| s.completed).sum();
+    let (second, last) = (samples.get(1).or(samples.first()), samples.last());
+    // Grown from the second window (the first warms the allocator up) to the last.
+    let grew = |f: &dyn Fn(&Sample) -> Option<f64>, slack: f64, spare: f64| match (
+        second.and_then(f),
+        last.and_then(f),
+    ) {
+        (Some(a), Some(b)) => b > a * (1.0 + slack) + spare,
+        _ => false,
+    };
+    let leaks = [
+        ("memory", grew(&|s| s.rss_mib, 0.25, 1.0)),
+        ("file descriptors", grew(&|s| s.fds, 0.0, 8.0)),
+        ("tasks", grew(&|s| Some(s.tasks), 0.0, 4.0)),
+    ];
+    let grown: Vec<&str> = leaks.iter().filter(|(_, g)| *g).map(|(n, _)| *n).collect();
+    let held = errors == 0 && grown.is_empty();
+    let _ = writeln!(
+        out,
+        "\n{}: {requests} requests, {errors} errors{}",
+        if held { "held" } else { "FAILED" },
+        if grown.is_empty() {
+            ", memory, files and tasks flat from the second window to the last".to_owned()
+        } else {
+            format!(", grew: {}", grown.join(", "))
+        }
+    );
+    Ok((out, held))
+}

@@ -58,6 +58,19 @@ enum Command {
         #[arg(long, value_enum, default_value = "md")]
         format: ReportFormat,
     },
+    /// Hold many streams against the simulator (in its own process) for a
+    /// while, and check errors, memory, files and tasks stay flat.
+    Soak {
+        /// Concurrent streams.
+        #[arg(long, default_value_t = 1000)]
+        streams: u32,
+        /// Windows run back to back, the client sampled after each.
+        #[arg(long, default_value_t = 6)]
+        windows: u32,
+        /// Length of each window.
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        window: Duration,
+    },
     /// Measure servegate's own client: CPU per token and timing accuracy,
     /// against the simulator in a separate process.
     BenchClient {
@@ -138,6 +151,28 @@ fn main() -> ExitCode {
             outcome.cli_exit_code()
         }
         Command::Report { path, format } => report(&path, format),
+        Command::Soak {
+            streams,
+            windows,
+            window,
+        } => match servegate::bench::soak(&servegate::bench::SoakOptions {
+            streams,
+            windows,
+            window,
+        }) {
+            Ok((text, held)) => {
+                print!("{text}");
+                if held {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Baseline { action } => match action {
             BaselineAction::Save {
                 suites,

@@ -170,3 +170,33 @@ fn every_fault_fails_the_affected_trial_with_its_class_and_the_run_goes_on() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A thousand streams held for three short windows: no error, and files,
+/// tasks and memory of the client flat (`servegate soak` judges; the
+/// README records a longer run).
+#[test]
+fn a_thousand_streams_hold_without_errors_or_leaks() {
+    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args([
+            "soak",
+            "--streams",
+            "1000",
+            "--windows",
+            "3",
+            "--window",
+            "2s",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("held: ") && text.contains(" 0 errors"),
+        "{text}"
+    );
+}
