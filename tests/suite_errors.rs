@@ -202,3 +202,39 @@ correctness:
 "#
     ));
 }
+
+#[test]
+fn bad_threshold_expressions() {
+    insta::assert_snapshot!(errors(
+        "thresholds",
+        r#"suite: t
+correctness:
+  - name: a
+    prompt: "a"
+    expect: [{contains: a}]
+performance:
+  - name: g
+    load: {requests: 2, input_tokens: 8, output_tokens: 8}
+    thresholds:
+      ttft.p99: "<= fast"
+      itl.p99: "<= 250"
+      decode_tok_s.mean: ">= baseline / 2"
+      errors: "=! 0"
+      nonsense.p50: "<= 1s"
+      tpot.p101: "<= 1s"
+      output_tok_s: ">= variant(x) * 2"
+"#
+    ));
+}
+
+#[test]
+fn a_ten_megabyte_suite_is_refused_before_parsing() {
+    let mut text = String::from("suite: big\ncorrectness:\n");
+    while text.len() < 10 * 1024 * 1024 {
+        text.push_str("  # padding padding padding padding padding padding padding padding\n");
+    }
+    let started = std::time::Instant::now();
+    let message = errors("big", &text);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    insta::assert_snapshot!(message);
+}

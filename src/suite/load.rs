@@ -63,6 +63,12 @@ pub fn load_text(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Suite, String> {
     let shown = path.display().to_string();
+    if text.len() as u64 > MAX_SUITE_BYTES {
+        return Err(format!(
+            "error: suite file {shown} is {} bytes; the limit is {MAX_SUITE_BYTES} bytes (suites are a few kilobytes)",
+            text.len()
+        ));
+    }
     let root = parse(text).map_err(|e| {
         let d = Diagnostic::new(e.loc, format!("invalid YAML: {}", e.message));
         render_all(&shown, text, &[d])
