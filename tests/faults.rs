@@ -43,6 +43,17 @@ correctness:
     expect: [{min_chars: 1}]
 "#;
 
+/// The configuration stage meets only the HTTP faults: the others strike
+/// generation, and the info endpoints of such a server answer.
+const CONFIG: &str = r#"
+expect_server:
+  server_info: { tp_size: 1 }
+correctness:
+  - name: probe
+    prompt: "Tell me anything."
+    expect: [{min_chars: 1}]
+"#;
+
 const PERFORMANCE: &str = r#"
 performance:
   - name: gate
@@ -53,7 +64,7 @@ performance:
 struct Case {
     fault: &'static str,
     stage: &'static str,
-    expect: &'static str,
+    expect: String,
 }
 
 /// Runs one case; `Err` says what went wrong.
@@ -68,10 +79,10 @@ fn run(dir: &Path, case: &Case) -> Result<(), String> {
         ),
     )
     .map_err(|e| e.to_string())?;
-    let body = if case.stage == "correctness" {
-        CORRECTNESS
-    } else {
-        PERFORMANCE
+    let (body, item) = match case.stage {
+        "config" => (CONFIG, "server_info.tp_size"),
+        "correctness" => (CORRECTNESS, "probe"),
+        _ => (PERFORMANCE, "gate"),
     };
     std::fs::write(
         here.join("suite.yaml"),
@@ -104,19 +115,11 @@ fn run(dir: &Path, case: &Case) -> Result<(), String> {
     if took > Duration::from_secs(30) {
         return Err(format!("took {took:?}"));
     }
-    let trial = format!(
-        "faulty::{}::{}",
-        case.stage,
-        if case.stage == "correctness" {
-            "probe"
-        } else {
-            "gate"
-        }
-    );
+    let trial = format!("faulty::{}::{item}", case.stage);
     if !stdout.contains(&format!("test {trial} ... FAILED")) {
         return Err(format!("{trial} did not fail:\n{whole}"));
     }
-    if !stdout.contains(case.expect) {
+    if !stdout.contains(case.expect.as_str()) {
         return Err(format!("`{}` not in the failure:\n{whole}", case.expect));
     }
     let record = std::fs::read_to_string(here.join("target/servegate/latest/report.json"))
@@ -138,16 +141,23 @@ fn run(dir: &Path, case: &Case) -> Result<(), String> {
 fn every_fault_fails_the_affected_trial_with_its_class_and_the_run_goes_on() {
     let dir = std::env::temp_dir().join(format!("servegate-faults-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let cases: Vec<Case> = MATRIX
+    let mut cases: Vec<Case> = MATRIX
         .iter()
         .flat_map(|&(fault, expect)| {
             ["correctness", "performance"].map(|stage| Case {
                 fault,
                 stage,
-                expect,
+                expect: expect.to_owned(),
             })
         })
         .collect();
+    for (fault, code) in [("http_500", 500), ("http_503", 503), ("http_429", 429)] {
+        cases.push(Case {
+            fault,
+            stage: "config",
+            expect: format!("GET /get_server_info: {code}; GET /server_info: {code}"),
+        });
+    }
     // Four at a time: most cases wait on a deadline, not on a core.
     let mut failures = Vec::new();
     for batch in cases.chunks(4) {

@@ -684,15 +684,35 @@ pub(super) async fn health(State(s): State<Arc<SimState>>) -> Response {
         .into_response()
 }
 
-pub(super) async fn models(State(s): State<Arc<SimState>>) -> Json<Value> {
+/// The HTTP error a faulty server answers everything with, info included.
+fn http_fault(s: &SimState) -> Option<Response> {
+    let code = s.profile.fault.and_then(Fault::status)?;
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    Some(
+        (
+            status,
+            Json(json!({"object": "error", "message": "simulated fault", "code": code})),
+        )
+            .into_response(),
+    )
+}
+
+pub(super) async fn models(State(s): State<Arc<SimState>>) -> Response {
+    if let Some(r) = http_fault(&s) {
+        return r;
+    }
     Json(json!({
         "object": "list",
         "data": [{"id": s.profile.model, "object": "model", "created": 0,
                   "owned_by": "servegate-sim", "root": s.profile.model, "max_model_len": 32768}],
     }))
+    .into_response()
 }
 
-pub(super) async fn model_info(State(s): State<Arc<SimState>>) -> Json<Value> {
+pub(super) async fn model_info(State(s): State<Arc<SimState>>) -> Response {
+    if let Some(r) = http_fault(&s) {
+        return r;
+    }
     Json(json!({
         "model_path": s.profile.model,
         "tokenizer_path": s.profile.model,
@@ -700,9 +720,13 @@ pub(super) async fn model_info(State(s): State<Arc<SimState>>) -> Json<Value> {
         "preferred_sampling_params": null,
         "weight_version": "default",
     }))
+    .into_response()
 }
 
-pub(super) async fn server_info(State(s): State<Arc<SimState>>) -> Json<Value> {
+pub(super) async fn server_info(State(s): State<Arc<SimState>>) -> Response {
+    if let Some(r) = http_fault(&s) {
+        return r;
+    }
     let mut info = json!({
         "version": VERSION,
         "model_path": s.profile.model,
@@ -716,7 +740,7 @@ pub(super) async fn server_info(State(s): State<Arc<SimState>>) -> Json<Value> {
     if let Some(map) = info.as_object_mut() {
         map.extend(s.profile.server_info.clone());
     }
-    Json(info)
+    Json(info).into_response()
 }
 
 pub(super) async fn metrics(State(s): State<Arc<SimState>>) -> Response {
