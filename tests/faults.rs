@@ -178,6 +178,19 @@ fn every_fault_fails_the_affected_trial_with_its_class_and_the_run_goes_on() {
         );
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    // Memory stays bounded: no run held the 100 MB event (or the endless
+    // stream) in memory. The peak of the largest child, KiB on Linux.
+    #[cfg(target_os = "linux")]
+    {
+        use nix::sys::resource::{UsageWho, getrusage};
+        let peak_kib = getrusage(UsageWho::RUSAGE_CHILDREN).unwrap().max_rss();
+        eprintln!("largest peak of a run: {} MiB", peak_kib / 1024);
+        assert!(
+            peak_kib < 256 * 1024,
+            "a run peaked at {} MiB",
+            peak_kib / 1024
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
