@@ -22,6 +22,14 @@ fn servegate_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Output {
         .expect("servegate runs")
 }
 
+/// Runs the binary and checks its exit code; its standard output.
+fn run_expecting(args: &[&str], code: i32) -> String {
+    let o = servegate(args);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(code), "{out}");
+    out
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -80,9 +88,7 @@ fn shipped_suite_passes_on_the_simulator_with_figures() {
 
 #[test]
 fn wrong_answer_fails_its_probe_and_gates_performance() {
-    let o = servegate(&["run", "tests/suites/wrong_arithmetic.yaml"]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    let out = run_expecting(&["run", "tests/suites/wrong_arithmetic.yaml"], 1);
     assert_eq!(
         verdict(&out, "wrong::correctness::arithmetic"),
         "FAILED",
@@ -119,14 +125,15 @@ fn wrong_answer_fails_its_probe_and_gates_performance() {
 
 #[test]
 fn a_filtered_performance_gate_still_runs_the_probes_first() {
-    let o = servegate(&[
-        "run",
-        "tests/suites/wrong_arithmetic.yaml",
-        "--",
-        "performance",
-    ]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    let out = run_expecting(
+        &[
+            "run",
+            "tests/suites/wrong_arithmetic.yaml",
+            "--",
+            "performance",
+        ],
+        1,
+    );
     assert_has(
         &out,
         &[
@@ -144,15 +151,16 @@ fn a_filtered_performance_gate_still_runs_the_probes_first() {
 
 #[test]
 fn exact_filter_runs_one_trial() {
-    let o = servegate(&[
-        "run",
-        "suites/sglang.yaml",
-        "--",
-        "--exact",
-        "sglang::correctness::arithmetic",
-    ]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}");
+    let out = run_expecting(
+        &[
+            "run",
+            "suites/sglang.yaml",
+            "--",
+            "--exact",
+            "sglang::correctness::arithmetic",
+        ],
+        0,
+    );
     assert_has(
         &out,
         &[
@@ -164,9 +172,7 @@ fn exact_filter_runs_one_trial() {
 
 #[test]
 fn bad_suite_becomes_one_failing_load_trial() {
-    let o = servegate(&["run", "tests/suites/bad/typos.yaml"]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(2), "{out}");
+    let out = run_expecting(&["run", "tests/suites/bad/typos.yaml"], 2);
     assert_eq!(verdict(&out, "typos::load"), "FAILED", "{out}");
     insta::assert_snapshot!("typos_load_trial", failure_of(&out, "typos::load"));
 }
@@ -180,9 +186,7 @@ fn unreachable_target_fails_every_trial_clearly() {
         .unwrap()
         .port();
     let url = format!("http://127.0.0.1:{port}");
-    let o = servegate(&["run", "suites/sglang.yaml", "--target", &url]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(3), "{out}");
+    let out = run_expecting(&["run", "suites/sglang.yaml", "--target", &url], 3);
     assert_has(
         &out,
         &[
@@ -203,9 +207,7 @@ fn unreachable_target_fails_every_trial_clearly() {
 
 #[test]
 fn reasoning_suite_separates_reasoning_from_content() {
-    let o = servegate(&["run", "tests/suites/reasoning.yaml"]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}");
+    let out = run_expecting(&["run", "tests/suites/reasoning.yaml"], 0);
     assert_has(
         &out,
         &["served model \"sim-reasoner\"", "pass ttft.p99 <= 1.000s"],
@@ -214,9 +216,10 @@ fn reasoning_suite_separates_reasoning_from_content() {
 
 #[test]
 fn list_names_every_trial_without_running() {
-    let o = servegate(&["list", "suites/sglang.yaml", "tests/suites/bad/typos.yaml"]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}");
+    let out = run_expecting(
+        &["list", "suites/sglang.yaml", "tests/suites/bad/typos.yaml"],
+        0,
+    );
     assert_eq!(
         out,
         "sglang::correctness::arithmetic: test\n\
@@ -230,13 +233,14 @@ fn list_names_every_trial_without_running() {
 
 #[test]
 fn failed_thresholds_show_value_bound_and_sample_size() {
-    let o = servegate(&[
-        "run",
-        "tests/suites/too_slow.yaml",
-        "tests/suites/unmeasurable.yaml",
-    ]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    let out = run_expecting(
+        &[
+            "run",
+            "tests/suites/too_slow.yaml",
+            "tests/suites/unmeasurable.yaml",
+        ],
+        1,
+    );
     let slow = failure_of(&out, "too_slow::performance::decode");
     assert!(slow.starts_with("error: threshold failed: decode_tok_s.mean >= 1000000.0 tok/s\n --> tests/suites/too_slow.yaml:9:7"), "{slow}");
     assert_has(
@@ -307,9 +311,7 @@ fn bench_client_prints_its_ceiling_and_timing_error() {
 
 #[test]
 fn repeated_gates_report_the_interval_of_their_repeats() {
-    let o = servegate(&["run", "tests/suites/repeats.yaml"]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}");
+    let out = run_expecting(&["run", "tests/suites/repeats.yaml"], 0);
     assert!(
         out.contains("(figures of the last of 3 repeats; verdicts over all of them)"),
         "{out}"
@@ -435,9 +437,7 @@ fn an_interrupted_run_leaves_the_figures_already_measured() {
 
 #[test]
 fn a_sweep_runs_one_trial_per_level_prints_its_curve_and_gates_it() {
-    let o = servegate(&["run", "tests/suites/sweep.yaml"]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    let out = run_expecting(&["run", "tests/suites/sweep.yaml"], 1);
     assert_eq!(
         verdict(&out, "sweep::performance::scaling::concurrency_1"),
         "ok",
@@ -499,9 +499,7 @@ fn a_sweep_runs_one_trial_per_level_prints_its_curve_and_gates_it() {
 #[test]
 fn an_unset_api_key_fails_the_suite_and_a_set_one_never_shows() {
     // Unset: every trial fails and says which variable.
-    let o = servegate(&["run", "tests/suites/keyed.yaml", "--target", "sim"]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(3), "{out}");
+    let out = run_expecting(&["run", "tests/suites/keyed.yaml", "--target", "sim"], 3);
     let f = failure_of(&out, "keyed::correctness::arithmetic");
     assert!(
         f.contains("target.api_key_env names `SERVEGATE_TEST_KEY`, which is not set"),
@@ -581,9 +579,7 @@ fn an_external_server_is_measured_and_named_as_such() {
 /// variant and stage, config checks first.
 #[test]
 fn the_gpu_example_suite_lists_its_variants_and_stages() {
-    let o = servegate(&["list", "suites/gpu/kimi-k2.5.yaml"]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}");
+    let out = run_expecting(&["list", "suites/gpu/kimi-k2.5.yaml"], 0);
     assert_has(
         &out,
         &[
@@ -718,12 +714,8 @@ fn snapshots_record_match_and_diff_model_answers() {
 /// Wilson bound; a failure lists the wrong items and the record keeps all.
 #[test]
 fn dataset_accuracy_passes_and_fails_with_the_wrong_items() {
-    let o = servegate(&["run", "tests/suites/accuracy-good.yaml"]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}");
-    let o = servegate(&["run", "tests/suites/accuracy-bad.yaml"]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    run_expecting(&["run", "tests/suites/accuracy-good.yaml"], 0);
+    let out = run_expecting(&["run", "tests/suites/accuracy-bad.yaml"], 1);
     assert_has(
         &failure_of(&out, "accuracy-bad::correctness::arithmetic"),
         &[
@@ -745,9 +737,7 @@ fn dataset_accuracy_passes_and_fails_with_the_wrong_items() {
 /// shipped suite's contract probe passes on the healthy simulator.
 #[test]
 fn contract_checks_catch_a_server_that_breaks_them() {
-    let o = servegate(&["run", "tests/suites/contract-broken.yaml"]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    let out = run_expecting(&["run", "tests/suites/contract-broken.yaml"], 1);
     for (probe, needle) in [
         (
             "max_tokens",
@@ -795,9 +785,7 @@ fn contract_checks_catch_a_server_that_breaks_them() {
 /// says so; `chat_template_kwargs` and `separate_reasoning` reach the server.
 #[test]
 fn reasoning_budget_and_thinking_switches() {
-    let o = servegate(&["run", "tests/suites/reasoning-budget.yaml"]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    let out = run_expecting(&["run", "tests/suites/reasoning-budget.yaml"], 1);
     assert_has(
         &failure_of(&out, "thinking::correctness::budget"),
         &[

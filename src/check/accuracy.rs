@@ -49,7 +49,7 @@ pub fn parse_items(
 }
 
 /// The reference answer as compared: GSM8K's `reasoning #### 42` is `42`.
-fn reference(answer: &str) -> &str {
+pub fn reference(answer: &str) -> &str {
     answer.rsplit_once("####").map_or(answer, |(_, a)| a).trim()
 }
 

@@ -288,8 +288,23 @@ fn command_output(program: &str, args: &[&str], dir: Option<&std::path::Path>) -
 }
 
 /// The commit of the checkout holding `file`, `+dirty` when the file has
-/// changes not committed.
+/// changes not committed; asked of git once per file and run (the record is
+/// written after every trial).
 fn git_commit(file: &std::path::Path) -> Option<String> {
+    type Commits = std::sync::Mutex<BTreeMap<PathBuf, Option<String>>>;
+    static COMMITS: std::sync::OnceLock<Commits> = std::sync::OnceLock::new();
+    let commits = COMMITS.get_or_init(Commits::default);
+    if let Some(known) = commits.lock().ok()?.get(file) {
+        return known.clone();
+    }
+    let found = ask_git(file);
+    if let Ok(mut c) = commits.lock() {
+        c.insert(file.to_path_buf(), found.clone());
+    }
+    found
+}
+
+fn ask_git(file: &std::path::Path) -> Option<String> {
     let dir = file
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

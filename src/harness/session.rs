@@ -476,12 +476,7 @@ impl SuiteRun {
             .iter()
             .zip(answers)
             .map(|(item, answer)| {
-                let expected = item
-                    .answer
-                    .rsplit_once("####")
-                    .map_or(item.answer.as_str(), |(_, a)| a)
-                    .trim()
-                    .to_owned();
+                let expected = accuracy::reference(&item.answer).to_owned();
                 match answer {
                     Ok(c) => {
                         let (extracted, correct) = accuracy::grade(&ds.extract, &c.content, item);

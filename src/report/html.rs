@@ -175,10 +175,7 @@ fn gate_section(out: &mut String, suite: &str, g: &GateRecord) {
         }
     );
     let shown = |k: &str, v: f64| {
-        if ["ttft", "ttft_content", "itl", "tpot", "e2e"]
-            .iter()
-            .any(|m| k.starts_with(&format!("{m}.")))
-        {
+        if super::is_duration(k) {
             secs(v)
         } else {
             format!("{v:.2}")

@@ -21,8 +21,7 @@ pub const KEY_FIGURES: &[&str] = &[
 
 /// A figure for people: durations (seconds) in a fitting unit.
 fn shown(key: &str, value: f64) -> String {
-    let metric = key.split('.').next().unwrap_or(key);
-    if ["ttft", "ttft_content", "itl", "tpot", "e2e"].contains(&metric) {
+    if super::is_duration(key) {
         crate::load::thresholds::format_secs(value)
     } else if value.fract() == 0.0 && value.abs() < 1e12 {
         format!("{value:.0}")

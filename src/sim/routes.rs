@@ -127,6 +127,11 @@ fn u32_field(v: Option<&Value>) -> Option<u32> {
 }
 
 fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
+    let flag = |pointer: &str, default: bool| {
+        body.pointer(pointer)
+            .and_then(Value::as_bool)
+            .unwrap_or(default)
+    };
     let prompt = match shape {
         Shape::Chat => body
             .get("messages")
@@ -178,14 +183,8 @@ fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
             .and_then(Value::as_f64)
             .is_some_and(|t| t > 0.0),
         reasoning: ReasoningAsk {
-            thinking: body
-                .pointer("/chat_template_kwargs/enable_thinking")
-                .and_then(Value::as_bool)
-                .unwrap_or(true),
-            separate: body
-                .get("separate_reasoning")
-                .and_then(Value::as_bool)
-                .unwrap_or(true),
+            thinking: flag("/chat_template_kwargs/enable_thinking", true),
+            separate: flag("/separate_reasoning", true),
         },
         stop: match params.get("stop") {
             Some(Value::String(s)) => vec![s.clone()],
@@ -195,16 +194,10 @@ fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
                 .collect(),
             _ => Vec::new(),
         },
-        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        stream: flag("/stream", false),
         extras: Extras {
-            usage: body
-                .pointer("/stream_options/include_usage")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-            continuous: body
-                .pointer("/stream_options/continuous_usage_stats")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            usage: flag("/stream_options/include_usage", false),
+            continuous: flag("/stream_options/continuous_usage_stats", false),
         },
     })
 }
