@@ -2,6 +2,9 @@
 //! against `schemas/run-record.schema.json`; Markdown, JUnit and the GitHub
 //! annotations of a saved record are golden files; JUnit parses back.
 
+#[path = "common/golden.rs"]
+mod golden;
+use golden::golden;
 use std::path::Path;
 use std::process::Command;
 
@@ -127,13 +130,13 @@ fn the_record_of_a_real_run_matches_its_schema() {
 
 #[test]
 fn markdown_summary() {
-    insta::assert_snapshot!(report::markdown::render(&fixture()));
+    golden!(report::markdown::render(&fixture()));
 }
 
 #[test]
 fn junit_is_golden_and_parses_back() {
     let xml = report::junit::render(&fixture()).unwrap();
-    insta::assert_snapshot!(xml);
+    golden!(xml);
     let doc = roxmltree::Document::parse(&xml).unwrap();
     let root = doc.root_element();
     assert_eq!(root.tag_name().name(), "testsuites");
@@ -159,7 +162,7 @@ fn junit_is_golden_and_parses_back() {
 #[test]
 fn github_annotations_point_at_the_failing_line() {
     let lines = report::annotations::render(&fixture());
-    insta::assert_snapshot!(lines.join("\n"));
+    golden!(lines.join("\n"));
     assert_eq!(lines.len(), 2);
     for l in &lines {
         assert!(!l.contains('\n'));
@@ -219,5 +222,5 @@ fn html_report_is_golden_and_self_contained() {
         );
     }
     assert!(html.contains("<svg class=\"chart\""));
-    insta::assert_snapshot!(html);
+    golden!(html);
 }

@@ -1,6 +1,9 @@
 //! Golden diagnostics of broken suites: every problem of a file reported at
 //! its line and column, with what was expected, and never a panic.
 
+#[path = "common/golden.rs"]
+mod golden;
+use golden::golden;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -16,7 +19,7 @@ fn errors(name: &str, text: &str) -> String {
 
 #[test]
 fn yaml_syntax_error() {
-    insta::assert_snapshot!(errors(
+    golden!(errors(
         "syntax",
         "suite: x\ncorrectness:\n  - name: a\n    prompt: [unclosed\n    expect: []\n"
     ));
@@ -24,7 +27,7 @@ fn yaml_syntax_error() {
 
 #[test]
 fn duplicate_names() {
-    insta::assert_snapshot!(errors(
+    golden!(errors(
         "dupes",
         r#"suite: dupes
 correctness:
@@ -47,7 +50,7 @@ performance:
 
 #[test]
 fn chat_only_fields_with_a_completions_api() {
-    insta::assert_snapshot!(errors(
+    golden!(errors(
         "chat_only",
         r#"suite: c
 target: {api: openai-completions}
@@ -67,7 +70,7 @@ correctness:
 
 #[test]
 fn wrong_types_and_missing_fields() {
-    insta::assert_snapshot!(errors(
+    golden!(errors(
         "types",
         r#"suite: "has space"
 defaults: {max_tokens: many, temperature: hot, stop: {a: b}}
@@ -92,8 +95,8 @@ performance:
 
 #[test]
 fn empty_and_non_mapping_suites() {
-    insta::assert_snapshot!("empty", errors("empty", "suite: nothing\n"));
-    insta::assert_snapshot!("list", errors("list", "- just\n- a list\n"));
+    golden!("empty", errors("empty", "suite: nothing\n"));
+    golden!("list", errors("list", "- just\n- a list\n"));
 }
 
 #[test]
@@ -122,7 +125,7 @@ fn interpolation_and_urls() {
         servegate::suite::BaseUrl::Url("http://gpu-7:30000".into())
     );
     assert_eq!(ok.name, "u", "the file stem names a suite without `suite:`");
-    insta::assert_snapshot!(errors(
+    golden!(errors(
         "urls",
         "target: {base_url: 'ftp://x', api_key_env: 'sk-abc123 secret'}\ncorrectness:\n  - {name: a, prompt: p, expect: [{contains: x}]}\n"
     ));
@@ -130,7 +133,7 @@ fn interpolation_and_urls() {
 
 #[test]
 fn launch_config_and_variants() {
-    insta::assert_snapshot!(errors(
+    golden!(errors(
         "launch",
         r#"suite: l
 target:
@@ -157,7 +160,7 @@ correctness:
 
 #[test]
 fn variants_without_a_launch() {
-    insta::assert_snapshot!(errors(
+    golden!(errors(
         "variants",
         r#"suite: v
 variants:
@@ -180,7 +183,7 @@ performance:
 
 #[test]
 fn dataset_and_code_probes() {
-    insta::assert_snapshot!(errors(
+    golden!(errors(
         "datasets",
         r#"suite: d
 correctness:
@@ -205,7 +208,7 @@ correctness:
 
 #[test]
 fn bad_threshold_expressions() {
-    insta::assert_snapshot!(errors(
+    golden!(errors(
         "thresholds",
         r#"suite: t
 correctness:
@@ -236,5 +239,5 @@ fn a_ten_megabyte_suite_is_refused_before_parsing() {
     let started = std::time::Instant::now();
     let message = errors("big", &text);
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
-    insta::assert_snapshot!(message);
+    golden!(message);
 }

@@ -1,0 +1,13 @@
+//! `golden!`: `insta::assert_snapshot!` with the project's own golden files
+//! in `tests/goldens/`, apart from `snapshots/` (model answers) so that a
+//! suite under `tests/` belongs to the project at the repository's root.
+
+/// `insta::assert_snapshot!`, stored in `tests/goldens/`.
+macro_rules! golden {
+    ($($arg:tt)*) => {
+        insta::with_settings!({ snapshot_path => "goldens" }, {
+            insta::assert_snapshot!($($arg)*);
+        })
+    };
+}
+pub(crate) use golden;
