@@ -11,6 +11,8 @@ pub mod client;
 pub mod harness;
 pub mod load;
 pub mod report;
+pub mod review;
 pub mod server;
 pub mod sim;
 pub mod suite;
+pub mod text;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use libtest_mimic::Arguments;
 use servegate::bench::{self, BenchOptions};
-use servegate::harness::{self, target::TARGET_ENV};
+use servegate::harness::{self, RunOptions, target::TARGET_ENV};
 use servegate::sim::{self, Profile};
 
 /// A cargo-test-style runner of declarative test suites for LLM inference servers.
@@ -32,9 +32,31 @@ enum Command {
         /// `sim` or a server URL; overrides every suite's `base_url`.
         #[arg(long, env = TARGET_ENV)]
         target: Option<String>,
+        /// Where runs are written (`runs/<run>/`, `latest/`) [default:
+        /// `target/servegate` in the first suite's project].
+        #[arg(long, env = "SERVEGATE_OUT")]
+        out_dir: Option<PathBuf>,
         /// libtest arguments after `--`: a filter, --exact, --skip, --list, …
         #[arg(last = true)]
         libtest: Vec<String>,
+    },
+    /// Review pending snapshots: accept, reject or skip each new or changed
+    /// answer (`<probe>.snap.new`), shown with its probe's suite line,
+    /// prompt, model and a diff.
+    Review {
+        /// `.snap.new` files, directories holding them, or suite files
+        /// [default: the `snapshots/` of the working directory's project].
+        paths: Vec<PathBuf>,
+        /// Pending answers downloaded from a CI run (its run directory or
+        /// that directory's `snapshots/`), accepted into this project.
+        #[arg(long, value_name = "DIR")]
+        from: Option<PathBuf>,
+        /// Accept every pending answer without asking.
+        #[arg(long, conflicts_with = "reject_all")]
+        accept_all: bool,
+        /// Reject every pending answer without asking.
+        #[arg(long)]
+        reject_all: bool,
     },
     /// Record baselines: the figures that `>= baseline * 0.95` thresholds
     /// compare with. Written only by this command, never by a run.
@@ -101,16 +123,26 @@ enum BaselineAction {
         /// `sim` or a server URL; overrides every suite's `base_url`.
         #[arg(long, env = TARGET_ENV)]
         target: Option<String>,
+        /// Where runs are written [default: `target/servegate` in the first
+        /// suite's project].
+        #[arg(long, env = "SERVEGATE_OUT")]
+        out_dir: Option<PathBuf>,
         /// libtest arguments after `--`.
         #[arg(last = true)]
         libtest: Vec<String>,
     },
-    /// Record the figures of the latest run (target/servegate/latest/report.json).
-    Accept,
+    /// Record the figures of the latest run (`<out>/latest/report.json`).
+    Accept {
+        /// servegate's output directory [default: `target/servegate` in the
+        /// working directory's project].
+        #[arg(long, env = "SERVEGATE_OUT")]
+        out_dir: Option<PathBuf>,
+    },
 }
 
-fn accept_baselines() -> ExitCode {
-    match harness::record::accept() {
+fn accept_baselines(out_dir: Option<&Path>) -> ExitCode {
+    let out = harness::record::out_dir(out_dir, None);
+    match harness::record::accept(&out) {
         Ok(files) => {
             for f in files {
                 println!("servegate: baseline written to {}", f.display());
@@ -141,15 +173,22 @@ fn main() -> ExitCode {
         Command::Run {
             suites,
             target,
+            out_dir,
             libtest,
         } => {
             let outcome = harness::run(
                 &suites_or_default(suites),
-                target.as_deref(),
+                &RunOptions { target, out_dir },
                 libtest_args(libtest),
             );
             outcome.cli_exit_code()
         }
+        Command::Review {
+            paths,
+            from,
+            accept_all,
+            reject_all,
+        } => review(paths, from, accept_all, reject_all),
         Command::Report { path, format } => report(&path, format),
         Command::Soak {
             streams,
@@ -177,23 +216,24 @@ fn main() -> ExitCode {
             BaselineAction::Save {
                 suites,
                 target,
+                out_dir,
                 libtest,
             } => {
                 // Gates are measured whatever their thresholds say: the first
                 // save has no baseline to compare with yet.
-                harness::run(
-                    &suites_or_default(suites),
-                    target.as_deref(),
-                    libtest_args(libtest),
-                );
-                accept_baselines()
+                let suites = suites_or_default(suites);
+                let options = RunOptions { target, out_dir };
+                harness::run(&suites, &options, libtest_args(libtest));
+                let project = harness::first_project(&suites);
+                let out = harness::record::out_dir(options.out_dir.as_deref(), project.as_deref());
+                accept_baselines(Some(&out))
             }
-            BaselineAction::Accept => accept_baselines(),
+            BaselineAction::Accept { out_dir } => accept_baselines(out_dir.as_deref()),
         },
         Command::List { suites } => {
             let outcome = harness::run(
                 &suites_or_default(suites),
-                None,
+                &RunOptions::default(),
                 libtest_args(["--list".to_owned()]),
             );
             outcome.cli_exit_code()
@@ -223,6 +263,38 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+    }
+}
+
+/// `servegate review`: asks on stdin unless told what to do with them all.
+fn review(
+    paths: Vec<PathBuf>,
+    from: Option<PathBuf>,
+    accept_all: bool,
+    reject_all: bool,
+) -> ExitCode {
+    use std::io::IsTerminal as _;
+    let project = harness::record::working_project();
+    let options = servegate::review::Options {
+        paths,
+        from,
+        snapshots: servegate::check::snapshot::root(&project),
+        all: if accept_all {
+            Some(servegate::review::Decision::Accept)
+        } else if reject_all {
+            Some(servegate::review::Decision::Reject)
+        } else {
+            None
+        },
+        color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    };
+    let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+    match servegate::review::review(&options, &mut stdin.lock(), &mut stdout.lock()) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -2,7 +2,10 @@
 //! exit codes, trial order, failure messages and the printed target.
 
 mod common;
+#[path = "common/golden.rs"]
+mod golden;
 use common::{assert_has, failure_of};
+use golden::golden;
 use std::net::TcpListener;
 use std::process::{Command, Output};
 
@@ -66,7 +69,10 @@ fn shipped_suite_passes_on_the_simulator_with_figures() {
     let second_gate = position(&out, "test sglang::performance::concurrency_8");
     assert!(target < first_probe && first_probe < second_probe);
     assert!(second_probe < first_gate && first_gate < second_gate);
-    assert_has(&out, &["served model \"sim-sglang\"", "5 passed; 0 failed"]);
+    assert_has(&out, &["served model \"sim-sglang\"", "8 passed; 0 failed"]);
+    // Each probe's snapshot is its own trial, right after the probe.
+    let snapshot = position(&out, "test sglang::snapshot::arithmetic");
+    assert!(first_probe < snapshot && snapshot < second_probe);
     // Measured figures are shown for a green run, with their verdicts.
     let figures = position(&out, "servegate: figures measured in this run");
     assert!(figures > second_gate);
@@ -165,7 +171,7 @@ fn exact_filter_runs_one_trial() {
         &out,
         &[
             "running 1 test",
-            "1 passed; 0 failed; 0 ignored; 0 measured; 4 filtered out",
+            "1 passed; 0 failed; 0 ignored; 0 measured; 7 filtered out",
         ],
     );
 }
@@ -174,7 +180,7 @@ fn exact_filter_runs_one_trial() {
 fn bad_suite_becomes_one_failing_load_trial() {
     let out = run_expecting(&["run", "tests/suites/bad/typos.yaml"], 2);
     assert_eq!(verdict(&out, "typos::load"), "FAILED", "{out}");
-    insta::assert_snapshot!("typos_load_trial", failure_of(&out, "typos::load"));
+    golden!("typos_load_trial", failure_of(&out, "typos::load"));
 }
 
 #[test]
@@ -193,7 +199,7 @@ fn unreachable_target_fails_every_trial_clearly() {
             &format!(
                 "servegate: suite `sglang` → target FAILED: target {url} is unreachable: could not connect"
             ),
-            "0 passed; 5 failed",
+            "0 passed; 8 failed",
         ],
     );
     for name in [
@@ -223,8 +229,11 @@ fn list_names_every_trial_without_running() {
     assert_eq!(
         out,
         "sglang::correctness::arithmetic: test\n\
+         sglang::snapshot::arithmetic: test\n\
          sglang::correctness::is_prime: test\n\
+         sglang::snapshot::is_prime: test\n\
          sglang::correctness::server_contract: test\n\
+         sglang::snapshot::server_contract: test\n\
          sglang::performance::single_stream_decode: test\n\
          sglang::performance::concurrency_8: test\n\
          typos::load: test\n"
@@ -569,7 +578,7 @@ fn an_external_server_is_measured_and_named_as_such() {
     assert_has(
         &out,
         &[
-            "5 passed; 0 failed",
+            "8 passed; 0 failed",
             "server /metrics over the window: generation tokens 2560",
         ],
     );
@@ -636,77 +645,247 @@ fn code_probes_run_the_answer_against_its_tests_in_a_sandbox() {
     );
 }
 
-/// Snapshots of answers: none yet fails (and `auto` leaves a `.snap.new`
-/// for `cargo insta review`), `always` records, the same answer matches,
-/// a changed answer fails with a diff and, under `INSTA_UPDATE=no`, writes
-/// nothing. `deterministic` catches answers that change between asks.
+/// A project of its own in a temporary directory: `snapshots/` at its root,
+/// the snapshot suites under `suites/` with their simulator profiles.
+fn snapshot_project(tag: &str) -> std::path::PathBuf {
+    let root =
+        std::env::temp_dir().join(format!("servegate-snapshots-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("snapshots")).unwrap();
+    std::fs::create_dir_all(root.join("suites")).unwrap();
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for name in ["a", "b", "gate"] {
+        let text = std::fs::read_to_string(here.join(format!("tests/suites/snapshot/{name}.yaml")))
+            .unwrap()
+            .replace(
+                "fixtures/sim/",
+                &format!("{}/fixtures/sim/", here.display()),
+            );
+        std::fs::write(root.join(format!("suites/{name}.yaml")), text).unwrap();
+    }
+    root
+}
+
+/// `servegate` in `cwd` with these variables (and no CI or INSTA_* unless given).
+fn servegate_in(
+    cwd: &std::path::Path,
+    args: &[&str],
+    vars: &[(&str, &str)],
+) -> (Option<i32>, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_servegate"));
+    cmd.args(args).current_dir(cwd);
+    for v in [
+        "CI",
+        "TF_BUILD",
+        "INSTA_UPDATE",
+        "INSTA_FORCE_PASS",
+        "SERVEGATE_TARGET",
+        "SERVEGATE_SNAPSHOTS",
+        "SERVEGATE_OUT",
+        "CARGO_TARGET_DIR",
+    ] {
+        cmd.env_remove(v);
+    }
+    cmd.envs(vars.iter().copied());
+    let o = cmd.output().unwrap();
+    (o.status.code(), stdout(&o))
+}
+
+/// `servegate review` in `project`, answering `answers` on stdin.
+fn review(project: &std::path::Path, args: &[&str], answers: &str) -> String {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .arg("review")
+        .args(args)
+        .current_dir(project)
+        .env_remove("SERVEGATE_SNAPSHOTS")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), answers.as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    stdout(&o)
+}
+
+/// Snapshots are a stage of their own: a missing or changed answer fails
+/// `<suite>::snapshot::<probe>` and leaves the probe, and the gates, alone
+/// (unless `snapshot: gate`); the pending answer goes beside the snapshot
+/// locally and into the run directory in CI; `INSTA_FORCE_PASS` passes
+/// nothing; paths are the suite's project's, wherever servegate runs from.
 #[test]
-fn snapshots_record_match_and_diff_model_answers() {
-    let dir = std::env::temp_dir().join(format!("servegate-snapshots-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let run = |suite: &str, update: &str| {
-        let o = Command::new(env!("CARGO_BIN_EXE_servegate"))
-            .args(["run", suite])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env("SERVEGATE_SNAPSHOTS", &dir)
-            .env("INSTA_UPDATE", update)
-            .env_remove("CI")
-            .env_remove("TF_BUILD")
-            .env_remove("SERVEGATE_TARGET")
-            .output()
-            .unwrap();
-        (o.status.code(), stdout(&o))
-    };
-    let snap = dir.join("snap/sim-snap/capital.snap");
-    let pending = dir.join("snap/sim-snap/capital.snap.new");
-    let (code, out) = run("tests/suites/snapshot/a.yaml", "no");
+fn snapshots_are_a_review_stage_of_their_own() {
+    let root = snapshot_project("stage");
+    let suites = root.join("suites");
+    let snap = root.join("snapshots/snap/sim-snap/capital.snap");
+    let pending = root.join("snapshots/snap/sim-snap/capital.snap.new");
+    // No snapshot, nothing written: the snapshot trial fails, the probe passes.
+    let (code, out) = servegate_in(&suites, &["run", "a.yaml"], &[("INSTA_UPDATE", "no")]);
     assert_eq!(code, Some(1), "{out}");
+    assert_eq!(verdict(&out, "snap::correctness::capital"), "ok", "{out}");
+    assert_eq!(verdict(&out, "snap::snapshot::capital"), "FAILED", "{out}");
+    assert!(
+        position(&out, "test snap::correctness::capital")
+            < position(&out, "test snap::snapshot::capital")
+    );
+    assert!(
+        position(&out, "test snap::snapshot::capital")
+            < position(&out, "test snap::correctness::twice")
+    );
     assert_has(
-        &failure_of(&out, "snap::correctness::capital"),
+        &failure_of(&out, "snap::snapshot::capital"),
         &[
             "error: no snapshot yet: ",
-            "nothing was written (CI, or INSTA_UPDATE=no)",
+            "--> a.yaml:10:5",
+            "  | The capital of France is Paris.\n  | It lies on the Seine.",
+            "= INSTA_UPDATE=no: nothing was written",
+            "= a review item: the correctness probe and the performance gates do not depend on it",
         ],
     );
     assert!(!snap.exists() && !pending.exists());
-    let (_, out) = run("tests/suites/snapshot/a.yaml", "auto");
-    assert_has(
-        &failure_of(&out, "snap::correctness::capital"),
-        &["capital.snap.new; review it with `cargo insta review`"],
+    // Run from elsewhere: the same project, a pending answer beside the
+    // snapshot, pointing at the suite and the probe's line.
+    let a = suites.join("a.yaml");
+    let (_, out) = servegate_in(
+        std::path::Path::new("/"),
+        &["run", a.to_str().unwrap()],
+        &[],
     );
-    assert!(pending.exists());
-    let (_, out) = run("tests/suites/snapshot/a.yaml", "always");
-    assert_eq!(verdict(&out, "snap::correctness::capital"), "ok", "{out}");
-    let text = std::fs::read_to_string(&snap).unwrap();
     assert_has(
-        &text,
+        &failure_of(&out, "snap::snapshot::capital"),
+        &["capital.snap.new for review: `servegate review` accepts or rejects it"],
+    );
+    assert_has(
+        &std::fs::read_to_string(&pending).unwrap(),
         &[
+            "source: suites/a.yaml",
+            "assertion_line: 10",
+            "description: snap::snapshot::capital",
             "model: sim-snap",
-            "server_version: servegate-sim",
-            "content: What is the capital of France?",
-            "--- content ---\nThe capital of France is Paris.",
         ],
     );
-    let (_, out) = run("tests/suites/snapshot/a.yaml", "no");
-    assert_eq!(verdict(&out, "snap::correctness::capital"), "ok", "{out}");
-    assert_eq!(verdict(&out, "snap::correctness::twice"), "ok", "{out}");
-    assert_has(
-        &failure_of(&out, "snap::correctness::sampled"),
-        &["error: answers differ: ask 2 of 3 differs from the first in its content at character"],
+    assert!(
+        root.join("target/servegate/latest/report.json").exists(),
+        "the run's output is in its project"
     );
+    // In CI nothing is written into the checkout, and INSTA_FORCE_PASS passes nothing.
     let _ = std::fs::remove_file(&pending);
-    let (code, out) = run("tests/suites/snapshot/b.yaml", "no");
-    assert_eq!(code, Some(1), "{out}");
+    let out_dir = root.join("ci-out");
+    let (_, out) = servegate_in(
+        &suites,
+        &["run", "a.yaml", "--out-dir", out_dir.to_str().unwrap()],
+        &[("CI", "true"), ("INSTA_FORCE_PASS", "1")],
+    );
     assert_has(
-        &failure_of(&out, "snap::correctness::capital"),
+        &out,
+        &["note: INSTA_FORCE_PASS is ignored: a changed answer never passes its snapshot trial"],
+    );
+    assert_eq!(verdict(&out, "snap::snapshot::capital"), "FAILED", "{out}");
+    assert!(!pending.exists());
+    assert!(std::fs::read_dir(out_dir.join("runs")).unwrap().any(|run| {
+        run.unwrap()
+            .path()
+            .join("snapshots/snap/sim-snap/capital.snap.new")
+            .exists()
+    }));
+    // Recorded, then changed: a diff, and the gate still passes.
+    let (_, out) = servegate_in(&suites, &["run", "a.yaml"], &[("INSTA_UPDATE", "always")]);
+    assert_has(&out, &["servegate: snapshot recorded: ", "capital.snap"]);
+    let (code, out) = servegate_in(&suites, &["run", "b.yaml"], &[("INSTA_UPDATE", "no")]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(verdict(&out, "snap::correctness::capital"), "ok", "{out}");
+    assert_eq!(verdict(&out, "snap::performance::quick"), "ok", "{out}");
+    assert_has(
+        &failure_of(&out, "snap::snapshot::capital"),
         &[
-            "error: snapshot mismatch: ",
-            "--> tests/suites/snapshot/b.yaml:10:5",
+            "error: snapshot changed: ",
+            "--> b.yaml:11:5",
             "-The capital of France is Paris.\n+The capital of France is Lyon.",
         ],
     );
-    assert!(!pending.exists(), "INSTA_UPDATE=no writes nothing");
-    let _ = std::fs::remove_dir_all(&dir);
+    // `snapshot: gate`: the changed answer gates the performance gate.
+    let (_, out) = servegate_in(&suites, &["run", "gate.yaml"], &[("INSTA_UPDATE", "no")]);
+    assert_eq!(verdict(&out, "snap::correctness::capital"), "ok", "{out}");
+    assert_has(
+        &failure_of(&out, "snap::performance::quick"),
+        &[
+            "gated: snapshot capital changed (`snapshot: gate`)",
+            "see snap::snapshot::capital",
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// `servegate review` shows each pending answer with its probe's line,
+/// prompt, model and diff, and takes a, r, s or q on stdin; answers made in
+/// CI are accepted into the project with `--from`.
+#[test]
+fn servegate_review_accepts_and_rejects_through_stdin() {
+    let root = snapshot_project("review");
+    let suites = root.join("suites");
+    let snap = root.join("snapshots/snap/sim-snap/capital.snap");
+    let pending = root.join("snapshots/snap/sim-snap/capital.snap.new");
+    servegate_in(&suites, &["run", "a.yaml"], &[]);
+    let shown = review(&root, &[], "a\n");
+    assert_has(
+        &shown,
+        &[
+            "── pending 1 of 1: ",
+            "probe:   suites/a.yaml:10  (snap::snapshot::capital)",
+            "prompt:  What is the capital of France?",
+            "model:   sim-snap   server version: servegate-sim",
+            "new snapshot (none stored yet):",
+            "+The capital of France is Paris.",
+            "accept (a), reject (r), skip (s), quit (q)? ",
+            "servegate: 1 accepted, 0 rejected, 0 skipped",
+        ],
+    );
+    assert!(snap.exists() && !pending.exists());
+    assert!(
+        !std::fs::read_to_string(&snap)
+            .unwrap()
+            .contains("assertion_line")
+    );
+    let (_, out) = servegate_in(&suites, &["run", "a.yaml"], &[("INSTA_UPDATE", "no")]);
+    assert_eq!(verdict(&out, "snap::snapshot::capital"), "ok", "{out}");
+    // A changed answer, rejected: the stored answer stays.
+    servegate_in(&suites, &["run", "b.yaml"], &[]);
+    let shown = review(&root, &["suites/b.yaml"], "x\nr\n");
+    assert_has(
+        &shown,
+        &[
+            "`x`: answer a, r, s or q",
+            "-The capital of France is Paris.",
+            "+The capital of France is Lyon.",
+            "0 accepted, 1 rejected",
+        ],
+    );
+    assert!(!pending.exists());
+    assert!(std::fs::read_to_string(&snap).unwrap().contains("Paris"));
+    // Made in CI, downloaded, accepted into the project.
+    let out_dir = root.join("ci-out");
+    servegate_in(
+        &suites,
+        &["run", "b.yaml", "--out-dir", out_dir.to_str().unwrap()],
+        &[("CI", "true")],
+    );
+    let run = std::fs::read_dir(out_dir.join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let shown = review(&root, &["--from", run.to_str().unwrap()], "s\n");
+    assert_has(&shown, &["0 accepted, 0 rejected, 1 skipped"]);
+    let shown = review(
+        &root,
+        &["--from", run.to_str().unwrap(), "--accept-all"],
+        "",
+    );
+    assert_has(&shown, &["+The capital of France is Lyon.", "1 accepted"]);
+    assert!(std::fs::read_to_string(&snap).unwrap().contains("Lyon"));
+    assert_eq!(review(&root, &[], ""), "servegate: no pending snapshots\n");
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// A dataset probe asks every scored item (after the few-shot examples),

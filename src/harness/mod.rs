@@ -16,13 +16,15 @@ pub mod target;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use libtest_mimic::{Arguments, Conclusion, Trial};
 
 pub use session::{GateFigures, Plan, SuiteRun};
 
-use crate::suite::{LoadFailure, Suite, discover, load_file};
+use crate::suite::node::Loc;
+use crate::suite::{LoadFailure, SnapshotMode, Suite, discover, load_file};
 
 /// The environment variable that lists suite files or directories
 /// (separated like `PATH`), replacing the default `suites/`.
@@ -63,8 +65,11 @@ pub fn test_main(manifest_dir: &str) -> ExitCode {
         Some(v) if !v.is_empty() => std::env::split_paths(&v).collect(),
         _ => vec![Path::new(manifest_dir).join("suites/sglang.yaml")],
     };
-    let target = std::env::var(target::TARGET_ENV).ok();
-    let outcome = run(&paths, target.as_deref(), Arguments::from_args());
+    let options = RunOptions {
+        target: std::env::var(target::TARGET_ENV).ok(),
+        out_dir: None,
+    };
+    let outcome = run(&paths, &options, Arguments::from_args());
     outcome.conclusion.exit_code()
 }
 
@@ -107,11 +112,13 @@ fn display_path(path: &Path) -> PathBuf {
 }
 
 /// Trial names of one run of a suite (`label`: `<suite>` or
-/// `<suite>[<variant>]`), in run order: config checks, probes, gates, then
-/// sweep curves.
+/// `<suite>[<variant>]`), in run order: config checks, each probe followed
+/// by its snapshot, gates, then sweep curves.
 struct Names {
     configs: Vec<String>,
     probes: Vec<String>,
+    /// Each snapshot trial with its probe's index.
+    snapshots: Vec<(usize, String)>,
     gates: Vec<String>,
     curves: Vec<String>,
 }
@@ -129,6 +136,13 @@ impl Names {
                 .probes
                 .iter()
                 .map(|p| name("correctness", &p.name))
+                .collect(),
+            snapshots: suite
+                .probes
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.snapshot != SnapshotMode::Off)
+                .map(|(i, p)| (i, name("snapshot", &p.name)))
                 .collect(),
             gates: suite
                 .gates
@@ -155,27 +169,98 @@ impl Names {
             .collect()
     }
 
-    fn all(self) -> impl Iterator<Item = String> {
-        self.configs
-            .into_iter()
-            .chain(self.probes)
-            .chain(self.gates)
-            .chain(self.curves)
+    /// Every trial in run order: its name, where its item is written, what
+    /// runs it and the item's index in its list.
+    fn in_order(self, suite: &Suite) -> Vec<(String, Loc, Each, usize)> {
+        let mut out: Vec<(String, Loc, Each, usize)> = Vec::new();
+        for (i, name) in self.configs.into_iter().enumerate() {
+            out.push((name, suite.expect_server[i].loc, SuiteRun::config, i));
+        }
+        let mut snapshots = self.snapshots.into_iter().peekable();
+        for (i, name) in self.probes.into_iter().enumerate() {
+            let loc = suite.probes[i].loc;
+            out.push((name, loc, SuiteRun::probe, i));
+            if let Some((_, snap)) = snapshots.next_if(|(p, _)| *p == i) {
+                out.push((snap, loc, SuiteRun::snapshot, i));
+            }
+        }
+        for (i, name) in self.gates.into_iter().enumerate() {
+            out.push((name, suite.gates[i].loc, SuiteRun::gate, i));
+        }
+        for (i, name) in self.curves.into_iter().enumerate() {
+            out.push((name, suite.curves[i].loc, SuiteRun::curve, i));
+        }
+        out
     }
 }
 
-/// This run's directory under `target/servegate/runs/`.
-fn run_dir() -> PathBuf {
+/// Trials taking turns: libtest-mimic runs them on two worker threads, so
+/// that it prints each `test … ok` line after its trial ended and what a
+/// trial prints (a server launched or stopped, a snapshot recorded) comes
+/// before that line, never inside it; the turns keep them one at a time and
+/// in order.
+#[derive(Default)]
+struct Turns {
+    next: Mutex<usize>,
+    changed: std::sync::Condvar,
+}
+
+impl Turns {
+    /// Runs `f` once every trial with an earlier turn has ended.
+    fn take<R>(&self, turn: usize, f: impl FnOnce() -> R) -> R {
+        /// Passes the turn on even when the trial panics.
+        struct Done<'a>(&'a Turns);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                if let Ok(mut next) = self.0.next.lock() {
+                    *next += 1;
+                }
+                self.0.changed.notify_all();
+            }
+        }
+        if let Ok(mut next) = self.next.lock() {
+            while *next < turn {
+                next = match self.changed.wait(next) {
+                    Ok(n) => n,
+                    Err(_) => break,
+                };
+            }
+        }
+        let _done = Done(self);
+        f()
+    }
+}
+
+/// The project of the first suite file under `paths` that loads: where a
+/// run of them writes by default.
+pub fn first_project(paths: &[PathBuf]) -> Option<PathBuf> {
+    discover(paths)
+        .ok()?
+        .first()
+        .map(|f| crate::suite::project_root(f))
+}
+
+/// A new run's directory under `<out>/runs/`.
+fn run_dir(out: &Path) -> PathBuf {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    record::target_dir()
-        .join("servegate/runs")
+    out.join("runs")
         .join(format!("{secs}-{}", std::process::id()))
 }
 
+/// What a run is asked to do beyond its suites and libtest's arguments.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// `sim` or a server URL, overriding every suite's `base_url`.
+    pub target: Option<String>,
+    /// servegate's output directory (`--out-dir`), holding `runs/` and `latest/`.
+    pub out_dir: Option<PathBuf>,
+}
+
 /// Loads the suites under `paths` and runs them as libtest trials.
-pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments) -> Outcome {
+pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outcome {
+    let target_override = options.target.as_deref();
     let loaded = match load_all(paths) {
         Ok(l) => l,
         Err(e) => {
@@ -203,7 +288,8 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
     if args.test_threads.is_some_and(|n| n > 1) {
         println!("note: servegate runs trials one at a time: they share one server and measure it");
     }
-    args.test_threads = Some(1);
+    // Two libtest workers taking turns (see `Turns`): one trial at a time.
+    args.test_threads = Some(2);
     // Against a server elsewhere the client runs on one thread: cheaper per
     // token and more precise than a work-stealing pool (see bench-client). The
     // embedded simulator needs threads of its own, or it would share the
@@ -237,9 +323,15 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
     // Every suite run, shared with the gate trials so each can write the
     // figures measured so far: an interrupted run still leaves them.
     let book: Arc<Mutex<Vec<Arc<SuiteRun>>>> = Arc::default();
-    let dir = run_dir();
+    let out = record::out_dir(options.out_dir.as_deref(), first_project(paths).as_deref());
+    let dir = run_dir(&out);
+    let snapshots = crate::check::snapshot::Policy::from_env(&|k| std::env::var(k).ok(), &dir);
+    for note in &snapshots.notes {
+        println!("note: {note}");
+    }
     let info = record::RunInfo {
         dir: dir.clone(),
+        out,
         started_unix: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
@@ -251,11 +343,20 @@ pub fn run(paths: &[PathBuf], target_override: Option<&str>, mut args: Arguments
         dir: &dir,
         info: &info,
         target_override,
+        turns: (Arc::default(), AtomicUsize::new(0)),
+        snapshots: &snapshots,
     };
     for l in loaded {
         let suite = match l {
             Loaded::Failed(f) => {
-                trials.push(load_trial(f));
+                let name = format!("{}::load", f.name);
+                let turn = ctx.turn(&name);
+                let turns = Arc::clone(&ctx.turns.0);
+                let message = f.message;
+                trials.push(Trial::test(name, move || {
+                    let fail = || Err(message.clone().into());
+                    turn.map_or_else(fail, |t| turns.take(t, fail))
+                }));
                 continue;
             }
             Loaded::Suite(suite) => suite,
@@ -300,6 +401,19 @@ struct Context<'a> {
     dir: &'a Path,
     info: &'a record::RunInfo,
     target_override: Option<&'a str>,
+    /// The turns of the trials that run, and how many were handed out.
+    turns: (Arc<Turns>, AtomicUsize),
+    /// What this run does with new and changed answers.
+    snapshots: &'a crate::check::snapshot::Policy,
+}
+
+impl Context<'_> {
+    /// Whether the trial `name` runs (not filtered out); then its turn.
+    fn turn(&self, name: &str) -> Option<usize> {
+        let trial = Trial::test(name, || Ok(()));
+        (!self.args.is_filtered_out(&trial) && !self.args.is_ignored(&trial))
+            .then(|| self.turns.1.fetch_add(1, Ordering::SeqCst))
+    }
 }
 
 /// Runs item `index` of a stage of a suite run.
@@ -317,13 +431,15 @@ fn add_run(
     let names = Names::of(suite, label);
     let selected = |n: &String| !ctx.args.is_filtered_out(&Trial::test(n.clone(), || Ok(())));
     let count = |list: &[String]| list.iter().filter(|n| selected(n)).count();
-    let (configs, probes, gates, curves) = (
+    let snapshot_names: Vec<String> = names.snapshots.iter().map(|(_, n)| n.clone()).collect();
+    let (configs, probes, snapshots, gates, curves) = (
         count(&names.configs),
         count(&names.probes),
+        count(&snapshot_names),
         count(&names.gates),
         count(&names.curves),
     );
-    if configs + probes + gates + curves == 0 {
+    if configs + probes + snapshots + gates + curves == 0 {
         return;
     }
     let plan = Plan {
@@ -331,6 +447,7 @@ fn add_run(
         target_override: ctx.target_override.map(str::to_owned),
         variant,
         run_dir: ctx.dir.to_path_buf(),
+        snapshots: ctx.snapshots.update.clone(),
         siblings: Arc::downgrade(book),
     };
     let run = Arc::new(SuiteRun::new(suite.clone(), plan, Arc::clone(runtime)));
@@ -350,7 +467,7 @@ fn add_run(
         run.connect();
     }
     let earlier = |n: usize, total: usize, what: &str| {
-        if n < total && probes + gates + curves > 0 {
+        if n < total && probes + snapshots + gates + curves > 0 {
             println!(
                 "note: suite `{label}`: its {total} {what} run first as prerequisites of the selected trials"
             );
@@ -359,22 +476,32 @@ fn add_run(
     earlier(configs, names.configs.len(), "config check(s)");
     if gates + curves > 0 {
         earlier(probes, names.probes.len(), "correctness probe(s)");
+    } else if snapshots > 0 {
+        let unselected = names
+            .snapshots
+            .iter()
+            .filter(|(i, n)| selected(n) && !selected(&names.probes[*i]))
+            .count();
+        if unselected > 0 {
+            println!(
+                "note: suite `{label}`: the correctness probes of its {unselected} selected snapshot(s) run first: a snapshot compares their answers"
+            );
+        }
     }
     if curves > 0 && gates < names.gates.len() {
         println!(
             "note: suite `{label}`: the levels of its selected curves run first as prerequisites"
         );
     }
-    let stage = |list: Vec<String>,
-                 locs: Vec<crate::suite::node::Loc>,
-                 trials: &mut Vec<Trial>,
-                 each: Each| {
-        for (i, (name, loc)) in list.into_iter().zip(locs).enumerate() {
-            if selected(&name) {
-                run.expect_trial();
-            }
-            let (r, book, info) = (Arc::clone(&run), Arc::clone(book), ctx.info.clone());
-            trials.push(Trial::test(name.clone(), move || {
+    for (name, loc, each, i) in names.in_order(suite) {
+        let turn = ctx.turn(&name);
+        if turn.is_some() {
+            run.expect_trial();
+        }
+        let (r, book, info) = (Arc::clone(&run), Arc::clone(book), ctx.info.clone());
+        let turns = Arc::clone(&ctx.turns.0);
+        trials.push(Trial::test(name.clone(), move || {
+            let body = || {
                 let verdict = r.trial(&name, loc, || each(&r, i));
                 // After every trial: an interrupted run leaves its record.
                 if let Ok(runs) = book.lock()
@@ -383,33 +510,12 @@ fn add_run(
                     eprintln!("warning: {e}");
                 }
                 verdict.map_err(Into::into)
-            }));
-        }
-    };
-    let stages: [(Vec<String>, Vec<crate::suite::node::Loc>, Each); 4] = [
-        (
-            names.configs,
-            suite.expect_server.iter().map(|c| c.loc).collect(),
-            SuiteRun::config,
-        ),
-        (
-            names.probes,
-            suite.probes.iter().map(|p| p.loc).collect(),
-            SuiteRun::probe,
-        ),
-        (
-            names.gates,
-            suite.gates.iter().map(|g| g.loc).collect(),
-            SuiteRun::gate,
-        ),
-        (
-            names.curves,
-            suite.curves.iter().map(|c| c.loc).collect(),
-            SuiteRun::curve,
-        ),
-    ];
-    for (list, locs, each) in stages {
-        stage(list, locs, trials, each);
+            };
+            match turn {
+                Some(turn) => turns.take(turn, body),
+                None => body(),
+            }
+        }));
     }
     if let Ok(mut runs) = book.lock() {
         runs.push(run);
@@ -427,10 +533,7 @@ fn publish(info: &record::RunInfo, rec: &record::RunRecord) {
         String::new()
     });
     for (name, text) in [("junit.xml", &junit), ("report.html", &html)] {
-        for path in [
-            info.dir.join(name),
-            record::latest_path().with_file_name(name),
-        ] {
+        for path in [info.dir.join(name), info.latest().with_file_name(name)] {
             if !text.is_empty()
                 && let Err(e) = std::fs::write(&path, text)
             {
@@ -462,8 +565,8 @@ fn listing(loaded: &Loaded) -> Vec<Trial> {
         Loaded::Failed(failure) => vec![load_trial(failure.clone())],
         Loaded::Suite(suite) => Names::labels(suite)
             .into_iter()
-            .flat_map(|(label, _)| Names::of(suite, &label).all())
-            .map(|n| Trial::test(n, || Ok(())))
+            .flat_map(|(label, _)| Names::of(suite, &label).in_order(suite))
+            .map(|(n, ..)| Trial::test(n, || Ok(())))
             .collect(),
     }
 }

@@ -6,7 +6,7 @@
 //! baselines without running it again.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -98,6 +98,9 @@ pub struct SuiteRecord {
     pub datasets: Vec<DatasetRecord>,
     /// The configuration measured (API, served model, server version).
     pub fingerprint: String,
+    /// The baselines directory its gates compare with (its project's).
+    #[serde(default)]
+    pub baselines: Option<String>,
     /// The target as printed.
     pub target: String,
     /// Gates that measured something.
@@ -183,23 +186,52 @@ pub struct RunRecord {
 /// The record format written by this version.
 pub const SCHEMA: &str = "servegate.run/2";
 
-/// Where the latest run's record lives: under `CARGO_TARGET_DIR` or `target/`.
-pub fn latest_path() -> PathBuf {
-    target_dir().join("servegate/latest/report.json")
-}
-
-/// What identifies a run in its record.
+/// What identifies a run in its record, and where it writes.
 #[derive(Debug, Clone)]
 pub struct RunInfo {
-    /// The run's directory: `target/servegate/runs/<run-id>`.
+    /// The run's directory: `<out>/runs/<run-id>`.
     pub dir: PathBuf,
+    /// servegate's output directory, holding `runs/` and `latest/`.
+    pub out: PathBuf,
     /// Seconds since the Unix epoch at the start.
     pub started_unix: u64,
 }
 
-/// `CARGO_TARGET_DIR`, else `target/`.
-pub fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from)
+impl RunInfo {
+    /// The copy of the latest run's record: `<out>/latest/report.json`.
+    pub fn latest(&self) -> PathBuf {
+        latest_in(&self.out)
+    }
+}
+
+/// `<out>/latest/report.json`.
+pub fn latest_in(out: &Path) -> PathBuf {
+    out.join("latest/report.json")
+}
+
+/// servegate's output directory (it holds `runs/<run>/` and `latest/`):
+/// `--out-dir`, else `SERVEGATE_OUT`, else `$CARGO_TARGET_DIR/servegate`,
+/// else `<project>/target/servegate` where `project` is the first suite's
+/// project (or the working directory's, for commands that run no suite).
+pub fn out_dir(explicit: Option<&Path>, project: Option<&Path>) -> PathBuf {
+    if let Some(dir) = explicit {
+        return crate::suite::absolute(dir);
+    }
+    if let Some(dir) = std::env::var_os("SERVEGATE_OUT").filter(|v| !v.is_empty()) {
+        return crate::suite::absolute(Path::new(&dir));
+    }
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|v| !v.is_empty()) {
+        return crate::suite::absolute(Path::new(&dir)).join("servegate");
+    }
+    project
+        .map_or_else(working_project, Path::to_path_buf)
+        .join("target/servegate")
+}
+
+/// The project of the working directory: the nearest directory holding
+/// `snapshots/` or `.git`, else the working directory.
+pub fn working_project() -> PathBuf {
+    crate::suite::project_root(Path::new("servegate.yaml"))
 }
 
 fn now_unix() -> u64 {
@@ -241,6 +273,7 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
                     model_info: run.documents.body(crate::suite::ConfigSource::ModelInfo),
                     datasets: run.dataset_records(),
                     fingerprint: target.fingerprint.clone(),
+                    baselines: Some(baseline::dir(&run.suite.file.root).display().to_string()),
                     target: target.description.clone(),
                     gates: run
                         .figures()
@@ -337,14 +370,13 @@ fn gpu_inventory() -> Option<Vec<String>> {
     .clone()
 }
 
-/// Writes the figures to [`latest_path`].
-/// Writes the record to the run's directory and to [`latest_path`], each
+/// Writes the record to the run's directory and to [`RunInfo::latest`], each
 /// through a temporary file renamed into place, so a reader (or a run
 /// killed mid-write) never sees half a record. Returns the run's copy.
 pub fn write(info: &RunInfo, record: &RunRecord) -> Result<PathBuf, String> {
     let text = serde_json::to_string_pretty(record).map_err(|e| e.to_string())? + "\n";
     let own = info.dir.join("report.json");
-    for path in [&own, &latest_path()] {
+    for path in [&own, &info.latest()] {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
@@ -357,9 +389,11 @@ pub fn write(info: &RunInfo, record: &RunRecord) -> Result<PathBuf, String> {
     Ok(own)
 }
 
-/// Turns the latest run's figures into baselines; returns the files written.
-pub fn accept() -> Result<Vec<PathBuf>, String> {
-    let path = latest_path();
+/// Turns the latest run's figures (in output directory `out`) into
+/// baselines, each in the baselines directory of its suite's project;
+/// returns the files written.
+pub fn accept(out: &Path) -> Result<Vec<PathBuf>, String> {
+    let path = latest_in(out);
     let text = std::fs::read_to_string(&path).map_err(|e| {
         format!(
             "no figures of a previous run at {} ({e}): run the suites first",
@@ -368,9 +402,12 @@ pub fn accept() -> Result<Vec<PathBuf>, String> {
     })?;
     let figures: RunRecord = serde_json::from_str(&text)
         .map_err(|e| format!("{} is not a figures file: {e}", path.display()))?;
-    let dir = baseline::dir();
     let mut written = Vec::new();
     for suite in &figures.suites {
+        let dir = suite
+            .baselines
+            .as_ref()
+            .map_or_else(|| baseline::dir(&working_project()), PathBuf::from);
         for gate in &suite.gates {
             let file = baseline::path(&dir, &suite.suite, &gate.gate);
             let entry = Entry {

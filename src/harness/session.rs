@@ -25,8 +25,8 @@ use crate::load::thresholds::{Bound, format_duration};
 use crate::load::workload::PROMPT_APPROXIMATION;
 use crate::suite::diagnostics::render_location;
 use crate::suite::{
-    Arrival, ConfigSource, Contract, DatasetProbe, Gate, Input, LoadPrompt, Pace, Probe, Suite,
-    Timeouts, Variant,
+    Arrival, ConfigSource, Contract, DatasetProbe, Gate, Input, LoadPrompt, Pace, Probe,
+    SnapshotMode, Suite, Timeouts, Variant,
 };
 use futures_util::StreamExt as _;
 
@@ -63,6 +63,8 @@ pub struct Plan {
     pub variant: Option<Variant>,
     /// The run's directory, for server logs.
     pub run_dir: PathBuf,
+    /// What is written for an answer with no snapshot or a changed one.
+    pub snapshots: snapshot::Update,
     /// Every suite run of the harness run: where `variant(NAME)` bounds
     /// find the figures of earlier variants (weak: the book owns the runs).
     pub siblings: std::sync::Weak<Mutex<Vec<Arc<SuiteRun>>>>,
@@ -94,6 +96,9 @@ pub struct SuiteRun {
     pub(super) configs: Mutex<Vec<Option<Verdict>>>,
     pub(super) documents: config::Documents,
     probes: Mutex<Vec<Option<Verdict>>>,
+    /// Each probe's answer as a snapshot stores it, once it came.
+    answers: Mutex<Vec<Option<(String, serde_json::Value)>>>,
+    snapshots: Mutex<Vec<Option<Verdict>>>,
     /// Every graded item of the dataset probes: probe, file, items.
     pub(super) datasets: Mutex<Vec<(String, PathBuf, Vec<accuracy::ItemResult>)>>,
     gates: Mutex<Vec<Option<Verdict>>>,
@@ -119,6 +124,8 @@ impl SuiteRun {
             configs: Mutex::new(vec![None; suite.expect_server.len()]),
             documents: config::Documents::default(),
             probes: Mutex::new(vec![None; suite.probes.len()]),
+            answers: Mutex::new(vec![None; suite.probes.len()]),
+            snapshots: Mutex::new(vec![None; suite.probes.len()]),
             datasets: Mutex::new(Vec::new()),
             gates: Mutex::new(vec![None; suite.gates.len()]),
             figures: Mutex::new(Vec::new()),
@@ -346,8 +353,50 @@ impl SuiteRun {
 
     /// Runs probe `index` once; later calls return the first verdict.
     pub fn probe(&self, index: usize) -> Verdict {
-        once(&self.probes, index, || {
-            self.run_probe(&self.suite.probes[index])
+        once(&self.probes, index, || self.run_probe(index))
+    }
+
+    /// Compares probe `index`'s answer with its snapshot (running the probe
+    /// first when it has not run); later calls return the first verdict.
+    pub fn snapshot(&self, index: usize) -> Verdict {
+        once(&self.snapshots, index, || {
+            let probe = &self.suite.probes[index];
+            let target = self.connected()?;
+            let probe_verdict = self.probe(index);
+            let answer = self.answers.lock().ok().and_then(|a| a[index].clone());
+            let Some((text, info)) = answer else {
+                let why = probe_verdict.err().unwrap_or_default();
+                return Err(format!(
+                    "gated: correctness probe {} got no answer to compare\n  see {}::correctness::{}: {}",
+                    probe.name,
+                    self.label,
+                    probe.name,
+                    why.lines().next().unwrap_or("")
+                ));
+            };
+            let file = &self.suite.file;
+            let place = snapshot::Place {
+                root: snapshot::root(&file.root),
+                rel: PathBuf::from(&self.suite.name).join(snapshot::slug(&target.model_id)),
+                name: probe.name.clone(),
+                source: file.in_project(),
+                line: probe.loc.line,
+                description: format!("{}::snapshot::{}", self.label, probe.name),
+                info,
+            };
+            match snapshot::compare(&place, &text, &self.plan.snapshots) {
+                Ok(snapshot::Compared::Matched) => Ok(()),
+                Ok(snapshot::Compared::Recorded(path)) => {
+                    println!(
+                        "servegate: snapshot recorded: {}",
+                        snapshot::shown_path(&path)
+                    );
+                    Ok(())
+                }
+                Err(changed) => {
+                    Err(changed.message(file, probe.loc, probe.snapshot == SnapshotMode::Gate))
+                }
+            }
         })
     }
 
@@ -372,7 +421,8 @@ impl SuiteRun {
         ))
     }
 
-    fn run_probe(&self, probe: &Probe) -> Verdict {
+    fn run_probe(&self, index: usize) -> Verdict {
+        let probe = &self.suite.probes[index];
         let target = self.connected()?;
         self.config_prerequisite()?;
         if let Some(ds) = &probe.dataset {
@@ -412,26 +462,18 @@ impl SuiteRun {
         if let Some(n) = probe.deterministic {
             problems.extend(self.determinism(target, &req, &completion, n, probe.loc)?);
         }
-        if probe.snapshot {
-            let place = snapshot::Place {
-                dir: snapshot::dir()
-                    .join(&self.suite.name)
-                    .join(snapshot::slug(&target.model_id)),
-                name: probe.name.clone(),
-                suite_file: file.path.clone(),
-                info: serde_json::json!({
+        if probe.snapshot != SnapshotMode::Off
+            && let Ok(mut answers) = self.answers.lock()
+        {
+            answers[index] = Some((
+                snapshot::render(&completion),
+                serde_json::json!({
                     "request": sent.body,
                     "model": target.model_id,
                     "server_version": target.server_version,
                     "api": self.suite.target.api.name(),
                 }),
-            };
-            if let Err(message) = snapshot::check(&place, &snapshot::render(&completion)) {
-                problems.push(Problem {
-                    message,
-                    loc: probe.loc,
-                });
-            }
+            ));
         }
         if failed.is_empty() && problems.is_empty() {
             Ok(())
@@ -769,6 +811,23 @@ impl SuiteRun {
                 list.join(", ")
             ));
         }
+        let changed: Vec<&str> = (0..self.suite.probes.len())
+            .filter(|&i| {
+                self.suite.probes[i].snapshot == SnapshotMode::Gate && self.snapshot(i).is_err()
+            })
+            .map(|i| self.suite.probes[i].name.as_str())
+            .collect();
+        if !changed.is_empty() {
+            let list: Vec<String> = changed
+                .iter()
+                .map(|n| format!("{}::snapshot::{n}", self.label))
+                .collect();
+            return Err(format!(
+                "gated: snapshot {} changed (`snapshot: gate`)\n  the answer differs from the reviewed one; see {}",
+                changed.join(", "),
+                list.join(", ")
+            ));
+        }
         let mut repeats = Vec::new();
         for _ in 0..gate.repeats {
             let metrics = self
@@ -787,7 +846,7 @@ impl SuiteRun {
             repeats.push(metrics);
         }
         let baseline = Lookup::find(
-            &baseline::dir(),
+            &baseline::dir(&self.suite.file.root),
             &self.label,
             &gate.name,
             &target.fingerprint,

@@ -12,10 +12,15 @@ use super::estimate::Estimate;
 use super::metrics::GateMetrics;
 use super::thresholds::{Metric, MetricKey, Stat};
 
-/// The directory of baselines: `SERVEGATE_BASELINES` or `baselines/`.
-pub fn dir() -> PathBuf {
+/// The directory of baselines: `SERVEGATE_BASELINES`, else `baselines/` in
+/// the suite's project.
+pub fn dir(project: &Path) -> PathBuf {
     std::env::var_os("SERVEGATE_BASELINES")
-        .map_or_else(|| PathBuf::from("baselines"), PathBuf::from)
+        .filter(|v| !v.is_empty())
+        .map_or_else(
+            || project.join("baselines"),
+            |d| crate::suite::absolute(Path::new(&d)),
+        )
 }
 
 /// The file of a gate's baselines (`::` in sweep names becomes a directory).

@@ -76,10 +76,34 @@ pub fn load_text(
     let file = SourceFile {
         path: path.to_path_buf(),
         text: Arc::from(text),
+        root: project_root(path),
     };
     Decoder::new(env, path)
         .suite(&root, file)
         .map_err(|diags| render_all(&shown, text, &diags))
+}
+
+/// `path` made absolute against the working directory (not resolved
+/// through links).
+pub fn absolute(path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().map_or_else(|_| path.to_path_buf(), |cwd| cwd.join(path))
+    }
+}
+
+/// The project a suite file belongs to: the nearest directory above it
+/// that holds `snapshots/` or `.git`, else the file's own directory. Its
+/// snapshots, baselines and run output live there, wherever servegate is
+/// run from.
+pub fn project_root(suite_file: &Path) -> PathBuf {
+    let abs = absolute(suite_file);
+    let dir = abs.parent().unwrap_or(Path::new("/"));
+    dir.ancestors()
+        .find(|d| d.join("snapshots").is_dir() || d.join(".git").exists())
+        .unwrap_or(dir)
+        .to_path_buf()
 }
 
 /// The suite files named by `paths`: files as given, directories searched for

@@ -11,5 +11,7 @@ pub mod load;
 pub mod model;
 pub mod node;
 
-pub use load::{LoadFailure, discover, load_file, load_file_with_env, load_text};
+pub use load::{
+    LoadFailure, absolute, discover, load_file, load_file_with_env, load_text, project_root,
+};
 pub use model::*;

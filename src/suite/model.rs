@@ -69,12 +69,25 @@ pub struct SourceFile {
     pub path: PathBuf,
     /// The file's text.
     pub text: Arc<str>,
+    /// Its project, absolute: where `snapshots/`, `baselines/` and
+    /// `target/servegate/` are (see [`project_root`](super::load::project_root)).
+    pub root: PathBuf,
 }
 
 impl SourceFile {
     /// The path for messages, with `/` separators.
     pub fn display(&self) -> String {
         self.path.display().to_string()
+    }
+
+    /// The path relative to its project (`suites/x.yaml`), as snapshots
+    /// record their source.
+    pub fn in_project(&self) -> String {
+        let abs = super::load::absolute(&self.path);
+        abs.strip_prefix(&self.root)
+            .unwrap_or(&abs)
+            .display()
+            .to_string()
     }
 }
 
@@ -343,8 +356,9 @@ pub struct Probe {
     pub sampling: Sampling,
     /// What the answer must satisfy.
     pub expect: Vec<Assertion>,
-    /// Record the answer as an insta snapshot and compare with it.
-    pub snapshot: bool,
+    /// Whether the answer is kept as a snapshot, and whether a changed
+    /// answer gates the performance gates.
+    pub snapshot: SnapshotMode,
     /// Ask this many times (at the probe's sampling) and require the same
     /// answer every time.
     pub deterministic: Option<u32>,
@@ -352,6 +366,31 @@ pub struct Probe {
     pub dataset: Option<DatasetProbe>,
     /// Server-contract checks run with this probe's request.
     pub contract: Vec<Contract>,
+}
+
+/// What a probe's snapshot is: `snapshot: false | true | review | gate`.
+///
+/// A snapshot comparison is a trial of its own, `<suite>::snapshot::<probe>`.
+/// `review` (also `true`): a changed answer fails that trial, a review item,
+/// and gates nothing. `gate`: it also gates the suite's performance gates,
+/// as a failed correctness probe does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SnapshotMode {
+    /// No snapshot.
+    #[default]
+    Off,
+    /// Compared and reported; gates nothing.
+    Review,
+    /// Compared; a changed answer gates the performance gates.
+    Gate,
+}
+
+impl SnapshotMode {
+    /// Every mode by its suite name (`true`/`false` are read as `review`/off).
+    pub const ALL: [(&'static str, SnapshotMode); 2] = [
+        ("review", SnapshotMode::Review),
+        ("gate", SnapshotMode::Gate),
+    ];
 }
 
 /// A promise of the serving API that a probe can check.

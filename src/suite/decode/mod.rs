@@ -13,7 +13,7 @@ mod server;
 use super::diagnostics::{Diagnostic, did_you_mean};
 use super::interpolate::interpolate;
 use super::model::{
-    Api, BaseUrl, Curve, Gate, Sampling, SimSpec, SourceFile, Suite, Target, Timeouts,
+    Api, BaseUrl, Curve, Gate, Sampling, SimSpec, SnapshotMode, SourceFile, Suite, Target, Timeouts,
 };
 use super::node::{Key, Loc, Node, Yaml};
 
@@ -211,6 +211,22 @@ impl<'e> Decoder<'e> {
         }
     }
 
+    /// `snapshot: true | false | review | gate`.
+    fn snapshot_mode(&mut self, y: &Yaml, what: &str) -> Option<SnapshotMode> {
+        match &y.node {
+            Node::Bool(true) => Some(SnapshotMode::Review),
+            Node::Bool(false) => Some(SnapshotMode::Off),
+            _ => {
+                let names: Vec<&str> = SnapshotMode::ALL.iter().map(|(n, _)| *n).collect();
+                let name = self.one_of(y, what, &names)?;
+                SnapshotMode::ALL
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, m)| *m)
+            }
+        }
+    }
+
     fn duration(&mut self, y: &Yaml, what: &str) -> Option<Duration> {
         let text = self.text(y, what)?;
         match humantime::parse_duration(&text) {
@@ -337,8 +353,8 @@ impl<'e> Decoder<'e> {
                 let df = self.fields(y, "defaults", &allowed)?;
                 let snapshot = df
                     .get("snapshot")
-                    .and_then(|v| self.boolean(v, "defaults.snapshot"))
-                    .unwrap_or(false);
+                    .and_then(|v| self.snapshot_mode(v, "defaults.snapshot"))
+                    .unwrap_or_default();
                 Some((self.sampling(&df), snapshot))
             })
             .unwrap_or_default();

@@ -5,7 +5,7 @@ use crate::load::thresholds::Op;
 use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{
     AccuracyStat, AccuracyThreshold, Api, Assertion, Check, CodeSpec, Contract, DatasetProbe,
-    Extract, Field, Input, Message, Probe, Sampling,
+    Extract, Field, Input, Message, Probe, Sampling, SnapshotMode,
 };
 use crate::suite::node::{Key, Node, Yaml};
 
@@ -69,7 +69,7 @@ impl Decoder<'_> {
         &mut self,
         y: &Yaml,
         defaults: &Sampling,
-        snapshot_default: bool,
+        snapshot_default: SnapshotMode,
         api: Api,
     ) -> Option<Probe> {
         let allowed: Vec<&str> = PROBE_OWN.iter().chain(SAMPLING).copied().collect();
@@ -89,7 +89,7 @@ impl Decoder<'_> {
                 },
                 sampling: self.sampling(&f).or(defaults),
                 expect: Vec::new(),
-                snapshot: false,
+                snapshot: SnapshotMode::Off,
                 deterministic: None,
                 dataset: Some(dataset?),
                 contract: Vec::new(),
@@ -104,7 +104,7 @@ impl Decoder<'_> {
         let input = self.input(&f, api);
         let sampling = self.sampling(&f).or(defaults);
         let snapshot = match f.get("snapshot") {
-            Some(v) => self.boolean(v, "snapshot")?,
+            Some(v) => self.snapshot_mode(v, "snapshot")?,
             None => snapshot_default,
         };
         let deterministic = f
@@ -114,7 +114,9 @@ impl Decoder<'_> {
             .get("contract")
             .map_or_else(Vec::new, |v| self.contract(v, &sampling));
         // A snapshot, a determinism or a contract check is a check of its own.
-        let expect = if snapshot || f.get("deterministic").is_some() || f.get("contract").is_some()
+        let expect = if snapshot != SnapshotMode::Off
+            || f.get("deterministic").is_some()
+            || f.get("contract").is_some()
         {
             Some(
                 f.get("expect")
