@@ -105,8 +105,10 @@ fn renders(browser: &Path) -> Result<(), Failed> {
 fn main() {
     let args = Arguments::from_args();
     let browser = chromium();
-    if browser.is_none() {
-        println!(
+    // On stderr, and not while listing: stdout is libtest's (nextest parses
+    // the list).
+    if browser.is_none() && !args.list {
+        eprintln!(
             "note: the browser check is ignored: no `chromium` on PATH (Debian's package `chromium`; .ci/run installs it)"
         );
     }

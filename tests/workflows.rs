@@ -84,6 +84,35 @@ fn ci_runs_the_tests_and_keeps_the_report() {
             .any(|s| s["run"].as_str().is_some_and(|r| r.contains("clippy")))
     );
     assert!(uploads_always(&steps, "target/servegate/runs/"));
+    assert!(
+        steps.iter().any(|s| s["run"]
+            .as_str()
+            .is_some_and(|r| r.contains("cargo nextest run"))),
+        "the whole project runs under nextest too"
+    );
+}
+
+/// `.ci/run`'s closing lines count each test binary's own result (not a
+/// `test result:` line quoted inside a failure message), name the failing
+/// trials and the binaries that printed no result.
+#[test]
+fn the_ci_summary_counts_only_libtests_own_lines() {
+    let ci = std::fs::read_to_string(".ci/run").unwrap();
+    assert!(ci.contains("cargo test --no-fail-fast"), "{ci}");
+    assert!(ci.contains("scripts/test-summary.py"), "{ci}");
+    let out = std::process::Command::new("python3")
+        .args([
+            "scripts/test-summary.py",
+            "tests/fixtures/ci/cargo-test.log",
+        ])
+        .output()
+        .expect("python3 runs");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "ci: 2 passed, 1 failed, 1 ignored\n\
+         ci: FAILED tests/a.rs: y\n\
+         ci: tests/c.rs printed no result (it crashed or did not build)\n"
+    );
 }
 
 #[test]
