@@ -816,6 +816,63 @@ fn snapshots_are_a_review_stage_of_their_own() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// The shipped suite's first run against a server it has no snapshots of
+/// (here: an empty snapshots directory, in CI): every probe and gate gives
+/// its verdict, and only the snapshot trials fail, pending review, with the
+/// whole answer in the message and nothing written into the checkout.
+#[test]
+fn a_first_run_gives_probe_and_gate_verdicts_with_snapshots_pending() {
+    let dir = std::env::temp_dir().join(format!("servegate-first-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let snapshots = dir.join("snapshots");
+    let out_dir = dir.join("out");
+    let (code, out) = servegate_in(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+        &[
+            "run",
+            "suites/sglang.yaml",
+            "--out-dir",
+            out_dir.to_str().unwrap(),
+        ],
+        &[
+            ("CI", "true"),
+            ("SERVEGATE_SNAPSHOTS", snapshots.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(code, Some(1), "{out}");
+    for probe in ["arithmetic", "is_prime", "server_contract"] {
+        assert_eq!(
+            verdict(&out, &format!("sglang::correctness::{probe}")),
+            "ok",
+            "{out}"
+        );
+        assert_eq!(
+            verdict(&out, &format!("sglang::snapshot::{probe}")),
+            "FAILED",
+            "{out}"
+        );
+    }
+    for gate in ["single_stream_decode", "concurrency_8"] {
+        assert_eq!(
+            verdict(&out, &format!("sglang::performance::{gate}")),
+            "ok",
+            "{out}"
+        );
+    }
+    assert_has(
+        &failure_of(&out, "sglang::snapshot::arithmetic"),
+        &[
+            "error: no snapshot yet: ",
+            "received:\n  | finish_reason: stop\n  | --- content ---\n  | 4",
+        ],
+    );
+    assert!(
+        !snapshots.exists(),
+        "nothing is written into the checkout in CI"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `servegate review` shows each pending answer with its probe's line,
 /// prompt, model and diff, and takes a, r, s or q on stdin; answers made in
 /// CI are accepted into the project with `--from`.
