@@ -135,6 +135,7 @@ fn gate(concurrency: u32, tokens: u32, duration: Duration) -> Gate {
             ignore_eos: true,
             flush_cache: false,
             tokenizer: None,
+            abort_after: 3,
         },
         sampling: Sampling {
             temperature: Some(0.0),

@@ -28,9 +28,43 @@ pub fn printable(line: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A block of output (a failure message, a summary) as it may reach a
+/// terminal or a CI log: every known secret scrubbed, every line's acting
+/// characters escaped, and a line that a CI system or a test-output parser
+/// would read as its own — a GitHub workflow command (`::warning …`), an
+/// Azure one (`##[…`), a libtest line (`test …`, `test result: …`) —
+/// indented, so that no server string can forge one.
+pub fn for_log(text: &str) -> String {
+    let scrubbed = crate::secrets::scrub(text);
+    let mut out = String::with_capacity(scrubbed.len());
+    for (i, line) in scrubbed.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let line = printable(line);
+        if ["::", "##[", "test ", "running "]
+            .iter()
+            .any(|p| line.trim_start().starts_with(p))
+        {
+            out.push_str("  ");
+        }
+        out.push_str(&line);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::printable;
+    use super::{for_log, printable};
+
+    #[test]
+    fn forged_lines_are_indented_and_controls_escaped() {
+        let forged = "error: x\n::warning title=pwned::gotcha\ntest result: ok. 99 passed; 0 failed\n\x1b[2Jcleared";
+        assert_eq!(
+            for_log(forged),
+            "error: x\n  ::warning title=pwned::gotcha\n  test result: ok. 99 passed; 0 failed\n\\u{1b}[2Jcleared"
+        );
+    }
 
     #[test]
     fn controls_are_escaped_and_plain_text_is_kept() {

@@ -432,7 +432,7 @@ fn a_panic_while_a_server_runs_stops_it_on_the_way_out() {
     let dir = run.dir.clone();
     let marker = run.marker.clone();
     let unwound = std::panic::catch_unwind(move || {
-        let server = Server::spawn(&launch, None, &dir, &dir, "panic", &[]).unwrap();
+        let server = Server::spawn(&launch, None, &dir, &dir, "panic").unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -111,7 +111,7 @@ fn write_received<'a>(
         c.completion_tokens,
         if c.completion_tokens == 1 { "" } else { "s" },
         c.token_source.name(),
-        c.finish_reason.as_deref().unwrap_or("absent"),
+        crate::text::printable(c.finish_reason.as_deref().unwrap_or("absent")),
         format_duration(c.timing.end),
     );
     let mut fields: Vec<_> = assertions.map(|a| a.field).collect();

@@ -18,6 +18,18 @@ pub enum Deadline {
     Total,
 }
 
+impl Deadline {
+    /// The deadline's name in a suite (`timeouts.idle` → `idle`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Deadline::Connect => "connect",
+            Deadline::FirstToken => "first_token",
+            Deadline::Idle => "idle",
+            Deadline::Total => "total",
+        }
+    }
+}
+
 /// The class of a failed call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -33,6 +45,9 @@ pub enum ErrorKind {
     Protocol,
     /// The connection broke mid-response.
     Transport,
+    /// More than servegate reads of one answer or document (the server
+    /// would not stop sending).
+    Oversize,
 }
 
 /// A failed call.
@@ -65,14 +80,17 @@ impl CallError {
             ErrorKind::InStream => "in-stream error",
             ErrorKind::Protocol => "protocol",
             ErrorKind::Transport => "transport",
+            ErrorKind::Oversize => "oversize",
         }
     }
 }
 
 impl fmt::Display for CallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The detail is often the server's own words: one line, escaped.
+        let detail = crate::text::printable(&self.detail);
         match &self.kind {
-            ErrorKind::Connect => write!(f, "could not connect: {}", self.detail)?,
+            ErrorKind::Connect => write!(f, "could not connect: {detail}")?,
             ErrorKind::Timeout(which, after) => {
                 let what = match which {
                     Deadline::Connect => "connect timeout",
@@ -82,13 +100,14 @@ impl fmt::Display for CallError {
                 };
                 write!(f, "{what} ({})", format_duration(*after))?;
                 if !self.detail.is_empty() {
-                    write!(f, ": {}", self.detail)?;
+                    write!(f, ": {detail}")?;
                 }
             }
-            ErrorKind::Http(status) => write!(f, "HTTP {status}: {}", self.detail)?,
-            ErrorKind::InStream => write!(f, "error in stream: {}", self.detail)?,
-            ErrorKind::Protocol => write!(f, "malformed response: {}", self.detail)?,
-            ErrorKind::Transport => write!(f, "connection broken: {}", self.detail)?,
+            ErrorKind::Http(status) => write!(f, "HTTP {status}: {detail}")?,
+            ErrorKind::InStream => write!(f, "error in stream: {detail}")?,
+            ErrorKind::Protocol => write!(f, "malformed response: {detail}")?,
+            ErrorKind::Transport => write!(f, "connection broken: {detail}")?,
+            ErrorKind::Oversize => write!(f, "{detail}")?,
         }
         if !self.partial.is_empty() {
             write!(

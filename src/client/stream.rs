@@ -10,7 +10,8 @@ use super::api::{self, CallRequest, GenerateChunk, OpenAiChunk, Usage};
 use super::error::{CallError, Deadline, ErrorKind, excerpt, source_chain};
 use super::raw;
 use super::sse::SseParser;
-use crate::suite::{Api, Timeouts};
+use crate::suite::{Api, ReadLimits, Timeouts};
+use crate::units::format_bytes;
 
 /// Where a completion's token count came from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -91,6 +92,7 @@ pub struct Client {
     model: String,
     api_key: Option<String>,
     timeouts: Timeouts,
+    limits: ReadLimits,
     /// Keep-alive connections for `http://` servers; `None` sends through reqwest.
     raw: Option<raw::Pool>,
 }
@@ -117,8 +119,18 @@ impl Client {
             model: model.to_owned(),
             api_key,
             timeouts,
+            limits: ReadLimits::default(),
             raw: raw::Endpoint::parse(base_url).map(raw::Pool::new),
         })
+    }
+
+    /// The same client with other byte caps.
+    #[must_use]
+    pub fn with_limits(&self, limits: ReadLimits) -> Self {
+        Self {
+            limits,
+            ..self.clone()
+        }
     }
 
     /// The server root.
@@ -145,32 +157,47 @@ impl Client {
         api::body(self.api, &self.model, req)
     }
 
-    /// Sends a small request (not a generation) with the key, bounded by the
-    /// total deadline.
+    /// How long a small request (not a generation) may take in all: its
+    /// answer is due within the first-token deadline (and the total one).
+    fn small_deadline(&self) -> (Deadline, Duration) {
+        let t = self.timeouts;
+        if t.first_token < t.total {
+            (Deadline::FirstToken, t.first_token)
+        } else {
+            (Deadline::Total, t.total)
+        }
+    }
+
+    /// Sends a small request (not a generation) with the key, bounded by
+    /// [`Self::small_deadline`].
     async fn send_small(
         &self,
         mut req: reqwest::RequestBuilder,
         path: &str,
+        deadline: tokio::time::Instant,
     ) -> Result<reqwest::Response, CallError> {
         if let Some(key) = &self.api_key {
             req = req.bearer_auth(key);
         }
-        let total = self.timeouts.total;
-        timeout_at(tokio::time::Instant::now() + total, req.send())
+        let (which, limit) = self.small_deadline();
+        timeout_at(deadline, req.send())
             .await
-            .map_err(|_| CallError::new(ErrorKind::Timeout(Deadline::Total, total), path))?
+            .map_err(|_| CallError::new(ErrorKind::Timeout(which, limit), format!("GET {path}")))?
             .map_err(|e| classify_send_error(&e, self.timeouts.connect))
     }
 
     /// `POST`s to an administrative endpoint such as SGLang's `/flush_cache`.
     pub async fn post_admin(&self, path: &str) -> Result<(), CallError> {
         let url = format!("{}{path}", self.base_url);
-        let resp = self.send_small(self.http.post(url), path).await?;
+        let deadline = tokio::time::Instant::now() + self.small_deadline().1;
+        let resp = self.send_small(self.http.post(url), path, deadline).await?;
         let status = resp.status();
         if status.is_success() {
             return Ok(());
         }
-        let text = resp.text().await.unwrap_or_default();
+        let text = bounded_text(resp, ERROR_BODY, deadline, path)
+            .await
+            .unwrap_or_else(|e| e.detail);
         Err(CallError::new(
             ErrorKind::Http(status.as_u16()),
             format!("{path}: {}", excerpt(&text, 300)),
@@ -187,13 +214,10 @@ impl Client {
     /// GETs a path: the status code and the body as text.
     pub async fn get(&self, path: &str) -> Result<(u16, String), CallError> {
         let url = format!("{}{path}", self.base_url);
-        let resp = self.send_small(self.http.get(url), path).await?;
+        let deadline = tokio::time::Instant::now() + self.small_deadline().1;
+        let resp = self.send_small(self.http.get(url), path, deadline).await?;
         let status = resp.status().as_u16();
-        let total = self.timeouts.total;
-        let text = timeout_at(tokio::time::Instant::now() + total, resp.text())
-            .await
-            .map_err(|_| CallError::new(ErrorKind::Timeout(Deadline::Total, total), path))?
-            .map_err(|e| CallError::new(ErrorKind::Transport, e.to_string()))?;
+        let text = bounded_text(resp, self.limits.document, deadline, path).await?;
         Ok((status, text))
     }
 
@@ -217,7 +241,7 @@ impl Client {
             CallError::new(ErrorKind::Timeout(which.0, which.1), "no response headers")
         };
         let head_deadline = deadlines.first_at.min(deadlines.total_at);
-        let mut reader = StreamReader::new(self.api, sent);
+        let mut reader = StreamReader::new(self.api, sent, self.limits.answer, body.len());
         if let Some(pool) = &self.raw {
             let path = api::path(self.api);
             let mut response = match pool
@@ -264,11 +288,9 @@ impl Client {
         reader.timing.headers = sent.elapsed();
         let status = response.status();
         if !status.is_success() {
-            let text = timeout_at(deadlines.total_at, response.text())
+            let text = bounded_text(response, ERROR_BODY, deadlines.total_at, "")
                 .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default();
+                .unwrap_or_else(|e| e.detail);
             let detail = error_message_of(&text).unwrap_or_else(|| excerpt(&text, 500));
             return Err(CallError::new(ErrorKind::Http(status.as_u16()), detail));
         }
@@ -281,6 +303,46 @@ impl Client {
     }
 }
 
+/// The most of an error body kept (its message is shown, not stored).
+const ERROR_BODY: u64 = 64 * 1024;
+
+/// The body of a response as text, read chunk by chunk: at most `limit`
+/// bytes, by `deadline`. A longer body fails as oversize; a body still
+/// arriving at the deadline fails as a total timeout.
+async fn bounded_text(
+    mut resp: reqwest::Response,
+    limit: u64,
+    deadline: tokio::time::Instant,
+    path: &str,
+) -> Result<String, CallError> {
+    let started = tokio::time::Instant::now();
+    let mut body = Vec::new();
+    loop {
+        let chunk = timeout_at(deadline, resp.chunk()).await.map_err(|_| {
+            CallError::new(
+                ErrorKind::Timeout(Deadline::Total, deadline.saturating_duration_since(started)),
+                format!("{path}: the body was still arriving"),
+            )
+        })?;
+        match chunk {
+            Ok(Some(bytes)) => {
+                if (body.len() + bytes.len()) as u64 > limit {
+                    return Err(CallError::new(
+                        ErrorKind::Oversize,
+                        format!(
+                            "{path}: the response body exceeded {} (target.limits.document)",
+                            format_bytes(limit)
+                        ),
+                    ));
+                }
+                body.extend_from_slice(&bytes);
+            }
+            Ok(None) => return Ok(String::from_utf8_lossy(&body).into_owned()),
+            Err(e) => return Err(CallError::new(ErrorKind::Transport, source_chain(&e))),
+        }
+    }
+}
+
 /// The deadlines of one call.
 #[derive(Debug, Clone, Copy)]
 struct Deadlines {
@@ -290,6 +352,21 @@ struct Deadlines {
 }
 
 impl Deadlines {
+    /// The total or first-token deadline, when `now` is past it.
+    fn passed(
+        &self,
+        reader: &StreamReader,
+        now: tokio::time::Instant,
+    ) -> Option<(Deadline, Duration)> {
+        if now >= self.total_at {
+            Some((Deadline::Total, self.t.total))
+        } else if reader.timing.first_token.is_none() && now >= self.first_at {
+            Some((Deadline::FirstToken, self.t.first_token))
+        } else {
+            None
+        }
+    }
+
     /// The deadline that applies after a chunk arrived at `last`.
     fn after(
         &self,
@@ -379,6 +456,15 @@ async fn read_body<B: BodySource>(
                 if reader.done {
                     return Ok(());
                 }
+                // A server that never pauses never lets the timer fire:
+                // the total and first-token deadlines are also checked
+                // against each arrival (a comparison, not a timer).
+                if let Some((which, limit)) = deadlines.passed(reader, last) {
+                    return Err(reader.fail(CallError::new(
+                        ErrorKind::Timeout(which, limit),
+                        "bytes were still arriving",
+                    )));
+                }
             }
         }
     }
@@ -418,10 +504,24 @@ struct StreamReader {
     usage_seen: u64,
     chunk_tokens: u64,
     done: bool,
+    /// Cap on content and reasoning together.
+    max_answer: u64,
+    /// Bytes of the request body and of the response so far: token counts
+    /// beyond what they could carry are implausible.
+    sent_bytes: u64,
+    received: u64,
 }
 
+/// Most token-bearing chunks kept per request (16 bytes each): a million is
+/// far past any real answer.
+const MAX_MARKS: usize = 1 << 20;
+
+/// Tokens a request can be charged beyond one per byte (chat templates and
+/// special tokens carry no text).
+const TOKEN_SLACK: u64 = 65_536;
+
 impl StreamReader {
-    fn new(api: Api, sent: Instant) -> Self {
+    fn new(api: Api, sent: Instant, max_answer: u64, sent_bytes: usize) -> Self {
         Self {
             api,
             sent,
@@ -435,7 +535,47 @@ impl StreamReader {
             usage_seen: 0,
             chunk_tokens: 0,
             done: false,
+            max_answer,
+            sent_bytes: sent_bytes as u64,
+            received: 0,
         }
+    }
+
+    /// `Err` when the answer grew past its cap.
+    fn check_size(&self) -> Result<(), CallError> {
+        let size = (self.content.len() + self.reasoning.len()) as u64;
+        if size > self.max_answer {
+            return Err(CallError::new(
+                ErrorKind::Oversize,
+                format!(
+                    "answer exceeded {} after {} token chunks (target.limits.answer); the server did not stop",
+                    format_bytes(self.max_answer),
+                    self.timing.marks.len()
+                ),
+            ));
+        }
+        if self.timing.marks.len() > MAX_MARKS {
+            return Err(CallError::new(
+                ErrorKind::Oversize,
+                format!("more than {MAX_MARKS} token-bearing chunks in one answer"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `Err` when a token count the server reported cannot be true: beyond
+    /// 2^32 per request, or more tokens than the bytes that carried them.
+    fn plausible(field: &str, n: u64, carried_by: u64) -> Result<(), CallError> {
+        let bound = carried_by.saturating_add(TOKEN_SLACK);
+        if n > u64::from(u32::MAX) || n > bound {
+            return Err(CallError::new(
+                ErrorKind::Protocol,
+                format!(
+                    "{field} = {n} is implausible: more than {carried_by} bytes carried it (a broken or lying server)"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn fail(&self, mut e: CallError) -> CallError {
@@ -448,6 +588,7 @@ impl StreamReader {
     fn feed(&mut self, bytes: &[u8], arrived: Instant) -> Result<(), CallError> {
         let now = arrived.saturating_duration_since(self.sent);
         self.timing.first_byte.get_or_insert(now);
+        self.received = self.received.saturating_add(bytes.len() as u64);
         // Take the parser out so events can borrow its buffer while `self`
         // accumulates: no copy per chunk.
         let mut sse = std::mem::take(&mut self.sse);
@@ -463,6 +604,7 @@ impl StreamReader {
         }
         self.sse = sse;
         result?;
+        self.check_size()?;
         if self.sse.pending() > 16 * 1024 * 1024 {
             return Err(CallError::new(
                 ErrorKind::Protocol,
@@ -528,6 +670,9 @@ impl StreamReader {
                         self.finish_reason = Some(f.to_string());
                     }
                 }
+                if let Some(u) = &chunk.usage {
+                    self.check_usage(u)?;
+                }
                 // With usage on every chunk the count is cumulative: the
                 // difference is this chunk's tokens.
                 let cumulative = chunk.usage.and_then(|u| u.completion_tokens);
@@ -548,11 +693,13 @@ impl StreamReader {
                 let mut new_tokens = None;
                 if let Some(meta) = &chunk.meta_info {
                     if let Some(n) = meta.completion_tokens {
+                        Self::plausible("meta_info.completion_tokens", n, self.received)?;
                         let before = self.meta_tokens.unwrap_or(0);
                         new_tokens = Some(n.saturating_sub(before));
                         self.meta_tokens = Some(n);
                     }
                     if let Some(p) = meta.prompt_tokens {
+                        Self::plausible("meta_info.prompt_tokens", p, self.sent_bytes)?;
                         let u = self.usage.get_or_insert_with(Usage::default);
                         u.prompt_tokens = Some(p);
                     }
@@ -591,12 +738,23 @@ impl StreamReader {
         Ok(())
     }
 
+    /// Every count of a usage object, checked.
+    fn check_usage(&self, u: &Usage) -> Result<(), CallError> {
+        if let Some(n) = u.completion_tokens {
+            Self::plausible("usage.completion_tokens", n, self.received)?;
+        }
+        if let Some(n) = u.prompt_tokens {
+            Self::plausible("usage.prompt_tokens", n, self.sent_bytes)?;
+        }
+        Ok(())
+    }
+
     fn mark(&mut self, at: Duration, tokens: u32, content: bool) {
         self.timing.first_token.get_or_insert(at);
         if content {
             self.timing.first_content.get_or_insert(at);
         }
-        self.chunk_tokens += u64::from(tokens);
+        self.chunk_tokens = self.chunk_tokens.saturating_add(u64::from(tokens));
         self.timing.marks.push(TokenMark { at, tokens });
     }
 

@@ -39,9 +39,13 @@ impl Documents {
             .map(|(_, d)| d.clone())
     }
 
-    /// A fetched document's body, for the record.
+    /// A fetched document's body, for the record: the values of
+    /// secret-looking fields (SGLang's `server_info` holds `api_key`)
+    /// redacted.
     pub fn body(&self, source: ConfigSource) -> Option<Value> {
-        self.cached(source)?.ok().map(|(_, v)| v)
+        self.cached(source)?
+            .ok()
+            .map(|(_, v)| crate::secrets::json(&v))
     }
 }
 
@@ -51,7 +55,12 @@ async fn fetch(client: &Client, source: ConfigSource) -> Fetched {
         match client.get(path).await {
             Ok((status, text)) if (200..300).contains(&status) => {
                 return serde_json::from_str(&text)
-                    .map(|v| ((*path).to_owned(), v))
+                    .map(|v| {
+                        // Its secret-looking values are scrubbed wherever
+                        // the server echoes them later.
+                        let _ = crate::secrets::json(&v);
+                        ((*path).to_owned(), v)
+                    })
                     .map_err(|e| {
                         format!("GET {path} answered {status} with a body that is not JSON ({e})")
                     });

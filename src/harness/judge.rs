@@ -179,6 +179,16 @@ pub fn judge(
         render_location(&mut out, &file.display(), &file.text, gate.loc);
         out.push('\n');
     }
+    // A gate cut short never passes: its figures are what it measured
+    // before it stopped, kept in the record, but its load did not run.
+    if let Some(why) = repeats.iter().find_map(|m| m.stopped_early.as_deref()) {
+        let _ = writeln!(out, "error: {why}");
+        render_location(&mut out, &file.display(), &file.text, gate.loc);
+        let _ = writeln!(
+            out,
+            "  = the figures measured before it stopped are in the record; `load.abort_after` sets how many (0: never stop)\n"
+        );
+    }
     let mode = if repeats.len() > 1 {
         Some(gate.verdict)
     } else {

@@ -61,6 +61,11 @@ impl Outcome {
 /// or `<manifest_dir>/suites/sglang.yaml`, target override from
 /// `SERVEGATE_TARGET`, libtest arguments from the command line.
 pub fn test_main(manifest_dir: &str) -> ExitCode {
+    // A launched server is started through the running binary's re-exec
+    // mode (`crate::server::tree`): here, the test binary's.
+    if let Some(failed) = crate::server::tree::exec_mode_if_asked() {
+        return failed;
+    }
     let paths = match std::env::var_os(SUITES_ENV) {
         Some(v) if !v.is_empty() => std::env::split_paths(&v).collect(),
         _ => vec![Path::new(manifest_dir).join("suites/sglang.yaml")],
@@ -288,6 +293,9 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     if args.test_threads.is_some_and(|n| n > 1) {
         println!("note: servegate runs trials one at a time: they share one server and measure it");
     }
+    // Orphans of launched servers (a `setsid` daemon) re-parent to this
+    // process, which stops them at teardown.
+    crate::server::tree::become_subreaper();
     // Two libtest workers taking turns (see `Turns`): one trial at a time.
     args.test_threads = Some(2);
     // Against a server elsewhere the client runs on one thread: cheaper per
@@ -527,11 +535,12 @@ fn add_run(
 /// Markdown summary appended to `$GITHUB_STEP_SUMMARY` when it is set, and
 /// GitHub annotations when `GITHUB_ACTIONS=true`.
 fn publish(info: &record::RunInfo, rec: &record::RunRecord) {
-    let html = crate::report::html::render(rec);
-    let junit = crate::report::junit::render(rec).unwrap_or_else(|e| {
+    let scrub = |t: String| crate::secrets::scrub(&t).into_owned();
+    let html = scrub(crate::report::html::render(rec));
+    let junit = scrub(crate::report::junit::render(rec).unwrap_or_else(|e| {
         eprintln!("warning: JUnit report: {e}");
         String::new()
-    });
+    }));
     for (name, text) in [("junit.xml", &junit), ("report.html", &html)] {
         for path in [info.dir.join(name), info.latest().with_file_name(name)] {
             if !text.is_empty()
@@ -547,7 +556,10 @@ fn publish(info: &record::RunInfo, rec: &record::RunRecord) {
             .append(true)
             .open(&summary)
             .and_then(|mut f| {
-                std::io::Write::write_all(&mut f, crate::report::markdown::render(rec).as_bytes())
+                std::io::Write::write_all(
+                    &mut f,
+                    scrub(crate::report::markdown::render(rec)).as_bytes(),
+                )
             });
         if let Err(e) = appended {
             eprintln!("warning: failed to append to $GITHUB_STEP_SUMMARY: {e}");
@@ -555,7 +567,7 @@ fn publish(info: &record::RunInfo, rec: &record::RunRecord) {
     }
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
         for line in crate::report::annotations::render(rec) {
-            println!("{line}");
+            println!("{}", crate::secrets::scrub(&line));
         }
     }
 }

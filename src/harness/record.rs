@@ -375,6 +375,7 @@ fn gpu_inventory() -> Option<Vec<String>> {
 /// killed mid-write) never sees half a record. Returns the run's copy.
 pub fn write(info: &RunInfo, record: &RunRecord) -> Result<PathBuf, String> {
     let text = serde_json::to_string_pretty(record).map_err(|e| e.to_string())? + "\n";
+    let text = crate::secrets::scrub(&text);
     let own = info.dir.join("report.json");
     for path in [&own, &info.latest()] {
         if let Some(dir) = path.parent() {
@@ -382,7 +383,7 @@ pub fn write(info: &RunInfo, record: &RunRecord) -> Result<PathBuf, String> {
                 .map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
         }
         let partial = path.with_extension("json.partial");
-        std::fs::write(&partial, &text)
+        std::fs::write(&partial, text.as_bytes())
             .and_then(|()| std::fs::rename(&partial, path))
             .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
     }

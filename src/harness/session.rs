@@ -186,10 +186,11 @@ impl SuiteRun {
                     let _ = self.runtime.block_on(self.documents.get(&c.client, source));
                 }
             }
-            match &connected {
-                Ok(c) => println!("servegate: suite `{}` → {}", self.label, c.description),
-                Err(e) => println!("servegate: suite `{}` → target FAILED: {e}", self.label),
-            }
+            let line = match &connected {
+                Ok(c) => format!("servegate: suite `{}` → {}", self.label, c.description),
+                Err(e) => format!("servegate: suite `{}` → target FAILED: {e}", self.label),
+            };
+            println!("{}", crate::text::for_log(&line));
             connected
         })
     }
@@ -227,7 +228,11 @@ impl SuiteRun {
         body: impl FnOnce() -> Verdict,
     ) -> Verdict {
         let started = std::time::Instant::now();
-        let verdict = self.trial_inner(name, body);
+        // Whatever a server put in the message is made safe for a terminal
+        // and a CI log, its secrets scrubbed, before libtest prints it.
+        let verdict = self
+            .trial_inner(name, body)
+            .map_err(|m| crate::text::for_log(&m));
         let exchange = name
             .strip_prefix(self.label.as_str())
             .and_then(|r| r.strip_prefix("::correctness::"))

@@ -12,33 +12,41 @@ pub fn print(runs: &[Arc<SuiteRun>]) {
     if runs.is_empty() {
         return;
     }
-    println!("servegate: figures measured in this run");
+    // Server words (errors, model ids) are in it: printed as for a CI log.
+    print!("{}", crate::text::for_log(&render(runs)));
+}
+
+fn render(runs: &[Arc<SuiteRun>]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "servegate: figures measured in this run");
     for run in runs {
-        match run.target() {
-            Some(Ok(c)) => println!("  suite `{}` against {}", run.label, c.description),
-            Some(Err(e)) => println!("  suite `{}`: target failed: {e}", run.label),
-            None => println!("  suite `{}`: no trial reached its server", run.label),
-        }
+        let _ = match run.target() {
+            Some(Ok(c)) => writeln!(out, "  suite `{}` against {}", run.label, c.description),
+            Some(Err(e)) => writeln!(out, "  suite `{}`: target failed: {e}", run.label),
+            None => writeln!(out, "  suite `{}`: no trial reached its server", run.label),
+        };
         let figures = run.figures();
         if figures.is_empty() {
-            println!("    (no performance gate measured)");
+            let _ = writeln!(out, "    (no performance gate measured)");
         }
         for f in figures {
-            println!("  {}::performance::{} [{}]", run.label, f.gate, f.load);
+            let _ = writeln!(out, "  {}::performance::{} [{}]", run.label, f.gate, f.load);
             if f.repeats > 1 {
-                println!(
+                let _ = writeln!(
+                    out,
                     "    (figures of the last of {} repeats; verdicts over all of them)",
                     f.repeats
                 );
             }
-            print!("{}", f.metrics.render());
+            out.push_str(&f.metrics.render());
             for (check, pass) in &f.checks {
-                println!("    {} {check}", if *pass { "pass" } else { "FAIL" });
+                let _ = writeln!(out, "    {} {check}", if *pass { "pass" } else { "FAIL" });
             }
         }
-        print!("{}", sweep_tables(&run.label, &run.figures()));
+        out.push_str(&sweep_tables(&run.label, &run.figures()));
     }
-    print!("{}", super::compare::render(&super::compare::compare(runs)));
+    out.push_str(&super::compare::render(&super::compare::compare(runs)));
+    out
 }
 
 /// One row per level of each sweep (`<gate>::concurrency_N`, `<gate>::rate_R`),

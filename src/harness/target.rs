@@ -3,12 +3,11 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
-use std::time::Duration;
 
-use crate::client::{CallError, Client};
+use crate::client::{CallError, Client, Deadline, ErrorKind};
 use crate::server::Server;
 use crate::sim::{self, Profile, RunningSim};
-use crate::suite::{BaseUrl, Suite, Timeouts, Variant};
+use crate::suite::{BaseUrl, Suite, Variant};
 
 /// Where the override of every suite's `base_url` comes from.
 pub const TARGET_ENV: &str = "SERVEGATE_TARGET";
@@ -75,10 +74,18 @@ pub async fn connect(
     place: LaunchPlace<'_>,
 ) -> Result<Connected, String> {
     let t = &suite.target;
+    for name in &t.secrets {
+        if let Ok(v) = std::env::var(name) {
+            crate::secrets::add(&v);
+        }
+    }
     let api_key = match &t.api_key_env {
         None => None,
         Some(name) => match std::env::var(name) {
-            Ok(v) if !v.is_empty() => Some(v),
+            Ok(v) if !v.is_empty() => {
+                crate::secrets::add(&v);
+                Some(v)
+            }
             _ => {
                 return Err(format!(
                     "target.api_key_env names `{name}`, which is not set in the environment"
@@ -91,16 +98,8 @@ pub async fn connect(
         _ if launches(suite, override_target) => {
             let launch = t.launch.as_ref().expect("launches() checked it");
             let suite_dir = suite.file.path.parent().unwrap_or(Path::new("."));
-            let secrets: Vec<String> = api_key.iter().cloned().collect();
-            let s = Server::spawn(
-                launch,
-                place.variant,
-                suite_dir,
-                place.dir,
-                place.label,
-                &secrets,
-            )
-            .map_err(|e| format!("launch failed: {e}"))?;
+            let s = Server::spawn(launch, place.variant, suite_dir, place.dir, place.label)
+                .map_err(|e| format!("launch failed: {e}"))?;
             println!(
                 "servegate: launched `{}` for `{}` (log {})",
                 crate::server::shell_line(&s.argv),
@@ -142,19 +141,29 @@ pub async fn connect(
             );
             (running.base_url(), Some(running), what)
         }
-        BaseUrl::Url(url) => (url.clone(), None, format!("server at {url}")),
+        BaseUrl::Url(url) => (
+            url.clone(),
+            None,
+            format!("server at {}", crate::secrets::url(&url)),
+        ),
     };
-    // Discovery goes through the same client as the calls, with a short
-    // deadline: a server that accepts but never answers is reported soon.
-    let discovery = Timeouts {
-        total: t.timeouts.connect + Duration::from_secs(30),
-        ..t.timeouts
-    };
-    let probe =
-        Client::new(&base, t.api, "", api_key.clone(), discovery).map_err(|e| e.to_string())?;
-    let served = served_model(&probe)
-        .await
-        .map_err(|e| format!("target {base} is unreachable: {e}"))?;
+    let shown = crate::secrets::url(&base);
+    // Discovery goes through the same client as the calls: a GET's answer
+    // is due within the suite's connect and first_token deadlines.
+    let probe = Client::new(&base, t.api, "", api_key.clone(), t.timeouts)
+        .map_err(|e| e.to_string())?
+        .with_limits(t.limits);
+    let asked = std::time::Instant::now();
+    let served = served_model(&probe).await.map_err(|e| match e.kind {
+        ErrorKind::Connect | ErrorKind::Timeout(Deadline::Connect, _) => {
+            format!("target {shown} is unreachable: {e}")
+        }
+        ErrorKind::Timeout(..) => format!(
+            "target {shown} is not answering: it accepted the connection but sent no answer to discovery in {:.1}s ({e})",
+            asked.elapsed().as_secs_f64()
+        ),
+        _ => format!("target {shown} failed discovery: {e}"),
+    })?;
     let model = t
         .model
         .clone()
@@ -168,15 +177,21 @@ pub async fn connect(
             |s| format!("{s:?}")
         ),
     );
-    let version = server_version(&probe).await;
+    let version = server_version(&probe).await.map(|v| {
+        crate::text::printable(&v)
+            .chars()
+            .take(200)
+            .collect::<String>()
+    });
     let fingerprint = format!(
         "{}, model {}, server {}",
         t.api.name(),
         served.as_deref().unwrap_or(&model),
         version.as_deref().unwrap_or("of unknown version")
     );
-    let client =
-        Client::new(&base, t.api, &model, api_key, t.timeouts).map_err(|e| e.to_string())?;
+    let client = Client::new(&base, t.api, &model, api_key, t.timeouts)
+        .map_err(|e| e.to_string())?
+        .with_limits(t.limits);
     Ok(Connected {
         client,
         description,

@@ -50,7 +50,11 @@ pub struct Recorder {
     late_starts: u64,
     usage_tokens: u64,
     chunk_tokens: u64,
-    errors: Vec<CallError>,
+    /// Failed requests, by class; only the first few kept in words: a
+    /// failing gate keeps what its message needs, not every error.
+    errors: u64,
+    error_classes: BTreeMap<&'static str, u64>,
+    first_errors: Vec<String>,
     token_sources: BTreeMap<&'static str, u64>,
     slo: Slo,
     /// When each request finished, with its TTFT and E2E (seconds), for
@@ -83,7 +87,9 @@ impl Recorder {
             series: Vec::new(),
             usage_tokens: 0,
             chunk_tokens: 0,
-            errors: Vec::new(),
+            errors: 0,
+            error_classes: BTreeMap::new(),
+            first_errors: Vec::new(),
             token_sources: BTreeMap::new(),
             slo,
         }
@@ -110,16 +116,21 @@ impl Recorder {
             self.series
                 .push((std::time::Instant::now(), ttft as f32, e2e as f32));
         }
+        // Counts come from the server: every sum saturates, never wraps.
         self.completed += 1;
-        self.output_tokens += c.completion_tokens;
+        self.output_tokens = self.output_tokens.saturating_add(c.completion_tokens);
         if let Some(p) = c.usage.and_then(|u| u.prompt_tokens) {
-            self.input_tokens += p;
+            self.input_tokens = self.input_tokens.saturating_add(p);
             self.input_reported += 1;
         }
         *self.token_sources.entry(c.token_source.name()).or_insert(0) += 1;
         if c.token_source != TokenSource::ChunkCount {
-            self.usage_tokens += c.completion_tokens;
-            self.chunk_tokens += t.marks.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
+            self.usage_tokens = self.usage_tokens.saturating_add(c.completion_tokens);
+            let chunked = t
+                .marks
+                .iter()
+                .fold(0u64, |n, m| n.saturating_add(u64::from(m.tokens)));
+            self.chunk_tokens = self.chunk_tokens.saturating_add(chunked);
         }
         let decode_secs = t.end.saturating_sub(first).as_secs_f64();
         let mut tpot = None;
@@ -142,13 +153,17 @@ impl Recorder {
             && (self.slo.tpot.is_none() || tpot.is_some_and(|v| within(self.slo.tpot, v)))
         {
             self.good_requests += 1;
-            self.good_tokens += c.completion_tokens;
+            self.good_tokens = self.good_tokens.saturating_add(c.completion_tokens);
         }
     }
 
     /// Records a failed request.
-    pub fn fail(&mut self, e: CallError) {
-        self.errors.push(e);
+    pub fn fail(&mut self, e: &CallError) {
+        self.errors += 1;
+        *self.error_classes.entry(e.class()).or_insert(0) += 1;
+        if self.first_errors.len() < KEEP_ERRORS {
+            self.first_errors.push(e.to_string());
+        }
     }
 
     /// Adds another worker's record.
@@ -160,17 +175,23 @@ impl Recorder {
         self.e2e.merge(&other.e2e);
         self.decode_tok_s.merge(&other.decode_tok_s);
         self.completed += other.completed;
-        self.output_tokens += other.output_tokens;
-        self.input_tokens += other.input_tokens;
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.input_reported += other.input_reported;
         self.good_requests += other.good_requests;
-        self.good_tokens += other.good_tokens;
+        self.good_tokens = self.good_tokens.saturating_add(other.good_tokens);
         self.late_starts += other.late_starts;
         let room = SERIES_MAX.saturating_sub(self.series.len());
         self.series.extend(other.series.into_iter().take(room));
-        self.usage_tokens += other.usage_tokens;
-        self.chunk_tokens += other.chunk_tokens;
-        self.errors.extend(other.errors);
+        self.usage_tokens = self.usage_tokens.saturating_add(other.usage_tokens);
+        self.chunk_tokens = self.chunk_tokens.saturating_add(other.chunk_tokens);
+        self.errors += other.errors;
+        for (k, v) in other.error_classes {
+            *self.error_classes.entry(k).or_insert(0) += v;
+        }
+        let room = KEEP_ERRORS.saturating_sub(self.first_errors.len());
+        self.first_errors
+            .extend(other.first_errors.into_iter().take(room));
         for (k, v) in other.token_sources {
             *self.token_sources.entry(k).or_insert(0) += v;
         }
@@ -178,10 +199,6 @@ impl Recorder {
 
     /// The figures of a window of `wall` duration.
     pub fn finish(self, wall: Duration) -> GateMetrics {
-        let mut error_classes = BTreeMap::new();
-        for e in &self.errors {
-            *error_classes.entry(e.class()).or_insert(0) += 1;
-        }
         let mut points = self.series;
         points.sort_by_key(|p| p.0);
         let series = points.first().map_or_else(Vec::new, |&(t0, ..)| {
@@ -197,6 +214,7 @@ impl Recorder {
                 .collect()
         });
         GateMetrics {
+            stopped_early: None,
             series,
             ttft: self.ttft,
             ttft_content: self.ttft_content,
@@ -205,14 +223,9 @@ impl Recorder {
             e2e: self.e2e,
             decode_tok_s: self.decode_tok_s,
             completed: self.completed,
-            errors: self.errors.len() as u64,
-            error_classes,
-            first_errors: self
-                .errors
-                .iter()
-                .take(KEEP_ERRORS)
-                .map(ToString::to_string)
-                .collect(),
+            errors: self.errors,
+            error_classes: self.error_classes,
+            first_errors: self.first_errors,
             output_tokens: self.output_tokens,
             input_tokens: (self.input_reported == self.completed && self.completed > 0)
                 .then_some(self.input_tokens),
@@ -231,6 +244,9 @@ impl Recorder {
 /// Everything measured by one gate.
 #[derive(Debug, Clone)]
 pub struct GateMetrics {
+    /// Why the gate stopped before its bound (consecutive stalls or
+    /// connection failures); its figures are those measured until then.
+    pub stopped_early: Option<String>,
     /// Time to first token of any kind, seconds.
     pub ttft: Distribution,
     /// Time to first content token, seconds.
@@ -287,7 +303,7 @@ impl GateMetrics {
             r.record(c, Duration::ZERO);
         }
         for e in failed {
-            r.fail(e.clone());
+            r.fail(e);
         }
         r.finish(wall)
     }

@@ -70,12 +70,99 @@ fn checked(result: Result<Completion, CallError>) -> Result<Completion, CallErro
 }
 
 /// A measured (or warm-up) window: when it stops, the index of its first
-/// request, and how many requests have finished so far (for progress).
+/// request, how many requests have finished so far (for progress), and the
+/// breaker that ends it early.
 #[derive(Debug)]
 struct Window {
     bound: Bound,
     first: u32,
     finished: Arc<AtomicU64>,
+    breaker: Arc<Breaker>,
+}
+
+/// Ends a gate once `after` requests in a row failed the same way with a
+/// failure that costs a deadline (a timeout, a stall, no connection): a
+/// stalled server would otherwise make every request wait out its deadline,
+/// 128 requests × a 60 s idle deadline is two hours of a GPU runner.
+#[derive(Debug, Default)]
+pub struct Breaker {
+    after: u32,
+    state: Mutex<Streak>,
+}
+
+#[derive(Debug, Default)]
+struct Streak {
+    /// The class and the words of the failure repeating, and how often.
+    failure: Option<(&'static str, String)>,
+    count: u32,
+    /// Why the gate stopped, once it has.
+    tripped: Option<String>,
+}
+
+impl Breaker {
+    /// A breaker that trips after `after` consecutive like failures (0: never).
+    pub fn new(after: u32) -> Self {
+        Self {
+            after,
+            state: Mutex::default(),
+        }
+    }
+
+    /// Counts a finished request.
+    fn note(&self, result: &Result<Completion, CallError>) {
+        let Ok(mut s) = self.state.lock() else {
+            return;
+        };
+        let costly = match result {
+            Ok(_) => None,
+            Err(e) => match &e.kind {
+                ErrorKind::Timeout(which, limit) => Some((
+                    e.class(),
+                    format!(
+                        "{} past the {} deadline ({})",
+                        if *which == crate::client::Deadline::Idle {
+                            "stalled"
+                        } else {
+                            "timed out"
+                        },
+                        which.name(),
+                        crate::load::thresholds::format_duration(*limit)
+                    ),
+                )),
+                ErrorKind::Connect => Some((e.class(), "could not connect".to_owned())),
+                _ => None,
+            },
+        };
+        match costly {
+            Some((class, words)) if s.failure.as_ref().is_some_and(|(c, _)| *c == class) => {
+                s.count += 1;
+                s.failure = Some((class, words));
+            }
+            Some(f) => {
+                s.failure = Some(f);
+                s.count = 1;
+            }
+            None => {
+                s.failure = None;
+                s.count = 0;
+            }
+        }
+        if self.after > 0
+            && s.count >= self.after
+            && s.tripped.is_none()
+            && let Some((_, words)) = &s.failure
+        {
+            s.tripped = Some(format!(
+                "stopping early: {} consecutive requests {words}",
+                s.count
+            ));
+        }
+    }
+
+    /// Why the gate stopped early, if it did.
+    pub fn tripped(&self) -> Option<String> {
+        self.state.lock().ok().and_then(|s| s.tripped.clone())
+    }
 }
 
 /// When a window stops: after `count` requests and/or at `deadline`.
@@ -113,18 +200,20 @@ async fn closed(client: &Client, gate: &Gate, concurrency: u32, window: &Window)
         let (client, gate, next) = (client.clone(), gate.clone(), Arc::clone(&next));
         let recorders = Arc::clone(&recorders);
         let finished = Arc::clone(&window.finished);
+        let breaker = Arc::clone(&window.breaker);
         tasks.spawn(async move {
             let shard = &recorders[w as usize % recorders.len()];
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                if !bound.allows(i, Instant::now()) {
+                if !bound.allows(i, Instant::now()) || breaker.tripped().is_some() {
                     break;
                 }
                 let result = checked(client.complete(&request(&gate, first + i)).await);
+                breaker.note(&result);
                 if let Ok(mut rec) = shard.lock() {
                     match result {
                         Ok(c) => rec.record(&c, Duration::ZERO),
-                        Err(e) => rec.fail(e),
+                        Err(e) => rec.fail(&e),
                     }
                 }
                 finished.fetch_add(1, Ordering::Relaxed);
@@ -134,7 +223,7 @@ async fn closed(client: &Client, gate: &Gate, concurrency: u32, window: &Window)
     let mut all = Recorder::new(gate.slo);
     while let Some(joined) = tasks.join_next().await {
         if let Err(e) = joined {
-            all.fail(CallError::new(
+            all.fail(&CallError::new(
                 ErrorKind::Transport,
                 format!("load worker failed: {e}"),
             ));
@@ -180,7 +269,7 @@ async fn open(
         while let Some((result, late)) = rx.recv().await {
             match result {
                 Ok(c) => rec.record(&c, late),
-                Err(e) => rec.fail(e),
+                Err(e) => rec.fail(&e),
             }
         }
         rec
@@ -189,7 +278,7 @@ async fn open(
     let start = Instant::now();
     for (i, offset) in (0u32..).zip(schedule(rate, arrival, seed)) {
         let intended = start + offset;
-        if !bound.allows(i, intended) {
+        if !bound.allows(i, intended) || window.breaker.tripped().is_some() {
             break;
         }
         tokio::time::sleep_until(intended).await;
@@ -199,9 +288,11 @@ async fn open(
         };
         let (client, req, tx) = (client.clone(), request(gate, first + i), tx.clone());
         let finished = Arc::clone(&window.finished);
+        let breaker = Arc::clone(&window.breaker);
         tokio::spawn(async move {
             let late = Instant::now().saturating_duration_since(intended);
             let result = checked(client.complete(&req).await);
+            breaker.note(&result);
             drop(permit);
             finished.fetch_add(1, Ordering::Relaxed);
             let _ = tx.send((result, late));
@@ -210,7 +301,7 @@ async fn open(
     drop(tx);
     collector.await.unwrap_or_else(|e| {
         let mut rec = Recorder::new(slo);
-        rec.fail(CallError::new(
+        rec.fail(&CallError::new(
             ErrorKind::Transport,
             format!("result collector failed: {e}"),
         ));
@@ -226,6 +317,7 @@ pub async fn run_gate(client: &Client, gate: &Gate) -> Result<GateMetrics, Strin
         Pace::Closed { concurrency } => concurrency,
         Pace::Open { max_in_flight, .. } => max_in_flight.unwrap_or(1),
     };
+    let breaker = Arc::new(Breaker::new(load.abort_after));
     if load.warmup > 0 {
         let warm = Window {
             bound: Bound {
@@ -234,8 +326,12 @@ pub async fn run_gate(client: &Client, gate: &Gate) -> Result<GateMetrics, Strin
             },
             first: 0,
             finished: Arc::default(),
+            breaker: Arc::clone(&breaker),
         };
         closed(client, gate, warm_concurrency, &warm).await;
+        if let Some(why) = breaker.tripped() {
+            return Err(format!("{why}, during the warm-up; nothing was measured"));
+        }
     }
     if load.flush_cache {
         client
@@ -252,6 +348,7 @@ pub async fn run_gate(client: &Client, gate: &Gate) -> Result<GateMetrics, Strin
         },
         first: load.warmup,
         finished: Arc::default(),
+        breaker: Arc::clone(&breaker),
     };
     let progress = Progress::start(&gate.name, load.requests, load.duration, &window.finished);
     let rec = match load.pace {
@@ -266,6 +363,7 @@ pub async fn run_gate(client: &Client, gate: &Gate) -> Result<GateMetrics, Strin
     let wall = start.elapsed();
     progress.finish();
     let mut metrics = rec.finish(wall);
+    metrics.stopped_early = breaker.tripped();
     if let (Some(before), Some(after)) = (before, scrape(client).await) {
         metrics.server = Some(ServerView::between(&before, &after));
     }

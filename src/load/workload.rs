@@ -181,6 +181,7 @@ mod tests {
             ignore_eos: false,
             flush_cache: false,
             tokenizer,
+            abort_after: 3,
         }
     }
 

@@ -1,13 +1,112 @@
-//! A launched server's log file: its tail for failure messages, and a scan
-//! of new lines for fatal patterns.
+//! A launched server's log file: written by servegate from the server's
+//! output, a line at a time with every secret scrubbed (the raw output never
+//! reaches the disk: SGLang logs its `server_args`, API key included); its
+//! tail for failure messages; a scan of new lines for fatal patterns.
 
-use std::io::{Read as _, Seek as _, SeekFrom};
+use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use regex::Regex;
 
 /// How many lines failure messages quote.
 pub const TAIL_LINES: usize = 40;
+
+/// The most of a server's output one log keeps; what follows is counted.
+const MAX_LOG: u64 = 256 << 20;
+
+/// A line longer than this is written in pieces.
+const MAX_LINE: usize = 64 << 10;
+
+/// The log file, shared by the copiers of stdout and stderr.
+struct Sink {
+    file: std::fs::File,
+    written: u64,
+    dropped: u64,
+}
+
+impl Sink {
+    fn line(&mut self, raw: &[u8]) {
+        let text = String::from_utf8_lossy(raw);
+        let text = crate::secrets::scrub(&text);
+        if self.written + text.len() as u64 + 1 > MAX_LOG {
+            self.dropped += text.len() as u64 + 1;
+            return;
+        }
+        self.written += text.len() as u64 + 1;
+        let _ = self.file.write_all(text.as_bytes());
+        let _ = self.file.write_all(b"\n");
+    }
+}
+
+/// Copies the output of a server into its log (one thread per stream);
+/// the threads end when the server's end of the pipes closes.
+pub fn pump(
+    file: std::fs::File,
+    streams: Vec<Box<dyn std::io::Read + Send>>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let sink = Arc::new(Mutex::new(Sink {
+        file,
+        written: 0,
+        dropped: 0,
+    }));
+    streams
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, mut stream)| {
+            let sink = Arc::clone(&sink);
+            std::thread::Builder::new()
+                .name(format!("servegate-log-{i}"))
+                .spawn(move || {
+                    let mut pending: Vec<u8> = Vec::new();
+                    let mut buf = vec![0u8; 16 << 10];
+                    loop {
+                        let n = match stream.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => n,
+                        };
+                        pending.extend_from_slice(&buf[..n]);
+                        // A line ends at `\n` or `\r` (progress bars redraw
+                        // with `\r` and would otherwise never end).
+                        let mut start = 0;
+                        while let Some(at) = pending[start..]
+                            .iter()
+                            .position(|&b| b == b'\n' || b == b'\r')
+                        {
+                            let line = &pending[start..start + at];
+                            if !line.is_empty()
+                                && let Ok(mut s) = sink.lock()
+                            {
+                                s.line(line);
+                            }
+                            start += at + 1;
+                        }
+                        pending.drain(..start);
+                        if pending.len() > MAX_LINE
+                            && let Ok(mut s) = sink.lock()
+                        {
+                            s.line(&pending);
+                            pending.clear();
+                        }
+                    }
+                    if let Ok(mut s) = sink.lock() {
+                        if !pending.is_empty() {
+                            s.line(&pending);
+                        }
+                        if s.dropped > 0 && Arc::strong_count(&sink) == 1 {
+                            let note = format!(
+                                "[servegate: the log stopped at {} MiB; {} more bytes of output were dropped]",
+                                MAX_LOG >> 20,
+                                s.dropped
+                            );
+                            let _ = writeln!(s.file, "{note}");
+                        }
+                    }
+                })
+                .ok()
+        })
+        .collect()
+}
 
 /// The last `n` lines of a file, each indented for a failure message.
 pub fn tail(path: &Path, n: usize) -> String {
@@ -26,7 +125,12 @@ pub fn tail(path: &Path, n: usize) -> String {
     }
     lines[lines.len().saturating_sub(n)..]
         .iter()
-        .map(|l| format!("    | {l}"))
+        .map(|l| {
+            format!(
+                "    | {}",
+                crate::text::printable(&crate::secrets::scrub(l))
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }

@@ -6,10 +6,11 @@
 
 pub mod log;
 mod reaper;
+pub mod tree;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -78,17 +79,15 @@ pub struct Server {
     exit: Mutex<Option<ExitInfo>>,
     scanner: Mutex<Scanner>,
     timeline: Mutex<Timeline>,
-    /// Values never shown: scrubbed from the argv and the log tails.
-    secrets: Vec<String>,
+    /// `SERVEGATE_LAUNCH` of every process it starts.
+    marker: String,
+    /// The threads copying its output into the log.
+    pumps: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// Processes found outside its group at teardown, and killed.
+    escapers: Mutex<usize>,
 }
 
-/// Names whose values never appear in output or records.
-fn is_secret(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["KEY", "TOKEN", "SECRET", "PASSWORD"]
-        .iter()
-        .any(|s| upper.contains(s))
-}
+use crate::secrets::is_secret_name as is_secret;
 
 /// `argv` for output and records: the value of an option whose name looks
 /// secret is `<redacted>`.
@@ -113,34 +112,23 @@ fn redact_argv(argv: &[String]) -> Vec<String> {
     out
 }
 
-/// The secret values of a launch: those of secret-looking environment
-/// variables and options, and `extra` (the API key). Short values are not
-/// scrubbed: they would blank ordinary words.
-fn secret_values(argv: &[String], env: &[(String, String)], extra: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = env
-        .iter()
-        .filter(|(k, _)| is_secret(k))
-        .map(|(_, v)| v.clone())
-        .collect();
+/// Registers the secret values of a launch with the scrubber: those of
+/// secret-looking environment variables and options.
+fn register_secrets(argv: &[String], env: &[(String, String)]) {
+    for (k, v) in env {
+        if is_secret(k) {
+            crate::secrets::add(v);
+        }
+    }
     for (shown, real) in redact_argv(argv).iter().zip(argv) {
         if shown == "<redacted>" {
-            out.push(real.clone());
+            crate::secrets::add(real);
         } else if shown.ends_with("=<redacted>")
             && let Some((_, v)) = real.split_once('=')
         {
-            out.push(v.to_owned());
+            crate::secrets::add(v);
         }
     }
-    out.extend(extra.iter().cloned());
-    out.retain(|v| v.len() >= 4);
-    out
-}
-
-/// `text` with every secret value replaced by `<redacted>`.
-pub fn scrub(text: &str, secrets: &[String]) -> String {
-    secrets
-        .iter()
-        .fold(text.to_owned(), |t, s| t.replace(s.as_str(), "<redacted>"))
 }
 
 /// A free TCP port on `host`, found by binding port 0.
@@ -169,6 +157,20 @@ pub fn shell_line(argv: &[String]) -> String {
         .join(" ")
 }
 
+/// Whether `program` can be started: a path to a file, or a name on PATH.
+fn runnable(program: &str, cwd: &Path) -> bool {
+    if program.contains('/') {
+        let p = Path::new(program);
+        return if p.is_absolute() {
+            p.is_file()
+        } else {
+            cwd.join(p).is_file()
+        };
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
 fn fill(text: &str, host: &str, port: u16) -> String {
     text.replace("{port}", &port.to_string())
         .replace("{host}", host)
@@ -176,14 +178,14 @@ fn fill(text: &str, host: &str, port: u16) -> String {
 
 impl Server {
     /// Starts `launch` (with a variant's overrides) in its own process group,
-    /// output to `<dir>/<label>.log`.
+    /// its life tied to servegate's, its output scrubbed into
+    /// `<dir>/<label>.log`.
     pub fn spawn(
         launch: &Launch,
         variant: Option<&Variant>,
         suite_dir: &Path,
         dir: &Path,
         label: &str,
-        extra_secrets: &[String],
     ) -> Result<Self, String> {
         let port = match launch.port {
             // Something already listening there would answer the readiness
@@ -218,38 +220,56 @@ impl Server {
         let log_path = dir.join(format!("{label}.log"));
         let log = std::fs::File::create(&log_path)
             .map_err(|e| format!("could not create {}: {e}", log_path.display()))?;
-        let log_err = log
-            .try_clone()
-            .map_err(|e| format!("could not open {}: {e}", log_path.display()))?;
-        let mut cmd = Command::new(&argv[0]);
-        cmd.args(&argv[1..])
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .current_dir(launch.cwd.as_deref().unwrap_or(suite_dir))
+        register_secrets(&argv, &env);
+        let cwd = launch.cwd.as_deref().unwrap_or(suite_dir);
+        if !runnable(&argv[0], cwd) {
+            return Err(format!(
+                "could not start `{}`: no such program (not a file, and not on PATH)",
+                argv[0]
+            ));
+        }
+        let marker = tree::new_marker();
+        let mut cmd = tree::command(&argv);
+        cmd.envs(env.iter().map(|(k, v)| (k, v)))
+            .env(tree::MARKER, &marker)
+            .current_dir(cwd)
             .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err);
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         #[cfg(unix)]
         {
             use std::os::unix::process::CommandExt as _;
             cmd.process_group(0);
         }
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("could not start `{}`: {e}", argv.join(" ")))?;
+        let mut child =
+            tree::spawn(cmd).map_err(|e| format!("could not start `{}`: {e}", argv.join(" ")))?;
         let pid = child.id();
         reaper::register(pid);
-        let secrets = secret_values(&argv, &env, extra_secrets);
+        let streams: Vec<Box<dyn std::io::Read + Send>> = [
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let pumps = log::pump(log, streams);
         let argv: Vec<String> = redact_argv(&argv)
             .iter()
-            .map(|a| scrub(a, &secrets))
+            .map(|a| crate::secrets::scrub(a).into_owned())
             .collect();
         let env_shown = env
             .into_iter()
             .map(|(k, v)| {
                 let v = if is_secret(&k) {
-                    "<redacted>".to_owned()
+                    crate::secrets::REDACTED.to_owned()
                 } else {
-                    v
+                    crate::secrets::scrub(&v).into_owned()
                 };
                 (k, v)
             })
@@ -277,7 +297,9 @@ impl Server {
                 spawned_unix,
                 ..Timeline::default()
             }),
-            secrets,
+            marker,
+            pumps: Mutex::new(pumps),
+            escapers: Mutex::new(0),
         })
     }
 
@@ -308,7 +330,7 @@ impl Server {
         format!(
             "  server log {}, last {TAIL_LINES} lines:\n{}",
             self.log_path.display(),
-            scrub(&log::tail(&self.log_path, TAIL_LINES), &self.secrets)
+            log::tail(&self.log_path, TAIL_LINES)
         )
     }
 
@@ -433,11 +455,32 @@ impl Server {
                 }
             }
         }
-        // What the server started and left behind in its group goes too.
+        // What the server started and left behind goes too: in its group,
+        // and what left the group (a `setsid` daemon) found by its marker
+        // or as an orphan re-parented to servegate.
         if reaper::unregister(self.pid) {
             reaper::signal_group(self.pid, reaper::Stop::Kill, &mut child);
+            let left = tree::leftovers(self.pid, &self.marker, &reaper::live());
+            if !left.is_empty() {
+                tree::kill(&left);
+                if let Ok(mut n) = self.escapers.lock() {
+                    *n = left.len();
+                }
+            }
+        }
+        // Its output is all in the log once the pipes closed.
+        if let Ok(mut pumps) = self.pumps.lock() {
+            for p in pumps.drain(..) {
+                let _ = p.join();
+            }
         }
         *exit
+    }
+
+    /// How many of its processes had left its process group and were
+    /// killed at teardown.
+    pub fn escapers(&self) -> usize {
+        self.escapers.lock().map_or(0, |n| *n)
     }
 }
 

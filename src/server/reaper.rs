@@ -26,6 +26,11 @@ pub fn register(pid: u32) {
     }
 }
 
+/// The live launched servers.
+pub fn live() -> Vec<u32> {
+    LIVE.lock().map(|l| l.clone()).unwrap_or_default()
+}
+
 /// Forgets a group; `false` if it was not registered (already stopped).
 pub fn unregister(pid: u32) -> bool {
     LIVE.lock().is_ok_and(|mut live| {

@@ -146,6 +146,25 @@ impl Default for Timeouts {
     }
 }
 
+/// How much of a server's answers is read: past a cap the request fails
+/// (a server that never stops sending must not exhaust memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// Text of one answer (content and reasoning together).
+    pub answer: u64,
+    /// Body of one small GET (`/v1/models`, info, health, `/metrics`).
+    pub document: u64,
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        Self {
+            answer: 8 << 20,
+            document: 4 << 20,
+        }
+    }
+}
+
 /// The server under test.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -157,8 +176,13 @@ pub struct Target {
     pub model: Option<String>,
     /// The NAME of the environment variable that holds the API key.
     pub api_key_env: Option<String>,
+    /// NAMES of environment variables whose values are secrets: scrubbed
+    /// from everything servegate prints or writes.
+    pub secrets: Vec<String>,
     /// Request deadlines.
     pub timeouts: Timeouts,
+    /// Byte caps on what is read.
+    pub limits: ReadLimits,
     /// A server process servegate starts and stops; its URL is then
     /// `http://<host>:<port>`.
     pub launch: Option<Launch>,
@@ -702,4 +726,7 @@ pub struct Load {
     pub flush_cache: bool,
     /// Cuts synthetic prompts to their exact token counts.
     pub tokenizer: Option<Tokenizer>,
+    /// Stop the gate after this many consecutive requests failed the same
+    /// way (timed out, stalled, or could not connect); 0 never stops.
+    pub abort_after: u32,
 }

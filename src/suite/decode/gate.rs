@@ -40,6 +40,7 @@ const LOAD: &[&str] = &[
     "output_tokens",
     "ignore_eos",
     "flush_cache",
+    "abort_after",
     "dataset",
     "shared_prefix",
     "tokenizer",
@@ -473,6 +474,9 @@ impl Decoder<'_> {
         let flush_cache = f
             .get("flush_cache")
             .map_or(Some(false), |v| self.boolean(v, "flush_cache"));
+        let abort_after = f
+            .get("abort_after")
+            .map_or(Some(3), |v| self.count(v, "abort_after", 0));
         let prompt = self.workload(&f, y);
         let tokenizer = f
             .get("tokenizer")
@@ -492,6 +496,7 @@ impl Decoder<'_> {
             ignore_eos: ignore_eos?,
             flush_cache: flush_cache?,
             tokenizer: tokenizer?,
+            abort_after: abort_after?,
         };
         Some((load, levels?))
     }

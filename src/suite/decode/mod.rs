@@ -13,7 +13,8 @@ mod server;
 use super::diagnostics::{Diagnostic, did_you_mean};
 use super::interpolate::interpolate;
 use super::model::{
-    Api, BaseUrl, Curve, Gate, Sampling, SimSpec, SnapshotMode, SourceFile, Suite, Target, Timeouts,
+    Api, BaseUrl, Curve, Gate, ReadLimits, Sampling, SimSpec, SnapshotMode, SourceFile, Suite,
+    Target, Timeouts,
 };
 use super::node::{Key, Loc, Node, Yaml};
 
@@ -33,9 +34,12 @@ const TARGET: &[&str] = &[
     "model",
     "api_key_env",
     "timeouts",
+    "limits",
+    "secrets",
     "launch",
 ];
 const TIMEOUTS: &[&str] = &["connect", "first_token", "idle", "total"];
+const LIMITS: &[&str] = &["answer", "document"];
 const SIM: &[&str] = &["profile"];
 const SAMPLING: &[&str] = &[
     "temperature",
@@ -327,6 +331,8 @@ impl<'e> Decoder<'e> {
                 model: None,
                 api_key_env: None,
                 timeouts: Timeouts::default(),
+                limits: ReadLimits::default(),
+                secrets: Vec::new(),
                 launch: None,
                 loc: root.loc,
             }),
@@ -490,6 +496,26 @@ impl<'e> Decoder<'e> {
         let timeouts = f
             .get("timeouts")
             .map_or(Some(Timeouts::default()), |v| self.timeouts(v));
+        let limits = f
+            .get("limits")
+            .map_or(Some(ReadLimits::default()), |v| self.limits(v));
+        let secrets = f.get("secrets").map_or_else(Vec::new, |v| {
+            self.items(v, "secrets", |d, item| {
+                let name = d.text(item, "secrets")?;
+                let valid =
+                    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !valid {
+                    d.error(
+                        Diagnostic::new(item.loc, "secrets lists NAMES of environment variables")
+                            .expected(
+                                "a name such as `MY_CREDS`; never write a secret itself in a suite",
+                            ),
+                    );
+                    return None;
+                }
+                Some(name)
+            })
+        });
         let launch = match f.get("launch") {
             None => None,
             Some(v) => {
@@ -508,6 +534,8 @@ impl<'e> Decoder<'e> {
             model,
             api_key_env,
             timeouts: timeouts?,
+            limits: limits?,
+            secrets,
             launch,
             loc: y.loc,
         })
@@ -549,6 +577,38 @@ impl<'e> Decoder<'e> {
             }
         }
         ok.then_some(t)
+    }
+
+    fn limits(&mut self, y: &Yaml) -> Option<ReadLimits> {
+        let f = self.fields(y, "target.limits", LIMITS)?;
+        let mut l = ReadLimits::default();
+        let mut ok = true;
+        for (name, slot) in [("answer", &mut l.answer), ("document", &mut l.document)] {
+            if let Some(v) = f.get(name) {
+                let text = match &v.node {
+                    Node::Int(n) => n.to_string(),
+                    _ => self.text(v, &format!("limits.{name}"))?,
+                };
+                match crate::units::parse_bytes(&text) {
+                    Ok(n) if n >= 1024 => *slot = n,
+                    Ok(_) => {
+                        self.error(
+                            Diagnostic::new(v.loc, format!("limits.{name} must be at least 1 KiB"))
+                                .expected("a size such as `8 MiB`"),
+                        );
+                        ok = false;
+                    }
+                    Err(e) => {
+                        self.error(
+                            Diagnostic::new(v.loc, format!("invalid limits.{name}: {e}"))
+                                .expected("a size such as `8 MiB`, `512 KiB` or `1 GiB`"),
+                        );
+                        ok = false;
+                    }
+                }
+            }
+        }
+        ok.then_some(l)
     }
 
     /// A file named relative to the suite's directory or one of its

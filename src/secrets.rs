@@ -1,0 +1,210 @@
+//! The secret scrubber: every value known to be secret is replaced with
+//! `<redacted>` at every sink servegate writes to (its output, failure
+//! messages, the run record and its reports, snapshots, server logs).
+//!
+//! Secrets are registered as they become known — the API key, values of
+//! the process's secret-looking environment variables (`SGLANG_API_KEY`,
+//! `HF_TOKEN`, …: a launch env entry `MY_CREDS: ${SGLANG_API_KEY}` carries
+//! one under an innocent name), variables a suite names in
+//! `target.secrets`, secret-looking launch options, a password in a
+//! `base_url`, secret-looking fields a server reports about itself — and
+//! are process-wide, because the sinks are.
+
+use std::borrow::Cow;
+use std::sync::RwLock;
+
+/// What a secret is replaced with.
+pub const REDACTED: &str = "<redacted>";
+
+/// Shorter values are not scrubbed: they would blank ordinary words.
+const MIN_LEN: usize = 6;
+
+static KNOWN: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Whether a name (an environment variable, an option, a JSON key) says
+/// its value is secret: one of its words (split at `_`, `-`, `.` and
+/// case changes) is KEY, TOKEN, SECRET, PASSWORD, … — so `HF_TOKEN`,
+/// `--api-key` and `apiKey` are, and `max_tokens` or `tokenizer_path` are not.
+pub fn is_secret_name(name: &str) -> bool {
+    const WORDS: [&str; 12] = [
+        "KEY",
+        "APIKEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "PASS",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "CREDS",
+        "AUTHORIZATION",
+        "BEARER",
+    ];
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        let boundary = !c.is_ascii_alphanumeric() || (c.is_ascii_uppercase() && prev_lower);
+        if boundary && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        if c.is_ascii_alphanumeric() {
+            word.push(c.to_ascii_uppercase());
+        }
+        prev_lower = c.is_ascii_lowercase();
+    }
+    words.push(word);
+    words.iter().any(|w| WORDS.contains(&w.as_str()))
+}
+
+/// Registers a secret value; short or empty values are ignored.
+pub fn add(value: &str) {
+    let value = value.trim();
+    if value.chars().count() < MIN_LEN {
+        return;
+    }
+    if let Ok(mut known) = KNOWN.write()
+        && !known.iter().any(|k| k == value)
+    {
+        known.push(value.to_owned());
+        // Longest first, so a secret containing another is replaced whole.
+        known.sort_by_key(|k| std::cmp::Reverse(k.len()));
+    }
+}
+
+/// Registers the values of this process's environment variables whose
+/// names look secret.
+pub fn add_from_environment() {
+    for (name, value) in std::env::vars_os() {
+        if let (Some(name), Some(value)) = (name.to_str(), value.to_str())
+            && is_secret_name(name)
+        {
+            add(value);
+        }
+    }
+}
+
+/// `text` with every registered secret replaced by [`REDACTED`].
+pub fn scrub(text: &str) -> Cow<'_, str> {
+    let Ok(known) = KNOWN.read() else {
+        return Cow::Borrowed(text);
+    };
+    let mut out = Cow::Borrowed(text);
+    for secret in known.iter() {
+        if out.contains(secret.as_str()) {
+            out = Cow::Owned(out.replace(secret.as_str(), REDACTED));
+        }
+    }
+    out
+}
+
+/// A URL with the password of its userinfo registered and hidden:
+/// `http://user:pw@host` → `http://user:<redacted>@host`.
+pub fn url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let Some((userinfo, host)) = rest[..authority_end].rsplit_once('@') else {
+        return url.to_owned();
+    };
+    let shown = if let Some((user, password)) = userinfo.split_once(':') {
+        add(password);
+        format!("{user}:{REDACTED}")
+    } else {
+        add(userinfo);
+        REDACTED.to_owned()
+    };
+    format!("{scheme}://{shown}@{host}{}", &rest[authority_end..])
+}
+
+/// A JSON document with the values of secret-looking keys replaced (and
+/// registered): what a server reports about itself may hold its API key.
+pub fn json(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| {
+                let v = if is_secret_name(k) && !v.is_null() && !v.is_boolean() {
+                    if let Some(s) = v.as_str() {
+                        add(s);
+                    } else {
+                        add(&v.to_string());
+                    }
+                    serde_json::Value::String(REDACTED.to_owned())
+                } else {
+                    json(v)
+                };
+                (k.clone(), v)
+            })
+            .collect(),
+        serde_json::Value::Array(items) => items.iter().map(json).collect(),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_names_are_whole_words() {
+        for name in [
+            "SGLANG_API_KEY",
+            "HF_TOKEN",
+            "api-key",
+            "--hf-token",
+            "apiKey",
+            "AWS_SECRET_ACCESS_KEY",
+            "db.password",
+            "MY_CREDS",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in [
+            "max_tokens",
+            "tokenizer_path",
+            "--max-total-tokens",
+            "MONKEY",
+            "keyfile_path",
+            "NCCL_PROTO",
+            "passes",
+        ] {
+            assert!(!is_secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn registered_values_are_scrubbed_longest_first() {
+        add("sk-canary-123");
+        add("sk-canary-123-and-more");
+        add("short");
+        assert_eq!(
+            scrub("a sk-canary-123-and-more b sk-canary-123 c short"),
+            "a <redacted> b <redacted> c short"
+        );
+        assert!(matches!(scrub("nothing here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn userinfo_and_secret_fields_are_hidden() {
+        assert_eq!(
+            url("http://bob:pw-canary-456@gpu-7:30000/v1"),
+            "http://bob:<redacted>@gpu-7:30000/v1"
+        );
+        assert_eq!(scrub("pw-canary-456"), REDACTED);
+        assert_eq!(url("http://gpu-7:30000"), "http://gpu-7:30000");
+        let info = serde_json::json!({
+            "tp_size": 8,
+            "api_key": "key-canary-789",
+            "nested": [{"hf_token": "hf-canary-000", "enable_x": true}],
+            "tokenizer_path": "/models/k2"
+        });
+        let shown = json(&info);
+        assert_eq!(shown["api_key"], REDACTED);
+        assert_eq!(shown["nested"][0]["hf_token"], REDACTED);
+        assert_eq!(shown["tp_size"], 8);
+        assert_eq!(shown["nested"][0]["enable_x"], true);
+        assert_eq!(scrub("echo key-canary-789"), "echo <redacted>");
+    }
+}
