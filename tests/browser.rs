@@ -87,7 +87,7 @@ fn renders(browser: &Path) -> Result<(), Failed> {
     }
     let (dom, _) = headless(browser, &profile, &["--dump-dom", &url])?;
     for needle in [
-        "servegate: <span class=\"pass\">5 passed, 0 failed</span>",
+        "servegate: <span class=\"pass\">8 passed, 0 failed</span>",
         "sglang::correctness::arithmetic",
         "<svg class=\"chart\"",
         "latency percentiles",

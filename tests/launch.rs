@@ -114,6 +114,52 @@ fn verdict<'a>(out: &'a str, name: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no verdict for {name} in:\n{out}"))
 }
 
+/// Every file under `dir`.
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+/// A daemon the server started in a session of its own (`setsid`), holding
+/// a port, is stopped at teardown with the server.
+#[test]
+fn a_daemon_that_left_the_process_group_is_stopped_too() {
+    let run = Run::new("escape");
+    let (out, text) = run.run(&["run", "tests/suites/launch/escape.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_has(&text, &["servegate: stopped the server of `escape`"]);
+    run.assert_no_survivors();
+}
+
+/// `kill -9` of servegate (an OOM kill, a CI hard timeout) mid-gate: the
+/// server dies with it, through its parent-death signal.
+#[test]
+fn a_killed_servegate_takes_its_server_with_it() {
+    let run = Run::new("kill9");
+    let mut child = run
+        .command(&["run", "tests/suites/launch/slow.yaml"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    while run.survivors().is_empty() {
+        assert!(Instant::now() < until, "the server never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Well into the gate.
+    std::thread::sleep(Duration::from_millis(500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    run.assert_no_survivors();
+}
+
 #[test]
 fn a_launched_server_is_checked_measured_recorded_and_stopped_with_its_group() {
     let run = Run::new("ok");
@@ -474,25 +520,29 @@ fn a_canary_api_key_leaks_into_nothing_servegate_prints_or_writes() {
         ],
     );
     assert!(!text.contains(&canary), "the key is in the output:\n{text}");
-    let mut files = vec![
-        run.dir.join("servegate/latest/report.json"),
-        run.dir.join("servegate/latest/junit.xml"),
-        run.dir.join("servegate/latest/report.html"),
-    ];
-    for dir in [snapshots.join("secret/servegate-sim")] {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            files.push(e.unwrap().path());
-        }
-    }
-    assert!(files.len() >= 4, "{files:?}");
+    // Everything under the output directory (record, reports, the server's
+    // log) and every snapshot.
+    let mut files = Vec::new();
+    collect(&run.dir.join("servegate"), &mut files);
+    collect(&snapshots, &mut files);
+    assert!(
+        files
+            .iter()
+            .any(|f| f.extension().is_some_and(|e| e == "log")),
+        "{files:?}"
+    );
+    assert!(files.len() >= 8, "{files:?}");
     for f in &files {
-        let body = std::fs::read_to_string(f).unwrap();
+        let body = std::fs::read_to_string(f).unwrap_or_default();
         assert!(!body.contains(&canary), "the key is in {}", f.display());
     }
+    let record = std::fs::read_to_string(run.dir.join("servegate/latest/report.json")).unwrap();
     assert_has(
-        &std::fs::read_to_string(&files[0]).unwrap(),
+        &record,
         &[
             "\"SGLANG_API_KEY\": \"<redacted>\"",
+            "\"MY_CREDS\": \"<redacted>\"",
+            "\"api_key\": \"<redacted>\"",
             "server_args: api_key=<redacted>",
         ],
     );

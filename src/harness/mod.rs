@@ -39,13 +39,17 @@ pub struct Outcome {
     pub load_failures: usize,
     /// Suites whose target could not be reached.
     pub unreachable: usize,
+    /// A signal (Ctrl-C, SIGTERM, SIGHUP) interrupted the run.
+    pub interrupted: bool,
 }
 
 impl Outcome {
     /// The exit code of `servegate run`: 0 all passed, 1 a trial failed,
     /// 2 a suite file is invalid, 3 a target could not be reached.
     pub fn cli_exit_code(&self) -> ExitCode {
-        if self.load_failures > 0 {
+        if self.interrupted {
+            ExitCode::from(130)
+        } else if self.load_failures > 0 {
             ExitCode::from(2)
         } else if self.unreachable > 0 {
             ExitCode::from(3)
@@ -75,6 +79,9 @@ pub fn test_main(manifest_dir: &str) -> ExitCode {
         out_dir: None,
     };
     let outcome = run(&paths, &options, Arguments::from_args());
+    if outcome.interrupted {
+        return ExitCode::from(130);
+    }
     outcome.conclusion.exit_code()
 }
 
@@ -274,6 +281,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
                 conclusion: failed_conclusion(),
                 load_failures: 1,
                 unreachable: 0,
+                interrupted: false,
             };
         }
     };
@@ -288,6 +296,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
             conclusion,
             load_failures: 0,
             unreachable: 0,
+            interrupted: false,
         };
     }
     if args.test_threads.is_some_and(|n| n > 1) {
@@ -324,6 +333,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
                 conclusion: failed_conclusion(),
                 load_failures,
                 unreachable: 0,
+                interrupted: false,
             };
         }
     };
@@ -398,6 +408,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         conclusion,
         load_failures,
         unreachable,
+        interrupted: crate::server::interrupted(),
     }
 }
 

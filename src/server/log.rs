@@ -39,73 +39,109 @@ impl Sink {
     }
 }
 
+/// The copiers of a server's output: done when every stream closed.
+#[derive(Debug)]
+pub struct Pumps {
+    left: Arc<(Mutex<usize>, std::sync::Condvar)>,
+}
+
+impl Pumps {
+    /// Waits until the server's output is all in the log, at most `limit`:
+    /// a process that escaped teardown may hold the pipes open, and the
+    /// copiers then go on without holding teardown up.
+    pub fn wait(&self, limit: std::time::Duration) -> bool {
+        let (left, done) = &*self.left;
+        let Ok(guard) = left.lock() else {
+            return false;
+        };
+        done.wait_timeout_while(guard, limit, |n| *n > 0)
+            .is_ok_and(|(n, _)| *n == 0)
+    }
+
+    fn one_done(&self) {
+        let (left, done) = &*self.left;
+        if let Ok(mut n) = left.lock() {
+            *n = n.saturating_sub(1);
+        }
+        done.notify_all();
+    }
+}
+
 /// Copies the output of a server into its log (one thread per stream);
 /// the threads end when the server's end of the pipes closes.
-pub fn pump(
-    file: std::fs::File,
-    streams: Vec<Box<dyn std::io::Read + Send>>,
-) -> Vec<std::thread::JoinHandle<()>> {
+pub fn pump(file: std::fs::File, streams: Vec<Box<dyn std::io::Read + Send>>) -> Pumps {
+    let pumps = Pumps {
+        left: Arc::new((Mutex::new(streams.len()), std::sync::Condvar::new())),
+    };
     let sink = Arc::new(Mutex::new(Sink {
         file,
         written: 0,
         dropped: 0,
     }));
-    streams
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, mut stream)| {
-            let sink = Arc::clone(&sink);
-            std::thread::Builder::new()
-                .name(format!("servegate-log-{i}"))
-                .spawn(move || {
-                    let mut pending: Vec<u8> = Vec::new();
-                    let mut buf = vec![0u8; 16 << 10];
-                    loop {
-                        let n = match stream.read(&mut buf) {
-                            Ok(0) | Err(_) => break,
-                            Ok(n) => n,
-                        };
-                        pending.extend_from_slice(&buf[..n]);
-                        // A line ends at `\n` or `\r` (progress bars redraw
-                        // with `\r` and would otherwise never end).
-                        let mut start = 0;
-                        while let Some(at) = pending[start..]
-                            .iter()
-                            .position(|&b| b == b'\n' || b == b'\r')
-                        {
-                            let line = &pending[start..start + at];
-                            if !line.is_empty()
-                                && let Ok(mut s) = sink.lock()
-                            {
-                                s.line(line);
-                            }
-                            start += at + 1;
-                        }
-                        pending.drain(..start);
-                        if pending.len() > MAX_LINE
-                            && let Ok(mut s) = sink.lock()
-                        {
-                            s.line(&pending);
-                            pending.clear();
-                        }
-                    }
-                    if let Ok(mut s) = sink.lock() {
-                        if !pending.is_empty() {
-                            s.line(&pending);
-                        }
-                        if s.dropped > 0 && Arc::strong_count(&sink) == 1 {
-                            let note = format!(
-                                "[servegate: the log stopped at {} MiB; {} more bytes of output were dropped]",
-                                MAX_LOG >> 20,
-                                s.dropped
-                            );
-                            let _ = writeln!(s.file, "{note}");
-                        }
-                    }
-                })
-                .ok()
-        })
-        .collect()
+    for (i, stream) in streams.into_iter().enumerate() {
+        let sink = Arc::clone(&sink);
+        let done = Pumps {
+            left: Arc::clone(&pumps.left),
+        };
+        let spawned = std::thread::Builder::new()
+            .name(format!("servegate-log-{i}"))
+            .spawn(move || {
+                copy(stream, &sink);
+                done.one_done();
+            });
+        if spawned.is_err() {
+            pumps.one_done();
+        }
+    }
+    pumps
+}
+
+/// Copies one stream into the sink a line at a time until it closes.
+fn copy(mut stream: Box<dyn std::io::Read + Send>, sink: &Arc<Mutex<Sink>>) {
+    let mut pending: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 16 << 10];
+    loop {
+        let n = match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        pending.extend_from_slice(&buf[..n]);
+        // A line ends at `\n` or `\r` (progress bars redraw with `\r`
+        // and would otherwise never end).
+        let mut start = 0;
+        while let Some(at) = pending[start..]
+            .iter()
+            .position(|&b| b == b'\n' || b == b'\r')
+        {
+            let line = &pending[start..start + at];
+            if !line.is_empty()
+                && let Ok(mut s) = sink.lock()
+            {
+                s.line(line);
+            }
+            start += at + 1;
+        }
+        pending.drain(..start);
+        if pending.len() > MAX_LINE
+            && let Ok(mut s) = sink.lock()
+        {
+            s.line(&pending);
+            pending.clear();
+        }
+    }
+    if let Ok(mut s) = sink.lock() {
+        if !pending.is_empty() {
+            s.line(&pending);
+        }
+        if s.dropped > 0 && Arc::strong_count(sink) == 1 {
+            let note = format!(
+                "[servegate: the log stopped at {} MiB; {} more bytes of output were dropped]",
+                MAX_LOG >> 20,
+                s.dropped
+            );
+            let _ = writeln!(s.file, "{note}");
+        }
+    }
 }
 
 /// The last `n` lines of a file, each indented for a failure message.

@@ -6,6 +6,7 @@
 
 pub mod log;
 mod reaper;
+pub use reaper::interrupted;
 pub mod tree;
 
 use std::fmt;
@@ -82,7 +83,7 @@ pub struct Server {
     /// `SERVEGATE_LAUNCH` of every process it starts.
     marker: String,
     /// The threads copying its output into the log.
-    pumps: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    pumps: log::Pumps,
     /// Processes found outside its group at teardown, and killed.
     escapers: Mutex<usize>,
 }
@@ -298,7 +299,7 @@ impl Server {
                 ..Timeline::default()
             }),
             marker,
-            pumps: Mutex::new(pumps),
+            pumps,
             escapers: Mutex::new(0),
         })
     }
@@ -469,11 +470,7 @@ impl Server {
             }
         }
         // Its output is all in the log once the pipes closed.
-        if let Ok(mut pumps) = self.pumps.lock() {
-            for p in pumps.drain(..) {
-                let _ = p.join();
-            }
-        }
+        self.pumps.wait(Duration::from_secs(2));
         *exit
     }
 

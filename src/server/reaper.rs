@@ -9,6 +9,15 @@ use std::time::{Duration, Instant};
 
 static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
+/// Set when a signal interrupted the run: it then exits 130 however its
+/// trials ended (the servers it stopped fail the trial in flight).
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a signal interrupted the run.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Which signal a stop sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -72,6 +81,7 @@ fn group_alive(pid: u32) -> bool {
 
 /// On a signal: SIGTERM to every group, up to 5 s for them to go, SIGKILL.
 fn stop_all_and_exit(signal: &str) -> ! {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
     let live: Vec<u32> = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
     eprintln!(
         "servegate: {signal}: stopping {} launched server(s)",

@@ -1,0 +1,593 @@
+//! Hostile servers on raw sockets, every byte under the test's control: a
+//! stream that never ends, a 3 GB document, token counts near 2^62, server
+//! text that forges CI log lines, a key echoed back, a server that stalls
+//! or never answers. Each run must end in bounded wall time and memory,
+//! fail with a message naming the class, write its record, never panic,
+//! and leak the canary key into nothing.
+#![cfg(target_os = "linux")]
+
+mod common;
+use common::{assert_has, failure_of};
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A request as the hostile server read it.
+struct Request {
+    path: String,
+    authorization: String,
+    body: String,
+}
+
+type Handler = Arc<dyn Fn(&Request, &mut TcpStream) + Send + Sync>;
+
+/// Serves `handler` on a loopback port, a thread per connection, one
+/// request per connection; returns the port.
+fn serve(handler: Handler) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let handler = Arc::clone(&handler);
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut first = String::new();
+                if reader.read_line(&mut first).is_err() {
+                    return;
+                }
+                let path = first.split_whitespace().nth(1).unwrap_or("").to_owned();
+                let (mut length, mut authorization) = (0usize, String::new());
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                    if lower.starts_with("authorization:") {
+                        line["authorization:".len()..]
+                            .trim()
+                            .clone_into(&mut authorization);
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let mut conn = conn;
+                handler(
+                    &Request {
+                        path,
+                        authorization,
+                        body: String::from_utf8_lossy(&body).into_owned(),
+                    },
+                    &mut conn,
+                );
+            });
+        }
+    });
+    port
+}
+
+/// A JSON answer, then the connection closes.
+fn json(conn: &mut TcpStream, status: u16, body: &str) {
+    let _ = write!(
+        conn,
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+/// The head of an event stream that ends when the connection closes.
+fn stream_head(conn: &mut TcpStream) {
+    let _ = conn.write_all(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+    );
+}
+
+/// What every hostile server answers about itself (discovery).
+fn discovery(req: &Request, conn: &mut TcpStream) -> bool {
+    match req.path.as_str() {
+        "/v1/models" => json(conn, 200, r#"{"data":[{"id":"hostile"}]}"#),
+        p if p.starts_with("/v1/") => return false,
+        _ => json(conn, 404, r#"{"error":{"message":"no such endpoint"}}"#),
+    }
+    true
+}
+
+/// How a run of servegate went.
+struct Outcome {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+    /// The peak resident memory of the servegate process, KiB.
+    peak_kib: u64,
+    out_dir: PathBuf,
+}
+
+impl Outcome {
+    /// The record the run wrote.
+    fn record(&self) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.out_dir.join("latest/report.json"))
+            .unwrap_or_else(|e| panic!("no run record: {e}\n{}", self.stdout));
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// The trial's wall time, from the record.
+    fn trial_seconds(&self, name: &str) -> f64 {
+        self.record()["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .and_then(|t| t["duration_s"].as_f64())
+            .unwrap_or_else(|| panic!("{name} not in the record"))
+    }
+
+    fn assert_no_panic(&self) {
+        assert!(
+            !self.stderr.contains("panicked") && self.code != Some(101),
+            "a panic:\n{}\n{}",
+            self.stdout,
+            self.stderr
+        );
+    }
+}
+
+/// Runs `servegate run` on `suite` (its `PORT` replaced) in a directory of
+/// its own, watching its peak memory.
+fn run(tag: &str, suite: &str, port: u16, env: &[(&str, &str)]) -> Outcome {
+    let dir = std::env::temp_dir().join(format!("servegate-hostile-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("suite.yaml");
+    std::fs::write(&file, suite.replace("PORT", &port.to_string())).unwrap();
+    let out_dir = dir.join("out");
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .arg("run")
+        .arg(&file)
+        .arg("--out-dir")
+        .arg(&out_dir)
+        .current_dir(&dir)
+        .env_remove("SERVEGATE_TARGET")
+        .env_remove("CI")
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut peak_kib = 0;
+    let status = loop {
+        if let Ok(text) = std::fs::read_to_string(&status_path)
+            && let Some(kib) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        {
+            peak_kib = peak_kib.max(kib);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "servegate ran for two minutes against `{tag}`"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Outcome {
+        code: status.code(),
+        stdout: reader.join().unwrap(),
+        stderr: err_reader.join().unwrap(),
+        took: started.elapsed(),
+        peak_kib,
+        out_dir,
+    }
+}
+
+/// The peak memory bound of a run against a hostile server.
+const PEAK_KIB: u64 = 160 * 1024;
+
+const PROBE: &str = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: TIMEOUTS\ncorrectness:\n  - name: probe\n    prompt: \"Hi.\"\n    expect: [{min_chars: 1}]\n";
+
+fn probe_suite(timeouts: &str) -> String {
+    PROBE.replace("TIMEOUTS", timeouts)
+}
+
+/// Tokens forever, a millisecond apart: the socket never idles, so only a
+/// wall-clock total deadline can end the request — within 10% of it.
+#[test]
+fn an_endless_stream_is_cut_at_the_total_deadline() {
+    let port = serve(Arc::new(|req, conn| {
+        if discovery(req, conn) {
+            return;
+        }
+        stream_head(conn);
+        while conn
+            .write_all(b"data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n")
+            .is_ok()
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }));
+    let o = run(
+        "endless",
+        &probe_suite("{ connect: 2s, first_token: 5s, idle: 1s, total: 2s }"),
+        port,
+        &[],
+    );
+    o.assert_no_panic();
+    assert_eq!(o.code, Some(1), "{}", o.stdout);
+    assert_has(
+        &failure_of(&o.stdout, "hostile::correctness::probe"),
+        &["request exceeded the total deadline (2.000s)"],
+    );
+    let took = o.trial_seconds("hostile::correctness::probe");
+    eprintln!(
+        "endless stream, total 2s: the trial took {took:.2}s, servegate peaked at {} MiB",
+        o.peak_kib / 1024
+    );
+    assert!(took < 2.0 * 1.1 + 0.2, "the trial took {took:.2}s");
+    assert!(o.peak_kib < PEAK_KIB, "peak {} MiB", o.peak_kib / 1024);
+}
+
+/// Tokens forever as fast as the socket takes them: the answer cap ends
+/// the request long before the total deadline, memory bounded.
+#[test]
+fn an_answer_past_its_cap_fails_as_oversize() {
+    let port = serve(Arc::new(|req, conn| {
+        if discovery(req, conn) {
+            return;
+        }
+        stream_head(conn);
+        let chunk = "data: {\"choices\":[{\"delta\":{\"content\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}]}\n\n".repeat(64);
+        while conn.write_all(chunk.as_bytes()).is_ok() {}
+    }));
+    let o = run(
+        "oversize",
+        &probe_suite("{ connect: 2s, first_token: 5s, idle: 5s, total: 60s }"),
+        port,
+        &[],
+    );
+    o.assert_no_panic();
+    assert_has(
+        &failure_of(&o.stdout, "hostile::correctness::probe"),
+        &["error: request failed: answer exceeded 8 MiB after "],
+    );
+    eprintln!(
+        "endless fast stream: failed after {:.2}s, servegate peaked at {} MiB (cap 8 MiB)",
+        o.took.as_secs_f64(),
+        o.peak_kib / 1024
+    );
+    assert!(o.took < Duration::from_secs(30), "{:?}", o.took);
+    assert!(o.peak_kib < PEAK_KIB, "peak {} MiB", o.peak_kib / 1024);
+    assert_eq!(o.record()["complete"], true);
+}
+
+/// A 3 GB `/v1/models`: read up to the document cap, never whole.
+#[test]
+fn a_huge_document_is_read_up_to_its_cap() {
+    let port = serve(Arc::new(|req, conn| {
+        if req.path == "/v1/models" {
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 3221225472\r\n\r\n"
+            );
+            let zeros = vec![b' '; 1 << 20];
+            while conn.write_all(&zeros).is_ok() {}
+        } else {
+            json(conn, 404, "{}");
+        }
+    }));
+    let o = run(
+        "huge-doc",
+        &probe_suite("{ connect: 2s, first_token: 30s, idle: 5s, total: 60s }"),
+        port,
+        &[],
+    );
+    o.assert_no_panic();
+    assert_has(
+        &failure_of(&o.stdout, "hostile::correctness::probe"),
+        &[
+            "failed discovery: /v1/models: the response body exceeded 4 MiB (target.limits.document)",
+        ],
+    );
+    eprintln!(
+        "3 GB /v1/models: failed after {:.2}s, servegate peaked at {} MiB (cap 4 MiB)",
+        o.took.as_secs_f64(),
+        o.peak_kib / 1024
+    );
+    assert!(o.took < Duration::from_secs(30), "{:?}", o.took);
+    assert!(o.peak_kib < PEAK_KIB, "peak {} MiB", o.peak_kib / 1024);
+    assert_eq!(o.record()["complete"], true);
+}
+
+/// `completion_tokens` near 2^62: a protocol error naming the field, in the
+/// probe and in the gate — never a panic (this is a debug build) and never
+/// a wrapped figure that passes.
+#[test]
+fn impossible_token_counts_fail_as_protocol_errors() {
+    let port = serve(Arc::new(|req, conn| {
+        if discovery(req, conn) {
+            return;
+        }
+        stream_head(conn);
+        let _ = conn.write_all(
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"hello\"}}]}\n\n\
+              data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\n\n\
+              data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":4611686018427387904}}\n\n\
+              data: [DONE]\n\n",
+        );
+    }));
+    let suite = format!(
+        "{}performance:\n  - name: gate\n    load: {{ concurrency: 1, requests: 2, input_tokens: 8, output_tokens: 8 }}\n    thresholds: {{ output_tok_s: \">= 1\" }}\n",
+        probe_suite("{ connect: 2s, first_token: 5s, idle: 5s, total: 10s }")
+    );
+    let o = run("overflow", &suite, port, &[]);
+    o.assert_no_panic();
+    assert_eq!(o.code, Some(1), "{}", o.stdout);
+    assert_has(
+        &failure_of(&o.stdout, "hostile::correctness::probe"),
+        &["malformed response: usage.completion_tokens = 4611686018427387904 is implausible"],
+    );
+    let gate = failure_of(&o.stdout, "hostile::performance::gate");
+    assert_has(&gate, &["gated: correctness probe probe failed"]);
+    // The gate alone: every request fails as a protocol error; nothing passes.
+    let gate_only = suite[suite.find("performance:").unwrap()..].to_owned();
+    let o = run(
+        "overflow-gate",
+        &format!("suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n{gate_only}"),
+        port,
+        &[],
+    );
+    o.assert_no_panic();
+    assert_has(
+        &failure_of(&o.stdout, "hostile::performance::gate"),
+        &[
+            "could not measure: all 2 requests failed",
+            "protocol ×2",
+            "usage.completion_tokens = 4611686018427387904 is implausible",
+        ],
+    );
+}
+
+/// Newlines in `finish_reason`, an error message and the served model id
+/// would print lines GitHub executes and a fake libtest summary: every
+/// such line is escaped or indented.
+#[test]
+fn server_text_cannot_forge_log_lines() {
+    let forged =
+        r"stop\n::warning title=pwned::forged\ntest result: ok. 99 passed; 0 failed; 0 ignored";
+    let port = serve(Arc::new(move |req, conn| match req.path.as_str() {
+        "/v1/models" => json(
+            conn,
+            200,
+            r#"{"data":[{"id":"m\n::error::model-forged\u001b[2J"}]}"#,
+        ),
+        "/v1/chat/completions" => {
+            stream_head(conn);
+            let _ = write!(
+                conn,
+                "data: {{\"choices\":[{{\"delta\":{{\"content\":\"hello\"}}}}]}}\n\ndata: {{\"choices\":[{{\"delta\":{{}},\"finish_reason\":\"{forged}\"}}]}}\n\ndata: [DONE]\n\n"
+            );
+        }
+        _ => json(
+            conn,
+            500,
+            r#"{"error":{"message":"boom\n::error title=x::error-forged"}}"#,
+        ),
+    }));
+    let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\ncorrectness:\n  - name: probe\n    prompt: \"Hi.\"\n    expect: [{finish_reason: stop}]\n  - name: completions\n    prompt: \"Hi.\"\n    messages: null\n";
+    let suite = suite.replace(
+        "    messages: null\n",
+        "    expect: [{min_chars: 1}]\n    max_tokens: 2\n",
+    );
+    let o = run("forge", &suite, port, &[("GITHUB_ACTIONS", "true")]);
+    o.assert_no_panic();
+    for line in o.stdout.lines() {
+        for bad in [
+            "::warning",
+            "::error::model-forged",
+            "::error title=x",
+            "test result: ok. 99",
+        ] {
+            assert!(
+                !line.starts_with(bad),
+                "a forged line `{line}` in:\n{}",
+                o.stdout
+            );
+        }
+        assert!(!line.contains('\u{1b}'), "an escape sequence in `{line}`");
+    }
+    assert_has(
+        &failure_of(&o.stdout, "hostile::correctness::probe"),
+        &[r"finish_reason stop\n::warning title=pwned::forged\ntest result: ok. 99 passed"],
+    );
+}
+
+/// A server that echoes the API key (in an answer, in a 401 body) and
+/// reports it in its server info, reached through a URL with a password:
+/// neither secret is in anything servegate prints or writes.
+#[test]
+fn echoed_secrets_reach_no_sink() {
+    let key = format!("sk-canary-{}-echo", std::process::id());
+    let password = format!("pw-canary-{}-url", std::process::id());
+    let port = serve(Arc::new(|req, conn| match req.path.as_str() {
+        "/v1/models" => json(conn, 200, r#"{"data":[{"id":"hostile"}]}"#),
+        "/get_server_info" => {
+            let key = req.authorization.trim_start_matches("Bearer ");
+            json(
+                conn,
+                200,
+                &format!(r#"{{"version":"0.5.0","api_key":"{key}","tp_size":1}}"#),
+            );
+        }
+        "/v1/chat/completions" if req.body.contains("Refuse") => json(
+            conn,
+            401,
+            &format!(
+                r#"{{"error":{{"message":"bad key {}"}}}}"#,
+                req.authorization
+            ),
+        ),
+        "/v1/chat/completions" => {
+            let key = req.authorization.trim_start_matches("Bearer ").to_owned();
+            stream_head(conn);
+            let _ = write!(
+                conn,
+                "data: {{\"choices\":[{{\"delta\":{{\"content\":\"your key is {key}\"}}}}]}}\n\ndata: {{\"choices\":[{{\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n"
+            );
+        }
+        _ => json(
+            conn,
+            401,
+            &format!(
+                r#"{{"error":{{"message":"bad key {}"}}}}"#,
+                req.authorization
+            ),
+        ),
+    }));
+    let dir =
+        std::env::temp_dir().join(format!("servegate-hostile-secrets-{}", std::process::id()));
+    let summary = dir.join("summary.md");
+    let snapshots = dir.join("snapshots");
+    let _ = std::fs::create_dir_all(&dir);
+    let suite = format!(
+        "suite: hostile\ntarget:\n  base_url: http://bob:{password}@127.0.0.1:PORT\n  api_key_env: SERVEGATE_HOSTILE_KEY\n  timeouts: {{ connect: 2s, first_token: 5s, idle: 5s, total: 10s }}\nexpect_server:\n  server_info: {{ tp_size: 1 }}\ncorrectness:\n  - name: echo\n    prompt: \"Hi.\"\n    snapshot: true\n    expect: [{{contains: \"nothing like this\"}}]\n  - name: refused\n    prompt: \"Refuse me.\"\n    expect: [{{min_chars: 1}}]\nperformance:\n  - name: gate\n    load: {{ concurrency: 1, requests: 1, input_tokens: 8, output_tokens: 8 }}\n    thresholds: {{ errors: \"== 0\" }}\n"
+    );
+    let o = run(
+        "secrets",
+        &suite,
+        port,
+        &[
+            ("SERVEGATE_HOSTILE_KEY", key.as_str()),
+            ("GITHUB_ACTIONS", "true"),
+            ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap()),
+            ("SERVEGATE_SNAPSHOTS", snapshots.to_str().unwrap()),
+            ("INSTA_UPDATE", "always"),
+        ],
+    );
+    o.assert_no_panic();
+    let text = format!("{}{}", o.stdout, o.stderr);
+    assert_has(
+        &text,
+        &[
+            "your key is <redacted>",
+            "HTTP 401: bad key Bearer <redacted>",
+            "bob:<redacted>@127.0.0.1",
+        ],
+    );
+    for secret in [&key, &password] {
+        assert!(
+            !text.contains(secret.as_str()),
+            "`{secret}` printed:\n{text}"
+        );
+        let mut files = vec![summary.clone()];
+        collect(&o.out_dir, &mut files);
+        collect(&snapshots, &mut files);
+        assert!(files.len() >= 5, "{files:?}");
+        for f in &files {
+            let body = std::fs::read_to_string(f).unwrap_or_default();
+            assert!(
+                !body.contains(secret.as_str()),
+                "`{secret}` in {}",
+                f.display()
+            );
+        }
+    }
+    assert_has(
+        &std::fs::read_to_string(o.out_dir.join("latest/report.json")).unwrap(),
+        &["\"api_key\": \"<redacted>\""],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every file under `dir`.
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+/// A server that sends the first token of every answer and then nothing:
+/// the gate stops after three stalls in a row, not after 50 idle deadlines.
+#[test]
+fn a_stalled_server_stops_the_gate_early() {
+    let port = serve(Arc::new(|req, conn| {
+        if discovery(req, conn) {
+            return;
+        }
+        stream_head(conn);
+        let _ = conn.write_all(b"data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n");
+        // Hold the connection open until the client gives up.
+        let mut buf = [0u8; 1];
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(60)));
+        let _ = conn.read(&mut buf);
+    }));
+    let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 5s, idle: 300ms, total: 60s }\nperformance:\n  - name: gate\n    load: { concurrency: 1, requests: 50, input_tokens: 8, output_tokens: 8 }\n    thresholds: { errors: \"== 0\" }\n";
+    let o = run("stalled", suite, port, &[]);
+    o.assert_no_panic();
+    let gate = failure_of(&o.stdout, "hostile::performance::gate");
+    assert_has(
+        &gate,
+        &[
+            "error: stopping early: 3 consecutive requests stalled past the idle deadline (300.00ms)",
+            "--> ",
+        ],
+    );
+    let took = o.trial_seconds("hostile::performance::gate");
+    assert!(
+        took < 3.0,
+        "the gate took {took:.2}s (50 stalls would take 15s)"
+    );
+    let record = o.record();
+    assert_eq!(record["complete"], true);
+    assert_eq!(record["suites"][0]["gates"][0]["gate"], "gate");
+}
+
+/// A server that accepts the connection and never answers: named as not
+/// answering, within the suite's first-token deadline, not 30 s later.
+#[test]
+fn a_server_that_never_answers_is_named_so_within_its_deadline() {
+    let port = serve(Arc::new(|_req, conn| {
+        let mut buf = [0u8; 1];
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(60)));
+        let _ = conn.read(&mut buf);
+    }));
+    let o = run(
+        "silent",
+        &probe_suite("{ connect: 2s, first_token: 1s, idle: 1s, total: 60s }"),
+        port,
+        &[],
+    );
+    o.assert_no_panic();
+    assert_eq!(o.code, Some(3), "{}", o.stdout);
+    assert_has(
+        &failure_of(&o.stdout, "hostile::correctness::probe"),
+        &["is not answering: it accepted the connection but sent no answer to discovery in 1."],
+    );
+    assert!(o.took < Duration::from_secs(10), "{:?}", o.took);
+}
