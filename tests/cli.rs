@@ -444,6 +444,59 @@ fn an_interrupted_run_leaves_the_figures_already_measured() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The record is rewritten at checkpoints (after 1, 2, 4, 8, … trials and
+/// after each gate), each trial appended to a journal beside it: a run
+/// killed mid-gate leaves every finished trial, merged by `servegate report`.
+#[test]
+fn an_interrupted_run_keeps_every_finished_trial_in_its_journal() {
+    let dir = std::env::temp_dir().join(format!("servegate-journal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(["run", "tests/suites/interrupted-probes.yaml", "--out-dir"])
+        .arg(&dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("SERVEGATE_TARGET")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal = || {
+        let runs = std::fs::read_dir(dir.join("runs")).ok()?;
+        let run = runs.flatten().next()?.path();
+        let text = std::fs::read_to_string(run.join("trials.jsonl")).ok()?;
+        Some((run, text.lines().count()))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while journal().is_none_or(|(_, n)| n < 6) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the probes never finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (run, lines) = journal().unwrap();
+    assert_eq!(lines, 6);
+    let on_disk: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
+    assert_eq!(on_disk["complete"], false);
+    assert_eq!(on_disk["trials"].as_array().map(Vec::len), Some(4));
+    let merged = servegate(&["report", run.to_str().unwrap(), "--format", "json"]);
+    let merged: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
+    let names: Vec<&str> = merged["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["a", "b", "c", "d", "e", "f"].map(|p| format!("journal::correctness::{p}"))
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_sweep_runs_one_trial_per_level_prints_its_curve_and_gates_it() {
     let out = run_expecting(&["run", "tests/suites/sweep.yaml"], 1);

@@ -591,3 +591,66 @@ fn a_server_that_never_answers_is_named_so_within_its_deadline() {
     );
     assert!(o.took < Duration::from_secs(10), "{:?}", o.took);
 }
+
+/// `${A:-${A:-…}}` nested 60,000 deep (a 780 KB suite): an error at its
+/// line, not a stack overflow.
+#[test]
+fn deeply_nested_interpolation_is_an_error_at_its_line() {
+    let depth = 60_000;
+    let url = format!(
+        "{}sim{}",
+        "${SERVEGATE_UNSET_A:-".repeat(depth),
+        "}".repeat(depth)
+    );
+    let suite = format!(
+        "suite: deep\ntarget:\n  base_url: \"{url}\"\ncorrectness:\n  - name: p\n    prompt: \"Hi.\"\n    expect: [{{min_chars: 1}}]\n"
+    );
+    assert!(suite.len() > 700_000);
+    let o = run("deep", &suite, 0, &[("SERVEGATE_UNSET_A", "")]);
+    o.assert_no_panic();
+    assert_eq!(o.code, Some(2), "{}\n{}", o.stdout, o.stderr);
+    assert_has(
+        &failure_of(&o.stdout, "suite::load"),
+        &[
+            "error: in target.base_url: `${…:-…}` defaults nested more than 16 deep at byte ",
+            "--> suite.yaml:3:13",
+        ],
+    );
+}
+
+/// Two files with one `suite:` name would share trial names, snapshots and
+/// baselines: the second is an error naming both. A name of dots would
+/// write outside `snapshots/`: an error too.
+#[test]
+fn suite_names_cannot_collide_or_escape() {
+    let dir = std::env::temp_dir().join(format!("servegate-hostile-names-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let body = "target: { base_url: sim }\ncorrectness:\n  - name: p\n    prompt: \"Hi.\"\n    expect: [{min_chars: 1}]\n";
+    std::fs::write(dir.join("a.yaml"), format!("suite: twin\n{body}")).unwrap();
+    std::fs::write(dir.join("b.yaml"), format!("suite: twin\n{body}")).unwrap();
+    std::fs::write(dir.join("c.yaml"), format!("suite: ..\n{body}")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(["run", "--out-dir"])
+        .arg(dir.join("out"))
+        .arg(&dir)
+        .env_remove("SERVEGATE_TARGET")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert_has(
+        &failure_of(&text, "twin::load"),
+        &[
+            "error: suite `twin` is defined twice: in ",
+            "a.yaml and in ",
+            "b.yaml",
+        ],
+    );
+    assert_has(
+        &failure_of(&text, "c::load"),
+        &["error: invalid suite name `..`"],
+    );
+    assert!(text.contains("test twin::correctness::p ... ok"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -103,16 +103,32 @@ fn load_all(paths: &[PathBuf]) -> Result<Vec<Loaded>, String> {
                 .join(", ")
         ));
     }
-    Ok(files
-        .iter()
-        .map(|f| {
-            let shown = display_path(f);
-            match load_file(&shown) {
-                Ok(s) => Loaded::Suite(Box::new(s)),
-                Err(e) => Loaded::Failed(e),
-            }
-        })
-        .collect())
+    let mut loaded: Vec<Loaded> = Vec::new();
+    for f in &files {
+        let shown = display_path(f);
+        let l = match load_file(&shown) {
+            // Trial names, snapshots and baselines are keyed by the suite's
+            // name: two files of one name would share them.
+            Ok(s) => match loaded.iter().find_map(|l| match l {
+                Loaded::Suite(other) if other.name == s.name => Some(other.file.display()),
+                _ => None,
+            }) {
+                Some(first) => Loaded::Failed(LoadFailure {
+                    path: shown.clone(),
+                    name: s.name.clone(),
+                    message: format!(
+                        "error: suite `{}` is defined twice: in {first} and in {}\n  = suite names key trial names, snapshots and baselines: give each file its own `suite:` name",
+                        s.name,
+                        shown.display()
+                    ),
+                }),
+                None => Loaded::Suite(Box::new(s)),
+            },
+            Err(e) => Loaded::Failed(e),
+        };
+        loaded.push(l);
+    }
+    Ok(loaded)
 }
 
 /// Paths under the working directory are shown relative to it.
@@ -363,6 +379,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         target_override,
         turns: (Arc::default(), AtomicUsize::new(0)),
         snapshots: &snapshots,
+        checkpoints: Arc::default(),
     };
     for l in loaded {
         let suite = match l {
@@ -424,6 +441,8 @@ struct Context<'a> {
     turns: (Arc<Turns>, AtomicUsize),
     /// What this run does with new and changed answers.
     snapshots: &'a crate::check::snapshot::Policy,
+    /// When the run's record is rewritten.
+    checkpoints: Arc<record::Checkpoints>,
 }
 
 impl Context<'_> {
@@ -518,15 +537,13 @@ fn add_run(
             run.expect_trial();
         }
         let (r, book, info) = (Arc::clone(&run), Arc::clone(book), ctx.info.clone());
-        let turns = Arc::clone(&ctx.turns.0);
+        let (turns, checkpoints) = (Arc::clone(&ctx.turns.0), Arc::clone(&ctx.checkpoints));
         trials.push(Trial::test(name.clone(), move || {
             let body = || {
                 let verdict = r.trial(&name, loc, || each(&r, i));
                 // After every trial: an interrupted run leaves its record.
-                if let Ok(runs) = book.lock()
-                    && let Err(e) = record::write(&info, &record::collect(&info, &runs, false))
-                {
-                    eprintln!("warning: {e}");
+                if let (Ok(runs), Some(done)) = (book.lock(), r.last_outcome()) {
+                    checkpoints.after_trial(&info, &runs, &done);
                 }
                 verdict.map_err(Into::into)
             };

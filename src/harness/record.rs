@@ -390,6 +390,81 @@ pub fn write(info: &RunInfo, record: &RunRecord) -> Result<PathBuf, String> {
     Ok(own)
 }
 
+/// Keeps the record of a run current at a cost linear in its trials: each
+/// finished trial is appended to `<run>/trials.jsonl` (one line), and the
+/// whole record is rewritten only after a performance gate (its figures) or
+/// when the trials since the last rewrite are as many as before it (1, 2,
+/// 4, 8, …): a thousand probes rewrite it ten times, not a thousand. An
+/// interrupted run leaves its last record plus the journal, which
+/// [`crate::report::read`] merges.
+#[derive(Debug, Default)]
+pub struct Checkpoints {
+    /// Trials finished, and how many there were at the last rewrite.
+    state: std::sync::Mutex<(u64, u64)>,
+}
+
+/// The journal of a run: one JSON line per finished trial.
+pub const JOURNAL: &str = "trials.jsonl";
+
+impl Checkpoints {
+    /// Records a finished trial; rewrites the record when due.
+    pub fn after_trial(&self, info: &RunInfo, runs: &[Arc<SuiteRun>], trial: &TrialRecord) {
+        if let Err(e) = append(&info.dir.join(JOURNAL), trial) {
+            eprintln!("warning: {e}");
+        }
+        let due = self
+            .state
+            .lock()
+            .is_ok_and(|mut s| rewrite_due(&mut s, &trial.stage));
+        if due && let Err(e) = write(info, &collect(info, runs, false)) {
+            eprintln!("warning: {e}");
+        }
+    }
+}
+
+/// Counts a finished trial of `stage` in `(trials, at the last rewrite)`;
+/// whether the record is to be rewritten now.
+fn rewrite_due(counts: &mut (u64, u64), stage: &str) -> bool {
+    counts.0 += 1;
+    let due = stage == "performance" || counts.0 - counts.1 >= counts.1.max(1);
+    if due {
+        counts.1 = counts.0;
+    }
+    due
+}
+
+/// Appends one trial to the journal, its secrets scrubbed.
+fn append(path: &Path, trial: &TrialRecord) -> Result<(), String> {
+    use std::io::Write as _;
+    let line = serde_json::to_string(trial).map_err(|e| e.to_string())? + "\n";
+    let line = crate::secrets::scrub(&line);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+        .map_err(|e| format!("failed to append to {}: {e}", path.display()))
+}
+
+/// The trials of a run's journal that its record does not hold yet (the
+/// record of an interrupted run is its last checkpoint).
+pub fn merge_journal(record: &mut RunRecord, dir: &Path) {
+    let Ok(text) = std::fs::read_to_string(dir.join(JOURNAL)) else {
+        return;
+    };
+    for line in text.lines() {
+        if let Ok(t) = serde_json::from_str::<TrialRecord>(line)
+            && !record.trials.iter().any(|r| r.name == t.name)
+        {
+            record.trials.push(t);
+        }
+    }
+}
+
 /// Turns the latest run's figures (in output directory `out`) into
 /// baselines, each in the baselines directory of its suite's project;
 /// returns the files written.
@@ -429,4 +504,24 @@ pub fn accept(out: &Path) -> Result<Vec<PathBuf>, String> {
         ));
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rewrite_due;
+
+    /// A thousand probes rewrite the record ten times (after 1, 2, 4, …,
+    /// 512 trials); each gate rewrites it once more.
+    #[test]
+    fn rewrites_are_logarithmic_in_probes_and_one_per_gate() {
+        let mut state = (0, 0);
+        let probes = (0..1000)
+            .filter(|_| rewrite_due(&mut state, "correctness"))
+            .count();
+        assert_eq!(probes, 10);
+        let gates = (0..5)
+            .filter(|_| rewrite_due(&mut state, "performance"))
+            .count();
+        assert_eq!(gates, 5);
+    }
 }

@@ -218,6 +218,11 @@ impl SuiteRun {
         self.outcomes.lock().map(|o| o.clone()).unwrap_or_default()
     }
 
+    /// How the last trial that ran ended.
+    pub fn last_outcome(&self) -> Option<super::record::TrialRecord> {
+        self.outcomes.lock().ok()?.last().cloned()
+    }
+
     /// Runs one trial named `name` (its item written at `loc`): fails fast
     /// once the server is lost, checks the server after the trial, records
     /// the outcome, stops the server after the last trial.

@@ -21,8 +21,16 @@ pub fn read(path: &Path) -> Result<RunRecord, String> {
     };
     let text = std::fs::read_to_string(&file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not a servegate run record: {e}", file.display()))
+    let mut record: RunRecord = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a servegate run record: {e}", file.display()))?;
+    // An interrupted run's record is its last checkpoint: the trials after
+    // it are in the journal beside it.
+    if !record.complete
+        && let Some(dir) = file.parent()
+    {
+        crate::harness::record::merge_journal(&mut record, dir);
+    }
+    Ok(record)
 }
 
 /// Whether a figure's key (`ttft.p99`) names a duration, in seconds.

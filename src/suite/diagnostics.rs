@@ -59,6 +59,9 @@ impl Diagnostic {
     }
 }
 
+/// The most of a source line a diagnostic shows.
+const MAX_SHOWN: usize = 160;
+
 /// Writes ` --> path:line:col`, the source line and a caret line, as rustc
 /// does; returns the width of the line-number gutter.
 pub fn render_location(out: &mut String, path: &str, source: &str, loc: Loc) -> usize {
@@ -73,13 +76,31 @@ pub fn render_location(out: &mut String, path: &str, source: &str, loc: Loc) -> 
         return number.len();
     };
     let _ = writeln!(out, "{gutter} |");
-    let _ = writeln!(out, "{number} | {line_text}");
-    let col = loc.column.saturating_sub(1) as usize;
-    let available = line_text.chars().count().saturating_sub(col).max(1);
+    let mut col = loc.column.saturating_sub(1) as usize;
+    // A long line (a hostile suite's 780 KB scalar) is shown as a window
+    // around the column.
+    let chars: Vec<char> = line_text.chars().collect();
+    let (from, to) = if chars.len() > MAX_SHOWN {
+        let from = col
+            .saturating_sub(MAX_SHOWN / 4)
+            .min(chars.len() - MAX_SHOWN);
+        (from, from + MAX_SHOWN)
+    } else {
+        (0, chars.len())
+    };
+    let lead = if from > 0 { "…" } else { "" };
+    let tail = if to < chars.len() { "…" } else { "" };
+    let shown: String = chars[from..to].iter().collect();
+    let _ = writeln!(out, "{number} | {lead}{shown}{tail}");
+    col = col.saturating_sub(from) + lead.chars().count();
+    let available = (to - from + lead.chars().count())
+        .saturating_sub(col)
+        .max(1);
     let width = (loc.len as usize).clamp(1, available);
     // Keep tabs as tabs so the caret lines up under the token.
-    let pad: String = line_text
+    let pad: String = lead
         .chars()
+        .chain(shown.chars())
         .take(col)
         .map(|c| if c == '\t' { '\t' } else { ' ' })
         .collect();
@@ -156,5 +177,25 @@ mod tests {
             text,
             "error: unknown field `temprature`\n --> x.yaml:2:3\n  |\n2 |   temprature: 0\n  |   ^^^^^^^^^^\n  = help: did you mean `temperature`?\n"
         );
+    }
+
+    #[test]
+    fn a_long_line_is_shown_as_a_window_with_the_caret_in_it() {
+        let src = format!("k: {}BAD{}\n", "x".repeat(5000), "y".repeat(5000));
+        let d = Diagnostic::new(
+            Loc {
+                line: 1,
+                column: 5004,
+                len: 3,
+            },
+            "bad",
+        );
+        let text = d.render("x.yaml", &src);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[3].len() < 200 * 3, "{}", lines[3].len());
+        assert!(lines[3].starts_with("1 | …x") && lines[3].ends_with("y…"));
+        let caret = lines[4].chars().position(|c| c == '^').unwrap();
+        let under: String = lines[3].chars().skip(caret).take(3).collect();
+        assert_eq!(under, "BAD", "{text}");
     }
 }

@@ -10,7 +10,14 @@ pub enum InterpolateError {
     /// `${` without a closing brace, or an empty name.
     #[error("malformed `${{…}}` at byte {0}: expected `${{NAME}}` or `${{NAME:-default}}`")]
     Malformed(usize),
+    /// Defaults nested deeper than [`MAX_DEPTH`].
+    #[error("`${{…:-…}}` defaults nested more than {MAX_DEPTH} deep at byte {0}")]
+    TooDeep(usize),
 }
+
+/// How deep `${A:-${B:-…}}` defaults may nest: a few levels are a fallback
+/// chain; thousands are an attack on the stack.
+pub const MAX_DEPTH: usize = 16;
 
 /// Replaces `${NAME}` / `${NAME:-default}` using `lookup`; `$$` is a literal `$`.
 /// A default may itself hold `${…}` (`${LLAMA:-${HOME}/bin/llama-server}`),
@@ -19,7 +26,7 @@ pub fn interpolate(
     text: &str,
     lookup: impl Fn(&str) -> Option<String>,
 ) -> Result<String, InterpolateError> {
-    expand(text, &lookup, 0)
+    expand(text, &lookup, 0, 0)
 }
 
 /// The length of `${…}`'s body up to its matching `}`, nested `${` counted.
@@ -46,7 +53,11 @@ fn expand(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
     base: usize,
+    depth: usize,
 ) -> Result<String, InterpolateError> {
+    if depth > MAX_DEPTH {
+        return Err(InterpolateError::TooDeep(base));
+    }
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     let mut offset = base;
@@ -72,7 +83,12 @@ fn expand(
             match lookup(name).filter(|v| !v.is_empty()) {
                 Some(value) => out.push_str(&value),
                 None => match default {
-                    Some(d) => out.push_str(&expand(d, lookup, offset + pos + 2 + name.len() + 2)?),
+                    Some(d) => out.push_str(&expand(
+                        d,
+                        lookup,
+                        offset + pos + 2 + name.len() + 2,
+                        depth + 1,
+                    )?),
                     None => return Err(InterpolateError::Unset(name.to_owned())),
                 },
             }

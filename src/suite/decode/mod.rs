@@ -156,7 +156,10 @@ impl<'e> Decoder<'e> {
     /// A name usable in a trial name: letters, digits, `_`, `-`, `.`.
     fn name(&mut self, y: &Yaml, what: &str) -> Option<String> {
         let name = self.text(y, what)?;
+        // Names become parts of paths (snapshots, baselines, logs) as well
+        // as of test names: never `.`, `..` or a hidden file.
         let valid = !name.is_empty()
+            && !name.starts_with('.')
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
@@ -164,8 +167,9 @@ impl<'e> Decoder<'e> {
             Some(name)
         } else {
             self.error(
-                Diagnostic::new(y.loc, format!("invalid {what} `{name}`"))
-                    .expected("letters, digits, `_`, `-` or `.` (it becomes part of a test name)"),
+                Diagnostic::new(y.loc, format!("invalid {what} `{name}`")).expected(
+                    "letters, digits, `_`, `-` or `.`, not first (it becomes part of a test name and of file paths)",
+                ),
             );
             None
         }
