@@ -59,8 +59,14 @@ impl Outcome {
 
 /// Entry point of `tests/sglang_suite.rs`: suites from `SERVEGATE_SUITES`
 /// or `<manifest_dir>/suites/sglang.yaml`, target override from
-/// `SERVEGATE_TARGET`, libtest arguments from the command line.
+/// `SERVEGATE_TARGET`, libtest arguments from the command line; or, started
+/// as a code probe's sandbox helper, that helper.
 pub fn test_main(manifest_dir: &str) -> ExitCode {
+    // Code probes re-execute this binary as their sandbox's helper.
+    #[cfg(target_os = "linux")]
+    if let Some(code) = crate::check::sandbox::helper::main_if_asked() {
+        return code;
+    }
     let paths = match std::env::var_os(SUITES_ENV) {
         Some(v) if !v.is_empty() => std::env::split_paths(&v).collect(),
         _ => vec![Path::new(manifest_dir).join("suites/sglang.yaml")],

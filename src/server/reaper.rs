@@ -1,13 +1,21 @@
-//! No launched server outlives servegate: every live process group is
-//! registered here, and the first launch installs a watcher that, on
-//! SIGINT, SIGTERM or SIGHUP, stops every registered group before exiting
-//! (results already measured are on disk: they are written after each gate).
+//! No launched server and no sandboxed program outlives servegate: every
+//! live process group is registered here, and the first registration
+//! installs a watcher that, on SIGINT, SIGTERM or SIGHUP, stops every
+//! registered group, then removes what the sandboxes leave (their work
+//! directories), before exiting (results already measured are on disk:
+//! they are written after each trial).
 
 use std::process::Child;
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
 static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// What to remove once a sandbox's group is stopped.
+type Cleanup = Box<dyn FnOnce() + Send>;
+
+/// Sandboxes: their supervisor's group (also in `LIVE`) and their cleanup.
+static SANDBOXES: Mutex<Vec<(u32, Cleanup)>> = Mutex::new(Vec::new());
 
 /// Which signal a stop sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +41,24 @@ pub fn unregister(pid: u32) -> bool {
         live.retain(|&p| p != pid);
         live.len() < before
     })
+}
+
+/// Records a sandbox: the process group its supervisor leads (sent SIGTERM
+/// on a signal, like a server, and SIGKILL if still there 5 s later), and
+/// what to remove after.
+pub fn register_sandbox(pid: u32, cleanup: Cleanup) {
+    register(pid);
+    if let Ok(mut s) = SANDBOXES.lock() {
+        s.push((pid, cleanup));
+    }
+}
+
+/// Forgets a sandbox whose run is over (its owner cleans up).
+pub fn unregister_sandbox(pid: u32) {
+    unregister(pid);
+    if let Ok(mut s) = SANDBOXES.lock() {
+        s.retain(|(p, _)| *p != pid);
+    }
 }
 
 /// Sends `stop` to the process group led by `pid` (to the child alone where
@@ -68,9 +94,14 @@ fn group_alive(pid: u32) -> bool {
 /// On a signal: SIGTERM to every group, up to 5 s for them to go, SIGKILL.
 fn stop_all_and_exit(signal: &str) -> ! {
     let live: Vec<u32> = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
+    let sandboxes: Vec<(u32, Cleanup)> = SANDBOXES
+        .lock()
+        .map(|mut s| std::mem::take(&mut *s))
+        .unwrap_or_default();
     eprintln!(
-        "servegate: {signal}: stopping {} launched server(s)",
-        live.len()
+        "servegate: {signal}: stopping {} launched server(s) and {} sandboxed program(s)",
+        live.len() - sandboxes.len().min(live.len()),
+        sandboxes.len()
     );
     #[cfg(unix)]
     {
@@ -89,6 +120,9 @@ fn stop_all_and_exit(signal: &str) -> ! {
             std::thread::sleep(Duration::from_millis(50));
         }
         each(Signal::SIGKILL);
+    }
+    for (_, cleanup) in sandboxes {
+        cleanup();
     }
     std::process::exit(130)
 }
