@@ -11,6 +11,18 @@ use std::time::{Duration, Instant};
 
 static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
+/// Set once the watcher is stopping everything (it then exits the process).
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Parks the calling thread for good while the watcher stops everything:
+/// a trial whose program it killed must not report that as the program's
+/// own end (nor finish the run first); the watcher exits the process.
+pub fn park_if_stopping() {
+    while STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
 /// What to remove once a sandbox's group is stopped.
 type Cleanup = Box<dyn FnOnce() + Send>;
 
@@ -93,6 +105,7 @@ fn group_alive(pid: u32) -> bool {
 
 /// On a signal: SIGTERM to every group, up to 5 s for them to go, SIGKILL.
 fn stop_all_and_exit(signal: &str) -> ! {
+    STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
     let live: Vec<u32> = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
     let sandboxes: Vec<(u32, Cleanup)> = SANDBOXES
         .lock()

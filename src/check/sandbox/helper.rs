@@ -285,7 +285,7 @@ fn kill_descendants(stage: &Child) -> u32 {
     u32::try_from(killed.len()).unwrap_or(u32::MAX)
 }
 
-/// The children of `pid`, from `/proc/*/stat`.
+/// The live (not zombie) children of `pid`, from `/proc/*/stat`.
 fn children_of(pid: u32) -> Vec<u32> {
     let mut children = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
@@ -293,11 +293,14 @@ fn children_of(pid: u32) -> Vec<u32> {
             continue;
         };
         let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let parent = stat
+        let mut fields = stat
             .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if parent == Some(pid) {
+            .map(|(_, rest)| rest.split_whitespace())
+            .into_iter()
+            .flatten();
+        // Zombies are not running: they leave when this process exits.
+        let (state, parent) = (fields.next(), fields.next());
+        if state != Some("Z") && parent.and_then(|p| p.parse::<u32>().ok()) == Some(pid) {
             children.push(child);
         }
     }

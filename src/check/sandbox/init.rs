@@ -128,7 +128,9 @@ fn restrict(job: &Job, layers: &mut Layers) {
     if refused("landlock") {
         layers.not_available("landlock", "refused (SERVEGATE_SANDBOX_REFUSE)");
     } else {
-        match super::landlock::restrict(&job.work) {
+        // Without a pid namespace the host's processes are in /proc.
+        let own_pid = (!job.namespaces).then(std::process::id);
+        match super::landlock::restrict(&job.work, own_pid) {
             Ok(name) => layers.active.push(name),
             Err(e) => layers.not_available("landlock", e),
         }

@@ -17,9 +17,31 @@ use ::landlock::{
 const TARGET: ABI = ABI::V6;
 
 /// Restricts this process; the layer's name (`landlock(fs,tcp,scope) abi
-/// 7`) or why it is not in force.
-pub(super) fn restrict(work: &Path) -> Result<String, String> {
+/// 7`) or why it is not in force. With `own_pid` (no pid namespace hides
+/// the host's processes), `/proc` is readable only for that process and a
+/// few system-wide files: Landlock's ptrace rules keep the memory of other
+/// processes out of reach, but not their `environ` when the program runs as
+/// root (it keeps `CAP_SYS_PTRACE`).
+pub(super) fn restrict(work: &Path, own_pid: Option<u32>) -> Result<String, String> {
     let fail = |e: ::landlock::RulesetError| format!("failed to set up Landlock: {e}");
+    let readable: Vec<std::path::PathBuf> = match own_pid {
+        None => vec!["/".into()],
+        Some(pid) => std::fs::read_dir("/")
+            .map_err(|e| format!("failed to list /: {e}"))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p != Path::new("/proc"))
+            .chain(
+                [
+                    format!("/proc/{pid}"),
+                    "/proc/cpuinfo".into(),
+                    "/proc/meminfo".into(),
+                ]
+                .map(std::path::PathBuf::from),
+            )
+            .filter(|p| p.exists())
+            .collect(),
+    };
     let status = Ruleset::default()
         .handle_access(AccessFs::from_all(TARGET))
         .map_err(fail)?
@@ -29,7 +51,9 @@ pub(super) fn restrict(work: &Path) -> Result<String, String> {
         .map_err(fail)?
         .create()
         .map_err(fail)?
-        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(TARGET)))
+        .add_rules(path_beneath_rules(["/"], AccessFs::ReadDir))
+        .map_err(fail)?
+        .add_rules(path_beneath_rules(readable, AccessFs::from_read(TARGET)))
         .map_err(fail)?
         .add_rules(path_beneath_rules(
             ["/dev/null"],
@@ -57,7 +81,8 @@ pub(super) fn restrict(work: &Path) -> Result<String, String> {
     match status.ruleset {
         RulesetStatus::NotEnforced => Err(format!("not enforced (kernel ABI {abi})")),
         RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => {
-            Ok(format!("landlock({parts}) abi {abi}"))
+            let proc = if own_pid.is_some() { ",proc" } else { "" };
+            Ok(format!("landlock({parts}{proc}) abi {abi}"))
         }
     }
 }

@@ -122,6 +122,7 @@ fn supervise(job: &Job, cgroup: &Cgroup, timeout: Duration) -> Result<Outcome, S
         stop(&child, Signal::SIGKILL);
     }
     let _ = child.wait();
+    reaper::park_if_stopping();
     reaper::unregister_sandbox(pid);
     result
 }
