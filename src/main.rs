@@ -112,6 +112,14 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         threads: usize,
     },
+    /// The code-probe sandbox's helper: servegate re-executes itself with
+    /// this to contain model-written code (never shown in `--help`).
+    #[cfg(target_os = "linux")]
+    #[command(name = "__sandbox", hide = true)]
+    Sandbox {
+        /// `supervise`, `init` or `exec`.
+        role: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -243,6 +251,8 @@ fn main() -> ExitCode {
             outcome.cli_exit_code()
         }
         Command::Sim(args) => serve_sim(&args),
+        #[cfg(target_os = "linux")]
+        Command::Sandbox { role } => servegate::check::sandbox::helper::main(&role),
         Command::BenchClient {
             ceiling,
             timing,

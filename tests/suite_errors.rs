@@ -241,3 +241,18 @@ fn a_ten_megabyte_suite_is_refused_before_parsing() {
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
     golden!(message);
 }
+
+#[test]
+fn unknown_sandbox_policy() {
+    golden!(errors(
+        "sandbox",
+        r#"suite: s
+sandbox: strickt
+correctness:
+  - name: code
+    prompt: "write f"
+    expect:
+      - code: {tests: ["assert f()"]}
+"#
+    ));
+}

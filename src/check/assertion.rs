@@ -25,13 +25,17 @@ pub fn text_of(field: Field, c: &Completion) -> String {
     }
 }
 
-/// Checks one assertion.
-pub fn evaluate(a: &Assertion, c: &Completion) -> Result<(), Mismatch> {
+/// Checks one assertion; a code check adds the program it ran to `runs`.
+pub fn evaluate(
+    a: &Assertion,
+    c: &Completion,
+    runs: &mut Vec<super::code::CodeRun>,
+) -> Result<(), Mismatch> {
     let text = text_of(a.field, c);
     let field = a.field.name();
     let fail = |expected: String, found: Option<String>| Err(Mismatch { expected, found });
     match &a.check {
-        Check::Code(spec) => super::code::check(spec, field, &text),
+        Check::Code(spec) => super::code::check(spec, field, &text, runs),
         Check::Equals(want) => {
             if text.trim() == want.trim() {
                 Ok(())
@@ -201,6 +205,7 @@ mod tests {
                 loc: Loc::default(),
             },
             &completion(content),
+            &mut Vec::new(),
         )
     }
 

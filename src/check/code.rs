@@ -4,9 +4,24 @@
 
 use std::fmt::Write as _;
 
+use serde::{Deserialize, Serialize};
+
 use super::assertion::Mismatch;
-use super::sandbox::{self, Outcome};
+use super::sandbox::{self, Layers, Outcome, Stop};
 use crate::suite::CodeSpec;
+
+/// One program a code check ran, as the run record keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CodeRun {
+    /// The layers that held it.
+    pub layers: Layers,
+    /// How long it ran, seconds.
+    pub elapsed_s: f64,
+    /// What the sandbox stopped, if anything (`killed at the 1s wall-clock
+    /// limit`, `2 processes … were killed`).
+    #[serde(default)]
+    pub contained: Vec<String>,
+}
 
 /// The names a fenced block's info string may give a language.
 fn aliases(language: &str) -> Vec<String> {
@@ -92,6 +107,21 @@ fn failed_test<'t>(
         .map(String::as_str)
 }
 
+/// Why the sandbox ended the program, in words.
+fn stop_line(stop: &Stop, spec: &CodeSpec) -> String {
+    match stop {
+        Stop::Timeout => format!(
+            "killed at the {} wall-clock limit (an endless loop?)",
+            humantime::format_duration(spec.limits.timeout)
+        ),
+        Stop::OutputCap(stream) => format!(
+            "killed: its {stream} passed the {} MiB output cap",
+            sandbox::OUTPUT_CAP / (1024 * 1024)
+        ),
+        Stop::Refused(why) => format!("not run: {why}"),
+    }
+}
+
 fn numbered(code: &str) -> String {
     let mut out = String::new();
     for (i, line) in code.lines().enumerate() {
@@ -109,8 +139,14 @@ fn tail(text: &str, n: usize) -> String {
         .join("\n")
 }
 
-/// Runs the answer's code against the spec's tests.
-pub fn check(spec: &CodeSpec, field: &str, text: &str) -> Result<(), Mismatch> {
+/// Runs the answer's code against the spec's tests; the run is added to
+/// `runs`.
+pub fn check(
+    spec: &CodeSpec,
+    field: &str,
+    text: &str,
+    runs: &mut Vec<CodeRun>,
+) -> Result<(), Mismatch> {
     let interpreter = spec.limits.interpreter.join(" ");
     let expected = format!(
         "the {} code in {field} passes its {} test{} ({interpreter})",
@@ -130,19 +166,24 @@ pub fn check(spec: &CodeSpec, field: &str, text: &str) -> Result<(), Mismatch> {
         Ok(o) => o,
         Err(e) => return fail(e),
     };
+    let stopped = outcome.stopped.as_ref().map(|s| stop_line(s, spec));
+    runs.push(CodeRun {
+        layers: outcome.layers.clone(),
+        elapsed_s: outcome.elapsed.as_secs_f64(),
+        contained: stopped.iter().chain(&outcome.contained).cloned().collect(),
+    });
     if outcome.passed() {
         return Ok(());
     }
     let mut found = String::new();
-    match outcome.status {
-        None => {
-            let _ = writeln!(
-                found,
-                "killed at the {} wall-clock limit (an endless loop?)",
-                humantime::format_duration(spec.limits.timeout)
-            );
+    match (outcome.status, stopped) {
+        (_, Some(line)) => {
+            let _ = writeln!(found, "{line}");
         }
-        Some(status) => {
+        (None, None) => {
+            let _ = writeln!(found, "the program ended without a status");
+        }
+        (Some(status), None) => {
             if let Some(t) = failed_test(
                 &outcome.stderr,
                 &spec.limits.file_name,
@@ -167,6 +208,12 @@ pub fn check(spec: &CodeSpec, field: &str, text: &str) -> Result<(), Mismatch> {
                 outcome.elapsed
             );
         }
+    }
+    for c in &outcome.contained {
+        let _ = writeln!(found, "sandbox: {c}");
+    }
+    if matches!(outcome.stopped, Some(Stop::Refused(_))) {
+        return fail(found.trim_end().to_owned());
     }
     let _ = writeln!(
         found,

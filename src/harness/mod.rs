@@ -63,12 +63,18 @@ impl Outcome {
 
 /// Entry point of `tests/sglang_suite.rs`: suites from `SERVEGATE_SUITES`
 /// or `<manifest_dir>/suites/sglang.yaml`, target override from
-/// `SERVEGATE_TARGET`, libtest arguments from the command line.
+/// `SERVEGATE_TARGET`, libtest arguments from the command line; or, started
+/// as a code probe's sandbox helper, that helper.
 pub fn test_main(manifest_dir: &str) -> ExitCode {
     // A launched server is started through the running binary's re-exec
-    // mode (`crate::server::tree`): here, the test binary's.
+    // mode (`crate::server::tree`), and code probes re-execute it as their
+    // sandbox's helper: here, the test binary's.
     if let Some(failed) = crate::server::tree::exec_mode_if_asked() {
         return failed;
+    }
+    #[cfg(target_os = "linux")]
+    if let Some(code) = crate::check::sandbox::helper::main_if_asked() {
+        return code;
     }
     let paths = match std::env::var_os(SUITES_ENV) {
         Some(v) if !v.is_empty() => std::env::split_paths(&v).collect(),

@@ -145,6 +145,10 @@ pub struct Exchange {
     /// The finish reason.
     #[serde(default)]
     pub finish_reason: Option<String>,
+    /// The programs its code checks ran: the sandbox layers that held
+    /// each, how long it ran, what the sandbox stopped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sandbox: Vec<crate::check::code::CodeRun>,
 }
 
 /// Everything a run leaves behind (`target/servegate/runs/<run>/report.json`,

@@ -452,6 +452,16 @@ impl SuiteRun {
             .runtime
             .block_on(target.client.complete(&req))
             .map_err(|e| request_failed(file, probe.loc, &sent, &e))?;
+        let mut code_runs = Vec::new();
+        let failed: Vec<_> = probe
+            .expect
+            .iter()
+            .filter_map(|a| {
+                evaluate(a, &completion, &mut code_runs)
+                    .err()
+                    .map(|m| (a, m))
+            })
+            .collect();
         if let Ok(mut ex) = self.exchanges.lock() {
             ex.push((
                 probe.name.clone(),
@@ -460,14 +470,10 @@ impl SuiteRun {
                     content: completion.content.clone(),
                     reasoning: completion.reasoning.clone(),
                     finish_reason: completion.finish_reason.clone(),
+                    sandbox: code_runs,
                 },
             ));
         }
-        let failed: Vec<_> = probe
-            .expect
-            .iter()
-            .filter_map(|a| evaluate(a, &completion).err().map(|m| (a, m)))
-            .collect();
         let mut problems = self.contract(target, probe, &req, &completion)?;
         if let Some(n) = probe.deterministic {
             problems.extend(self.determinism(target, &req, &completion, n, probe.loc)?);

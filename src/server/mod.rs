@@ -5,7 +5,7 @@
 //! (`Drop`), Ctrl-C or SIGTERM ([`reaper`]).
 
 pub mod log;
-mod reaper;
+pub(crate) mod reaper;
 pub use reaper::interrupted;
 pub mod tree;
 

@@ -1,7 +1,9 @@
-//! No launched server outlives servegate: every live process group is
-//! registered here, and the first launch installs a watcher that, on
-//! SIGINT, SIGTERM or SIGHUP, stops every registered group before exiting
-//! (results already measured are on disk: they are written after each gate).
+//! No launched server and no sandboxed program outlives servegate: every
+//! live process group is registered here, and the first registration
+//! installs a watcher that, on SIGINT, SIGTERM or SIGHUP, stops every
+//! registered group, then removes what the sandboxes leave (their work
+//! directories), before exiting (results already measured are on disk:
+//! they are written after each trial).
 
 use std::process::Child;
 use std::sync::{Mutex, Once};
@@ -9,14 +11,29 @@ use std::time::{Duration, Instant};
 
 static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
-/// Set when a signal interrupted the run: it then exits 130 however its
-/// trials ended (the servers it stopped fail the trial in flight).
+/// Set when a signal interrupted the run; the watcher then stops
+/// everything and exits 130, however the trial in flight ended.
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Whether a signal interrupted the run.
 pub fn interrupted() -> bool {
     INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
 }
+
+/// Parks the calling thread for good while the watcher stops everything:
+/// a trial whose program it killed must not report that as the program's
+/// own end (nor finish the run first); the watcher exits the process.
+pub fn park_if_stopping() {
+    while interrupted() {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// What to remove once a sandbox's group is stopped.
+type Cleanup = Box<dyn FnOnce() + Send>;
+
+/// Sandboxes: their supervisor's group (also in `LIVE`) and their cleanup.
+static SANDBOXES: Mutex<Vec<(u32, Cleanup)>> = Mutex::new(Vec::new());
 
 /// Which signal a stop sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +64,24 @@ pub fn unregister(pid: u32) -> bool {
         live.retain(|&p| p != pid);
         live.len() < before
     })
+}
+
+/// Records a sandbox: the process group its supervisor leads (sent SIGTERM
+/// on a signal, like a server, and SIGKILL if still there 5 s later), and
+/// what to remove after.
+pub fn register_sandbox(pid: u32, cleanup: Cleanup) {
+    register(pid);
+    if let Ok(mut s) = SANDBOXES.lock() {
+        s.push((pid, cleanup));
+    }
+}
+
+/// Forgets a sandbox whose run is over (its owner cleans up).
+pub fn unregister_sandbox(pid: u32) {
+    unregister(pid);
+    if let Ok(mut s) = SANDBOXES.lock() {
+        s.retain(|(p, _)| *p != pid);
+    }
 }
 
 /// Sends `stop` to the process group led by `pid` (to the child alone where
@@ -83,9 +118,14 @@ fn group_alive(pid: u32) -> bool {
 fn stop_all_and_exit(signal: &str) -> ! {
     INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
     let live: Vec<u32> = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
+    let sandboxes: Vec<(u32, Cleanup)> = SANDBOXES
+        .lock()
+        .map(|mut s| std::mem::take(&mut *s))
+        .unwrap_or_default();
     eprintln!(
-        "servegate: {signal}: stopping {} launched server(s)",
-        live.len()
+        "servegate: {signal}: stopping {} launched server(s) and {} sandboxed program(s)",
+        live.len() - sandboxes.len().min(live.len()),
+        sandboxes.len()
     );
     #[cfg(unix)]
     {
@@ -104,6 +144,9 @@ fn stop_all_and_exit(signal: &str) -> ! {
             std::thread::sleep(Duration::from_millis(50));
         }
         each(Signal::SIGKILL);
+    }
+    for (_, cleanup) in sandboxes {
+        cleanup();
     }
     std::process::exit(130)
 }

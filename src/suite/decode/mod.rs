@@ -27,6 +27,7 @@ const TOP: &[&str] = &[
     "correctness",
     "performance",
     "variants",
+    "sandbox",
 ];
 const TARGET: &[&str] = &[
     "base_url",
@@ -78,6 +79,8 @@ pub(crate) struct Decoder<'e> {
     errors: Vec<Diagnostic>,
     env: &'e dyn Fn(&str) -> Option<String>,
     suite_dir: PathBuf,
+    /// The suite's `sandbox:` policy, given to its code checks.
+    sandbox: crate::check::sandbox::Policy,
 }
 
 impl<'e> Decoder<'e> {
@@ -89,6 +92,7 @@ impl<'e> Decoder<'e> {
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_default(),
+            sandbox: crate::check::sandbox::Policy::default(),
         }
     }
 
@@ -235,6 +239,17 @@ impl<'e> Decoder<'e> {
         }
     }
 
+    /// `sandbox: best | strict`.
+    fn sandbox_policy(&mut self, y: &Yaml) -> Option<crate::check::sandbox::Policy> {
+        use crate::check::sandbox::Policy;
+        let names: Vec<&str> = Policy::ALL.iter().map(|(n, _)| *n).collect();
+        let name = self.one_of(y, "sandbox", &names)?;
+        Policy::ALL
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, p)| *p)
+    }
+
     fn duration(&mut self, y: &Yaml, what: &str) -> Option<Duration> {
         let text = self.text(y, what)?;
         match humantime::parse_duration(&text) {
@@ -369,6 +384,9 @@ impl<'e> Decoder<'e> {
             })
             .unwrap_or_default();
         let api = target.as_ref().map_or(Api::OpenAiChat, |t| t.api);
+        if let Some(y) = f.get("sandbox") {
+            self.sandbox = self.sandbox_policy(y).unwrap_or_default();
+        }
         let probes = f.get("correctness").map_or(Vec::new(), |y| {
             self.items(y, "correctness", |d, item| {
                 d.probe(item, &defaults, snapshot_default, api)

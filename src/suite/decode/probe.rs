@@ -589,6 +589,7 @@ impl Decoder<'_> {
                 file_name: file_name.to_owned(),
                 timeout: timeout?,
                 memory_mib: memory_mib?,
+                policy: self.sandbox,
             },
         })
     }

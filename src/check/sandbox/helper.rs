@@ -1,0 +1,308 @@
+//! The re-exec helper: servegate starts itself again as `servegate __sandbox
+//! supervise` (a hidden subcommand), so that a fresh single-threaded process
+//! can enter namespaces and restrict itself through safe wrappers only.
+//!
+//! The supervisor reads the job from servegate, enters the namespaces, and
+//! starts the stage that runs the program (`init` or `exec`, see `init`).
+//! It is a child subreaper: whatever the program leaves behind is
+//! reparented to it, and killed when the program ends. It ends everything
+//! at the time limit, on SIGTERM, SIGINT or SIGHUP (servegate's signal
+//! watcher sends SIGTERM), and when servegate is gone (its socket closes),
+//! and tells servegate how the program ended.
+
+use std::io::BufReader;
+use std::os::fd::{AsFd as _, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{SigSet, Signal, kill};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::unistd::Pid;
+
+use super::protocol::{self, Exit, Finished, Job, Report};
+
+/// The hidden subcommand servegate re-executes itself with.
+pub const SUBCOMMAND: &str = "__sandbox";
+
+/// Runs a helper stage: `supervise`, `init` or `exec`.
+pub fn main(role: &str) -> ExitCode {
+    match role {
+        "supervise" => supervise(),
+        "init" => super::init::main(true),
+        "exec" => super::init::main(false),
+        _ => ExitCode::from(2),
+    }
+}
+
+/// For binaries other than `servegate` that run suites (the
+/// `sglang_suite` test harness): runs the helper and gives its exit code
+/// when this process was started as one.
+pub fn main_if_asked() -> Option<ExitCode> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next()? != SUBCOMMAND {
+        return None;
+    }
+    let role = args.next()?;
+    Some(main(&role.to_string_lossy()))
+}
+
+fn supervise() -> ExitCode {
+    let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() else {
+        return ExitCode::from(125);
+    };
+    let mut up = UnixStream::from(fd);
+    let mut finished = Finished::default();
+    let job: Job = match up
+        .try_clone()
+        .map_err(|e| e.to_string())
+        .and_then(|r| protocol::receive(&mut BufReader::new(r)))
+    {
+        Ok(Some(job)) => job,
+        Ok(None) => return ExitCode::from(125),
+        Err(e) => {
+            finished.error = Some(e);
+            let _ = protocol::send(&mut up, &finished);
+            return ExitCode::from(125);
+        }
+    };
+    let outcome = supervise_job(job.clone(), &up).unwrap_or_else(|e| Finished {
+        layers: job.layers.clone(),
+        error: Some(e),
+        ..Finished::default()
+    });
+    let servegate_gone = protocol::send(&mut up, &outcome).is_err();
+    if servegate_gone {
+        // Nobody is left to remove the work directory.
+        super::workdir::remove(&job.work);
+    }
+    ExitCode::SUCCESS
+}
+
+fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
+    nix::sys::prctl::set_child_subreaper(true)
+        .map_err(|e| format!("failed to become a child subreaper: {e}"))?;
+    // Namespaces first: unshare needs this process single-threaded, and
+    // after it (a new pid namespace) no thread can be started: everything
+    // below waits in one poll loop.
+    if job.refuse.iter().any(|r| r == "namespaces") {
+        job.layers
+            .not_available("namespaces", "refused (SERVEGATE_SANDBOX_REFUSE)");
+    } else {
+        match super::namespaces::enter() {
+            Ok(()) => job.namespaces = true,
+            Err(e) => job.layers.not_available("namespaces", e),
+        }
+    }
+    // Signals arrive on a descriptor; the stages start with them unblocked
+    // (std resets the mask of a child).
+    let mut mask = SigSet::empty();
+    for s in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+    ] {
+        mask.add(s);
+    }
+    mask.thread_block()
+        .map_err(|e| format!("failed to block signals: {e}"))?;
+    let signals = SignalFd::with_flags(&mask, SfdFlags::SFD_CLOEXEC)
+        .map_err(|e| format!("failed to open a signalfd: {e}"))?;
+    let (mut mine, theirs) =
+        UnixStream::pair().map_err(|e| format!("failed to make a socket pair: {e}"))?;
+    let role = if job.namespaces { "init" } else { "exec" };
+    let mut stage = Command::new("/proc/self/exe")
+        .args([SUBCOMMAND, role])
+        .env_clear()
+        .stdin(Stdio::from(OwnedFd::from(theirs)))
+        .spawn()
+        .map_err(|e| format!("failed to start the sandbox's {role} stage: {e}"))?;
+    let deadline = Instant::now() + Duration::from_millis(job.timeout_ms);
+    protocol::send(&mut mine, &job)?;
+    let mut from_stage = BufReader::new(mine);
+    let mut finished = Finished {
+        layers: job.layers.clone(),
+        ..Finished::default()
+    };
+    let (mut ended, mut closed, mut stop) = (None, false, false);
+    while ended.is_none() || !closed {
+        let wait = if ended.is_some() {
+            // The stage ended: its last reports are on their way.
+            Duration::from_secs(1)
+        } else {
+            deadline.saturating_duration_since(Instant::now())
+        };
+        let ready = wait_for(from_stage.get_ref(), closed, up, &signals, wait)?;
+        if ready.is_empty() {
+            if ended.is_none() {
+                finished.timed_out = true;
+            }
+            break;
+        }
+        if ready.contains(&Ready::Stage) {
+            // Whole lines are written at once; read every one buffered.
+            loop {
+                if let Ok(Some(report)) = protocol::receive::<Report>(&mut from_stage) {
+                    note(&mut finished, report);
+                } else {
+                    closed = true;
+                    break;
+                }
+                if !from_stage.buffer().contains(&b'\n') {
+                    break;
+                }
+            }
+        }
+        if ready.contains(&Ready::Servegate) {
+            stop = true;
+            break;
+        }
+        if ready.contains(&Ready::Signal) {
+            match signals.read_signal() {
+                Ok(Some(info)) if info.ssi_signo == Signal::SIGCHLD as u32 => {
+                    if let Ok(Some(status)) = stage.try_wait() {
+                        ended = Some(status);
+                    }
+                }
+                Ok(Some(_)) => {
+                    stop = true;
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
+    if ended.is_none() {
+        let _ = stage.kill();
+        let _ = stage.wait();
+    } else if !job.namespaces && finished.error.is_none() && !stop && !finished.timed_out {
+        // Without namespaces the stage became the program: its status is
+        // the program's.
+        finished.exit = ended.map(Exit::of);
+    }
+    if stop || finished.timed_out {
+        finished.exit = None;
+    }
+    let left = kill_descendants(&stage);
+    if left > 0 {
+        finished.contained.push(left_behind(left));
+    }
+    Ok(finished)
+}
+
+/// What became ready.
+#[derive(Debug, PartialEq, Eq)]
+enum Ready {
+    /// The stage's socket: a report, or its end.
+    Stage,
+    /// servegate's socket: anything from it, or its end, means stop.
+    Servegate,
+    /// The signalfd.
+    Signal,
+}
+
+/// Waits up to `wait` for the stage's socket (unless `closed`),
+/// servegate's socket or a signal; nothing ready means the time is up.
+fn wait_for(
+    stage: &UnixStream,
+    closed: bool,
+    up: &UnixStream,
+    signals: &SignalFd,
+    wait: Duration,
+) -> Result<Vec<Ready>, String> {
+    let flags = PollFlags::POLLIN;
+    let mut kinds = vec![Ready::Servegate, Ready::Signal];
+    let mut fds = vec![
+        PollFd::new(up.as_fd(), flags),
+        PollFd::new(signals.as_fd(), flags),
+    ];
+    if !closed {
+        kinds.push(Ready::Stage);
+        fds.push(PollFd::new(stage.as_fd(), flags));
+    }
+    let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
+    match poll(&mut fds, timeout) {
+        Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+        Err(e) => return Err(format!("failed to poll: {e}")),
+    }
+    Ok(kinds
+        .into_iter()
+        .zip(&fds)
+        .filter(|(_, p)| p.revents().is_some_and(|r| !r.is_empty()))
+        .map(|(what, _)| what)
+        .collect())
+}
+
+fn note(finished: &mut Finished, report: Report) {
+    match report {
+        Report::Layers(layers) => finished.layers = layers,
+        Report::Exit(exit) => finished.exit = Some(exit),
+        Report::Error(e) => finished.error = Some(e),
+        Report::LeftBehind(n) => finished.contained.push(left_behind(n)),
+    }
+}
+
+fn left_behind(n: u32) -> String {
+    format!(
+        "{n} process{} of the program still running when it ended {} killed",
+        if n == 1 { "" } else { "es" },
+        if n == 1 { "was" } else { "were" }
+    )
+}
+
+/// Kills every process reparented to this subreaper, until none is left
+/// (a killed process's children come here in turn); how many there were.
+fn kill_descendants(stage: &Child) -> u32 {
+    let me = std::process::id();
+    let mut killed = std::collections::BTreeSet::new();
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(5) {
+        let children: Vec<u32> = children_of(me)
+            .into_iter()
+            .filter(|&c| c != stage.id())
+            .collect();
+        if children.is_empty() {
+            break;
+        }
+        for &c in &children {
+            if let Ok(pid) = i32::try_from(c) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            killed.insert(c);
+        }
+        // Reap them, so they leave the process table.
+        while let Ok(status) =
+            nix::sys::wait::waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG))
+        {
+            if status == nix::sys::wait::WaitStatus::StillAlive {
+                std::thread::sleep(Duration::from_millis(1));
+                break;
+            }
+        }
+    }
+    u32::try_from(killed.len()).unwrap_or(u32::MAX)
+}
+
+/// The live (not zombie) children of `pid`, from `/proc/*/stat`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(child) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let mut fields = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace())
+            .into_iter()
+            .flatten();
+        // Zombies are not running: they leave when this process exits.
+        let (state, parent) = (fields.next(), fields.next());
+        if state != Some("Z") && parent.and_then(|p| p.parse::<u32>().ok()) == Some(pid) {
+            children.push(child);
+        }
+    }
+    children
+}

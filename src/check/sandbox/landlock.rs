@@ -1,0 +1,88 @@
+//! Landlock, for the process about to run the program (inherited by all it
+//! starts): the file system read-only but for the work directory and
+//! `/dev/null`; TCP bind and connect denied (ABI 4+); signals to, and
+//! abstract sockets of, processes outside the sandbox denied (ABI 6+).
+//! Landlock also keeps the program from ptracing or reading the memory or
+//! `/proc/<pid>/environ` of processes outside it (servegate included).
+
+use std::path::Path;
+
+use ::landlock::{
+    ABI, Access, AccessFs, AccessNet, LandlockStatus, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    RulesetStatus, Scope, path_beneath_rules,
+};
+
+/// The newest ABI whose rights are asked for; older kernels get what they
+/// support (the crate's best-effort mode), and the layer says which.
+const TARGET: ABI = ABI::V6;
+
+/// Restricts this process; the layer's name (`landlock(fs,tcp,scope) abi
+/// 7`) or why it is not in force. With `own_pid` (no pid namespace hides
+/// the host's processes), `/proc` is readable only for that process and a
+/// few system-wide files: Landlock's ptrace rules keep the memory of other
+/// processes out of reach, but not their `environ` when the program runs as
+/// root (it keeps `CAP_SYS_PTRACE`).
+pub(super) fn restrict(work: &Path, own_pid: Option<u32>) -> Result<String, String> {
+    let fail = |e: ::landlock::RulesetError| format!("failed to set up Landlock: {e}");
+    let readable: Vec<std::path::PathBuf> = match own_pid {
+        None => vec!["/".into()],
+        Some(pid) => std::fs::read_dir("/")
+            .map_err(|e| format!("failed to list /: {e}"))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p != Path::new("/proc"))
+            .chain(
+                [
+                    format!("/proc/{pid}"),
+                    "/proc/cpuinfo".into(),
+                    "/proc/meminfo".into(),
+                ]
+                .map(std::path::PathBuf::from),
+            )
+            .filter(|p| p.exists())
+            .collect(),
+    };
+    let status = Ruleset::default()
+        .handle_access(AccessFs::from_all(TARGET))
+        .map_err(fail)?
+        .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+        .map_err(fail)?
+        .scope(Scope::from_all(TARGET))
+        .map_err(fail)?
+        .create()
+        .map_err(fail)?
+        .add_rules(path_beneath_rules(["/"], AccessFs::ReadDir))
+        .map_err(fail)?
+        .add_rules(path_beneath_rules(readable, AccessFs::from_read(TARGET)))
+        .map_err(fail)?
+        .add_rules(path_beneath_rules(
+            ["/dev/null"],
+            AccessFs::ReadFile | AccessFs::WriteFile,
+        ))
+        .map_err(fail)?
+        .add_rules(path_beneath_rules([work], AccessFs::from_all(TARGET)))
+        .map_err(fail)?
+        .restrict_self()
+        .map_err(fail)?;
+    let abi = match status.landlock {
+        LandlockStatus::Available {
+            effective_abi,
+            kernel_abi,
+        } => kernel_abi.unwrap_or(effective_abi as i32),
+        LandlockStatus::NotEnabled => return Err("not enabled in this kernel".into()),
+        LandlockStatus::NotImplemented => return Err("not built into this kernel".into()),
+    };
+    let parts = match abi {
+        ..=0 => return Err("not supported by this kernel".into()),
+        1..=3 => "fs",
+        4 | 5 => "fs,tcp",
+        _ => "fs,tcp,scope",
+    };
+    match status.ruleset {
+        RulesetStatus::NotEnforced => Err(format!("not enforced (kernel ABI {abi})")),
+        RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => {
+            let proc = if own_pid.is_some() { ",proc" } else { "" };
+            Ok(format!("landlock({parts}{proc}) abi {abi}"))
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! Running model-written code, which is untrusted input: a broken model, a
+//! quantisation bug or a prompt-injected answer may write anything.
+//!
+//! On Linux servegate re-executes itself as a helper (`servegate __sandbox`)
+//! that contains the program in layers, each used where the kernel and the
+//! host allow it (see `docs` in the README's security section):
+//! namespaces (user, pid, net, mount, ipc, uts), Landlock, a seccomp filter,
+//! rlimits and a cgroup leaf; always a wall-clock timeout, output through
+//! pipes read with a byte cap, a random work directory removed on every exit
+//! path (signals included, through `crate::server::reaper`) and an
+//! environment built from scratch. Elsewhere: rlimits, the timeout and a
+//! warning.
+
+use std::fmt::Write as _;
+use std::process::ExitStatus;
+use std::sync::Once;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+mod output;
+mod workdir;
+
+#[cfg(target_os = "linux")]
+mod cgroup;
+#[cfg(target_os = "linux")]
+pub mod helper;
+#[cfg(target_os = "linux")]
+mod init;
+#[cfg(target_os = "linux")]
+mod landlock;
+#[cfg(target_os = "linux")]
+mod launch;
+#[cfg(target_os = "linux")]
+mod limits;
+#[cfg(target_os = "linux")]
+mod namespaces;
+#[cfg(not(target_os = "linux"))]
+mod portable;
+#[cfg(target_os = "linux")]
+mod protocol;
+#[cfg(target_os = "linux")]
+mod seccomp;
+
+/// The environment variable naming layers to treat as refused by the host
+/// (`namespaces,landlock,seccomp,cgroup`): how the fallback layers are
+/// proven on a host that has them all.
+pub const REFUSE_ENV: &str = "SERVEGATE_SANDBOX_REFUSE";
+
+/// The most bytes read of each of stdout and stderr; past it the program is
+/// killed.
+pub const OUTPUT_CAP: u64 = 8 * 1024 * 1024;
+
+/// The most processes (and threads) the program may have at once.
+pub const PROCESSES: u64 = 64;
+
+/// The largest file the program may write, in MiB.
+pub const FILE_MIB: u64 = 64;
+
+/// The most open files of each of its processes.
+pub const OPEN_FILES: u64 = 256;
+
+/// The layers `sandbox: strict` requires.
+pub const REQUIRED: [&str; 5] = ["namespaces", "landlock", "seccomp", "rlimits", "cgroup"];
+
+/// What a suite demands of the sandbox (`sandbox:` at its top level).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Policy {
+    /// Use every layer the host allows.
+    #[default]
+    Best,
+    /// Refuse to run a program unless every layer of `REQUIRED` is active.
+    Strict,
+}
+
+impl Policy {
+    /// The names a suite may write, with their policies.
+    pub const ALL: [(&'static str, Policy); 2] =
+        [("best", Policy::Best), ("strict", Policy::Strict)];
+}
+
+/// How to run a program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// The interpreter's argv; the program's file is appended.
+    pub interpreter: Vec<String>,
+    /// The file name the program is written to (`probe.py`).
+    pub file_name: String,
+    /// Wall-clock limit.
+    pub timeout: Duration,
+    /// Address-space limit of each process and, where a cgroup is
+    /// available, of all of them together, in MiB.
+    pub memory_mib: u64,
+    /// What the suite demands of the sandbox.
+    pub policy: Policy,
+}
+
+/// Which layers held a program.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layers {
+    /// The layers in force, e.g. `namespaces(user,pid,net,mount,ipc,uts)`.
+    pub active: Vec<String>,
+    /// The layers not in force, each with why (`cgroup: …`).
+    pub unavailable: Vec<String>,
+}
+
+impl Layers {
+    /// Whether a layer (`namespaces`, `landlock`, …) is in force.
+    pub fn has(&self, layer: &str) -> bool {
+        self.active.iter().any(|a| {
+            a.strip_prefix(layer)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['(', ' ']))
+        })
+    }
+
+    /// The required layers that are not in force, with why.
+    pub fn missing_required(&self) -> Vec<String> {
+        REQUIRED
+            .iter()
+            .filter(|l| !self.has(l))
+            .map(|l| {
+                self.unavailable
+                    .iter()
+                    .find(|u| u.starts_with(*l))
+                    .cloned()
+                    .unwrap_or_else(|| format!("{l}: not in force"))
+            })
+            .collect()
+    }
+
+    /// One line: `namespaces(user,pid,net,mount) + rlimits(…); seccomp
+    /// unavailable (…)`.
+    pub fn summary(&self) -> String {
+        let mut line = if self.active.is_empty() {
+            "no layer".to_owned()
+        } else {
+            self.active.join(" + ")
+        };
+        for u in &self.unavailable {
+            let (name, why) = u.split_once(": ").unwrap_or((u, ""));
+            let _ = write!(line, "; {name} unavailable ({why})");
+        }
+        line
+    }
+
+    fn not_available(&mut self, layer: &str, why: impl std::fmt::Display) {
+        self.unavailable.push(format!("{layer}: {why}"));
+    }
+}
+
+/// Why the sandbox ended a program before it ended by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// It ran past the wall-clock limit.
+    Timeout,
+    /// It wrote more than `OUTPUT_CAP` bytes to this stream.
+    OutputCap(&'static str),
+    /// It was not run: a layer `sandbox: strict` requires is unavailable.
+    Refused(String),
+}
+
+/// What a run did.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The exit status; `None` when the sandbox ended it (`stopped`).
+    pub status: Option<ExitStatus>,
+    /// Why the sandbox ended it.
+    pub stopped: Option<Stop>,
+    /// What the sandbox stopped along the way: processes left behind and
+    /// killed, forks refused at the process limit, processes killed at the
+    /// memory limit.
+    pub contained: Vec<String>,
+    /// Its standard output (at most the last 64 KiB kept).
+    pub stdout: String,
+    /// Its standard error (at most the last 64 KiB kept).
+    pub stderr: String,
+    /// How long it ran.
+    pub elapsed: Duration,
+    /// The layers that held it.
+    pub layers: Layers,
+}
+
+impl Outcome {
+    /// Whether it exited with status 0 and the sandbox had nothing to stop.
+    pub fn passed(&self) -> bool {
+        self.stopped.is_none()
+            && self.contained.is_empty()
+            && self.status.is_some_and(|s| s.success())
+    }
+}
+
+/// Runs `program` under `limits`; `Err` when the sandbox could not be set
+/// up (a "failed to …" fragment).
+pub fn run(program: &str, limits: &Limits) -> Result<Outcome, String> {
+    let refused = refused_layers();
+    #[cfg(target_os = "linux")]
+    let outcome = launch::run(program, limits, &refused)?;
+    #[cfg(not(target_os = "linux"))]
+    let outcome = portable::run(program, limits, &refused)?;
+    announce(&outcome.layers);
+    Ok(outcome)
+}
+
+/// The layers `REFUSE_ENV` asks to treat as refused.
+fn refused_layers() -> Vec<String> {
+    std::env::var(REFUSE_ENV)
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Prints the layers once per run, at the first program run, with a
+/// warning where nothing keeps the program from writing files or reaching
+/// the network.
+fn announce(layers: &Layers) {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        println!("servegate: sandbox: {}", layers.summary());
+        if !layers.has("namespaces") && !layers.has("landlock") {
+            println!(
+                "warning: the sandbox cannot keep model-written code from writing the user's files or reaching the network on this host"
+            );
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_name_what_holds_and_what_strict_misses() {
+        let layers = Layers {
+            active: vec![
+                "namespaces(user,pid,net,mount,ipc,uts)".into(),
+                "rlimits(cpu,as,fsize,nofile,nproc,core)".into(),
+                "landlock(fs,tcp,scope) abi 7".into(),
+            ],
+            unavailable: vec!["seccomp: refused by the host".into()],
+        };
+        assert!(layers.has("namespaces") && layers.has("landlock"));
+        assert!(!layers.has("name") && !layers.has("seccomp"));
+        assert_eq!(
+            layers.missing_required(),
+            ["seccomp: refused by the host", "cgroup: not in force"]
+        );
+        assert_eq!(
+            layers.summary(),
+            "namespaces(user,pid,net,mount,ipc,uts) + rlimits(cpu,as,fsize,nofile,nproc,core) + landlock(fs,tcp,scope) abi 7; seccomp unavailable (refused by the host)"
+        );
+    }
+}

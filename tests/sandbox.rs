@@ -1,0 +1,667 @@
+//! Hostile programs against the code-probe sandbox, each run through the
+//! real code-probe path: `servegate run` against the simulator answering
+//! that program. Each case asserts the effect did not happen (the file is
+//! absent, the listener saw nothing, no process survives — checked in
+//! `/proc`), and what the probe's verdict and message say; the run asserts
+//! servegate's own peak memory stayed bounded, the secret appears nowhere
+//! and the work directories are gone. Cases a layer this host lacks would
+//! have to stop are skipped with a line naming what was not proven.
+#![cfg(target_os = "linux")]
+
+use std::fmt::Write as _;
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Where one run of servegate lives: its suite, its TMPDIR (empty after),
+/// a directory outside it the programs try to write, a listener they try
+/// to reach and a secret in servegate's environment they try to read.
+struct World {
+    root: PathBuf,
+    tmp: PathBuf,
+    outside: PathBuf,
+    listener: TcpListener,
+    secret: String,
+}
+
+impl World {
+    fn new(tag: &str) -> Self {
+        let root =
+            std::env::temp_dir().join(format!("servegate-hostile-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (tmp, outside) = (root.join("tmp"), root.join("outside"));
+        std::fs::create_dir_all(&tmp).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        Self {
+            root,
+            tmp,
+            outside,
+            listener,
+            secret: format!("sk-canary-{tag}-{}", std::process::id()),
+        }
+    }
+
+    fn port(&self) -> u16 {
+        self.listener.local_addr().unwrap().port()
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// One hostile program: the answer's code and the probe around it.
+struct Case {
+    name: &'static str,
+    code: String,
+    tests: &'static [&'static str],
+    timeout: &'static str,
+    memory_mib: u32,
+}
+
+fn case(name: &'static str, code: &str) -> Case {
+    Case {
+        name,
+        code: code.to_owned(),
+        tests: &["assert True"],
+        timeout: "10s",
+        memory_mib: 1024,
+    }
+}
+
+/// The table: every hostile program of the issue, and the good `is_prime`.
+fn cases(world: &World) -> Vec<Case> {
+    let outside = world.outside.display();
+    let port = world.port();
+    vec![
+        Case {
+            tests: &["assert is_prime(97)", "assert not is_prime(91)"],
+            ..case(
+                "good_is_prime",
+                "def is_prime(n):\n    if n < 2:\n        return False\n    i = 2\n    while i * i <= n:\n        if n % i == 0:\n            return False\n        i += 1\n    return True",
+            )
+        },
+        case(
+            "write_outside",
+            &format!("open('{outside}/written', 'w').write('escaped')"),
+        ),
+        case(
+            "read_secrets",
+            r"import os
+found = []
+for p in os.listdir('/proc'):
+    if not p.isdigit():
+        continue
+    for f in ('environ', 'cmdline'):
+        try:
+            found.append(open(f'/proc/{p}/{f}', 'rb').read().decode('latin1'))
+        except OSError:
+            pass
+pid = os.getpid()
+while pid > 1:
+    try:
+        pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])
+        maps = open(f'/proc/{pid}/maps').read().splitlines()
+        mem = open(f'/proc/{pid}/mem', 'rb')
+        for line in maps:
+            if 'rw' in line.split()[1]:
+                lo, hi = (int(x, 16) for x in line.split()[0].split('-'))
+                mem.seek(lo)
+                found.append(mem.read(min(hi - lo, 1 << 22)).decode('latin1'))
+    except (OSError, ValueError):
+        break
+leaks = [s[max(0, s.find('sk-canary') - 20):s.find('sk-canary') + 60] for s in found if 'sk-canary' in s]
+print(leaks)
+assert not leaks",
+        ),
+        case(
+            "connect",
+            &format!(
+                "import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2).sendall(b'hello')"
+            ),
+        ),
+        case(
+            "fork_200",
+            r"import os, time
+kids = 0
+try:
+    for i in range(200):
+        if os.fork() == 0:
+            time.sleep(3)
+            os._exit(0)
+        kids += 1
+finally:
+    print('forked', kids, flush=True)",
+        ),
+        case(
+            "setsid_daemon",
+            r"import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp('sleep', ['sleep', '31.4159'])
+    os._exit(0)
+time.sleep(0.3)",
+        ),
+        Case {
+            tests: &["assert killed == 0, f'{killed} children killed'"],
+            ..case(
+                "memory_across_children",
+                r"import os, time
+pids = []
+for i in range(6):
+    pid = os.fork()
+    if pid == 0:
+        block = b'x' * (300 << 20)
+        print('held', i, flush=True)
+        time.sleep(2)
+        os._exit(0)
+    pids.append(pid)
+killed = sum(1 for p in pids if os.waitpid(p, 0)[1] != 0)",
+            )
+        },
+        Case {
+            timeout: "2s",
+            ..case(
+                "fork_bomb",
+                "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+            )
+        },
+        case(
+            "stdout_100mb",
+            "import sys\nsys.stdout.write('x' * (100 << 20))\nsys.stdout.flush()",
+        ),
+        Case {
+            timeout: "60s",
+            ..case(
+                "stdout_3gb",
+                "import sys\nchunk = 'x' * (1 << 20)\nfor _ in range(3072):\n    sys.stdout.write(chunk)",
+            )
+        },
+        case(
+            "planted_fifo_and_link",
+            "import os\nos.mkfifo('.stdout')\nos.symlink('/dev/zero', '.stderr')\nprint('planted')",
+        ),
+        case(
+            "kill_the_parent",
+            r"import os, signal, time
+pid, chain = os.getppid(), [os.getppid()]
+try:
+    while True:
+        pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])
+        if pid <= 0 or open(f'/proc/{pid}/comm').read().strip() not in ('exe', 'servegate'):
+            break
+        chain.append(pid)
+except OSError as e:
+    print('cannot walk up:', e)
+for p in chain:
+    try:
+        os.kill(p, signal.SIGKILL)
+    except OSError as e:
+        print('refused', p, e)
+time.sleep(0.5)
+print('survived', chain)",
+        ),
+        Case {
+            timeout: "1s",
+            ..case("infinite_loop", "while True:\n    pass")
+        },
+    ]
+}
+
+/// Writes the suite and its simulator profile for `cases`.
+fn project(world: &World, cases: &[Case], policy: &str) -> PathBuf {
+    let mut profile = String::from("model: sim-hostile\nttft: 1ms\nitl: 0ms\nreplies:\n");
+    let mut suite = format!(
+        "suite: hostile\nsandbox: {policy}\ntarget: {{base_url: sim, timeouts: {{total: 120s}}}}\nsim: {{profile: {}}}\ndefaults: {{temperature: 0, max_tokens: 4096}}\ncorrectness:\n",
+        world.root.join("profile.yaml").display()
+    );
+    for c in cases {
+        let _ = write!(
+            profile,
+            "  - match: 'case {}'\n    reply: |\n      ```python\n",
+            c.name
+        );
+        for line in c.code.lines() {
+            let _ = writeln!(profile, "      {line}");
+        }
+        profile.push_str("      ```\n");
+        let _ = write!(
+            suite,
+            "  - name: {}\n    prompt: 'case {}'\n    expect:\n      - code:\n          timeout: {}\n          memory_mib: {}\n          tests: {}\n",
+            c.name,
+            c.name,
+            c.timeout,
+            c.memory_mib,
+            serde_json::to_string(c.tests).unwrap()
+        );
+    }
+    std::fs::write(world.root.join("profile.yaml"), profile).unwrap();
+    let path = world.root.join("suite.yaml");
+    std::fs::write(&path, suite).unwrap();
+    path
+}
+
+/// What a run of servegate left.
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    peak_kib: u64,
+    record: Value,
+    out: PathBuf,
+}
+
+impl Run {
+    fn verdict(&self, name: &str) -> &str {
+        let prefix = format!("test hostile::correctness::{name} ");
+        self.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|rest| rest.rsplit("... ").next())
+            .unwrap_or_else(|| panic!("no verdict for {name} in:\n{}", self.stdout))
+    }
+
+    fn message(&self, name: &str) -> String {
+        self.trial(name)["message"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    }
+
+    fn trial(&self, name: &str) -> &Value {
+        self.record["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == format!("hostile::correctness::{name}"))
+            .unwrap_or_else(|| panic!("no trial {name}"))
+    }
+
+    fn layers(&self) -> Vec<String> {
+        let runs = &self.trial("good_is_prime")["exchange"]["sandbox"];
+        runs[0]["layers"]["active"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|l| l.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn has(&self, layer: &str) -> bool {
+        self.layers().iter().any(|l| l.starts_with(layer))
+    }
+}
+
+/// Runs servegate on `suite` with `env`, sampling its peak memory from
+/// `/proc` until it ends; `signal_when` sends SIGTERM once it returns true.
+fn servegate(
+    world: &World,
+    suite: &Path,
+    env: &[(&str, &str)],
+    signal_when: Option<&dyn Fn() -> bool>,
+) -> Run {
+    let out = world.root.join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args([
+            "run",
+            suite.to_str().unwrap(),
+            "--out-dir",
+            out.to_str().unwrap(),
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("TMPDIR", &world.tmp)
+        .env("SERVEGATE_TEST_SECRET", &world.secret)
+        .env("OPENAI_API_KEY", &world.secret)
+        .env_remove("SERVEGATE_TARGET")
+        .env_remove(servegate::check::sandbox::REFUSE_ENV)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let readers: Vec<_> = [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ]
+    .into_iter()
+    .map(|mut r| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    })
+    .collect();
+    let started = Instant::now();
+    let mut peak_kib = 0;
+    let mut signalled = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        if let Some(kib) = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        {
+            peak_kib = peak_kib.max(kib);
+        }
+        if let Some(when) = signal_when
+            && !signalled
+            && when()
+        {
+            let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap());
+            nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+            signalled = true;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "servegate hung"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut texts = readers.into_iter().map(|r| r.join().unwrap());
+    let (stdout, stderr) = (texts.next().unwrap(), texts.next().unwrap());
+    let record = std::fs::read_to_string(out.join("latest/report.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    Run {
+        code: status.code(),
+        stdout,
+        stderr,
+        peak_kib,
+        record,
+        out,
+    }
+}
+
+/// Processes of the run: any whose working directory is in its TMPDIR, or
+/// the daemon's and the SIGTERM case's `sleep`.
+fn processes(world: &World) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let path = entry.path();
+        let cmdline = std::fs::read(path.join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let in_tmp = std::fs::read_link(path.join("cwd")).is_ok_and(|c| c.starts_with(&world.tmp));
+        if in_tmp || cmdline.contains("31.4159") || cmdline.contains("27.1828") {
+            found.push(format!("{}: {cmdline}", path.display()));
+        }
+    }
+    found
+}
+
+/// Processes that outlived servegate (given a second to be reaped).
+fn survivors(world: &World) -> Vec<String> {
+    let mut found = processes(world);
+    for _ in 0..50 {
+        if found.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        found = processes(world);
+    }
+    found
+}
+
+/// What every run must leave: no process, no work directory, no secret.
+fn assert_clean(world: &World, run: &Run) {
+    assert_eq!(survivors(world), Vec::<String>::new(), "processes survived");
+    let left: Vec<_> = std::fs::read_dir(&world.tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+    let mut shown = vec![run.stdout.clone(), run.stderr.clone()];
+    for f in ["report.json", "report.html", "junit.xml"] {
+        shown.push(std::fs::read_to_string(run.out.join("latest").join(f)).unwrap_or_default());
+    }
+    for text in shown {
+        assert!(!text.contains(&world.secret), "the secret leaked:\n{text}");
+    }
+    assert!(
+        !world.outside.join("written").exists(),
+        "a file was written outside"
+    );
+    assert!(
+        matches!(world.listener.accept(), Err(e) if e.kind() == ErrorKind::WouldBlock),
+        "the listener was reached"
+    );
+    // Output went through capped pipes: gigabytes never reached servegate.
+    assert!(
+        run.peak_kib < 200 * 1024,
+        "servegate peaked at {} KiB",
+        run.peak_kib
+    );
+}
+
+fn skip(what: &str) {
+    println!("skipped: {what}");
+}
+
+#[test]
+fn hostile_programs_are_contained() {
+    let world = World::new("all");
+    let cases = cases(&world);
+    let suite = project(&world, &cases, "best");
+    let run = servegate(&world, &suite, &[], None);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert_clean(&world, &run);
+    let layers = run.layers();
+    println!(
+        "layers: {layers:?}; servegate peaked at {} KiB",
+        run.peak_kib
+    );
+    assert!(
+        run.stdout.contains("servegate: sandbox: "),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.verdict("good_is_prime"), "ok");
+    let contained = |name: &str, needles: &[&str]| {
+        assert_eq!(run.verdict(name), "FAILED", "{name}");
+        let message = run.message(name);
+        for n in needles {
+            assert!(message.contains(n), "{name}: `{n}` not in:\n{message}");
+        }
+    };
+    contained("write_outside", &["Error: [Errno"]);
+    contained("connect", &["Error: [Errno"]);
+    assert_eq!(
+        run.verdict("read_secrets"),
+        "ok",
+        "{}",
+        run.message("read_secrets")
+    );
+    contained(
+        "setsid_daemon",
+        &["sandbox: 1 process of the program still running when it ended was killed"],
+    );
+    contained(
+        "stdout_100mb",
+        &["killed: its stdout passed the 8 MiB output cap"],
+    );
+    contained(
+        "stdout_3gb",
+        &["killed: its stdout passed the 8 MiB output cap"],
+    );
+    assert_eq!(run.verdict("planted_fifo_and_link"), "ok");
+    assert_eq!(
+        run.verdict("kill_the_parent"),
+        "ok",
+        "{}",
+        run.message("kill_the_parent")
+    );
+    contained("infinite_loop", &["killed at the 1s wall-clock limit"]);
+    // Process count: a pids cgroup, or RLIMIT_NPROC where it is enforced
+    // (not for root).
+    if run.has("cgroup(") && run.layers().iter().any(|l| l.contains("pids")) {
+        contained("fork_200", &["refused at the limit of"]);
+        let message = run.message("fork_200");
+        let forked: u32 = message
+            .split("forked ")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no count in {message}"));
+        assert!(forked < 200, "{message}");
+        contained(
+            "fork_bomb",
+            &[
+                "killed at the 2s wall-clock limit",
+                "refused at the limit of",
+            ],
+        );
+    } else if run.layers().iter().any(|l| l.contains("nproc")) {
+        contained("fork_200", &["Resource temporarily unavailable"]);
+    } else {
+        skip("fork_200 and fork_bomb: no process limit holds here (root without a pids cgroup)");
+    }
+    if run.layers().iter().any(|l| l.contains("memory")) {
+        contained(
+            "memory_across_children",
+            &["memory limit of all its processes together killed"],
+        );
+    } else {
+        skip("memory_across_children: no memory cgroup here, only the per-process limit");
+    }
+}
+
+/// With namespaces refused (as by Ubuntu's `AppArmor` restriction), Landlock,
+/// seccomp and rlimits still stop writes, connections, secrets and forks.
+#[test]
+fn without_namespaces_the_fallback_layers_hold() {
+    let world = World::new("fallback");
+    let all = cases(&world);
+    let wanted = [
+        "good_is_prime",
+        "write_outside",
+        "connect",
+        "read_secrets",
+        "kill_the_parent",
+        "setsid_daemon",
+        "fork_bomb",
+    ];
+    let cases: Vec<Case> = all
+        .into_iter()
+        .filter(|c| wanted.contains(&c.name))
+        .collect();
+    let suite = project(&world, &cases, "best");
+    let run = servegate(
+        &world,
+        &suite,
+        &[(servegate::check::sandbox::REFUSE_ENV, "namespaces")],
+        None,
+    );
+    let layers = run.layers();
+    println!("layers: {layers:?}");
+    assert!(!run.has("namespaces"), "{layers:?}");
+    assert!(
+        run.stdout
+            .contains("namespaces unavailable (refused (SERVEGATE_SANDBOX_REFUSE))"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.verdict("good_is_prime"), "ok");
+    assert_clean(&world, &run);
+    if run.has("landlock") {
+        assert_eq!(run.verdict("write_outside"), "FAILED");
+        assert!(run.message("write_outside").contains("Permission denied"));
+        assert_eq!(
+            run.verdict("read_secrets"),
+            "ok",
+            "{}",
+            run.message("read_secrets")
+        );
+        assert_eq!(
+            run.verdict("kill_the_parent"),
+            "ok",
+            "{}",
+            run.message("kill_the_parent")
+        );
+    } else {
+        skip("fallback write, secrets and kill cases: no Landlock in this kernel");
+    }
+    if run.has("seccomp") || run.layers().iter().any(|l| l.contains("tcp")) {
+        assert_eq!(run.verdict("connect"), "FAILED");
+    } else {
+        skip("fallback connect: neither seccomp nor Landlock TCP rules here");
+    }
+    // The subreaper supervisor kills the daemon the program left.
+    assert!(
+        run.message("setsid_daemon")
+            .contains("still running when it ended was killed"),
+        "{}",
+        run.message("setsid_daemon")
+    );
+    if run.layers().iter().any(|l| l.contains("pids")) {
+        assert!(run.message("fork_bomb").contains("refused at the limit of"));
+    } else {
+        skip("fallback fork_bomb bound: no pids cgroup (it was still killed at its time limit)");
+    }
+}
+
+/// `sandbox: strict` refuses to run a program when a layer is missing, and
+/// says which.
+#[test]
+fn strict_refuses_without_every_layer() {
+    let world = World::new("strict");
+    let cases: Vec<Case> = cases(&world)
+        .into_iter()
+        .filter(|c| c.name == "write_outside")
+        .collect();
+    let suite = project(&world, &cases, "strict");
+    let run = servegate(
+        &world,
+        &suite,
+        &[(servegate::check::sandbox::REFUSE_ENV, "seccomp")],
+        None,
+    );
+    assert_eq!(run.verdict("write_outside"), "FAILED");
+    let message = run.message("write_outside");
+    assert!(
+        message.contains("not run: `sandbox: strict` needs every layer; unavailable here: ")
+            && message.contains("seccomp: refused (SERVEGATE_SANDBOX_REFUSE)"),
+        "{message}"
+    );
+    assert_clean(&world, &run);
+}
+
+/// SIGTERM to servegate mid-probe kills the program and removes its work
+/// directory.
+#[test]
+fn sigterm_mid_probe_kills_the_program_and_cleans_up() {
+    let world = World::new("sigterm");
+    let cases = vec![Case {
+        timeout: "60s",
+        ..case(
+            "sleeper",
+            "import os\nos.execvp('sleep', ['sleep', '27.1828'])",
+        )
+    }];
+    let suite = project(&world, &cases, "best");
+    let running = || !processes(&world).is_empty();
+    let run = servegate(&world, &suite, &[], Some(&running));
+    assert_eq!(run.code, Some(130), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("sandboxed program(s)"),
+        "{}",
+        run.stderr
+    );
+    assert_clean(&world, &run);
+}
