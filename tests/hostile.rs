@@ -193,14 +193,23 @@ fn run(tag: &str, suite: &str, port: u16, env: &[(&str, &str)]) -> Outcome {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    Outcome {
+    let o = Outcome {
         code: status.code(),
         stdout: reader.join().unwrap(),
         stderr: err_reader.join().unwrap(),
         took: started.elapsed(),
         peak_kib,
         out_dir,
-    }
+    };
+    // What every case holds: no panic, bounded memory, a complete record.
+    o.assert_no_panic();
+    assert!(
+        o.peak_kib < PEAK_KIB,
+        "`{tag}`: servegate peaked at {} MiB",
+        o.peak_kib / 1024
+    );
+    assert_eq!(o.record()["complete"], true, "`{tag}`: {}", o.stdout);
+    o
 }
 
 /// The peak memory bound of a run against a hostile server.

@@ -496,10 +496,12 @@ fn a_panic_while_a_server_runs_stops_it_on_the_way_out() {
 fn a_canary_api_key_leaks_into_nothing_servegate_prints_or_writes() {
     let run = Run::new("secret");
     let canary = format!("canary-{}-7f3e9c", std::process::id());
+    let token = format!("hf-canary-{}-0d1e", std::process::id());
     let snapshots = run.dir.join("snapshots");
     let out = run
         .command(&["run", "tests/suites/launch/secret.yaml"])
         .env("SERVEGATE_TEST_API_KEY", &canary)
+        .env("SERVEGATE_TEST_HF_TOKEN", &token)
         .env("SERVEGATE_SNAPSHOTS", &snapshots)
         .env("INSTA_UPDATE", "always")
         .env_remove("CI")
@@ -520,6 +522,10 @@ fn a_canary_api_key_leaks_into_nothing_servegate_prints_or_writes() {
         ],
     );
     assert!(!text.contains(&canary), "the key is in the output:\n{text}");
+    assert!(
+        !text.contains(&token),
+        "the token is in the output:\n{text}"
+    );
     // Everything under the output directory (record, reports, the server's
     // log) and every snapshot.
     let mut files = Vec::new();
@@ -535,13 +541,14 @@ fn a_canary_api_key_leaks_into_nothing_servegate_prints_or_writes() {
     for f in &files {
         let body = std::fs::read_to_string(f).unwrap_or_default();
         assert!(!body.contains(&canary), "the key is in {}", f.display());
+        assert!(!body.contains(&token), "the token is in {}", f.display());
     }
     let record = std::fs::read_to_string(run.dir.join("servegate/latest/report.json")).unwrap();
     assert_has(
         &record,
         &[
             "\"SGLANG_API_KEY\": \"<redacted>\"",
-            "\"MY_CREDS\": \"<redacted>\"",
+            "\"EXTRA_SETTING\": \"<redacted>\"",
             "\"api_key\": \"<redacted>\"",
             "server_args: api_key=<redacted>",
         ],

@@ -324,6 +324,10 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     if args.test_threads.is_some_and(|n| n > 1) {
         println!("note: servegate runs trials one at a time: they share one server and measure it");
     }
+    // The values of this process's secret-looking variables are scrubbed
+    // from everything the run prints or writes, whatever name they travel
+    // under later (a launch env `MY_CREDS: ${HF_TOKEN}`).
+    crate::secrets::add_from_environment();
     // Orphans of launched servers (a `setsid` daemon) re-parent to this
     // process, which stops them at teardown.
     crate::server::tree::become_subreaper();
