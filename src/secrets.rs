@@ -19,6 +19,12 @@ pub const REDACTED: &str = "<redacted>";
 /// Shorter values are not scrubbed: they would blank ordinary words.
 const MIN_LEN: usize = 6;
 
+/// What a server says of itself is trusted less: a value under a
+/// secret-looking key must look like a key (this long) before every
+/// occurrence of it is scrubbed, or a server could blank words of the
+/// report (`"admin_api_key": "outcome"`). The field itself is always hidden.
+const MIN_REPORTED_LEN: usize = 12;
+
 static KNOWN: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
 /// Whether a name (an environment variable, an option, a JSON key) says
@@ -98,6 +104,26 @@ pub fn scrub(text: &str) -> Cow<'_, str> {
     out
 }
 
+/// Scrubs every string of a JSON document in place, keys included.
+pub fn scrub_json(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(s) => {
+            if let Cow::Owned(clean) = scrub(s) {
+                *s = clean;
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(scrub_json),
+        serde_json::Value::Object(map) => {
+            let entries = std::mem::take(map);
+            for (k, mut v) in entries {
+                scrub_json(&mut v);
+                map.insert(scrub(&k).into_owned(), v);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// A URL with the password of its userinfo registered and hidden:
 /// `http://user:pw@host` → `http://user:<redacted>@host`.
 pub fn url(url: &str) -> String {
@@ -126,10 +152,9 @@ pub fn json(value: &serde_json::Value) -> serde_json::Value {
             .iter()
             .map(|(k, v)| {
                 let v = if is_secret_name(k) && !v.is_null() && !v.is_boolean() {
-                    if let Some(s) = v.as_str() {
-                        add(s);
-                    } else {
-                        add(&v.to_string());
+                    let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+                    if text.trim().chars().count() >= MIN_REPORTED_LEN {
+                        add(&text);
                     }
                     serde_json::Value::String(REDACTED.to_owned())
                 } else {
@@ -184,6 +209,13 @@ mod tests {
             "a <redacted> b <redacted> c short"
         );
         assert!(matches!(scrub("nothing here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn short_reported_values_hide_their_field_but_are_not_scrubbed_everywhere() {
+        let shown = json(&serde_json::json!({"admin_api_key": "outcome"}));
+        assert_eq!(shown["admin_api_key"], REDACTED);
+        assert_eq!(scrub("the outcome"), "the outcome");
     }
 
     #[test]

@@ -30,11 +30,14 @@ pub fn printable(line: &str) -> Cow<'_, str> {
 
 /// A block of output (a failure message, a summary) as it may reach a
 /// terminal or a CI log: every known secret scrubbed, every line's acting
-/// characters escaped, and a line that a CI system or a test-output parser
-/// would read as its own — a GitHub workflow command (`::warning …`), an
-/// Azure one (`##[…`), a libtest line (`test …`, `test result: …`) —
-/// indented, so that no server string can forge one.
+/// characters escaped, and nothing a CI system or a test-output parser would
+/// read as its own: a GitHub workflow command (`::warning …`, found after
+/// leading whitespace too) has a zero-width space put between its colons,
+/// every Azure command (`##[…`, found anywhere in a line) one after its
+/// `##`, and a libtest line (`test …`, `test result: …`) is indented — so
+/// that no server string can forge one.
 pub fn for_log(text: &str) -> String {
+    const BREAK: char = '\u{200b}';
     let scrubbed = crate::secrets::scrub(text);
     let mut out = String::with_capacity(scrubbed.len());
     for (i, line) in scrubbed.split('\n').enumerate() {
@@ -42,10 +45,13 @@ pub fn for_log(text: &str) -> String {
             out.push('\n');
         }
         let line = printable(line);
-        if ["::", "##[", "test ", "running "]
-            .iter()
-            .any(|p| line.trim_start().starts_with(p))
-        {
+        let mut line = line.replace("##[", &format!("##{BREAK}["));
+        let body = line.trim_start();
+        if let Some(rest) = body.strip_prefix("::") {
+            let indent = line.len() - body.len();
+            line = format!("{}:{BREAK}:{rest}", &line[..indent]);
+        }
+        if ["test ", "running "].iter().any(|p| line.starts_with(p)) {
             out.push_str("  ");
         }
         out.push_str(&line);
@@ -58,12 +64,16 @@ mod tests {
     use super::{for_log, printable};
 
     #[test]
-    fn forged_lines_are_indented_and_controls_escaped() {
-        let forged = "error: x\n::warning title=pwned::gotcha\ntest result: ok. 99 passed; 0 failed\n\x1b[2Jcleared";
+    fn forged_lines_are_broken_and_controls_escaped() {
+        let forged = "error: x\n::warning title=pwned::gotcha\n   ::stop-commands::x\nid ##[error]y\ntest result: ok. 99 passed; 0 failed\n\x1b[2Jcleared";
         assert_eq!(
             for_log(forged),
-            "error: x\n  ::warning title=pwned::gotcha\n  test result: ok. 99 passed; 0 failed\n\\u{1b}[2Jcleared"
+            "error: x\n:\u{200b}:warning title=pwned::gotcha\n   :\u{200b}:stop-commands::x\nid ##\u{200b}[error]y\n  test result: ok. 99 passed; 0 failed\n\\u{1b}[2Jcleared"
         );
+        // What GitHub's runner does: trim, then look for `::` and `##[`.
+        for line in for_log(forged).lines() {
+            assert!(!line.trim_start().starts_with("::") && !line.contains("##["));
+        }
     }
 
     #[test]

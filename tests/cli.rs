@@ -497,6 +497,50 @@ fn an_interrupted_run_keeps_every_finished_trial_in_its_journal() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Ctrl-C (or a CI cancel's SIGINT) mid-gate: the run exits 130 and first
+/// writes the record of every finished trial and its reports.
+#[test]
+fn an_interrupted_run_writes_its_last_record_and_reports() {
+    let dir = std::env::temp_dir().join(format!("servegate-sigint-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let child = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(["run", "tests/suites/interrupted-probes.yaml", "--out-dir"])
+        .arg(&dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("SERVEGATE_TARGET")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let journal = dir.join("latest/report.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    // The fourth trial's checkpoint, then a little more: the gate runs.
+    while !std::fs::read_to_string(&journal).is_ok_and(|t| t.contains("journal::correctness::d")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the probes never finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert_has(
+        &String::from_utf8_lossy(&out.stderr),
+        &["servegate: the record of the 6 finished trial(s) is in "],
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&journal).unwrap()).unwrap();
+    assert_eq!(record["complete"], false);
+    assert_eq!(record["trials"].as_array().map(Vec::len), Some(6));
+    assert!(dir.join("latest/junit.xml").exists() && dir.join("latest/report.html").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_sweep_runs_one_trial_per_level_prints_its_curve_and_gates_it() {
     let out = run_expecting(&["run", "tests/suites/sweep.yaml"], 1);

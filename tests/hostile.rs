@@ -437,7 +437,10 @@ fn server_text_cannot_forge_log_lines() {
 /// neither secret is in anything servegate prints or writes.
 #[test]
 fn echoed_secrets_reach_no_sink() {
-    let key = format!("sk-canary-{}-echo", std::process::id());
+    // Characters each format escapes its own way (XML, HTML, annotations'
+    // `%`, `:`, `,`): the secret must go before any of them is applied.
+    let key = format!("sk-canary&<%,:'-{}-echo", std::process::id());
+    let tail = format!("-{}-echo", std::process::id());
     let password = format!("pw-canary-{}-url", std::process::id());
     let port = serve(Arc::new(|req, conn| match req.path.as_str() {
         "/v1/models" => json(conn, 200, r#"{"data":[{"id":"hostile"}]}"#),
@@ -446,7 +449,9 @@ fn echoed_secrets_reach_no_sink() {
             json(
                 conn,
                 200,
-                &format!(r#"{{"version":"0.5.0","api_key":"{key}","tp_size":1}}"#),
+                &format!(
+                    r#"{{"version":"0.5.0","api_key":"{key}","admin_api_key":"outcome","tp_size":1}}"#
+                ),
             );
         }
         "/v1/chat/completions" if req.body.contains("Refuse") => json(
@@ -504,7 +509,7 @@ fn echoed_secrets_reach_no_sink() {
             "bob:<redacted>@127.0.0.1",
         ],
     );
-    for secret in [&key, &password] {
+    for secret in [&tail, &password] {
         assert!(
             !text.contains(secret.as_str()),
             "`{secret}` printed:\n{text}"
@@ -522,9 +527,21 @@ fn echoed_secrets_reach_no_sink() {
             );
         }
     }
+    let record = std::fs::read_to_string(o.out_dir.join("latest/report.json")).unwrap();
     assert_has(
-        &std::fs::read_to_string(o.out_dir.join("latest/report.json")).unwrap(),
-        &["\"api_key\": \"<redacted>\""],
+        &record,
+        &[
+            "\"api_key\": \"<redacted>\"",
+            "\"admin_api_key\": \"<redacted>\"",
+        ],
+    );
+    // A short value a server calls secret hides its field, but does not
+    // blank that word everywhere: the record and its reports stay whole.
+    assert!(record.contains("\"outcome\": \"failed\""), "{record}");
+    let junit = std::fs::read_to_string(o.out_dir.join("latest/junit.xml")).unwrap();
+    assert!(
+        junit.contains("<testcase") && !junit.contains("<<redacted>"),
+        "{junit}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -662,4 +679,28 @@ fn suite_names_cannot_collide_or_escape() {
     );
     assert!(text.contains("test twin::correctness::p ... ok"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A one-byte answer charged 60,000 tokens: a protocol error, not a figure.
+#[test]
+fn inflated_token_counts_fail_as_protocol_errors() {
+    let port = serve(Arc::new(|req, conn| {
+        if discovery(req, conn) {
+            return;
+        }
+        stream_head(conn);
+        let _ = conn.write_all(
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":60000}}\n\ndata: [DONE]\n\n",
+        );
+    }));
+    let o = run(
+        "inflated",
+        &probe_suite("{ connect: 2s, first_token: 5s, idle: 5s, total: 10s }"),
+        port,
+        &[],
+    );
+    assert_has(
+        &failure_of(&o.stdout, "hostile::correctness::probe"),
+        &["malformed response: usage.completion_tokens = 60000 is implausible"],
+    );
 }

@@ -103,7 +103,7 @@ pub fn grade(extract: &Extract, answer: &str, item: &QaItem) -> (Option<String>,
 }
 
 /// One graded item, as the run record keeps it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ItemResult {
     /// Its line in the dataset.
     pub line: usize,

@@ -195,20 +195,21 @@ struct Header<'a> {
 }
 
 /// The text of a snapshot file for `body`; `pending` files keep the line.
+/// Secrets are scrubbed from the values before they are written as YAML
+/// (after, an escaped secret would no longer read as itself).
 fn file_text(place: &Place, body: &str, pending: bool) -> String {
+    let mut info = place.info.clone();
+    crate::secrets::scrub_json(&mut info);
     let header = Header {
         source: &place.source,
         assertion_line: pending.then_some(place.line),
         description: &place.description,
-        info: &place.info,
+        info: &info,
         input_file: &place.source,
     };
     let yaml = serde_saphyr::to_string(&header).unwrap_or_default();
-    format!(
-        "---\n{}---\n{}\n",
-        yaml.trim_start_matches("---\n"),
-        normalized(body)
-    )
+    let body = normalized(&crate::secrets::scrub(body));
+    format!("---\n{}---\n{body}\n", yaml.trim_start_matches("---\n"))
 }
 
 /// The answer as insta compares it (trailing whitespace and CRLF normalised).

@@ -223,6 +223,17 @@ impl Client {
 
     /// Sends one streaming request and reads it to the end.
     pub async fn complete(&self, req: &CallRequest) -> Result<Completion, CallError> {
+        self.call(req, true).await
+    }
+
+    /// Sends one streaming request for its timing and token counts only: the
+    /// answer's text is counted (against its cap), not kept, so a gate's
+    /// memory does not grow with its concurrency times the answer.
+    pub async fn measure(&self, req: &CallRequest) -> Result<Completion, CallError> {
+        self.call(req, false).await
+    }
+
+    async fn call(&self, req: &CallRequest, keep_text: bool) -> Result<Completion, CallError> {
         let body = serde_json::to_vec(&self.body(req))
             .map_err(|e| CallError::new(ErrorKind::Protocol, e.to_string()))?;
         let t = self.timeouts;
@@ -242,6 +253,11 @@ impl Client {
         };
         let head_deadline = deadlines.first_at.min(deadlines.total_at);
         let mut reader = StreamReader::new(self.api, sent, self.limits.answer, body.len());
+        reader.keep_text = keep_text;
+        reader.max_marks = req
+            .sampling
+            .max_tokens
+            .map_or(MAX_MARKS, |m| (2 * m as usize + 16).min(MAX_MARKS));
         if let Some(pool) = &self.raw {
             let path = api::path(self.api);
             let mut response = match pool
@@ -506,6 +522,13 @@ struct StreamReader {
     done: bool,
     /// Cap on content and reasoning together.
     max_answer: u64,
+    /// Whether the text is kept (probes) or only counted (gates).
+    keep_text: bool,
+    /// Bytes of content and of reasoning received so far.
+    content_len: usize,
+    reasoning_len: usize,
+    /// Most token-bearing chunks this request may have.
+    max_marks: usize,
     /// Bytes of the request body and of the response so far: token counts
     /// beyond what they could carry are implausible.
     sent_bytes: u64,
@@ -516,9 +539,9 @@ struct StreamReader {
 /// far past any real answer.
 const MAX_MARKS: usize = 1 << 20;
 
-/// Tokens a request can be charged beyond one per byte (chat templates and
-/// special tokens carry no text).
-const TOKEN_SLACK: u64 = 65_536;
+/// Prompt tokens a request can be charged beyond one per byte sent (chat
+/// templates add tokens the request does not carry).
+const PROMPT_SLACK: u64 = 65_536;
 
 impl StreamReader {
     fn new(api: Api, sent: Instant, max_answer: u64, sent_bytes: usize) -> Self {
@@ -536,14 +559,32 @@ impl StreamReader {
             chunk_tokens: 0,
             done: false,
             max_answer,
+            keep_text: true,
+            content_len: 0,
+            reasoning_len: 0,
+            max_marks: MAX_MARKS,
             sent_bytes: sent_bytes as u64,
             received: 0,
         }
     }
 
+    fn push_content(&mut self, text: &str) {
+        self.content_len += text.len();
+        if self.keep_text {
+            self.content.push_str(text);
+        }
+    }
+
+    fn push_reasoning(&mut self, text: &str) {
+        self.reasoning_len += text.len();
+        if self.keep_text {
+            self.reasoning.push_str(text);
+        }
+    }
+
     /// `Err` when the answer grew past its cap.
     fn check_size(&self) -> Result<(), CallError> {
-        let size = (self.content.len() + self.reasoning.len()) as u64;
+        let size = (self.content_len + self.reasoning_len) as u64;
         if size > self.max_answer {
             return Err(CallError::new(
                 ErrorKind::Oversize,
@@ -554,19 +595,28 @@ impl StreamReader {
                 ),
             ));
         }
-        if self.timing.marks.len() > MAX_MARKS {
+        if self.timing.marks.len() > self.max_marks {
             return Err(CallError::new(
                 ErrorKind::Oversize,
-                format!("more than {MAX_MARKS} token-bearing chunks in one answer"),
+                format!(
+                    "more than {} token-bearing chunks in one answer{}",
+                    self.max_marks,
+                    if self.max_marks < MAX_MARKS {
+                        " (twice its max_tokens and more): the server does not stop at max_tokens"
+                    } else {
+                        ""
+                    }
+                ),
             ));
         }
         Ok(())
     }
 
     /// `Err` when a token count the server reported cannot be true: beyond
-    /// 2^32 per request, or more tokens than the bytes that carried them.
-    fn plausible(field: &str, n: u64, carried_by: u64) -> Result<(), CallError> {
-        let bound = carried_by.saturating_add(TOKEN_SLACK);
+    /// 2^32 per request, or more tokens than the bytes that carried them
+    /// (`slack` more for a prompt).
+    fn plausible(field: &str, n: u64, carried_by: u64, slack: u64) -> Result<(), CallError> {
+        let bound = carried_by.saturating_add(slack);
         if n > u64::from(u32::MAX) || n > bound {
             return Err(CallError::new(
                 ErrorKind::Protocol,
@@ -649,21 +699,21 @@ impl StreamReader {
                     if let Some(d) = &choice.delta {
                         for r in [&d.reasoning_content, &d.reasoning].into_iter().flatten() {
                             if !r.is_empty() {
-                                self.reasoning.push_str(r);
+                                self.push_reasoning(r);
                                 reasoning = true;
                             }
                         }
                         if let Some(c) = &d.content
                             && !c.is_empty()
                         {
-                            self.content.push_str(c);
+                            self.push_content(c);
                             content = true;
                         }
                     }
                     if let Some(t) = &choice.text
                         && !t.is_empty()
                     {
-                        self.content.push_str(t);
+                        self.push_content(t);
                         content = true;
                     }
                     if let Some(f) = &choice.finish_reason {
@@ -680,8 +730,10 @@ impl StreamReader {
                     let tokens = cumulative.map_or(1, |n| n.saturating_sub(self.usage_seen).max(1));
                     self.mark(now, u32::try_from(tokens).unwrap_or(u32::MAX), content);
                 }
+                // A high-water mark: a count that goes down and up again
+                // must not add its rise twice.
                 if let Some(n) = cumulative {
-                    self.usage_seen = n;
+                    self.usage_seen = self.usage_seen.max(n);
                 }
                 if let Some(u) = chunk.usage {
                     self.usage = Some(u);
@@ -693,13 +745,18 @@ impl StreamReader {
                 let mut new_tokens = None;
                 if let Some(meta) = &chunk.meta_info {
                     if let Some(n) = meta.completion_tokens {
-                        Self::plausible("meta_info.completion_tokens", n, self.received)?;
+                        Self::plausible("meta_info.completion_tokens", n, self.received, 0)?;
                         let before = self.meta_tokens.unwrap_or(0);
                         new_tokens = Some(n.saturating_sub(before));
-                        self.meta_tokens = Some(n);
+                        self.meta_tokens = Some(n.max(before));
                     }
                     if let Some(p) = meta.prompt_tokens {
-                        Self::plausible("meta_info.prompt_tokens", p, self.sent_bytes)?;
+                        Self::plausible(
+                            "meta_info.prompt_tokens",
+                            p,
+                            self.sent_bytes,
+                            PROMPT_SLACK,
+                        )?;
                         let u = self.usage.get_or_insert_with(Usage::default);
                         u.prompt_tokens = Some(p);
                     }
@@ -717,7 +774,7 @@ impl StreamReader {
                 }
                 if let Some(text) = &chunk.text {
                     // `text` is cumulative: take the new suffix.
-                    let had = self.content.len();
+                    let had = self.content_len;
                     let suffix = if text.len() >= had && text.is_char_boundary(had) {
                         &text[had..]
                     } else {
@@ -727,7 +784,7 @@ impl StreamReader {
                         ));
                     };
                     let appended = !suffix.is_empty();
-                    self.content.push_str(suffix);
+                    self.push_content(suffix);
                     let tokens = new_tokens.unwrap_or(u64::from(appended));
                     if tokens > 0 {
                         self.mark(now, u32::try_from(tokens).unwrap_or(u32::MAX), true);
@@ -741,10 +798,10 @@ impl StreamReader {
     /// Every count of a usage object, checked.
     fn check_usage(&self, u: &Usage) -> Result<(), CallError> {
         if let Some(n) = u.completion_tokens {
-            Self::plausible("usage.completion_tokens", n, self.received)?;
+            Self::plausible("usage.completion_tokens", n, self.received, 0)?;
         }
         if let Some(n) = u.prompt_tokens {
-            Self::plausible("usage.prompt_tokens", n, self.sent_bytes)?;
+            Self::plausible("usage.prompt_tokens", n, self.sent_bytes, PROMPT_SLACK)?;
         }
         Ok(())
     }
@@ -773,6 +830,12 @@ impl StreamReader {
             ));
         }
         self.timing.end = now;
+        Self::plausible(
+            "the tokens the stream's chunks carried",
+            self.chunk_tokens,
+            self.received,
+            0,
+        )?;
         let server_usage = self.usage.and_then(|u| u.completion_tokens);
         let (completion_tokens, token_source) = match (server_usage, self.meta_tokens) {
             (_, Some(n)) if self.api == Api::SglangGenerate => (n, TokenSource::MetaInfo),

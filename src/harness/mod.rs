@@ -380,6 +380,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
     };
+    write_when_interrupted(&book, &info);
     let ctx = Context {
         args: &args,
         runtime: &runtime,
@@ -436,6 +437,37 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         load_failures,
         unreachable,
         interrupted: crate::server::interrupted(),
+    }
+}
+
+/// A signal (Ctrl-C, a CI cancel) stops every server, then writes the
+/// record of what finished and its reports before the run exits 130.
+fn write_when_interrupted(book: &Arc<Mutex<Vec<Arc<SuiteRun>>>>, info: &record::RunInfo) {
+    {
+        let (book, info) = (Arc::clone(book), info.clone());
+        crate::server::on_interrupt(Box::new(move || {
+            // A trial may hold the book for a moment; never wait on it long.
+            let runs = (0..100).find_map(|_| {
+                let runs = book.try_lock().ok().map(|r| r.clone());
+                if runs.is_none() {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                runs
+            });
+            let Some(runs) = runs else {
+                return;
+            };
+            let mut rec = record::collect(&info, &runs, false);
+            record::merge_journal(&mut rec, &info.dir);
+            if record::write(&info, &rec).is_ok() {
+                publish(&info, &rec);
+                eprintln!(
+                    "servegate: the record of the {} finished trial(s) is in {}",
+                    rec.trials.len(),
+                    info.dir.display()
+                );
+            }
+        }));
     }
 }
 
@@ -573,12 +605,13 @@ fn add_run(
 /// Markdown summary appended to `$GITHUB_STEP_SUMMARY` when it is set, and
 /// GitHub annotations when `GITHUB_ACTIONS=true`.
 fn publish(info: &record::RunInfo, rec: &record::RunRecord) {
-    let scrub = |t: String| crate::secrets::scrub(&t).into_owned();
-    let html = scrub(crate::report::html::render(rec));
-    let junit = scrub(crate::report::junit::render(rec).unwrap_or_else(|e| {
+    // Rendered from the scrubbed record: each format escapes after that.
+    let rec = &rec.scrubbed();
+    let html = crate::report::html::render(rec);
+    let junit = crate::report::junit::render(rec).unwrap_or_else(|e| {
         eprintln!("warning: JUnit report: {e}");
         String::new()
-    }));
+    });
     for (name, text) in [("junit.xml", &junit), ("report.html", &html)] {
         for path in [info.dir.join(name), info.latest().with_file_name(name)] {
             if !text.is_empty()
@@ -594,10 +627,7 @@ fn publish(info: &record::RunInfo, rec: &record::RunRecord) {
             .append(true)
             .open(&summary)
             .and_then(|mut f| {
-                std::io::Write::write_all(
-                    &mut f,
-                    scrub(crate::report::markdown::render(rec)).as_bytes(),
-                )
+                std::io::Write::write_all(&mut f, crate::report::markdown::render(rec).as_bytes())
             });
         if let Err(e) = appended {
             eprintln!("warning: failed to append to $GITHUB_STEP_SUMMARY: {e}");
@@ -605,7 +635,7 @@ fn publish(info: &record::RunInfo, rec: &record::RunRecord) {
     }
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
         for line in crate::report::annotations::render(rec) {
-            println!("{}", crate::secrets::scrub(&line));
+            println!("{line}");
         }
     }
 }

@@ -54,7 +54,7 @@ pub struct ServerRecord {
 }
 
 /// A dataset probe's outcome.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DatasetRecord {
     /// The probe.
     pub probe: String,
@@ -94,7 +94,7 @@ pub struct SuiteRecord {
     #[serde(default)]
     pub model_info: Option<serde_json::Value>,
     /// Dataset probes: accuracy and every graded item.
-    #[serde(default, skip_deserializing)]
+    #[serde(default)]
     pub datasets: Vec<DatasetRecord>,
     /// The configuration measured (API, served model, server version).
     pub fingerprint: String,
@@ -185,6 +185,21 @@ pub struct RunRecord {
     /// The A/B tables of suites with variants.
     #[serde(default)]
     pub comparisons: Vec<super::compare::Comparison>,
+}
+
+impl RunRecord {
+    /// The record with every known secret replaced in every string, before
+    /// anything renders it: scrubbing a finished document would miss a
+    /// secret the format escaped (`&`, `"`, `%`) and could break the format
+    /// where a secret equals a word of it.
+    #[must_use]
+    pub fn scrubbed(&self) -> RunRecord {
+        let Ok(mut value) = serde_json::to_value(self) else {
+            return self.clone();
+        };
+        crate::secrets::scrub_json(&mut value);
+        serde_json::from_value(value).unwrap_or_else(|_| self.clone())
+    }
 }
 
 /// The record format written by this version.
@@ -378,8 +393,7 @@ fn gpu_inventory() -> Option<Vec<String>> {
 /// through a temporary file renamed into place, so a reader (or a run
 /// killed mid-write) never sees half a record. Returns the run's copy.
 pub fn write(info: &RunInfo, record: &RunRecord) -> Result<PathBuf, String> {
-    let text = serde_json::to_string_pretty(record).map_err(|e| e.to_string())? + "\n";
-    let text = crate::secrets::scrub(&text);
+    let text = serde_json::to_string_pretty(&record.scrubbed()).map_err(|e| e.to_string())? + "\n";
     let own = info.dir.join("report.json");
     for path in [&own, &info.latest()] {
         if let Some(dir) = path.parent() {
@@ -440,8 +454,9 @@ fn rewrite_due(counts: &mut (u64, u64), stage: &str) -> bool {
 /// Appends one trial to the journal, its secrets scrubbed.
 fn append(path: &Path, trial: &TrialRecord) -> Result<(), String> {
     use std::io::Write as _;
-    let line = serde_json::to_string(trial).map_err(|e| e.to_string())? + "\n";
-    let line = crate::secrets::scrub(&line);
+    let mut value = serde_json::to_value(trial).map_err(|e| e.to_string())?;
+    crate::secrets::scrub_json(&mut value);
+    let line = serde_json::to_string(&value).map_err(|e| e.to_string())? + "\n";
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("failed to create {}: {e}", dir.display()))?;

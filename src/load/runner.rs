@@ -208,7 +208,7 @@ async fn closed(client: &Client, gate: &Gate, concurrency: u32, window: &Window)
                 if !bound.allows(i, Instant::now()) || breaker.tripped().is_some() {
                     break;
                 }
-                let result = checked(client.complete(&request(&gate, first + i)).await);
+                let result = checked(client.measure(&request(&gate, first + i)).await);
                 breaker.note(&result);
                 if let Ok(mut rec) = shard.lock() {
                     match result {
@@ -291,15 +291,9 @@ async fn open(
         let breaker = Arc::clone(&window.breaker);
         tokio::spawn(async move {
             let late = Instant::now().saturating_duration_since(intended);
-            let result = checked(client.complete(&req).await);
+            let result = checked(client.measure(&req).await);
             breaker.note(&result);
             drop(permit);
-            // Figures need the timing, not the text: queue no answers.
-            let result = result.map(|mut c| {
-                c.content = String::new();
-                c.reasoning = String::new();
-                c
-            });
             finished.fetch_add(1, Ordering::Relaxed);
             let _ = tx.send((result, late));
         });

@@ -125,8 +125,15 @@ fn copy(mut stream: Box<dyn std::io::Read + Send>, sink: &Arc<Mutex<Sink>>) {
         if pending.len() > MAX_LINE
             && let Ok(mut s) = sink.lock()
         {
-            s.line(&pending);
-            pending.clear();
+            // A line too long to hold is written in pieces, cut at a space
+            // where there is one: a secret is one word, so it is scrubbed
+            // whole.
+            let cut = pending[..MAX_LINE]
+                .iter()
+                .rposition(|&b| b == b' ' || b == b'\t')
+                .map_or(MAX_LINE, |at| at + 1);
+            s.line(&pending[..cut]);
+            pending.drain(..cut);
         }
     }
     if let Ok(mut s) = sink.lock() {
@@ -235,6 +242,42 @@ impl Scanner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The log is written a line at a time, scrubbed; a line too long to
+    /// hold is cut at a space, so a secret across the cut is still caught.
+    #[test]
+    fn output_is_copied_in_lines_scrubbed_and_cut_between_words() {
+        let dir = std::env::temp_dir().join(format!("servegate-pump-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("server.log");
+        crate::secrets::add("pump-canary-5f1e");
+        // The secret straddles the 64 KiB point of a line twice that long.
+        let wide = format!(
+            "{}pump-canary-5f1e {}tail",
+            "w ".repeat(MAX_LINE / 2 - 3),
+            "w ".repeat(MAX_LINE / 2)
+        );
+        let out =
+            format!("starting\rloading 50%\rloading 100%\nkey=pump-canary-5f1e\n{wide}\nlast");
+        let pumps = pump(
+            std::fs::File::create(&path).unwrap(),
+            vec![Box::new(std::io::Cursor::new(out.into_bytes()))],
+        );
+        assert!(pumps.wait(std::time::Duration::from_secs(5)));
+        let log = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            log.starts_with("starting\nloading 50%\nloading 100%\nkey=<redacted>\n"),
+            "{}",
+            &log[..80]
+        );
+        assert!(!log.contains("pump-canary"));
+        assert!(
+            log.contains("w \n<redacted> w w"),
+            "the secret was not cut before"
+        );
+        assert!(log.ends_with("w tail\nlast\n"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn scans_new_complete_lines_once() {

@@ -6,7 +6,7 @@
 
 pub mod log;
 pub(crate) mod reaper;
-pub use reaper::interrupted;
+pub use reaper::{interrupted, on_interrupt};
 pub mod tree;
 
 use std::fmt;
@@ -314,9 +314,8 @@ impl Server {
         let mut exit = self.exit.lock().ok()?;
         if exit.is_none()
             && let Ok(mut child) = self.child.lock()
-            && let Ok(Some(status)) = child.try_wait()
         {
-            *exit = Some(ExitInfo(status));
+            *exit = peek(self.pid, &mut child);
         }
         *exit
     }
@@ -416,12 +415,13 @@ impl Server {
                 ));
             }
             if said.elapsed() >= Duration::from_secs(60) {
-                println!(
+                let line = format!(
                     "servegate: still waiting for {}{} ({:.0}s; last answer: {last})",
                     self.base_url,
                     ready.path,
                     self.spawned.elapsed().as_secs_f64()
                 );
+                println!("{}", crate::text::for_log(&line));
                 said = Instant::now();
             }
             tokio::time::sleep(ready.interval.min(deadline - now)).await;
@@ -435,25 +435,18 @@ impl Server {
             return None;
         };
         let mut exit = self.exit.lock().ok()?;
+        // The server is reaped last: while it is a zombie its pid, and so
+        // its process group's id, cannot be taken by another process, which
+        // the group kills below would otherwise reach.
         if exit.is_none() {
-            if let Ok(Some(status)) = child.try_wait() {
-                *exit = Some(ExitInfo(status));
-            } else {
-                reaper::signal_group(self.pid, reaper::Stop::Term, &mut child);
-                let until = Instant::now() + self.grace;
-                while exit.is_none() {
-                    match child.try_wait() {
-                        Ok(Some(status)) => *exit = Some(ExitInfo(status)),
-                        Ok(None) if Instant::now() < until => {
-                            std::thread::sleep(Duration::from_millis(20));
-                        }
-                        _ => {
-                            reaper::signal_group(self.pid, reaper::Stop::Kill, &mut child);
-                            *exit = child.wait().ok().map(ExitInfo);
-                            break;
-                        }
-                    }
-                }
+            *exit = peek(self.pid, &mut child);
+        }
+        if exit.is_none() {
+            reaper::signal_group(self.pid, reaper::Stop::Term, &mut child);
+            *exit = wait_ended(self.pid, &mut child, self.grace);
+            if exit.is_none() {
+                reaper::signal_group(self.pid, reaper::Stop::Kill, &mut child);
+                *exit = wait_ended(self.pid, &mut child, Duration::from_secs(5));
             }
         }
         // What the server started and left behind goes too: in its group,
@@ -469,6 +462,9 @@ impl Server {
                 }
             }
         }
+        if let Ok(status) = child.wait() {
+            exit.get_or_insert(ExitInfo(status));
+        }
         // Its output is all in the log once the pipes closed.
         self.pumps.wait(Duration::from_secs(2));
         *exit
@@ -478,6 +474,43 @@ impl Server {
     /// killed at teardown.
     pub fn escapers(&self) -> usize {
         self.escapers.lock().map_or(0, |n| *n)
+    }
+}
+
+/// How the server ended, if it has, without reaping it (Linux): its pid
+/// stays its own until [`Server::stop`] is done with its group.
+#[cfg(target_os = "linux")]
+fn peek(pid: u32, _child: &mut Child) -> Option<ExitInfo> {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    use std::os::unix::process::ExitStatusExt as _;
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).ok()?);
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    match waitid(Id::Pid(pid), flags).ok()? {
+        WaitStatus::Exited(_, code) => Some(ExitInfo(ExitStatus::from_raw(code << 8))),
+        WaitStatus::Signaled(_, sig, core) => Some(ExitInfo(ExitStatus::from_raw(
+            sig as i32 | if core { 0x80 } else { 0 },
+        ))),
+        _ => None,
+    }
+}
+
+/// How the server ended, if it has (reaping it: no `waitid` here).
+#[cfg(not(target_os = "linux"))]
+fn peek(_pid: u32, child: &mut Child) -> Option<ExitInfo> {
+    child.try_wait().ok().flatten().map(ExitInfo)
+}
+
+/// Waits up to `limit` for the server to end.
+fn wait_ended(pid: u32, child: &mut Child, limit: Duration) -> Option<ExitInfo> {
+    let until = Instant::now() + limit;
+    loop {
+        if let Some(e) = peek(pid, child) {
+            return Some(e);
+        }
+        if Instant::now() >= until {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -29,6 +29,21 @@ pub fn park_if_stopping() {
     }
 }
 
+/// What the run writes when a signal interrupts it (its record and reports).
+type Hook = Box<dyn Fn() + Send + Sync>;
+
+static ON_INTERRUPT: Mutex<Option<Hook>> = Mutex::new(None);
+
+/// Installs the signal watcher now, with what it runs once it has stopped
+/// every server and sandbox: the run's last record and reports (bounded to
+/// five seconds).
+pub fn on_interrupt(hook: Hook) {
+    if let Ok(mut h) = ON_INTERRUPT.lock() {
+        *h = Some(hook);
+    }
+    watch_signals();
+}
+
 /// What to remove once a sandbox's group is stopped.
 type Cleanup = Box<dyn FnOnce() + Send>;
 
@@ -147,6 +162,19 @@ fn stop_all_and_exit(signal: &str) -> ! {
     }
     for (_, cleanup) in sandboxes {
         cleanup();
+    }
+    // The record of what finished, and its reports: written on a thread of
+    // their own, waited for at most five seconds.
+    let hook = ON_INTERRUPT.lock().ok().and_then(|mut h| h.take());
+    if let Some(hook) = hook {
+        let (done, wait) = std::sync::mpsc::channel();
+        let _ = std::thread::Builder::new()
+            .name("servegate-last-record".into())
+            .spawn(move || {
+                hook();
+                let _ = done.send(());
+            });
+        let _ = wait.recv_timeout(Duration::from_secs(5));
     }
     std::process::exit(130)
 }

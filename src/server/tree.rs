@@ -26,14 +26,14 @@ pub const MARKER: &str = "SERVEGATE_LAUNCH";
 /// The first argument of servegate's hidden re-exec mode.
 pub const EXEC_MODE: &str = "__servegate-exec";
 
-/// A marker value unique to one launch of this process.
+/// A marker value unique to one launch: random, so that no other run (one
+/// with this pid, long ago) shares it.
 pub fn new_marker() -> String {
+    use std::hash::{BuildHasher as _, Hasher as _};
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(NEXT.fetch_add(1, Ordering::Relaxed));
+    format!("{}-{:016x}", std::process::id(), h.finish())
 }
 
 /// Whether this process reaps its orphaned descendants (then a child of its
