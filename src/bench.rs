@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 use crate::client::{CallRequest, Client};
 use crate::load::metrics::{Distribution, GateMetrics, Slo};
 use crate::load::runner::run_gate;
-use crate::load::thresholds::{Stat, format_secs};
+use crate::suite::metric::Stat;
 use crate::suite::node::Loc;
 use crate::suite::{Api, Gate, Load, LoadPrompt, Pace, Sampling, Timeouts};
+use crate::units::format_secs;
 
 /// What to measure.
 #[derive(Debug, Clone)]

@@ -90,7 +90,7 @@ enum Command {
         #[arg(long, default_value_t = 6)]
         windows: u32,
         /// Length of each window.
-        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        #[arg(long, default_value = "10s", value_parser = servegate::units::parse_duration)]
         window: Duration,
     },
     /// Measure servegate's own client: CPU per token and timing accuracy,
@@ -106,7 +106,7 @@ enum Command {
         #[arg(long, default_value_t = 256)]
         tokens: u32,
         /// Measured window per level.
-        #[arg(long, value_parser = humantime::parse_duration, default_value = "5s")]
+        #[arg(long, value_parser = servegate::units::parse_duration, default_value = "5s")]
         duration: Duration,
         /// Client runtime threads.
         #[arg(long, default_value_t = 1)]
@@ -326,10 +326,10 @@ struct SimArgs {
     #[arg(long)]
     profile: Option<PathBuf>,
     /// Time to first token, overriding the profile (e.g. `100ms`).
-    #[arg(long, env = "SERVEGATE_SIM_TTFT", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "SERVEGATE_SIM_TTFT", value_parser = servegate::units::parse_duration)]
     ttft: Option<Duration>,
     /// Inter-token latency, overriding the profile (`0ms`: as fast as possible).
-    #[arg(long, env = "SERVEGATE_SIM_ITL", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "SERVEGATE_SIM_ITL", value_parser = servegate::units::parse_duration)]
     itl: Option<Duration>,
     /// Streams decoded at full speed, overriding the profile.
     #[arg(long)]
@@ -339,7 +339,7 @@ struct SimArgs {
     #[arg(long)]
     stamp_tokens: bool,
     /// Health checks answer 503 "Loading model" for this long after start.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = servegate::units::parse_duration)]
     loading: Option<Duration>,
     /// Health checks never answer 200: a start-up that hangs.
     #[arg(long)]

@@ -1,4 +1,79 @@
-//! Sizes in bytes as suites write them (`8 MiB`) and as messages show them.
+//! Durations and sizes: one parser and one formatter each, for suites
+//! (`90s`, `1.5s`, `250ms`, `8 MiB`) and for messages (`45.60ms`, `8 MiB`).
+
+use std::time::Duration;
+
+/// Duration units, longest first so `ms` is not read as `m`.
+const TIME_UNITS: [(&str, f64); 8] = [
+    ("min", 60.0),
+    ("ns", 1e-9),
+    ("us", 1e-6),
+    ("µs", 1e-6),
+    ("ms", 1e-3),
+    ("s", 1.0),
+    ("m", 60.0),
+    ("h", 3600.0),
+];
+
+/// A duration as suites write it: one or more `<number><unit>` terms
+/// (`90s`, `1.5s`, `250ms`, `800us`, `10m`, `1h 30m`), fractions allowed;
+/// units ns, us (µs), ms, s, m (min), h.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err("an empty duration".to_owned());
+    }
+    let mut rest = t;
+    let mut secs = 0.0_f64;
+    while !rest.is_empty() {
+        let split = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (num, after) = rest.split_at(split);
+        if num.is_empty() {
+            return Err(format!("`{t}` does not start with a number"));
+        }
+        let value: f64 = num
+            .parse()
+            .map_err(|_| format!("`{num}` in `{t}` is not a number"))?;
+        let unit_len = after
+            .find(|c: char| c.is_ascii_digit() || c == '.' || c.is_whitespace())
+            .unwrap_or(after.len());
+        let unit = &after[..unit_len];
+        if unit.is_empty() {
+            return Err(format!(
+                "`{t}` has no unit: write e.g. `2s`, `250ms` or `800us`"
+            ));
+        }
+        let scale = TIME_UNITS
+            .iter()
+            .find(|(u, _)| *u == unit)
+            .map(|(_, s)| *s)
+            .ok_or_else(|| format!("unknown unit `{unit}` (expected ns, us, ms, s, m or h)"))?;
+        secs += value * scale;
+        rest = after[unit_len..].trim_start();
+    }
+    if !secs.is_finite() || secs > 1e12 {
+        return Err(format!("`{t}` is too long"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Formats seconds as `1.234s`, `45.60ms` or `789us`.
+pub fn format_secs(secs: f64) -> String {
+    if secs >= 1.0 {
+        format!("{secs:.3}s")
+    } else if secs >= 1e-3 {
+        format!("{:.2}ms", secs * 1e3)
+    } else {
+        format!("{:.0}us", secs * 1e6)
+    }
+}
+
+/// Formats a duration like [`format_secs`].
+pub fn format_duration(d: Duration) -> String {
+    format_secs(d.as_secs_f64())
+}
 
 /// Binary units, largest first.
 const UNITS: [(&str, u64); 4] = [
@@ -50,6 +125,31 @@ pub fn format_bytes(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_parse_in_one_grammar() {
+        let secs = |t: &str| parse_duration(t).unwrap().as_secs_f64();
+        assert!((secs("1.5s") - 1.5).abs() < 1e-12);
+        assert!((secs("250ms") - 0.25).abs() < 1e-12);
+        assert!((secs("800us") - 0.0008).abs() < 1e-12);
+        assert!((secs("10m") - 600.0).abs() < 1e-9);
+        assert!((secs("2min") - 120.0).abs() < 1e-9);
+        assert!((secs("1h 30m") - 5400.0).abs() < 1e-9);
+        assert!(parse_duration("2").unwrap_err().contains("no unit"));
+        assert!(
+            parse_duration("2d")
+                .unwrap_err()
+                .contains("unknown unit `d`")
+        );
+        assert!(
+            parse_duration("soon")
+                .unwrap_err()
+                .contains("does not start with a number")
+        );
+        assert_eq!(format_secs(2.0), "2.000s");
+        assert_eq!(format_secs(0.0456), "45.60ms");
+        assert_eq!(format_secs(0.000_789), "789us");
+    }
 
     #[test]
     fn sizes_round_trip() {

@@ -4,7 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use servegate::load::thresholds::{all_keys, parse_comparison};
+use servegate::suite::metric::all_keys;
+use servegate::suite::threshold::parse_comparison;
 
 fuzz_target!(|text: &str| {
     for key in all_keys() {

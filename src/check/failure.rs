@@ -6,10 +6,10 @@ use std::fmt::Write as _;
 use super::assertion::{Mismatch, text_of};
 use crate::client::error::excerpt;
 use crate::client::{CallError, Completion};
-use crate::load::thresholds::format_duration;
 use crate::suite::diagnostics::render_location;
 use crate::suite::node::Loc;
 use crate::suite::{Assertion, SourceFile};
+use crate::units::format_duration;
 
 /// A request as it went out.
 #[derive(Debug, Clone)]

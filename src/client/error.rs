@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::load::thresholds::format_duration;
+use crate::units::format_duration;
 
 /// Which deadline expired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

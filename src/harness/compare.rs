@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::session::SuiteRun;
 use crate::load::estimate::Estimate;
-use crate::load::thresholds::{Op, format_value};
+use crate::suite::metric::format_value;
+use crate::suite::threshold::Op;
 
 /// One variant's value of a figure.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use crate::load::baseline::Lookup;
 use crate::load::estimate::Estimate;
 use crate::load::metrics::GateMetrics;
-use crate::load::thresholds::{Bound, Metric, MetricKey, Op, Threshold, format_value};
 use crate::suite::diagnostics::render_location;
+use crate::suite::metric::{Metric, MetricKey, format_value};
+use crate::suite::threshold::{Bound, Op, Threshold};
 use crate::suite::{Curve, Gate, LocatedThreshold, Suite, VerdictMode};
 
 /// A gate's verdict and one line per threshold for the summary.
@@ -69,11 +70,7 @@ fn holds(t: &Threshold, bound: f64, e: &Estimate, mode: VerdictMode) -> bool {
 /// Counts add up over repeats; every other figure is estimated from them.
 fn estimate(key: MetricKey, repeats: &[GateMetrics]) -> Option<Estimate> {
     let values: Option<Vec<f64>> = repeats.iter().map(|m| m.value(key)).collect();
-    let values = values?;
-    if matches!(key.metric, Metric::Errors | Metric::LateStarts) {
-        return Some(Estimate::of(vec![values.iter().sum()]));
-    }
-    Some(Estimate::of(values))
+    Some(crate::load::estimate::combine(key.metric, values?))
 }
 
 fn describe(metric: Metric, e: &Estimate) -> String {

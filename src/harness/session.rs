@@ -21,13 +21,14 @@ use crate::client::error::excerpt;
 use crate::load::baseline::{self, Lookup};
 use crate::load::metrics::GateMetrics;
 use crate::load::runner::run_gate;
-use crate::load::thresholds::{Bound, format_duration};
 use crate::load::workload::PROMPT_APPROXIMATION;
 use crate::suite::diagnostics::render_location;
+use crate::suite::threshold::Bound;
 use crate::suite::{
     Arrival, ConfigSource, Contract, DatasetProbe, Gate, Input, LoadPrompt, Pace, Probe,
     SnapshotMode, Suite, Timeouts, Variant,
 };
+use crate::units::format_duration;
 use futures_util::StreamExt as _;
 
 /// The result of one trial: `Err` carries the whole failure message.

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use super::session::{GateFigures, SuiteRun};
-use crate::load::thresholds::{Metric, MetricKey, Stat, format_value};
+use crate::suite::metric::{KEY_FIGURES, MetricKey, format_figure};
 
 /// Prints the targets and the measured figures.
 pub fn print(runs: &[Arc<SuiteRun>]) {
@@ -62,35 +62,27 @@ fn sweep_tables(suite: &str, figures: &[GateFigures]) -> String {
             None => sweeps.push((gate, vec![(level, f)])),
         }
     }
-    let columns: [(&str, Metric, Option<Stat>); 7] = [
-        ("req/s", Metric::RequestsPerS, None),
-        ("out tok/s", Metric::OutputTokS, None),
-        ("ttft p50", Metric::Ttft, Some(Stat::P50)),
-        ("ttft p99", Metric::Ttft, Some(Stat::P99)),
-        ("itl p99", Metric::Itl, Some(Stat::P99)),
-        ("tpot mean", Metric::Tpot, Some(Stat::Mean)),
-        ("errors", Metric::Errors, None),
-    ];
+    // The key figures, one column each (`ttft.p99` shown as `ttft p99`).
+    let columns: Vec<(String, MetricKey)> = KEY_FIGURES
+        .iter()
+        .map(|k| (k.to_string().replace('.', " "), *k))
+        .collect();
     let mut out = String::new();
     for (gate, rows) in sweeps.into_iter().filter(|(_, rows)| rows.len() > 1) {
         let _ = writeln!(out, "  sweep {suite}::performance::{gate}:");
         let _ = write!(out, "    {:<18}", "level");
-        for (name, ..) in columns {
-            let _ = write!(out, " {name:>11}");
+        for (name, _) in &columns {
+            let _ = write!(out, " {name:>17}");
         }
         out.push('\n');
         for (level, f) in rows {
             let _ = write!(out, "    {level:<18}");
-            for (_, metric, stat) in columns {
-                let v = f.metrics.value(MetricKey { metric, stat });
-                let shown = v.map_or_else(
-                    || "-".to_owned(),
-                    |v| match metric {
-                        Metric::RequestsPerS | Metric::OutputTokS => format!("{v:.1}"),
-                        _ => format_value(metric, v),
-                    },
-                );
-                let _ = write!(out, " {shown:>11}");
+            for (_, key) in &columns {
+                let shown = f
+                    .metrics
+                    .value(*key)
+                    .map_or_else(|| "-".to_owned(), |v| format_figure(&key.to_string(), v));
+                let _ = write!(out, " {shown:>17}");
             }
             out.push('\n');
         }

@@ -8,9 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::estimate::Estimate;
 use super::metrics::GateMetrics;
-use super::thresholds::{Metric, MetricKey, Stat};
+use crate::suite::metric::{Metric, MetricKey, Stat};
 
 /// The directory of baselines: `SERVEGATE_BASELINES`, else `baselines/` in
 /// the suite's project.
@@ -95,7 +94,10 @@ pub fn figures(repeats: &[GateMetrics]) -> BTreeMap<String, f64> {
             let key = MetricKey { metric, stat };
             let values: Option<Vec<f64>> = repeats.iter().map(|m| m.value(key)).collect();
             if let Some(values) = values.filter(|v| !v.is_empty()) {
-                out.insert(key.to_string(), Estimate::of(values).mean);
+                out.insert(
+                    key.to_string(),
+                    super::estimate::combine(metric, values).mean,
+                );
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use hdrhistogram::Histogram;
 
-use super::thresholds::Stat;
+use crate::suite::metric::Stat;
 
 /// Highest value a histogram holds: an hour in microseconds, or a billion
 /// tokens/s in milli-tokens. Larger values saturate.

@@ -14,6 +14,17 @@ pub struct Estimate {
     pub ci95: Option<(f64, f64)>,
 }
 
+/// The figure of a metric over a gate's repeats, combined as its row of
+/// the metric table says: counts (errors) total over repeats, rates and
+/// latencies are the mean with its interval. The judge and baselines both
+/// use it, so they cannot disagree.
+pub fn combine(metric: crate::suite::metric::Metric, values: Vec<f64>) -> Estimate {
+    match metric.spec().combine {
+        crate::suite::metric::Combine::Sum => Estimate::of(vec![values.iter().sum()]),
+        crate::suite::metric::Combine::Mean => Estimate::of(values),
+    }
+}
+
 /// Two-sided 95% quantiles of Student's t for 1..=30 degrees of freedom.
 const T95: [f64; 30] = [
     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,

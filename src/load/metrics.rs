@@ -8,8 +8,9 @@ use std::time::Duration;
 
 pub use super::distribution::Distribution;
 use super::prometheus::ServerView;
-use super::thresholds::{Metric, MetricKey, Stat, format_secs, format_value};
 use crate::client::{CallError, Completion, TokenSource};
+use crate::suite::metric::{Metric, MetricKey, Stat, format_value};
+use crate::units::format_secs;
 
 /// Service-level objectives a request must meet to count as goodput.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

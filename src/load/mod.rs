@@ -1,4 +1,5 @@
-//! Performance gates: thresholds, metrics and the load generator.
+//! Generating load and measuring it: schedules, workers, histograms, the
+//! figures of a gate, baselines and the server's own view.
 
 pub mod baseline;
 pub mod distribution;
@@ -7,5 +8,4 @@ pub mod metrics;
 pub mod progress;
 pub mod prometheus;
 pub mod runner;
-pub mod thresholds;
 pub mod workload;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::thresholds::format_secs;
+use crate::units::format_secs;
 
 /// Every sample of a scrape, summed over label sets, by series name;
 /// histogram buckets keyed by `name_bucket` and their `le`.

@@ -126,7 +126,7 @@ impl Breaker {
                             "timed out"
                         },
                         which.name(),
-                        crate::load::thresholds::format_duration(*limit)
+                        crate::units::format_duration(*limit)
                     ),
                 )),
                 ErrorKind::Connect => Some((e.class(), "could not connect".to_owned())),

@@ -18,7 +18,7 @@ fn esc(text: &str) -> String {
 
 /// A value in a fitting unit: durations (seconds) as ms or s.
 fn secs(v: f64) -> String {
-    crate::load::thresholds::format_secs(v)
+    crate::units::format_secs(v)
 }
 
 /// One plotted series.
@@ -174,13 +174,7 @@ fn gate_section(out: &mut String, suite: &str, g: &GateRecord) {
             String::new()
         }
     );
-    let shown = |k: &str, v: f64| {
-        if super::is_duration(k) {
-            secs(v)
-        } else {
-            format!("{v:.2}")
-        }
-    };
+    let shown = crate::suite::metric::format_figure;
     let table = |out: &mut String, keys: &mut dyn Iterator<Item = (&String, &f64)>| {
         out.push_str("<table class=\"figures\"><tr><th>figure</th><th>value</th></tr>");
         for (k, v) in keys {
@@ -195,10 +189,11 @@ fn gate_section(out: &mut String, suite: &str, g: &GateRecord) {
     };
     table(
         out,
-        &mut g
-            .figures
-            .iter()
-            .filter(|(k, _)| super::markdown::KEY_FIGURES.contains(&k.as_str())),
+        &mut g.figures.iter().filter(|(k, _)| {
+            crate::suite::metric::KEY_FIGURES
+                .iter()
+                .any(|key| key.to_string() == **k)
+        }),
     );
     out.push_str("<details><summary>every figure</summary>");
     table(out, &mut g.figures.iter());

@@ -6,29 +6,7 @@ use std::fmt::Write as _;
 
 use super::counts;
 use crate::harness::record::RunRecord;
-
-/// The figures a summary shows per gate, when measured.
-pub const KEY_FIGURES: &[&str] = &[
-    "decode_tok_s.mean",
-    "output_tok_s",
-    "requests_per_s",
-    "ttft.p50",
-    "ttft.p99",
-    "itl.p99",
-    "tpot.mean",
-    "errors",
-];
-
-/// A figure for people: durations (seconds) in a fitting unit.
-fn shown(key: &str, value: f64) -> String {
-    if super::is_duration(key) {
-        crate::load::thresholds::format_secs(value)
-    } else if value.fract() == 0.0 && value.abs() < 1e12 {
-        format!("{value:.0}")
-    } else {
-        format!("{value:.1}")
-    }
-}
+use crate::suite::metric::{KEY_FIGURES, format_figure};
 
 /// The record as Markdown.
 pub fn render(record: &RunRecord) -> String {
@@ -68,9 +46,9 @@ pub fn render(record: &RunRecord) -> String {
                 let _ = writeln!(out, "(means over {} repeats)\n", g.repeats);
             }
             let _ = writeln!(out, "| figure | value |\n|---|---|");
-            for key in KEY_FIGURES {
-                if let Some(v) = g.figures.get(*key) {
-                    let _ = writeln!(out, "| {key} | {} |", shown(key, *v));
+            for key in KEY_FIGURES.map(|k| k.to_string()) {
+                if let Some(v) = g.figures.get(&key) {
+                    let _ = writeln!(out, "| {key} | {} |", format_figure(&key, *v));
                 }
             }
         }

@@ -33,12 +33,6 @@ pub fn read(path: &Path) -> Result<RunRecord, String> {
     Ok(record)
 }
 
-/// Whether a figure's key (`ttft.p99`) names a duration, in seconds.
-pub fn is_duration(key: &str) -> bool {
-    key.parse::<crate::load::thresholds::MetricKey>()
-        .is_ok_and(|k| k.metric.is_duration())
-}
-
 /// Passed and failed trials.
 pub fn counts(record: &RunRecord) -> (usize, usize) {
     let failed = record

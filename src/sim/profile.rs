@@ -128,7 +128,7 @@ struct ReplyFile {
 
 fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     let text = String::deserialize(d)?;
-    humantime::parse_duration(&text)
+    crate::units::parse_duration(&text)
         .map(Some)
         .map_err(|e| serde::de::Error::custom(format!("invalid duration `{text}`: {e}")))
 }

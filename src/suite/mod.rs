@@ -8,8 +8,10 @@ mod decode;
 pub mod diagnostics;
 pub mod interpolate;
 pub mod load;
+pub mod metric;
 pub mod model;
 pub mod node;
+pub mod threshold;
 
 pub use load::{
     LoadFailure, absolute, discover, load_file, load_file_with_env, load_text, project_root,

@@ -9,8 +9,9 @@ use regex::Regex;
 
 use super::node::Loc;
 use crate::load::metrics::Slo;
-use crate::load::thresholds::{MetricKey, Threshold};
 use crate::load::workload::Tokenizer;
+use crate::suite::metric::MetricKey;
+use crate::suite::threshold::Threshold;
 
 /// A loaded, validated suite file.
 #[derive(Debug, Clone)]
@@ -481,7 +482,7 @@ pub struct AccuracyThreshold {
     /// The figure.
     pub stat: AccuracyStat,
     /// The comparison.
-    pub op: crate::load::thresholds::Op,
+    pub op: crate::suite::threshold::Op,
     /// The bound, between 0 and 1.
     pub bound: f64,
     /// Where it is written.

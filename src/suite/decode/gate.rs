@@ -4,16 +4,15 @@ use std::sync::Arc;
 
 use super::{Decoder, Fields};
 use crate::load::metrics::Slo;
-use crate::load::thresholds::{
-    Bound, Metric, MetricKey, Op, Threshold, all_keys, parse_comparison,
-};
 use crate::load::workload::{Tokenizer, parse_dataset};
 use crate::suite::diagnostics::{Diagnostic, did_you_mean};
+use crate::suite::metric::{Metric, MetricKey, all_keys};
 use crate::suite::model::{
     Arrival, Curve, CurveCheck, Gate, Load, LoadPrompt, LocatedThreshold, Pace, Sampling,
     VerdictMode,
 };
 use crate::suite::node::{Node, Yaml};
+use crate::suite::threshold::{Bound, Op, Threshold, parse_comparison};
 
 const GATE: &[&str] = &[
     "name",

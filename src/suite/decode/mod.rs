@@ -252,7 +252,7 @@ impl<'e> Decoder<'e> {
 
     fn duration(&mut self, y: &Yaml, what: &str) -> Option<Duration> {
         let text = self.text(y, what)?;
-        match humantime::parse_duration(&text) {
+        match crate::units::parse_duration(&text) {
             Ok(d) if !d.is_zero() => Some(d),
             Ok(_) => {
                 self.error(Diagnostic::new(
@@ -428,7 +428,7 @@ impl<'e> Decoder<'e> {
         let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
         let mut reported: Vec<Loc> = Vec::new();
         for lt in gates.iter().flat_map(|g| &g.thresholds) {
-            let crate::load::thresholds::Bound::Variant(name, _) = &lt.threshold.bound else {
+            let crate::suite::threshold::Bound::Variant(name, _) = &lt.threshold.bound else {
                 continue;
             };
             // A sweep repeats its thresholds at every level: one error each.

@@ -1,13 +1,13 @@
 //! Decoding correctness probes and their assertions.
 
 use super::{Decoder, Fields, SAMPLING, quoted_list};
-use crate::load::thresholds::Op;
 use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{
     AccuracyStat, AccuracyThreshold, Api, Assertion, Check, CodeSpec, Contract, DatasetProbe,
     Extract, Field, Input, Message, Probe, Sampling, SnapshotMode,
 };
 use crate::suite::node::{Key, Node, Yaml};
+use crate::suite::threshold::Op;
 
 const PROBE_OWN: &[&str] = &[
     "name",

@@ -1,0 +1,417 @@
+//! What a gate can measure: one table, [`METRICS`], with a row per metric —
+//! its name in suites, its unit, whether it is a distribution, how repeats
+//! combine — and one list of the key figures every summary shows, that
+//! every consumer reads (the threshold parser, the recorder, the judge,
+//! baselines, the summary and the reports). Adding a metric is one row
+//! here plus its recorder.
+
+use std::fmt;
+
+/// A measured quantity of a performance gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Metric {
+    /// Time to first token (any token, reasoning included).
+    Ttft,
+    /// Time to the first content token (after any reasoning).
+    TtftContent,
+    /// Inter-token latency.
+    Itl,
+    /// Time per output token after the first.
+    Tpot,
+    /// End-to-end request latency.
+    E2e,
+    /// Per-request decode rate, tokens per second after the first token.
+    DecodeTokS,
+    /// Aggregate output tokens per second over the measured window.
+    OutputTokS,
+    /// Aggregate prompt tokens per second (server-reported counts).
+    InputTokS,
+    /// Aggregate prompt plus output tokens per second.
+    TotalTokS,
+    /// Completed requests per second over the measured window.
+    RequestsPerS,
+    /// Failed requests in the measured window.
+    Errors,
+    /// Requests per second that met every SLO of the gate.
+    GoodputRequestsPerS,
+    /// Output tokens per second of the requests that met every SLO.
+    GoodputTokS,
+    /// Open loop: requests that started more than 5 ms after their intended time.
+    LateStarts,
+    /// Percent difference between server-reported output tokens and the
+    /// tokens counted from chunks, over requests with server counts.
+    TokenDriftChunks,
+    /// Percent difference between the server's `/metrics` generation-token
+    /// counter delta and the output tokens the client received.
+    TokenDriftMetrics,
+}
+
+/// What a metric's values are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Seconds, shown as `45.60ms`.
+    Seconds,
+    /// Tokens per second.
+    TokPerS,
+    /// Requests per second.
+    ReqPerS,
+    /// A count of requests.
+    Count,
+    /// A percentage.
+    Percent,
+}
+
+/// How the repeats of a gate combine into one figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Combine {
+    /// The mean over repeats (rates, latencies), with its interval.
+    Mean,
+    /// The total over repeats (counts: one error in any repeat is an error
+    /// of the gate).
+    Sum,
+}
+
+/// One row of [`METRICS`].
+#[derive(Debug, Clone, Copy)]
+pub struct MetricSpec {
+    /// The metric.
+    pub metric: Metric,
+    /// Its name in suites and records.
+    pub name: &'static str,
+    /// Its unit.
+    pub unit: Unit,
+    /// A per-request distribution: thresholds name a statistic.
+    pub distribution: bool,
+    /// How repeats combine.
+    pub combine: Combine,
+}
+
+const fn row(
+    metric: Metric,
+    name: &'static str,
+    unit: Unit,
+    distribution: bool,
+    combine: Combine,
+) -> MetricSpec {
+    MetricSpec {
+        metric,
+        name,
+        unit,
+        distribution,
+        combine,
+    }
+}
+
+/// Every metric, in report order (the order of [`Metric`]'s variants).
+pub const METRICS: [MetricSpec; 16] = {
+    use Combine::{Mean, Sum};
+    use Metric as M;
+    use Unit::{Count, Percent, ReqPerS, Seconds, TokPerS};
+    [
+        row(M::Ttft, "ttft", Seconds, true, Mean),
+        row(M::TtftContent, "ttft_content", Seconds, true, Mean),
+        row(M::Itl, "itl", Seconds, true, Mean),
+        row(M::Tpot, "tpot", Seconds, true, Mean),
+        row(M::E2e, "e2e", Seconds, true, Mean),
+        row(M::DecodeTokS, "decode_tok_s", TokPerS, true, Mean),
+        row(M::OutputTokS, "output_tok_s", TokPerS, false, Mean),
+        row(M::InputTokS, "input_tok_s", TokPerS, false, Mean),
+        row(M::TotalTokS, "total_tok_s", TokPerS, false, Mean),
+        row(M::RequestsPerS, "requests_per_s", ReqPerS, false, Mean),
+        row(M::Errors, "errors", Count, false, Sum),
+        row(
+            M::GoodputRequestsPerS,
+            "goodput_requests_per_s",
+            ReqPerS,
+            false,
+            Mean,
+        ),
+        row(M::GoodputTokS, "goodput_tok_s", TokPerS, false, Mean),
+        row(M::LateStarts, "late_starts", Count, false, Sum),
+        row(
+            M::TokenDriftChunks,
+            "token_drift_chunks",
+            Percent,
+            false,
+            Mean,
+        ),
+        row(
+            M::TokenDriftMetrics,
+            "token_drift_metrics",
+            Percent,
+            false,
+            Mean,
+        ),
+    ]
+};
+
+impl Metric {
+    /// All metrics, in report order.
+    pub const ALL: [Metric; 16] = {
+        let mut all = [Metric::Ttft; 16];
+        let mut i = 0;
+        while i < 16 {
+            all[i] = METRICS[i].metric;
+            i += 1;
+        }
+        all
+    };
+
+    /// Its row of [`METRICS`].
+    pub fn spec(self) -> &'static MetricSpec {
+        &METRICS[self as usize]
+    }
+
+    /// The name used in suites.
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// Whether values are durations (stored in seconds).
+    pub fn is_duration(self) -> bool {
+        self.spec().unit == Unit::Seconds
+    }
+
+    /// Whether the metric is a per-request distribution that needs a statistic.
+    pub fn is_distribution(self) -> bool {
+        self.spec().distribution
+    }
+
+    /// The unit printed after a value.
+    pub fn unit(self) -> &'static str {
+        match self.spec().unit {
+            Unit::Seconds => "s",
+            Unit::TokPerS => "tok/s",
+            Unit::ReqPerS => "req/s",
+            Unit::Count => "",
+            Unit::Percent => "%",
+        }
+    }
+}
+
+/// A value of a metric for people: durations in a fitting unit, counts
+/// whole, percentages to two places, rates to one.
+pub fn format_value(metric: Metric, value: f64) -> String {
+    match metric.spec().unit {
+        Unit::Seconds => crate::units::format_secs(value),
+        Unit::Count => format!("{value}"),
+        Unit::Percent => format!("{value:.2}%"),
+        Unit::TokPerS | Unit::ReqPerS => format!("{value:.1} {}", metric.unit()),
+    }
+}
+
+/// A figure of a run record for a table (the Markdown and HTML reports):
+/// `key` as the record writes it; durations in a fitting unit, whole
+/// numbers whole, the rest to one place, no unit.
+pub fn format_figure(key: &str, value: f64) -> String {
+    let duration = key
+        .parse::<MetricKey>()
+        .is_ok_and(|k| k.metric.is_duration());
+    if duration {
+        crate::units::format_secs(value)
+    } else if value.fract() == 0.0 && value.abs() < 1e12 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.1}")
+    }
+}
+
+const fn key(metric: Metric, stat: Option<Stat>) -> MetricKey {
+    MetricKey { metric, stat }
+}
+
+/// The key figures of a gate, in the order summaries show them (the
+/// Markdown and HTML reports, the terminal's sweep tables).
+pub const KEY_FIGURES: [MetricKey; 8] = [
+    key(Metric::DecodeTokS, Some(Stat::Mean)),
+    key(Metric::OutputTokS, None),
+    key(Metric::RequestsPerS, None),
+    key(Metric::Ttft, Some(Stat::P50)),
+    key(Metric::Ttft, Some(Stat::P99)),
+    key(Metric::Itl, Some(Stat::P99)),
+    key(Metric::Tpot, Some(Stat::Mean)),
+    key(Metric::Errors, None),
+];
+
+/// A statistic of a distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stat {
+    /// Arithmetic mean.
+    Mean,
+    /// Standard deviation.
+    Stddev,
+    /// Smallest sample.
+    Min,
+    /// Median.
+    P50,
+    /// 90th percentile.
+    P90,
+    /// 95th percentile.
+    P95,
+    /// 99th percentile.
+    P99,
+    /// 99.9th percentile.
+    P999,
+    /// Largest sample.
+    Max,
+}
+
+impl Stat {
+    /// All statistics, in report order.
+    pub const ALL: [Stat; 9] = [
+        Stat::Mean,
+        Stat::Stddev,
+        Stat::Min,
+        Stat::P50,
+        Stat::P90,
+        Stat::P95,
+        Stat::P99,
+        Stat::P999,
+        Stat::Max,
+    ];
+
+    /// The quantile of a percentile statistic.
+    pub fn quantile(self) -> Option<f64> {
+        match self {
+            Stat::P50 => Some(0.5),
+            Stat::P90 => Some(0.9),
+            Stat::P95 => Some(0.95),
+            Stat::P99 => Some(0.99),
+            Stat::P999 => Some(0.999),
+            Stat::Mean | Stat::Stddev | Stat::Min | Stat::Max => None,
+        }
+    }
+
+    /// The name used in suites.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stat::Mean => "mean",
+            Stat::Stddev => "stddev",
+            Stat::Min => "min",
+            Stat::P50 => "p50",
+            Stat::P90 => "p90",
+            Stat::P95 => "p95",
+            Stat::P99 => "p99",
+            Stat::P999 => "p99.9",
+            Stat::Max => "max",
+        }
+    }
+}
+
+/// `metric` or `metric.stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MetricKey {
+    /// The metric.
+    pub metric: Metric,
+    /// The statistic, for distributions.
+    pub stat: Option<Stat>,
+}
+
+impl fmt::Display for MetricKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.stat {
+            Some(s) => write!(f, "{}.{}", self.metric.name(), s.name()),
+            None => f.write_str(self.metric.name()),
+        }
+    }
+}
+
+/// Every key a threshold may use, for "did you mean" and "expected" lines.
+pub fn all_keys() -> Vec<String> {
+    let mut keys = Vec::new();
+    for m in Metric::ALL {
+        if m.is_distribution() {
+            keys.extend(
+                Stat::ALL
+                    .iter()
+                    .map(|s| format!("{}.{}", m.name(), s.name())),
+            );
+        } else {
+            keys.push(m.name().to_owned());
+        }
+    }
+    keys
+}
+
+impl std::str::FromStr for MetricKey {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (name, stat) = match text.split_once('.') {
+            Some((n, s)) => (n, Some(s)),
+            None => (text, None),
+        };
+        let metric = Metric::ALL
+            .into_iter()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| format!("unknown metric `{text}`"))?;
+        let stat = match (metric.is_distribution(), stat) {
+            (true, None) => {
+                return Err(format!(
+                    "`{name}` is a distribution: name a statistic, e.g. `{name}.p99` or `{name}.mean`"
+                ));
+            }
+            (false, Some(_)) => {
+                return Err(format!(
+                    "`{name}` is a single figure and takes no statistic"
+                ));
+            }
+            (false, None) => None,
+            (true, Some(s)) => Some(
+                Stat::ALL
+                    .into_iter()
+                    .find(|st| st.name() == s)
+                    .ok_or_else(|| format!("unknown statistic `{s}` of `{name}`"))?,
+            ),
+        };
+        Ok(MetricKey { metric, stat })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(s: &str) -> MetricKey {
+        s.parse().unwrap()
+    }
+
+    /// The table is in the order of the enum, so `spec()` indexes it.
+    #[test]
+    fn the_table_has_a_row_per_metric_in_order() {
+        for (i, spec) in METRICS.iter().enumerate() {
+            assert_eq!(spec.metric as usize, i, "{}", spec.name);
+        }
+    }
+
+    #[test]
+    fn parses_keys() {
+        assert_eq!(
+            key("ttft.p99"),
+            MetricKey {
+                metric: Metric::Ttft,
+                stat: Some(Stat::P99)
+            }
+        );
+        assert_eq!(key("errors").stat, None);
+        assert!(
+            "ttft"
+                .parse::<MetricKey>()
+                .unwrap_err()
+                .contains("ttft.p99")
+        );
+        assert!("errors.p99".parse::<MetricKey>().is_err());
+        assert!("ttft.p42".parse::<MetricKey>().is_err());
+        assert_eq!(key("itl.p99.9").stat, Some(Stat::P999));
+        assert_eq!(key("ttft_content.p50").metric, Metric::TtftContent);
+        assert!("latency".parse::<MetricKey>().is_err());
+    }
+
+    /// Every key figure is a key a threshold could name.
+    #[test]
+    fn key_figures_are_valid_keys() {
+        for k in KEY_FIGURES {
+            assert_eq!(k.to_string().parse::<MetricKey>(), Ok(k));
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! Threshold expressions of performance gates: `decode_tok_s.mean: ">= 12.5"`,
+//! `ttft.p99: "<= 2s"`, `errors: "== 0"`, `ttft.p99: "<= baseline + 10%"`.
+
+use std::fmt;
+
+use super::metric::{MetricKey, format_value};
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `>=`
+    Ge,
+    /// `>`
+    Gt,
+    /// `<=`
+    Le,
+    /// `<`
+    Lt,
+    /// `==`
+    Eq,
+}
+
+impl Op {
+    /// The operator as written.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Op::Ge => ">=",
+            Op::Gt => ">",
+            Op::Le => "<=",
+            Op::Lt => "<",
+            Op::Eq => "==",
+        }
+    }
+
+    /// Whether `value op bound` holds.
+    pub fn holds(self, value: f64, bound: f64) -> bool {
+        match self {
+            Op::Ge => value >= bound,
+            Op::Gt => value > bound,
+            Op::Le => value <= bound,
+            Op::Lt => value < bound,
+            Op::Eq => (value - bound).abs() <= f64::EPSILON * bound.abs().max(1.0),
+        }
+    }
+}
+
+/// What a threshold compares against.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Bound {
+    /// A fixed value; seconds for durations.
+    Value(f64),
+    /// The figure stored in the gate's baseline, adjusted.
+    Baseline(Relative),
+    /// The figure the same gate measured in another variant of this run
+    /// (`variant(name) * 1.05`), adjusted.
+    Variant(String, Relative),
+}
+
+/// How a baseline figure is adjusted into a bound.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Relative {
+    /// `baseline`
+    Same,
+    /// `baseline * 0.95`
+    Times(f64),
+    /// `baseline + 10%` / `baseline - 5%` (the signed percentage)
+    Percent(f64),
+    /// `baseline + 50ms` / `baseline - 20` (the signed offset, in seconds for durations)
+    Plus(f64),
+}
+
+impl Relative {
+    /// The bound made of a reference figure.
+    pub fn apply(self, reference: f64) -> f64 {
+        match self {
+            Relative::Same => reference,
+            Relative::Times(f) => reference * f,
+            Relative::Percent(p) => reference * (1.0 + p / 100.0),
+            Relative::Plus(d) => reference + d,
+        }
+    }
+
+    fn fmt_after(self, f: &mut fmt::Formatter<'_>, m: super::metric::Metric) -> fmt::Result {
+        match self {
+            Relative::Same => Ok(()),
+            Relative::Times(x) => write!(f, " * {x}"),
+            Relative::Percent(p) => write!(f, " {} {}%", if p < 0.0 { '-' } else { '+' }, p.abs()),
+            Relative::Plus(d) => write!(
+                f,
+                " {} {}",
+                if d < 0.0 { '-' } else { '+' },
+                format_value(m, d.abs())
+            ),
+        }
+    }
+}
+
+/// A validated threshold: `key op bound`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    /// What is compared.
+    pub key: MetricKey,
+    /// How.
+    pub op: Op,
+    /// Against what.
+    pub bound: Bound,
+}
+
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} ", self.key, self.op.symbol())?;
+        let m = self.key.metric;
+        match &self.bound {
+            Bound::Value(v) => f.write_str(&format_value(m, *v)),
+            Bound::Baseline(r) => {
+                f.write_str("baseline")?;
+                r.fmt_after(f, m)
+            }
+            Bound::Variant(name, r) => {
+                write!(f, "variant({name})")?;
+                r.fmt_after(f, m)
+            }
+        }
+    }
+}
+
+/// Parses the comparison side (`">= 12.5"`, `"<= 2s"`, `">= baseline * 0.95"`,
+/// `"<= baseline + 10%"`) for a metric.
+pub fn parse_comparison(key: MetricKey, text: &str) -> Result<Threshold, String> {
+    let text = text.trim();
+    let (op, rest) = [
+        (">=", Op::Ge),
+        ("<=", Op::Le),
+        ("==", Op::Eq),
+        (">", Op::Gt),
+        ("<", Op::Lt),
+    ]
+    .into_iter()
+    .find_map(|(sym, op)| text.strip_prefix(sym).map(|r| (op, r.trim())))
+    .ok_or_else(|| {
+        format!("`{text}` does not start with a comparison operator (>=, >, <=, <, ==)")
+    })?;
+    let bound = if let Some(adjust) = rest.strip_prefix("baseline") {
+        Bound::Baseline(parse_relative(key, adjust.trim(), "baseline")?)
+    } else if let Some(named) = rest.strip_prefix("variant(") {
+        let (name, adjust) = named
+            .split_once(')')
+            .ok_or_else(|| format!("`{rest}`: expected `variant(NAME)`"))?;
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(format!(
+                "`{rest}`: expected `variant(NAME)` with a variant's name"
+            ));
+        }
+        Bound::Variant(
+            name.to_owned(),
+            parse_relative(key, adjust.trim(), "variant(…)")?,
+        )
+    } else {
+        Bound::Value(parse_amount(key, rest)?)
+    };
+    Ok(Threshold { key, op, bound })
+}
+
+/// A value of the metric: a duration with a unit, or a plain number.
+fn parse_amount(key: MetricKey, text: &str) -> Result<f64, String> {
+    if key.metric.is_duration() {
+        return crate::units::parse_duration(text)
+            .map(|d| d.as_secs_f64())
+            .map_err(|e| format!("{key} is a duration: {e}"));
+    }
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number"))?;
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(format!("`{text}` is not a finite number"))
+    }
+}
+
+fn parse_relative(key: MetricKey, text: &str, after: &str) -> Result<Relative, String> {
+    if text.is_empty() {
+        return Ok(Relative::Same);
+    }
+    let expected = format!(
+        "after `{after}`: nothing, `* 0.95`, `+ 10%`, `- 5%` or an offset such as `+ 50ms`"
+    );
+    let (sign, rest) = match text.chars().next() {
+        Some('*') => {
+            let factor: f64 = text[1..]
+                .trim()
+                .parse()
+                .map_err(|_| format!("`{text}`: expected a factor {expected}"))?;
+            return if factor.is_finite() && factor > 0.0 {
+                Ok(Relative::Times(factor))
+            } else {
+                Err(format!("`{text}`: the factor must be above 0"))
+            };
+        }
+        Some('+') => (1.0, text[1..].trim()),
+        Some('-') => (-1.0, text[1..].trim()),
+        _ => return Err(format!("`{after} {text}`: expected {expected}")),
+    };
+    if let Some(p) = rest.strip_suffix('%') {
+        let p: f64 = p
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{rest}` is not a percentage"))?;
+        return Ok(Relative::Percent(sign * p));
+    }
+    Ok(Relative::Plus(sign * parse_amount(key, rest)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(s: &str) -> MetricKey {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn parses_comparisons_with_units() {
+        let t = parse_comparison(key("ttft.p99"), "<= 2s").unwrap();
+        assert_eq!((t.op, &t.bound), (Op::Le, &Bound::Value(2.0)));
+        let t = parse_comparison(key("itl.p50"), "<250ms").unwrap();
+        assert_eq!(t.op, Op::Lt);
+        assert!(matches!(t.bound, Bound::Value(v) if (v - 0.25).abs() < 1e-12));
+        let t = parse_comparison(key("decode_tok_s.mean"), ">= 12.5").unwrap();
+        assert_eq!((t.op, &t.bound), (Op::Ge, &Bound::Value(12.5)));
+        let t = parse_comparison(key("errors"), "== 0").unwrap();
+        assert_eq!((t.op, &t.bound), (Op::Eq, &Bound::Value(0.0)));
+        assert_eq!(t.to_string(), "errors == 0");
+    }
+
+    #[test]
+    fn parses_variant_comparisons() {
+        let t = parse_comparison(key("decode_tok_s.mean"), ">= variant(baseline) * 1.05").unwrap();
+        assert_eq!(
+            t.bound,
+            Bound::Variant("baseline".into(), Relative::Times(1.05))
+        );
+        assert_eq!(
+            t.to_string(),
+            "decode_tok_s.mean >= variant(baseline) * 1.05"
+        );
+        let t = parse_comparison(key("ttft.p99"), "<= variant(a)").unwrap();
+        assert_eq!(t.bound, Bound::Variant("a".into(), Relative::Same));
+        assert!(parse_comparison(key("ttft.p99"), "<= variant() * 2").is_err());
+        assert!(parse_comparison(key("ttft.p99"), "<= variant(a * 2").is_err());
+        assert!(parse_comparison(key("ttft.p99"), "<= variant(a) / 2").is_err());
+    }
+
+    #[test]
+    fn parses_baseline_comparisons() {
+        let rel = |k: &str, text: &str| parse_comparison(key(k), text).unwrap();
+        let t = rel("decode_tok_s.mean", ">= baseline * 0.95");
+        assert_eq!(t.bound, Bound::Baseline(Relative::Times(0.95)));
+        assert!((Relative::Times(0.95).apply(200.0) - 190.0).abs() < 1e-9);
+        assert_eq!(t.to_string(), "decode_tok_s.mean >= baseline * 0.95");
+        let t = rel("ttft.p99", "<= baseline + 10%");
+        assert_eq!(t.bound, Bound::Baseline(Relative::Percent(10.0)));
+        assert!((Relative::Percent(10.0).apply(0.2) - 0.22).abs() < 1e-9);
+        assert_eq!(t.to_string(), "ttft.p99 <= baseline + 10%");
+        let t = rel("itl.p99", "<= baseline + 500us");
+        assert_eq!(t.bound, Bound::Baseline(Relative::Plus(0.0005)));
+        assert!((Relative::Plus(0.0005).apply(0.01) - 0.0105).abs() < 1e-12);
+        assert_eq!(t.to_string(), "itl.p99 <= baseline + 500us");
+        assert_eq!(
+            rel("output_tok_s", ">= baseline - 5%").bound,
+            Bound::Baseline(Relative::Percent(-5.0))
+        );
+        assert_eq!(
+            rel("errors", "<= baseline").bound,
+            Bound::Baseline(Relative::Same)
+        );
+        for bad in [
+            ">= baseline * 0",
+            ">= baseline / 2",
+            "<= baseline + 10",
+            ">= baseline + lots%",
+        ] {
+            let k = if bad.starts_with("<=") {
+                "ttft.p99"
+            } else {
+                "output_tok_s"
+            };
+            assert!(parse_comparison(key(k), bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn rejects_bad_comparisons() {
+        assert!(
+            parse_comparison(key("ttft.p99"), "<= 2")
+                .unwrap_err()
+                .contains("no unit")
+        );
+        assert!(
+            parse_comparison(key("ttft.p99"), "<= 2d")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
+        assert!(
+            parse_comparison(key("errors"), "0")
+                .unwrap_err()
+                .contains("operator")
+        );
+        assert!(parse_comparison(key("errors"), "== zero").is_err());
+        assert!(parse_comparison(key("output_tok_s"), ">= inf").is_err());
+    }
+
+    #[test]
+    fn comparisons_hold() {
+        assert!(Op::Ge.holds(12.5, 12.5));
+        assert!(!Op::Gt.holds(12.5, 12.5));
+        assert!(Op::Eq.holds(0.0, 0.0));
+        assert!(!Op::Eq.holds(1.0, 0.0));
+        assert!(Op::Le.holds(1.9, 2.0));
+    }
+}
