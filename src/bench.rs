@@ -12,8 +12,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::client::{CallRequest, Client};
-use crate::load::metrics::{Distribution, GateMetrics, Slo};
+use crate::load::distribution::Distribution;
+use crate::load::metrics::GateMetrics;
 use crate::load::runner::run_gate;
+use crate::suite::Slo;
 use crate::suite::metric::Stat;
 use crate::suite::node::Loc;
 use crate::suite::{Api, Gate, Load, LoadPrompt, Pace, Sampling, Timeouts};

@@ -11,43 +11,6 @@ use crate::client::error::excerpt;
 use crate::suite::diagnostics::render_location;
 use crate::suite::{AccuracyStat, DatasetProbe, Extract, QaItem, SourceFile};
 
-/// Parses JSONL items with `question_field` and `answer_field` (strings or
-/// numbers); blank lines are skipped.
-pub fn parse_items(
-    text: &str,
-    question_field: &str,
-    answer_field: &str,
-) -> Result<Vec<QaItem>, String> {
-    let mut items = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let value: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
-        let field = |name: &str| match value.get(name) {
-            Some(serde_json::Value::String(s)) => Some(s.clone()),
-            Some(serde_json::Value::Number(n)) => Some(n.to_string()),
-            _ => None,
-        };
-        let (Some(question), Some(answer)) = (field(question_field), field(answer_field)) else {
-            return Err(format!(
-                "line {}: expected string fields `{question_field}` and `{answer_field}`",
-                i + 1
-            ));
-        };
-        items.push(QaItem {
-            question,
-            answer,
-            line: i + 1,
-        });
-    }
-    if items.is_empty() {
-        return Err("no items".into());
-    }
-    Ok(items)
-}
-
 /// The reference answer as compared: GSM8K's `reasoning #### 42` is `42`.
 pub fn reference(answer: &str) -> &str {
     answer.rsplit_once("####").map_or(answer, |(_, a)| a).trim()
@@ -236,22 +199,5 @@ mod tests {
         assert_eq!(wilson95(0, 0), (0.0, 1.0));
         let (lo, _) = wilson95(0, 5);
         assert!(lo.abs() < 1e-12);
-    }
-
-    #[test]
-    fn items_from_jsonl() {
-        let items = parse_items(
-            "{\"question\": \"1+1?\", \"answer\": 2}\n\n{\"question\": \"x\", \"answer\": \"y\"}\n",
-            "question",
-            "answer",
-        )
-        .unwrap();
-        assert_eq!(items[0].answer, "2");
-        assert_eq!(items[1].line, 3);
-        assert!(
-            parse_items("{\"q\": 1}", "question", "answer")
-                .unwrap_err()
-                .contains("line 1")
-        );
     }
 }

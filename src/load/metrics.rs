@@ -6,29 +6,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-pub use super::distribution::Distribution;
+use super::distribution::Distribution;
 use super::prometheus::ServerView;
 use crate::client::{CallError, Completion, TokenSource};
+pub use crate::suite::Slo;
 use crate::suite::metric::{Metric, MetricKey, Stat, format_value};
 use crate::units::format_secs;
-
-/// Service-level objectives a request must meet to count as goodput.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Slo {
-    /// Longest time to first token.
-    pub ttft: Option<Duration>,
-    /// Longest time per output token.
-    pub tpot: Option<Duration>,
-    /// Longest end-to-end latency.
-    pub e2e: Option<Duration>,
-}
-
-impl Slo {
-    /// Whether any objective is set.
-    pub fn is_set(&self) -> bool {
-        self.ttft.is_some() || self.tpot.is_some() || self.e2e.is_some()
-    }
-}
 
 /// Most points of latency over time kept per gate.
 pub const SERIES_MAX: usize = 5000;

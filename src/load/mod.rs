@@ -7,5 +7,6 @@ pub mod estimate;
 pub mod metrics;
 pub mod progress;
 pub mod prometheus;
+pub mod random;
 pub mod runner;
 pub mod workload;

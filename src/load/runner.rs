@@ -15,36 +15,10 @@ use tokio::time::Instant;
 use super::metrics::{GateMetrics, Recorder, Slo};
 use super::progress::Progress;
 use super::prometheus::{Scrape, ServerView};
+use super::random::SplitMix;
 use super::workload;
 use crate::client::{CallError, CallRequest, Client, Completion, ErrorKind};
 use crate::suite::{Arrival, Gate, Input, Pace};
-
-/// A seeded 64-bit generator (splitmix64): small, fast, reproducible.
-#[derive(Debug, Clone)]
-pub struct SplitMix(u64);
-
-impl SplitMix {
-    /// A generator from a seed.
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform value in (0, 1].
-    pub fn unit(&mut self) -> f64 {
-        #[expect(clippy::cast_precision_loss, reason = "53 random bits are exact")]
-        let v = ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
-        v
-    }
-}
 
 fn request(gate: &Gate, index: u32) -> CallRequest {
     let prompt = workload::prompt(&gate.load, index);

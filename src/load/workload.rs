@@ -2,64 +2,8 @@
 //! a target length, a prompt from a JSONL dataset, or a shared prefix with a
 //! unique suffix (to measure prefix caching).
 
-use std::fmt;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use crate::load::runner::SplitMix;
-use crate::suite::{Load, LoadPrompt};
-
-/// A tokenizer from a local `tokenizer.json` (Hugging Face format), used to
-/// cut synthetic prompts to exact token counts.
-#[derive(Clone)]
-pub struct Tokenizer {
-    path: PathBuf,
-    inner: Arc<tokenizers::Tokenizer>,
-}
-
-impl Tokenizer {
-    /// Loads `tokenizer.json`.
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let inner = tokenizers::Tokenizer::from_file(path).map_err(|e| e.to_string())?;
-        Ok(Self {
-            path: path.to_path_buf(),
-            inner: Arc::new(inner),
-        })
-    }
-
-    /// The file it came from.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Tokens of `text` (no special tokens).
-    pub fn count(&self, text: &str) -> Option<usize> {
-        self.inner.encode(text, false).ok().map(|e| e.len())
-    }
-
-    /// The longest prefix of `text` of at most `tokens` tokens.
-    fn cut(&self, text: &str, tokens: usize) -> Option<String> {
-        let encoding = self.inner.encode(text, false).ok()?;
-        let offsets = encoding.get_offsets();
-        if offsets.len() <= tokens {
-            return Some(text.to_owned());
-        }
-        let end = offsets.get(tokens.checked_sub(1)?)?.1;
-        Some(text.get(..end)?.to_owned())
-    }
-}
-
-impl fmt::Debug for Tokenizer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Tokenizer({})", self.path.display())
-    }
-}
-
-impl PartialEq for Tokenizer {
-    fn eq(&self, other: &Self) -> bool {
-        self.path == other.path
-    }
-}
+use crate::load::random::SplitMix;
+use crate::suite::{Load, LoadPrompt, Tokenizer};
 
 /// Words for synthetic prompts: common English words, about one token each
 /// in the tokenizers of current models.
@@ -122,53 +66,12 @@ pub fn prompt(load: &Load, index: u32) -> String {
     }
 }
 
-/// Reads prompts from JSONL text: `{"prompt": "…"}` lines, or ShareGPT-style
-/// `{"conversations": [{"from": "human", "value": "…"}, …]}` lines (the first
-/// human turn). Blank lines are skipped; errors name the line.
-pub fn parse_dataset(text: &str) -> Result<Vec<String>, String> {
-    let mut prompts = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let value: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
-        let prompt = value
-            .get("prompt")
-            .and_then(|p| p.as_str())
-            .or_else(|| {
-                value
-                    .get("conversations")?
-                    .as_array()?
-                    .iter()
-                    .find(|turn| {
-                        matches!(
-                            turn.get("from").and_then(|f| f.as_str()),
-                            Some("human" | "user")
-                        )
-                    })?
-                    .get("value")?
-                    .as_str()
-            })
-            .ok_or_else(|| {
-                format!(
-                    "line {}: expected a `prompt` string or `conversations` with a human turn",
-                    i + 1
-                )
-            })?;
-        prompts.push(prompt.to_owned());
-    }
-    if prompts.is_empty() {
-        return Err("the dataset has no prompts".into());
-    }
-    Ok(prompts)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::suite::Pace;
+    use std::path::Path;
+    use std::sync::Arc;
 
     fn load_of(prompt: LoadPrompt, tokenizer: Option<Tokenizer>) -> Load {
         Load {
@@ -195,16 +98,7 @@ mod tests {
     }
 
     #[test]
-    fn datasets_in_both_shapes() {
-        let text = "{\"prompt\": \"a\"}\n\n{\"conversations\": [{\"from\": \"system\", \"value\": \"s\"}, {\"from\": \"human\", \"value\": \"b\"}, {\"from\": \"gpt\", \"value\": \"c\"}]}\n";
-        assert_eq!(parse_dataset(text).unwrap(), ["a", "b"]);
-        assert!(
-            parse_dataset("{\"x\": 1}\n")
-                .unwrap_err()
-                .starts_with("line 1:")
-        );
-        assert!(parse_dataset("nope").unwrap_err().contains("not JSON"));
-        assert!(parse_dataset("\n").is_err());
+    fn dataset_prompts_take_turns() {
         let w = LoadPrompt::Dataset {
             path: "d".into(),
             prompts: Arc::new(vec!["x".into(), "y".into()]),
@@ -234,7 +128,6 @@ mod tests {
         };
         let p = prompt(&load_of(shared, Some(t.clone())), 0);
         assert_eq!(t.count(&p), Some(50));
-        assert!(Tokenizer::load(Path::new("no/such/tokenizer.json")).is_err());
     }
 
     #[test]

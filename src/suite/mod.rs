@@ -4,6 +4,7 @@
 //! ([`model`]) by the decoder, which collects every problem of the file with
 //! its line and column ([`diagnostics`]).
 
+pub mod dataset;
 mod decode;
 pub mod diagnostics;
 pub mod interpolate;
@@ -12,6 +13,7 @@ pub mod metric;
 pub mod model;
 pub mod node;
 pub mod threshold;
+mod tokenizer;
 
 pub use load::{
     LoadFailure, absolute, discover, load_file, load_file_with_env, load_text, project_root,

@@ -8,8 +8,7 @@ use std::time::Duration;
 use regex::Regex;
 
 use super::node::Loc;
-use crate::load::metrics::Slo;
-use crate::load::workload::Tokenizer;
+pub use super::tokenizer::Tokenizer;
 use crate::suite::metric::MetricKey;
 use crate::suite::threshold::Threshold;
 
@@ -730,4 +729,22 @@ pub struct Load {
     /// Stop the gate after this many consecutive requests failed the same
     /// way (timed out, stalled, or could not connect); 0 never stops.
     pub abort_after: u32,
+}
+
+/// Service-level objectives a request must meet to count as goodput.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Slo {
+    /// Longest time to first token.
+    pub ttft: Option<Duration>,
+    /// Longest time per output token.
+    pub tpot: Option<Duration>,
+    /// Longest end-to-end latency.
+    pub e2e: Option<Duration>,
+}
+
+impl Slo {
+    /// Whether any objective is set.
+    pub fn is_set(&self) -> bool {
+        self.ttft.is_some() || self.tpot.is_some() || self.e2e.is_some()
+    }
 }

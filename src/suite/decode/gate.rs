@@ -3,8 +3,7 @@
 use std::sync::Arc;
 
 use super::{Decoder, Fields};
-use crate::load::metrics::Slo;
-use crate::load::workload::{Tokenizer, parse_dataset};
+use crate::suite::dataset;
 use crate::suite::diagnostics::{Diagnostic, did_you_mean};
 use crate::suite::metric::{Metric, MetricKey, all_keys};
 use crate::suite::model::{
@@ -13,6 +12,7 @@ use crate::suite::model::{
 };
 use crate::suite::node::{Node, Yaml};
 use crate::suite::threshold::{Bound, Op, Threshold, parse_comparison};
+use crate::suite::{Slo, Tokenizer};
 
 const GATE: &[&str] = &[
     "name",
@@ -434,7 +434,7 @@ impl Decoder<'_> {
             )),
             _ => std::fs::read_to_string(&path).map_err(|e| e.to_string()),
         };
-        match text.and_then(|t| parse_dataset(&t)) {
+        match text.and_then(|t| dataset::prompts(&t)) {
             Ok(prompts) => Some(LoadPrompt::Dataset {
                 path,
                 prompts: Arc::new(prompts),

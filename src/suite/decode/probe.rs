@@ -212,7 +212,7 @@ impl Decoder<'_> {
         let path = self.file(file, "dataset file")?;
         let items = std::fs::read_to_string(&path)
             .map_err(|e| e.to_string())
-            .and_then(|t| crate::check::accuracy::parse_items(&t, &question_field, &answer_field));
+            .and_then(|t| crate::suite::dataset::qa_items(&t, &question_field, &answer_field));
         let items = match items {
             Ok(i) => i,
             Err(e) => {
