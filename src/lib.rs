@@ -10,6 +10,8 @@ pub mod check;
 pub mod client;
 pub mod harness;
 pub mod load;
+pub mod random;
+pub mod record;
 pub mod report;
 pub mod review;
 pub mod secrets;
@@ -18,3 +20,34 @@ pub mod sim;
 pub mod suite;
 pub mod text;
 pub mod units;
+
+/// Entry point of `tests/sglang_suite.rs`: suites from `SERVEGATE_SUITES`
+/// or `<manifest_dir>/suites/sglang.yaml`, target override from
+/// `SERVEGATE_TARGET`, libtest arguments from the command line; or, started
+/// as a code probe's sandbox helper, that helper.
+pub fn test_main(manifest_dir: &str) -> std::process::ExitCode {
+    // A launched server is started through the running binary's re-exec
+    // mode (`crate::server::tree`), and code probes re-execute it as their
+    // sandbox's helper: here, the test binary's.
+    if let Some(failed) = server::tree::exec_mode_if_asked() {
+        return failed;
+    }
+    #[cfg(target_os = "linux")]
+    if let Some(code) = check::sandbox::helper::main_if_asked() {
+        return code;
+    }
+    let paths = match std::env::var_os(harness::SUITES_ENV) {
+        Some(v) if !v.is_empty() => std::env::split_paths(&v).collect(),
+        _ => vec![std::path::Path::new(manifest_dir).join("suites/sglang.yaml")],
+    };
+    let options = harness::RunOptions {
+        target: std::env::var(harness::target::TARGET_ENV).ok(),
+        out_dir: None,
+        publish: Some(report::publish),
+    };
+    let outcome = harness::run(&paths, &options, libtest_mimic::Arguments::from_args());
+    if outcome.interrupted {
+        return std::process::ExitCode::from(130);
+    }
+    outcome.conclusion.exit_code()
+}

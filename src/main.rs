@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use libtest_mimic::Arguments;
 use servegate::bench::{self, BenchOptions};
 use servegate::harness::{self, RunOptions, target::TARGET_ENV};
+use servegate::report::Format;
 use servegate::sim::{self, Profile};
 
 /// A cargo-test-style runner of declarative test suites for LLM inference servers.
@@ -149,8 +150,8 @@ enum BaselineAction {
 }
 
 fn accept_baselines(out_dir: Option<&Path>) -> ExitCode {
-    let out = harness::record::out_dir(out_dir, None);
-    match harness::record::accept(&out) {
+    let out = servegate::record::out_dir(out_dir, None);
+    match servegate::record::accept(&out) {
         Ok(files) => {
             for f in files {
                 println!("servegate: baseline written to {}", f.display());
@@ -190,7 +191,11 @@ fn main() -> ExitCode {
         } => {
             let outcome = harness::run(
                 &suites_or_default(suites),
-                &RunOptions { target, out_dir },
+                &RunOptions {
+                    target,
+                    out_dir,
+                    publish: Some(servegate::report::publish),
+                },
                 libtest_args(libtest),
             );
             outcome.cli_exit_code()
@@ -234,10 +239,15 @@ fn main() -> ExitCode {
                 // Gates are measured whatever their thresholds say: the first
                 // save has no baseline to compare with yet.
                 let suites = suites_or_default(suites);
-                let options = RunOptions { target, out_dir };
+                let options = RunOptions {
+                    target,
+                    out_dir,
+                    publish: Some(servegate::report::publish),
+                };
                 harness::run(&suites, &options, libtest_args(libtest));
                 let project = harness::first_project(&suites);
-                let out = harness::record::out_dir(options.out_dir.as_deref(), project.as_deref());
+                let out =
+                    servegate::record::out_dir(options.out_dir.as_deref(), project.as_deref());
                 accept_baselines(Some(&out))
             }
             BaselineAction::Accept { out_dir } => accept_baselines(out_dir.as_deref()),
@@ -289,7 +299,7 @@ fn review(
     reject_all: bool,
 ) -> ExitCode {
     use std::io::IsTerminal as _;
-    let project = harness::record::working_project();
+    let project = servegate::record::working_project();
     let options = servegate::review::Options {
         paths,
         from,
@@ -444,24 +454,21 @@ enum ReportFormat {
 }
 
 fn report(path: &Path, format: ReportFormat) -> ExitCode {
-    let record = match servegate::report::read(path) {
+    let record = match servegate::record::read(path) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    let text = match format {
-        ReportFormat::Md => Ok(servegate::report::markdown::render(&record)),
-        ReportFormat::Html => Ok(servegate::report::html::render(&record)),
-        ReportFormat::Junit => servegate::report::junit::render(&record),
-        ReportFormat::Annotations => {
-            Ok(servegate::report::annotations::render(&record).join("\n") + "\n")
-        }
-        ReportFormat::Json => serde_json::to_string_pretty(&record)
-            .map(|j| j + "\n")
-            .map_err(|e| e.to_string()),
+    let format = match format {
+        ReportFormat::Md => Format::Markdown,
+        ReportFormat::Html => Format::Html,
+        ReportFormat::Junit => Format::Junit,
+        ReportFormat::Annotations => Format::Annotations,
+        ReportFormat::Json => Format::Json,
     };
+    let text = servegate::report::render(format, &record);
     match text {
         Ok(t) => {
             print!("{t}");

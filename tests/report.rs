@@ -9,11 +9,12 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-use servegate::harness::record::RunRecord;
+use servegate::record::RunRecord;
 use servegate::report;
 
 fn fixture() -> RunRecord {
-    report::read(Path::new("tests/fixtures/report/record.json")).expect("the fixture is a record")
+    servegate::record::read(Path::new("tests/fixtures/report/record.json"))
+        .expect("the fixture is a record")
 }
 
 /// Checks `value` against the subset of JSON Schema the record's schema

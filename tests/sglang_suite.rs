@@ -6,5 +6,5 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    servegate::harness::test_main(env!("CARGO_MANIFEST_DIR"))
+    servegate::test_main(env!("CARGO_MANIFEST_DIR"))
 }

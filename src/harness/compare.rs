@@ -5,50 +5,11 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use super::session::SuiteRun;
 use crate::load::estimate::Estimate;
+use crate::record::{Comparison, Row};
 use crate::suite::metric::format_value;
 use crate::suite::threshold::Op;
-
-/// One variant's value of a figure.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Row {
-    /// The variant.
-    pub variant: String,
-    /// The mean over its repeats.
-    pub value: f64,
-    /// The value with its unit.
-    pub shown: String,
-    /// Repeats behind the value.
-    pub repeats: usize,
-    /// The 95% interval of the mean, with two repeats or more.
-    #[serde(default)]
-    pub ci95: Option<(f64, f64)>,
-    /// Percent change against the first variant (`None` for the first).
-    pub delta_pct: Option<f64>,
-    /// Whether the 95% intervals of this and the first variant are apart;
-    /// `None` when either ran once (no interval).
-    pub beyond_noise: Option<bool>,
-}
-
-/// One figure of one gate across the variants.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Comparison {
-    /// The suite.
-    pub suite: String,
-    /// The gate.
-    pub gate: String,
-    /// The figure (`decode_tok_s.mean`).
-    pub figure: String,
-    /// `higher` or `lower`: which way is better, from the threshold.
-    pub better: String,
-    /// One row per variant that measured it, in variant order.
-    pub rows: Vec<Row>,
-    /// The best variant, when the figure was measured by more than one.
-    pub best: Option<String>,
-}
 
 /// The comparisons of every suite run with variants.
 pub fn compare(runs: &[Arc<SuiteRun>]) -> Vec<Comparison> {

@@ -9,7 +9,7 @@
 mod compare;
 mod config;
 mod judge;
-pub mod record;
+mod recording;
 mod session;
 mod summary;
 pub mod target;
@@ -20,6 +20,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use libtest_mimic::{Arguments, Conclusion, Trial};
+
+use crate::record;
 
 pub use session::{GateFigures, Plan, SuiteRun};
 
@@ -59,36 +61,6 @@ impl Outcome {
             ExitCode::SUCCESS
         }
     }
-}
-
-/// Entry point of `tests/sglang_suite.rs`: suites from `SERVEGATE_SUITES`
-/// or `<manifest_dir>/suites/sglang.yaml`, target override from
-/// `SERVEGATE_TARGET`, libtest arguments from the command line; or, started
-/// as a code probe's sandbox helper, that helper.
-pub fn test_main(manifest_dir: &str) -> ExitCode {
-    // A launched server is started through the running binary's re-exec
-    // mode (`crate::server::tree`), and code probes re-execute it as their
-    // sandbox's helper: here, the test binary's.
-    if let Some(failed) = crate::server::tree::exec_mode_if_asked() {
-        return failed;
-    }
-    #[cfg(target_os = "linux")]
-    if let Some(code) = crate::check::sandbox::helper::main_if_asked() {
-        return code;
-    }
-    let paths = match std::env::var_os(SUITES_ENV) {
-        Some(v) if !v.is_empty() => std::env::split_paths(&v).collect(),
-        _ => vec![Path::new(manifest_dir).join("suites/sglang.yaml")],
-    };
-    let options = RunOptions {
-        target: std::env::var(target::TARGET_ENV).ok(),
-        out_dir: None,
-    };
-    let outcome = run(&paths, &options, Arguments::from_args());
-    if outcome.interrupted {
-        return ExitCode::from(130);
-    }
-    outcome.conclusion.exit_code()
 }
 
 /// A suite file's outcome of loading.
@@ -283,6 +255,10 @@ fn run_dir(out: &Path) -> PathBuf {
         .join(format!("{secs}-{}", std::process::id()))
 }
 
+/// What the end of a run hands its record to (the report writers, which
+/// the harness does not know: it only produces records).
+pub type Publish = fn(&record::RunInfo, &record::RunRecord);
+
 /// What a run is asked to do beyond its suites and libtest's arguments.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -290,6 +266,9 @@ pub struct RunOptions {
     pub target: Option<String>,
     /// servegate's output directory (`--out-dir`), holding `runs/` and `latest/`.
     pub out_dir: Option<PathBuf>,
+    /// Where the record goes at the end of the run, and when a signal
+    /// interrupts it (the report writers).
+    pub publish: Option<Publish>,
 }
 
 /// Loads the suites under `paths` and runs them as libtest trials.
@@ -380,7 +359,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
     };
-    write_when_interrupted(&book, &info);
+    write_when_interrupted(&book, &info, options.publish);
     let ctx = Context {
         args: &args,
         runtime: &runtime,
@@ -414,12 +393,14 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     let conclusion = libtest_mimic::run(&args, trials);
     let runs = book.lock().map(|r| r.clone()).unwrap_or_default();
     summary::print(&runs);
-    let final_record = record::collect(&info, &runs, true);
+    let final_record = recording::collect(&info, &runs, true);
     match record::write(&info, &final_record) {
         Ok(path) => println!("servegate: run record written to {}", path.display()),
         Err(e) => eprintln!("warning: {e}"),
     }
-    publish(&info, &final_record);
+    if let Some(publish) = options.publish {
+        publish(&info, &final_record);
+    }
     let unreachable = runs
         .iter()
         .filter(|r| matches!(r.target(), Some(Err(_))))
@@ -442,7 +423,11 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
 
 /// A signal (Ctrl-C, a CI cancel) stops every server, then writes the
 /// record of what finished and its reports before the run exits 130.
-fn write_when_interrupted(book: &Arc<Mutex<Vec<Arc<SuiteRun>>>>, info: &record::RunInfo) {
+fn write_when_interrupted(
+    book: &Arc<Mutex<Vec<Arc<SuiteRun>>>>,
+    info: &record::RunInfo,
+    publish: Option<Publish>,
+) {
     {
         let (book, info) = (Arc::clone(book), info.clone());
         crate::server::on_interrupt(Box::new(move || {
@@ -457,10 +442,12 @@ fn write_when_interrupted(book: &Arc<Mutex<Vec<Arc<SuiteRun>>>>, info: &record::
             let Some(runs) = runs else {
                 return;
             };
-            let mut rec = record::collect(&info, &runs, false);
+            let mut rec = recording::collect(&info, &runs, false);
             record::merge_journal(&mut rec, &info.dir);
             if record::write(&info, &rec).is_ok() {
-                publish(&info, &rec);
+                if let Some(publish) = publish {
+                    publish(&info, &rec);
+                }
                 eprintln!(
                     "servegate: the record of the {} finished trial(s) is in {}",
                     rec.trials.len(),
@@ -484,7 +471,7 @@ struct Context<'a> {
     /// What this run does with new and changed answers.
     snapshots: &'a crate::check::snapshot::Policy,
     /// When the run's record is rewritten.
-    checkpoints: Arc<record::Checkpoints>,
+    checkpoints: Arc<recording::Checkpoints>,
 }
 
 impl Context<'_> {
@@ -597,46 +584,6 @@ fn add_run(
     }
     if let Ok(mut runs) = book.lock() {
         runs.push(run);
-    }
-}
-
-/// The writers at the end of a run: `junit.xml` and `report.html` beside
-/// the record, the
-/// Markdown summary appended to `$GITHUB_STEP_SUMMARY` when it is set, and
-/// GitHub annotations when `GITHUB_ACTIONS=true`.
-fn publish(info: &record::RunInfo, rec: &record::RunRecord) {
-    // Rendered from the scrubbed record: each format escapes after that.
-    let rec = &rec.scrubbed();
-    let html = crate::report::html::render(rec);
-    let junit = crate::report::junit::render(rec).unwrap_or_else(|e| {
-        eprintln!("warning: JUnit report: {e}");
-        String::new()
-    });
-    for (name, text) in [("junit.xml", &junit), ("report.html", &html)] {
-        for path in [info.dir.join(name), info.latest().with_file_name(name)] {
-            if !text.is_empty()
-                && let Err(e) = std::fs::write(&path, text)
-            {
-                eprintln!("warning: failed to write {}: {e}", path.display());
-            }
-        }
-    }
-    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
-        let appended = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&summary)
-            .and_then(|mut f| {
-                std::io::Write::write_all(&mut f, crate::report::markdown::render(rec).as_bytes())
-            });
-        if let Err(e) = appended {
-            eprintln!("warning: failed to append to $GITHUB_STEP_SUMMARY: {e}");
-        }
-    }
-    if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
-        for line in crate::report::annotations::render(rec) {
-            println!("{line}");
-        }
     }
 }
 

@@ -89,9 +89,9 @@ pub struct SuiteRun {
     /// Selected trials not yet finished: the last one stops the server.
     remaining: AtomicUsize,
     /// How each trial that ran ended.
-    outcomes: Mutex<Vec<super::record::TrialRecord>>,
+    outcomes: Mutex<Vec<crate::record::TrialRecord>>,
     /// Each probe's request and answer, by probe name.
-    exchanges: Mutex<Vec<(String, super::record::Exchange)>>,
+    exchanges: Mutex<Vec<(String, crate::record::Exchange)>>,
     stopped: std::sync::atomic::AtomicBool,
     runtime: Arc<Runtime>,
     pub(super) configs: Mutex<Vec<Option<Verdict>>>,
@@ -140,7 +140,7 @@ impl SuiteRun {
     }
 
     /// The dataset probes' outcomes so far, for the record.
-    pub fn dataset_records(&self) -> Vec<super::record::DatasetRecord> {
+    pub fn dataset_records(&self) -> Vec<crate::record::DatasetRecord> {
         let Ok(d) = self.datasets.lock() else {
             return Vec::new();
         };
@@ -149,7 +149,7 @@ impl SuiteRun {
                 let correct = items.iter().filter(|i| i.correct).count();
                 #[expect(clippy::cast_precision_loss, reason = "dataset sizes are small")]
                 let accuracy = correct as f64 / items.len().max(1) as f64;
-                super::record::DatasetRecord {
+                crate::record::DatasetRecord {
                     probe: probe.clone(),
                     file: path.display().to_string(),
                     scored: items.len(),
@@ -215,12 +215,12 @@ impl SuiteRun {
     }
 
     /// How the trials that ran so far ended.
-    pub fn outcomes(&self) -> Vec<super::record::TrialRecord> {
+    pub fn outcomes(&self) -> Vec<crate::record::TrialRecord> {
         self.outcomes.lock().map(|o| o.clone()).unwrap_or_default()
     }
 
     /// How the last trial that ran ended.
-    pub fn last_outcome(&self) -> Option<super::record::TrialRecord> {
+    pub fn last_outcome(&self) -> Option<crate::record::TrialRecord> {
         self.outcomes.lock().ok()?.last().cloned()
     }
 
@@ -247,7 +247,7 @@ impl SuiteRun {
                 ex.iter().find(|(p, _)| p == probe).map(|(_, e)| e.clone())
             });
         if let Ok(mut o) = self.outcomes.lock() {
-            o.push(super::record::TrialRecord {
+            o.push(crate::record::TrialRecord {
                 name: name.to_owned(),
                 suite: self.label.clone(),
                 stage: name
@@ -466,7 +466,7 @@ impl SuiteRun {
         if let Ok(mut ex) = self.exchanges.lock() {
             ex.push((
                 probe.name.clone(),
-                super::record::Exchange {
+                crate::record::Exchange {
                     request: sent.body.clone(),
                     content: completion.content.clone(),
                     reasoning: completion.reasoning.clone(),

@@ -7,6 +7,5 @@ pub mod estimate;
 pub mod metrics;
 pub mod progress;
 pub mod prometheus;
-pub mod random;
 pub mod runner;
 pub mod workload;

@@ -15,9 +15,9 @@ use tokio::time::Instant;
 use super::metrics::{GateMetrics, Recorder, Slo};
 use super::progress::Progress;
 use super::prometheus::{Scrape, ServerView};
-use super::random::SplitMix;
 use super::workload;
 use crate::client::{CallError, CallRequest, Client, Completion, ErrorKind};
+use crate::random::SplitMix;
 use crate::suite::{Arrival, Gate, Input, Pace};
 
 fn request(gate: &Gate, index: u32) -> CallRequest {

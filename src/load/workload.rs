@@ -2,7 +2,7 @@
 //! a target length, a prompt from a JSONL dataset, or a shared prefix with a
 //! unique suffix (to measure prefix caching).
 
-use crate::load::random::SplitMix;
+use crate::random::SplitMix;
 use crate::suite::{Load, LoadPrompt, Tokenizer};
 
 /// Words for synthetic prompts: common English words, about one token each

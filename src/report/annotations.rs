@@ -1,7 +1,7 @@
 //! GitHub Actions workflow commands: an `::error` at the YAML line of each
 //! failed trial, so the failure shows on the suite file in the pull request.
 
-use crate::harness::record::RunRecord;
+use crate::record::RunRecord;
 
 /// Escapes a command's message (`%`, CR, LF).
 fn data(text: &str) -> String {

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::counts;
-use crate::harness::record::{GateRecord, RunRecord, TrialRecord};
+use crate::record::{GateRecord, RunRecord, TrialRecord};
 
 /// Escapes text for HTML.
 fn esc(text: &str) -> String {

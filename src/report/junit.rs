@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::harness::record::RunRecord;
+use crate::record::RunRecord;
 
 /// The record as JUnit XML.
 pub fn render(record: &RunRecord) -> Result<String, String> {

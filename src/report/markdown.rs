@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::counts;
-use crate::harness::record::RunRecord;
+use crate::record::RunRecord;
 use crate::suite::metric::{KEY_FIGURES, format_figure};
 
 /// The record as Markdown.

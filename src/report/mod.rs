@@ -1,36 +1,95 @@
-//! Writers of the run record (`crate::harness::record::RunRecord`): JUnit
-//! XML, a Markdown summary (GitHub's step summary), GitHub annotations at
-//! the YAML line of each failure. They only read the record, so `servegate
-//! report` renders a saved one the same way.
+//! Writers of the run record (`crate::record::RunRecord`), one registry of
+//! formats: JSON, JUnit XML, a Markdown summary (GitHub's step summary),
+//! GitHub annotations at the YAML line of each failure, a self-contained
+//! HTML report. They only read the record, so the end of a run
+//! ([`publish`]) and `servegate report` render it the same way.
 
 pub mod annotations;
 pub mod html;
 pub mod junit;
 pub mod markdown;
 
-use std::path::Path;
+use crate::record::{RunInfo, RunRecord};
 
-use crate::harness::record::RunRecord;
+/// A format the record renders to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The Markdown summary.
+    Markdown,
+    /// JUnit XML.
+    Junit,
+    /// GitHub Actions annotations, one line each.
+    Annotations,
+    /// The self-contained HTML report.
+    Html,
+    /// The record itself.
+    Json,
+}
 
-/// Reads a record from `report.json` or a run directory holding one.
-pub fn read(path: &Path) -> Result<RunRecord, String> {
-    let file = if path.is_dir() {
-        path.join("report.json")
-    } else {
-        path.to_path_buf()
-    };
-    let text = std::fs::read_to_string(&file)
-        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    let mut record: RunRecord = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not a servegate run record: {e}", file.display()))?;
-    // An interrupted run's record is its last checkpoint: the trials after
-    // it are in the journal beside it.
-    if !record.complete
-        && let Some(dir) = file.parent()
-    {
-        crate::harness::record::merge_journal(&mut record, dir);
+/// A record that could not be rendered.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to render the {format:?} report: {reason}")]
+pub struct ReportError {
+    /// The format.
+    pub format: Format,
+    /// Why.
+    pub reason: String,
+}
+
+/// The record in `format`, rendered from its scrubbed copy (each format
+/// escapes after that, so no escaped secret slips through).
+pub fn render(format: Format, record: &RunRecord) -> Result<String, ReportError> {
+    let rec = &record.scrubbed();
+    let fail = |reason: String| ReportError { format, reason };
+    match format {
+        Format::Markdown => Ok(markdown::render(rec)),
+        Format::Html => Ok(html::render(rec)),
+        Format::Junit => junit::render(rec).map_err(fail),
+        Format::Annotations => Ok(annotations::render(rec).join("\n") + "\n"),
+        Format::Json => serde_json::to_string_pretty(rec)
+            .map(|j| j + "\n")
+            .map_err(|e| fail(e.to_string())),
     }
-    Ok(record)
+}
+
+/// The writers at the end of a run: `junit.xml` and `report.html` beside
+/// the record (and in `latest/`), the Markdown summary appended to
+/// `$GITHUB_STEP_SUMMARY` when it is set, GitHub annotations printed when
+/// `GITHUB_ACTIONS=true`.
+pub fn publish(info: &RunInfo, rec: &RunRecord) {
+    for (format, name) in [(Format::Junit, "junit.xml"), (Format::Html, "report.html")] {
+        let text = match render(format, rec) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("warning: {e}");
+                continue;
+            }
+        };
+        for path in [info.dir.join(name), info.latest().with_file_name(name)] {
+            if let Err(e) = std::fs::write(&path, &text) {
+                eprintln!("warning: failed to write {}: {e}", path.display());
+            }
+        }
+    }
+    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
+        let appended = render(Format::Markdown, rec)
+            .map_err(|e| std::io::Error::other(e.to_string()))
+            .and_then(|md| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&summary)
+                    .and_then(|mut f| std::io::Write::write_all(&mut f, md.as_bytes()))
+            });
+        if let Err(e) = appended {
+            eprintln!("warning: failed to append to $GITHUB_STEP_SUMMARY: {e}");
+        }
+    }
+    if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true")
+        && let Ok(lines) = render(Format::Annotations, rec)
+    {
+        print!("{lines}");
+    }
 }
 
 /// Passed and failed trials.

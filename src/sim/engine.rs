@@ -2,7 +2,7 @@
 //! cut into tokens, limited by `max_tokens` and extended by `ignore_eos`.
 
 use super::profile::Profile;
-use crate::load::random::SplitMix;
+use crate::random::SplitMix;
 
 /// Why generation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,17 +1,16 @@
-//! The run record: every trial's outcome, every figure, the configuration
-//! measured. Written after every trial (an interrupted run leaves what it
-//! measured) to `target/servegate/runs/<run>/report.json` and
-//! `target/servegate/latest/report.json`; the writers of `crate::report`
-//! only read it, and `servegate baseline accept` turns a reviewed run into
-//! baselines without running it again.
+//! The run record (`servegate.run/2`): every trial's outcome, every figure,
+//! the configuration measured; where a run writes it
+//! (`<out>/runs/<run>/report.json`, `<out>/latest/report.json`, the journal
+//! `trials.jsonl`), how it is written (scrubbed, through a rename) and read
+//! back. The harness produces it, the writers of `crate::report` only read
+//! it, and `servegate baseline accept` turns a reviewed run into baselines
+//! without running it again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::session::SuiteRun;
 use crate::load::baseline::{self, Entry};
 
 /// The figures of one gate.
@@ -184,7 +183,7 @@ pub struct RunRecord {
     pub suites: Vec<SuiteRecord>,
     /// The A/B tables of suites with variants.
     #[serde(default)]
-    pub comparisons: Vec<super::compare::Comparison>,
+    pub comparisons: Vec<Comparison>,
 }
 
 impl RunRecord {
@@ -200,6 +199,44 @@ impl RunRecord {
         crate::secrets::scrub_json(&mut value);
         serde_json::from_value(value).unwrap_or_else(|_| self.clone())
     }
+}
+
+/// One variant's value of a figure.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    /// The variant.
+    pub variant: String,
+    /// The mean over its repeats.
+    pub value: f64,
+    /// The value with its unit.
+    pub shown: String,
+    /// Repeats behind the value.
+    pub repeats: usize,
+    /// The 95% interval of the mean, with two repeats or more.
+    #[serde(default)]
+    pub ci95: Option<(f64, f64)>,
+    /// Percent change against the first variant (`None` for the first).
+    pub delta_pct: Option<f64>,
+    /// Whether the 95% intervals of this and the first variant are apart;
+    /// `None` when either ran once (no interval).
+    pub beyond_noise: Option<bool>,
+}
+
+/// One figure of one gate across the variants.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The suite.
+    pub suite: String,
+    /// The gate.
+    pub gate: String,
+    /// The figure (`decode_tok_s.mean`).
+    pub figure: String,
+    /// `higher` or `lower`: which way is better, from the threshold.
+    pub better: String,
+    /// One row per variant that measured it, in variant order.
+    pub rows: Vec<Row>,
+    /// The best variant, when the figure was measured by more than one.
+    pub best: Option<String>,
 }
 
 /// The record format written by this version.
@@ -253,140 +290,11 @@ pub fn working_project() -> PathBuf {
     crate::suite::project_root(Path::new("servegate.yaml"))
 }
 
-fn now_unix() -> u64 {
+/// Seconds since the Unix epoch now.
+pub fn now_unix() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-/// Collects the record of a run so far; `complete` once it is over.
-pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRecord {
-    RunRecord {
-        schema: SCHEMA.to_owned(),
-        run_id: info
-            .dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        started_unix: info.started_unix,
-        finished_unix: now_unix(),
-        complete,
-        trials: runs.iter().flat_map(|r| r.outcomes()).collect(),
-        servegate: env!("CARGO_PKG_VERSION").to_owned(),
-        gpus: gpu_inventory(),
-        suites: runs
-            .iter()
-            .filter_map(|run| {
-                let target = run.target()?.as_ref().ok()?;
-                Some(SuiteRecord {
-                    suite: run.label.clone(),
-                    variant: run.variant.as_ref().map(|v| v.name.clone()),
-                    suite_commit: git_commit(&run.suite.file.path),
-                    server: target.server.as_ref().map(|s| ServerRecord {
-                        argv: s.argv.clone(),
-                        env: s.env_shown.iter().cloned().collect(),
-                        log: s.log_path.display().to_string(),
-                        timeline: serde_json::to_value(s.timeline()).unwrap_or_default(),
-                    }),
-                    server_info: run.documents.body(crate::suite::ConfigSource::ServerInfo),
-                    model_info: run.documents.body(crate::suite::ConfigSource::ModelInfo),
-                    datasets: run.dataset_records(),
-                    fingerprint: target.fingerprint.clone(),
-                    baselines: Some(baseline::dir(&run.suite.file.root).display().to_string()),
-                    target: target.description.clone(),
-                    gates: run
-                        .figures()
-                        .into_iter()
-                        .map(|f| GateRecord {
-                            gate: f.gate,
-                            load: f.load,
-                            repeats: f.repeats,
-                            figures: f.figures.clone(),
-                            samples: f
-                                .figures
-                                .keys()
-                                .filter_map(|k| {
-                                    let key = k.parse().ok()?;
-                                    Some((k.clone(), f.metrics.sample_size(key)))
-                                })
-                                .collect(),
-                            token_sources: f
-                                .metrics
-                                .token_sources
-                                .iter()
-                                .map(|(k, v)| ((*k).to_owned(), *v))
-                                .collect(),
-                            series: f.metrics.series,
-                        })
-                        .collect(),
-                })
-            })
-            .collect(),
-        comparisons: super::compare::compare(runs),
-    }
-}
-
-/// The output of a command, trimmed; `None` when it fails or is absent.
-fn command_output(program: &str, args: &[&str], dir: Option<&std::path::Path>) -> Option<String> {
-    let mut cmd = std::process::Command::new(program);
-    cmd.args(args).stderr(std::process::Stdio::null());
-    if let Some(d) = dir {
-        cmd.current_dir(d);
-    }
-    let out = cmd.output().ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
-/// The commit of the checkout holding `file`, `+dirty` when the file has
-/// changes not committed; asked of git once per file and run (the record is
-/// written after every trial).
-fn git_commit(file: &std::path::Path) -> Option<String> {
-    type Commits = std::sync::Mutex<BTreeMap<PathBuf, Option<String>>>;
-    static COMMITS: std::sync::OnceLock<Commits> = std::sync::OnceLock::new();
-    let commits = COMMITS.get_or_init(Commits::default);
-    if let Some(known) = commits.lock().ok()?.get(file) {
-        return known.clone();
-    }
-    let found = ask_git(file);
-    if let Ok(mut c) = commits.lock() {
-        c.insert(file.to_path_buf(), found.clone());
-    }
-    found
-}
-
-fn ask_git(file: &std::path::Path) -> Option<String> {
-    let dir = file
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let commit = command_output("git", &["rev-parse", "HEAD"], Some(dir))?;
-    let name = file.file_name()?.to_str()?;
-    let dirty = command_output("git", &["status", "--porcelain", "--", name], Some(dir))
-        .is_some_and(|s| !s.is_empty());
-    Some(if dirty {
-        format!("{commit}+dirty")
-    } else {
-        commit
-    })
-}
-
-/// The GPUs `nvidia-smi` lists, once per process.
-fn gpu_inventory() -> Option<Vec<String>> {
-    static GPUS: std::sync::OnceLock<Option<Vec<String>>> = std::sync::OnceLock::new();
-    GPUS.get_or_init(|| {
-        command_output(
-            "nvidia-smi",
-            &[
-                "--query-gpu=index,name,memory.total,driver_version",
-                "--format=csv,noheader",
-            ],
-            None,
-        )
-        .map(|s| s.lines().map(str::to_owned).collect())
-    })
-    .clone()
 }
 
 /// Writes the record to the run's directory and to [`RunInfo::latest`], each
@@ -408,41 +316,9 @@ pub fn write(info: &RunInfo, record: &RunRecord) -> Result<PathBuf, String> {
     Ok(own)
 }
 
-/// Keeps the record of a run current at a cost linear in its trials: each
-/// finished trial is appended to `<run>/trials.jsonl` (one line), and the
-/// whole record is rewritten only after a performance gate (its figures) or
-/// when the trials since the last rewrite are as many as before it (1, 2,
-/// 4, 8, …): a thousand probes rewrite it ten times, not a thousand. An
-/// interrupted run leaves its last record plus the journal, which
-/// [`crate::report::read`] merges.
-#[derive(Debug, Default)]
-pub struct Checkpoints {
-    /// Trials finished, and how many there were at the last rewrite.
-    state: std::sync::Mutex<(u64, u64)>,
-}
-
-/// The journal of a run: one JSON line per finished trial.
-pub const JOURNAL: &str = "trials.jsonl";
-
-impl Checkpoints {
-    /// Records a finished trial; rewrites the record when due.
-    pub fn after_trial(&self, info: &RunInfo, runs: &[Arc<SuiteRun>], trial: &TrialRecord) {
-        if let Err(e) = append(&info.dir.join(JOURNAL), trial) {
-            eprintln!("warning: {e}");
-        }
-        let due = self
-            .state
-            .lock()
-            .is_ok_and(|mut s| rewrite_due(&mut s, &trial.stage));
-        if due && let Err(e) = write(info, &collect(info, runs, false)) {
-            eprintln!("warning: {e}");
-        }
-    }
-}
-
 /// Counts a finished trial of `stage` in `(trials, at the last rewrite)`;
 /// whether the record is to be rewritten now.
-fn rewrite_due(counts: &mut (u64, u64), stage: &str) -> bool {
+pub fn rewrite_due(counts: &mut (u64, u64), stage: &str) -> bool {
     counts.0 += 1;
     let due = stage == "performance" || counts.0 - counts.1 >= counts.1.max(1);
     if due {
@@ -451,8 +327,11 @@ fn rewrite_due(counts: &mut (u64, u64), stage: &str) -> bool {
     due
 }
 
+/// The journal of a run: one JSON line per finished trial.
+pub const JOURNAL: &str = "trials.jsonl";
+
 /// Appends one trial to the journal, its secrets scrubbed.
-fn append(path: &Path, trial: &TrialRecord) -> Result<(), String> {
+pub fn append(path: &Path, trial: &TrialRecord) -> Result<(), String> {
     use std::io::Write as _;
     let mut value = serde_json::to_value(trial).map_err(|e| e.to_string())?;
     crate::secrets::scrub_json(&mut value);
@@ -482,6 +361,28 @@ pub fn merge_journal(record: &mut RunRecord, dir: &Path) {
             record.trials.push(t);
         }
     }
+}
+
+/// Reads a record from `report.json` or a run directory holding one; an
+/// interrupted run's journal is merged into it.
+pub fn read(path: &Path) -> Result<RunRecord, String> {
+    let file = if path.is_dir() {
+        path.join("report.json")
+    } else {
+        path.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let mut record: RunRecord = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a servegate run record: {e}", file.display()))?;
+    // An interrupted run's record is its last checkpoint: the trials after
+    // it are in the journal beside it.
+    if !record.complete
+        && let Some(dir) = file.parent()
+    {
+        merge_journal(&mut record, dir);
+    }
+    Ok(record)
 }
 
 /// Turns the latest run's figures (in output directory `out`) into

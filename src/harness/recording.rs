@@ -1,0 +1,173 @@
+//! The record of a harness run, collected from its suite runs (after every
+//! trial at checkpoints, and at the end): outcomes, figures, the
+//! configuration each suite was measured against.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::session::SuiteRun;
+use crate::load::baseline;
+use crate::record::{
+    GateRecord, JOURNAL, RunInfo, RunRecord, SCHEMA, ServerRecord, SuiteRecord, TrialRecord,
+    append, now_unix, rewrite_due, write,
+};
+
+/// Collects the record of a run so far; `complete` once it is over.
+pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRecord {
+    RunRecord {
+        schema: SCHEMA.to_owned(),
+        run_id: info
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        started_unix: info.started_unix,
+        finished_unix: now_unix(),
+        complete,
+        trials: runs.iter().flat_map(|r| r.outcomes()).collect(),
+        servegate: env!("CARGO_PKG_VERSION").to_owned(),
+        gpus: gpu_inventory(),
+        suites: runs
+            .iter()
+            .filter_map(|run| {
+                let target = run.target()?.as_ref().ok()?;
+                Some(SuiteRecord {
+                    suite: run.label.clone(),
+                    variant: run.variant.as_ref().map(|v| v.name.clone()),
+                    suite_commit: git_commit(&run.suite.file.path),
+                    server: target.server.as_ref().map(|s| ServerRecord {
+                        argv: s.argv.clone(),
+                        env: s.env_shown.iter().cloned().collect(),
+                        log: s.log_path.display().to_string(),
+                        timeline: serde_json::to_value(s.timeline()).unwrap_or_default(),
+                    }),
+                    server_info: run.documents.body(crate::suite::ConfigSource::ServerInfo),
+                    model_info: run.documents.body(crate::suite::ConfigSource::ModelInfo),
+                    datasets: run.dataset_records(),
+                    fingerprint: target.fingerprint.clone(),
+                    baselines: Some(baseline::dir(&run.suite.file.root).display().to_string()),
+                    target: target.description.clone(),
+                    gates: run
+                        .figures()
+                        .into_iter()
+                        .map(|f| GateRecord {
+                            gate: f.gate,
+                            load: f.load,
+                            repeats: f.repeats,
+                            figures: f.figures.clone(),
+                            samples: f
+                                .figures
+                                .keys()
+                                .filter_map(|k| {
+                                    let key = k.parse().ok()?;
+                                    Some((k.clone(), f.metrics.sample_size(key)))
+                                })
+                                .collect(),
+                            token_sources: f
+                                .metrics
+                                .token_sources
+                                .iter()
+                                .map(|(k, v)| ((*k).to_owned(), *v))
+                                .collect(),
+                            series: f.metrics.series,
+                        })
+                        .collect(),
+                })
+            })
+            .collect(),
+        comparisons: super::compare::compare(runs),
+    }
+}
+
+/// The output of a command, trimmed; `None` when it fails or is absent.
+fn command_output(program: &str, args: &[&str], dir: Option<&std::path::Path>) -> Option<String> {
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args).stderr(std::process::Stdio::null());
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let out = cmd.output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// The commit of the checkout holding `file`, `+dirty` when the file has
+/// changes not committed; asked of git once per file and run (the record is
+/// written after every trial).
+fn git_commit(file: &std::path::Path) -> Option<String> {
+    type Commits = std::sync::Mutex<BTreeMap<PathBuf, Option<String>>>;
+    static COMMITS: std::sync::OnceLock<Commits> = std::sync::OnceLock::new();
+    let commits = COMMITS.get_or_init(Commits::default);
+    if let Some(known) = commits.lock().ok()?.get(file) {
+        return known.clone();
+    }
+    let found = ask_git(file);
+    if let Ok(mut c) = commits.lock() {
+        c.insert(file.to_path_buf(), found.clone());
+    }
+    found
+}
+
+fn ask_git(file: &std::path::Path) -> Option<String> {
+    let dir = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let commit = command_output("git", &["rev-parse", "HEAD"], Some(dir))?;
+    let name = file.file_name()?.to_str()?;
+    let dirty = command_output("git", &["status", "--porcelain", "--", name], Some(dir))
+        .is_some_and(|s| !s.is_empty());
+    Some(if dirty {
+        format!("{commit}+dirty")
+    } else {
+        commit
+    })
+}
+
+/// The GPUs `nvidia-smi` lists, once per process.
+fn gpu_inventory() -> Option<Vec<String>> {
+    static GPUS: std::sync::OnceLock<Option<Vec<String>>> = std::sync::OnceLock::new();
+    GPUS.get_or_init(|| {
+        command_output(
+            "nvidia-smi",
+            &[
+                "--query-gpu=index,name,memory.total,driver_version",
+                "--format=csv,noheader",
+            ],
+            None,
+        )
+        .map(|s| s.lines().map(str::to_owned).collect())
+    })
+    .clone()
+}
+
+/// Keeps the record of a run current at a cost linear in its trials: each
+/// finished trial is appended to `<run>/trials.jsonl` (one line), and the
+/// whole record is rewritten only after a performance gate (its figures) or
+/// when the trials since the last rewrite are as many as before it (1, 2,
+/// 4, 8, …): a thousand probes rewrite it ten times, not a thousand. An
+/// interrupted run leaves its last record plus the journal, which
+/// [`crate::record::read`] merges.
+#[derive(Debug, Default)]
+pub struct Checkpoints {
+    /// Trials finished, and how many there were at the last rewrite.
+    state: std::sync::Mutex<(u64, u64)>,
+}
+
+impl Checkpoints {
+    /// Records a finished trial; rewrites the record when due.
+    pub fn after_trial(&self, info: &RunInfo, runs: &[Arc<SuiteRun>], trial: &TrialRecord) {
+        if let Err(e) = append(&info.dir.join(JOURNAL), trial) {
+            eprintln!("warning: {e}");
+        }
+        let due = self
+            .state
+            .lock()
+            .is_ok_and(|mut s| rewrite_due(&mut s, &trial.stage));
+        if due && let Err(e) = write(info, &collect(info, runs, false)) {
+            eprintln!("warning: {e}");
+        }
+    }
+}
