@@ -106,6 +106,53 @@ pub struct SuiteRecord {
     pub gates: Vec<GateRecord>,
 }
 
+/// How a trial ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrialOutcome {
+    /// It passed.
+    Passed,
+    /// It ran and failed.
+    Failed,
+    /// It did not run: something it depends on failed first (a probe, a
+    /// config check, the server). It counts as failed everywhere.
+    Gated,
+}
+
+impl TrialOutcome {
+    /// Whether the trial passed.
+    pub fn passed(self) -> bool {
+        self == TrialOutcome::Passed
+    }
+
+    /// As the record writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TrialOutcome::Passed => "passed",
+            TrialOutcome::Failed => "failed",
+            TrialOutcome::Gated => "gated",
+        }
+    }
+}
+
+/// What failed in a failed trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The target could not be reached or launched.
+    Target,
+    /// The server's configuration is not the one asserted.
+    Config,
+    /// A correctness probe's answer (or its request).
+    Probe,
+    /// An answer differs from its reviewed snapshot.
+    Snapshot,
+    /// A performance gate: a threshold, or a load that could not run.
+    Gate,
+    /// The server died, hung or logged a fatal line during the trial.
+    Server,
+}
+
 /// How one trial ended.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TrialRecord {
@@ -113,10 +160,13 @@ pub struct TrialRecord {
     pub name: String,
     /// `<suite>` or `<suite>[<variant>]`.
     pub suite: String,
-    /// `config`, `correctness` or `performance`.
+    /// `config`, `correctness`, `snapshot` or `performance`.
     pub stage: String,
-    /// `passed` or `failed`.
-    pub outcome: String,
+    /// How it ended.
+    pub outcome: TrialOutcome,
+    /// What failed, for a failed trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<FailureKind>,
     /// Wall time of the trial, seconds.
     pub duration_s: f64,
     /// The suite file.

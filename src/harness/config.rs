@@ -6,8 +6,10 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
+use super::outcome::Stop;
 use super::session::{SuiteRun, Verdict, once};
 use crate::client::Client;
+use crate::record::FailureKind;
 use crate::suite::diagnostics::render_location;
 use crate::suite::{ConfigCheck, ConfigExpect, ConfigSource};
 
@@ -137,7 +139,7 @@ impl SuiteRun {
             let mut out = format!("error: {what}\n");
             render_location(&mut out, &file.display(), &file.text, check.loc);
             out.push_str(&note);
-            out
+            Stop::failed(FailureKind::Config, out)
         };
         let (path, doc) = self
             .runtime()

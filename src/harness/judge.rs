@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::session::{Verdict, describe_load};
+use super::session::describe_load;
 use std::collections::BTreeMap;
 
 use crate::load::baseline::Lookup;
@@ -16,8 +16,8 @@ use crate::suite::{Curve, Gate, LocatedThreshold, Suite, VerdictMode};
 
 /// A gate's verdict and one line per threshold for the summary.
 pub struct Judgement {
-    /// Pass, or the failure message.
-    pub result: Verdict,
+    /// `Err`: the whole failure message.
+    pub result: Result<(), String>,
     /// Each threshold with what was measured, and whether it held.
     pub checks: Vec<(String, bool)>,
 }
@@ -313,7 +313,11 @@ pub fn judge(
 }
 
 /// Judges the checks of a sweep's curve over the figures of its levels.
-pub fn judge_curve(suite: &Suite, curve: &Curve, rows: &[(&str, GateMetrics)]) -> Verdict {
+pub fn judge_curve(
+    suite: &Suite,
+    curve: &Curve,
+    rows: &[(&str, GateMetrics)],
+) -> Result<(), String> {
     let file = &suite.file;
     let mut out = String::new();
     for check in &curve.checks {

@@ -9,6 +9,7 @@
 mod compare;
 mod config;
 mod judge;
+mod outcome;
 mod recording;
 mod session;
 mod summary;

@@ -31,8 +31,9 @@ use crate::suite::{
 use crate::units::format_duration;
 use futures_util::StreamExt as _;
 
-/// The result of one trial: `Err` carries the whole failure message.
-pub type Verdict = Result<(), String>;
+pub use super::outcome::Verdict;
+use super::outcome::{Cause, Stop};
+use crate::record::{FailureKind, TrialOutcome};
 
 /// Figures measured by a gate, kept for the summary.
 #[derive(Debug, Clone)]
@@ -196,11 +197,14 @@ impl SuiteRun {
         })
     }
 
-    pub(super) fn connected(&self) -> Result<&Connected, String> {
+    pub(super) fn connected(&self) -> Result<&Connected, Stop> {
         self.connect().as_ref().map_err(|e| {
-            format!(
-                "error: {e}\n  (suite `{}`, every trial of it fails)",
-                self.label
+            Stop::failed(
+                FailureKind::Target,
+                format!(
+                    "error: {e}\n  (suite `{}`, every trial of it fails)",
+                    self.label
+                ),
             )
         })
     }
@@ -238,7 +242,7 @@ impl SuiteRun {
         // and a CI log, its secrets scrubbed, before libtest prints it.
         let verdict = self
             .trial_inner(name, body)
-            .map_err(|m| crate::text::for_log(&m));
+            .map_err(|stop| stop.map_text(crate::text::for_log));
         let exchange = name
             .strip_prefix(self.label.as_str())
             .and_then(|r| r.strip_prefix("::correctness::"))
@@ -256,11 +260,14 @@ impl SuiteRun {
                     .and_then(|r| r.split("::").next())
                     .unwrap_or("")
                     .to_owned(),
-                outcome: if verdict.is_ok() { "passed" } else { "failed" }.to_owned(),
+                outcome: verdict
+                    .as_ref()
+                    .map_or_else(Stop::outcome, |()| TrialOutcome::Passed),
+                kind: verdict.as_ref().err().and_then(Stop::kind),
                 duration_s: started.elapsed().as_secs_f64(),
                 file: self.suite.file.display(),
                 line: loc.line,
-                message: verdict.clone().err(),
+                message: verdict.as_ref().err().map(ToString::to_string),
                 exchange,
             });
         }
@@ -270,7 +277,7 @@ impl SuiteRun {
     fn trial_inner(&self, name: &str, body: impl FnOnce() -> Verdict) -> Verdict {
         let lost = self.lost.lock().ok().and_then(|l| l.clone());
         let verdict = if let Some(cause) = lost {
-            Err(format!("gated: {cause}"))
+            Err(Stop::Gated(Cause::ServerLost(cause)))
         } else {
             let verdict = body();
             self.check_server(name, verdict)
@@ -325,7 +332,10 @@ impl SuiteRun {
         let own = verdict.err().map_or_else(String::new, |e| {
             format!("\n  the trial's own failure:\n{e}")
         });
-        Err(format!("error: {cause}{own}"))
+        Err(Stop::failed(
+            FailureKind::Server,
+            format!("error: {cause}{own}"),
+        ))
     }
 
     /// `Some(cause)` when `GET /health` gets no HTTP answer within 10 s.
@@ -376,14 +386,15 @@ impl SuiteRun {
             let probe_verdict = self.probe(index);
             let answer = self.answers.lock().ok().and_then(|a| a[index].clone());
             let Some((text, info)) = answer else {
-                let why = probe_verdict.err().unwrap_or_default();
-                return Err(format!(
-                    "gated: correctness probe {} got no answer to compare\n  see {}::correctness::{}: {}",
-                    probe.name,
-                    self.label,
-                    probe.name,
-                    why.lines().next().unwrap_or("")
-                ));
+                let why = probe_verdict
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
+                return Err(Stop::Gated(Cause::NoAnswer {
+                    label: self.label.clone(),
+                    probe: probe.name.clone(),
+                    why: why.lines().next().unwrap_or("").to_owned(),
+                }));
             };
             let file = &self.suite.file;
             let place = snapshot::Place {
@@ -404,32 +415,28 @@ impl SuiteRun {
                     );
                     Ok(())
                 }
-                Err(changed) => {
-                    Err(changed.message(file, probe.loc, probe.snapshot == SnapshotMode::Gate))
-                }
+                Err(changed) => Err(Stop::failed(
+                    FailureKind::Snapshot,
+                    changed.message(file, probe.loc, probe.snapshot == SnapshotMode::Gate),
+                )),
             }
         })
     }
 
     /// `Err` when a config check failed: nothing after it is trusted.
-    fn config_prerequisite(&self) -> Result<(), String> {
+    fn config_prerequisite(&self) -> Result<(), Stop> {
         let checks = &self.suite.expect_server;
-        let failed: Vec<&str> = (0..checks.len())
+        let failed: Vec<String> = (0..checks.len())
             .filter(|&i| self.config(i).is_err())
-            .map(|i| checks[i].name.as_str())
+            .map(|i| checks[i].name.clone())
             .collect();
         if failed.is_empty() {
             return Ok(());
         }
-        let list: Vec<String> = failed
-            .iter()
-            .map(|n| format!("{}::config::{n}", self.label))
-            .collect();
-        Err(format!(
-            "gated: config check {} failed\n  the server does not run the configuration this suite asserts; see {}",
-            failed.join(", "),
-            list.join(", ")
-        ))
+        Err(Stop::Gated(Cause::Config {
+            label: self.label.clone(),
+            checks: failed,
+        }))
     }
 
     fn run_probe(&self, index: usize) -> Verdict {
@@ -452,7 +459,7 @@ impl SuiteRun {
         let completion = self
             .runtime
             .block_on(target.client.complete(&req))
-            .map_err(|e| request_failed(file, probe.loc, &sent, &e))?;
+            .map_err(|e| probe_failed(request_failed(file, probe.loc, &sent, &e)))?;
         let mut code_runs = Vec::new();
         let failed: Vec<_> = probe
             .expect
@@ -475,9 +482,14 @@ impl SuiteRun {
                 },
             ));
         }
-        let mut problems = self.contract(target, probe, &req, &completion)?;
+        let mut problems = self
+            .contract(target, probe, &req, &completion)
+            .map_err(probe_failed)?;
         if let Some(n) = probe.deterministic {
-            problems.extend(self.determinism(target, &req, &completion, n, probe.loc)?);
+            problems.extend(
+                self.determinism(target, &req, &completion, n, probe.loc)
+                    .map_err(probe_failed)?,
+            );
         }
         if probe.snapshot != SnapshotMode::Off
             && let Ok(mut answers) = self.answers.lock()
@@ -495,13 +507,13 @@ impl SuiteRun {
         if failed.is_empty() && problems.is_empty() {
             Ok(())
         } else {
-            Err(assertions_failed(
+            Err(probe_failed(assertions_failed(
                 file,
                 &sent,
                 &completion,
                 &failed,
                 &problems,
-            ))
+            )))
         }
     }
 
@@ -573,7 +585,7 @@ impl SuiteRun {
         if let Ok(mut d) = self.datasets.lock() {
             d.push((probe.name.clone(), ds.path.clone(), results));
         }
-        verdict
+        verdict.map_err(probe_failed)
     }
 
     /// The probe's server-contract checks, on its answer and on the extra
@@ -793,11 +805,14 @@ impl SuiteRun {
             };
             let verdict = self.gate(i);
             let Some(f) = self.figures().into_iter().find(|f| &f.gate == level) else {
-                let why = verdict.err().unwrap_or_default();
+                let why = verdict.err().map(|e| e.to_string()).unwrap_or_default();
                 let first = why.lines().next().unwrap_or("");
-                return Err(format!(
-                    "error: the curve of `{}` cannot be judged: level `{level}` measured nothing\n  ({first})",
-                    curve.gate
+                return Err(Stop::failed(
+                    FailureKind::Gate,
+                    format!(
+                        "error: the curve of `{}` cannot be judged: level `{level}` measured nothing\n  ({first})",
+                        curve.gate
+                    ),
                 ));
             };
             let label = level
@@ -806,44 +821,34 @@ impl SuiteRun {
                 .unwrap_or(level);
             rows.push((label, f.metrics));
         }
-        judge_curve(&self.suite, curve, &rows)
+        judge_curve(&self.suite, curve, &rows).map_err(|m| Stop::failed(FailureKind::Gate, m))
     }
 
     fn run_gate(&self, index: usize) -> Verdict {
         let gate = &self.suite.gates[index];
         let target = self.connected()?;
         self.config_prerequisite()?;
-        let failed: Vec<&str> = (0..self.suite.probes.len())
+        let failed: Vec<String> = (0..self.suite.probes.len())
             .filter(|&i| self.probe(i).is_err())
-            .map(|i| self.suite.probes[i].name.as_str())
+            .map(|i| self.suite.probes[i].name.clone())
             .collect();
         if !failed.is_empty() {
-            let list: Vec<String> = failed
-                .iter()
-                .map(|n| format!("{}::correctness::{n}", self.label))
-                .collect();
-            return Err(format!(
-                "gated: correctness probe {} failed\n  a performance gate never passes on a server that failed its correctness probes; see {}",
-                failed.join(", "),
-                list.join(", ")
-            ));
+            return Err(Stop::Gated(Cause::Probes {
+                label: self.label.clone(),
+                probes: failed,
+            }));
         }
-        let changed: Vec<&str> = (0..self.suite.probes.len())
+        let changed: Vec<String> = (0..self.suite.probes.len())
             .filter(|&i| {
                 self.suite.probes[i].snapshot == SnapshotMode::Gate && self.snapshot(i).is_err()
             })
-            .map(|i| self.suite.probes[i].name.as_str())
+            .map(|i| self.suite.probes[i].name.clone())
             .collect();
         if !changed.is_empty() {
-            let list: Vec<String> = changed
-                .iter()
-                .map(|n| format!("{}::snapshot::{n}", self.label))
-                .collect();
-            return Err(format!(
-                "gated: snapshot {} changed (`snapshot: gate`)\n  the answer differs from the reviewed one; see {}",
-                changed.join(", "),
-                list.join(", ")
-            ));
+            return Err(Stop::Gated(Cause::Snapshots {
+                label: self.label.clone(),
+                probes: changed,
+            }));
         }
         let mut repeats = Vec::new();
         for _ in 0..gate.repeats {
@@ -858,7 +863,7 @@ impl SuiteRun {
                         &self.suite.file.text,
                         gate.loc,
                     );
-                    out
+                    Stop::failed(FailureKind::Gate, out)
                 })?;
             repeats.push(metrics);
         }
@@ -905,8 +910,15 @@ impl SuiteRun {
                 repeats: gate.repeats,
             });
         }
-        verdict.result
+        verdict
+            .result
+            .map_err(|m| Stop::failed(FailureKind::Gate, m))
     }
+}
+
+/// A probe that ran and failed, with its whole message.
+fn probe_failed(message: String) -> Stop {
+    Stop::failed(FailureKind::Probe, message)
 }
 
 /// The verdict in `slots[index]`, running `run` to fill it the first time.

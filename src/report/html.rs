@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::counts;
-use crate::record::{GateRecord, RunRecord, TrialRecord};
+use crate::record::{GateRecord, RunRecord, TrialOutcome, TrialRecord};
 
 /// Escapes text for HTML.
 fn esc(text: &str) -> String {
@@ -254,10 +254,10 @@ fn prompt_of(request: &serde_json::Value) -> String {
 }
 
 fn trial_row(out: &mut String, t: &TrialRecord) {
-    let (class, mark) = if t.outcome == "passed" {
-        ("pass", "passed")
-    } else {
-        ("fail", "FAILED")
+    let (class, mark) = match t.outcome {
+        TrialOutcome::Passed => ("pass", "passed"),
+        TrialOutcome::Failed => ("fail", "FAILED"),
+        TrialOutcome::Gated => ("fail", "gated"),
     };
     let _ = write!(
         out,
@@ -324,15 +324,11 @@ pub fn render(record: &RunRecord) -> String {
             let _ = write!(
                 out,
                 "<tr class=\"{}\"><td><code>{}</code></td><td><pre>{}</pre></td><td><pre>{}</pre></td><td>{}</td></tr>",
-                if t.outcome == "passed" {
-                    "pass"
-                } else {
-                    "fail"
-                },
+                if t.outcome.passed() { "pass" } else { "fail" },
                 esc(&t.name),
                 esc(&prompt_of(&ex.request)),
                 esc(&ex.content),
-                esc(&t.outcome)
+                t.outcome.name()
             );
         }
         out.push_str("</table>");

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::counts;
-use crate::record::RunRecord;
+use crate::record::{RunRecord, TrialOutcome};
 use crate::suite::metric::{KEY_FIGURES, format_figure};
 
 /// The record as Markdown.
@@ -28,10 +28,10 @@ pub fn render(record: &RunRecord) -> String {
     out.push('\n');
     let _ = writeln!(out, "| trial | outcome | time |\n|---|---|---|");
     for t in &record.trials {
-        let mark = if t.outcome == "passed" {
-            "✅ passed"
-        } else {
-            "❌ failed"
+        let mark = match t.outcome {
+            TrialOutcome::Passed => "✅ passed",
+            TrialOutcome::Failed => "❌ failed",
+            TrialOutcome::Gated => "⛔ gated",
         };
         let _ = writeln!(out, "| `{}` | {mark} | {:.2}s |", t.name, t.duration_s);
     }

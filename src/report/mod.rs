@@ -94,10 +94,6 @@ pub fn publish(info: &RunInfo, rec: &RunRecord) {
 
 /// Passed and failed trials.
 pub fn counts(record: &RunRecord) -> (usize, usize) {
-    let failed = record
-        .trials
-        .iter()
-        .filter(|t| t.outcome != "passed")
-        .count();
+    let failed = record.trials.iter().filter(|t| !t.outcome.passed()).count();
     (record.trials.len() - failed, failed)
 }

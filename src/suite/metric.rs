@@ -333,10 +333,42 @@ pub fn all_keys() -> Vec<String> {
     keys
 }
 
-impl std::str::FromStr for MetricKey {
-    type Err = String;
+/// Why a text is not a metric key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// No metric of that name.
+    #[error("unknown metric `{0}`")]
+    UnknownMetric(String),
+    /// A distribution named without a statistic.
+    #[error("`{0}` is a distribution: name a statistic, e.g. `{0}.p99` or `{0}.mean`")]
+    NeedsStat(String),
+    /// A single figure named with a statistic.
+    #[error("`{0}` is a single figure and takes no statistic")]
+    TakesNoStat(String),
+    /// A statistic that does not exist.
+    #[error("unknown statistic `{stat}` of `{metric}`")]
+    UnknownStat {
+        /// The metric.
+        metric: String,
+        /// The statistic as written.
+        stat: String,
+    },
+}
 
-    fn from_str(text: &str) -> Result<Self, String> {
+impl KeyError {
+    /// Whether the name itself is unknown (a "did you mean" may help).
+    pub fn is_unknown(&self) -> bool {
+        matches!(
+            self,
+            KeyError::UnknownMetric(_) | KeyError::UnknownStat { .. }
+        )
+    }
+}
+
+impl std::str::FromStr for MetricKey {
+    type Err = KeyError;
+
+    fn from_str(text: &str) -> Result<Self, KeyError> {
         let (name, stat) = match text.split_once('.') {
             Some((n, s)) => (n, Some(s)),
             None => (text, None),
@@ -344,25 +376,17 @@ impl std::str::FromStr for MetricKey {
         let metric = Metric::ALL
             .into_iter()
             .find(|m| m.name() == name)
-            .ok_or_else(|| format!("unknown metric `{text}`"))?;
+            .ok_or_else(|| KeyError::UnknownMetric(text.to_owned()))?;
         let stat = match (metric.is_distribution(), stat) {
-            (true, None) => {
-                return Err(format!(
-                    "`{name}` is a distribution: name a statistic, e.g. `{name}.p99` or `{name}.mean`"
-                ));
-            }
-            (false, Some(_)) => {
-                return Err(format!(
-                    "`{name}` is a single figure and takes no statistic"
-                ));
-            }
+            (true, None) => return Err(KeyError::NeedsStat(name.to_owned())),
+            (false, Some(_)) => return Err(KeyError::TakesNoStat(name.to_owned())),
             (false, None) => None,
-            (true, Some(s)) => Some(
-                Stat::ALL
-                    .into_iter()
-                    .find(|st| st.name() == s)
-                    .ok_or_else(|| format!("unknown statistic `{s}` of `{name}`"))?,
-            ),
+            (true, Some(s)) => Some(Stat::ALL.into_iter().find(|st| st.name() == s).ok_or_else(
+                || KeyError::UnknownStat {
+                    metric: name.to_owned(),
+                    stat: s.to_owned(),
+                },
+            )?),
         };
         Ok(MetricKey { metric, stat })
     }
@@ -398,8 +422,10 @@ mod tests {
             "ttft"
                 .parse::<MetricKey>()
                 .unwrap_err()
+                .to_string()
                 .contains("ttft.p99")
         );
+        assert!("latensy.p99".parse::<MetricKey>().unwrap_err().is_unknown());
         assert!("errors.p99".parse::<MetricKey>().is_err());
         assert!("ttft.p42".parse::<MetricKey>().is_err());
         assert_eq!(key("itl.p99.9").stat, Some(Stat::P999));

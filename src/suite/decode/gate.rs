@@ -150,7 +150,7 @@ impl Decoder<'_> {
             let key: MetricKey = match k.name.parse() {
                 Ok(key) => key,
                 Err(e) => {
-                    self.error(Diagnostic::new(k.loc, e));
+                    self.error(Diagnostic::new(k.loc, e.to_string()));
                     continue;
                 }
             };
@@ -512,8 +512,8 @@ impl Decoder<'_> {
             let key: MetricKey = match k.name.parse() {
                 Ok(key) => key,
                 Err(e) => {
-                    let unknown = e.starts_with("unknown");
-                    let mut d = Diagnostic::new(k.loc, e)
+                    let unknown = e.is_unknown();
+                    let mut d = Diagnostic::new(k.loc, e.to_string())
                         .expected("a metric such as `ttft.p99`, `decode_tok_s.mean`, `output_tok_s` or `errors`");
                     if unknown && let Some(close) = did_you_mean(&k.name, &key_refs) {
                         d = d.help(format!("did you mean `{close}`?"));
