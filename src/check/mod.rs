@@ -4,6 +4,7 @@
 pub mod accuracy;
 pub mod assertion;
 pub mod code;
+pub mod contract;
 pub mod failure;
 pub mod sandbox;
 pub mod snapshot;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::session::describe_load;
+use super::gates::describe_load;
 use std::collections::BTreeMap;
 
 use crate::load::baseline::Lookup;

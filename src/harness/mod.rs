@@ -8,8 +8,10 @@
 
 mod compare;
 mod config;
+mod gates;
 mod judge;
 mod outcome;
+mod probes;
 mod recording;
 mod session;
 mod summary;

@@ -1,0 +1,244 @@
+//! Running a suite's probes: each correctness probe once (its request, its
+//! assertions, its contract and determinism checks, or its dataset), and
+//! the snapshot of its answer as a trial of its own.
+
+use std::path::PathBuf;
+
+use futures_util::StreamExt as _;
+
+use super::outcome::{Cause, Stop, Verdict};
+use super::session::{SuiteRun, once};
+use super::target::Connected;
+use crate::check::failure::{Sent, assertions_failed, request_failed};
+use crate::check::{accuracy, contract, evaluate, snapshot};
+use crate::client::CallRequest;
+use crate::record::FailureKind;
+use crate::suite::{DatasetProbe, Input, Probe, SnapshotMode};
+
+impl SuiteRun {
+    /// Runs probe `index` once; later calls return the first verdict.
+    pub fn probe(&self, index: usize) -> Verdict {
+        once(&self.probes, index, || self.run_probe(index))
+    }
+
+    /// Compares probe `index`'s answer with its snapshot (running the probe
+    /// first when it has not run); later calls return the first verdict.
+    pub fn snapshot(&self, index: usize) -> Verdict {
+        once(&self.snapshots, index, || {
+            let probe = &self.suite.probes[index];
+            let target = self.connected()?;
+            let probe_verdict = self.probe(index);
+            let answer = self.answers.lock().ok().and_then(|a| a[index].clone());
+            let Some((text, info)) = answer else {
+                let why = probe_verdict
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
+                return Err(Stop::Gated(Cause::NoAnswer {
+                    label: self.label.clone(),
+                    probe: probe.name.clone(),
+                    why: why.lines().next().unwrap_or("").to_owned(),
+                }));
+            };
+            let file = &self.suite.file;
+            let place = snapshot::Place {
+                root: snapshot::root(&file.root),
+                rel: PathBuf::from(&self.suite.name).join(snapshot::slug(&target.model_id)),
+                name: probe.name.clone(),
+                source: file.in_project(),
+                line: probe.loc.line,
+                description: format!("{}::snapshot::{}", self.label, probe.name),
+                info,
+            };
+            match snapshot::compare(&place, &text, &self.plan.snapshots) {
+                Ok(snapshot::Compared::Matched) => Ok(()),
+                Ok(snapshot::Compared::Recorded(path)) => {
+                    println!(
+                        "servegate: snapshot recorded: {}",
+                        snapshot::shown_path(&path)
+                    );
+                    Ok(())
+                }
+                Err(changed) => Err(Stop::failed(
+                    FailureKind::Snapshot,
+                    changed.message(file, probe.loc, probe.snapshot == SnapshotMode::Gate),
+                )),
+            }
+        })
+    }
+
+    /// `Err` when a config check failed: nothing after it is trusted.
+    pub(super) fn config_prerequisite(&self) -> Result<(), Stop> {
+        let checks = &self.suite.expect_server;
+        let failed: Vec<String> = (0..checks.len())
+            .filter(|&i| self.config(i).is_err())
+            .map(|i| checks[i].name.clone())
+            .collect();
+        if failed.is_empty() {
+            return Ok(());
+        }
+        Err(Stop::Gated(Cause::Config {
+            label: self.label.clone(),
+            checks: failed,
+        }))
+    }
+
+    fn run_probe(&self, index: usize) -> Verdict {
+        let probe = &self.suite.probes[index];
+        let target = self.connected()?;
+        self.config_prerequisite()?;
+        if let Some(ds) = &probe.dataset {
+            return self.run_dataset(target, probe, ds);
+        }
+        let req = CallRequest {
+            input: probe.input.clone(),
+            sampling: probe.sampling.clone(),
+            ignore_eos: false,
+        };
+        let sent = Sent {
+            url: target.client.url(),
+            body: target.client.body(&req),
+        };
+        let file = &self.suite.file;
+        let completion = self
+            .runtime
+            .block_on(target.client.complete(&req))
+            .map_err(|e| probe_failed(request_failed(file, probe.loc, &sent, &e)))?;
+        let mut code_runs = Vec::new();
+        let failed: Vec<_> = probe
+            .expect
+            .iter()
+            .filter_map(|a| {
+                evaluate(a, &completion, &mut code_runs)
+                    .err()
+                    .map(|m| (a, m))
+            })
+            .collect();
+        if let Ok(mut ex) = self.exchanges.lock() {
+            ex.push((
+                probe.name.clone(),
+                crate::record::Exchange {
+                    request: sent.body.clone(),
+                    content: completion.content.clone(),
+                    reasoning: completion.reasoning.clone(),
+                    finish_reason: completion.finish_reason.clone(),
+                    sandbox: code_runs,
+                },
+            ));
+        }
+        let ask = |r: &CallRequest| self.runtime.block_on(target.client.complete(r));
+        let asker = contract::Asker {
+            file,
+            client: &target.client,
+            ask: &ask,
+        };
+        let mut problems =
+            contract::contract(&asker, probe, &req, &completion).map_err(probe_failed)?;
+        if let Some(n) = probe.deterministic {
+            problems.extend(
+                contract::determinism(&asker, &req, &completion, n, probe.loc)
+                    .map_err(probe_failed)?,
+            );
+        }
+        if probe.snapshot != SnapshotMode::Off
+            && let Ok(mut answers) = self.answers.lock()
+        {
+            answers[index] = Some((
+                snapshot::render(&completion),
+                serde_json::json!({
+                    "request": sent.body,
+                    "model": target.model_id,
+                    "server_version": target.server_version,
+                    "api": self.suite.target.api.name(),
+                }),
+            ));
+        }
+        if failed.is_empty() && problems.is_empty() {
+            Ok(())
+        } else {
+            Err(probe_failed(assertions_failed(
+                file,
+                &sent,
+                &completion,
+                &failed,
+                &problems,
+            )))
+        }
+    }
+
+    /// Asks every scored item of a dataset, `concurrency` at a time, grades
+    /// the answers and judges the accuracy.
+    fn run_dataset(&self, target: &Connected, probe: &Probe, ds: &DatasetProbe) -> Verdict {
+        let system = match &probe.input {
+            Input::Prompt { system, .. } => system.clone(),
+            Input::Messages(_) => None,
+        };
+        let items = accuracy::scored(ds);
+        let requests: Vec<CallRequest> = items
+            .iter()
+            .map(|item| CallRequest {
+                input: Input::Prompt {
+                    system: system.clone(),
+                    prompt: accuracy::prompt(ds, item),
+                },
+                sampling: probe.sampling.clone(),
+                ignore_eos: false,
+            })
+            .collect();
+        let client = &target.client;
+        let answers = self.runtime.block_on(
+            futures_util::stream::iter(&requests)
+                .map(|req| client.complete(req))
+                .buffered(ds.concurrency)
+                .collect::<Vec<_>>(),
+        );
+        let results: Vec<accuracy::ItemResult> = items
+            .iter()
+            .zip(answers)
+            .map(|(item, answer)| {
+                let expected = accuracy::reference(&item.answer).to_owned();
+                match answer {
+                    Ok(c) => {
+                        let (extracted, correct) = accuracy::grade(&ds.extract, &c.content, item);
+                        accuracy::ItemResult {
+                            line: item.line,
+                            expected,
+                            extracted,
+                            correct,
+                            answer: c.content.chars().take(300).collect(),
+                            error: false,
+                        }
+                    }
+                    Err(e) => accuracy::ItemResult {
+                        line: item.line,
+                        expected,
+                        extracted: None,
+                        correct: false,
+                        answer: e.to_string(),
+                        error: true,
+                    },
+                }
+            })
+            .collect();
+        let verdict = accuracy::judge(&self.suite.file, ds, &results).map_err(|mut out| {
+            if let Some(first) = requests.first() {
+                out.push('\n');
+                Sent {
+                    url: client.url(),
+                    body: client.body(first),
+                }
+                .write_to(&mut out);
+            }
+            out
+        });
+        if let Ok(mut d) = self.datasets.lock() {
+            d.push((probe.name.clone(), ds.path.clone(), results));
+        }
+        verdict.map_err(probe_failed)
+    }
+}
+
+/// A probe that ran and failed, with its whole message.
+fn probe_failed(message: String) -> Stop {
+    Stop::failed(FailureKind::Probe, message)
+}
