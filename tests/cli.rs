@@ -280,6 +280,48 @@ fn failed_thresholds_show_value_bound_and_sample_size() {
     );
 }
 
+/// llama.cpp's native dialect end to end: its probe passes, its counts come
+/// from `tokens_predicted`, the server's own timings are printed beside the
+/// client's and hold a gate; the same gate on a dialect without timings
+/// cannot measure, says why, and fails.
+#[test]
+fn server_timings_hold_a_gate_only_where_the_dialect_reports_them() {
+    let out = run_expecting(
+        &[
+            "run",
+            "tests/suites/server-timings.yaml",
+            "tests/suites/no-server-timings.yaml",
+        ],
+        1,
+    );
+    assert_eq!(
+        verdict(&out, "server_timings::correctness::arithmetic"),
+        "ok"
+    );
+    assert_eq!(verdict(&out, "server_timings::performance::decode"), "ok");
+    assert_has(
+        &out,
+        &[
+            "api llamacpp-completion, served model \"sim-sglang\"",
+            "counts from tokens_predicted ×4",
+            "server's own timings (n=4): prompt mean ",
+            "pass server_decode_tok_s.mean >= 1.0 tok/s (measured ",
+        ],
+    );
+    assert_eq!(
+        verdict(&out, "no_server_timings::performance::decode"),
+        "FAILED"
+    );
+    let none = failure_of(&out, "no_server_timings::performance::decode");
+    assert_has(
+        &none,
+        &[
+            "measured: server_decode_tok_s.mean = nothing",
+            "2 requests succeeded, but this figure needs an API whose server reports its own timings (`api: llamacpp-completion`)",
+        ],
+    );
+}
+
 #[test]
 fn bench_client_prints_its_ceiling_and_timing_error() {
     let o = servegate(&[

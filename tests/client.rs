@@ -60,6 +60,7 @@ async fn every_api_streams_the_same_answer_with_server_counts() {
         (Api::OpenAiChat, TokenSource::ServerUsage),
         (Api::OpenAiCompletions, TokenSource::ServerUsage),
         (Api::SglangGenerate, TokenSource::MetaInfo),
+        (Api::LlamacppCompletion, TokenSource::TokensPredicted),
     ] {
         let c = client(&s.base_url(), api)
             .complete(&ask("What is 2+2?", 64, false))
@@ -78,13 +79,49 @@ async fn every_api_streams_the_same_answer_with_server_counts() {
             "{api:?}"
         );
         assert!(t.first_token.unwrap() <= t.end, "{api:?}");
+        // Only llama.cpp's native stream carries the server's own timings.
+        assert_eq!(
+            c.server_timings.is_some(),
+            api == Api::LlamacppCompletion,
+            "{api:?}"
+        );
     }
+}
+
+/// llama.cpp's `/completion`: counts in every event, the reason it stopped,
+/// and the server's own prompt and decode times beside the client's.
+#[tokio::test]
+async fn llamacpp_completion_sets_the_servers_timings_beside_the_clients() {
+    let s = simulator(PROFILE);
+    let c = client(&s.base_url(), Api::LlamacppCompletion)
+        .complete(&ask("What is 2+2?", 40, true))
+        .await
+        .unwrap();
+    assert_eq!(c.completion_tokens, 40);
+    assert_eq!(c.finish_reason.as_deref(), Some("length"));
+    let server = c.server_timings.expect("timings in the stop event");
+    assert_eq!(server.predicted_n, 40);
+    assert_eq!(Some(server.prompt_n), c.usage.and_then(|u| u.prompt_tokens));
+    // The server's clock runs inside the client's: its prompt time is at
+    // least the simulator's 5 ms TTFT, and its prompt and decode times fit
+    // within the time the client waited for the whole answer.
+    let client_end = c.timing.end.as_secs_f64() * 1000.0;
+    assert!(
+        server.prompt_ms >= 5.0
+            && server.predicted_ms > 0.0
+            && server.prompt_ms + server.predicted_ms <= client_end,
+        "{server:?} vs the whole answer in {client_end} ms"
+    );
 }
 
 #[tokio::test]
 async fn ignore_eos_generates_exactly_max_tokens() {
     let s = simulator(PROFILE);
-    for api in [Api::OpenAiChat, Api::SglangGenerate] {
+    for api in [
+        Api::OpenAiChat,
+        Api::SglangGenerate,
+        Api::LlamacppCompletion,
+    ] {
         let c = client(&s.base_url(), api)
             .complete(&ask("What is 2+2?", 40, true))
             .await
@@ -119,13 +156,15 @@ async fn reasoning_is_kept_apart_from_content_and_starts_ttft() {
     assert_eq!(c.completion_tokens, 6);
 }
 
-/// A server that sends `parts` with the given delays, then closes.
+/// A server that answers `path` with `parts` at the given delays, then
+/// closes.
 async fn scripted(
+    path: &str,
     status: StatusCode,
     parts: Vec<(u64, &'static [u8])>,
 ) -> (String, tokio::task::JoinHandle<()>) {
     let app = Router::new().route(
-        "/v1/chat/completions",
+        path,
         post(move || {
             let parts = parts.clone();
             async move {
@@ -160,8 +199,22 @@ async fn fail(
     parts: Vec<(u64, &'static [u8])>,
     t: Timeouts,
 ) -> servegate::client::CallError {
-    let (url, _task) = scripted(status, parts).await;
-    Client::new(&url, Api::OpenAiChat, "m", None, t)
+    fail_in(Api::OpenAiChat, status, parts, t).await
+}
+
+async fn fail_in(
+    api: Api,
+    status: StatusCode,
+    parts: Vec<(u64, &'static [u8])>,
+    t: Timeouts,
+) -> servegate::client::CallError {
+    let client = Client::new("http://127.0.0.1:1", api, "m", None, t).unwrap();
+    let path = client
+        .url()
+        .trim_start_matches(client.base_url())
+        .to_owned();
+    let (url, _task) = scripted(&path, status, parts).await;
+    Client::new(&url, api, "m", None, t)
         .unwrap()
         .complete(&ask("x", 8, false))
         .await
@@ -218,6 +271,38 @@ async fn malformed_chunks_and_cut_streams_are_protocol_errors() {
     assert_eq!(e.kind, ErrorKind::Protocol);
     assert!(e.detail.contains("[DONE]"), "{e}");
     assert_eq!(e.partial, "hihi");
+    // llama.cpp's stream ends with its `"stop": true` event instead; one
+    // cut before it is cut short too, and says what was missing.
+    let event: &[u8] = b"data: {\"content\":\"hi\",\"stop\":false,\"tokens_predicted\":1}\n\n";
+    let e = fail_in(
+        Api::LlamacppCompletion,
+        StatusCode::OK,
+        vec![(0, event), (0, event)],
+        timeouts(),
+    )
+    .await;
+    assert_eq!(e.kind, ErrorKind::Protocol);
+    assert!(
+        e.detail.contains("without an event with `\"stop\": true`"),
+        "{e}"
+    );
+    assert_eq!(e.partial, "hihi");
+    // Its error object is an error in the stream.
+    let e = fail_in(
+        Api::LlamacppCompletion,
+        StatusCode::OK,
+        vec![
+            (0, event),
+            (
+                0,
+                b"data: {\"error\":{\"code\":500,\"message\":\"failed to decode\"}}\n\n",
+            ),
+        ],
+        timeouts(),
+    )
+    .await;
+    assert_eq!(e.kind, ErrorKind::InStream);
+    assert!(e.detail.contains("failed to decode"), "{e}");
 }
 
 #[tokio::test]

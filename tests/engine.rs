@@ -119,6 +119,33 @@ fn buggy_is_prime(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
     )
 }
 
+/// llama.cpp's own `/completion` dialect: the probe and its contract checks
+/// pass through it, and the server's own timings stand beside the client's
+/// figures and hold a gate.
+fn native_completion(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
+    let (o, out) = servegate(
+        &["run", "tests/suites/llama-completion.yaml"],
+        server,
+        model,
+    );
+    for line in out.lines().filter(|l| l.contains("server's own timings")) {
+        println!("  llama-completion:{line}");
+    }
+    expect(
+        &o,
+        &out,
+        0,
+        "the suite failed through llama.cpp's /completion",
+        &[
+            "api llamacpp-completion, served model \"smollm2-135m\"",
+            "test llama-completion::correctness::arithmetic    ... ok",
+            "counts from tokens_predicted ×3",
+            "server's own timings (n=3): prompt mean ",
+            "pass server_decode_tok_s.mean >= 4.0 tok/s (measured ",
+        ],
+    )
+}
+
 /// One trial at a time: each launches a server, and the performance gates
 /// measure it. (Two libtest threads, so that libtest prints each trial's
 /// line after it ran and what a trial prints comes before its line.)
@@ -141,6 +168,10 @@ fn main() {
             shipped_suite as fn(&PathBuf, &PathBuf) -> Result<(), Failed>,
         ),
         ("real_engine::buggy_is_prime_is_caught", buggy_is_prime),
+        (
+            "real_engine::native_completion_reports_server_timings",
+            native_completion,
+        ),
     ]
     .into_iter()
     .map(|(name, f)| {

@@ -1,13 +1,16 @@
-//! Wire types: request bodies per API, and the lenient chunk shapes that
-//! SGLang, vLLM and llama.cpp send (unknown fields are ignored; `content` may
-//! be null or absent; reasoning arrives as `reasoning_content` or `reasoning`).
+//! What every dialect shares: the request independent of its API, the input
+//! as messages or plain text, token counts, the two shapes of an error, and
+//! the lenient OpenAI-compatible chunk that SGLang, vLLM and llama.cpp send
+//! (unknown fields are ignored; `content` may be null or absent; reasoning
+//! arrives as `reasoning_content` or `reasoning`), which also reads an error
+//! body of any of them.
 
 use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::suite::{Api, Input, Sampling};
+use crate::suite::{Input, Sampling};
 
 /// What one call sends, independent of the API.
 #[derive(Debug, Clone)]
@@ -20,85 +23,44 @@ pub struct CallRequest {
     pub ignore_eos: bool,
 }
 
-/// The URL path of an API.
-pub fn path(api: Api) -> &'static str {
-    match api {
-        Api::OpenAiChat => "/v1/chat/completions",
-        Api::OpenAiCompletions => "/v1/completions",
-        Api::SglangGenerate => "/generate",
-    }
+/// How a dialect names the sampling parameters whose names differ between
+/// APIs.
+#[derive(Debug, Clone, Copy)]
+pub struct SamplingNames {
+    /// The most tokens to generate (`max_tokens`, `max_new_tokens`,
+    /// `n_predict`).
+    pub max_tokens: &'static str,
+    /// The sampling seed (`seed`, `sampling_seed`).
+    pub seed: &'static str,
 }
 
-/// The JSON body of a streaming request.
-pub fn body(api: Api, model: &str, req: &CallRequest) -> Value {
+/// Sets the sampling parameters `req` has on the JSON object `obj`, named
+/// as `names` says; `ignore_eos` is an extension SGLang, vLLM and llama.cpp
+/// all honour.
+pub fn put_sampling(obj: &mut Value, req: &CallRequest, names: SamplingNames) {
     let s = &req.sampling;
-    match api {
-        Api::OpenAiChat | Api::OpenAiCompletions => {
-            // Usage on every chunk (SGLang, vLLM) gives exact tokens per
-            // chunk; servers that do not know the option ignore it.
-            let mut b = json!({
-                "model": model,
-                "stream": true,
-                "stream_options": {"include_usage": true, "continuous_usage_stats": true},
-            });
-            if api == Api::OpenAiChat {
-                b["messages"] = messages(&req.input);
-            } else {
-                b["prompt"] = Value::String(prompt_text(&req.input));
-            }
-            if let Some(t) = s.temperature {
-                b["temperature"] = json!(t);
-            }
-            if let Some(m) = s.max_tokens {
-                b["max_tokens"] = json!(m);
-            }
-            if let Some(seed) = s.seed {
-                b["seed"] = json!(seed);
-            }
-            if let Some(p) = s.top_p {
-                b["top_p"] = json!(p);
-            }
-            if let Some(stop) = &s.stop {
-                b["stop"] = json!(stop);
-            }
-            if req.ignore_eos {
-                // An extension honoured by SGLang, vLLM and llama.cpp.
-                b["ignore_eos"] = json!(true);
-            }
-            if let Some(k) = &s.chat_template_kwargs {
-                b["chat_template_kwargs"] = k.clone();
-            }
-            if let Some(sep) = s.separate_reasoning {
-                b["separate_reasoning"] = json!(sep);
-            }
-            b
-        }
-        Api::SglangGenerate => {
-            let mut sp = json!({});
-            if let Some(t) = s.temperature {
-                sp["temperature"] = json!(t);
-            }
-            if let Some(m) = s.max_tokens {
-                sp["max_new_tokens"] = json!(m);
-            }
-            if let Some(seed) = s.seed {
-                sp["sampling_seed"] = json!(seed);
-            }
-            if let Some(p) = s.top_p {
-                sp["top_p"] = json!(p);
-            }
-            if let Some(stop) = &s.stop {
-                sp["stop"] = json!(stop);
-            }
-            if req.ignore_eos {
-                sp["ignore_eos"] = json!(true);
-            }
-            json!({"text": prompt_text(&req.input), "sampling_params": sp, "stream": true})
-        }
+    if let Some(t) = s.temperature {
+        obj["temperature"] = json!(t);
+    }
+    if let Some(m) = s.max_tokens {
+        obj[names.max_tokens] = json!(m);
+    }
+    if let Some(seed) = s.seed {
+        obj[names.seed] = json!(seed);
+    }
+    if let Some(p) = s.top_p {
+        obj["top_p"] = json!(p);
+    }
+    if let Some(stop) = &s.stop {
+        obj["stop"] = json!(stop);
+    }
+    if req.ignore_eos {
+        obj["ignore_eos"] = json!(true);
     }
 }
 
-fn messages(input: &Input) -> Value {
+/// The conversation as chat `messages`.
+pub fn messages(input: &Input) -> Value {
     match input {
         Input::Prompt { system, prompt } => {
             let mut m = Vec::new();
@@ -242,32 +204,4 @@ pub struct Delta<'a> {
     /// Reasoning text under the newer vLLM name.
     #[serde(default, borrow)]
     pub reasoning: Option<Cow<'a, str>>,
-}
-
-/// One chunk of SGLang's native `/generate` stream.
-#[derive(Debug, Deserialize)]
-pub struct GenerateChunk<'a> {
-    /// Cumulative text so far.
-    #[serde(default, borrow)]
-    pub text: Option<Cow<'a, str>>,
-    /// Counts and finish reason.
-    #[serde(default)]
-    pub meta_info: Option<MetaInfo>,
-    /// An error object sent in place of a chunk.
-    #[serde(default, borrow)]
-    pub error: Option<ErrorValue<'a>>,
-}
-
-/// SGLang's `meta_info`.
-#[derive(Debug, Deserialize)]
-pub struct MetaInfo {
-    /// Prompt tokens.
-    #[serde(default)]
-    pub prompt_tokens: Option<u64>,
-    /// Generated tokens so far.
-    #[serde(default)]
-    pub completion_tokens: Option<u64>,
-    /// `{"type": "length" | "stop", ...}` on the last chunk.
-    #[serde(default)]
-    pub finish_reason: Option<Value>,
 }

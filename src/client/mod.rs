@@ -1,6 +1,8 @@
-//! The streaming client: OpenAI chat/completions and SGLang `/generate`.
+//! The streaming client: one timed call per request, in any of the
+//! dialects under [`dialect`].
 
 pub mod api;
+pub mod dialect;
 pub mod error;
 mod raw;
 mod recv;

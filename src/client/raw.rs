@@ -112,7 +112,7 @@ impl Pool {
         &self,
         path: &str,
         body: &[u8],
-        api_key: Option<&str>,
+        auth: Option<(&str, &str)>,
         connect: Duration,
         head_deadline: Instant,
     ) -> Result<Response, HeadError> {
@@ -122,9 +122,10 @@ impl Pool {
             self.endpoint.authority,
             body.len()
         );
-        if let Some(key) = api_key {
-            request.push_str("Authorization: Bearer ");
-            request.push_str(key);
+        if let Some((name, value)) = auth {
+            request.push_str(name);
+            request.push_str(": ");
+            request.push_str(value);
             request.push_str("\r\n");
         }
         request.push_str("\r\n");

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt as _;
 use tokio::time::timeout_at;
 
-use super::api::{self, CallRequest, GenerateChunk, OpenAiChunk, Usage};
+use super::api::{CallRequest, OpenAiChunk, Usage};
+use super::dialect::{self, Counts, Dialect, EventError, Events, ServerTimings};
 use super::error::{CallError, Deadline, ErrorKind, excerpt, source_chain};
 use super::raw;
 use super::sse::SseParser;
@@ -17,10 +18,14 @@ use crate::units::format_bytes;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenSource {
-    /// `usage.completion_tokens` of an OpenAI-compatible stream.
+    /// The server's count at the end of the stream (`usage` of an
+    /// OpenAI-compatible stream, `tokens_predicted` of llama.cpp's).
     ServerUsage,
-    /// `meta_info.completion_tokens` of SGLang's native stream.
+    /// The count in every chunk of SGLang's native stream (`meta_info`).
     MetaInfo,
+    /// The count in every event of llama.cpp's native stream
+    /// (`tokens_predicted`).
+    TokensPredicted,
     /// Token-bearing chunks counted by the client (no server count).
     #[default]
     ChunkCount,
@@ -32,6 +37,7 @@ impl TokenSource {
         match self {
             TokenSource::ServerUsage => "server usage",
             TokenSource::MetaInfo => "meta_info",
+            TokenSource::TokensPredicted => "tokens_predicted",
             TokenSource::ChunkCount => "chunk count",
         }
     }
@@ -79,6 +85,8 @@ pub struct Completion {
     pub completion_tokens: u64,
     /// Where `completion_tokens` came from.
     pub token_source: TokenSource,
+    /// The server's own timings, where its dialect reports them.
+    pub server_timings: Option<ServerTimings>,
     /// Timestamps.
     pub timing: Timing,
 }
@@ -88,9 +96,10 @@ pub struct Completion {
 pub struct Client {
     http: reqwest::Client,
     base_url: String,
-    api: Api,
+    dialect: &'static dyn Dialect,
     model: String,
-    api_key: Option<String>,
+    /// The header that carries the API key, when there is one.
+    auth: Option<(&'static str, String)>,
     timeouts: Timeouts,
     limits: ReadLimits,
     /// Keep-alive connections for `http://` servers; `None` sends through reqwest.
@@ -112,12 +121,13 @@ impl Client {
             .tcp_nodelay(true)
             .build()
             .map_err(|e| CallError::new(ErrorKind::Transport, e.to_string()))?;
+        let dialect = dialect::of(api);
         Ok(Self {
             http,
             base_url: base_url.to_owned(),
-            api,
+            dialect,
             model: model.to_owned(),
-            api_key,
+            auth: api_key.map(|k| dialect.authorization(&k)),
             timeouts,
             limits: ReadLimits::default(),
             raw: raw::Endpoint::parse(base_url).map(raw::Pool::new),
@@ -131,6 +141,11 @@ impl Client {
             limits,
             ..self.clone()
         }
+    }
+
+    /// Where the served model's id is asked (the dialect's paths).
+    pub fn discovery(&self) -> &'static [(&'static str, &'static str)] {
+        self.dialect.discovery()
     }
 
     /// The server root.
@@ -149,12 +164,12 @@ impl Client {
 
     /// The full URL requests go to.
     pub fn url(&self) -> String {
-        format!("{}{}", self.base_url, api::path(self.api))
+        format!("{}{}", self.base_url, self.dialect.path())
     }
 
     /// The JSON body a request sends, for failure messages.
     pub fn body(&self, req: &CallRequest) -> serde_json::Value {
-        api::body(self.api, &self.model, req)
+        self.dialect.body(&self.model, req)
     }
 
     /// How long a small request (not a generation) may take in all: its
@@ -176,8 +191,8 @@ impl Client {
         path: &str,
         deadline: tokio::time::Instant,
     ) -> Result<reqwest::Response, CallError> {
-        if let Some(key) = &self.api_key {
-            req = req.bearer_auth(key);
+        if let Some((name, value)) = &self.auth {
+            req = req.header(*name, value);
         }
         let (which, limit) = self.small_deadline();
         timeout_at(deadline, req.send())
@@ -252,19 +267,18 @@ impl Client {
             CallError::new(ErrorKind::Timeout(which.0, which.1), "no response headers")
         };
         let head_deadline = deadlines.first_at.min(deadlines.total_at);
-        let mut reader = StreamReader::new(self.api, sent, self.limits.answer, body.len());
+        let mut reader = StreamReader::new(self.dialect, sent, self.limits.answer, body.len());
         reader.keep_text = keep_text;
         reader.max_marks = req
             .sampling
             .max_tokens
             .map_or(MAX_MARKS, |m| (2 * m as usize + 16).min(MAX_MARKS));
         if let Some(pool) = &self.raw {
-            let path = api::path(self.api);
             let mut response = match pool
                 .post(
-                    path,
+                    self.dialect.path(),
                     &body,
-                    self.api_key.as_deref(),
+                    self.auth.as_ref().map(|(n, v)| (*n, v.as_str())),
                     t.connect,
                     head_deadline,
                 )
@@ -293,8 +307,8 @@ impl Client {
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .body(body);
-        if let Some(key) = &self.api_key {
-            builder = builder.bearer_auth(key);
+        if let Some((name, value)) = &self.auth {
+            builder = builder.header(*name, value);
         }
         let response = match timeout_at(head_deadline, builder.send()).await {
             Err(_) => return Err(head_timeout()),
@@ -508,7 +522,7 @@ fn classify_send_error(e: &reqwest::Error, connect: Duration) -> CallError {
 
 /// Parses a response body as it arrives and accumulates the completion.
 struct StreamReader {
-    api: Api,
+    dialect: &'static dyn Dialect,
     sent: Instant,
     sse: SseParser,
     timing: Timing,
@@ -516,10 +530,13 @@ struct StreamReader {
     reasoning: String,
     finish_reason: Option<String>,
     usage: Option<Usage>,
-    meta_tokens: Option<u64>,
-    usage_seen: u64,
+    /// The highest completion count the server reported.
+    reported: Option<u64>,
     chunk_tokens: u64,
+    server_timings: Option<ServerTimings>,
     done: bool,
+    /// What the event being read said.
+    event: EventSaid,
     /// Cap on content and reasoning together.
     max_answer: u64,
     /// Whether the text is kept (probes) or only counted (gates).
@@ -535,6 +552,20 @@ struct StreamReader {
     received: u64,
 }
 
+/// What one event said, gathered while its dialect reads it and applied
+/// after: the marks and checks are the reader's, the same for every dialect.
+#[derive(Debug, Default)]
+struct EventSaid {
+    /// New answer text came.
+    content: bool,
+    /// New reasoning text came.
+    reasoning: bool,
+    /// The completion count it reported.
+    completion: Option<u64>,
+    /// Why it cannot be true, when it cannot.
+    broken: Option<CallError>,
+}
+
 /// Most token-bearing chunks kept per request (16 bytes each): a million is
 /// far past any real answer.
 const MAX_MARKS: usize = 1 << 20;
@@ -543,10 +574,77 @@ const MAX_MARKS: usize = 1 << 20;
 /// templates add tokens the request does not carry).
 const PROMPT_SLACK: u64 = 65_536;
 
+impl Events for StreamReader {
+    fn content(&mut self, text: &str) {
+        self.content_len += text.len();
+        if self.keep_text {
+            self.content.push_str(text);
+        }
+        self.event.content = true;
+    }
+
+    fn content_so_far(&mut self, text: &str) {
+        let had = self.content_len;
+        if text.len() >= had && text.is_char_boundary(had) {
+            if text.len() > had {
+                self.content(&text[had..]);
+            }
+        } else {
+            self.event.broken.get_or_insert(CallError::new(
+                ErrorKind::Protocol,
+                "cumulative `text` shrank or changed between chunks",
+            ));
+        }
+    }
+
+    fn reasoning(&mut self, text: &str) {
+        self.reasoning_len += text.len();
+        if self.keep_text {
+            self.reasoning.push_str(text);
+        }
+        self.event.reasoning = true;
+    }
+
+    fn finish(&mut self, reason: &str) {
+        self.finish_reason = Some(reason.to_owned());
+    }
+
+    fn prompt_tokens(&mut self, field: &'static str, n: u64) {
+        match Self::plausible(field, n, self.sent_bytes, PROMPT_SLACK) {
+            Ok(()) => self.usage.get_or_insert_default().prompt_tokens = Some(n),
+            Err(e) => {
+                self.event.broken.get_or_insert(e);
+            }
+        }
+    }
+
+    fn completion_tokens(&mut self, field: &'static str, n: u64) {
+        match Self::plausible(field, n, self.received, 0) {
+            Ok(()) => self.event.completion = Some(n),
+            Err(e) => {
+                self.event.broken.get_or_insert(e);
+            }
+        }
+    }
+
+    fn timings(&mut self, timings: ServerTimings) {
+        self.server_timings = Some(timings);
+    }
+
+    fn end(&mut self) {
+        self.done = true;
+    }
+}
+
 impl StreamReader {
-    fn new(api: Api, sent: Instant, max_answer: u64, sent_bytes: usize) -> Self {
+    fn new(
+        dialect: &'static dyn Dialect,
+        sent: Instant,
+        max_answer: u64,
+        sent_bytes: usize,
+    ) -> Self {
         Self {
-            api,
+            dialect,
             sent,
             sse: SseParser::new(),
             timing: Timing::default(),
@@ -554,10 +652,11 @@ impl StreamReader {
             reasoning: String::new(),
             finish_reason: None,
             usage: None,
-            meta_tokens: None,
-            usage_seen: 0,
+            reported: None,
             chunk_tokens: 0,
+            server_timings: None,
             done: false,
+            event: EventSaid::default(),
             max_answer,
             keep_text: true,
             content_len: 0,
@@ -565,20 +664,6 @@ impl StreamReader {
             max_marks: MAX_MARKS,
             sent_bytes: sent_bytes as u64,
             received: 0,
-        }
-    }
-
-    fn push_content(&mut self, text: &str) {
-        self.content_len += text.len();
-        if self.keep_text {
-            self.content.push_str(text);
-        }
-    }
-
-    fn push_reasoning(&mut self, text: &str) {
-        self.reasoning_len += text.len();
-        if self.keep_text {
-            self.reasoning.push_str(text);
         }
     }
 
@@ -670,148 +755,66 @@ impl StreamReader {
             self.done = true;
             return Ok(());
         }
-        let shown = |max: usize| excerpt(&String::from_utf8_lossy(trimmed), max);
         if trimmed.is_empty() {
             return Ok(());
         }
-        let bad_json = |e: serde_json::Error| {
+        let shown = |max: usize| excerpt(&String::from_utf8_lossy(trimmed), max);
+        self.event = EventSaid::default();
+        let dialect = self.dialect;
+        match dialect.event(trimmed, self) {
             // An `event: error` whose data is not a chunk is still an error.
-            if is_error_event {
-                return CallError::new(ErrorKind::InStream, shown(500));
+            Err(EventError::NotJson(_)) | Ok(()) if is_error_event => {
+                return Err(CallError::new(ErrorKind::InStream, shown(500)));
             }
-            CallError::new(
-                ErrorKind::Protocol,
-                format!("chunk is not valid JSON ({e}): {}", shown(300)),
-            )
-        };
-        let in_stream = |msg: Option<String>| match msg {
-            Some(m) => Err(CallError::new(ErrorKind::InStream, m)),
-            None if is_error_event => Err(CallError::new(ErrorKind::InStream, shown(500))),
-            None => Ok(()),
-        };
-        match self.api {
-            Api::OpenAiChat | Api::OpenAiCompletions => {
-                let chunk: OpenAiChunk<'_> = serde_json::from_slice(trimmed).map_err(bad_json)?;
-                in_stream(chunk.error_message())?;
-                let mut reasoning = false;
-                let mut content = false;
-                for choice in &chunk.choices {
-                    if let Some(d) = &choice.delta {
-                        for r in [&d.reasoning_content, &d.reasoning].into_iter().flatten() {
-                            if !r.is_empty() {
-                                self.push_reasoning(r);
-                                reasoning = true;
-                            }
-                        }
-                        if let Some(c) = &d.content
-                            && !c.is_empty()
-                        {
-                            self.push_content(c);
-                            content = true;
-                        }
-                    }
-                    if let Some(t) = &choice.text
-                        && !t.is_empty()
-                    {
-                        self.push_content(t);
-                        content = true;
-                    }
-                    if let Some(f) = &choice.finish_reason {
-                        self.finish_reason = Some(f.to_string());
-                    }
-                }
-                if let Some(u) = &chunk.usage {
-                    self.check_usage(u)?;
-                }
-                // With usage on every chunk the count is cumulative: the
-                // difference is this chunk's tokens.
-                let cumulative = chunk.usage.and_then(|u| u.completion_tokens);
-                if reasoning || content {
-                    let tokens = cumulative.map_or(1, |n| n.saturating_sub(self.usage_seen).max(1));
-                    self.mark(now, u32::try_from(tokens).unwrap_or(u32::MAX), content);
-                }
-                // A high-water mark: a count that goes down and up again
-                // must not add its rise twice.
-                if let Some(n) = cumulative {
-                    self.usage_seen = self.usage_seen.max(n);
-                }
-                if let Some(u) = chunk.usage {
-                    self.usage = Some(u);
-                }
+            Err(EventError::NotJson(e)) => {
+                return Err(CallError::new(
+                    ErrorKind::Protocol,
+                    format!("chunk is not valid JSON ({e}): {}", shown(300)),
+                ));
             }
-            Api::SglangGenerate => {
-                let chunk: GenerateChunk<'_> = serde_json::from_slice(trimmed).map_err(bad_json)?;
-                in_stream(chunk.error.as_ref().map(super::api::ErrorValue::message))?;
-                let mut new_tokens = None;
-                if let Some(meta) = &chunk.meta_info {
-                    if let Some(n) = meta.completion_tokens {
-                        Self::plausible("meta_info.completion_tokens", n, self.received, 0)?;
-                        let before = self.meta_tokens.unwrap_or(0);
-                        new_tokens = Some(n.saturating_sub(before));
-                        self.meta_tokens = Some(n.max(before));
-                    }
-                    if let Some(p) = meta.prompt_tokens {
-                        Self::plausible(
-                            "meta_info.prompt_tokens",
-                            p,
-                            self.sent_bytes,
-                            PROMPT_SLACK,
-                        )?;
-                        let u = self.usage.get_or_insert_with(Usage::default);
-                        u.prompt_tokens = Some(p);
-                    }
-                    if let Some(f) = &meta.finish_reason
-                        && !f.is_null()
-                    {
-                        self.finish_reason = Some(
-                            f.get("type")
-                                .and_then(|t| t.as_str())
-                                .or_else(|| f.as_str())
-                                .unwrap_or("unknown")
-                                .to_owned(),
-                        );
-                    }
-                }
-                if let Some(text) = &chunk.text {
-                    // `text` is cumulative: take the new suffix.
-                    let had = self.content_len;
-                    let suffix = if text.len() >= had && text.is_char_boundary(had) {
-                        &text[had..]
-                    } else {
-                        return Err(CallError::new(
-                            ErrorKind::Protocol,
-                            "cumulative `text` shrank or changed between chunks",
-                        ));
-                    };
-                    let appended = !suffix.is_empty();
-                    self.push_content(suffix);
-                    let tokens = new_tokens.unwrap_or(u64::from(appended));
-                    if tokens > 0 {
-                        self.mark(now, u32::try_from(tokens).unwrap_or(u32::MAX), true);
-                    }
+            Err(EventError::Server(m)) => return Err(CallError::new(ErrorKind::InStream, m)),
+            Ok(()) => {}
+        }
+        let said = std::mem::take(&mut self.event);
+        if let Some(e) = said.broken {
+            return Err(e);
+        }
+        let before = self.reported;
+        if let Some(n) = said.completion {
+            // A high-water mark: a count that goes down and up again must
+            // not add its rise twice.
+            self.reported = Some(before.map_or(n, |b| b.max(n)));
+            self.usage.get_or_insert_default().completion_tokens = Some(n);
+        }
+        let rise = said
+            .completion
+            .map(|n| n.saturating_sub(before.unwrap_or(0)));
+        match dialect.counts() {
+            // The count is cumulative: its rise is this chunk's tokens; text
+            // whose count did not rise is one token.
+            Counts::Usage if said.content || said.reasoning => {
+                self.mark(now, rise.map_or(1, |r| r.max(1)), said.content);
+            }
+            Counts::Usage => {}
+            // A count in every chunk: a rise without new text is a token too
+            // (an end-of-sequence token, a special token).
+            Counts::EveryChunk => {
+                let tokens = rise.unwrap_or(u64::from(said.content || said.reasoning));
+                if tokens > 0 {
+                    self.mark(now, tokens, !said.reasoning);
                 }
             }
         }
         Ok(())
     }
 
-    /// Every count of a usage object, checked.
-    fn check_usage(&self, u: &Usage) -> Result<(), CallError> {
-        if let Some(n) = u.completion_tokens {
-            Self::plausible("usage.completion_tokens", n, self.received, 0)?;
-        }
-        if let Some(n) = u.prompt_tokens {
-            Self::plausible("usage.prompt_tokens", n, self.sent_bytes, PROMPT_SLACK)?;
-        }
-        Ok(())
-    }
-
-    fn mark(&mut self, at: Duration, tokens: u32, content: bool) {
+    fn mark(&mut self, at: Duration, tokens: u64, content: bool) {
         self.timing.first_token.get_or_insert(at);
         if content {
             self.timing.first_content.get_or_insert(at);
         }
-        self.chunk_tokens = self.chunk_tokens.saturating_add(u64::from(tokens));
+        self.chunk_tokens = self.chunk_tokens.saturating_add(tokens);
+        let tokens = u32::try_from(tokens).unwrap_or(u32::MAX);
         self.timing.marks.push(TokenMark { at, tokens });
     }
 
@@ -823,10 +826,12 @@ impl StreamReader {
                 self.event(ev.data, false, now)?;
             }
         }
-        if self.api != Api::SglangGenerate && !self.done {
+        if let Some(marker) = self.dialect.end_marker()
+            && !self.done
+        {
             return Err(CallError::new(
                 ErrorKind::Protocol,
-                "stream ended without `data: [DONE]`",
+                format!("stream ended without {marker}"),
             ));
         }
         self.timing.end = now;
@@ -836,11 +841,13 @@ impl StreamReader {
             self.received,
             0,
         )?;
-        let server_usage = self.usage.and_then(|u| u.completion_tokens);
-        let (completion_tokens, token_source) = match (server_usage, self.meta_tokens) {
-            (_, Some(n)) if self.api == Api::SglangGenerate => (n, TokenSource::MetaInfo),
-            (Some(n), _) => (n, TokenSource::ServerUsage),
-            _ => (self.chunk_tokens, TokenSource::ChunkCount),
+        let (completion_tokens, token_source) = match (self.dialect.counts(), self.reported) {
+            (Counts::EveryChunk, Some(n)) => (n, self.dialect.token_source()),
+            (Counts::Usage, Some(_)) => (
+                self.usage.and_then(|u| u.completion_tokens).unwrap_or(0),
+                self.dialect.token_source(),
+            ),
+            (_, None) => (self.chunk_tokens, TokenSource::ChunkCount),
         };
         Ok(Completion {
             content: std::mem::take(&mut self.content),
@@ -849,6 +856,7 @@ impl StreamReader {
             usage: self.usage,
             completion_tokens,
             token_source,
+            server_timings: self.server_timings,
             timing: std::mem::take(&mut self.timing),
         })
     }

@@ -150,6 +150,16 @@ fn against(t: &Threshold, reference: Option<&Result<f64, String>>, bound: Option
     }
 }
 
+/// Why a figure of `metric` is missing from a gate's repeats.
+fn unmeasured(metric: Metric, repeats: &[GateMetrics]) -> String {
+    let completed: u64 = repeats.iter().map(|m| m.completed).sum();
+    match metric.spec().needs {
+        Some(needs) if completed > 0 => {
+            format!("{completed} requests succeeded, but this figure needs {needs}")
+        }
+        _ => "no successful request produced this figure".to_owned(),
+    }
+}
 /// Judges a gate from the figures of its repeats (at least one).
 pub fn judge(
     suite: &Suite,
@@ -245,7 +255,7 @@ pub fn judge(
             let _ = writeln!(out, "repeats:  {}", each.join(", "));
         }
         if est.is_none() {
-            let _ = writeln!(out, "          no successful request produced this figure");
+            let _ = writeln!(out, "          {}", unmeasured(t.key.metric, repeats));
         }
         match (&t.bound, &resolved) {
             (Bound::Value(_), _) => {

@@ -173,7 +173,15 @@ pub async fn connect(
         "{what}, api {}, served model {}, requests name model {model:?}",
         t.api.name(),
         served.as_deref().map_or_else(
-            || "unknown (no /v1/models or /get_model_info)".to_owned(),
+            || format!(
+                "unknown (no {})",
+                probe
+                    .discovery()
+                    .iter()
+                    .map(|(p, _)| *p)
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
             |s| format!("{s:?}")
         ),
     );
@@ -212,11 +220,17 @@ async fn get_json(client: &Client, path: &str) -> Result<Option<serde_json::Valu
 }
 
 /// The server's version: SGLang's `/get_server_info` (or `/server_info`),
-/// vLLM's `/version`; `None` when none answers.
+/// vLLM's `/version`, llama.cpp's `/props` `build_info`; `None` when none
+/// answers.
 async fn server_version(client: &Client) -> Option<String> {
-    for path in ["/get_server_info", "/server_info", "/version"] {
+    for (path, pointer) in [
+        ("/get_server_info", "/version"),
+        ("/server_info", "/version"),
+        ("/version", "/version"),
+        ("/props", "/build_info"),
+    ] {
         if let Ok(Some(body)) = get_json(client, path).await
-            && let Some(v) = body.get("version").and_then(|v| v.as_str())
+            && let Some(v) = body.pointer(pointer).and_then(|v| v.as_str())
         {
             return Some(v.to_owned());
         }
@@ -224,14 +238,11 @@ async fn server_version(client: &Client) -> Option<String> {
     None
 }
 
-/// The served model id: `/v1/models` `data[0].id`, else SGLang's
-/// `/get_model_info` `model_path`; `Ok(None)` when the server answers but
-/// has neither.
+/// The served model id where the dialect names it (`/v1/models`
+/// `data[0].id`, SGLang's `/get_model_info` `model_path`, llama.cpp's
+/// `/props`); `Ok(None)` when the server answers but has none of them.
 async fn served_model(client: &Client) -> Result<Option<String>, CallError> {
-    for (path, pointer) in [
-        ("/v1/models", "/data/0/id"),
-        ("/get_model_info", "/model_path"),
-    ] {
+    for &(path, pointer) in client.discovery() {
         if let Some(body) = get_json(client, path).await?
             && let Some(id) = body.pointer(pointer).and_then(|v| v.as_str())
         {

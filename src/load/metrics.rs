@@ -25,6 +25,8 @@ pub struct Recorder {
     tpot: Distribution,
     e2e: Distribution,
     decode_tok_s: Distribution,
+    server_decode_tok_s: Distribution,
+    server_prompt: Distribution,
     completed: u64,
     output_tokens: u64,
     input_tokens: u64,
@@ -61,6 +63,8 @@ impl Recorder {
             tpot: Distribution::seconds(),
             e2e: Distribution::seconds(),
             decode_tok_s: Distribution::rate(),
+            server_decode_tok_s: Distribution::rate(),
+            server_prompt: Distribution::seconds(),
             completed: 0,
             output_tokens: 0,
             input_tokens: 0,
@@ -125,6 +129,14 @@ impl Recorder {
             self.tpot.record(decode_secs / after_first);
             self.decode_tok_s.record(after_first / decode_secs);
         }
+        if let Some(s) = c.server_timings {
+            self.server_prompt.record(s.prompt_ms / 1000.0);
+            if s.predicted_ms > 0.0 {
+                #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
+                self.server_decode_tok_s
+                    .record(s.predicted_n as f64 * 1000.0 / s.predicted_ms);
+            }
+        }
         // A chunk of k tokens contributes k gaps of gap/k.
         for pair in t.marks.windows(2) {
             let gap = pair[1].at.saturating_sub(pair[0].at).as_secs_f64();
@@ -158,6 +170,8 @@ impl Recorder {
         self.tpot.merge(&other.tpot);
         self.e2e.merge(&other.e2e);
         self.decode_tok_s.merge(&other.decode_tok_s);
+        self.server_decode_tok_s.merge(&other.server_decode_tok_s);
+        self.server_prompt.merge(&other.server_prompt);
         self.completed += other.completed;
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
@@ -206,6 +220,8 @@ impl Recorder {
             tpot: self.tpot,
             e2e: self.e2e,
             decode_tok_s: self.decode_tok_s,
+            server_decode_tok_s: self.server_decode_tok_s,
+            server_prompt: self.server_prompt,
             completed: self.completed,
             errors: self.errors,
             error_classes: self.error_classes,
@@ -243,6 +259,10 @@ pub struct GateMetrics {
     pub e2e: Distribution,
     /// Per-request decode rate, tokens/s.
     pub decode_tok_s: Distribution,
+    /// Per-request decode rate by the server's own timings, tokens/s.
+    pub server_decode_tok_s: Distribution,
+    /// Per-request prompt time by the server's own timings, seconds.
+    pub server_prompt: Distribution,
     /// Successful requests.
     pub completed: u64,
     /// Failed requests.
@@ -300,6 +320,7 @@ impl GateMetrics {
             Metric::Tpot => Some(&self.tpot),
             Metric::E2e => Some(&self.e2e),
             Metric::DecodeTokS => Some(&self.decode_tok_s),
+            Metric::ServerDecodeTokS => Some(&self.server_decode_tok_s),
             _ => None,
         }
     }
@@ -453,6 +474,19 @@ impl GateMetrics {
                 self.completed,
                 rate(Metric::GoodputRequestsPerS),
                 rate(Metric::GoodputTokS),
+            );
+        }
+        if !self.server_decode_tok_s.is_empty() {
+            let stat = |d: &Distribution, s| d.stat(s).unwrap_or(f64::NAN);
+            let _ = writeln!(
+                out,
+                "    server's own timings (n={}): prompt mean {} p99 {}, decode mean {:.1} tok/s p50 {:.1} (client decode_tok_s mean {:.1})",
+                self.server_decode_tok_s.len(),
+                format_secs(stat(&self.server_prompt, Stat::Mean)),
+                format_secs(stat(&self.server_prompt, Stat::P99)),
+                stat(&self.server_decode_tok_s, Stat::Mean),
+                stat(&self.server_decode_tok_s, Stat::P50),
+                stat(&self.decode_tok_s, Stat::Mean),
             );
         }
         if let Some(server) = &self.server {

@@ -63,6 +63,7 @@ pub fn app(profile: Profile) -> Router {
         .route("/v1/chat/completions", post(routes::chat))
         .route("/v1/completions", post(routes::completions))
         .route("/generate", post(routes::generate))
+        .route("/completion", post(routes::llama_completion))
         .route("/health", get(routes::health))
         .route("/health_generate", get(routes::health))
         .route("/v1/models", get(routes::models))

@@ -1,7 +1,9 @@
 //! HTTP handlers of the simulator, speaking SGLang's dialect of the OpenAI
 //! API (role-only first chunk, `reasoning_content`, usage chunk with empty
 //! `choices`, `[DONE]`) and SGLang's native `/generate` (cumulative `text`,
-//! `meta_info`).
+//! `meta_info`), and llama.cpp's native `/completion` (`content` events, a
+//! last `"stop": true` event with counts and the server's `timings`, no
+//! `[DONE]`).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -26,6 +28,8 @@ enum Shape {
     Chat,
     Completions,
     Generate,
+    /// llama.cpp's `/completion`.
+    Llama,
 }
 
 /// The reasoning switches of a chat request.
@@ -144,7 +148,7 @@ fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
             .and_then(Value::as_str)
             .ok_or("no user message")?
             .to_owned(),
-        Shape::Completions => body
+        Shape::Completions | Shape::Llama => body
             .get("prompt")
             .and_then(Value::as_str)
             .ok_or("`prompt` must be a string")?
@@ -162,6 +166,8 @@ fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
     };
     let max_tokens = match shape {
         Shape::Generate => u32_field(params.get("max_new_tokens")),
+        // -1 (the default) is "until the end of the sequence".
+        Shape::Llama => u32_field(params.get("n_predict")),
         _ => u32_field(params.get("max_tokens")).or(u32_field(params.get("max_completion_tokens"))),
     }
     .unwrap_or(DEFAULT_MAX_TOKENS);
@@ -244,6 +250,13 @@ pub(super) async fn completions(
 
 pub(super) async fn generate(State(s): State<Arc<SimState>>, Json(body): Json<Value>) -> Response {
     generate_response(s, Shape::Generate, &body).await
+}
+
+pub(super) async fn llama_completion(
+    State(s): State<Arc<SimState>>,
+    Json(body): Json<Value>,
+) -> Response {
+    generate_response(s, Shape::Llama, &body).await
 }
 
 async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> Response {
@@ -343,7 +356,8 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
             .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response());
     }
     let running = Running::start(&state);
-    let mut at = Instant::now() + state.profile.ttft;
+    let started = Instant::now();
+    let mut at = started + state.profile.ttft;
     for _ in 1..plan.completion_tokens() {
         at += running.itl();
     }
@@ -352,16 +366,21 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
     state
         .generation_tokens
         .fetch_add(plan.completion_tokens(), Ordering::Relaxed);
-    Json(whole(shape, &plan, &state.profile, &id)).into_response()
+    Json(whole(shape, &plan, &state.profile, &id, started.elapsed())).into_response()
 }
 
-fn usage(plan: &Plan, profile: &super::Profile) -> Value {
-    // Breaking `usage`: a count that the stream contradicts.
-    let completion = if profile.breaks("usage") {
+/// The completion count the server reports: breaking `usage` makes it one
+/// that the stream contradicts.
+fn reported_tokens(plan: &Plan, profile: &super::Profile) -> u64 {
+    if profile.breaks("usage") {
         1
     } else {
         plan.completion_tokens()
-    };
+    }
+}
+
+fn usage(plan: &Plan, profile: &super::Profile) -> Value {
+    let completion = reported_tokens(plan, profile);
     json!({
         "prompt_tokens": plan.prompt_tokens,
         "completion_tokens": completion,
@@ -387,8 +406,47 @@ fn meta_info(plan: &Plan, id: &str, completion_tokens: u64, finished: bool) -> V
     })
 }
 
+/// llama.cpp's last event (and non-streaming body): the whole `content`
+/// there, counts, why it stopped and the server's timings, `prompt_ms` the
+/// time to the first token and `predicted_ms` the rest.
+fn llama_stop(
+    plan: &Plan,
+    profile: &super::Profile,
+    content: &str,
+    first: Duration,
+    end: Duration,
+) -> Value {
+    let predicted = reported_tokens(plan, profile);
+    let predicted_ms = end.saturating_sub(first).as_secs_f64() * 1000.0;
+    #[expect(clippy::cast_precision_loss, reason = "small counts")]
+    let per_second = if predicted_ms > 0.0 {
+        predicted as f64 * 1000.0 / predicted_ms
+    } else {
+        0.0
+    };
+    json!({
+        "content": content,
+        "id_slot": 0,
+        "stop": true,
+        "model": profile.model,
+        "tokens_predicted": predicted,
+        "tokens_evaluated": plan.prompt_tokens,
+        "stop_type": match plan.finish {
+            super::engine::Finish::Length => "limit",
+            super::engine::Finish::Stop => "eos",
+        },
+        "timings": {
+            "prompt_n": plan.prompt_tokens,
+            "prompt_ms": first.as_secs_f64() * 1000.0,
+            "predicted_n": predicted,
+            "predicted_ms": predicted_ms,
+            "predicted_per_second": per_second,
+        },
+    })
+}
+
 /// Non-streaming body.
-fn whole(shape: Shape, plan: &Plan, profile: &super::Profile, id: &str) -> Value {
+fn whole(shape: Shape, plan: &Plan, profile: &super::Profile, id: &str, took: Duration) -> Value {
     let model = &profile.model;
     let content = plan.content.concat();
     let reasoning = plan.reasoning.concat();
@@ -415,6 +473,13 @@ fn whole(shape: Shape, plan: &Plan, profile: &super::Profile, id: &str) -> Value
             "text": inline_reasoning(&reasoning, &content),
             "meta_info": meta_info(plan, id, plan.completion_tokens(), true),
         }),
+        Shape::Llama => llama_stop(
+            plan,
+            profile,
+            &inline_reasoning(&reasoning, &content),
+            profile.ttft,
+            took,
+        ),
     }
 }
 
@@ -496,6 +561,11 @@ fn token_chunk(
             quoted(model),
             quoted(piece)
         ),
+        Shape::Llama => format!(
+            "data: {{\"index\":0,\"content\":{},\"stop\":false,\"id_slot\":-1,\"tokens_predicted\":{sent},\"tokens_evaluated\":{}}}\n\n",
+            quoted(piece),
+            plan.prompt_tokens
+        ),
         Shape::Generate => {
             let done = sent == plan.completion_tokens();
             format!(
@@ -542,6 +612,7 @@ async fn stream(
     let mut cumulative = String::new();
     let mut in_think = false;
     let mut sent: u64 = 0;
+    let mut first = None;
     let mut i = 0;
     while i < tokens.len() {
         // A chunk: up to `per_chunk` tokens of one kind, each costing an ITL.
@@ -584,7 +655,9 @@ async fn stream(
             return;
         }
         if sent == n as u64 {
-            state.ttft.observe(started.elapsed());
+            let ttft = started.elapsed();
+            first = Some(ttft);
+            state.ttft.observe(ttft);
         }
         if let Some(f) = state.profile.fault.filter(|f| f.mid_stream())
             && sent >= 3
@@ -634,14 +707,23 @@ async fn stream(
             ));
         }
         Shape::Generate => {}
+        Shape::Llama => tail.push(sse(&llama_stop(
+            &plan,
+            &state.profile,
+            "",
+            first.unwrap_or_else(|| started.elapsed()),
+            started.elapsed(),
+        ))),
     }
-    if extras.usage && shape != Shape::Generate {
+    if extras.usage && matches!(shape, Shape::Chat | Shape::Completions) {
         tail.push(sse(&json!({
             "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
             "choices": [], "usage": usage(&plan, &state.profile),
         })));
     }
-    tail.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    if shape != Shape::Llama {
+        tail.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    }
     for b in tail {
         if tx.send(b).await.is_err() {
             return;

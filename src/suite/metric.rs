@@ -44,6 +44,10 @@ pub enum Metric {
     /// Percent difference between the server's `/metrics` generation-token
     /// counter delta and the output tokens the client received.
     TokenDriftMetrics,
+    /// Per-request decode rate by the server's own clock, where its dialect
+    /// reports timings (llama.cpp's `predicted_n / predicted_ms`): to set
+    /// beside the client's `decode_tok_s`.
+    ServerDecodeTokS,
 }
 
 /// What a metric's values are.
@@ -84,6 +88,19 @@ pub struct MetricSpec {
     pub distribution: bool,
     /// How repeats combine.
     pub combine: Combine,
+    /// What a run needs besides successful requests for the figure to
+    /// exist, said when it does not.
+    pub needs: Option<&'static str>,
+}
+
+impl MetricSpec {
+    /// The same row, needing `what` besides successful requests.
+    const fn needs(self, what: &'static str) -> Self {
+        MetricSpec {
+            needs: Some(what),
+            ..self
+        }
+    }
 }
 
 const fn row(
@@ -99,11 +116,12 @@ const fn row(
         unit,
         distribution,
         combine,
+        needs: None,
     }
 }
 
 /// Every metric, in report order (the order of [`Metric`]'s variants).
-pub const METRICS: [MetricSpec; 16] = {
+pub const METRICS: [MetricSpec; 17] = {
     use Combine::{Mean, Sum};
     use Metric as M;
     use Unit::{Count, Percent, ReqPerS, Seconds, TokPerS};
@@ -115,8 +133,10 @@ pub const METRICS: [MetricSpec; 16] = {
         row(M::E2e, "e2e", Seconds, true, Mean),
         row(M::DecodeTokS, "decode_tok_s", TokPerS, true, Mean),
         row(M::OutputTokS, "output_tok_s", TokPerS, false, Mean),
-        row(M::InputTokS, "input_tok_s", TokPerS, false, Mean),
-        row(M::TotalTokS, "total_tok_s", TokPerS, false, Mean),
+        row(M::InputTokS, "input_tok_s", TokPerS, false, Mean)
+            .needs("prompt token counts from the server for every request"),
+        row(M::TotalTokS, "total_tok_s", TokPerS, false, Mean)
+            .needs("prompt token counts from the server for every request"),
         row(M::RequestsPerS, "requests_per_s", ReqPerS, false, Mean),
         row(M::Errors, "errors", Count, false, Sum),
         row(
@@ -125,8 +145,9 @@ pub const METRICS: [MetricSpec; 16] = {
             ReqPerS,
             false,
             Mean,
-        ),
-        row(M::GoodputTokS, "goodput_tok_s", TokPerS, false, Mean),
+        )
+        .needs("the gate's `slo:`"),
+        row(M::GoodputTokS, "goodput_tok_s", TokPerS, false, Mean).needs("the gate's `slo:`"),
         row(M::LateStarts, "late_starts", Count, false, Sum),
         row(
             M::TokenDriftChunks,
@@ -134,23 +155,33 @@ pub const METRICS: [MetricSpec; 16] = {
             Percent,
             false,
             Mean,
-        ),
+        )
+        .needs("token counts from the server"),
         row(
             M::TokenDriftMetrics,
             "token_drift_metrics",
             Percent,
             false,
             Mean,
-        ),
+        )
+        .needs("the server's `/metrics` with a generation-token counter"),
+        row(
+            M::ServerDecodeTokS,
+            "server_decode_tok_s",
+            TokPerS,
+            true,
+            Mean,
+        )
+        .needs("an API whose server reports its own timings (`api: llamacpp-completion`)"),
     ]
 };
 
 impl Metric {
     /// All metrics, in report order.
-    pub const ALL: [Metric; 16] = {
-        let mut all = [Metric::Ttft; 16];
+    pub const ALL: [Metric; METRICS.len()] = {
+        let mut all = [Metric::Ttft; METRICS.len()];
         let mut i = 0;
-        while i < 16 {
+        while i < METRICS.len() {
             all[i] = METRICS[i].metric;
             i += 1;
         }

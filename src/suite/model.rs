@@ -109,16 +109,30 @@ pub enum Api {
     OpenAiCompletions,
     /// SGLang's native `POST /generate`.
     SglangGenerate,
+    /// llama.cpp's native `POST /completion` (with the server's timings).
+    LlamacppCompletion,
 }
 
 impl Api {
+    /// Every API by its name in suites.
+    pub const ALL: [(&'static str, Api); 4] = [
+        ("openai-chat", Api::OpenAiChat),
+        ("openai-completions", Api::OpenAiCompletions),
+        ("sglang-generate", Api::SglangGenerate),
+        ("llamacpp-completion", Api::LlamacppCompletion),
+    ];
+
     /// The name used in suites.
     pub fn name(self) -> &'static str {
-        match self {
-            Api::OpenAiChat => "openai-chat",
-            Api::OpenAiCompletions => "openai-completions",
-            Api::SglangGenerate => "sglang-generate",
-        }
+        Api::ALL
+            .iter()
+            .find(|(_, a)| *a == self)
+            .map_or("?", |(n, _)| n)
+    }
+
+    /// The API named `name` in a suite.
+    pub fn named(name: &str) -> Option<Api> {
+        Api::ALL.iter().find(|(n, _)| *n == name).map(|(_, a)| *a)
     }
 }
 

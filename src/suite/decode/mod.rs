@@ -51,7 +51,6 @@ const SAMPLING: &[&str] = &[
     "chat_template_kwargs",
     "separate_reasoning",
 ];
-const APIS: &[&str] = &["openai-chat", "openai-completions", "sglang-generate"];
 /// The entries of a mapping, checked against the keys allowed there.
 struct Fields<'y> {
     entries: &'y [(Key, Yaml)],
@@ -487,11 +486,9 @@ impl<'e> Decoder<'e> {
         };
         let api = match f.get("api") {
             None => Some(Api::OpenAiChat),
-            Some(v) => self.one_of(v, "api", APIS).map(|a| match a.as_str() {
-                "openai-completions" => Api::OpenAiCompletions,
-                "sglang-generate" => Api::SglangGenerate,
-                _ => Api::OpenAiChat,
-            }),
+            Some(v) => self
+                .one_of(v, "api", &Api::ALL.map(|(n, _)| n))
+                .and_then(|a| Api::named(&a)),
         };
         let model = f
             .get("model")

@@ -1,0 +1,147 @@
+//! One file per API dialect: what a request looks like (path, body,
+//! authorization), where the served model is named, how its stream's events
+//! read (content, reasoning, counts, finish, errors, the server's own
+//! timings) and how the stream ends. The client and the reader of a stream know only this trait; adding
+//! a dialect is one file here, a name in the suite's `Api` and its
+//! simulator route.
+
+mod llamacpp;
+mod openai;
+mod sglang;
+
+use serde_json::Value;
+
+use super::api::CallRequest;
+use super::stream::TokenSource;
+use crate::suite::Api;
+
+/// The server's own account of a request's time, where the dialect reports
+/// it (llama.cpp's `timings`): set beside the client's figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct ServerTimings {
+    /// Prompt tokens processed.
+    pub prompt_n: u64,
+    /// Milliseconds spent on the prompt.
+    pub prompt_ms: f64,
+    /// Tokens generated.
+    pub predicted_n: u64,
+    /// Milliseconds spent generating.
+    pub predicted_ms: f64,
+}
+
+/// What a dialect's event says, told to the reader of the stream.
+pub trait Events {
+    /// New answer text.
+    fn content(&mut self, text: &str);
+    /// The whole answer so far (dialects that repeat it, SGLang's `/generate`).
+    fn content_so_far(&mut self, text: &str);
+    /// New reasoning text.
+    fn reasoning(&mut self, text: &str);
+    /// The finish reason (`stop`, `length`).
+    fn finish(&mut self, reason: &str);
+    /// The prompt's tokens, as the server's field `field` reports them.
+    fn prompt_tokens(&mut self, field: &'static str, n: u64);
+    /// Tokens generated so far in the request (cumulative), as the server's
+    /// field `field` reports them.
+    fn completion_tokens(&mut self, field: &'static str, n: u64);
+    /// The server's own timings.
+    fn timings(&mut self, timings: ServerTimings);
+    /// The stream ends with this event (dialects without `[DONE]`).
+    fn end(&mut self);
+}
+
+/// Why an event could not be read.
+#[derive(Debug)]
+pub enum EventError {
+    /// The data is not the dialect's JSON.
+    NotJson(serde_json::Error),
+    /// The server sent an error in the stream.
+    Server(String),
+}
+
+impl From<serde_json::Error> for EventError {
+    fn from(e: serde_json::Error) -> Self {
+        EventError::NotJson(e)
+    }
+}
+
+/// Where a completion's token count comes from in a dialect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counts {
+    /// `usage` (cumulative in every chunk with continuous usage stats, or
+    /// once at the end): tokens without text are not marks of their own.
+    Usage,
+    /// A count in every chunk (`meta_info`, `tokens_predicted`): a rise
+    /// without text is a token too (an end-of-sequence or special token).
+    EveryChunk,
+}
+
+/// An API dialect.
+pub trait Dialect: Send + Sync + std::fmt::Debug {
+    /// The suite's name for it.
+    fn api(&self) -> Api;
+    /// The URL path of a streaming request.
+    fn path(&self) -> &'static str;
+    /// The JSON body of a streaming request for `model`.
+    fn body(&self, model: &str, req: &CallRequest) -> Value;
+    /// The header that carries the API key.
+    fn authorization(&self, key: &str) -> (&'static str, String) {
+        ("Authorization", format!("Bearer {key}"))
+    }
+    /// Where the served model's id is asked: a path and the JSON pointer of
+    /// the id in its answer, tried in order.
+    fn discovery(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("/v1/models", "/data/0/id"),
+            ("/get_model_info", "/model_path"),
+        ]
+    }
+    /// Reads one event's data (not `[DONE]`) into `out`.
+    fn event(&self, data: &[u8], out: &mut dyn Events) -> Result<(), EventError>;
+    /// What a whole stream ends with (a stream that ends without it was cut
+    /// short); `None` when it ends with the connection.
+    fn end_marker(&self) -> Option<&'static str> {
+        Some("`data: [DONE]`")
+    }
+    /// How token counts come.
+    fn counts(&self) -> Counts {
+        Counts::Usage
+    }
+    /// How a completion's count is named when the server gave it.
+    fn token_source(&self) -> TokenSource {
+        TokenSource::ServerUsage
+    }
+}
+
+static DIALECTS: [&dyn Dialect; 4] = [
+    &openai::CHAT,
+    &openai::COMPLETIONS,
+    &sglang::Generate,
+    &llamacpp::Completion,
+];
+
+/// The dialect of `api`.
+pub fn of(api: Api) -> &'static dyn Dialect {
+    DIALECTS
+        .iter()
+        .copied()
+        .find(|d| d.api() == api)
+        .expect("every Api has a dialect (checked by a test)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_api_has_one_dialect() {
+        for (_, api) in Api::ALL {
+            assert_eq!(
+                DIALECTS.iter().filter(|d| d.api() == api).count(),
+                1,
+                "{}",
+                api.name()
+            );
+        }
+    }
+}

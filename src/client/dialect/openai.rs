@@ -1,0 +1,111 @@
+//! The OpenAI-compatible dialect (SGLang, vLLM, llama.cpp, TGI):
+//! `/v1/chat/completions` and `/v1/completions`, streamed as chunks with
+//! `choices[].delta` (chat) or `choices[].text`, usage when asked (every
+//! chunk with continuous usage stats), and `data: [DONE]` at the end.
+
+use serde_json::{Value, json};
+
+use super::{Dialect, EventError, Events};
+use crate::client::api::{
+    CallRequest, OpenAiChunk, SamplingNames, messages, prompt_text, put_sampling,
+};
+use crate::suite::Api;
+
+/// One of the two OpenAI endpoints.
+#[derive(Debug)]
+pub struct OpenAi {
+    api: Api,
+    path: &'static str,
+}
+
+/// `POST /v1/chat/completions`: the input as `messages`.
+pub static CHAT: OpenAi = OpenAi {
+    api: Api::OpenAiChat,
+    path: "/v1/chat/completions",
+};
+
+/// `POST /v1/completions`: the input as a `prompt`.
+pub static COMPLETIONS: OpenAi = OpenAi {
+    api: Api::OpenAiCompletions,
+    path: "/v1/completions",
+};
+
+impl Dialect for OpenAi {
+    fn api(&self) -> Api {
+        self.api
+    }
+
+    fn path(&self) -> &'static str {
+        self.path
+    }
+
+    fn body(&self, model: &str, req: &CallRequest) -> Value {
+        let s = &req.sampling;
+        // Usage on every chunk (SGLang, vLLM) gives exact tokens per chunk;
+        // servers that do not know the option ignore it.
+        let mut b = json!({
+            "model": model,
+            "stream": true,
+            "stream_options": {"include_usage": true, "continuous_usage_stats": true},
+        });
+        if self.api == Api::OpenAiChat {
+            b["messages"] = messages(&req.input);
+        } else {
+            b["prompt"] = Value::String(prompt_text(&req.input));
+        }
+        put_sampling(
+            &mut b,
+            req,
+            SamplingNames {
+                max_tokens: "max_tokens",
+                seed: "seed",
+            },
+        );
+        if let Some(k) = &s.chat_template_kwargs {
+            b["chat_template_kwargs"] = k.clone();
+        }
+        if let Some(sep) = s.separate_reasoning {
+            b["separate_reasoning"] = json!(sep);
+        }
+        b
+    }
+
+    /// One chunk of either: errors, deltas or text, finish, usage.
+    fn event(&self, data: &[u8], out: &mut dyn Events) -> Result<(), EventError> {
+        let chunk: OpenAiChunk<'_> = serde_json::from_slice(data)?;
+        if let Some(message) = chunk.error_message() {
+            return Err(EventError::Server(message));
+        }
+        for choice in &chunk.choices {
+            if let Some(d) = &choice.delta {
+                for r in [&d.reasoning_content, &d.reasoning].into_iter().flatten() {
+                    if !r.is_empty() {
+                        out.reasoning(r);
+                    }
+                }
+                if let Some(c) = &d.content
+                    && !c.is_empty()
+                {
+                    out.content(c);
+                }
+            }
+            if let Some(t) = &choice.text
+                && !t.is_empty()
+            {
+                out.content(t);
+            }
+            if let Some(f) = &choice.finish_reason {
+                out.finish(f);
+            }
+        }
+        if let Some(u) = chunk.usage {
+            if let Some(n) = u.prompt_tokens {
+                out.prompt_tokens("usage.prompt_tokens", n);
+            }
+            if let Some(n) = u.completion_tokens {
+                out.completion_tokens("usage.completion_tokens", n);
+            }
+        }
+        Ok(())
+    }
+}

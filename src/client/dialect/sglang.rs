@@ -1,0 +1,110 @@
+//! SGLang's native dialect: `POST /generate` with `sampling_params`,
+//! streamed as cumulative `text` and `meta_info` (counts in every chunk,
+//! the finish reason as an object), ending when the connection does (a
+//! `[DONE]` may come, as after an error, and is read as the end).
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Counts, Dialect, EventError, Events};
+use crate::client::TokenSource;
+use crate::client::api::{CallRequest, ErrorValue, SamplingNames, prompt_text, put_sampling};
+use crate::suite::Api;
+
+/// `POST /generate`.
+#[derive(Debug)]
+pub struct Generate;
+
+/// One chunk of SGLang's native `/generate` stream.
+#[derive(Debug, Deserialize)]
+struct GenerateChunk<'a> {
+    /// Cumulative text so far.
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    /// Counts and finish reason.
+    #[serde(default)]
+    meta_info: Option<MetaInfo>,
+    /// An error object sent in place of a chunk.
+    #[serde(default, borrow)]
+    error: Option<ErrorValue<'a>>,
+}
+
+/// SGLang's `meta_info`.
+#[derive(Debug, Deserialize)]
+struct MetaInfo {
+    /// Prompt tokens.
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    /// Generated tokens so far.
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    /// `{"type": "length" | "stop", ...}` on the last chunk.
+    #[serde(default)]
+    finish_reason: Option<Value>,
+}
+
+impl Dialect for Generate {
+    fn api(&self) -> Api {
+        Api::SglangGenerate
+    }
+
+    fn path(&self) -> &'static str {
+        "/generate"
+    }
+
+    fn body(&self, _model: &str, req: &CallRequest) -> Value {
+        let mut sp = json!({});
+        put_sampling(
+            &mut sp,
+            req,
+            SamplingNames {
+                max_tokens: "max_new_tokens",
+                seed: "sampling_seed",
+            },
+        );
+        json!({"text": prompt_text(&req.input), "sampling_params": sp, "stream": true})
+    }
+
+    fn event(&self, data: &[u8], out: &mut dyn Events) -> Result<(), EventError> {
+        let chunk: GenerateChunk<'_> = serde_json::from_slice(data)?;
+        if let Some(e) = &chunk.error {
+            return Err(EventError::Server(e.message()));
+        }
+        if let Some(meta) = &chunk.meta_info {
+            if let Some(n) = meta.prompt_tokens {
+                out.prompt_tokens("meta_info.prompt_tokens", n);
+            }
+            if let Some(n) = meta.completion_tokens {
+                out.completion_tokens("meta_info.completion_tokens", n);
+            }
+            if let Some(f) = &meta.finish_reason
+                && !f.is_null()
+            {
+                out.finish(
+                    f.get("type")
+                        .and_then(|t| t.as_str())
+                        .or_else(|| f.as_str())
+                        .unwrap_or("unknown"),
+                );
+            }
+        }
+        if let Some(text) = &chunk.text {
+            out.content_so_far(text);
+        }
+        Ok(())
+    }
+
+    fn end_marker(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn counts(&self) -> Counts {
+        Counts::EveryChunk
+    }
+
+    fn token_source(&self) -> TokenSource {
+        TokenSource::MetaInfo
+    }
+}
