@@ -49,20 +49,17 @@ pub fn main_if_asked() -> Option<ExitCode> {
 }
 
 fn supervise() -> ExitCode {
-    let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() else {
+    let Some((mut up, job)) = protocol::job_from_parent() else {
         return ExitCode::from(125);
     };
-    let mut up = UnixStream::from(fd);
-    let mut finished = Finished::default();
-    let job: Job = match up
-        .try_clone()
-        .map_err(|e| e.to_string())
-        .and_then(|r| protocol::receive(&mut BufReader::new(r)))
-    {
+    let job = match job {
         Ok(Some(job)) => job,
         Ok(None) => return ExitCode::from(125),
         Err(e) => {
-            finished.error = Some(e);
+            let finished = Finished {
+                error: Some(e),
+                ..Finished::default()
+            };
             let _ = protocol::send(&mut up, &finished);
             return ExitCode::from(125);
         }
@@ -285,24 +282,11 @@ fn kill_descendants(stage: &Child) -> u32 {
     u32::try_from(killed.len()).unwrap_or(u32::MAX)
 }
 
-/// The live (not zombie) children of `pid`, from `/proc/*/stat`.
+/// The live (not zombie) children of `pid`.
 fn children_of(pid: u32) -> Vec<u32> {
-    let mut children = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(child) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let mut fields = stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.split_whitespace())
-            .into_iter()
-            .flatten();
-        // Zombies are not running: they leave when this process exits.
-        let (state, parent) = (fields.next(), fields.next());
-        if state != Some("Z") && parent.and_then(|p| p.parse::<u32>().ok()) == Some(pid) {
-            children.push(child);
-        }
-    }
-    children
+    crate::procfs::processes()
+        .into_iter()
+        .filter(|p| !p.is_zombie() && i64::from(p.ppid) == i64::from(pid))
+        .filter_map(|p| u32::try_from(p.pid).ok())
+        .collect()
 }

@@ -11,9 +11,6 @@
 //! Both die with the supervisor (`PR_SET_PDEATHSIG`, kept across exec: the
 //! supervisor is single-threaded when it starts them).
 
-use std::io::BufReader;
-use std::os::fd::AsFd as _;
-use std::os::unix::net::UnixStream;
 use std::process::{Command, ExitCode, Stdio};
 
 use nix::sys::signal::Signal;
@@ -21,21 +18,13 @@ use nix::sys::signal::Signal;
 use super::Layers;
 use super::limits::{self, Rlimits};
 use super::protocol::{self, Exit, Job, Report};
+use crate::procfs;
 
 /// Runs the stage; `pid1` for `init`, else `exec`.
 pub(super) fn main(pid1: bool) -> ExitCode {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-    let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() else {
+    let Some((mut up, Ok(Some(job)))) = protocol::job_from_parent() else {
         return ExitCode::from(125);
-    };
-    let mut up = UnixStream::from(fd);
-    let job: Job = match up
-        .try_clone()
-        .map_err(|e| e.to_string())
-        .and_then(|r| protocol::receive(&mut BufReader::new(r)))
-    {
-        Ok(Some(job)) => job,
-        _ => return ExitCode::from(125),
     };
     let mut layers = job.layers.clone();
     if pid1 {
@@ -147,40 +136,19 @@ fn restrict(job: &Job, layers: &mut Layers) {
 
 /// Tasks (threads included, as `RLIMIT_NPROC` counts them) of a real uid.
 fn tasks_of(uid: u32) -> u64 {
-    let mut n = 0;
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else {
-            continue;
-        };
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.split_whitespace().next())
-                .and_then(|v| v.parse::<u64>().ok())
-        };
-        if field("Uid:") == Some(u64::from(uid)) {
-            n += field("Threads:").unwrap_or(1);
-        }
-    }
-    n
+    procfs::pids()
+        .into_iter()
+        .filter_map(procfs::Status::read)
+        .filter(|s| s.number("Uid:") == Some(u64::from(uid)))
+        .map(|s| s.number("Threads:").unwrap_or(1))
+        .sum()
 }
 
 /// Processes other than this one (pid 1) still running in the namespace.
 fn still_running() -> u32 {
-    let mut n = 0;
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-        if pid != 1 && !zombie {
-            n += 1;
-        }
-    }
-    n
+    let left = procfs::processes()
+        .into_iter()
+        .filter(|p| p.pid != 1 && !p.is_zombie())
+        .count();
+    u32::try_from(left).unwrap_or(u32::MAX)
 }

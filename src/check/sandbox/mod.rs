@@ -13,7 +13,7 @@
 
 use std::fmt::Write as _;
 use std::process::ExitStatus;
-use std::sync::Once;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -212,19 +212,33 @@ fn refused_layers() -> Vec<String> {
         .collect()
 }
 
-/// Prints the layers once per run, at the first program run, with a
-/// warning where nothing keeps the program from writing files or reaching
-/// the network.
+/// Prints the layers at the first program run, and again whenever a
+/// program's layers differ from those printed last (a host may refuse a
+/// layer for one program and not the next), with a warning where nothing
+/// keeps the program from writing files or reaching the network.
 fn announce(layers: &Layers) {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        println!("servegate: sandbox: {}", layers.summary());
-        if !layers.has("namespaces") && !layers.has("landlock") {
-            println!(
-                "warning: the sandbox cannot keep model-written code from writing the user's files or reaching the network on this host"
-            );
-        }
-    });
+    static LAST: Mutex<Option<Layers>> = Mutex::new(None);
+    let Ok(mut last) = LAST.lock() else {
+        return;
+    };
+    for line in announcement(&mut last, layers) {
+        println!("{line}");
+    }
+}
+
+/// The lines `announce` prints for `layers`, given those printed last.
+fn announcement(last: &mut Option<Layers>, layers: &Layers) -> Vec<String> {
+    if last.as_ref() == Some(layers) {
+        return Vec::new();
+    }
+    *last = Some(layers.clone());
+    let mut lines = vec![format!("servegate: sandbox: {}", layers.summary())];
+    if !layers.has("namespaces") && !layers.has("landlock") {
+        lines.push(
+            "warning: the sandbox cannot keep model-written code from writing the user's files or reaching the network on this host".into(),
+        );
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -247,6 +261,19 @@ mod tests {
             layers.missing_required(),
             ["seccomp: refused by the host", "cgroup: not in force"]
         );
+        let mut last = None;
+        let first = announcement(&mut last, &layers);
+        assert_eq!(first.len(), 1);
+        assert!(announcement(&mut last, &layers).is_empty());
+        let mut fewer = layers.clone();
+        fewer.active.retain(|l| !l.starts_with("namespaces"));
+        fewer.active.retain(|l| !l.starts_with("landlock"));
+        let again = announcement(&mut last, &fewer);
+        assert!(
+            again[0].starts_with("servegate: sandbox: rlimits("),
+            "{again:?}"
+        );
+        assert!(again[1].starts_with("warning: "), "{again:?}");
         assert_eq!(
             layers.summary(),
             "namespaces(user,pid,net,mount,ipc,uts) + rlimits(cpu,as,fsize,nofile,nproc,core) + landlock(fs,tcp,scope) abi 7; seccomp unavailable (refused by the host)"
