@@ -34,11 +34,16 @@ pub(super) fn main(pid1: bool) -> ExitCode {
                 layers.unavailable.extend(problems);
             }
             Err(e) => {
-                // The pid, net, ipc and uts namespaces hold all the same.
+                // The pid, net, ipc and uts namespaces hold all the same;
+                // the host's files and its /proc stay in view.
                 layers
                     .active
                     .insert(0, "namespaces(user,pid,net,ipc,uts)".into());
-                layers.not_available("mount view", e);
+                layers.not_available("namespaces mount", &e);
+                layers.not_available(
+                    "namespaces proc",
+                    format!("the host's /proc stays in view ({e})"),
+                );
             }
         }
     }
@@ -119,9 +124,8 @@ fn restrict(job: &Job, layers: &mut Layers) {
     } else {
         // Without a pid namespace the host's processes are in /proc.
         let own_pid = (!job.namespaces).then(std::process::id);
-        match super::landlock::restrict(&job.work, own_pid) {
-            Ok(name) => layers.active.push(name),
-            Err(e) => layers.not_available("landlock", e),
+        if let Err(e) = super::landlock::restrict(&job.work, own_pid, layers) {
+            layers.not_available("landlock", e);
         }
     }
     if refused("seccomp") {

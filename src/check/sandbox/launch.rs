@@ -52,12 +52,12 @@ pub(super) fn run(program: &str, limits: &Limits, refused: &[String]) -> Result<
         layers.not_available("cgroup", "refused (SERVEGATE_SANDBOX_REFUSE)");
         Cgroup::default()
     } else {
-        let (cgroup, layer) = Cgroup::create(&name, limits.memory_mib, PROCESSES + HELPER_TASKS);
-        match layer {
-            Ok(l) => layers.active.push(l),
-            Err(e) => layers.not_available("cgroup", e),
-        }
-        cgroup
+        Cgroup::create(
+            &name,
+            limits.memory_mib,
+            PROCESSES + HELPER_TASKS,
+            &mut layers,
+        )
     };
     let mut argv = limits.interpreter.clone();
     argv.push(limits.file_name.clone());

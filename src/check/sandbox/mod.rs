@@ -60,8 +60,19 @@ pub const FILE_MIB: u64 = 64;
 /// The most open files of each of its processes.
 pub const OPEN_FILES: u64 = 256;
 
-/// The layers `sandbox: strict` requires.
-pub const REQUIRED: [&str; 5] = ["namespaces", "landlock", "seccomp", "rlimits", "cgroup"];
+/// What `sandbox: strict` requires: each layer, with the parts of it (named
+/// in its parentheses) that must hold. Namespaces without the read-only
+/// mount view or a `/proc` of their own leave the host's files or
+/// processes in reach; a cgroup with one limit bounds memory or forks, not
+/// both; Landlock below ABI 6 lacks signal scoping (below 5, device
+/// ioctls; below 4, TCP).
+pub const REQUIRED: [(&str, &[&str]); 5] = [
+    ("namespaces", &["pid", "net", "mount", "proc"]),
+    ("cgroup", &["memory", "pids"]),
+    ("rlimits", &["cpu", "as", "fsize", "nofile", "core"]),
+    ("landlock", &["fs", "tcp", "scope"]),
+    ("seccomp", &[]),
+];
 
 /// What a suite demands of the sandbox (`sandbox:` at its top level).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -98,38 +109,75 @@ pub struct Limits {
 /// Which layers held a program.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Layers {
-    /// The layers in force, e.g. `namespaces(user,pid,net,mount,ipc,uts)`.
+    /// The layers in force, each with the parts of it that hold, e.g.
+    /// `namespaces(user,pid,net,mount,proc,ipc,uts)`.
     pub active: Vec<String>,
-    /// The layers not in force, each with why (`cgroup: …`).
+    /// What is not in force, each with why: a whole layer (`cgroup: …`) or
+    /// a part of one (`cgroup pids: …`, `namespaces mount: …`).
     pub unavailable: Vec<String>,
 }
 
 impl Layers {
     /// Whether a layer (`namespaces`, `landlock`, …) is in force.
     pub fn has(&self, layer: &str) -> bool {
-        self.active.iter().any(|a| {
+        self.entry(layer).is_some()
+    }
+
+    /// The active entry of a layer, from just after its name.
+    fn entry(&self, layer: &str) -> Option<&str> {
+        self.active.iter().find_map(|a| {
             a.strip_prefix(layer)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['(', ' ']))
+                .filter(|rest| rest.is_empty() || rest.starts_with(['(', ' ']))
         })
     }
 
-    /// The required layers that are not in force, with why.
-    pub fn missing_required(&self) -> Vec<String> {
-        REQUIRED
-            .iter()
-            .filter(|l| !self.has(l))
-            .map(|l| {
-                self.unavailable
-                    .iter()
-                    .find(|u| u.starts_with(*l))
-                    .cloned()
-                    .unwrap_or_else(|| format!("{l}: not in force"))
-            })
-            .collect()
+    /// Whether a part of a layer holds: the layer names it (by its first
+    /// word: `memory v1` is `memory`) and nothing is reported missing of it
+    /// (`landlock fs: partial …`).
+    pub fn holds(&self, layer: &str, part: &str) -> bool {
+        let named = self
+            .entry(layer)
+            .and_then(|rest| rest.strip_prefix('('))
+            .and_then(|rest| rest.split_once(')'))
+            .is_some_and(|(inside, _)| {
+                inside
+                    .split(',')
+                    .any(|p| p.split_whitespace().next() == Some(part))
+            });
+        named && self.why_not(&format!("{layer} {part}")).is_none()
     }
 
-    /// One line: `namespaces(user,pid,net,mount) + rlimits(…); seccomp
-    /// unavailable (…)`.
+    /// What is reported missing under `name` (`cgroup`, `cgroup pids`).
+    fn why_not(&self, name: &str) -> Option<&String> {
+        self.unavailable
+            .iter()
+            .find(|u| u.split_once(": ").is_some_and(|(n, _)| n == name))
+    }
+
+    /// What `sandbox: strict` requires and is not in force, each with why.
+    pub fn missing_required(&self) -> Vec<String> {
+        let why = |name: &str| {
+            self.why_not(name)
+                .cloned()
+                .unwrap_or_else(|| format!("{name}: not in force"))
+        };
+        let mut missing = Vec::new();
+        for (layer, parts) in REQUIRED {
+            if !self.has(layer) {
+                missing.push(why(layer));
+                continue;
+            }
+            for part in parts {
+                if !self.holds(layer, part) {
+                    missing.push(why(&format!("{layer} {part}")));
+                }
+            }
+        }
+        missing
+    }
+
+    /// One line: `namespaces(user,pid,net,mount,proc,ipc,uts) + rlimits(…);
+    /// seccomp unavailable (…)`.
     pub fn summary(&self) -> String {
         let mut line = if self.active.is_empty() {
             "no layer".to_owned()
@@ -249,17 +297,18 @@ mod tests {
     fn layers_name_what_holds_and_what_strict_misses() {
         let layers = Layers {
             active: vec![
-                "namespaces(user,pid,net,mount,ipc,uts)".into(),
-                "rlimits(cpu,as,fsize,nofile,nproc,core)".into(),
+                "namespaces(user,pid,net,mount,proc,ipc,uts)".into(),
+                "rlimits(cpu,as,fsize,nofile,core)".into(),
                 "landlock(fs,tcp,scope) abi 7".into(),
             ],
             unavailable: vec!["seccomp: refused by the host".into()],
         };
         assert!(layers.has("namespaces") && layers.has("landlock"));
         assert!(!layers.has("name") && !layers.has("seccomp"));
+        assert!(layers.holds("namespaces", "mount") && !layers.holds("namespaces", "moun"));
         assert_eq!(
             layers.missing_required(),
-            ["seccomp: refused by the host", "cgroup: not in force"]
+            ["cgroup: not in force", "seccomp: refused by the host"]
         );
         let mut last = None;
         let first = announcement(&mut last, &layers);
@@ -276,7 +325,41 @@ mod tests {
         assert!(again[1].starts_with("warning: "), "{again:?}");
         assert_eq!(
             layers.summary(),
-            "namespaces(user,pid,net,mount,ipc,uts) + rlimits(cpu,as,fsize,nofile,nproc,core) + landlock(fs,tcp,scope) abi 7; seccomp unavailable (refused by the host)"
+            "namespaces(user,pid,net,mount,proc,ipc,uts) + rlimits(cpu,as,fsize,nofile,core) + landlock(fs,tcp,scope) abi 7; seccomp unavailable (refused by the host)"
+        );
+    }
+
+    /// A layer in force with a part missing or partial does not satisfy
+    /// `strict`: each missing part is named, with why.
+    #[test]
+    fn strict_needs_every_part_of_a_layer() {
+        let layers = Layers {
+            active: vec![
+                "namespaces(user,pid,net,ipc,uts)".into(),
+                "cgroup(memory v1)".into(),
+                "rlimits(cpu,as,fsize,nofile,core)".into(),
+                "landlock(fs,tcp) abi 4".into(),
+                "seccomp".into(),
+            ],
+            unavailable: vec![
+                "namespaces mount: failed to make / read-only: EPERM".into(),
+                "cgroup pids: v1 pids at /sys/fs/cgroup/pids: EACCES".into(),
+                "landlock fs: partial at ABI 4 (no rules for device ioctls: ABI 5, Linux 6.10)"
+                    .into(),
+                "landlock scope: needs ABI 6 (Linux 6.12)".into(),
+            ],
+        };
+        assert!(layers.holds("cgroup", "memory") && !layers.holds("cgroup", "pids"));
+        assert!(!layers.holds("landlock", "fs") && layers.holds("landlock", "tcp"));
+        assert_eq!(
+            layers.missing_required(),
+            [
+                "namespaces mount: failed to make / read-only: EPERM",
+                "namespaces proc: not in force",
+                "cgroup pids: v1 pids at /sys/fs/cgroup/pids: EACCES",
+                "landlock fs: partial at ABI 4 (no rules for device ioctls: ABI 5, Linux 6.10)",
+                "landlock scope: needs ABI 6 (Linux 6.12)",
+            ]
         );
     }
 }

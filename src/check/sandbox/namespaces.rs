@@ -9,9 +9,6 @@ use std::path::Path;
 use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
 
-/// The namespaces entered, as the layer names them.
-const ENTERED: &str = "user,pid,net,mount,ipc,uts";
-
 /// Enters new namespaces (this process must have one thread); `Err` with
 /// why the host refused.
 pub(super) fn enter() -> Result<(), String> {
@@ -34,8 +31,8 @@ pub(super) fn enter() -> Result<(), String> {
     write("gid_map", format!("0 {gid} 1\n"))
 }
 
-/// Makes the mount view of pid 1 of the new namespaces; the layer's name
-/// and anything that did not hold.
+/// Makes the mount view of pid 1 of the new namespaces; the layer's name,
+/// with the parts that hold, and what did not hold (`namespaces mount: …`).
 pub(super) fn isolate(work: &Path) -> Result<(String, Vec<String>), String> {
     let none: Option<&str> = None;
     // Nothing done here propagates back to the host's mounts.
@@ -59,38 +56,45 @@ pub(super) fn isolate(work: &Path) -> Result<(String, Vec<String>), String> {
         }
     }
     let mut problems = Vec::new();
-    if !writable.is_empty() {
+    let mut parts = vec!["user", "pid", "net"];
+    if writable.is_empty() {
+        parts.push("mount");
+    } else {
         problems.push(format!(
-            "read-only view: {} mount(s) stayed writable: {}",
+            "namespaces mount: {} mount(s) stayed writable: {}",
             writable.len(),
             writable.join(", ")
         ));
     }
     // A /proc of the new pid namespace: no other process of the host in it.
     let proc_flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-    if let Err(e) = mount(
+    match mount(
         Some("proc"),
         "/proc",
         Some("proc"),
         proc_flags | MsFlags::MS_RDONLY,
         none,
     ) {
-        // Some containers refuse a new proc; an empty /proc then hides the
-        // host's.
-        mount(
-            Some("tmpfs"),
-            "/proc",
-            Some("tmpfs"),
-            proc_flags,
-            Some("size=4k"),
-        )
-        .map_err(|e2| format!("failed to mount /proc ({e}) or hide it ({e2})"))?;
-        problems.push(format!(
-            "proc: a new /proc was refused ({e}); /proc is empty"
-        ));
+        Ok(()) => parts.push("proc"),
+        Err(e) => {
+            // Some containers refuse a new proc; an empty /proc then hides
+            // the host's.
+            mount(
+                Some("tmpfs"),
+                "/proc",
+                Some("tmpfs"),
+                proc_flags,
+                Some("size=4k"),
+            )
+            .map_err(|e2| format!("failed to mount /proc ({e}) or hide it ({e2})"))?;
+            problems.push(format!(
+                "namespaces proc: a new /proc was refused ({e}); /proc is empty"
+            ));
+        }
     }
+    parts.extend(["ipc", "uts"]);
     let _ = nix::unistd::sethostname("sandbox");
-    Ok((format!("namespaces({ENTERED})"), problems))
+    Ok((format!("namespaces({})", parts.join(",")), problems))
 }
 
 /// The mount points and per-mount options of a mount table, in order.
