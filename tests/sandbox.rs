@@ -94,6 +94,10 @@ fn cases(world: &World) -> Vec<Case> {
             &format!("open('{outside}/written', 'w').write('escaped')"),
         ),
         case(
+            "undo_read_only",
+            &UNDO_READ_ONLY.replace("OUTSIDE", &outside.to_string()),
+        ),
+        case(
             "read_secrets",
             r"import os
 found = []
@@ -217,6 +221,27 @@ print('survived', chain)",
     ]
 }
 
+/// Tries to make the read-only view writable again — `mount_setattr` (442
+/// on every architecture) clearing `MOUNT_ATTR_RDONLY`, then a bind remount
+/// without `MS_RDONLY`, on `/` and on the directory outside; again from a
+/// user and mount namespace of its own — then writes outside.
+const UNDO_READ_ONLY: &str = r"import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+L = ctypes.c_long
+class Attr(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in ('set', 'clr', 'propagation', 'userns_fd')]
+def tried(what, r):
+    print(what, 'done' if r == 0 else os.strerror(ctypes.get_errno()), flush=True)
+def undo():
+    for path in (b'/', b'OUTSIDE'):
+        attr = Attr(0, 1, 0, 0)
+        tried(f'mount_setattr {path}', libc.syscall(L(442), L(-100), path, L(0x8000), ctypes.byref(attr), L(ctypes.sizeof(attr))))
+        tried(f'remount {path}', libc.mount(None, path, None, L(32 | 4096), None))
+undo()
+tried('unshare', libc.unshare(0x10000000 | 0x20000))
+undo()
+open('OUTSIDE/written', 'w').write('escaped')";
+
 /// Writes the suite and its simulator profile for `cases`.
 fn project(world: &World, cases: &[Case], policy: &str) -> PathBuf {
     let mut profile = String::from("model: sim-hostile\nttft: 1ms\nitl: 0ms\nreplies:\n");
@@ -303,16 +328,47 @@ impl Run {
     }
 }
 
-/// Runs servegate on `suite` with `env`, sampling its peak memory from
-/// `/proc` until it ends; `signal_when` sends SIGTERM once it returns true.
-fn servegate(
-    world: &World,
-    suite: &Path,
-    env: &[(&str, &str)],
-    signal_when: Option<&dyn Fn() -> bool>,
-) -> Run {
+/// How to run servegate.
+#[derive(Default)]
+struct How<'a> {
+    /// Variables added to its environment.
+    env: &'a [(&'a str, &'a str)],
+    /// Sends SIGTERM once this returns true.
+    signal_when: Option<&'a dyn Fn() -> bool>,
+    /// Runs it as this uid and gid (when the tests run as root).
+    user: Option<u32>,
+    /// Gives it a controlling terminal (a pseudo-terminal), as a user at a
+    /// terminal has; its output still comes through pipes.
+    tty: bool,
+}
+
+/// Starts a command in a session of its own whose controlling terminal is
+/// a new pseudo-terminal, and waits for it.
+const WITH_A_TTY: &str = r"import os, sys
+master, slave = os.openpty()
+pid = os.fork()
+if pid == 0:
+    os.close(master)
+    os.setsid()
+    os.close(os.open(os.ttyname(slave), os.O_RDWR))
+    os.close(slave)
+    os.execv(sys.argv[1], sys.argv[1:])
+os.close(slave)
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))";
+
+/// Runs servegate on `suite`, sampling its peak memory from `/proc` until
+/// it ends.
+fn servegate(world: &World, suite: &Path, how: &How) -> Run {
     let out = world.root.join("out");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let exe = env!("CARGO_BIN_EXE_servegate");
+    let mut command = if how.tty {
+        let mut c = Command::new("python3");
+        c.args(["-c", WITH_A_TTY, exe]);
+        c
+    } else {
+        Command::new(exe)
+    };
+    command
         .args([
             "run",
             suite.to_str().unwrap(),
@@ -325,12 +381,15 @@ fn servegate(
         .env("OPENAI_API_KEY", &world.secret)
         .env_remove("SERVEGATE_TARGET")
         .env_remove(servegate::check::sandbox::REFUSE_ENV)
-        .envs(env.iter().copied())
+        .envs(how.env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    if let Some(id) = how.user {
+        use std::os::unix::process::CommandExt as _;
+        command.uid(id).gid(id);
+    }
+    let mut child = command.spawn().unwrap();
     let pid = child.id();
     let readers: Vec<_> = [
         Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
@@ -360,7 +419,7 @@ fn servegate(
         {
             peak_kib = peak_kib.max(kib);
         }
-        if let Some(when) = signal_when
+        if let Some(when) = how.signal_when
             && !signalled
             && when()
         {
@@ -460,7 +519,7 @@ fn hostile_programs_are_contained() {
     let world = World::new("all");
     let cases = cases(&world);
     let suite = project(&world, &cases, "best");
-    let run = servegate(&world, &suite, &[], None);
+    let run = servegate(&world, &suite, &How::default());
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
     assert_clean(&world, &run);
     let layers = run.layers();
@@ -565,8 +624,10 @@ fn without_namespaces_the_fallback_layers_hold() {
     let run = servegate(
         &world,
         &suite,
-        &[(servegate::check::sandbox::REFUSE_ENV, "namespaces")],
-        None,
+        &How {
+            env: &[(servegate::check::sandbox::REFUSE_ENV, "namespaces")],
+            ..How::default()
+        },
     );
     let layers = run.layers();
     println!("layers: {layers:?}");
@@ -629,8 +690,10 @@ fn strict_refuses_without_every_layer() {
     let run = servegate(
         &world,
         &suite,
-        &[(servegate::check::sandbox::REFUSE_ENV, "seccomp")],
-        None,
+        &How {
+            env: &[(servegate::check::sandbox::REFUSE_ENV, "seccomp")],
+            ..How::default()
+        },
     );
     assert_eq!(run.verdict("write_outside"), "FAILED");
     let message = run.message("write_outside");
@@ -656,12 +719,127 @@ fn sigterm_mid_probe_kills_the_program_and_cleans_up() {
     }];
     let suite = project(&world, &cases, "best");
     let running = || !processes(&world).is_empty();
-    let run = servegate(&world, &suite, &[], Some(&running));
+    let run = servegate(
+        &world,
+        &suite,
+        &How {
+            signal_when: Some(&running),
+            ..How::default()
+        },
+    );
     assert_eq!(run.code, Some(130), "{}\n{}", run.stdout, run.stderr);
     assert!(
         run.stderr.contains("sandboxed program(s)"),
         "{}",
         run.stderr
     );
+    assert_clean(&world, &run);
+}
+
+/// With Landlock refused (and with seccomp refused too), the namespaces
+/// alone keep the file system read-only: the program has no capability to
+/// undo the read-only view (`mount_setattr`, a remount), not even from a
+/// user namespace of its own, whose copy of the mounts is locked.
+#[test]
+fn namespaces_alone_keep_the_file_system_read_only() {
+    for refused in ["landlock", "landlock,seccomp"] {
+        let world = World::new(&format!("readonly-{}", refused.len()));
+        let cases: Vec<Case> = cases(&world)
+            .into_iter()
+            .filter(|c| ["good_is_prime", "write_outside", "undo_read_only"].contains(&c.name))
+            .collect();
+        let suite = project(&world, &cases, "best");
+        let run = servegate(
+            &world,
+            &suite,
+            &How {
+                env: &[(servegate::check::sandbox::REFUSE_ENV, refused)],
+                ..How::default()
+            },
+        );
+        let layers = run.layers();
+        println!("refused {refused}: layers {layers:?}");
+        if !layers
+            .iter()
+            .any(|l| l.starts_with("namespaces(") && l.contains("mount"))
+        {
+            skip("the read-only view without Landlock: no mount namespace here");
+            return;
+        }
+        assert_eq!(run.verdict("good_is_prime"), "ok", "{}", run.stdout);
+        for name in ["write_outside", "undo_read_only"] {
+            assert_eq!(run.verdict(name), "FAILED", "{name}: {}", run.message(name));
+            let message = run.message(name);
+            assert!(
+                message.contains("Read-only file system"),
+                "{name}: {message}"
+            );
+        }
+        assert_clean(&world, &run);
+    }
+}
+
+/// As an unprivileged user (the tests run as root: servegate is started as
+/// uid 65534), the user namespace path holds on its own: Landlock and
+/// seccomp refused, the program cannot write outside (a directory that user
+/// may write), undo the read-only view, read servegate's environment or
+/// kill its helpers.
+#[test]
+fn an_unprivileged_user_is_held_by_namespaces_alone() {
+    if !nix::unistd::geteuid().is_root() {
+        skip("running as another user: the other tests prove this user's case");
+        return;
+    }
+    let world = World::new("unprivileged");
+    let nobody = nix::unistd::Uid::from_raw(65534);
+    let group = nix::unistd::Gid::from_raw(65534);
+    for dir in [&world.root, &world.tmp, &world.outside] {
+        nix::unistd::chown(dir.as_path(), Some(nobody), Some(group)).unwrap();
+    }
+    let wanted = [
+        "good_is_prime",
+        "write_outside",
+        "undo_read_only",
+        "read_secrets",
+        "kill_the_parent",
+    ];
+    let cases: Vec<Case> = cases(&world)
+        .into_iter()
+        .filter(|c| wanted.contains(&c.name))
+        .collect();
+    let suite = project(&world, &cases, "best");
+    let run = servegate(
+        &world,
+        &suite,
+        &How {
+            env: &[(servegate::check::sandbox::REFUSE_ENV, "landlock,seccomp")],
+            user: Some(65534),
+            ..How::default()
+        },
+    );
+    let layers = run.layers();
+    println!("layers: {layers:?}");
+    if !run.has("namespaces(user,") {
+        skip("the unprivileged user's case: no user namespaces for other users here");
+        return;
+    }
+    assert_eq!(
+        run.verdict("good_is_prime"),
+        "ok",
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    for name in ["write_outside", "undo_read_only"] {
+        assert_eq!(run.verdict(name), "FAILED", "{name}");
+        let message = run.message(name);
+        assert!(
+            message.contains("Read-only file system"),
+            "{name}: {message}"
+        );
+    }
+    for name in ["read_secrets", "kill_the_parent"] {
+        assert_eq!(run.verdict(name), "ok", "{name}: {}", run.message(name));
+    }
     assert_clean(&world, &run);
 }

@@ -30,8 +30,8 @@ pub const SUBCOMMAND: &str = "__sandbox";
 pub fn main(role: &str) -> ExitCode {
     match role {
         "supervise" => supervise(),
-        "init" => super::init::main(true),
-        "exec" => super::init::main(false),
+        // Named apart for whoever reads a process list; the job says which.
+        "init" | "exec" => super::init::main(),
         _ => ExitCode::from(2),
     }
 }
@@ -88,7 +88,7 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
             .not_available("namespaces", "refused (SERVEGATE_SANDBOX_REFUSE)");
     } else {
         match super::namespaces::enter() {
-            Ok(()) => job.namespaces = true,
+            Ok(entered) => job.namespaces = Some(entered),
             Err(e) => job.layers.not_available("namespaces", e),
         }
     }
@@ -109,7 +109,11 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
         .map_err(|e| format!("failed to open a signalfd: {e}"))?;
     let (mut mine, theirs) =
         UnixStream::pair().map_err(|e| format!("failed to make a socket pair: {e}"))?;
-    let role = if job.namespaces { "init" } else { "exec" };
+    let role = if job.namespaces.is_some() {
+        "init"
+    } else {
+        "exec"
+    };
     let mut stage = Command::new("/proc/self/exe")
         .args([SUBCOMMAND, role])
         .env_clear()
@@ -174,7 +178,7 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
     if ended.is_none() {
         let _ = stage.kill();
         let _ = stage.wait();
-    } else if !job.namespaces && finished.error.is_none() && !stop && !finished.timed_out {
+    } else if job.namespaces.is_none() && finished.error.is_none() && !stop && !finished.timed_out {
         // Without namespaces the stage became the program: its status is
         // the program's.
         finished.exit = ended.map(Exit::of);

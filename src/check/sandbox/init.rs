@@ -9,45 +9,33 @@
 //!   Landlock domain and out of the program's reach.
 //!
 //! Both die with the supervisor (`PR_SET_PDEATHSIG`, kept across exec: the
-//! supervisor is single-threaded when it starts them).
+//! supervisor is single-threaded when it starts them). Neither lets the
+//! program run as root (see `namespaces`).
 
+use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
 use nix::sys::signal::Signal;
+use nix::unistd::{Gid, Uid};
 
 use super::Layers;
 use super::limits::{self, Rlimits};
+use super::namespaces::{self, Entered, NOBODY};
 use super::protocol::{self, Exit, Job, Report};
 use crate::procfs;
 
-/// Runs the stage; `pid1` for `init`, else `exec`.
-pub(super) fn main(pid1: bool) -> ExitCode {
+/// Runs the stage: `init` where the supervisor entered namespaces, else
+/// `exec`.
+pub(super) fn main() -> ExitCode {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     let Some((mut up, Ok(Some(job)))) = protocol::job_from_parent() else {
         return ExitCode::from(125);
     };
     let mut layers = job.layers.clone();
-    if pid1 {
-        match super::namespaces::isolate(&job.work) {
-            Ok((name, problems)) => {
-                layers.active.insert(0, name);
-                layers.unavailable.extend(problems);
-            }
-            Err(e) => {
-                // The pid, net, ipc and uts namespaces hold all the same;
-                // the host's files and its /proc stay in view.
-                layers
-                    .active
-                    .insert(0, "namespaces(user,pid,net,ipc,uts)".into());
-                layers.not_available("namespaces mount", &e);
-                layers.not_available(
-                    "namespaces proc",
-                    format!("the host's /proc stays in view ({e})"),
-                );
-            }
-        }
+    if let Err(e) = prepare(&job, &mut layers) {
+        let _ = protocol::send(&mut up, &Report::Error(e));
+        return ExitCode::from(125);
     }
-    restrict(&job, &mut layers);
     if job.strict {
         let missing = layers.missing_required();
         if !missing.is_empty() {
@@ -62,22 +50,31 @@ pub(super) fn main(pid1: bool) -> ExitCode {
         }
     }
     let _ = protocol::send(&mut up, &Report::Layers(layers));
+    let as_nobody = job.host_uid == 0 && job.namespaces != Some(Entered::User);
     let mut cmd = Command::new(&job.argv[0]);
     cmd.args(&job.argv[1..])
         .current_dir(&job.work)
         .env_clear()
         .envs(job.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null());
-    if !pid1 {
+    let Some(entered) = job.namespaces else {
         use std::os::unix::process::CommandExt as _;
         let e = cmd.exec();
-        let _ = protocol::send(&mut up, &Report::Error(started_failed(&job.argv[0], &e)));
+        let failed = started_failed(&job.argv[0], &e, as_nobody);
+        let _ = protocol::send(&mut up, &Report::Error(failed));
         return ExitCode::from(127);
+    };
+    if entered == Entered::Root {
+        use std::os::unix::process::CommandExt as _;
+        // Set in the child before exec: it starts with no capability and
+        // no supplementary group (std drops them with the uid).
+        cmd.uid(NOBODY).gid(NOBODY);
     }
     let status = match cmd.spawn().and_then(|mut child| child.wait()) {
         Ok(status) => status,
         Err(e) => {
-            let _ = protocol::send(&mut up, &Report::Error(started_failed(&job.argv[0], &e)));
+            let failed = started_failed(&job.argv[0], &e, as_nobody);
+            let _ = protocol::send(&mut up, &Report::Error(failed));
             return ExitCode::from(127);
         }
     };
@@ -90,40 +87,100 @@ pub(super) fn main(pid1: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn started_failed(program: &str, e: &std::io::Error) -> String {
-    if e.kind() == std::io::ErrorKind::NotFound {
-        format!("failed to start `{program}`: not found")
-    } else {
-        format!("failed to start `{program}`: {e}")
+/// Everything before the program starts, each layer noted in `layers`;
+/// `Err` where it must not start.
+fn prepare(job: &Job, layers: &mut Layers) -> Result<(), String> {
+    // Counted before a new /proc hides the host's processes.
+    let processes = process_limit(job);
+    match job.namespaces {
+        Some(entered) => {
+            namespaces::isolate(&job.work, entered, layers)?;
+            // Not ptraced, nor its /proc files read, by the program, which
+            // has its uid in a user namespace (it has no capability to
+            // override this).
+            nix::sys::prctl::set_dumpable(false)
+                .map_err(|e| format!("failed to make the sandbox's init undumpable: {e}"))?;
+        }
+        None if job.host_uid == 0 => become_nobody(&job.work)?,
+        None => {}
+    }
+    restrict(job, processes, layers)
+}
+
+/// The process limit of the program, where `RLIMIT_NPROC` bounds its own
+/// processes: in a user namespace of its own it counts that namespace's
+/// tasks; on the host it counts every task of the program's uid, those
+/// already running included. It is a backstop a little above what a pids
+/// cgroup lets the program have, so that the cgroup, which reports what
+/// it refused, binds first.
+fn process_limit(job: &Job) -> Option<u64> {
+    let allowed = super::PROCESSES + super::HELPER_TASKS;
+    let root = job.host_uid == 0;
+    match job.namespaces {
+        // uid 0 on the host: the kernel does not count its processes.
+        Some(Entered::User) if root => None,
+        Some(Entered::User) => Some(allowed),
+        Some(Entered::Root) => Some(tasks_of(NOBODY) + allowed),
+        None if root => Some(tasks_of(NOBODY) + allowed),
+        None => Some(tasks_of(job.host_uid) + allowed),
     }
 }
 
-/// rlimits, Landlock and seccomp on this process, each noted in `layers`.
-fn restrict(job: &Job, layers: &mut Layers) {
+/// Where servegate is root and there are no namespaces: gives the work
+/// directory to `NOBODY` and becomes that uid, with no supplementary group,
+/// before this stage becomes the program. As root it could undo every
+/// other layer, signal servegate and the server, and read or write what
+/// only root may.
+fn become_nobody(work: &Path) -> Result<(), String> {
+    let parent = nix::unistd::getppid();
+    let (uid, gid) = (Uid::from_raw(NOBODY), Gid::from_raw(NOBODY));
+    let fail = |what: &str, e: nix::Error| format!("failed to {what}: {e}");
+    nix::unistd::chown(work, Some(uid), Some(gid))
+        .map_err(|e| fail("give the work directory to uid 65534", e))?;
+    nix::unistd::setgroups(&[]).map_err(|e| fail("drop supplementary groups", e))?;
+    nix::unistd::setresgid(gid, gid, gid).map_err(|e| fail("set gid 65534", e))?;
+    nix::unistd::setresuid(uid, uid, uid).map_err(|e| fail("set uid 65534", e))?;
+    // A new uid clears the parent-death signal; the supervisor may have
+    // ended meanwhile.
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
+        .map_err(|e| fail("set the parent-death signal", e))?;
+    if nix::unistd::getppid() != parent {
+        return Err("the sandbox's supervisor ended".into());
+    }
+    Ok(())
+}
+
+fn started_failed(program: &str, e: &std::io::Error, as_nobody: bool) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => format!("failed to start `{program}`: not found"),
+        std::io::ErrorKind::PermissionDenied if as_nobody => format!(
+            "failed to start `{program}`: {e} (servegate runs as root, the program as uid {NOBODY}: is the interpreter, and the path to it, readable by all users?)"
+        ),
+        _ => format!("failed to start `{program}`: {e}"),
+    }
+}
+
+/// rlimits, `no_new_privs`, Landlock and seccomp on this process, each
+/// noted in `layers`.
+fn restrict(job: &Job, processes: Option<u64>, layers: &mut Layers) -> Result<(), String> {
     let refused = |layer: &str| job.refuse.iter().any(|r| r == layer);
-    // The kernel does not count processes for real uid 0 (the host's).
-    let root = job.host_uid == 0;
-    // Outside a user namespace the process count is the user's own: what
-    // runs already, plus the program's allowance.
-    let processes = if job.namespaces || root {
-        super::PROCESSES
-    } else {
-        tasks_of(job.host_uid) + super::PROCESSES
-    };
     let rlimits = Rlimits {
         cpu_secs: job.timeout_ms.div_ceil(1000) + 1,
         memory_mib: job.memory_mib,
         processes,
     };
-    match limits::apply(rlimits, root) {
+    match limits::apply(rlimits) {
         Ok(name) => layers.active.push(name),
         Err(e) => layers.not_available("rlimits", e),
     }
+    // Whatever else is refused: no set-uid program or file capability
+    // gives the program back what the layers take.
+    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("failed to set no_new_privs: {e}"))?;
     if refused("landlock") {
         layers.not_available("landlock", "refused (SERVEGATE_SANDBOX_REFUSE)");
     } else {
         // Without a pid namespace the host's processes are in /proc.
-        let own_pid = (!job.namespaces).then(std::process::id);
+        let own_pid = job.namespaces.is_none().then(std::process::id);
         if let Err(e) = super::landlock::restrict(&job.work, own_pid, layers) {
             layers.not_available("landlock", e);
         }
@@ -136,9 +193,11 @@ fn restrict(job: &Job, layers: &mut Layers) {
             Err(e) => layers.not_available("seccomp", e),
         }
     }
+    Ok(())
 }
 
-/// Tasks (threads included, as `RLIMIT_NPROC` counts them) of a real uid.
+/// Tasks (threads included, as `RLIMIT_NPROC` counts them) of a real uid
+/// on the host.
 fn tasks_of(uid: u32) -> u64 {
     procfs::pids()
         .into_iter()

@@ -22,9 +22,9 @@ const TARGET: ABI = ABI::V6;
 /// tcp,scope) abi 7`) and what this kernel's ABI lacks; `Err` with why
 /// Landlock is not in force at all. With `own_pid` (no pid namespace hides
 /// the host's processes), `/proc` is readable only for that process and a
-/// few system-wide files: Landlock's ptrace rules keep the memory of other
-/// processes out of reach, but not their `environ` when the program runs as
-/// root (it keeps `CAP_SYS_PTRACE`).
+/// few system-wide files: Landlock's ptrace rules keep the memory and
+/// `environ` of other processes out of reach, but not what any uid may read
+/// there (command lines: a server started with `--api-key …`).
 pub(super) fn restrict(
     work: &Path,
     own_pid: Option<u32>,

@@ -20,16 +20,12 @@ use super::cgroup::Cgroup;
 use super::output::{self, Finished as Output};
 use super::protocol::{self, Finished, Job};
 use super::workdir::WorkDir;
-use super::{Layers, Limits, Outcome, PROCESSES, Policy, Stop};
+use super::{HELPER_TASKS, Layers, Limits, Outcome, PROCESSES, Policy, Stop};
 use crate::server::reaper;
 
 /// How long past its own time limit the supervisor has to report before it
 /// is killed.
 const BACKSTOP: Duration = Duration::from_secs(5);
-
-/// Tasks of the helper stages themselves (the supervisor's threads and
-/// pid 1), counted by the cgroup's process limit.
-const HELPER_TASKS: u64 = 6;
 
 enum Event {
     Output(Output),
@@ -71,7 +67,7 @@ pub(super) fn run(program: &str, limits: &Limits, refused: &[String]) -> Result<
         refuse: refused.to_vec(),
         layers,
         host_uid: nix::unistd::getuid().as_raw(),
-        namespaces: false,
+        namespaces: None,
     };
     let result = supervise(&job, &cgroup, limits.timeout);
     cgroup.remove();

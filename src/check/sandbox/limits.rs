@@ -11,15 +11,14 @@ pub(super) struct Rlimits {
     pub cpu_secs: u64,
     /// Address space of each process, in MiB.
     pub memory_mib: u64,
-    /// Processes of the user (within the sandbox's user namespace, where
-    /// there is one).
-    pub processes: u64,
+    /// Processes of the program's user (within its user namespace, where
+    /// it has one); `None` where the limit would not bound the program's
+    /// own processes.
+    pub processes: Option<u64>,
 }
 
 /// Sets every limit; the layer's name with what holds (`rlimits(cpu,as,…)`).
-/// The process count is not enforced for root (the kernel exempts real uid
-/// 0), so it is named only where it holds.
-pub(super) fn apply(limits: Rlimits, root: bool) -> Result<String, String> {
+pub(super) fn apply(limits: Rlimits) -> Result<String, String> {
     let mib = 1024 * 1024;
     let set = [
         ("cpu", Resource::RLIMIT_CPU, limits.cpu_secs),
@@ -31,15 +30,18 @@ pub(super) fn apply(limits: Rlimits, root: bool) -> Result<String, String> {
         ("fsize", Resource::RLIMIT_FSIZE, super::FILE_MIB * mib),
         ("nofile", Resource::RLIMIT_NOFILE, super::OPEN_FILES),
         ("core", Resource::RLIMIT_CORE, 0),
-        ("nproc", Resource::RLIMIT_NPROC, limits.processes),
-    ];
+    ]
+    .into_iter()
+    .chain(
+        limits
+            .processes
+            .map(|n| ("nproc", Resource::RLIMIT_NPROC, n)),
+    );
     let mut names = Vec::new();
     for (name, resource, value) in set {
         setrlimit(resource, value, value)
             .map_err(|e| format!("failed to set the {name} limit: {e}"))?;
-        if !(name == "nproc" && root) {
-            names.push(name);
-        }
+        names.push(name);
     }
     Ok(format!("rlimits({})", names.join(",")))
 }

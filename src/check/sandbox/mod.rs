@@ -4,7 +4,7 @@
 //! On Linux servegate re-executes itself as a helper (`servegate __sandbox`)
 //! that contains the program in layers, each used where the kernel and the
 //! host allow it (see `docs` in the README's security section):
-//! namespaces (user, pid, net, mount, ipc, uts), Landlock, a seccomp filter,
+//! namespaces (pid, net, mount, ipc, uts; user unless root), Landlock, a seccomp filter,
 //! rlimits and a cgroup leaf; always a wall-clock timeout, output through
 //! pipes read with a byte cap, a random work directory removed on every exit
 //! path (signals included, through `crate::server::reaper`) and an
@@ -53,6 +53,11 @@ pub const OUTPUT_CAP: u64 = 8 * 1024 * 1024;
 
 /// The most processes (and threads) the program may have at once.
 pub const PROCESSES: u64 = 64;
+
+/// Tasks of the helper stages themselves (the supervisor's threads and
+/// pid 1), which the cgroup's process limit counts with the program's.
+#[cfg(target_os = "linux")]
+const HELPER_TASKS: u64 = 6;
 
 /// The largest file the program may write, in MiB.
 pub const FILE_MIB: u64 = 64;

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::Layers;
+use super::namespaces::Entered;
 
 /// What to run, and how: sent down from servegate to the supervisor, and
 /// from the supervisor to the stage that runs the program.
@@ -35,9 +36,9 @@ pub(super) struct Job {
     pub layers: Layers,
     /// servegate's real uid on the host.
     pub host_uid: u32,
-    /// Whether the supervisor entered new namespaces (the next stage is
-    /// pid 1 of the new pid namespace).
-    pub namespaces: bool,
+    /// How the supervisor entered new namespaces, if it did (the next
+    /// stage is then pid 1 of the new pid namespace).
+    pub namespaces: Option<Entered>,
 }
 
 /// What a stage reports to its parent.
