@@ -98,6 +98,16 @@ fn cases(world: &World) -> Vec<Case> {
             &UNDO_READ_ONLY.replace("OUTSIDE", &outside.to_string()),
         ),
         case(
+            "tty",
+            r"import errno, os
+try:
+    os.close(os.open('/dev/tty', os.O_RDONLY))
+    raise SystemExit('opened the terminal servegate runs at')
+except OSError as e:
+    assert e.errno == errno.ENXIO, e",
+        ),
+        case("seccomp_rules", SECCOMP_RULES),
+        case(
             "read_secrets",
             r"import os
 found = []
@@ -241,6 +251,42 @@ undo()
 tried('unshare', libc.unshare(0x10000000 | 0x20000))
 undo()
 open('OUTSIDE/written', 'w').write('escaped')";
+
+/// Calls the filter denies for some arguments, or answers `ENOSYS` (without
+/// it the kernel would answer otherwise: `ENOTTY` for terminal ioctls on
+/// `/dev/null`, `EINVAL` or `EBADF` for bad arguments, a child for
+/// `clone`); threads still start (`clone3` refused, libc falls back).
+const SECCOMP_RULES: &str = r"import ctypes, errno, fcntl, os, platform, threading
+libc = ctypes.CDLL(None, use_errno=True)
+L = ctypes.c_long
+wrong = []
+def expect(what, err, r):
+    got = ctypes.get_errno() if r == -1 else 0
+    if got != err:
+        wrong.append(f'{what}: {os.strerror(got) if got else r}')
+for name, request in (('TIOCSTI', 0x5412), ('TIOCLINUX', 0x541C)):
+    try:
+        fcntl.ioctl(0, request, b'x')
+        wrong.append(f'{name}: allowed')
+    except OSError as e:
+        if e.errno != errno.EPERM:
+            wrong.append(f'{name}: {e}')
+clone = {'x86_64': 56, 'aarch64': 220, 'riscv64': 220}[platform.machine()]
+r = libc.syscall(L(clone), L(0x10000000 | 17), L(0), L(0), L(0), L(0))
+if r == 0:
+    os._exit(0)
+expect('clone(CLONE_NEWUSER)', errno.EPERM, r)
+if r > 0:
+    os.waitpid(r, 0)
+expect('clone3', errno.ENOSYS, libc.syscall(L(435), L(0), L(0)))
+expect('pidfd_getfd', errno.EPERM, libc.syscall(L(438), L(-1), L(0), L(0)))
+expect('fsconfig', errno.EPERM, libc.syscall(L(431), L(-1), L(0), L(0), L(0), L(0)))
+ran = []
+t = threading.Thread(target=lambda: ran.append(1))
+t.start()
+t.join()
+print(wrong, ran)
+assert not wrong and ran == [1], wrong";
 
 /// Writes the suite and its simulator profile for `cases`.
 fn project(world: &World, cases: &[Case], policy: &str) -> PathBuf {
@@ -561,6 +607,13 @@ fn hostile_programs_are_contained() {
         &["killed: its stdout passed the 8 MiB output cap"],
     );
     assert_eq!(run.verdict("planted_fifo_and_link"), "ok");
+    assert_eq!(run.verdict("tty"), "ok", "{}", run.message("tty"));
+    if run.has("seccomp") {
+        let message = run.message("seccomp_rules");
+        assert_eq!(run.verdict("seccomp_rules"), "ok", "{message}");
+    } else {
+        skip("seccomp_rules: no seccomp here");
+    }
     assert_eq!(
         run.verdict("kill_the_parent"),
         "ok",
@@ -615,6 +668,7 @@ fn without_namespaces_the_fallback_layers_hold() {
         "kill_the_parent",
         "setsid_daemon",
         "fork_bomb",
+        "tty",
     ];
     let cases: Vec<Case> = all
         .into_iter()
@@ -626,6 +680,7 @@ fn without_namespaces_the_fallback_layers_hold() {
         &suite,
         &How {
             env: &[(servegate::check::sandbox::REFUSE_ENV, "namespaces")],
+            tty: true,
             ..How::default()
         },
     );
@@ -639,6 +694,8 @@ fn without_namespaces_the_fallback_layers_hold() {
         run.stdout
     );
     assert_eq!(run.verdict("good_is_prime"), "ok");
+    // servegate had a controlling terminal; the program has none.
+    assert_eq!(run.verdict("tty"), "ok", "{}", run.message("tty"));
     assert_clean(&world, &run);
     if run.has("landlock") {
         assert_eq!(run.verdict("write_outside"), "FAILED");
@@ -746,7 +803,9 @@ fn namespaces_alone_keep_the_file_system_read_only() {
         let world = World::new(&format!("readonly-{}", refused.len()));
         let cases: Vec<Case> = cases(&world)
             .into_iter()
-            .filter(|c| ["good_is_prime", "write_outside", "undo_read_only"].contains(&c.name))
+            .filter(|c| {
+                ["good_is_prime", "write_outside", "undo_read_only", "tty"].contains(&c.name)
+            })
             .collect();
         let suite = project(&world, &cases, "best");
         let run = servegate(
@@ -754,6 +813,7 @@ fn namespaces_alone_keep_the_file_system_read_only() {
             &suite,
             &How {
                 env: &[(servegate::check::sandbox::REFUSE_ENV, refused)],
+                tty: true,
                 ..How::default()
             },
         );
@@ -767,6 +827,7 @@ fn namespaces_alone_keep_the_file_system_read_only() {
             return;
         }
         assert_eq!(run.verdict("good_is_prime"), "ok", "{}", run.stdout);
+        assert_eq!(run.verdict("tty"), "ok", "{}", run.message("tty"));
         for name in ["write_outside", "undo_read_only"] {
             assert_eq!(run.verdict(name), "FAILED", "{name}: {}", run.message(name));
             let message = run.message(name);

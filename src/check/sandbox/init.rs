@@ -104,6 +104,10 @@ fn prepare(job: &Job, layers: &mut Layers) -> Result<(), String> {
         None if job.host_uid == 0 => become_nobody(&job.work)?,
         None => {}
     }
+    // A session of its own, without the controlling terminal servegate may
+    // have: the program cannot open the user's terminal (`/dev/tty`) and
+    // push input into it (`TIOCSTI`).
+    nix::unistd::setsid().map_err(|e| format!("failed to start a session: {e}"))?;
     restrict(job, processes, layers)
 }
 

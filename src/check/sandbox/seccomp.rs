@@ -17,7 +17,8 @@ use seccompiler::{
 /// could make a read-only mount writable again), kernel keyrings, new
 /// namespaces, `io_uring` (its socket operations pass by the socket rule),
 /// BPF and perf, file handles (a known container escape), modules, kexec,
-/// reboot, swap and the clock.
+/// reboot, swap and the clock. `socket`, `clone` and `ioctl` are denied
+/// for some arguments only (see `restrict`).
 const DENIED: &[i64] = &[
     libc::SYS_ptrace,
     libc::SYS_process_vm_readv,
@@ -97,6 +98,18 @@ pub(super) fn restrict() -> Result<String, String> {
                 arg(0, SeccompCmpOp::MaskedEq(flag), flag)
             })
             .collect::<Result<_, _>>()?,
+    );
+    // No input pushed into a terminal, nor the console's special
+    // functions: without a controlling terminal the program has none to
+    // use, but a terminal it could open would do.
+    rules.insert(
+        libc::SYS_ioctl,
+        vec![
+            arg(1, SeccompCmpOp::Eq, libc::TIOCSTI),
+            arg(1, SeccompCmpOp::Eq, libc::TIOCLINUX),
+        ]
+        .into_iter()
+        .collect::<Result<_, _>>()?,
     );
     install(rules, libc::EPERM, arch)?;
     let clone3 = [(libc::SYS_clone3, Vec::new())].into_iter().collect();
