@@ -255,7 +255,9 @@ open('OUTSIDE/written', 'w').write('escaped')";
 /// Calls the filter denies for some arguments, or answers `ENOSYS` (without
 /// it the kernel would answer otherwise: `ENOTTY` for terminal ioctls on
 /// `/dev/null`, `EINVAL` or `EBADF` for bad arguments, a child for
-/// `clone`); threads still start (`clone3` refused, libc falls back).
+/// `clone`, `ESRCH` or success for `kill` of every process or a group);
+/// threads still start (`clone3` refused, libc falls back), and a process
+/// may still signal itself.
 const SECCOMP_RULES: &str = r"import ctypes, errno, fcntl, os, platform, threading
 libc = ctypes.CDLL(None, use_errno=True)
 L = ctypes.c_long
@@ -281,6 +283,9 @@ if r > 0:
 expect('clone3', errno.ENOSYS, libc.syscall(L(435), L(0), L(0)))
 expect('pidfd_getfd', errno.EPERM, libc.syscall(L(438), L(-1), L(0), L(0)))
 expect('fsconfig', errno.EPERM, libc.syscall(L(431), L(-1), L(0), L(0), L(0), L(0)))
+expect('kill(-1)', errno.EPERM, libc.kill(-1, 0))
+expect('kill(-2)', errno.EPERM, libc.kill(-2, 0))
+expect('kill(self)', 0, libc.kill(os.getpid(), 0))
 ran = []
 t = threading.Thread(target=lambda: ran.append(1))
 t.start()
@@ -901,6 +906,53 @@ fn an_unprivileged_user_is_held_by_namespaces_alone() {
     }
     for name in ["read_secrets", "kill_the_parent"] {
         assert_eq!(run.verdict(name), "ok", "{name}: {}", run.message(name));
+    }
+    assert_clean(&world, &run);
+}
+
+/// Run by an unprivileged user with neither namespaces nor Landlock, the
+/// program shares servegate's uid and nothing scopes its signals: the
+/// layers line says so (`signals unavailable`), and seccomp still refuses
+/// kill(-1) and signals to process groups.
+#[test]
+fn signals_without_namespaces_or_landlock_are_named_unavailable() {
+    if !nix::unistd::geteuid().is_root() {
+        skip("running as another user: this case needs to start servegate as uid 65534");
+        return;
+    }
+    let world = World::new("signals");
+    let nobody = nix::unistd::Uid::from_raw(65534);
+    let group = nix::unistd::Gid::from_raw(65534);
+    for dir in [&world.root, &world.tmp, &world.outside] {
+        nix::unistd::chown(dir.as_path(), Some(nobody), Some(group)).unwrap();
+    }
+    let cases: Vec<Case> = cases(&world)
+        .into_iter()
+        .filter(|c| ["good_is_prime", "seccomp_rules"].contains(&c.name))
+        .collect();
+    let suite = project(&world, &cases, "best");
+    let run = servegate(
+        &world,
+        &suite,
+        &How {
+            env: &[(servegate::check::sandbox::REFUSE_ENV, "namespaces,landlock")],
+            user: Some(65534),
+            ..How::default()
+        },
+    );
+    println!("layers: {:?}", run.layers());
+    assert!(
+        run.stdout
+            .contains("; signals unavailable (the program runs as servegate's uid"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.verdict("good_is_prime"), "ok");
+    if run.has("seccomp") {
+        let message = run.message("seccomp_rules");
+        assert_eq!(run.verdict("seccomp_rules"), "ok", "{message}");
+    } else {
+        skip("kill(-1) refused without namespaces or Landlock: no seccomp here");
     }
     assert_clean(&world, &run);
 }

@@ -50,7 +50,7 @@ pub(super) fn main() -> ExitCode {
         }
     }
     let _ = protocol::send(&mut up, &Report::Layers(layers));
-    let as_nobody = job.host_uid == 0 && job.namespaces != Some(Entered::User);
+    let as_nobody = runs_as_nobody(&job);
     let mut cmd = Command::new(&job.argv[0]);
     cmd.args(&job.argv[1..])
         .current_dir(&job.work)
@@ -130,6 +130,13 @@ fn process_limit(job: &Job) -> Option<u64> {
     }
 }
 
+/// Whether the program runs as `NOBODY` on the host: servegate is root,
+/// and did not need a user namespace (which maps the program to root's
+/// uid).
+fn runs_as_nobody(job: &Job) -> bool {
+    job.host_uid == 0 && job.namespaces != Some(Entered::User)
+}
+
 /// Where servegate is root and there are no namespaces: gives the work
 /// directory to `NOBODY` and becomes that uid, with no supplementary group,
 /// before this stage becomes the program. As root it could undo every
@@ -165,7 +172,7 @@ fn started_failed(program: &str, e: &std::io::Error, as_nobody: bool) -> String 
 }
 
 /// rlimits, `no_new_privs`, Landlock and seccomp on this process, each
-/// noted in `layers`.
+/// noted in `layers`, and what keeps the program's signals in.
 fn restrict(job: &Job, processes: Option<u64>, layers: &mut Layers) -> Result<(), String> {
     let refused = |layer: &str| job.refuse.iter().any(|r| r == layer);
     let rlimits = Rlimits {
@@ -196,6 +203,27 @@ fn restrict(job: &Job, processes: Option<u64>, layers: &mut Layers) -> Result<()
             Ok(name) => layers.active.push(name),
             Err(e) => layers.not_available("seccomp", e),
         }
+    }
+    // What keeps the program from stopping or killing servegate, the
+    // server and their helpers: not seeing them, a Landlock domain that
+    // scopes its signals, or another uid.
+    let mut covers = Vec::new();
+    if job.namespaces.is_some() {
+        covers.push("pid namespace".to_owned());
+    }
+    if layers.holds("landlock", "scope") {
+        covers.push("landlock scope".to_owned());
+    }
+    if runs_as_nobody(job) {
+        covers.push(format!("uid {NOBODY}"));
+    }
+    if covers.is_empty() {
+        layers.not_available(
+            "signals",
+            "the program runs as servegate's uid, with no pid namespace and no Landlock scoping (ABI 6, Linux 6.12): it can signal their processes one by one (seccomp denies kill(-1) and process groups)",
+        );
+    } else {
+        layers.active.push(format!("signals({})", covers.join(",")));
     }
     Ok(())
 }

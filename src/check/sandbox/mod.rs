@@ -70,13 +70,16 @@ pub const OPEN_FILES: u64 = 256;
 /// mount view or a `/proc` of their own leave the host's files or
 /// processes in reach; a cgroup with one limit bounds memory or forks, not
 /// both; Landlock below ABI 6 lacks signal scoping (below 5, device
-/// ioctls; below 4, TCP).
-pub const REQUIRED: [(&str, &[&str]); 5] = [
+/// ioctls; below 4, TCP); `signals` is in force where something keeps the
+/// program's signals from servegate and the server (a pid namespace,
+/// Landlock scoping, or a uid of its own).
+pub const REQUIRED: [(&str, &[&str]); 6] = [
     ("namespaces", &["pid", "net", "mount", "proc"]),
     ("cgroup", &["memory", "pids"]),
     ("rlimits", &["cpu", "as", "fsize", "nofile", "core"]),
     ("landlock", &["fs", "tcp", "scope"]),
     ("seccomp", &[]),
+    ("signals", &[]),
 ];
 
 /// What a suite demands of the sandbox (`sandbox:` at its top level).
@@ -305,12 +308,14 @@ mod tests {
                 "namespaces(user,pid,net,mount,proc,ipc,uts)".into(),
                 "rlimits(cpu,as,fsize,nofile,core)".into(),
                 "landlock(fs,tcp,scope) abi 7".into(),
+                "signals(pid namespace,landlock scope)".into(),
             ],
             unavailable: vec!["seccomp: refused by the host".into()],
         };
         assert!(layers.has("namespaces") && layers.has("landlock"));
         assert!(!layers.has("name") && !layers.has("seccomp"));
         assert!(layers.holds("namespaces", "mount") && !layers.holds("namespaces", "moun"));
+        assert!(layers.holds("signals", "pid") && layers.holds("signals", "landlock"));
         assert_eq!(
             layers.missing_required(),
             ["cgroup: not in force", "seccomp: refused by the host"]
@@ -330,7 +335,7 @@ mod tests {
         assert!(again[1].starts_with("warning: "), "{again:?}");
         assert_eq!(
             layers.summary(),
-            "namespaces(user,pid,net,mount,proc,ipc,uts) + rlimits(cpu,as,fsize,nofile,core) + landlock(fs,tcp,scope) abi 7; seccomp unavailable (refused by the host)"
+            "namespaces(user,pid,net,mount,proc,ipc,uts) + rlimits(cpu,as,fsize,nofile,core) + landlock(fs,tcp,scope) abi 7 + signals(pid namespace,landlock scope); seccomp unavailable (refused by the host)"
         );
     }
 
@@ -352,6 +357,7 @@ mod tests {
                 "landlock fs: partial at ABI 4 (no rules for device ioctls: ABI 5, Linux 6.10)"
                     .into(),
                 "landlock scope: needs ABI 6 (Linux 6.12)".into(),
+                "signals: no pid namespace, no Landlock scoping, servegate's uid".into(),
             ],
         };
         assert!(layers.holds("cgroup", "memory") && !layers.holds("cgroup", "pids"));
@@ -364,6 +370,7 @@ mod tests {
                 "cgroup pids: v1 pids at /sys/fs/cgroup/pids: EACCES",
                 "landlock fs: partial at ABI 4 (no rules for device ioctls: ABI 5, Linux 6.10)",
                 "landlock scope: needs ABI 6 (Linux 6.12)",
+                "signals: no pid namespace, no Landlock scoping, servegate's uid",
             ]
         );
     }

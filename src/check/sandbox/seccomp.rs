@@ -17,8 +17,8 @@ use seccompiler::{
 /// could make a read-only mount writable again), kernel keyrings, new
 /// namespaces, `io_uring` (its socket operations pass by the socket rule),
 /// BPF and perf, file handles (a known container escape), modules, kexec,
-/// reboot, swap and the clock. `socket`, `clone` and `ioctl` are denied
-/// for some arguments only (see `restrict`).
+/// reboot, swap and the clock. `socket`, `clone`, `ioctl` and `kill` are
+/// denied for some arguments only (see `restrict`).
 const DENIED: &[i64] = &[
     libc::SYS_ptrace,
     libc::SYS_process_vm_readv,
@@ -111,6 +111,11 @@ pub(super) fn restrict() -> Result<String, String> {
         .into_iter()
         .collect::<Result<_, _>>()?,
     );
+    // kill(-1) (every process the program may signal) and kill(-pgid)
+    // (a process group): pid_t is 32 bits and negative ones are at or
+    // above 2^31 as unsigned. tkill and tgkill take no such ids: they
+    // answer EINVAL to ids below 1 by themselves.
+    rules.insert(libc::SYS_kill, vec![arg(0, SeccompCmpOp::Ge, 1 << 31)?]);
     install(rules, libc::EPERM, arch)?;
     let clone3 = [(libc::SYS_clone3, Vec::new())].into_iter().collect();
     install(clone3, libc::ENOSYS, arch)?;
