@@ -30,9 +30,12 @@ struct World {
 
 impl World {
     fn new(tag: &str) -> Self {
-        let root =
-            std::env::temp_dir().join(format!("servegate-hostile-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        Self::new_in(&std::env::temp_dir(), tag)
+    }
+
+    fn new_in(base: &Path, tag: &str) -> Self {
+        let root = base.join(format!("servegate-hostile-{tag}-{}", std::process::id()));
+        let _ = Command::new("rm").arg("-rf").arg(&root).status();
         let (tmp, outside) = (root.join("tmp"), root.join("outside"));
         std::fs::create_dir_all(&tmp).unwrap();
         std::fs::create_dir_all(&outside).unwrap();
@@ -54,7 +57,10 @@ impl World {
 
 impl Drop for World {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
+        // Not std's recursive removal: a tree a program left may be deeper
+        // than this thread's stack (what `deep_trees_are_removed` checks
+        // servegate for).
+        let _ = Command::new("rm").arg("-rf").arg(&self.root).status();
     }
 }
 
@@ -97,16 +103,13 @@ fn cases(world: &World) -> Vec<Case> {
             "undo_read_only",
             &UNDO_READ_ONLY.replace("OUTSIDE", &outside.to_string()),
         ),
-        case(
-            "tty",
-            r"import errno, os
-try:
-    os.close(os.open('/dev/tty', os.O_RDONLY))
-    raise SystemExit('opened the terminal servegate runs at')
-except OSError as e:
-    assert e.errno == errno.ENXIO, e",
-        ),
+        case("tty", TTY),
         case("seccomp_rules", SECCOMP_RULES),
+        case(
+            "deep_tree",
+            "import os\nfor i in range(60000):\n    os.mkdir('a')\n    os.chdir('a')\nprint('60000 levels')",
+        ),
+        case("disk_cap", DISK_CAP),
         case(
             "read_secrets",
             r"import os
@@ -230,6 +233,25 @@ print('survived', chain)",
         },
     ]
 }
+
+/// Opens the controlling terminal, which it must not have.
+const TTY: &str = r"import errno, os
+try:
+    os.close(os.open('/dev/tty', os.O_RDONLY))
+    raise SystemExit('opened the terminal servegate runs at')
+except OSError as e:
+    assert e.errno == errno.ENXIO, e";
+
+/// Writes more than the 256 MiB its work directory holds in namespaces.
+const DISK_CAP: &str = r"written = 0
+try:
+    for i in range(6):
+        with open(f'f{i}', 'wb') as f:
+            for _ in range(60):
+                f.write(b'x' * (1 << 20))
+                written += 1
+finally:
+    print('wrote', written, 'MiB', flush=True)";
 
 /// Tries to make the read-only view writable again — `mount_setattr` (442
 /// on every architecture) clearing `MOUNT_ATTR_RDONLY`, then a bind remount
@@ -613,6 +635,16 @@ fn hostile_programs_are_contained() {
     );
     assert_eq!(run.verdict("planted_fifo_and_link"), "ok");
     assert_eq!(run.verdict("tty"), "ok", "{}", run.message("tty"));
+    if run
+        .layers()
+        .iter()
+        .any(|l| l.starts_with("namespaces(") && l.contains("mount"))
+    {
+        // Its work directory is a 256 MiB file system in memory, not /tmp.
+        contained("disk_cap", &["No space left on device", "wrote 256 MiB"]);
+    } else {
+        skip("disk_cap: no mount namespace, the work directory is on the host's disk");
+    }
     if run.has("seccomp") {
         let message = run.message("seccomp_rules");
         assert_eq!(run.verdict("seccomp_rules"), "ok", "{message}");
@@ -701,6 +733,7 @@ fn without_namespaces_the_fallback_layers_hold() {
     assert_eq!(run.verdict("good_is_prime"), "ok");
     // servegate had a controlling terminal; the program has none.
     assert_eq!(run.verdict("tty"), "ok", "{}", run.message("tty"));
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
     assert_clean(&world, &run);
     if run.has("landlock") {
         assert_eq!(run.verdict("write_outside"), "FAILED");
@@ -954,5 +987,39 @@ fn signals_without_namespaces_or_landlock_are_named_unavailable() {
     } else {
         skip("kill(-1) refused without namespaces or Landlock: no seccomp here");
     }
+    assert_clean(&world, &run);
+}
+
+/// A tree 60,000 levels deep left in the work directory on the host's file
+/// system (no namespaces, so no file system of its own) is removed by
+/// servegate, which neither recurses nor follows it. Landlock is refused
+/// too: under it every access walks the whole path, and the program would
+/// reach its time limit long before that depth. The host's file system is
+/// its shared memory where there is one: on a slow disk 60,000 levels take
+/// seconds to make and to remove.
+#[test]
+fn deep_trees_are_removed() {
+    let shm = Path::new("/dev/shm");
+    let base = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let world = World::new_in(&base, "deep");
+    let cases: Vec<Case> = cases(&world)
+        .into_iter()
+        .filter(|c| c.name == "deep_tree")
+        .collect();
+    let suite = project(&world, &cases, "best");
+    let run = servegate(
+        &world,
+        &suite,
+        &How {
+            env: &[(servegate::check::sandbox::REFUSE_ENV, "namespaces,landlock")],
+            ..How::default()
+        },
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.verdict("deep_tree"), "ok");
     assert_clean(&world, &run);
 }

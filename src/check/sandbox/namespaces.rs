@@ -131,6 +131,12 @@ pub(super) fn isolate(work: &Path, entered: Entered, layers: &mut Layers) -> Res
     Ok(())
 }
 
+/// The program's work directory in namespaces: a file system of its own in
+/// memory, capped in size and in entries, so that what it writes never
+/// reaches the host's disk (nor its /tmp), counts against the memory
+/// cgroup, and is gone with the namespace — servegate never walks it.
+const WORK_TMPFS: &str = "size=256m,nr_inodes=65536,mode=0700";
+
 /// A mount namespace of this process's own, everything in it read-only but
 /// the work directory; the mounts that stayed writable.
 fn mount_view(work: &Path, entered: Entered) -> Result<Vec<String>, String> {
@@ -139,8 +145,20 @@ fn mount_view(work: &Path, entered: Entered) -> Result<Vec<String>, String> {
     // Nothing done here propagates back to the host's mounts.
     mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
         .map_err(|e| format!("failed to make the mounts private: {e}"))?;
-    mount(Some(work), work, none, MsFlags::MS_BIND, none)
-        .map_err(|e| format!("failed to bind the work directory: {e}"))?;
+    // What servegate wrote there (the program's file) moves onto it.
+    let files = read_files(work)?;
+    mount(
+        Some("tmpfs"),
+        work,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(WORK_TMPFS),
+    )
+    .map_err(|e| format!("failed to mount the work directory: {e}"))?;
+    for (name, bytes) in files {
+        std::fs::write(work.join(&name), bytes)
+            .map_err(|e| format!("failed to copy {}: {e}", name.display()))?;
+    }
     if entered == Entered::Root {
         let nobody = (
             Some(nix::unistd::Uid::from_raw(NOBODY)),
@@ -163,6 +181,22 @@ fn mount_view(work: &Path, entered: Entered) -> Result<Vec<String>, String> {
         }
     }
     Ok(writable)
+}
+
+/// The regular files of a directory, with their contents.
+fn read_files(dir: &Path) -> Result<Vec<(std::path::PathBuf, Vec<u8>)>, String> {
+    let fail = |e: std::io::Error| format!("failed to read the work directory: {e}");
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(fail)? {
+        let entry = entry.map_err(fail)?;
+        if entry.file_type().map_err(fail)?.is_file() {
+            files.push((
+                entry.file_name().into(),
+                std::fs::read(entry.path()).map_err(fail)?,
+            ));
+        }
+    }
+    Ok(files)
 }
 
 fn mount_table() -> Result<String, String> {
