@@ -19,7 +19,7 @@ use nix::sys::signal::Signal;
 use nix::unistd::{Gid, Uid};
 
 use super::Layers;
-use super::limits::{self, Rlimits};
+use super::limits::{self, Counted, Rlimits};
 use super::namespaces::{self, Entered, NOBODY};
 use super::protocol::{self, Exit, Job, Report};
 use crate::procfs;
@@ -111,23 +111,25 @@ fn prepare(job: &Job, layers: &mut Layers) -> Result<(), String> {
     restrict(job, processes, layers)
 }
 
-/// The process limit of the program, where `RLIMIT_NPROC` bounds its own
-/// processes: in a user namespace of its own it counts that namespace's
-/// tasks; on the host it counts every task of the program's uid, those
-/// already running included. It is a backstop a little above what a pids
-/// cgroup lets the program have, so that the cgroup, which reports what
-/// it refused, binds first.
-fn process_limit(job: &Job) -> Option<u64> {
-    let allowed = super::PROCESSES + super::HELPER_TASKS;
-    let root = job.host_uid == 0;
-    match job.namespaces {
-        // uid 0 on the host: the kernel does not count its processes.
-        Some(Entered::User) if root => None,
-        Some(Entered::User) => Some(allowed),
-        Some(Entered::Root) => Some(tasks_of(NOBODY) + allowed),
-        None if root => Some(tasks_of(NOBODY) + allowed),
-        None => Some(tasks_of(job.host_uid) + allowed),
-    }
+/// The process limit of the program, or why none is set (`limits::
+/// process_limit`). A backstop a little above what a pids cgroup lets the
+/// program have, so that the cgroup, which reports what it refused, binds
+/// first. Counted before a new /proc hides the host's processes.
+fn process_limit(job: &Job) -> Result<u64, &'static str> {
+    let counted = match job.namespaces {
+        Some(Entered::User) if job.host_uid == 0 => Counted::Exempt,
+        Some(Entered::User) => Counted::UserNamespace,
+        _ if runs_as_nobody(job) => Counted::Host {
+            running: tasks_of(NOBODY),
+        },
+        _ => Counted::Host {
+            running: tasks_of(job.host_uid),
+        },
+    };
+    let kernel = nix::sys::utsname::uname()
+        .ok()
+        .and_then(|u| limits::kernel_version(&u.release().to_string_lossy()));
+    limits::process_limit(counted, kernel, super::PROCESSES + super::HELPER_TASKS)
 }
 
 /// Whether the program runs as `NOBODY` on the host: servegate is root,
@@ -173,15 +175,20 @@ fn started_failed(program: &str, e: &std::io::Error, as_nobody: bool) -> String 
 
 /// rlimits, `no_new_privs`, Landlock and seccomp on this process, each
 /// noted in `layers`, and what keeps the program's signals in.
-fn restrict(job: &Job, processes: Option<u64>, layers: &mut Layers) -> Result<(), String> {
+fn restrict(job: &Job, processes: Result<u64, &str>, layers: &mut Layers) -> Result<(), String> {
     let refused = |layer: &str| job.refuse.iter().any(|r| r == layer);
     let rlimits = Rlimits {
         cpu_secs: job.timeout_ms.div_ceil(1000) + 1,
         memory_mib: job.memory_mib,
-        processes,
+        processes: processes.ok(),
     };
     match limits::apply(rlimits) {
-        Ok(name) => layers.active.push(name),
+        Ok(name) => {
+            layers.active.push(name);
+            if let Err(why) = processes {
+                layers.not_available("rlimits nproc", why);
+            }
+        }
         Err(e) => layers.not_available("rlimits", e),
     }
     // Whatever else is refused: no set-uid program or file capability
