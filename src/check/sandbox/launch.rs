@@ -17,6 +17,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use super::cgroup::Cgroup;
+use super::helper::{CLEANUP, LAST_REPORTS};
 use super::output::{self, Finished as Output};
 use super::protocol::{self, Finished, Job};
 use super::workdir::WorkDir;
@@ -24,8 +25,11 @@ use super::{HELPER_TASKS, Layers, Limits, Outcome, PROCESSES, Policy, Stop};
 use crate::server::reaper;
 
 /// How long past its own time limit the supervisor has to report before it
-/// is killed.
-const BACKSTOP: Duration = Duration::from_secs(5);
+/// is killed: at most `LAST_REPORTS` and then `CLEANUP` are its own, and
+/// the backstop is clearly longer, so that it only ever stops a supervisor
+/// that hangs, never one cleaning up.
+const BACKSTOP: Duration = Duration::from_secs(8);
+const _: () = assert!(BACKSTOP.as_secs() >= 2 * (LAST_REPORTS.as_secs() + CLEANUP.as_secs()));
 
 enum Event {
     Output(Output),
