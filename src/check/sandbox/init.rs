@@ -119,6 +119,7 @@ fn process_limit(job: &Job) -> Result<u64, &'static str> {
     let counted = match job.namespaces {
         Some(Entered::User) if job.host_uid == 0 => Counted::Exempt,
         Some(Entered::User) => Counted::UserNamespace,
+        _ if runs_as_nobody(job) && job.layers.holds("cgroup", "pids") => Counted::Cgroup,
         _ if runs_as_nobody(job) => Counted::Host {
             running: tasks_of(NOBODY),
         },

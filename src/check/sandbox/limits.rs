@@ -60,6 +60,11 @@ pub(super) enum Counted {
     },
     /// Nothing: it runs as the host's root, which the kernel exempts.
     Exempt,
+    /// A pids cgroup the program cannot leave (it runs as uid 65534, the
+    /// cgroup is root's) bounds its processes; the host-wide count of its
+    /// uid would add only other processes of that uid, whose number
+    /// changes under it.
+    Cgroup,
 }
 
 /// The `RLIMIT_NPROC` that lets the program have `allowed` processes, where
@@ -81,6 +86,9 @@ pub(super) fn process_limit(
         Counted::Exempt => {
             Err("the program runs as the host's root, whose processes are not counted")
         }
+        Counted::Cgroup => Err(
+            "the pids cgroup bounds its processes; the program cannot leave it, and this limit would count other processes of its uid",
+        ),
     }
 }
 
@@ -122,5 +130,6 @@ mod tests {
         assert_eq!(process_limit(host, kernel("4.18.0"), 70), Ok(82));
         assert_eq!(process_limit(host, None, 70), Ok(82));
         assert!(process_limit(Counted::Exempt, kernel("6.1.0"), 70).is_err());
+        assert!(process_limit(Counted::Cgroup, kernel("6.1.0"), 70).is_err());
     }
 }
