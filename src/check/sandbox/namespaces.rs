@@ -99,6 +99,8 @@ pub(super) fn isolate(work: &Path, entered: Entered, layers: &mut Layers) -> Res
             )
             .map_err(|e| format!("a new /proc was refused ({e}); /proc is empty"))
         });
+    // While this process still has the capabilities of the namespaces.
+    let _ = nix::unistd::sethostname("sandbox");
     let dropped = drop_privileges(entered, view.is_ok());
     if view.is_ok() {
         seal_proc(proc.is_ok())?;
@@ -127,7 +129,6 @@ pub(super) fn isolate(work: &Path, entered: Entered, layers: &mut Layers) -> Res
     layers
         .active
         .insert(0, format!("namespaces({})", parts.join(",")));
-    let _ = nix::unistd::sethostname("sandbox");
     Ok(())
 }
 
