@@ -10,6 +10,8 @@ pub mod check;
 pub mod client;
 pub mod harness;
 pub mod load;
+#[cfg(target_os = "linux")]
+pub mod procfs;
 pub mod random;
 pub mod record;
 pub mod report;

@@ -30,9 +30,12 @@ struct World {
 
 impl World {
     fn new(tag: &str) -> Self {
-        let root =
-            std::env::temp_dir().join(format!("servegate-hostile-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        Self::new_in(&std::env::temp_dir(), tag)
+    }
+
+    fn new_in(base: &Path, tag: &str) -> Self {
+        let root = base.join(format!("servegate-hostile-{tag}-{}", std::process::id()));
+        let _ = Command::new("rm").arg("-rf").arg(&root).status();
         let (tmp, outside) = (root.join("tmp"), root.join("outside"));
         std::fs::create_dir_all(&tmp).unwrap();
         std::fs::create_dir_all(&outside).unwrap();
@@ -54,7 +57,10 @@ impl World {
 
 impl Drop for World {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
+        // Not std's recursive removal: a tree a program left may be deeper
+        // than this thread's stack (what `deep_trees_are_removed` checks
+        // servegate for).
+        let _ = Command::new("rm").arg("-rf").arg(&self.root).status();
     }
 }
 
@@ -93,6 +99,17 @@ fn cases(world: &World) -> Vec<Case> {
             "write_outside",
             &format!("open('{outside}/written', 'w').write('escaped')"),
         ),
+        case(
+            "undo_read_only",
+            &UNDO_READ_ONLY.replace("OUTSIDE", &outside.to_string()),
+        ),
+        case("tty", TTY),
+        case("seccomp_rules", SECCOMP_RULES),
+        case(
+            "deep_tree",
+            "import os\nfor i in range(60000):\n    os.mkdir('a')\n    os.chdir('a')\nprint('60000 levels')",
+        ),
+        case("disk_cap", DISK_CAP),
         case(
             "read_secrets",
             r"import os
@@ -169,11 +186,10 @@ killed = sum(1 for p in pids if os.waitpid(p, 0)[1] != 0)",
             )
         },
         Case {
-            timeout: "2s",
-            ..case(
-                "fork_bomb",
-                "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
-            )
+            // Reached only if no limit refuses a fork: it ends by itself
+            // once one does, however loaded the host is.
+            timeout: "30s",
+            ..case("fork_bomb", FORK_BOMB)
         },
         case(
             "stdout_100mb",
@@ -216,6 +232,106 @@ print('survived', chain)",
         },
     ]
 }
+
+/// Forks exponentially (each process keeps forking, up to 2^8 of them
+/// where nothing refuses: a test must not take the host down) until a fork
+/// is refused; the first process waits for that, says so and ends, leaving
+/// the bomb to the sandbox.
+const FORK_BOMB: &str = r"import os, time
+r, w = os.pipe()
+if os.fork() == 0:
+    os.close(r)
+    for _ in range(8):
+        try:
+            os.fork()
+        except OSError as e:
+            os.write(w, f'{e}\n'.encode())
+            time.sleep(60)
+    os._exit(0)
+os.close(w)
+said = os.read(r, 200).decode()
+print('a fork was refused:', said.splitlines()[0] if said else 'none of 256', flush=True)";
+
+/// Opens the controlling terminal, which it must not have.
+const TTY: &str = r"import errno, os
+try:
+    os.close(os.open('/dev/tty', os.O_RDONLY))
+    raise SystemExit('opened the terminal servegate runs at')
+except OSError as e:
+    assert e.errno == errno.ENXIO, e";
+
+/// Writes more than the 256 MiB its work directory holds in namespaces.
+const DISK_CAP: &str = r"written = 0
+try:
+    for i in range(6):
+        with open(f'f{i}', 'wb') as f:
+            for _ in range(60):
+                f.write(b'x' * (1 << 20))
+                written += 1
+finally:
+    print('wrote', written, 'MiB', flush=True)";
+
+/// Tries to make the read-only view writable again — `mount_setattr` (442
+/// on every architecture) clearing `MOUNT_ATTR_RDONLY`, then a bind remount
+/// without `MS_RDONLY`, on `/` and on the directory outside; again from a
+/// user and mount namespace of its own — then writes outside.
+const UNDO_READ_ONLY: &str = r"import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+L = ctypes.c_long
+class Attr(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in ('set', 'clr', 'propagation', 'userns_fd')]
+def tried(what, r):
+    print(what, 'done' if r == 0 else os.strerror(ctypes.get_errno()), flush=True)
+def undo():
+    for path in (b'/', b'OUTSIDE'):
+        attr = Attr(0, 1, 0, 0)
+        tried(f'mount_setattr {path}', libc.syscall(L(442), L(-100), path, L(0x8000), ctypes.byref(attr), L(ctypes.sizeof(attr))))
+        tried(f'remount {path}', libc.mount(None, path, None, L(32 | 4096), None))
+undo()
+tried('unshare', libc.unshare(0x10000000 | 0x20000))
+undo()
+open('OUTSIDE/written', 'w').write('escaped')";
+
+/// Calls the filter denies for some arguments, or answers `ENOSYS` (without
+/// it the kernel would answer otherwise: `ENOTTY` for terminal ioctls on
+/// `/dev/null`, `EINVAL` or `EBADF` for bad arguments, a child for
+/// `clone`, `ESRCH` or success for `kill` of every process or a group);
+/// threads still start (`clone3` refused, libc falls back), and a process
+/// may still signal itself.
+const SECCOMP_RULES: &str = r"import ctypes, errno, fcntl, os, platform, threading
+libc = ctypes.CDLL(None, use_errno=True)
+L = ctypes.c_long
+wrong = []
+def expect(what, err, r):
+    got = ctypes.get_errno() if r == -1 else 0
+    if got != err:
+        wrong.append(f'{what}: {os.strerror(got) if got else r}')
+for name, request in (('TIOCSTI', 0x5412), ('TIOCLINUX', 0x541C)):
+    try:
+        fcntl.ioctl(0, request, b'x')
+        wrong.append(f'{name}: allowed')
+    except OSError as e:
+        if e.errno != errno.EPERM:
+            wrong.append(f'{name}: {e}')
+clone = {'x86_64': 56, 'aarch64': 220, 'riscv64': 220}[platform.machine()]
+r = libc.syscall(L(clone), L(0x10000000 | 17), L(0), L(0), L(0), L(0))
+if r == 0:
+    os._exit(0)
+expect('clone(CLONE_NEWUSER)', errno.EPERM, r)
+if r > 0:
+    os.waitpid(r, 0)
+expect('clone3', errno.ENOSYS, libc.syscall(L(435), L(0), L(0)))
+expect('pidfd_getfd', errno.EPERM, libc.syscall(L(438), L(-1), L(0), L(0)))
+expect('fsconfig', errno.EPERM, libc.syscall(L(431), L(-1), L(0), L(0), L(0), L(0)))
+expect('kill(-1)', errno.EPERM, libc.kill(-1, 0))
+expect('kill(-2)', errno.EPERM, libc.kill(-2, 0))
+expect('kill(self)', 0, libc.kill(os.getpid(), 0))
+ran = []
+t = threading.Thread(target=lambda: ran.append(1))
+t.start()
+t.join()
+print(wrong, ran)
+assert not wrong and ran == [1], wrong";
 
 /// Writes the suite and its simulator profile for `cases`.
 fn project(world: &World, cases: &[Case], policy: &str) -> PathBuf {
@@ -303,16 +419,47 @@ impl Run {
     }
 }
 
-/// Runs servegate on `suite` with `env`, sampling its peak memory from
-/// `/proc` until it ends; `signal_when` sends SIGTERM once it returns true.
-fn servegate(
-    world: &World,
-    suite: &Path,
-    env: &[(&str, &str)],
-    signal_when: Option<&dyn Fn() -> bool>,
-) -> Run {
+/// How to run servegate.
+#[derive(Default)]
+struct How<'a> {
+    /// Variables added to its environment.
+    env: &'a [(&'a str, &'a str)],
+    /// Sends SIGTERM once this returns true.
+    signal_when: Option<&'a dyn Fn() -> bool>,
+    /// Runs it as this uid and gid (when the tests run as root).
+    user: Option<u32>,
+    /// Gives it a controlling terminal (a pseudo-terminal), as a user at a
+    /// terminal has; its output still comes through pipes.
+    tty: bool,
+}
+
+/// Starts a command in a session of its own whose controlling terminal is
+/// a new pseudo-terminal, and waits for it.
+const WITH_A_TTY: &str = r"import os, sys
+master, slave = os.openpty()
+pid = os.fork()
+if pid == 0:
+    os.close(master)
+    os.setsid()
+    os.close(os.open(os.ttyname(slave), os.O_RDWR))
+    os.close(slave)
+    os.execv(sys.argv[1], sys.argv[1:])
+os.close(slave)
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))";
+
+/// Runs servegate on `suite`, sampling its peak memory from `/proc` until
+/// it ends.
+fn servegate(world: &World, suite: &Path, how: &How) -> Run {
     let out = world.root.join("out");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let exe = env!("CARGO_BIN_EXE_servegate");
+    let mut command = if how.tty {
+        let mut c = Command::new("python3");
+        c.args(["-c", WITH_A_TTY, exe]);
+        c
+    } else {
+        Command::new(exe)
+    };
+    command
         .args([
             "run",
             suite.to_str().unwrap(),
@@ -325,12 +472,15 @@ fn servegate(
         .env("OPENAI_API_KEY", &world.secret)
         .env_remove("SERVEGATE_TARGET")
         .env_remove(servegate::check::sandbox::REFUSE_ENV)
-        .envs(env.iter().copied())
+        .envs(how.env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    if let Some(id) = how.user {
+        use std::os::unix::process::CommandExt as _;
+        command.uid(id).gid(id);
+    }
+    let mut child = command.spawn().unwrap();
     let pid = child.id();
     let readers: Vec<_> = [
         Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
@@ -360,7 +510,7 @@ fn servegate(
         {
             peak_kib = peak_kib.max(kib);
         }
-        if let Some(when) = signal_when
+        if let Some(when) = how.signal_when
             && !signalled
             && when()
         {
@@ -460,7 +610,7 @@ fn hostile_programs_are_contained() {
     let world = World::new("all");
     let cases = cases(&world);
     let suite = project(&world, &cases, "best");
-    let run = servegate(&world, &suite, &[], None);
+    let run = servegate(&world, &suite, &How::default());
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
     assert_clean(&world, &run);
     let layers = run.layers();
@@ -502,6 +652,23 @@ fn hostile_programs_are_contained() {
         &["killed: its stdout passed the 8 MiB output cap"],
     );
     assert_eq!(run.verdict("planted_fifo_and_link"), "ok");
+    assert_eq!(run.verdict("tty"), "ok", "{}", run.message("tty"));
+    if run
+        .layers()
+        .iter()
+        .any(|l| l.starts_with("namespaces(") && l.contains("mount"))
+    {
+        // Its work directory is a 256 MiB file system in memory, not /tmp.
+        contained("disk_cap", &["No space left on device", "wrote 256 MiB"]);
+    } else {
+        skip("disk_cap: no mount namespace, the work directory is on the host's disk");
+    }
+    if run.has("seccomp") {
+        let message = run.message("seccomp_rules");
+        assert_eq!(run.verdict("seccomp_rules"), "ok", "{message}");
+    } else {
+        skip("seccomp_rules: no seccomp here");
+    }
     assert_eq!(
         run.verdict("kill_the_parent"),
         "ok",
@@ -523,14 +690,19 @@ fn hostile_programs_are_contained() {
         contained(
             "fork_bomb",
             &[
-                "killed at the 2s wall-clock limit",
+                "a fork was refused: [Errno 11] Resource temporarily unavailable",
                 "refused at the limit of",
+                "processes of the program still running when it ended were killed",
             ],
         );
     } else if run.layers().iter().any(|l| l.contains("nproc")) {
         contained("fork_200", &["Resource temporarily unavailable"]);
+        contained(
+            "fork_bomb",
+            &["a fork was refused: [Errno 11] Resource temporarily unavailable"],
+        );
     } else {
-        skip("fork_200 and fork_bomb: no process limit holds here (root without a pids cgroup)");
+        skip("fork_200 and fork_bomb: no process limit holds here");
     }
     if run.layers().iter().any(|l| l.contains("memory")) {
         contained(
@@ -556,6 +728,7 @@ fn without_namespaces_the_fallback_layers_hold() {
         "kill_the_parent",
         "setsid_daemon",
         "fork_bomb",
+        "tty",
     ];
     let cases: Vec<Case> = all
         .into_iter()
@@ -565,8 +738,11 @@ fn without_namespaces_the_fallback_layers_hold() {
     let run = servegate(
         &world,
         &suite,
-        &[(servegate::check::sandbox::REFUSE_ENV, "namespaces")],
-        None,
+        &How {
+            env: &[(servegate::check::sandbox::REFUSE_ENV, "namespaces")],
+            tty: true,
+            ..How::default()
+        },
     );
     let layers = run.layers();
     println!("layers: {layers:?}");
@@ -578,6 +754,9 @@ fn without_namespaces_the_fallback_layers_hold() {
         run.stdout
     );
     assert_eq!(run.verdict("good_is_prime"), "ok");
+    // servegate had a controlling terminal; the program has none.
+    assert_eq!(run.verdict("tty"), "ok", "{}", run.message("tty"));
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
     assert_clean(&world, &run);
     if run.has("landlock") {
         assert_eq!(run.verdict("write_outside"), "FAILED");
@@ -609,10 +788,18 @@ fn without_namespaces_the_fallback_layers_hold() {
         "{}",
         run.message("setsid_daemon")
     );
+    // The subreaper kills the bomb its first process left.
+    let bomb = run.message("fork_bomb");
     if run.layers().iter().any(|l| l.contains("pids")) {
-        assert!(run.message("fork_bomb").contains("refused at the limit of"));
+        for needle in [
+            "a fork was refused: [Errno 11]",
+            "refused at the limit of",
+            "processes of the program still running when it ended were killed",
+        ] {
+            assert!(bomb.contains(needle), "`{needle}` not in {bomb}");
+        }
     } else {
-        skip("fallback fork_bomb bound: no pids cgroup (it was still killed at its time limit)");
+        skip("fallback fork_bomb bound: no pids cgroup");
     }
 }
 
@@ -629,8 +816,10 @@ fn strict_refuses_without_every_layer() {
     let run = servegate(
         &world,
         &suite,
-        &[(servegate::check::sandbox::REFUSE_ENV, "seccomp")],
-        None,
+        &How {
+            env: &[(servegate::check::sandbox::REFUSE_ENV, "seccomp")],
+            ..How::default()
+        },
     );
     assert_eq!(run.verdict("write_outside"), "FAILED");
     let message = run.message("write_outside");
@@ -656,12 +845,212 @@ fn sigterm_mid_probe_kills_the_program_and_cleans_up() {
     }];
     let suite = project(&world, &cases, "best");
     let running = || !processes(&world).is_empty();
-    let run = servegate(&world, &suite, &[], Some(&running));
+    let run = servegate(
+        &world,
+        &suite,
+        &How {
+            signal_when: Some(&running),
+            ..How::default()
+        },
+    );
     assert_eq!(run.code, Some(130), "{}\n{}", run.stdout, run.stderr);
     assert!(
         run.stderr.contains("sandboxed program(s)"),
         "{}",
         run.stderr
     );
+    assert_clean(&world, &run);
+}
+
+/// With Landlock refused (and with seccomp refused too), the namespaces
+/// alone keep the file system read-only: the program has no capability to
+/// undo the read-only view (`mount_setattr`, a remount), not even from a
+/// user namespace of its own, whose copy of the mounts is locked.
+#[test]
+fn namespaces_alone_keep_the_file_system_read_only() {
+    for refused in ["landlock", "landlock,seccomp"] {
+        let world = World::new(&format!("readonly-{}", refused.len()));
+        let cases: Vec<Case> = cases(&world)
+            .into_iter()
+            .filter(|c| {
+                ["good_is_prime", "write_outside", "undo_read_only", "tty"].contains(&c.name)
+            })
+            .collect();
+        let suite = project(&world, &cases, "best");
+        let run = servegate(
+            &world,
+            &suite,
+            &How {
+                env: &[(servegate::check::sandbox::REFUSE_ENV, refused)],
+                tty: true,
+                ..How::default()
+            },
+        );
+        let layers = run.layers();
+        println!("refused {refused}: layers {layers:?}");
+        if !layers
+            .iter()
+            .any(|l| l.starts_with("namespaces(") && l.contains("mount"))
+        {
+            skip("the read-only view without Landlock: no mount namespace here");
+            return;
+        }
+        assert_eq!(run.verdict("good_is_prime"), "ok", "{}", run.stdout);
+        assert_eq!(run.verdict("tty"), "ok", "{}", run.message("tty"));
+        for name in ["write_outside", "undo_read_only"] {
+            assert_eq!(run.verdict(name), "FAILED", "{name}: {}", run.message(name));
+            let message = run.message(name);
+            assert!(
+                message.contains("Read-only file system"),
+                "{name}: {message}"
+            );
+        }
+        assert_clean(&world, &run);
+    }
+}
+
+/// As an unprivileged user (the tests run as root: servegate is started as
+/// uid 65534), the user namespace path holds on its own: Landlock and
+/// seccomp refused, the program cannot write outside (a directory that user
+/// may write), undo the read-only view, read servegate's environment or
+/// kill its helpers.
+#[test]
+fn an_unprivileged_user_is_held_by_namespaces_alone() {
+    if !nix::unistd::geteuid().is_root() {
+        skip("running as another user: the other tests prove this user's case");
+        return;
+    }
+    let world = World::new("unprivileged");
+    let nobody = nix::unistd::Uid::from_raw(65534);
+    let group = nix::unistd::Gid::from_raw(65534);
+    for dir in [&world.root, &world.tmp, &world.outside] {
+        nix::unistd::chown(dir.as_path(), Some(nobody), Some(group)).unwrap();
+    }
+    let wanted = [
+        "good_is_prime",
+        "write_outside",
+        "undo_read_only",
+        "read_secrets",
+        "kill_the_parent",
+    ];
+    let cases: Vec<Case> = cases(&world)
+        .into_iter()
+        .filter(|c| wanted.contains(&c.name))
+        .collect();
+    let suite = project(&world, &cases, "best");
+    let run = servegate(
+        &world,
+        &suite,
+        &How {
+            env: &[(servegate::check::sandbox::REFUSE_ENV, "landlock,seccomp")],
+            user: Some(65534),
+            ..How::default()
+        },
+    );
+    let layers = run.layers();
+    println!("layers: {layers:?}");
+    if !run.has("namespaces(user,") {
+        skip("the unprivileged user's case: no user namespaces for other users here");
+        return;
+    }
+    assert_eq!(
+        run.verdict("good_is_prime"),
+        "ok",
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    for name in ["write_outside", "undo_read_only"] {
+        assert_eq!(run.verdict(name), "FAILED", "{name}");
+        let message = run.message(name);
+        assert!(
+            message.contains("Read-only file system"),
+            "{name}: {message}"
+        );
+    }
+    for name in ["read_secrets", "kill_the_parent"] {
+        assert_eq!(run.verdict(name), "ok", "{name}: {}", run.message(name));
+    }
+    assert_clean(&world, &run);
+}
+
+/// Run by an unprivileged user with neither namespaces nor Landlock, the
+/// program shares servegate's uid and nothing scopes its signals: the
+/// layers line says so (`signals unavailable`), and seccomp still refuses
+/// kill(-1) and signals to process groups.
+#[test]
+fn signals_without_namespaces_or_landlock_are_named_unavailable() {
+    if !nix::unistd::geteuid().is_root() {
+        skip("running as another user: this case needs to start servegate as uid 65534");
+        return;
+    }
+    let world = World::new("signals");
+    let nobody = nix::unistd::Uid::from_raw(65534);
+    let group = nix::unistd::Gid::from_raw(65534);
+    for dir in [&world.root, &world.tmp, &world.outside] {
+        nix::unistd::chown(dir.as_path(), Some(nobody), Some(group)).unwrap();
+    }
+    let cases: Vec<Case> = cases(&world)
+        .into_iter()
+        .filter(|c| ["good_is_prime", "seccomp_rules"].contains(&c.name))
+        .collect();
+    let suite = project(&world, &cases, "best");
+    let run = servegate(
+        &world,
+        &suite,
+        &How {
+            env: &[(servegate::check::sandbox::REFUSE_ENV, "namespaces,landlock")],
+            user: Some(65534),
+            ..How::default()
+        },
+    );
+    println!("layers: {:?}", run.layers());
+    assert!(
+        run.stdout
+            .contains("; signals unavailable (the program runs as servegate's uid"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.verdict("good_is_prime"), "ok");
+    if run.has("seccomp") {
+        let message = run.message("seccomp_rules");
+        assert_eq!(run.verdict("seccomp_rules"), "ok", "{message}");
+    } else {
+        skip("kill(-1) refused without namespaces or Landlock: no seccomp here");
+    }
+    assert_clean(&world, &run);
+}
+
+/// A tree 60,000 levels deep left in the work directory on the host's file
+/// system (no namespaces, so no file system of its own) is removed by
+/// servegate, which neither recurses nor follows it. Landlock is refused
+/// too: under it every access walks the whole path, and the program would
+/// reach its time limit long before that depth. The host's file system is
+/// its shared memory where there is one: on a slow disk 60,000 levels take
+/// seconds to make and to remove.
+#[test]
+fn deep_trees_are_removed() {
+    let shm = Path::new("/dev/shm");
+    let base = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let world = World::new_in(&base, "deep");
+    let cases: Vec<Case> = cases(&world)
+        .into_iter()
+        .filter(|c| c.name == "deep_tree")
+        .collect();
+    let suite = project(&world, &cases, "best");
+    let run = servegate(
+        &world,
+        &suite,
+        &How {
+            env: &[(servegate::check::sandbox::REFUSE_ENV, "namespaces,landlock")],
+            ..How::default()
+        },
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.verdict("deep_tree"), "ok");
     assert_clean(&world, &run);
 }

@@ -155,32 +155,19 @@ pub fn spawn(cmd: Command) -> std::io::Result<Child> {
         .unwrap_or_else(|_| Err(std::io::Error::other("the spawner thread is gone")))
 }
 
-/// A process seen in `/proc`: its id and its parent's.
+/// The processes in `/proc`: each one's id and its parent's.
 #[cfg(target_os = "linux")]
 fn processes() -> Vec<(i32, i32)> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // `pid (comm) state ppid …`: comm may hold spaces and parentheses.
-            let after = &stat[stat.rfind(')')? + 1..];
-            let ppid = after.split_whitespace().nth(1)?.parse().ok()?;
-            Some((pid, ppid))
-        })
+    crate::procfs::processes()
+        .into_iter()
+        .map(|p| (p.pid, p.ppid))
         .collect()
 }
 
 /// Whether process `pid` carries `MARKER=value` in its environment.
 #[cfg(target_os = "linux")]
 fn carries(pid: i32, value: &str) -> bool {
-    let needle = format!("{MARKER}={value}");
-    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
-        env.split(|&b| b == 0)
-            .any(|entry| entry == needle.as_bytes())
-    })
+    crate::procfs::environ_has(pid, &format!("{MARKER}={value}"))
 }
 
 /// The processes left of a launch: its marked ones, the descendants of

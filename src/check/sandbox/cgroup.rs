@@ -10,6 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::Layers;
+
 /// The leaves made for one program.
 #[derive(Debug, Default, Clone)]
 pub(super) struct Cgroup {
@@ -34,10 +36,10 @@ struct Hierarchy {
 }
 
 impl Cgroup {
-    /// Makes leaves named `name` limiting memory and processes; the leaves
-    /// (possibly none, possibly without limits) and the layer's name or why
-    /// it is unavailable.
-    pub fn create(name: &str, memory_mib: u64, pids: u64) -> (Self, Result<String, String>) {
+    /// Makes leaves named `name` limiting memory and processes, and notes
+    /// in `layers` which limits hold and why any does not. The leaves may
+    /// be none, or hold one limit only.
+    pub fn create(name: &str, memory_mib: u64, pids: u64, layers: &mut Layers) -> Self {
         let mut cg = Self {
             limits: (memory_mib, pids),
             ..Self::default()
@@ -101,18 +103,26 @@ impl Cgroup {
         if let Some((_, v2)) = &cg.pids {
             held.push(if *v2 { "pids" } else { "pids v1" });
         }
-        let layer = if held.is_empty() {
-            if why.is_empty() {
-                why.push("no cgroup hierarchy found".into());
-            }
-            Err(format!(
-                "no memory or pids controller to use ({})",
-                why.join("; ")
-            ))
+        if why.is_empty() {
+            why.push("no cgroup hierarchy found".into());
+        }
+        let why = why.join("; ");
+        if held.is_empty() {
+            layers.not_available(
+                "cgroup",
+                format!("no memory or pids controller to use ({why})"),
+            );
         } else {
-            Ok(format!("cgroup({})", held.join(",")))
-        };
-        (cg, layer)
+            layers.active.push(format!("cgroup({})", held.join(",")));
+            // One limit without the other is named missing on its own.
+            if cg.memory.is_none() {
+                layers.not_available("cgroup memory", format!("no memory controller ({why})"));
+            }
+            if cg.pids.is_none() {
+                layers.not_available("cgroup pids", format!("no pids controller ({why})"));
+            }
+        }
+        cg
     }
 
     /// Moves a process (the supervisor, before it starts anything) into

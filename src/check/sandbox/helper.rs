@@ -26,12 +26,21 @@ use super::protocol::{self, Exit, Finished, Job, Report};
 /// The hidden subcommand servegate re-executes itself with.
 pub const SUBCOMMAND: &str = "__sandbox";
 
+/// How long the supervisor waits for the stage's last reports once it has
+/// ended.
+pub(super) const LAST_REPORTS: Duration = Duration::from_secs(1);
+
+/// How long the supervisor keeps killing what the program left before it
+/// gives up and says so (a fork bomb under a process limit is gone in
+/// milliseconds; the cgroup's kill, where there is one, comes after).
+pub(super) const CLEANUP: Duration = Duration::from_secs(2);
+
 /// Runs a helper stage: `supervise`, `init` or `exec`.
 pub fn main(role: &str) -> ExitCode {
     match role {
         "supervise" => supervise(),
-        "init" => super::init::main(true),
-        "exec" => super::init::main(false),
+        // Named apart for whoever reads a process list; the job says which.
+        "init" | "exec" => super::init::main(),
         _ => ExitCode::from(2),
     }
 }
@@ -49,20 +58,17 @@ pub fn main_if_asked() -> Option<ExitCode> {
 }
 
 fn supervise() -> ExitCode {
-    let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() else {
+    let Some((mut up, job)) = protocol::job_from_parent() else {
         return ExitCode::from(125);
     };
-    let mut up = UnixStream::from(fd);
-    let mut finished = Finished::default();
-    let job: Job = match up
-        .try_clone()
-        .map_err(|e| e.to_string())
-        .and_then(|r| protocol::receive(&mut BufReader::new(r)))
-    {
+    let job = match job {
         Ok(Some(job)) => job,
         Ok(None) => return ExitCode::from(125),
         Err(e) => {
-            finished.error = Some(e);
+            let finished = Finished {
+                error: Some(e),
+                ..Finished::default()
+            };
             let _ = protocol::send(&mut up, &finished);
             return ExitCode::from(125);
         }
@@ -91,7 +97,7 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
             .not_available("namespaces", "refused (SERVEGATE_SANDBOX_REFUSE)");
     } else {
         match super::namespaces::enter() {
-            Ok(()) => job.namespaces = true,
+            Ok(entered) => job.namespaces = Some(entered),
             Err(e) => job.layers.not_available("namespaces", e),
         }
     }
@@ -112,7 +118,11 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
         .map_err(|e| format!("failed to open a signalfd: {e}"))?;
     let (mut mine, theirs) =
         UnixStream::pair().map_err(|e| format!("failed to make a socket pair: {e}"))?;
-    let role = if job.namespaces { "init" } else { "exec" };
+    let role = if job.namespaces.is_some() {
+        "init"
+    } else {
+        "exec"
+    };
     let mut stage = Command::new("/proc/self/exe")
         .args([SUBCOMMAND, role])
         .env_clear()
@@ -127,13 +137,12 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
         ..Finished::default()
     };
     let (mut ended, mut closed, mut stop) = (None, false, false);
+    // Once the stage has ended its last reports are on their way: waited
+    // for until a fixed time, however often something else wakes the loop.
+    let mut reports_until = None;
     while ended.is_none() || !closed {
-        let wait = if ended.is_some() {
-            // The stage ended: its last reports are on their way.
-            Duration::from_secs(1)
-        } else {
-            deadline.saturating_duration_since(Instant::now())
-        };
+        let until = reports_until.unwrap_or(deadline);
+        let wait = until.saturating_duration_since(Instant::now());
         let ready = wait_for(from_stage.get_ref(), closed, up, &signals, wait)?;
         if ready.is_empty() {
             if ended.is_none() {
@@ -164,6 +173,7 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
                 Ok(Some(info)) if info.ssi_signo == Signal::SIGCHLD as u32 => {
                     if let Ok(Some(status)) = stage.try_wait() {
                         ended = Some(status);
+                        reports_until = Some(Instant::now() + LAST_REPORTS);
                     }
                 }
                 Ok(Some(_)) => {
@@ -177,7 +187,7 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
     if ended.is_none() {
         let _ = stage.kill();
         let _ = stage.wait();
-    } else if !job.namespaces && finished.error.is_none() && !stop && !finished.timed_out {
+    } else if job.namespaces.is_none() && finished.error.is_none() && !stop && !finished.timed_out {
         // Without namespaces the stage became the program: its status is
         // the program's.
         finished.exit = ended.map(Exit::of);
@@ -185,9 +195,16 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
     if stop || finished.timed_out {
         finished.exit = None;
     }
-    let left = kill_descendants(&stage);
-    if left > 0 {
-        finished.contained.push(left_behind(left));
+    let cleanup = kill_descendants(&stage);
+    if cleanup.killed > 0 {
+        finished.contained.push(left_behind(cleanup.killed));
+    }
+    if cleanup.left > 0 {
+        finished.contained.push(format!(
+            "the sandbox gave up after {}s with {} of the program's processes still running (the cgroup's kill, where there is one, ends them)",
+            CLEANUP.as_secs(),
+            cleanup.left
+        ));
     }
     Ok(finished)
 }
@@ -252,57 +269,103 @@ fn left_behind(n: u32) -> String {
     )
 }
 
-/// Kills every process reparented to this subreaper, until none is left
-/// (a killed process's children come here in turn); how many there were.
-fn kill_descendants(stage: &Child) -> u32 {
+/// What a cleanup did: processes killed, and those it gave up on.
+#[derive(Debug, PartialEq, Eq)]
+struct Cleanup {
+    killed: u32,
+    left: u32,
+}
+
+/// Kills every process reparented to this subreaper (a killed process's
+/// children come here in turn), reaping them, for up to `CLEANUP`.
+fn kill_descendants(stage: &Child) -> Cleanup {
     let me = std::process::id();
-    let mut killed = std::collections::BTreeSet::new();
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(5) {
-        let children: Vec<u32> = children_of(me)
-            .into_iter()
-            .filter(|&c| c != stage.id())
-            .collect();
-        if children.is_empty() {
-            break;
-        }
-        for &c in &children {
+    kill_until_gone(
+        || {
+            children_of(me)
+                .into_iter()
+                .filter(|&c| c != stage.id())
+                .collect()
+        },
+        |c| {
             if let Ok(pid) = i32::try_from(c) {
                 let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
             }
-            killed.insert(c);
-        }
-        // Reap them, so they leave the process table.
-        while let Ok(status) =
-            nix::sys::wait::waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG))
-        {
-            if status == nix::sys::wait::WaitStatus::StillAlive {
-                std::thread::sleep(Duration::from_millis(1));
-                break;
+        },
+        || {
+            // Reap them, so they leave the process table.
+            while let Ok(status) =
+                nix::sys::wait::waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG))
+            {
+                if status == nix::sys::wait::WaitStatus::StillAlive {
+                    std::thread::sleep(Duration::from_millis(1));
+                    break;
+                }
             }
-        }
-    }
-    u32::try_from(killed.len()).unwrap_or(u32::MAX)
+        },
+        CLEANUP,
+    )
 }
 
-/// The live (not zombie) children of `pid`, from `/proc/*/stat`.
-fn children_of(pid: u32) -> Vec<u32> {
-    let mut children = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(child) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let mut fields = stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.split_whitespace())
-            .into_iter()
-            .flatten();
-        // Zombies are not running: they leave when this process exits.
-        let (state, parent) = (fields.next(), fields.next());
-        if state != Some("Z") && parent.and_then(|p| p.parse::<u32>().ok()) == Some(pid) {
-            children.push(child);
+/// Kills what `children` lists and reaps, until it lists nothing or
+/// `limit` has passed.
+fn kill_until_gone(
+    mut children: impl FnMut() -> Vec<u32>,
+    mut kill: impl FnMut(u32),
+    mut reap: impl FnMut(),
+    limit: Duration,
+) -> Cleanup {
+    let mut killed = std::collections::BTreeSet::new();
+    let started = Instant::now();
+    let mut left = Vec::new();
+    while started.elapsed() < limit {
+        left = children();
+        if left.is_empty() {
+            break;
         }
+        for &c in &left {
+            kill(c);
+            killed.insert(c);
+        }
+        reap();
     }
-    children
+    Cleanup {
+        killed: u32::try_from(killed.len()).unwrap_or(u32::MAX),
+        left: u32::try_from(left.len()).unwrap_or(u32::MAX),
+    }
+}
+
+/// The live (not zombie) children of `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    crate::procfs::processes()
+        .into_iter()
+        .filter(|p| !p.is_zombie() && i64::from(p.ppid) == i64::from(pid))
+        .filter_map(|p| u32::try_from(p.pid).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cleanup ends when nothing is left, and gives up at its limit
+    /// with what is still there; the backstop outlasts it all.
+    #[test]
+    fn the_cleanup_gives_up_within_its_limit() {
+        let mut rounds = 0;
+        let gone = kill_until_gone(
+            || {
+                rounds += 1;
+                if rounds < 3 { vec![7, 8] } else { Vec::new() }
+            },
+            |_| {},
+            || {},
+            Duration::from_secs(5),
+        );
+        assert_eq!(gone, Cleanup { killed: 2, left: 0 });
+        let started = Instant::now();
+        let stuck = kill_until_gone(|| vec![7], |_| {}, || {}, Duration::from_millis(50));
+        assert_eq!(stuck, Cleanup { killed: 1, left: 1 });
+        assert!(started.elapsed() < Duration::from_secs(1));
+    }
 }

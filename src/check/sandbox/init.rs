@@ -9,51 +9,33 @@
 //!   Landlock domain and out of the program's reach.
 //!
 //! Both die with the supervisor (`PR_SET_PDEATHSIG`, kept across exec: the
-//! supervisor is single-threaded when it starts them).
+//! supervisor is single-threaded when it starts them). Neither lets the
+//! program run as root (see `namespaces`).
 
-use std::io::BufReader;
-use std::os::fd::AsFd as _;
-use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
 use nix::sys::signal::Signal;
+use nix::unistd::{Gid, Uid};
 
 use super::Layers;
-use super::limits::{self, Rlimits};
+use super::limits::{self, Counted, Rlimits};
+use super::namespaces::{self, Entered, NOBODY};
 use super::protocol::{self, Exit, Job, Report};
+use crate::procfs;
 
-/// Runs the stage; `pid1` for `init`, else `exec`.
-pub(super) fn main(pid1: bool) -> ExitCode {
+/// Runs the stage: `init` where the supervisor entered namespaces, else
+/// `exec`.
+pub(super) fn main() -> ExitCode {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-    let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() else {
+    let Some((mut up, Ok(Some(job)))) = protocol::job_from_parent() else {
         return ExitCode::from(125);
     };
-    let mut up = UnixStream::from(fd);
-    let job: Job = match up
-        .try_clone()
-        .map_err(|e| e.to_string())
-        .and_then(|r| protocol::receive(&mut BufReader::new(r)))
-    {
-        Ok(Some(job)) => job,
-        _ => return ExitCode::from(125),
-    };
     let mut layers = job.layers.clone();
-    if pid1 {
-        match super::namespaces::isolate(&job.work) {
-            Ok((name, problems)) => {
-                layers.active.insert(0, name);
-                layers.unavailable.extend(problems);
-            }
-            Err(e) => {
-                // The pid, net, ipc and uts namespaces hold all the same.
-                layers
-                    .active
-                    .insert(0, "namespaces(user,pid,net,ipc,uts)".into());
-                layers.not_available("mount view", e);
-            }
-        }
+    if let Err(e) = prepare(&job, &mut layers) {
+        let _ = protocol::send(&mut up, &Report::Error(e));
+        return ExitCode::from(125);
     }
-    restrict(&job, &mut layers);
     if job.strict {
         let missing = layers.missing_required();
         if !missing.is_empty() {
@@ -68,22 +50,31 @@ pub(super) fn main(pid1: bool) -> ExitCode {
         }
     }
     let _ = protocol::send(&mut up, &Report::Layers(layers));
+    let as_nobody = runs_as_nobody(&job);
     let mut cmd = Command::new(&job.argv[0]);
     cmd.args(&job.argv[1..])
         .current_dir(&job.work)
         .env_clear()
         .envs(job.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null());
-    if !pid1 {
+    let Some(entered) = job.namespaces else {
         use std::os::unix::process::CommandExt as _;
         let e = cmd.exec();
-        let _ = protocol::send(&mut up, &Report::Error(started_failed(&job.argv[0], &e)));
+        let failed = started_failed(&job.argv[0], &e, as_nobody);
+        let _ = protocol::send(&mut up, &Report::Error(failed));
         return ExitCode::from(127);
+    };
+    if entered == Entered::Root {
+        use std::os::unix::process::CommandExt as _;
+        // Set in the child before exec: it starts with no capability and
+        // no supplementary group (std drops them with the uid).
+        cmd.uid(NOBODY).gid(NOBODY);
     }
     let status = match cmd.spawn().and_then(|mut child| child.wait()) {
         Ok(status) => status,
         Err(e) => {
-            let _ = protocol::send(&mut up, &Report::Error(started_failed(&job.argv[0], &e)));
+            let failed = started_failed(&job.argv[0], &e, as_nobody);
+            let _ = protocol::send(&mut up, &Report::Error(failed));
             return ExitCode::from(127);
         }
     };
@@ -96,43 +87,121 @@ pub(super) fn main(pid1: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn started_failed(program: &str, e: &std::io::Error) -> String {
-    if e.kind() == std::io::ErrorKind::NotFound {
-        format!("failed to start `{program}`: not found")
-    } else {
-        format!("failed to start `{program}`: {e}")
+/// Everything before the program starts, each layer noted in `layers`;
+/// `Err` where it must not start.
+fn prepare(job: &Job, layers: &mut Layers) -> Result<(), String> {
+    // Counted before a new /proc hides the host's processes.
+    let processes = process_limit(job);
+    match job.namespaces {
+        Some(entered) => {
+            namespaces::isolate(&job.work, entered, layers)?;
+            // Not ptraced, nor its /proc files read, by the program, which
+            // has its uid in a user namespace (it has no capability to
+            // override this).
+            nix::sys::prctl::set_dumpable(false)
+                .map_err(|e| format!("failed to make the sandbox's init undumpable: {e}"))?;
+        }
+        None if job.host_uid == 0 => become_nobody(&job.work)?,
+        None => {}
+    }
+    // A session of its own, without the controlling terminal servegate may
+    // have: the program cannot open the user's terminal (`/dev/tty`) and
+    // push input into it (`TIOCSTI`).
+    nix::unistd::setsid().map_err(|e| format!("failed to start a session: {e}"))?;
+    restrict(job, processes, layers)
+}
+
+/// The process limit of the program, or why none is set (`limits::
+/// process_limit`). A backstop a little above what a pids cgroup lets the
+/// program have, so that the cgroup, which reports what it refused, binds
+/// first. Counted before a new /proc hides the host's processes.
+fn process_limit(job: &Job) -> Result<u64, &'static str> {
+    let counted = match job.namespaces {
+        Some(Entered::User) if job.host_uid == 0 => Counted::Exempt,
+        Some(Entered::User) => Counted::UserNamespace,
+        _ if runs_as_nobody(job) && job.layers.holds("cgroup", "pids") => Counted::Cgroup,
+        _ if runs_as_nobody(job) => Counted::Host {
+            running: tasks_of(NOBODY),
+        },
+        _ => Counted::Host {
+            running: tasks_of(job.host_uid),
+        },
+    };
+    let kernel = nix::sys::utsname::uname()
+        .ok()
+        .and_then(|u| limits::kernel_version(&u.release().to_string_lossy()));
+    limits::process_limit(counted, kernel, super::PROCESSES + super::HELPER_TASKS)
+}
+
+/// Whether the program runs as `NOBODY` on the host: servegate is root,
+/// and did not need a user namespace (which maps the program to root's
+/// uid).
+fn runs_as_nobody(job: &Job) -> bool {
+    job.host_uid == 0 && job.namespaces != Some(Entered::User)
+}
+
+/// Where servegate is root and there are no namespaces: gives the work
+/// directory to `NOBODY` and becomes that uid, with no supplementary group,
+/// before this stage becomes the program. As root it could undo every
+/// other layer, signal servegate and the server, and read or write what
+/// only root may.
+fn become_nobody(work: &Path) -> Result<(), String> {
+    let parent = nix::unistd::getppid();
+    let (uid, gid) = (Uid::from_raw(NOBODY), Gid::from_raw(NOBODY));
+    let fail = |what: &str, e: nix::Error| format!("failed to {what}: {e}");
+    nix::unistd::chown(work, Some(uid), Some(gid))
+        .map_err(|e| fail("give the work directory to uid 65534", e))?;
+    nix::unistd::setgroups(&[]).map_err(|e| fail("drop supplementary groups", e))?;
+    nix::unistd::setresgid(gid, gid, gid).map_err(|e| fail("set gid 65534", e))?;
+    nix::unistd::setresuid(uid, uid, uid).map_err(|e| fail("set uid 65534", e))?;
+    // A new uid clears the parent-death signal; the supervisor may have
+    // ended meanwhile.
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
+        .map_err(|e| fail("set the parent-death signal", e))?;
+    if nix::unistd::getppid() != parent {
+        return Err("the sandbox's supervisor ended".into());
+    }
+    Ok(())
+}
+
+fn started_failed(program: &str, e: &std::io::Error, as_nobody: bool) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => format!("failed to start `{program}`: not found"),
+        std::io::ErrorKind::PermissionDenied if as_nobody => format!(
+            "failed to start `{program}`: {e} (servegate runs as root, the program as uid {NOBODY}: is the interpreter, and the path to it, readable by all users?)"
+        ),
+        _ => format!("failed to start `{program}`: {e}"),
     }
 }
 
-/// rlimits, Landlock and seccomp on this process, each noted in `layers`.
-fn restrict(job: &Job, layers: &mut Layers) {
+/// rlimits, `no_new_privs`, Landlock and seccomp on this process, each
+/// noted in `layers`, and what keeps the program's signals in.
+fn restrict(job: &Job, processes: Result<u64, &str>, layers: &mut Layers) -> Result<(), String> {
     let refused = |layer: &str| job.refuse.iter().any(|r| r == layer);
-    // The kernel does not count processes for real uid 0 (the host's).
-    let root = job.host_uid == 0;
-    // Outside a user namespace the process count is the user's own: what
-    // runs already, plus the program's allowance.
-    let processes = if job.namespaces || root {
-        super::PROCESSES
-    } else {
-        tasks_of(job.host_uid) + super::PROCESSES
-    };
     let rlimits = Rlimits {
         cpu_secs: job.timeout_ms.div_ceil(1000) + 1,
         memory_mib: job.memory_mib,
-        processes,
+        processes: processes.ok(),
     };
-    match limits::apply(rlimits, root) {
-        Ok(name) => layers.active.push(name),
+    match limits::apply(rlimits) {
+        Ok(name) => {
+            layers.active.push(name);
+            if let Err(why) = processes {
+                layers.not_available("rlimits nproc", why);
+            }
+        }
         Err(e) => layers.not_available("rlimits", e),
     }
+    // Whatever else is refused: no set-uid program or file capability
+    // gives the program back what the layers take.
+    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("failed to set no_new_privs: {e}"))?;
     if refused("landlock") {
         layers.not_available("landlock", "refused (SERVEGATE_SANDBOX_REFUSE)");
     } else {
         // Without a pid namespace the host's processes are in /proc.
-        let own_pid = (!job.namespaces).then(std::process::id);
-        match super::landlock::restrict(&job.work, own_pid) {
-            Ok(name) => layers.active.push(name),
-            Err(e) => layers.not_available("landlock", e),
+        let own_pid = job.namespaces.is_none().then(std::process::id);
+        if let Err(e) = super::landlock::restrict(&job.work, own_pid, layers) {
+            layers.not_available("landlock", e);
         }
     }
     if refused("seccomp") {
@@ -143,44 +212,46 @@ fn restrict(job: &Job, layers: &mut Layers) {
             Err(e) => layers.not_available("seccomp", e),
         }
     }
+    // What keeps the program from stopping or killing servegate, the
+    // server and their helpers: not seeing them, a Landlock domain that
+    // scopes its signals, or another uid.
+    let mut covers = Vec::new();
+    if job.namespaces.is_some() {
+        covers.push("pid namespace".to_owned());
+    }
+    if layers.holds("landlock", "scope") {
+        covers.push("landlock scope".to_owned());
+    }
+    if runs_as_nobody(job) {
+        covers.push(format!("uid {NOBODY}"));
+    }
+    if covers.is_empty() {
+        layers.not_available(
+            "signals",
+            "the program runs as servegate's uid, with no pid namespace and no Landlock scoping (ABI 6, Linux 6.12): it can signal their processes one by one (seccomp denies kill(-1) and process groups)",
+        );
+    } else {
+        layers.active.push(format!("signals({})", covers.join(",")));
+    }
+    Ok(())
 }
 
-/// Tasks (threads included, as `RLIMIT_NPROC` counts them) of a real uid.
+/// Tasks (threads included, as `RLIMIT_NPROC` counts them) of a real uid
+/// on the host.
 fn tasks_of(uid: u32) -> u64 {
-    let mut n = 0;
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else {
-            continue;
-        };
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.split_whitespace().next())
-                .and_then(|v| v.parse::<u64>().ok())
-        };
-        if field("Uid:") == Some(u64::from(uid)) {
-            n += field("Threads:").unwrap_or(1);
-        }
-    }
-    n
+    procfs::pids()
+        .into_iter()
+        .filter_map(procfs::Status::read)
+        .filter(|s| s.number("Uid:") == Some(u64::from(uid)))
+        .map(|s| s.number("Threads:").unwrap_or(1))
+        .sum()
 }
 
 /// Processes other than this one (pid 1) still running in the namespace.
 fn still_running() -> u32 {
-    let mut n = 0;
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-        if pid != 1 && !zombie {
-            n += 1;
-        }
-    }
-    n
+    let left = procfs::processes()
+        .into_iter()
+        .filter(|p| p.pid != 1 && !p.is_zombie())
+        .count();
+    u32::try_from(left).unwrap_or(u32::MAX)
 }

@@ -7,6 +7,8 @@
 
 use std::path::Path;
 
+use super::Layers;
+
 use ::landlock::{
     ABI, Access, AccessFs, AccessNet, LandlockStatus, Ruleset, RulesetAttr, RulesetCreatedAttr,
     RulesetStatus, Scope, path_beneath_rules,
@@ -16,13 +18,18 @@ use ::landlock::{
 /// support (the crate's best-effort mode), and the layer says which.
 const TARGET: ABI = ABI::V6;
 
-/// Restricts this process; the layer's name (`landlock(fs,tcp,scope) abi
-/// 7`) or why it is not in force. With `own_pid` (no pid namespace hides
+/// Restricts this process and notes in `layers` what holds (`landlock(fs,
+/// tcp,scope) abi 7`) and what this kernel's ABI lacks; `Err` with why
+/// Landlock is not in force at all. With `own_pid` (no pid namespace hides
 /// the host's processes), `/proc` is readable only for that process and a
-/// few system-wide files: Landlock's ptrace rules keep the memory of other
-/// processes out of reach, but not their `environ` when the program runs as
-/// root (it keeps `CAP_SYS_PTRACE`).
-pub(super) fn restrict(work: &Path, own_pid: Option<u32>) -> Result<String, String> {
+/// few system-wide files: Landlock's ptrace rules keep the memory and
+/// `environ` of other processes out of reach, but not what any uid may read
+/// there (command lines: a server started with `--api-key …`).
+pub(super) fn restrict(
+    work: &Path,
+    own_pid: Option<u32>,
+    layers: &mut Layers,
+) -> Result<(), String> {
     let fail = |e: ::landlock::RulesetError| format!("failed to set up Landlock: {e}");
     let readable: Vec<std::path::PathBuf> = match own_pid {
         None => vec!["/".into()],
@@ -72,17 +79,47 @@ pub(super) fn restrict(work: &Path, own_pid: Option<u32>) -> Result<String, Stri
         LandlockStatus::NotEnabled => return Err("not enabled in this kernel".into()),
         LandlockStatus::NotImplemented => return Err("not built into this kernel".into()),
     };
-    let parts = match abi {
-        ..=0 => return Err("not supported by this kernel".into()),
-        1..=3 => "fs",
-        4 | 5 => "fs,tcp",
-        _ => "fs,tcp,scope",
-    };
-    match status.ruleset {
-        RulesetStatus::NotEnforced => Err(format!("not enforced (kernel ABI {abi})")),
-        RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => {
-            let proc = if own_pid.is_some() { ",proc" } else { "" };
-            Ok(format!("landlock({parts}{proc}) abi {abi}"))
-        }
+    if abi <= 0 {
+        return Err("not supported by this kernel".into());
     }
+    if status.ruleset == RulesetStatus::NotEnforced {
+        return Err(format!("not enforced (kernel ABI {abi})"));
+    }
+    let mut parts = vec!["fs"];
+    if abi >= 4 {
+        parts.push("tcp");
+    }
+    if abi >= 6 {
+        parts.push("scope");
+    }
+    if own_pid.is_some() {
+        parts.push("proc");
+    }
+    layers
+        .active
+        .push(format!("landlock({}) abi {abi}", parts.join(",")));
+    // What an older ABI leaves out, each named so that `strict` can say.
+    let mut unruled = Vec::new();
+    if abi < 3 {
+        unruled.push("truncate: ABI 3, Linux 6.2");
+    }
+    if abi < 5 {
+        unruled.push("device ioctls: ABI 5, Linux 6.10");
+    }
+    if !unruled.is_empty() {
+        layers.not_available(
+            "landlock fs",
+            format!("partial at ABI {abi} (no rules for {})", unruled.join("; ")),
+        );
+    }
+    if abi < 4 {
+        layers.not_available("landlock tcp", "needs ABI 4 (Linux 6.7)");
+    }
+    if abi < 6 {
+        layers.not_available(
+            "landlock scope",
+            "signals and abstract sockets need ABI 6 (Linux 6.12)",
+        );
+    }
+    Ok(())
 }

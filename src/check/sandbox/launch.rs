@@ -17,19 +17,19 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use super::cgroup::Cgroup;
+use super::helper::{CLEANUP, LAST_REPORTS};
 use super::output::{self, Finished as Output};
 use super::protocol::{self, Finished, Job};
 use super::workdir::WorkDir;
-use super::{Layers, Limits, Outcome, PROCESSES, Policy, Stop};
+use super::{HELPER_TASKS, Layers, Limits, Outcome, PROCESSES, Policy, Stop};
 use crate::server::reaper;
 
 /// How long past its own time limit the supervisor has to report before it
-/// is killed.
-const BACKSTOP: Duration = Duration::from_secs(5);
-
-/// Tasks of the helper stages themselves (the supervisor's threads and
-/// pid 1), counted by the cgroup's process limit.
-const HELPER_TASKS: u64 = 6;
+/// is killed: at most `LAST_REPORTS` and then `CLEANUP` are its own, and
+/// the backstop is clearly longer, so that it only ever stops a supervisor
+/// that hangs, never one cleaning up.
+const BACKSTOP: Duration = Duration::from_secs(8);
+const _: () = assert!(BACKSTOP.as_secs() >= 2 * (LAST_REPORTS.as_secs() + CLEANUP.as_secs()));
 
 enum Event {
     Output(Output),
@@ -52,12 +52,12 @@ pub(super) fn run(program: &str, limits: &Limits, refused: &[String]) -> Result<
         layers.not_available("cgroup", "refused (SERVEGATE_SANDBOX_REFUSE)");
         Cgroup::default()
     } else {
-        let (cgroup, layer) = Cgroup::create(&name, limits.memory_mib, PROCESSES + HELPER_TASKS);
-        match layer {
-            Ok(l) => layers.active.push(l),
-            Err(e) => layers.not_available("cgroup", e),
-        }
-        cgroup
+        Cgroup::create(
+            &name,
+            limits.memory_mib,
+            PROCESSES + HELPER_TASKS,
+            &mut layers,
+        )
     };
     let mut argv = limits.interpreter.clone();
     argv.push(limits.file_name.clone());
@@ -71,7 +71,7 @@ pub(super) fn run(program: &str, limits: &Limits, refused: &[String]) -> Result<
         refuse: refused.to_vec(),
         layers,
         host_uid: nix::unistd::getuid().as_raw(),
-        namespaces: false,
+        namespaces: None,
     };
     let result = supervise(&job, &cgroup, limits.timeout);
     cgroup.remove();

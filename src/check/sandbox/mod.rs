@@ -4,7 +4,7 @@
 //! On Linux servegate re-executes itself as a helper (`servegate __sandbox`)
 //! that contains the program in layers, each used where the kernel and the
 //! host allow it (see `docs` in the README's security section):
-//! namespaces (user, pid, net, mount, ipc, uts), Landlock, a seccomp filter,
+//! namespaces (pid, net, mount, ipc, uts; user unless root), Landlock, a seccomp filter,
 //! rlimits and a cgroup leaf; always a wall-clock timeout, output through
 //! pipes read with a byte cap, a random work directory removed on every exit
 //! path (signals included, through `crate::server::reaper`) and an
@@ -13,7 +13,7 @@
 
 use std::fmt::Write as _;
 use std::process::ExitStatus;
-use std::sync::Once;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -54,14 +54,33 @@ pub const OUTPUT_CAP: u64 = 8 * 1024 * 1024;
 /// The most processes (and threads) the program may have at once.
 pub const PROCESSES: u64 = 64;
 
+/// Tasks of the helper stages themselves (the supervisor's threads and
+/// pid 1), which the cgroup's process limit counts with the program's.
+#[cfg(target_os = "linux")]
+const HELPER_TASKS: u64 = 6;
+
 /// The largest file the program may write, in MiB.
 pub const FILE_MIB: u64 = 64;
 
 /// The most open files of each of its processes.
 pub const OPEN_FILES: u64 = 256;
 
-/// The layers `sandbox: strict` requires.
-pub const REQUIRED: [&str; 5] = ["namespaces", "landlock", "seccomp", "rlimits", "cgroup"];
+/// What `sandbox: strict` requires: each layer, with the parts of it (named
+/// in its parentheses) that must hold. Namespaces without the read-only
+/// mount view or a `/proc` of their own leave the host's files or
+/// processes in reach; a cgroup with one limit bounds memory or forks, not
+/// both; Landlock below ABI 6 lacks signal scoping (below 5, device
+/// ioctls; below 4, TCP); `signals` is in force where something keeps the
+/// program's signals from servegate and the server (a pid namespace,
+/// Landlock scoping, or a uid of its own).
+pub const REQUIRED: [(&str, &[&str]); 6] = [
+    ("namespaces", &["pid", "net", "mount", "proc"]),
+    ("cgroup", &["memory", "pids"]),
+    ("rlimits", &["cpu", "as", "fsize", "nofile", "core"]),
+    ("landlock", &["fs", "tcp", "scope"]),
+    ("seccomp", &[]),
+    ("signals", &[]),
+];
 
 /// What a suite demands of the sandbox (`sandbox:` at its top level).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -98,38 +117,75 @@ pub struct Limits {
 /// Which layers held a program.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Layers {
-    /// The layers in force, e.g. `namespaces(user,pid,net,mount,ipc,uts)`.
+    /// The layers in force, each with the parts of it that hold, e.g.
+    /// `namespaces(user,pid,net,mount,proc,ipc,uts)`.
     pub active: Vec<String>,
-    /// The layers not in force, each with why (`cgroup: …`).
+    /// What is not in force, each with why: a whole layer (`cgroup: …`) or
+    /// a part of one (`cgroup pids: …`, `namespaces mount: …`).
     pub unavailable: Vec<String>,
 }
 
 impl Layers {
     /// Whether a layer (`namespaces`, `landlock`, …) is in force.
     pub fn has(&self, layer: &str) -> bool {
-        self.active.iter().any(|a| {
+        self.entry(layer).is_some()
+    }
+
+    /// The active entry of a layer, from just after its name.
+    fn entry(&self, layer: &str) -> Option<&str> {
+        self.active.iter().find_map(|a| {
             a.strip_prefix(layer)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['(', ' ']))
+                .filter(|rest| rest.is_empty() || rest.starts_with(['(', ' ']))
         })
     }
 
-    /// The required layers that are not in force, with why.
-    pub fn missing_required(&self) -> Vec<String> {
-        REQUIRED
-            .iter()
-            .filter(|l| !self.has(l))
-            .map(|l| {
-                self.unavailable
-                    .iter()
-                    .find(|u| u.starts_with(*l))
-                    .cloned()
-                    .unwrap_or_else(|| format!("{l}: not in force"))
-            })
-            .collect()
+    /// Whether a part of a layer holds: the layer names it (by its first
+    /// word: `memory v1` is `memory`) and nothing is reported missing of it
+    /// (`landlock fs: partial …`).
+    pub fn holds(&self, layer: &str, part: &str) -> bool {
+        let named = self
+            .entry(layer)
+            .and_then(|rest| rest.strip_prefix('('))
+            .and_then(|rest| rest.split_once(')'))
+            .is_some_and(|(inside, _)| {
+                inside
+                    .split(',')
+                    .any(|p| p.split_whitespace().next() == Some(part))
+            });
+        named && self.why_not(&format!("{layer} {part}")).is_none()
     }
 
-    /// One line: `namespaces(user,pid,net,mount) + rlimits(…); seccomp
-    /// unavailable (…)`.
+    /// What is reported missing under `name` (`cgroup`, `cgroup pids`).
+    fn why_not(&self, name: &str) -> Option<&String> {
+        self.unavailable
+            .iter()
+            .find(|u| u.split_once(": ").is_some_and(|(n, _)| n == name))
+    }
+
+    /// What `sandbox: strict` requires and is not in force, each with why.
+    pub fn missing_required(&self) -> Vec<String> {
+        let why = |name: &str| {
+            self.why_not(name)
+                .cloned()
+                .unwrap_or_else(|| format!("{name}: not in force"))
+        };
+        let mut missing = Vec::new();
+        for (layer, parts) in REQUIRED {
+            if !self.has(layer) {
+                missing.push(why(layer));
+                continue;
+            }
+            for part in parts {
+                if !self.holds(layer, part) {
+                    missing.push(why(&format!("{layer} {part}")));
+                }
+            }
+        }
+        missing
+    }
+
+    /// One line: `namespaces(user,pid,net,mount,proc,ipc,uts) + rlimits(…);
+    /// seccomp unavailable (…)`.
     pub fn summary(&self) -> String {
         let mut line = if self.active.is_empty() {
             "no layer".to_owned()
@@ -212,19 +268,33 @@ fn refused_layers() -> Vec<String> {
         .collect()
 }
 
-/// Prints the layers once per run, at the first program run, with a
-/// warning where nothing keeps the program from writing files or reaching
-/// the network.
+/// Prints the layers at the first program run, and again whenever a
+/// program's layers differ from those printed last (a host may refuse a
+/// layer for one program and not the next), with a warning where nothing
+/// keeps the program from writing files or reaching the network.
 fn announce(layers: &Layers) {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        println!("servegate: sandbox: {}", layers.summary());
-        if !layers.has("namespaces") && !layers.has("landlock") {
-            println!(
-                "warning: the sandbox cannot keep model-written code from writing the user's files or reaching the network on this host"
-            );
-        }
-    });
+    static LAST: Mutex<Option<Layers>> = Mutex::new(None);
+    let Ok(mut last) = LAST.lock() else {
+        return;
+    };
+    for line in announcement(&mut last, layers) {
+        println!("{line}");
+    }
+}
+
+/// The lines `announce` prints for `layers`, given those printed last.
+fn announcement(last: &mut Option<Layers>, layers: &Layers) -> Vec<String> {
+    if last.as_ref() == Some(layers) {
+        return Vec::new();
+    }
+    *last = Some(layers.clone());
+    let mut lines = vec![format!("servegate: sandbox: {}", layers.summary())];
+    if !layers.has("namespaces") && !layers.has("landlock") {
+        lines.push(
+            "warning: the sandbox cannot keep model-written code from writing the user's files or reaching the network on this host".into(),
+        );
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -235,21 +305,73 @@ mod tests {
     fn layers_name_what_holds_and_what_strict_misses() {
         let layers = Layers {
             active: vec![
-                "namespaces(user,pid,net,mount,ipc,uts)".into(),
-                "rlimits(cpu,as,fsize,nofile,nproc,core)".into(),
+                "namespaces(user,pid,net,mount,proc,ipc,uts)".into(),
+                "rlimits(cpu,as,fsize,nofile,core)".into(),
                 "landlock(fs,tcp,scope) abi 7".into(),
+                "signals(pid namespace,landlock scope)".into(),
             ],
             unavailable: vec!["seccomp: refused by the host".into()],
         };
         assert!(layers.has("namespaces") && layers.has("landlock"));
         assert!(!layers.has("name") && !layers.has("seccomp"));
+        assert!(layers.holds("namespaces", "mount") && !layers.holds("namespaces", "moun"));
+        assert!(layers.holds("signals", "pid") && layers.holds("signals", "landlock"));
         assert_eq!(
             layers.missing_required(),
-            ["seccomp: refused by the host", "cgroup: not in force"]
+            ["cgroup: not in force", "seccomp: refused by the host"]
         );
+        let mut last = None;
+        let first = announcement(&mut last, &layers);
+        assert_eq!(first.len(), 1);
+        assert!(announcement(&mut last, &layers).is_empty());
+        let mut fewer = layers.clone();
+        fewer.active.retain(|l| !l.starts_with("namespaces"));
+        fewer.active.retain(|l| !l.starts_with("landlock"));
+        let again = announcement(&mut last, &fewer);
+        assert!(
+            again[0].starts_with("servegate: sandbox: rlimits("),
+            "{again:?}"
+        );
+        assert!(again[1].starts_with("warning: "), "{again:?}");
         assert_eq!(
             layers.summary(),
-            "namespaces(user,pid,net,mount,ipc,uts) + rlimits(cpu,as,fsize,nofile,nproc,core) + landlock(fs,tcp,scope) abi 7; seccomp unavailable (refused by the host)"
+            "namespaces(user,pid,net,mount,proc,ipc,uts) + rlimits(cpu,as,fsize,nofile,core) + landlock(fs,tcp,scope) abi 7 + signals(pid namespace,landlock scope); seccomp unavailable (refused by the host)"
+        );
+    }
+
+    /// A layer in force with a part missing or partial does not satisfy
+    /// `strict`: each missing part is named, with why.
+    #[test]
+    fn strict_needs_every_part_of_a_layer() {
+        let layers = Layers {
+            active: vec![
+                "namespaces(user,pid,net,ipc,uts)".into(),
+                "cgroup(memory v1)".into(),
+                "rlimits(cpu,as,fsize,nofile,core)".into(),
+                "landlock(fs,tcp) abi 4".into(),
+                "seccomp".into(),
+            ],
+            unavailable: vec![
+                "namespaces mount: failed to make / read-only: EPERM".into(),
+                "cgroup pids: v1 pids at /sys/fs/cgroup/pids: EACCES".into(),
+                "landlock fs: partial at ABI 4 (no rules for device ioctls: ABI 5, Linux 6.10)"
+                    .into(),
+                "landlock scope: needs ABI 6 (Linux 6.12)".into(),
+                "signals: no pid namespace, no Landlock scoping, servegate's uid".into(),
+            ],
+        };
+        assert!(layers.holds("cgroup", "memory") && !layers.holds("cgroup", "pids"));
+        assert!(!layers.holds("landlock", "fs") && layers.holds("landlock", "tcp"));
+        assert_eq!(
+            layers.missing_required(),
+            [
+                "namespaces mount: failed to make / read-only: EPERM",
+                "namespaces proc: not in force",
+                "cgroup pids: v1 pids at /sys/fs/cgroup/pids: EACCES",
+                "landlock fs: partial at ABI 4 (no rules for device ioctls: ABI 5, Linux 6.10)",
+                "landlock scope: needs ABI 6 (Linux 6.12)",
+                "signals: no pid namespace, no Landlock scoping, servegate's uid",
+            ]
         );
     }
 }

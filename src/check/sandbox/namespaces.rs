@@ -1,96 +1,253 @@
-//! Linux namespaces, entered without root: the supervisor unshares user,
-//! pid, net, mount, ipc and uts namespaces (mapping itself to root inside,
-//! to its own uid outside), and the next stage, pid 1 of the new pid
-//! namespace, makes the mount view: everything read-only but the work
-//! directory, a `/proc` of the new pid namespace only.
+//! Linux namespaces. The supervisor unshares pid, net, ipc and uts
+//! namespaces — as the host's root directly, otherwise with a user namespace
+//! mapping root inside to its own uid outside — and the next stage, pid 1 of
+//! the new pid namespace (root in it, with every capability there), makes
+//! its own mount namespace and the program's view: everything read-only but
+//! the work directory, a `/proc` of the new pid namespace only.
+//!
+//! The program must not be root in that namespace: root there keeps every
+//! capability over those mounts, enough to make them writable again
+//! (`mount_setattr`, a remount). So it runs as `NOBODY`: as the host's root
+//! servegate starts it as that uid (which also keeps root's files, sockets
+//! and devices out of its reach); otherwise pid 1 moves into a nested user
+//! namespace mapping `NOBODY` to its own uid, where `execve` of a non-root
+//! uid leaves the program no capability, and the nested namespace's copy of
+//! the mounts is locked (its read-only flags cannot be cleared).
 
 use std::path::Path;
 
 use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
+use serde::{Deserialize, Serialize};
 
-/// The namespaces entered, as the layer names them.
-const ENTERED: &str = "user,pid,net,mount,ipc,uts";
+use super::Layers;
+
+/// The uid and gid the program runs as in namespaces, and on the host where
+/// servegate is root: `nobody`'s.
+pub(super) const NOBODY: u32 = 65534;
+
+/// How the supervisor entered new namespaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) enum Entered {
+    /// As the host's root: no user namespace; the program runs as `NOBODY`
+    /// on the host.
+    Root,
+    /// With a user namespace mapped to servegate's uid.
+    User,
+}
 
 /// Enters new namespaces (this process must have one thread); `Err` with
 /// why the host refused.
-pub(super) fn enter() -> Result<(), String> {
+pub(super) fn enter() -> Result<Entered, String> {
+    let others = CloneFlags::CLONE_NEWPID
+        | CloneFlags::CLONE_NEWNET
+        | CloneFlags::CLONE_NEWIPC
+        | CloneFlags::CLONE_NEWUTS;
     let (uid, gid) = (nix::unistd::geteuid(), nix::unistd::getegid());
-    unshare(
-        CloneFlags::CLONE_NEWUSER
-            | CloneFlags::CLONE_NEWPID
-            | CloneFlags::CLONE_NEWNET
-            | CloneFlags::CLONE_NEWNS
-            | CloneFlags::CLONE_NEWIPC
-            | CloneFlags::CLONE_NEWUTS,
-    )
-    .map_err(|e| format!("unshare refused: {e}"))?;
-    let write = |file: &str, text: String| {
+    // Root without CAP_SYS_ADMIN (a container) may still have user
+    // namespaces.
+    let as_root = if uid.is_root() {
+        match unshare(others) {
+            Ok(()) => return Ok(Entered::Root),
+            Err(e) => format!("{e} as root, "),
+        }
+    } else {
+        String::new()
+    };
+    unshare(CloneFlags::CLONE_NEWUSER | others)
+        .map_err(|e| format!("unshare refused: {as_root}{e}"))?;
+    write_maps(&format!("0 {uid} 1\n"), &format!("0 {gid} 1\n"))?;
+    Ok(Entered::User)
+}
+
+/// Writes this process's uid and gid maps, in the one-line form a process
+/// may write for a user namespace it made.
+fn write_maps(uid_map: &str, gid_map: &str) -> Result<(), String> {
+    let write = |file: &str, text: &str| {
         std::fs::write(format!("/proc/self/{file}"), text)
             .map_err(|e| format!("failed to write /proc/self/{file}: {e}"))
     };
-    write("setgroups", "deny".to_owned())?;
-    write("uid_map", format!("0 {uid} 1\n"))?;
-    write("gid_map", format!("0 {gid} 1\n"))
+    write("setgroups", "deny")?;
+    write("uid_map", uid_map)?;
+    write("gid_map", gid_map)
 }
 
-/// Makes the mount view of pid 1 of the new namespaces; the layer's name
-/// and anything that did not hold.
-pub(super) fn isolate(work: &Path) -> Result<(String, Vec<String>), String> {
+/// Makes the program's mount view and takes from it what would undo it,
+/// for pid 1 of the new namespaces: notes in `layers` the namespaces in
+/// force, with the parts that hold, and what did not hold (`namespaces
+/// mount: …`). `Err` where the program must not run: `/proc` would stay
+/// writable.
+pub(super) fn isolate(work: &Path, entered: Entered, layers: &mut Layers) -> Result<(), String> {
+    let mut parts = Vec::new();
+    if entered == Entered::User {
+        parts.push("user");
+    }
+    parts.extend(["pid", "net"]);
+    let view = mount_view(work, entered);
+    // The program's own /proc, writable until the user namespace maps are
+    // written through it.
+    let proc = view
+        .as_ref()
+        .map_err(|e| format!("the host's /proc stays in view ({e})"))
+        .and_then(|_| {
+            mount(
+                Some("proc"),
+                "/proc",
+                Some("proc"),
+                MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+                None::<&str>,
+            )
+            .map_err(|e| format!("a new /proc was refused ({e}); /proc is empty"))
+        });
+    // While this process still has the capabilities of the namespaces.
+    let _ = nix::unistd::sethostname("sandbox");
+    let dropped = drop_privileges(entered, view.is_ok());
+    if view.is_ok() {
+        seal_proc(proc.is_ok())?;
+    }
+    match (&view, &dropped) {
+        (Ok(writable), Ok(())) if writable.is_empty() => parts.push("mount"),
+        (Ok(writable), Ok(())) => layers.not_available(
+            "namespaces mount",
+            format!(
+                "{} mount(s) stayed writable: {}",
+                writable.len(),
+                writable.join(", ")
+            ),
+        ),
+        (Err(e), _) => layers.not_available("namespaces mount", e),
+        (Ok(_), Err(e)) => layers.not_available(
+            "namespaces mount",
+            format!("the program would keep the capabilities of its namespace, enough to undo the read-only view ({e})"),
+        ),
+    }
+    match proc {
+        Ok(()) => parts.push("proc"),
+        Err(e) => layers.not_available("namespaces proc", e),
+    }
+    parts.extend(["ipc", "uts"]);
+    layers
+        .active
+        .insert(0, format!("namespaces({})", parts.join(",")));
+    Ok(())
+}
+
+/// The program's work directory in namespaces: a file system of its own in
+/// memory, capped in size and in entries, so that what it writes never
+/// reaches the host's disk (nor its /tmp), counts against the memory
+/// cgroup, and is gone with the namespace — servegate never walks it.
+const WORK_TMPFS: &str = "size=256m,nr_inodes=65536,mode=0700";
+
+/// A mount namespace of this process's own, everything in it read-only but
+/// the work directory; the mounts that stayed writable.
+fn mount_view(work: &Path, entered: Entered) -> Result<Vec<String>, String> {
     let none: Option<&str> = None;
+    unshare(CloneFlags::CLONE_NEWNS).map_err(|e| format!("a mount namespace was refused: {e}"))?;
     // Nothing done here propagates back to the host's mounts.
     mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
         .map_err(|e| format!("failed to make the mounts private: {e}"))?;
-    mount(Some(work), work, none, MsFlags::MS_BIND, none)
-        .map_err(|e| format!("failed to bind the work directory: {e}"))?;
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| format!("failed to read the mount table: {e}"))?;
+    // What servegate wrote there (the program's file) moves onto it.
+    let files = read_files(work)?;
+    mount(
+        Some("tmpfs"),
+        work,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(WORK_TMPFS),
+    )
+    .map_err(|e| format!("failed to mount the work directory: {e}"))?;
+    for (name, bytes) in files {
+        std::fs::write(work.join(&name), bytes)
+            .map_err(|e| format!("failed to copy {}: {e}", name.display()))?;
+    }
+    if entered == Entered::Root {
+        let nobody = (
+            Some(nix::unistd::Uid::from_raw(NOBODY)),
+            Some(nix::unistd::Gid::from_raw(NOBODY)),
+        );
+        nix::unistd::chown(work, nobody.0, nobody.1)
+            .map_err(|e| format!("failed to give the work directory to uid {NOBODY}: {e}"))?;
+    }
     let mut writable = Vec::new();
-    for (point, options) in mounts(&mountinfo) {
-        if Path::new(&point) == work {
+    for (point, options) in mounts(&mount_table()?) {
+        // /proc is replaced, or hidden, next.
+        if Path::new(&point) == work || Path::new(&point).starts_with("/proc") {
             continue;
         }
-        let flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | kept(&options);
-        if let Err(e) = mount(none, point.as_str(), none, flags, none) {
+        if let Err(e) = remount_read_only(&point, &options) {
             if point == "/" {
                 return Err(format!("failed to make / read-only: {e}"));
             }
             writable.push(format!("{point} ({e})"));
         }
     }
-    let mut problems = Vec::new();
-    if !writable.is_empty() {
-        problems.push(format!(
-            "read-only view: {} mount(s) stayed writable: {}",
-            writable.len(),
-            writable.join(", ")
-        ));
+    Ok(writable)
+}
+
+/// The regular files of a directory, with their contents.
+fn read_files(dir: &Path) -> Result<Vec<(std::path::PathBuf, Vec<u8>)>, String> {
+    let fail = |e: std::io::Error| format!("failed to read the work directory: {e}");
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(fail)? {
+        let entry = entry.map_err(fail)?;
+        if entry.file_type().map_err(fail)?.is_file() {
+            files.push((
+                entry.file_name().into(),
+                std::fs::read(entry.path()).map_err(fail)?,
+            ));
+        }
     }
-    // A /proc of the new pid namespace: no other process of the host in it.
-    let proc_flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-    if let Err(e) = mount(
-        Some("proc"),
-        "/proc",
-        Some("proc"),
-        proc_flags | MsFlags::MS_RDONLY,
-        none,
-    ) {
-        // Some containers refuse a new proc; an empty /proc then hides the
-        // host's.
+    Ok(files)
+}
+
+fn mount_table() -> Result<String, String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| format!("failed to read the mount table: {e}"))
+}
+
+fn remount_read_only(point: &str, options: &str) -> nix::Result<()> {
+    let flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | kept(options);
+    mount(None::<&str>, point, None::<&str>, flags, None::<&str>)
+}
+
+/// Leaves the program no capability over its namespaces: in a user
+/// namespace, this process moves into a nested one (with a mount namespace
+/// of its own where `with_mounts`) mapping `NOBODY` to its uid, and the
+/// program it starts inherits it. As the host's root there is nothing to
+/// do here: the program is started as `NOBODY`.
+fn drop_privileges(entered: Entered, with_mounts: bool) -> Result<(), String> {
+    if entered == Entered::Root {
+        return Ok(());
+    }
+    let mut flags = CloneFlags::CLONE_NEWUSER;
+    if with_mounts {
+        flags |= CloneFlags::CLONE_NEWNS;
+    }
+    unshare(flags).map_err(|e| format!("a nested user namespace was refused: {e}"))?;
+    write_maps(&format!("{NOBODY} 0 1\n"), &format!("{NOBODY} 0 1\n"))
+}
+
+/// Makes `/proc` read-only (`own`: the new one) or, where a new one was
+/// refused, hides the host's under an empty read-only one.
+fn seal_proc(own: bool) -> Result<(), String> {
+    let hidden = if own {
+        let table = mount_table()?;
+        let options = mounts(&table)
+            .into_iter()
+            .rfind(|(point, _)| point == "/proc")
+            .map(|(_, o)| o)
+            .unwrap_or_default();
+        remount_read_only("/proc", &options)
+    } else {
         mount(
             Some("tmpfs"),
             "/proc",
             Some("tmpfs"),
-            proc_flags,
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC | MsFlags::MS_RDONLY,
             Some("size=4k"),
         )
-        .map_err(|e2| format!("failed to mount /proc ({e}) or hide it ({e2})"))?;
-        problems.push(format!(
-            "proc: a new /proc was refused ({e}); /proc is empty"
-        ));
-    }
-    let _ = nix::unistd::sethostname("sandbox");
-    Ok((format!("namespaces({ENTERED})"), problems))
+    };
+    hidden.map_err(|e| format!("failed to make /proc read-only: {e}"))
 }
 
 /// The mount points and per-mount options of a mount table, in order.

@@ -14,7 +14,7 @@ use super::{Layers, Limits, Outcome, Policy, Stop};
 
 pub(super) fn run(program: &str, limits: &Limits, _refused: &[String]) -> Result<Outcome, String> {
     let mut layers = Layers::default();
-    for l in ["namespaces", "landlock", "seccomp", "cgroup"] {
+    for l in ["namespaces", "landlock", "seccomp", "cgroup", "signals"] {
         layers.not_available(l, "Linux only");
     }
     if limits.policy == Policy::Strict {

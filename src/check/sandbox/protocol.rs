@@ -4,11 +4,14 @@
 //! never holds one of these sockets.
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsFd as _;
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use super::Layers;
+use super::namespaces::Entered;
 
 /// What to run, and how: sent down from servegate to the supervisor, and
 /// from the supervisor to the stage that runs the program.
@@ -33,9 +36,9 @@ pub(super) struct Job {
     pub layers: Layers,
     /// servegate's real uid on the host.
     pub host_uid: u32,
-    /// Whether the supervisor entered new namespaces (the next stage is
-    /// pid 1 of the new pid namespace).
-    pub namespaces: bool,
+    /// How the supervisor entered new namespaces, if it did (the next
+    /// stage is then pid 1 of the new pid namespace).
+    pub namespaces: Option<Entered>,
 }
 
 /// What a stage reports to its parent.
@@ -94,6 +97,19 @@ pub(super) struct Finished {
     pub error: Option<String>,
     /// What was contained along the way.
     pub contained: Vec<String>,
+}
+
+/// A stage's link to its parent (its standard input, a socket) and the
+/// job read from it: `None` without a link, the job `Ok(None)` when the
+/// parent closed the link without sending one.
+pub(super) fn job_from_parent() -> Option<(UnixStream, Result<Option<Job>, String>)> {
+    let fd = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let up = UnixStream::from(fd);
+    let job = up
+        .try_clone()
+        .map_err(|e| format!("failed to clone a socket: {e}"))
+        .and_then(|r| receive(&mut BufReader::new(r)));
+    Some((up, job))
 }
 
 /// Sends one message as a line.

@@ -1,0 +1,121 @@
+//! What `/proc` says about processes. The teardown of a launched server and
+//! the code-probe sandbox both look for processes there; one reader keeps
+//! the parsing of `stat` (whose command name may hold spaces and
+//! parentheses) in one place.
+
+/// A process as `/proc/<pid>/stat` describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Process {
+    /// Its id (in the pid namespace of this `/proc`).
+    pub pid: i32,
+    /// Its parent's id.
+    pub ppid: i32,
+    /// Its state: `R`, `S`, `Z` (a zombie: ended, not yet reaped), ….
+    pub state: char,
+}
+
+impl Process {
+    /// Whether it ended and only waits to be reaped.
+    pub fn is_zombie(&self) -> bool {
+        self.state == 'Z'
+    }
+}
+
+/// The ids of the processes in `/proc`.
+pub fn pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// Every process in `/proc` (one that ends while it is read is left out).
+pub fn processes() -> Vec<Process> {
+    pids()
+        .into_iter()
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            parse_stat(&stat)
+        })
+        .collect()
+}
+
+/// `pid (comm) state ppid …`.
+fn parse_stat(stat: &str) -> Option<Process> {
+    let (head, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    Some(Process {
+        pid: head.split_whitespace().next()?.parse().ok()?,
+        ppid: fields.next()?.parse().ok()?,
+        state,
+    })
+}
+
+/// `/proc/<pid>/status`, read once for several fields.
+#[derive(Debug, Clone)]
+pub struct Status(String);
+
+impl Status {
+    /// Reads it; `None` when the process is gone.
+    pub fn read(pid: i32) -> Option<Self> {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .map(Self)
+    }
+
+    /// The first number of a field (`Uid:` gives the real uid, `Threads:`
+    /// the thread count).
+    pub fn number(&self, field: &str) -> Option<u64> {
+        self.0
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+    }
+}
+
+/// Whether process `pid`'s environment holds exactly `entry`
+/// (`NAME=value`).
+pub fn environ_has(pid: i32, entry: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == entry.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_stat_status_and_environ() {
+        let odd = parse_stat("42 (a) b (c) S 7 42 42 0 -1").unwrap();
+        assert_eq!(
+            odd,
+            Process {
+                pid: 42,
+                ppid: 7,
+                state: 'S'
+            }
+        );
+        assert!(parse_stat("42 (a").is_none());
+        let me = i32::try_from(std::process::id()).unwrap();
+        let found = processes().into_iter().find(|p| p.pid == me).unwrap();
+        assert!(!found.is_zombie());
+        assert_eq!(
+            i64::from(found.ppid),
+            i64::from(nix::unistd::getppid().as_raw())
+        );
+        let status = Status::read(me).unwrap();
+        assert_eq!(
+            status.number("Uid:"),
+            Some(u64::from(nix::unistd::getuid().as_raw()))
+        );
+        assert!(status.number("Threads:").is_some_and(|n| n >= 1));
+        assert!(status.number("Nonsense:").is_none());
+        let path = std::env::var("PATH").unwrap_or_default();
+        assert!(environ_has(me, &format!("PATH={path}")) || path.is_empty());
+        assert!(!environ_has(me, "PATH=/surely/not/this"));
+    }
+}
