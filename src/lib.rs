@@ -10,8 +10,7 @@ pub mod check;
 pub mod client;
 pub mod harness;
 pub mod load;
-#[cfg(target_os = "linux")]
-pub mod procfs;
+pub mod process;
 pub mod random;
 pub mod record;
 pub mod report;
@@ -29,9 +28,9 @@ pub mod units;
 /// as a code probe's sandbox helper, that helper.
 pub fn test_main(manifest_dir: &str) -> std::process::ExitCode {
     // A launched server is started through the running binary's re-exec
-    // mode (`crate::server::tree`), and code probes re-execute it as their
+    // mode (`crate::process::tree`), and code probes re-execute it as their
     // sandbox's helper: here, the test binary's.
-    if let Some(failed) = server::tree::exec_mode_if_asked() {
+    if let Some(failed) = process::tree::exec_mode_if_asked() {
         return failed;
     }
     #[cfg(target_os = "linux")]

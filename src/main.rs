@@ -179,7 +179,7 @@ fn libtest_args(extra: impl IntoIterator<Item = String>) -> Arguments {
 
 fn main() -> ExitCode {
     // The hidden re-exec mode a launched server is started through.
-    if let Some(failed) = servegate::server::tree::exec_mode_if_asked() {
+    if let Some(failed) = servegate::process::tree::exec_mode_if_asked() {
         return failed;
     }
     match Cli::parse().command {

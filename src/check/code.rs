@@ -192,7 +192,7 @@ pub fn check(
             ) {
                 let _ = writeln!(found, "failed test: {t}");
             }
-            let exit = crate::server::ExitInfo::new(status);
+            let exit = crate::process::ExitInfo::new(status);
             let why = match status.code() {
                 Some(127) => format!(" (`{interpreter}` not found?)"),
                 Some(_) => String::new(),

@@ -312,7 +312,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     crate::secrets::add_from_environment();
     // Orphans of launched servers (a `setsid` daemon) re-parent to this
     // process, which stops them at teardown.
-    crate::server::tree::become_subreaper();
+    crate::process::tree::become_subreaper();
     // Two libtest workers taking turns (see `Turns`): one trial at a time.
     args.test_threads = Some(2);
     // Against a server elsewhere the client runs on one thread: cheaper per
@@ -420,7 +420,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         conclusion,
         load_failures,
         unreachable,
-        interrupted: crate::server::interrupted(),
+        interrupted: crate::process::interrupted(),
     }
 }
 
@@ -433,7 +433,7 @@ fn write_when_interrupted(
 ) {
     {
         let (book, info) = (Arc::clone(book), info.clone());
-        crate::server::on_interrupt(Box::new(move || {
+        crate::process::on_interrupt(Box::new(move || {
             // A trial may hold the book for a moment; never wait on it long.
             let runs = (0..100).find_map(|_| {
                 let runs = book.try_lock().ok().map(|r| r.clone());

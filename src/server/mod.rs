@@ -2,51 +2,20 @@
 //! its output in a log file, readiness polled with a deadline, death and
 //! fatal log lines noticed, and teardown (SIGTERM to the group, a grace
 //! period, SIGKILL) on every way out — the end of its suite, a panic
-//! (`Drop`), Ctrl-C or SIGTERM ([`reaper`]).
+//! (`Drop`), Ctrl-C or SIGTERM ([`crate::process::reaper`]).
 
 pub mod log;
-pub(crate) mod reaper;
-pub use reaper::{interrupted, on_interrupt};
-pub mod tree;
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::client::Client;
+use crate::process::{ExitInfo, reaper, tree};
 use crate::suite::{Api, Launch, Ready, Timeouts, Variant};
 
 use log::{FatalLine, Scanner, TAIL_LINES};
-
-/// How a server process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ExitInfo(ExitStatus);
-
-impl ExitInfo {
-    /// How a process ended, in words.
-    pub fn new(status: ExitStatus) -> Self {
-        Self(status)
-    }
-}
-
-impl fmt::Display for ExitInfo {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(code) = self.0.code() {
-            return write!(f, "exited with code {code}");
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::ExitStatusExt as _;
-            if let Some(sig) = self.0.signal() {
-                let name = nix::sys::signal::Signal::try_from(sig).map_or("?", |s| s.as_str());
-                return write!(f, "was killed by signal {sig} ({name})");
-            }
-        }
-        write!(f, "ended ({})", self.0)
-    }
-}
 
 /// When start-up milestones were reached, since the spawn.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
@@ -463,7 +432,7 @@ impl Server {
             }
         }
         if let Ok(status) = child.wait() {
-            exit.get_or_insert(ExitInfo(status));
+            exit.get_or_insert(ExitInfo::new(status));
         }
         // Its output is all in the log once the pipes closed.
         self.pumps.wait(Duration::from_secs(2));
@@ -486,8 +455,8 @@ fn peek(pid: u32, _child: &mut Child) -> Option<ExitInfo> {
     let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).ok()?);
     let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
     match waitid(Id::Pid(pid), flags).ok()? {
-        WaitStatus::Exited(_, code) => Some(ExitInfo(ExitStatus::from_raw(code << 8))),
-        WaitStatus::Signaled(_, sig, core) => Some(ExitInfo(ExitStatus::from_raw(
+        WaitStatus::Exited(_, code) => Some(ExitInfo::new(ExitStatus::from_raw(code << 8))),
+        WaitStatus::Signaled(_, sig, core) => Some(ExitInfo::new(ExitStatus::from_raw(
             sig as i32 | if core { 0x80 } else { 0 },
         ))),
         _ => None,

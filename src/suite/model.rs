@@ -603,7 +603,41 @@ pub struct CodeSpec {
     /// Lines appended to the code (`assert is_prime(97)`).
     pub tests: Vec<String>,
     /// How it runs.
-    pub limits: crate::check::sandbox::Limits,
+    pub limits: ProgramLimits,
+}
+
+/// What a suite demands of the sandbox (`sandbox:` at its top level).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SandboxPolicy {
+    /// Use every layer the host allows.
+    #[default]
+    Best,
+    /// Refuse to run a program unless every layer the sandbox requires is active.
+    Strict,
+}
+
+impl SandboxPolicy {
+    /// The names a suite may write, with their policies.
+    pub const ALL: [(&'static str, SandboxPolicy); 2] = [
+        ("best", SandboxPolicy::Best),
+        ("strict", SandboxPolicy::Strict),
+    ];
+}
+
+/// How a code check's program runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramLimits {
+    /// The interpreter's argv; the program's file is appended.
+    pub interpreter: Vec<String>,
+    /// The file name the program is written to (`probe.py`).
+    pub file_name: String,
+    /// Wall-clock limit.
+    pub timeout: Duration,
+    /// Address-space limit of each process and, where a cgroup is
+    /// available, of all of them together, in MiB.
+    pub memory_mib: u64,
+    /// What the suite demands of the sandbox.
+    pub policy: SandboxPolicy,
 }
 
 /// A performance gate.

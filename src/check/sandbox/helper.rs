@@ -337,7 +337,7 @@ fn kill_until_gone(
 
 /// The live (not zombie) children of `pid`.
 fn children_of(pid: u32) -> Vec<u32> {
-    crate::procfs::processes()
+    crate::process::procfs::processes()
         .into_iter()
         .filter(|p| !p.is_zombie() && i64::from(p.ppid) == i64::from(pid))
         .filter_map(|p| u32::try_from(p.pid).ok())

@@ -22,7 +22,7 @@ use super::Layers;
 use super::limits::{self, Counted, Rlimits};
 use super::namespaces::{self, Entered, NOBODY};
 use super::protocol::{self, Exit, Job, Report};
-use crate::procfs;
+use crate::process::procfs;
 
 /// Runs the stage: `init` where the supervisor entered namespaces, else
 /// `exec`.

@@ -21,8 +21,9 @@ use super::helper::{CLEANUP, LAST_REPORTS};
 use super::output::{self, Finished as Output};
 use super::protocol::{self, Finished, Job};
 use super::workdir::WorkDir;
-use super::{HELPER_TASKS, Layers, Limits, Outcome, PROCESSES, Policy, Stop};
-use crate::server::reaper;
+use super::{HELPER_TASKS, Layers, Outcome, PROCESSES, Stop};
+use crate::process::reaper;
+use crate::suite::{ProgramLimits, SandboxPolicy};
 
 /// How long past its own time limit the supervisor has to report before it
 /// is killed: at most `LAST_REPORTS` and then `CLEANUP` are its own, and
@@ -37,7 +38,11 @@ enum Event {
 }
 
 /// Runs `program` under `limits` with every layer the host allows.
-pub(super) fn run(program: &str, limits: &Limits, refused: &[String]) -> Result<Outcome, String> {
+pub(super) fn run(
+    program: &str,
+    limits: &ProgramLimits,
+    refused: &[String],
+) -> Result<Outcome, String> {
     let work = WorkDir::new()?;
     let file = work.path().join(&limits.file_name);
     std::fs::write(&file, program)
@@ -67,7 +72,7 @@ pub(super) fn run(program: &str, limits: &Limits, refused: &[String]) -> Result<
         env: environment(work.path()),
         timeout_ms: u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
         memory_mib: limits.memory_mib,
-        strict: limits.policy == Policy::Strict,
+        strict: limits.policy == SandboxPolicy::Strict,
         refuse: refused.to_vec(),
         layers,
         host_uid: nix::unistd::getuid().as_raw(),

@@ -7,7 +7,7 @@
 //! namespaces (pid, net, mount, ipc, uts; user unless root), Landlock, a seccomp filter,
 //! rlimits and a cgroup leaf; always a wall-clock timeout, output through
 //! pipes read with a byte cap, a random work directory removed on every exit
-//! path (signals included, through `crate::server::reaper`) and an
+//! path (signals included, through `crate::process::reaper`) and an
 //! environment built from scratch. Elsewhere: rlimits, the timeout and a
 //! warning.
 
@@ -17,6 +17,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::suite::ProgramLimits;
 
 mod output;
 mod workdir;
@@ -81,38 +83,6 @@ pub const REQUIRED: [(&str, &[&str]); 6] = [
     ("seccomp", &[]),
     ("signals", &[]),
 ];
-
-/// What a suite demands of the sandbox (`sandbox:` at its top level).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Policy {
-    /// Use every layer the host allows.
-    #[default]
-    Best,
-    /// Refuse to run a program unless every layer of `REQUIRED` is active.
-    Strict,
-}
-
-impl Policy {
-    /// The names a suite may write, with their policies.
-    pub const ALL: [(&'static str, Policy); 2] =
-        [("best", Policy::Best), ("strict", Policy::Strict)];
-}
-
-/// How to run a program.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Limits {
-    /// The interpreter's argv; the program's file is appended.
-    pub interpreter: Vec<String>,
-    /// The file name the program is written to (`probe.py`).
-    pub file_name: String,
-    /// Wall-clock limit.
-    pub timeout: Duration,
-    /// Address-space limit of each process and, where a cgroup is
-    /// available, of all of them together, in MiB.
-    pub memory_mib: u64,
-    /// What the suite demands of the sandbox.
-    pub policy: Policy,
-}
 
 /// Which layers held a program.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -247,7 +217,7 @@ impl Outcome {
 
 /// Runs `program` under `limits`; `Err` when the sandbox could not be set
 /// up (a "failed to …" fragment).
-pub fn run(program: &str, limits: &Limits) -> Result<Outcome, String> {
+pub fn run(program: &str, limits: &ProgramLimits) -> Result<Outcome, String> {
     let refused = refused_layers();
     #[cfg(target_os = "linux")]
     let outcome = launch::run(program, limits, &refused)?;

@@ -10,14 +10,19 @@ use std::time::{Duration, Instant};
 
 use super::output::{self, Finished};
 use super::workdir::WorkDir;
-use super::{Layers, Limits, Outcome, Policy, Stop};
+use super::{Layers, Outcome, Stop};
+use crate::suite::{ProgramLimits, SandboxPolicy};
 
-pub(super) fn run(program: &str, limits: &Limits, _refused: &[String]) -> Result<Outcome, String> {
+pub(super) fn run(
+    program: &str,
+    limits: &ProgramLimits,
+    _refused: &[String],
+) -> Result<Outcome, String> {
     let mut layers = Layers::default();
     for l in ["namespaces", "landlock", "seccomp", "cgroup", "signals"] {
         layers.not_available(l, "Linux only");
     }
-    if limits.policy == Policy::Strict {
+    if limits.policy == SandboxPolicy::Strict {
         return Ok(refused(layers));
     }
     let work = WorkDir::new()?;

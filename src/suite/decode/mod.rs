@@ -13,8 +13,8 @@ mod server;
 use super::diagnostics::{Diagnostic, did_you_mean};
 use super::interpolate::interpolate;
 use super::model::{
-    Api, BaseUrl, Curve, Gate, ReadLimits, Sampling, SimSpec, SnapshotMode, SourceFile, Suite,
-    Target, Timeouts,
+    Api, BaseUrl, Curve, Gate, ReadLimits, Sampling, SandboxPolicy, SimSpec, SnapshotMode,
+    SourceFile, Suite, Target, Timeouts,
 };
 use super::node::{Key, Loc, Node, Yaml};
 
@@ -79,7 +79,7 @@ pub(crate) struct Decoder<'e> {
     env: &'e dyn Fn(&str) -> Option<String>,
     suite_dir: PathBuf,
     /// The suite's `sandbox:` policy, given to its code checks.
-    sandbox: crate::check::sandbox::Policy,
+    sandbox: SandboxPolicy,
 }
 
 impl<'e> Decoder<'e> {
@@ -91,7 +91,7 @@ impl<'e> Decoder<'e> {
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_default(),
-            sandbox: crate::check::sandbox::Policy::default(),
+            sandbox: SandboxPolicy::default(),
         }
     }
 
@@ -239,11 +239,10 @@ impl<'e> Decoder<'e> {
     }
 
     /// `sandbox: best | strict`.
-    fn sandbox_policy(&mut self, y: &Yaml) -> Option<crate::check::sandbox::Policy> {
-        use crate::check::sandbox::Policy;
-        let names: Vec<&str> = Policy::ALL.iter().map(|(n, _)| *n).collect();
+    fn sandbox_policy(&mut self, y: &Yaml) -> Option<SandboxPolicy> {
+        let names: Vec<&str> = SandboxPolicy::ALL.iter().map(|(n, _)| *n).collect();
         let name = self.one_of(y, "sandbox", &names)?;
-        Policy::ALL
+        SandboxPolicy::ALL
             .iter()
             .find(|(n, _)| *n == name)
             .map(|(_, p)| *p)

@@ -584,7 +584,7 @@ impl Decoder<'_> {
         Some(CodeSpec {
             language,
             tests: tests?,
-            limits: crate::check::sandbox::Limits {
+            limits: crate::suite::ProgramLimits {
                 interpreter,
                 file_name: file_name.to_owned(),
                 timeout: timeout?,

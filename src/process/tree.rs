@@ -158,7 +158,7 @@ pub fn spawn(cmd: Command) -> std::io::Result<Child> {
 /// The processes in `/proc`: each one's id and its parent's.
 #[cfg(target_os = "linux")]
 fn processes() -> Vec<(i32, i32)> {
-    crate::procfs::processes()
+    super::procfs::processes()
         .into_iter()
         .map(|p| (p.pid, p.ppid))
         .collect()
@@ -167,7 +167,7 @@ fn processes() -> Vec<(i32, i32)> {
 /// Whether process `pid` carries `MARKER=value` in its environment.
 #[cfg(target_os = "linux")]
 fn carries(pid: i32, value: &str) -> bool {
-    crate::procfs::environ_has(pid, &format!("{MARKER}={value}"))
+    super::procfs::environ_has(pid, &format!("{MARKER}={value}"))
 }
 
 /// The processes left of a launch: its marked ones, the descendants of
