@@ -26,17 +26,9 @@ impl SuiteRun {
                 "variant `{name}` runs after this one (variants run in file order)"
             ));
         }
-        let book = self.plan.siblings.upgrade().ok_or("the run is over")?;
-        let runs = book.lock().map_err(|_| "the run's book is poisoned")?;
-        let sibling = runs
-            .iter()
-            .find(|r| {
-                r.suite.name == self.suite.name
-                    && r.variant.as_ref().is_some_and(|v| v.name == name)
-            })
-            .ok_or_else(|| format!("variant `{name}` did not run (filtered out?)"))?;
-        sibling
-            .figures()
+        self.plan
+            .figures
+            .of(&self.suite.name, Some(name))
             .into_iter()
             .find(|f| f.gate == gate)
             .map(|f| f.figures)
@@ -146,8 +138,10 @@ impl SuiteRun {
             variants: &variants,
         };
         let verdict = judge(&self.suite, gate, &repeats, &refs);
-        if let Ok(mut f) = self.figures.lock() {
-            f.push(GateFigures {
+        self.plan.figures.record(
+            &self.suite.name,
+            self.variant.as_ref().map(|v| v.name.as_str()),
+            GateFigures {
                 gate: gate.name.clone(),
                 load: describe_load(gate),
                 checks: verdict.checks.clone(),
@@ -163,8 +157,8 @@ impl SuiteRun {
                     .collect(),
                 metrics: repeats.pop().expect("at least one repeat"),
                 repeats: gate.repeats,
-            });
-        }
+            },
+        );
         verdict
             .result
             .map_err(|m| Stop::failed(FailureKind::Gate, m))

@@ -367,6 +367,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         args: &args,
         runtime: &runtime,
         book: &book,
+        figures: &Arc::default(),
         dir: &dir,
         info: &info,
         target_override,
@@ -466,6 +467,8 @@ struct Context<'a> {
     args: &'a Arguments,
     runtime: &'a Arc<tokio::runtime::Runtime>,
     book: &'a Arc<Mutex<Vec<Arc<SuiteRun>>>>,
+    /// Every gate's figures, by suite and variant.
+    figures: &'a Arc<session::FigureBook>,
     dir: &'a Path,
     info: &'a record::RunInfo,
     target_override: Option<&'a str>,
@@ -518,7 +521,7 @@ fn add_run(
         variant,
         run_dir: ctx.dir.to_path_buf(),
         snapshots: ctx.snapshots.update.clone(),
-        siblings: Arc::downgrade(book),
+        figures: Arc::clone(ctx.figures),
     };
     let run = Arc::new(SuiteRun::new(suite.clone(), plan, Arc::clone(runtime)));
     if target::launches(suite, ctx.target_override) {

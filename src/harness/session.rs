@@ -5,7 +5,6 @@
 //! passed in this run.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -40,6 +39,48 @@ pub struct GateFigures {
     pub repeat_values: std::collections::BTreeMap<String, Vec<f64>>,
 }
 
+/// What every gate of a harness run measured, by suite and variant: each
+/// suite run writes its gates' figures here, and a `variant(NAME)` bound
+/// reads those of an earlier variant of its suite. A store of figures, not
+/// of runs: what one run may see of another is exactly this.
+#[derive(Debug, Default)]
+pub struct FigureBook(Mutex<Vec<BookEntry>>);
+
+/// One gate's figures in a [`FigureBook`].
+#[derive(Debug, Clone)]
+struct BookEntry {
+    suite: String,
+    variant: Option<String>,
+    figures: GateFigures,
+}
+
+impl FigureBook {
+    /// Records a gate's figures for `suite` (and `variant`).
+    pub fn record(&self, suite: &str, variant: Option<&str>, figures: GateFigures) {
+        if let Ok(mut book) = self.0.lock() {
+            book.push(BookEntry {
+                suite: suite.to_owned(),
+                variant: variant.map(str::to_owned),
+                figures,
+            });
+        }
+    }
+
+    /// Every gate's figures of `suite` (and `variant`), in the order they
+    /// were measured.
+    pub fn of(&self, suite: &str, variant: Option<&str>) -> Vec<GateFigures> {
+        self.0.lock().map_or_else(
+            |_| Vec::new(),
+            |book| {
+                book.iter()
+                    .filter(|e| e.suite == suite && e.variant.as_deref() == variant)
+                    .map(|e| e.figures.clone())
+                    .collect()
+            },
+        )
+    }
+}
+
 /// How a suite run reaches its server.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -53,9 +94,21 @@ pub struct Plan {
     pub run_dir: PathBuf,
     /// What is written for an answer with no snapshot or a changed one.
     pub snapshots: snapshot::Update,
-    /// Every suite run of the harness run: where `variant(NAME)` bounds
-    /// find the figures of earlier variants (weak: the book owns the runs).
-    pub siblings: std::sync::Weak<Mutex<Vec<Arc<SuiteRun>>>>,
+    /// Where its gates' figures go, and where `variant(NAME)` bounds find
+    /// those of earlier variants.
+    pub figures: Arc<FigureBook>,
+}
+
+/// Where a suite run's server stands, under one lock: how many selected
+/// trials are still to finish (the last one stops the server), whether it
+/// was lost and why, whether it was stopped.
+#[derive(Debug, Default)]
+struct Lifecycle {
+    remaining: usize,
+    /// Why the server can no longer be trusted (it died, hung or logged a
+    /// fatal line): the remaining trials fail fast with it.
+    lost: Option<String>,
+    stopped: bool,
 }
 
 /// A suite being run (once per variant).
@@ -70,16 +123,12 @@ pub struct SuiteRun {
     /// Its server, or why it could not be reached; set by the first trial
     /// that needs it (a launched server starts then, not before).
     pub(super) target: OnceLock<Result<Connected, String>>,
-    /// Why the server can no longer be trusted (it died, hung or logged a
-    /// fatal line): the remaining trials fail fast with it.
-    pub(super) lost: Mutex<Option<String>>,
-    /// Selected trials not yet finished: the last one stops the server.
-    pub(super) remaining: AtomicUsize,
+    /// Where the server stands.
+    lifecycle: Mutex<Lifecycle>,
     /// How each trial that ran ended.
     pub(super) outcomes: Mutex<Vec<crate::record::TrialRecord>>,
     /// Each probe's request and answer, by probe name.
     pub(super) exchanges: Mutex<Vec<(String, crate::record::Exchange)>>,
-    pub(super) stopped: std::sync::atomic::AtomicBool,
     pub(super) runtime: Arc<Runtime>,
     pub(super) configs: Mutex<Vec<Option<Verdict>>>,
     pub(super) documents: config::Documents,
@@ -90,7 +139,6 @@ pub struct SuiteRun {
     /// Every graded item of the dataset probes: probe, file, items.
     pub(super) datasets: Mutex<Vec<(String, PathBuf, Vec<accuracy::ItemResult>)>>,
     pub(super) gates: Mutex<Vec<Option<Verdict>>>,
-    pub(super) figures: Mutex<Vec<GateFigures>>,
 }
 
 impl SuiteRun {
@@ -103,11 +151,9 @@ impl SuiteRun {
             variant: plan.variant.clone(),
             plan,
             target: OnceLock::new(),
-            lost: Mutex::new(None),
-            remaining: AtomicUsize::new(0),
+            lifecycle: Mutex::default(),
             outcomes: Mutex::new(Vec::new()),
             exchanges: Mutex::new(Vec::new()),
-            stopped: std::sync::atomic::AtomicBool::new(false),
             runtime,
             configs: Mutex::new(vec![None; suite.expect_server.len()]),
             documents: config::Documents::default(),
@@ -116,14 +162,16 @@ impl SuiteRun {
             snapshots: Mutex::new(vec![None; suite.probes.len()]),
             datasets: Mutex::new(Vec::new()),
             gates: Mutex::new(vec![None; suite.gates.len()]),
-            figures: Mutex::new(Vec::new()),
             suite,
         }
     }
 
     /// Figures measured so far.
     pub fn figures(&self) -> Vec<GateFigures> {
-        self.figures.lock().map(|f| f.clone()).unwrap_or_default()
+        self.plan.figures.of(
+            &self.suite.name,
+            self.variant.as_ref().map(|v| v.name.as_str()),
+        )
     }
 
     /// The dataset probes' outcomes so far, for the record.
@@ -201,7 +249,15 @@ impl SuiteRun {
 
     /// Counts a selected trial; the last to finish stops a launched server.
     pub fn expect_trial(&self) {
-        self.remaining.fetch_add(1, Ordering::SeqCst);
+        self.lifecycle().remaining += 1;
+    }
+
+    /// The server's state; a trial that panicked holding it leaves it as it
+    /// was.
+    fn lifecycle(&self) -> std::sync::MutexGuard<'_, Lifecycle> {
+        self.lifecycle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// How the trials that ran so far ended.
@@ -261,14 +317,19 @@ impl SuiteRun {
     }
 
     fn trial_inner(&self, name: &str, body: impl FnOnce() -> Verdict) -> Verdict {
-        let lost = self.lost.lock().ok().and_then(|l| l.clone());
+        let lost = self.lifecycle().lost.clone();
         let verdict = if let Some(cause) = lost {
             Err(Stop::Gated(Cause::ServerLost(cause)))
         } else {
             let verdict = body();
             self.check_server(name, verdict)
         };
-        if self.remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
+        let was_last = {
+            let mut l = self.lifecycle();
+            l.remaining = l.remaining.saturating_sub(1);
+            l.remaining == 0
+        };
+        if was_last {
             self.stop_server();
         }
         verdict
@@ -308,13 +369,11 @@ impl SuiteRun {
         let Some(cause) = cause else {
             return verdict;
         };
-        if let Ok(mut l) = self.lost.lock() {
-            *l = Some(format!(
-                "{}\n  (the remaining trials of `{}` fail with this cause)",
-                cause.lines().next().unwrap_or(""),
-                self.label
-            ));
-        }
+        self.lifecycle().lost = Some(format!(
+            "{}\n  (the remaining trials of `{}` fail with this cause)",
+            cause.lines().next().unwrap_or(""),
+            self.label
+        ));
         let own = verdict.err().map_or_else(String::new, |e| {
             format!("\n  the trial's own failure:\n{e}")
         });
@@ -344,11 +403,14 @@ impl SuiteRun {
 
     /// Stops a launched server (after the suite's last trial).
     pub fn stop_server(&self) {
-        if let Some(Ok(Connected {
+        let Some(Ok(Connected {
             server: Some(s), ..
         })) = self.target.get()
-            && !self.stopped.swap(true, Ordering::SeqCst)
-        {
+        else {
+            return;
+        };
+        let already = std::mem::replace(&mut self.lifecycle().stopped, true);
+        if !already {
             let how = s.stop();
             println!(
                 "servegate: stopped the server of `{}` ({})",
