@@ -86,7 +86,7 @@ pub fn figures(repeats: &[GateMetrics]) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
     for metric in Metric::ALL {
         let stats: Vec<Option<Stat>> = if metric.is_distribution() {
-            Stat::ALL.iter().copied().map(Some).collect()
+            Stat::ALL.iter().map(|(_, s)| Some(*s)).collect()
         } else {
             vec![None]
         };

@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use super::names::{Named as _, names};
+
 /// A measured quantity of a performance gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Metric {
@@ -287,20 +289,19 @@ pub enum Stat {
     Max,
 }
 
-impl Stat {
-    /// All statistics, in report order.
-    pub const ALL: [Stat; 9] = [
-        Stat::Mean,
-        Stat::Stddev,
-        Stat::Min,
-        Stat::P50,
-        Stat::P90,
-        Stat::P95,
-        Stat::P99,
-        Stat::P999,
-        Stat::Max,
-    ];
+names!(Stat {
+    Mean => "mean",
+    Stddev => "stddev",
+    Min => "min",
+    P50 => "p50",
+    P90 => "p90",
+    P95 => "p95",
+    P99 => "p99",
+    P999 => "p99.9",
+    Max => "max",
+});
 
+impl Stat {
     /// The quantile of a percentile statistic.
     pub fn quantile(self) -> Option<f64> {
         match self {
@@ -310,21 +311,6 @@ impl Stat {
             Stat::P99 => Some(0.99),
             Stat::P999 => Some(0.999),
             Stat::Mean | Stat::Stddev | Stat::Min | Stat::Max => None,
-        }
-    }
-
-    /// The name used in suites.
-    pub fn name(self) -> &'static str {
-        match self {
-            Stat::Mean => "mean",
-            Stat::Stddev => "stddev",
-            Stat::Min => "min",
-            Stat::P50 => "p50",
-            Stat::P90 => "p90",
-            Stat::P95 => "p95",
-            Stat::P99 => "p99",
-            Stat::P999 => "p99.9",
-            Stat::Max => "max",
         }
     }
 }
@@ -352,11 +338,7 @@ pub fn all_keys() -> Vec<String> {
     let mut keys = Vec::new();
     for m in Metric::ALL {
         if m.is_distribution() {
-            keys.extend(
-                Stat::ALL
-                    .iter()
-                    .map(|s| format!("{}.{}", m.name(), s.name())),
-            );
+            keys.extend(Stat::ALL.iter().map(|(s, _)| format!("{}.{s}", m.name())));
         } else {
             keys.push(m.name().to_owned());
         }
@@ -412,12 +394,10 @@ impl std::str::FromStr for MetricKey {
             (true, None) => return Err(KeyError::NeedsStat(name.to_owned())),
             (false, Some(_)) => return Err(KeyError::TakesNoStat(name.to_owned())),
             (false, None) => None,
-            (true, Some(s)) => Some(Stat::ALL.into_iter().find(|st| st.name() == s).ok_or_else(
-                || KeyError::UnknownStat {
-                    metric: name.to_owned(),
-                    stat: s.to_owned(),
-                },
-            )?),
+            (true, Some(s)) => Some(Stat::named(s).ok_or_else(|| KeyError::UnknownStat {
+                metric: name.to_owned(),
+                stat: s.to_owned(),
+            })?),
         };
         Ok(MetricKey { metric, stat })
     }

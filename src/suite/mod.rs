@@ -11,6 +11,7 @@ pub mod interpolate;
 pub mod load;
 pub mod metric;
 pub mod model;
+pub mod names;
 pub mod node;
 pub mod threshold;
 mod tokenizer;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use regex::Regex;
 
+use super::names::names;
 use super::node::Loc;
 pub use super::tokenizer::Tokenizer;
 use crate::suite::metric::MetricKey;
@@ -113,28 +114,12 @@ pub enum Api {
     LlamacppCompletion,
 }
 
-impl Api {
-    /// Every API by its name in suites.
-    pub const ALL: [(&'static str, Api); 4] = [
-        ("openai-chat", Api::OpenAiChat),
-        ("openai-completions", Api::OpenAiCompletions),
-        ("sglang-generate", Api::SglangGenerate),
-        ("llamacpp-completion", Api::LlamacppCompletion),
-    ];
-
-    /// The name used in suites.
-    pub fn name(self) -> &'static str {
-        Api::ALL
-            .iter()
-            .find(|(_, a)| *a == self)
-            .map_or("?", |(n, _)| n)
-    }
-
-    /// The API named `name` in a suite.
-    pub fn named(name: &str) -> Option<Api> {
-        Api::ALL.iter().find(|(n, _)| *n == name).map(|(_, a)| *a)
-    }
-}
+names!(Api {
+    OpenAiChat => "openai-chat",
+    OpenAiCompletions => "openai-completions",
+    SglangGenerate => "sglang-generate",
+    LlamacppCompletion => "llamacpp-completion",
+});
 
 /// Deadlines of every request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,16 +249,13 @@ pub enum ConfigSource {
     Models,
 }
 
-impl ConfigSource {
-    /// The name used in suites and trial names.
-    pub fn name(self) -> &'static str {
-        match self {
-            ConfigSource::ServerInfo => "server_info",
-            ConfigSource::ModelInfo => "model_info",
-            ConfigSource::Models => "models",
-        }
-    }
+names!(ConfigSource {
+    ServerInfo => "server_info",
+    ModelInfo => "model_info",
+    Models => "models",
+});
 
+impl ConfigSource {
     /// The paths tried in order.
     pub fn paths(self) -> &'static [&'static str] {
         match self {
@@ -447,16 +429,13 @@ pub enum Contract {
     CacheDeterminism,
 }
 
-impl Contract {
-    /// Every contract, by its suite name.
-    pub const ALL: [(&'static str, Contract); 5] = [
-        ("max_tokens", Contract::MaxTokens),
-        ("ignore_eos", Contract::IgnoreEos),
-        ("usage", Contract::Usage),
-        ("stop", Contract::Stop),
-        ("cache_determinism", Contract::CacheDeterminism),
-    ];
-}
+names!(Contract {
+    MaxTokens => "max_tokens",
+    IgnoreEos => "ignore_eos",
+    Usage => "usage",
+    Stop => "stop",
+    CacheDeterminism => "cache_determinism",
+});
 
 /// One question of an accuracy dataset.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -534,16 +513,11 @@ pub enum Field {
     All,
 }
 
-impl Field {
-    /// The name used in suites.
-    pub fn name(self) -> &'static str {
-        match self {
-            Field::Content => "content",
-            Field::Reasoning => "reasoning",
-            Field::All => "all",
-        }
-    }
-}
+names!(Field {
+    Content => "content",
+    Reasoning => "reasoning",
+    All => "all",
+});
 
 /// One assertion on a completion.
 #[derive(Debug, Clone)]
@@ -616,13 +590,10 @@ pub enum SandboxPolicy {
     Strict,
 }
 
-impl SandboxPolicy {
-    /// The names a suite may write, with their policies.
-    pub const ALL: [(&'static str, SandboxPolicy); 2] = [
-        ("best", SandboxPolicy::Best),
-        ("strict", SandboxPolicy::Strict),
-    ];
-}
+names!(SandboxPolicy {
+    Best => "best",
+    Strict => "strict",
+});
 
 /// How a code check's program runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -675,16 +646,11 @@ pub enum VerdictMode {
     Strict,
 }
 
-impl VerdictMode {
-    /// The name used in suites.
-    pub fn name(self) -> &'static str {
-        match self {
-            VerdictMode::Mean => "mean",
-            VerdictMode::Lenient => "lenient",
-            VerdictMode::Strict => "strict",
-        }
-    }
-}
+names!(VerdictMode {
+    Mean => "mean",
+    Lenient => "lenient",
+    Strict => "strict",
+});
 
 /// A threshold and where it is written.
 #[derive(Debug, Clone)]

@@ -25,7 +25,6 @@ const GATE: &[&str] = &[
     "curve",
 ];
 const TOKEN_ACCOUNTING: &[&str] = &["tolerance"];
-const VERDICTS: &[&str] = &["mean", "lenient", "strict"];
 const LOAD: &[&str] = &[
     "concurrency",
     "rate",
@@ -78,13 +77,7 @@ impl Decoder<'_> {
             .map_or(Some(1), |v| self.count(v, "repeats", 1));
         let verdict = match f.get("verdict") {
             None => Some(VerdictMode::Mean),
-            Some(v) => self
-                .one_of(v, "verdict", VERDICTS)
-                .map(|s| match s.as_str() {
-                    "lenient" => VerdictMode::Lenient,
-                    "strict" => VerdictMode::Strict,
-                    _ => VerdictMode::Mean,
-                }),
+            Some(v) => self.pick(v, "verdict"),
         };
         let accounting = f.get("token_accounting").map(|v| self.token_accounting(v));
         let curve = f.get("curve").map(|v| (v.loc, self.curve(v)));

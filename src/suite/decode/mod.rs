@@ -16,6 +16,7 @@ use super::model::{
     Api, BaseUrl, Curve, Gate, ReadLimits, Sampling, SandboxPolicy, SimSpec, SnapshotMode,
     SourceFile, Suite, Target, Timeouts,
 };
+use super::names::Named;
 use super::node::{Key, Loc, Node, Yaml};
 
 const TOP: &[&str] = &[
@@ -240,12 +241,7 @@ impl<'e> Decoder<'e> {
 
     /// `sandbox: best | strict`.
     fn sandbox_policy(&mut self, y: &Yaml) -> Option<SandboxPolicy> {
-        let names: Vec<&str> = SandboxPolicy::ALL.iter().map(|(n, _)| *n).collect();
-        let name = self.one_of(y, "sandbox", &names)?;
-        SandboxPolicy::ALL
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, p)| *p)
+        self.pick(y, "sandbox")
     }
 
     fn duration(&mut self, y: &Yaml, what: &str) -> Option<Duration> {
@@ -276,6 +272,12 @@ impl<'e> Decoder<'e> {
             self.type_error(y, what, "a list");
             None
         }
+    }
+
+    /// The value of a named type (`api: openai-chat`) that `y` names.
+    fn pick<T: Named>(&mut self, y: &Yaml, what: &str) -> Option<T> {
+        let name = self.one_of(y, what, &T::names())?;
+        T::named(&name)
     }
 
     fn one_of(&mut self, y: &Yaml, what: &str, choices: &[&str]) -> Option<String> {
@@ -485,9 +487,7 @@ impl<'e> Decoder<'e> {
         };
         let api = match f.get("api") {
             None => Some(Api::OpenAiChat),
-            Some(v) => self
-                .one_of(v, "api", &Api::ALL.map(|(n, _)| n))
-                .and_then(|a| Api::named(&a)),
+            Some(v) => self.pick(v, "api"),
         };
         let model = f
             .get("model")

@@ -6,6 +6,7 @@ use crate::suite::model::{
     AccuracyStat, AccuracyThreshold, Api, Assertion, Check, CodeSpec, Contract, DatasetProbe,
     Extract, Field, Input, Message, Probe, Sampling, SnapshotMode,
 };
+use crate::suite::names::Named as _;
 use crate::suite::node::{Key, Node, Yaml};
 use crate::suite::threshold::Op;
 
@@ -61,8 +62,6 @@ const CODE: &[&str] = &["language", "tests", "run", "timeout", "memory_mib"];
 const NUMBER: &[&str] = &["value", "tolerance"];
 
 const JSON: &[&str] = &["pointer", "equals"];
-
-const FIELDS: &[&str] = &["content", "reasoning", "all"];
 
 impl Decoder<'_> {
     pub(super) fn probe(
@@ -152,10 +151,8 @@ impl Decoder<'_> {
     }
 
     fn contract(&mut self, y: &Yaml, sampling: &Sampling) -> Vec<Contract> {
-        let names: Vec<&str> = Contract::ALL.iter().map(|(n, _)| *n).collect();
         let list = self.items(y, "contract", |d, item| {
-            let name = d.one_of(item, "contract check", &names)?;
-            let c = Contract::ALL.iter().find(|(n, _)| *n == name)?.1;
+            let c: Contract = d.pick(item, "contract check")?;
             let needs = match c {
                 Contract::MaxTokens | Contract::IgnoreEos if sampling.max_tokens.is_none() => {
                     Some("`max_tokens` on the probe (or in `defaults`)")
@@ -168,7 +165,7 @@ impl Decoder<'_> {
             if let Some(needs) = needs {
                 d.error(Diagnostic::new(
                     item.loc,
-                    format!("contract check `{name}` needs {needs}"),
+                    format!("contract check `{}` needs {needs}", c.name()),
                 ));
                 return None;
             }
@@ -177,7 +174,7 @@ impl Decoder<'_> {
         if list.is_empty() && matches!(&y.node, Node::Seq(items) if items.is_empty()) {
             self.error(
                 Diagnostic::new(y.loc, "`contract` is empty")
-                    .expected(format!("some of {}", quoted_list(&names))),
+                    .expected(format!("some of {}", quoted_list(&Contract::names()))),
             );
         }
         list
@@ -399,14 +396,7 @@ impl Decoder<'_> {
             .collect();
         let field = match f.get("in") {
             None => Some(Field::Content),
-            Some(v) => {
-                self.one_of(v, "assertion target (`in`)", FIELDS)
-                    .map(|s| match s.as_str() {
-                        "reasoning" => Field::Reasoning,
-                        "all" => Field::All,
-                        _ => Field::Content,
-                    })
-            }
+            Some(v) => self.pick(v, "assertion target (`in`)"),
         };
         let (key, value) = match checks.as_slice() {
             [one] => (&one.0, &one.1),

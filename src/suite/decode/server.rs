@@ -7,6 +7,7 @@ use super::probe::yaml_to_json;
 use super::{Decoder, Fields, quoted_list};
 use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{Api, ConfigCheck, ConfigExpect, ConfigSource, Launch, Ready, Variant};
+use crate::suite::names::Named as _;
 use crate::suite::node::{Node, Yaml};
 
 const LAUNCH: &[&str] = &[
@@ -21,7 +22,6 @@ const LAUNCH: &[&str] = &[
 ];
 const READY: &[&str] = &["path", "interval", "timeout"];
 const VARIANT: &[&str] = &["name", "env", "args"];
-const SOURCES: &[&str] = &["server_info", "model_info", "models"];
 const EXPECTS: &[&str] = &["equals", "contains", "matches", "one_of"];
 
 impl Decoder<'_> {
@@ -202,16 +202,13 @@ impl Decoder<'_> {
     }
 
     pub(super) fn expect_server(&mut self, y: &Yaml) -> Vec<ConfigCheck> {
-        let Some(f) = self.fields(y, "expect_server", SOURCES) else {
+        let Some(f) = self.fields(y, "expect_server", &ConfigSource::names()) else {
             return Vec::new();
         };
         let mut checks = Vec::new();
         for (key, doc) in f.entries {
-            let source = match key.name.as_str() {
-                "server_info" => ConfigSource::ServerInfo,
-                "model_info" => ConfigSource::ModelInfo,
-                "models" => ConfigSource::Models,
-                _ => continue,
+            let Some(source) = ConfigSource::named(&key.name) else {
+                continue;
             };
             let Node::Map(fields) = &doc.node else {
                 self.type_error(
