@@ -8,6 +8,7 @@
 pub mod bench;
 pub mod check;
 pub mod client;
+pub mod files;
 pub mod harness;
 pub mod load;
 pub mod process;

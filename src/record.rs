@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::files::{self, FileError};
 use crate::load::baseline::{self, Entry};
 
 /// The figures of one gate.
@@ -350,18 +351,11 @@ pub fn now_unix() -> u64 {
 /// Writes the record to the run's directory and to [`RunInfo::latest`], each
 /// through a temporary file renamed into place, so a reader (or a run
 /// killed mid-write) never sees half a record. Returns the run's copy.
-pub fn write(info: &RunInfo, record: &RunRecord) -> Result<PathBuf, String> {
-    let text = serde_json::to_string_pretty(&record.scrubbed()).map_err(|e| e.to_string())? + "\n";
+pub fn write(info: &RunInfo, record: &RunRecord) -> Result<PathBuf, FileError> {
+    let scrubbed = record.scrubbed();
     let own = info.dir.join("report.json");
     for path in [&own, &info.latest()] {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
-        }
-        let partial = path.with_extension("json.partial");
-        std::fs::write(&partial, text.as_bytes())
-            .and_then(|()| std::fs::rename(&partial, path))
-            .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+        files::write_json(path, "the run record", &scrubbed)?;
     }
     Ok(own)
 }
@@ -381,21 +375,16 @@ pub fn rewrite_due(counts: &mut (u64, u64), stage: &str) -> bool {
 pub const JOURNAL: &str = "trials.jsonl";
 
 /// Appends one trial to the journal, its secrets scrubbed.
-pub fn append(path: &Path, trial: &TrialRecord) -> Result<(), String> {
-    use std::io::Write as _;
-    let mut value = serde_json::to_value(trial).map_err(|e| e.to_string())?;
+pub fn append(path: &Path, trial: &TrialRecord) -> Result<(), FileError> {
+    let encode = |source| FileError::Encode {
+        path: path.to_path_buf(),
+        what: "a trial",
+        source,
+    };
+    let mut value = serde_json::to_value(trial).map_err(encode)?;
     crate::secrets::scrub_json(&mut value);
-    let line = serde_json::to_string(&value).map_err(|e| e.to_string())? + "\n";
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
-    }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .and_then(|mut f| f.write_all(line.as_bytes()))
-        .map_err(|e| format!("failed to append to {}: {e}", path.display()))
+    let line = serde_json::to_string(&value).map_err(encode)? + "\n";
+    files::append(path, &line)
 }
 
 /// The trials of a run's journal that its record does not hold yet (the
@@ -415,16 +404,13 @@ pub fn merge_journal(record: &mut RunRecord, dir: &Path) {
 
 /// Reads a record from `report.json` or a run directory holding one; an
 /// interrupted run's journal is merged into it.
-pub fn read(path: &Path) -> Result<RunRecord, String> {
+pub fn read(path: &Path) -> Result<RunRecord, FileError> {
     let file = if path.is_dir() {
         path.join("report.json")
     } else {
         path.to_path_buf()
     };
-    let text = std::fs::read_to_string(&file)
-        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    let mut record: RunRecord = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not a servegate run record: {e}", file.display()))?;
+    let mut record: RunRecord = files::read_json(&file, "a servegate run record")?;
     // An interrupted run's record is its last checkpoint: the trials after
     // it are in the journal beside it.
     if !record.complete
@@ -463,7 +449,7 @@ pub fn accept(out: &Path) -> Result<Vec<PathBuf>, String> {
                 repeats: gate.repeats,
                 figures: gate.figures.clone(),
             };
-            baseline::write(&file, &suite.fingerprint, entry)?;
+            baseline::write(&file, &suite.fingerprint, entry).map_err(|e| e.to_string())?;
             written.push(file);
         }
     }

@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
-use crate::check::snapshot::{accepted_text, read_body, write_atomically};
+use crate::check::snapshot::{accepted_text, read_body};
+use crate::files::write_atomically;
 use crate::text::printable;
 
 /// What to do with every pending answer without asking.
@@ -243,7 +244,7 @@ fn apply(p: &Pending, decision: Decision) -> Result<(), String> {
         Decision::Accept => {
             let text = std::fs::read_to_string(&p.new)
                 .map_err(|e| format!("failed to read {}: {e}", p.new.display()))?;
-            write_atomically(&p.snap, &accepted_text(&text))?;
+            write_atomically(&p.snap, &accepted_text(&text)).map_err(|e| e.to_string())?;
             std::fs::remove_file(&p.new)
                 .map_err(|e| format!("failed to remove {}: {e}", p.new.display()))
         }

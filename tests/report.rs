@@ -207,7 +207,7 @@ fn servegate_report_renders_a_saved_record() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains("cannot read tests/fixtures/report/nope.json")
+            .contains("failed to read tests/fixtures/report/nope.json")
     );
 }
 

@@ -13,6 +13,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::files::write_atomically;
 use insta::internals::{SnapshotContents, TextSnapshotContents};
 
 use crate::client::Completion;
@@ -227,18 +228,6 @@ pub fn read_body(path: &Path) -> Result<String, String> {
     }
 }
 
-/// Writes `text` to `path` through a temporary file and a rename.
-pub fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
-    let fail = |e: std::io::Error| format!("failed to write {}: {e}", path.display());
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(fail)?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text).map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(fail)
-}
-
 /// The file a pending snapshot becomes when accepted: its header without
 /// the assertion line, its body as is.
 pub fn accepted_text(pending: &str) -> String {
@@ -371,7 +360,8 @@ pub fn compare(place: &Place, answer: &str, update: &Update) -> Result<Compared,
         _ => false,
     };
     if record {
-        let written = write_atomically(&path, &file_text(place, &received, false));
+        let written =
+            write_atomically(&path, &file_text(place, &received, false)).map_err(|e| e.to_string());
         let _ = std::fs::remove_file(place.pending_beside());
         return match written {
             Ok(()) => Ok(Compared::Recorded(path)),
@@ -391,7 +381,11 @@ pub fn compare(place: &Place, answer: &str, update: &Update) -> Result<Compared,
         Update::Nothing => Err("INSTA_UPDATE=no: nothing was written".to_owned()),
         Update::Record | Update::RecordAll => unreachable!("recorded above"),
     }
-    .and_then(|p| write_atomically(&p, &file_text(place, &received, true)).map(|()| p));
+    .and_then(|p| {
+        write_atomically(&p, &file_text(place, &received, true))
+            .map(|()| p)
+            .map_err(|e| e.to_string())
+    });
     Err(Changed {
         path,
         stored,

@@ -3,6 +3,7 @@
 //! model, the server's version and the API), so a threshold can say
 //! `>= baseline * 0.95`. Written only by `servegate baseline save|accept`.
 
+use crate::files::{self, FileError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -57,28 +58,16 @@ pub struct File {
 }
 
 /// Reads a baselines file; `Ok(None)` when there is none.
-pub fn read(path: &Path) -> Result<Option<File>, String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| format!("{} is not a baselines file: {e}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("failed to read {}: {e}", path.display())),
-    }
+pub fn read(path: &Path) -> Result<Option<File>, FileError> {
+    files::read_json_if_any(path, "a baselines file")
 }
 
 /// Adds or replaces the entry of `fingerprint`.
-pub fn write(path: &Path, fingerprint: &str, entry: Entry) -> Result<(), String> {
+pub fn write(path: &Path, fingerprint: &str, entry: Entry) -> Result<(), FileError> {
     let mut file = read(path)?.unwrap_or_default();
     file.schema = 1;
     file.entries.insert(fingerprint.to_owned(), entry);
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("failed to create {}: {e}", parent.display()))?;
-    }
-    let text = serde_json::to_string_pretty(&file).map_err(|e| e.to_string())?;
-    std::fs::write(path, text + "\n")
-        .map_err(|e| format!("failed to write {}: {e}", path.display()))
+    files::write_json(path, "the baselines", &file)
 }
 
 /// Every figure of a gate, each the mean of its repeats.
@@ -121,7 +110,7 @@ impl Lookup {
     pub fn find(dir: &Path, suite: &str, gate: &str, fingerprint: &str) -> Self {
         let path = path(dir, suite, gate);
         let entry = match read(&path) {
-            Err(e) => Err(e),
+            Err(e) => Err(e.to_string()),
             Ok(None) => Err(format!("no baseline file {}", path.display())),
             Ok(Some(file)) => file.entries.get(fingerprint).cloned().ok_or_else(|| {
                 let known: Vec<&str> = file.entries.keys().map(String::as_str).collect();
