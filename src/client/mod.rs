@@ -2,6 +2,7 @@
 //! dialects under [`dialect`].
 
 pub mod api;
+pub mod body;
 pub mod dialect;
 pub mod error;
 mod raw;

@@ -13,6 +13,7 @@ use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpStream;
 use tokio::time::{Instant, timeout_at};
 
+use super::body::{Decoder, Framing};
 use super::error::{CallError, Deadline, ErrorKind, excerpt};
 use super::recv;
 
@@ -164,24 +165,6 @@ pub enum HeadError {
     Call(CallError),
 }
 
-/// How the body is framed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Framing {
-    Chunked,
-    Length(u64),
-    UntilClose,
-}
-
-/// Where the chunked decoder is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Chunk {
-    Size,
-    Data(u64),
-    DataEnd,
-    Trailer,
-    Done,
-}
-
 /// A response being read.
 #[derive(Debug)]
 pub struct Response {
@@ -194,8 +177,7 @@ pub struct Response {
     arrived: std::time::Instant,
     /// The status code.
     pub status: u16,
-    framing: Framing,
-    chunk: Chunk,
+    body: Decoder,
     keep_alive: bool,
     eof: bool,
 }
@@ -222,8 +204,7 @@ impl Response {
             pos: 0,
             arrived: std::time::Instant::now(),
             status: 0,
-            framing: Framing::UntilClose,
-            chunk: Chunk::Size,
+            body: Decoder::new(Framing::UntilClose),
             keep_alive: false,
             eof: false,
         };
@@ -268,7 +249,7 @@ impl Response {
                     };
                     response.status = head.code.unwrap_or(0);
                     response.pos = len;
-                    response.framing = framing;
+                    response.body = Decoder::new(framing);
                     response.keep_alive = !close && framing != Framing::UntilClose;
                     return Ok(response);
                 }
@@ -337,7 +318,7 @@ impl Response {
                 return Ok(None);
             }
             if !self.fill().await? {
-                return match self.framing {
+                return match self.body.framing() {
                     Framing::UntilClose => Ok(None),
                     _ => Err(CallError::new(
                         ErrorKind::Transport,
@@ -349,106 +330,16 @@ impl Response {
     }
 
     fn done(&self) -> bool {
-        match self.framing {
-            Framing::Chunked => self.chunk == Chunk::Done,
-            Framing::Length(n) => n == 0,
-            Framing::UntilClose => self.eof,
-        }
+        self.body.done(self.eof)
     }
 
     /// Decodes what is buffered: the range of the next body bytes, if any.
     fn step(&mut self) -> Result<Option<(usize, usize)>, CallError> {
-        let avail = self.filled - self.pos;
-        match self.framing {
-            Framing::UntilClose => {
-                if avail == 0 {
-                    return Ok(None);
-                }
-                let r = (self.pos, self.filled);
-                self.pos = self.filled;
-                Ok(Some(r))
-            }
-            Framing::Length(left) => {
-                let n = usize::try_from(left).unwrap_or(usize::MAX).min(avail);
-                if n == 0 {
-                    return Ok(None);
-                }
-                let r = (self.pos, self.pos + n);
-                self.pos += n;
-                self.framing = Framing::Length(left - n as u64);
-                Ok(Some(r))
-            }
-            Framing::Chunked => self.step_chunked(),
-        }
-    }
-
-    fn line(&mut self) -> Option<(usize, usize)> {
-        let rest = &self.buf[self.pos..self.filled];
-        let end = memchr::memchr(b'\n', rest)?;
-        let line = (self.pos, self.pos + end);
-        self.pos += end + 1;
-        Some(line)
-    }
-
-    fn step_chunked(&mut self) -> Result<Option<(usize, usize)>, CallError> {
-        let bad = |what: &str| {
-            CallError::new(ErrorKind::Protocol, format!("bad chunked encoding: {what}"))
-        };
-        loop {
-            match self.chunk {
-                Chunk::Done => return Ok(None),
-                Chunk::Size => {
-                    let Some((s, e)) = self.line() else {
-                        if self.filled - self.pos > 1024 {
-                            return Err(bad("chunk size line too long"));
-                        }
-                        return Ok(None);
-                    };
-                    let text =
-                        std::str::from_utf8(&self.buf[s..e]).map_err(|_| bad("chunk size"))?;
-                    let hex = text.split(';').next().unwrap_or("").trim();
-                    let size = u64::from_str_radix(hex, 16).map_err(|_| bad("chunk size"))?;
-                    self.chunk = if size == 0 {
-                        Chunk::Trailer
-                    } else {
-                        Chunk::Data(size)
-                    };
-                }
-                Chunk::Data(left) => {
-                    let avail = self.filled - self.pos;
-                    let n = usize::try_from(left).unwrap_or(usize::MAX).min(avail);
-                    if n == 0 {
-                        return Ok(None);
-                    }
-                    let r = (self.pos, self.pos + n);
-                    self.pos += n;
-                    let left = left - n as u64;
-                    self.chunk = if left == 0 {
-                        Chunk::DataEnd
-                    } else {
-                        Chunk::Data(left)
-                    };
-                    return Ok(Some(r));
-                }
-                Chunk::DataEnd => {
-                    let Some((s, e)) = self.line() else {
-                        return Ok(None);
-                    };
-                    if self.buf[s..e].iter().any(|b| !b.is_ascii_whitespace()) {
-                        return Err(bad("data longer than its size"));
-                    }
-                    self.chunk = Chunk::Size;
-                }
-                Chunk::Trailer => {
-                    let Some((s, e)) = self.line() else {
-                        return Ok(None);
-                    };
-                    if self.buf[s..e].iter().all(u8::is_ascii_whitespace) {
-                        self.chunk = Chunk::Done;
-                    }
-                }
-            }
-        }
+        let r = self
+            .body
+            .step(&self.buf[..self.filled], &mut self.pos)
+            .map_err(|e| CallError::new(ErrorKind::Protocol, e.to_string()))?;
+        Ok(r.map(|r| (r.start, r.end)))
     }
 
     /// Reads the rest of an error body (bounded), as text.
