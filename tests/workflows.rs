@@ -144,3 +144,80 @@ fn the_gpu_workflow_owns_its_runner_and_keeps_logs() {
             .is_some_and(|r| r.contains("baseline save") || r.contains("baseline accept"))
     }));
 }
+
+/// The README's Layout lists the modules lowest first; no module imports
+/// one listed after it (so there is no cycle between modules either), and
+/// every module is listed.
+#[test]
+fn modules_import_only_those_the_readme_layout_lists_before_them() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let layout = readme
+        .split("## Layout\n")
+        .nth(1)
+        .and_then(|s| s.split("```\n").nth(1))
+        .expect("the README has a Layout block");
+    let order: Vec<String> = layout
+        .lines()
+        .filter_map(|l| l.strip_prefix("src/"))
+        .map(|l| {
+            let name = l.split_whitespace().next().unwrap();
+            name.trim_end_matches('/')
+                .trim_end_matches(".rs")
+                .to_owned()
+        })
+        .collect();
+    let rank = |m: &str| order.iter().position(|o| o == m);
+    let import = regex::Regex::new(r"(?:\$crate|crate)::(?:\{\s*)?([a-z_]+)").unwrap();
+    let grouped = regex::Regex::new(r"crate::\{([^}]*)\}").unwrap();
+    let mut wrong = Vec::new();
+    let mut files = vec![std::path::PathBuf::from("src")];
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        let rel = path
+            .strip_prefix("src")
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let module = rel.split('/').next().unwrap().trim_end_matches(".rs");
+        if ["lib", "main"].contains(&module) {
+            continue;
+        }
+        let Some(own) = rank(module) else {
+            wrong.push(format!("src/{module} is not in the README's Layout"));
+            continue;
+        };
+        let text = std::fs::read_to_string(&path).unwrap();
+        // A module's own unit tests may reach anywhere.
+        let code: String = text
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut used: Vec<String> = import
+            .captures_iter(&code)
+            .map(|c| c[1].to_owned())
+            .collect();
+        for g in grouped.captures_iter(&code) {
+            used.extend(
+                g[1].split(',')
+                    .map(|p| p.trim().split("::").next().unwrap().trim().to_owned()),
+            );
+        }
+        for m in used {
+            if let Some(theirs) = rank(&m)
+                && theirs > own
+            {
+                wrong.push(format!("{rel} imports `{m}`, listed after `{module}`"));
+            }
+        }
+    }
+    wrong.sort();
+    wrong.dedup();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

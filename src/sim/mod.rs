@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize};
 use axum::Router;
 use axum::routing::{get, post};
 use axum::serve::ListenerExt as _;
+use routes::Shape;
 
 pub use engine::{Finish, Plan, count_tokens, plan, tokenize};
 pub use profile::{Profile, Reply};
@@ -60,10 +61,10 @@ pub fn app(profile: Profile) -> Router {
         e2e: histogram::PromHistogram::default(),
     });
     Router::new()
-        .route("/v1/chat/completions", post(routes::chat))
-        .route("/v1/completions", post(routes::completions))
-        .route("/generate", post(routes::generate))
-        .route("/completion", post(routes::llama_completion))
+        .route("/v1/chat/completions", routes::generation(Shape::Chat))
+        .route("/v1/completions", routes::generation(Shape::Completions))
+        .route("/generate", routes::generation(Shape::Generate))
+        .route("/completion", routes::generation(Shape::Llama))
         .route("/health", get(routes::health))
         .route("/health_generate", get(routes::health))
         .route("/v1/models", get(routes::models))

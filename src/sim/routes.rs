@@ -14,6 +14,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, post};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
@@ -24,9 +25,12 @@ use super::{SimState, VERSION};
 
 /// Which response shape a request gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Shape {
+pub(super) enum Shape {
+    /// OpenAI chat completions.
     Chat,
+    /// OpenAI completions.
     Completions,
+    /// SGLang's `/generate`.
     Generate,
     /// llama.cpp's `/completion`.
     Llama,
@@ -237,26 +241,13 @@ impl Drop for Running {
     }
 }
 
-pub(super) async fn chat(State(s): State<Arc<SimState>>, Json(body): Json<Value>) -> Response {
-    generate_response(s, Shape::Chat, &body).await
-}
-
-pub(super) async fn completions(
-    State(s): State<Arc<SimState>>,
-    Json(body): Json<Value>,
-) -> Response {
-    generate_response(s, Shape::Completions, &body).await
-}
-
-pub(super) async fn generate(State(s): State<Arc<SimState>>, Json(body): Json<Value>) -> Response {
-    generate_response(s, Shape::Generate, &body).await
-}
-
-pub(super) async fn llama_completion(
-    State(s): State<Arc<SimState>>,
-    Json(body): Json<Value>,
-) -> Response {
-    generate_response(s, Shape::Llama, &body).await
+/// The route of a generation endpoint answering in `shape`.
+pub(super) fn generation(shape: Shape) -> MethodRouter<Arc<SimState>> {
+    post(
+        move |State(s): State<Arc<SimState>>, Json(body): Json<Value>| async move {
+            generate_response(s, shape, &body).await
+        },
+    )
 }
 
 async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> Response {
