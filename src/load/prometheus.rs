@@ -1,6 +1,7 @@
 //! The server's own view of a gate: its Prometheus `/metrics` scraped before
 //! and after the measured window, as deltas of token counters and latency
-//! histograms (SGLang's `sglang:` and vLLM's `vllm:` names).
+//! histograms (SGLang's `sglang:`, vLLM's `vllm:` and llama.cpp's
+//! `llamacpp:` names, old and new).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -24,16 +25,8 @@ impl Scrape {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let (series, value) = match line.rsplit_once(' ') {
-                Some((a, b)) => (a.trim(), b.trim()),
-                None => continue,
-            };
-            let Ok(value) = value.parse::<f64>() else {
+            let Some((name, labels, value)) = sample(line) else {
                 continue;
-            };
-            let (name, labels) = match series.split_once('{') {
-                Some((n, l)) => (n, l.trim_end_matches('}')),
-                None => (series, ""),
             };
             if let Some(base) = name.strip_suffix("_bucket") {
                 let le = labels
@@ -59,6 +52,39 @@ impl Scrape {
         names
             .iter()
             .find_map(|n| self.values.get(*n).map(|v| (*n, *v)))
+    }
+}
+
+/// One sample line: `name{labels} value [timestamp]`, the labels' values
+/// quoted (and free to hold spaces, braces and escaped quotes); the
+/// timestamp, when there is one, is not the value.
+fn sample(line: &str) -> Option<(&str, &str, f64)> {
+    let (name, labels, rest) = match line.find(['{', ' ', '\t']) {
+        Some(i) if line.as_bytes()[i] == b'{' => {
+            let mut quoted = false;
+            let mut escaped = false;
+            let close = line[i..].char_indices().find_map(|(j, c)| {
+                match c {
+                    _ if escaped => escaped = false,
+                    '\\' if quoted => escaped = true,
+                    '"' => quoted = !quoted,
+                    '}' if !quoted => return Some(i + j),
+                    _ => {}
+                }
+                None
+            })?;
+            (&line[..i], &line[i + 1..close], &line[close + 1..])
+        }
+        Some(i) => (&line[..i], "", &line[i..]),
+        None => return None,
+    };
+    let mut fields = rest.split_whitespace();
+    let value = fields.next()?.parse::<f64>().ok()?;
+    // At most a timestamp (milliseconds) after the value.
+    match (fields.next(), fields.next()) {
+        (None, _) => Some((name, labels, value)),
+        (Some(ts), None) if ts.parse::<i64>().is_ok() => Some((name, labels, value)),
+        _ => None,
     }
 }
 
@@ -104,6 +130,8 @@ pub struct ServerView {
     pub ttft: Option<HistogramDelta>,
     /// Time per output token.
     pub tpot: Option<HistogramDelta>,
+    /// Inter-token latency (vLLM's and newer SGLang's own histogram).
+    pub itl: Option<HistogramDelta>,
     /// End-to-end latency.
     pub e2e: Option<HistogramDelta>,
 }
@@ -119,7 +147,15 @@ fn counter_delta(before: &Scrape, after: &Scrape, suffix: &str) -> Option<f64> {
     Some(a - b)
 }
 
-fn histogram_delta(before: &Scrape, after: &Scrape, suffix: &str) -> Option<HistogramDelta> {
+/// The first of the histograms named `suffixes` (new names before old)
+/// that the server has.
+fn histogram_delta(before: &Scrape, after: &Scrape, suffixes: &[&str]) -> Option<HistogramDelta> {
+    suffixes
+        .iter()
+        .find_map(|s| one_histogram_delta(before, after, s))
+}
+
+fn one_histogram_delta(before: &Scrape, after: &Scrape, suffix: &str) -> Option<HistogramDelta> {
     PREFIXES.iter().find_map(|p| {
         let base = format!("{p}{suffix}");
         let count = after.values.get(&format!("{base}_count"))?
@@ -166,9 +202,18 @@ impl ServerView {
             generation_tokens: counter_delta(before, after, "generation_tokens_total")
                 .or_else(|| counter_delta(before, after, "tokens_predicted_total")),
             prompt_tokens: counter_delta(before, after, "prompt_tokens_total"),
-            ttft: histogram_delta(before, after, "time_to_first_token_seconds"),
-            tpot: histogram_delta(before, after, "time_per_output_token_seconds"),
-            e2e: histogram_delta(before, after, "e2e_request_latency_seconds"),
+            ttft: histogram_delta(before, after, &["time_to_first_token_seconds"]),
+            // vLLM renamed it (and later removed the old name).
+            tpot: histogram_delta(
+                before,
+                after,
+                &[
+                    "request_time_per_output_token_seconds",
+                    "time_per_output_token_seconds",
+                ],
+            ),
+            itl: histogram_delta(before, after, &["inter_token_latency_seconds"]),
+            e2e: histogram_delta(before, after, &["e2e_request_latency_seconds"]),
         }
     }
 
@@ -177,7 +222,7 @@ impl ServerView {
     pub fn render(&self) -> String {
         if self.generation_tokens.is_none()
             && self.prompt_tokens.is_none()
-            && [&self.ttft, &self.tpot, &self.e2e]
+            && [&self.ttft, &self.tpot, &self.itl, &self.e2e]
                 .iter()
                 .all(|h| h.is_none())
         {
@@ -193,6 +238,7 @@ impl ServerView {
         for (name, h) in [
             ("ttft", &self.ttft),
             ("tpot", &self.tpot),
+            ("itl", &self.itl),
             ("e2e", &self.e2e),
         ] {
             if let Some(h) = h
@@ -248,6 +294,40 @@ mod tests {
             v.render()
                 .contains("generation tokens 512, ttft mean 80.00ms p99 ≤ +Inf")
         );
+    }
+
+    #[test]
+    fn timestamps_quoted_labels_and_vllms_names() {
+        let before = Scrape::parse(
+            "vllm:generation_tokens_total{model_name=\"a b}c\",path=\"x\\\"y\"} 10 1700000000000\n\
+             vllm:request_time_per_output_token_seconds_count 1\n\
+             vllm:request_time_per_output_token_seconds_sum 0.01\n\
+             vllm:request_time_per_output_token_seconds_bucket{le=\"0.02\"} 1\n\
+             vllm:request_time_per_output_token_seconds_bucket{le=\"+Inf\"} 1\n\
+             vllm:time_per_output_token_seconds_count 1000\n\
+             vllm:inter_token_latency_seconds_count 3\n\
+             vllm:inter_token_latency_seconds_sum 0.03\n\
+             vllm:inter_token_latency_seconds_bucket{le=\"+Inf\"} 3\n\
+             broken{le=\"1\"} 1 2 3\n",
+        );
+        let after = Scrape::parse(
+            "vllm:generation_tokens_total{model_name=\"a b}c\",path=\"x\\\"y\"} 25 1700000005000\n\
+             vllm:request_time_per_output_token_seconds_count 3\n\
+             vllm:request_time_per_output_token_seconds_sum 0.05\n\
+             vllm:request_time_per_output_token_seconds_bucket{le=\"0.02\"} 3\n\
+             vllm:request_time_per_output_token_seconds_bucket{le=\"+Inf\"} 3\n\
+             vllm:time_per_output_token_seconds_count 2000\n\
+             vllm:inter_token_latency_seconds_count 13\n\
+             vllm:inter_token_latency_seconds_sum 0.13\n\
+             vllm:inter_token_latency_seconds_bucket{le=\"+Inf\"} 13\n",
+        );
+        assert!(!before.values.contains_key("broken"), "{before:?}");
+        let v = ServerView::between(&before, &after);
+        // The value, not the trailing timestamp.
+        assert_eq!(v.generation_tokens, Some(15.0));
+        let tpot = v.tpot.unwrap();
+        assert!((tpot.count - 2.0).abs() < 1e-9 && (tpot.sum - 0.04).abs() < 1e-9);
+        assert!((v.itl.unwrap().mean().unwrap() - 0.01).abs() < 1e-9);
     }
 
     #[test]
