@@ -5,47 +5,60 @@
 
 use super::model::QaItem;
 
-/// Reads prompts from JSONL text: `{"prompt": "…"}` lines, or ShareGPT-style
-/// `{"conversations": [{"from": "human", "value": "…"}, …]}` lines (the first
-/// human turn). Blank lines are skipped; errors name the line.
+/// Reads prompts: JSONL (`{"prompt": "…"}` lines, or ShareGPT-style
+/// `{"conversations": [{"from": "human", "value": "…"}, …]}` lines, the first
+/// human turn), or a JSON array of such records (the `.json` files of
+/// `ShareGPT` ship). Blank lines are skipped; errors name the line or the item.
 pub fn prompts(text: &str) -> Result<Vec<String>, String> {
-    let mut prompts = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
+    let prompts = if text.trim_start().starts_with('[') {
+        let items: Vec<serde_json::Value> =
+            serde_json::from_str(text).map_err(|e| format!("not a JSON array of records: {e}"))?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| prompt_of(item).ok_or_else(|| format!("item {}: {NO_PROMPT}", i + 1)))
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        let mut prompts = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let value: serde_json::Value =
+                serde_json::from_str(line).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
+            prompts.push(prompt_of(&value).ok_or_else(|| format!("line {}: {NO_PROMPT}", i + 1))?);
         }
-        let value: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
-        let prompt = value
-            .get("prompt")
-            .and_then(|p| p.as_str())
-            .or_else(|| {
-                value
-                    .get("conversations")?
-                    .as_array()?
-                    .iter()
-                    .find(|turn| {
-                        matches!(
-                            turn.get("from").and_then(|f| f.as_str()),
-                            Some("human" | "user")
-                        )
-                    })?
-                    .get("value")?
-                    .as_str()
-            })
-            .ok_or_else(|| {
-                format!(
-                    "line {}: expected a `prompt` string or `conversations` with a human turn",
-                    i + 1
-                )
-            })?;
-        prompts.push(prompt.to_owned());
-    }
+        prompts
+    };
     if prompts.is_empty() {
         return Err("the dataset has no prompts".into());
     }
     Ok(prompts)
+}
+
+const NO_PROMPT: &str = "expected a `prompt` string or `conversations` with a human turn";
+
+/// The prompt of one record: its `prompt`, or its first human turn.
+fn prompt_of(value: &serde_json::Value) -> Option<String> {
+    value
+        .get("prompt")
+        .and_then(|p| p.as_str())
+        .or_else(|| {
+            value
+                .get("conversations")?
+                .as_array()?
+                .iter()
+                .find(|turn| {
+                    matches!(
+                        turn.get("from").and_then(|f| f.as_str()),
+                        Some("human" | "user")
+                    )
+                })?
+                .get("value")?
+                .as_str()
+        })
+        .map(str::to_owned)
 }
 
 /// Parses JSONL items with `question_field` and `answer_field` (strings or
@@ -96,6 +109,22 @@ mod tests {
         assert!(prompts("{\"x\": 1}\n").unwrap_err().starts_with("line 1:"));
         assert!(prompts("nope").unwrap_err().contains("not JSON"));
         assert!(prompts("\n").is_err());
+    }
+
+    #[test]
+    fn sharegpt_json_arrays() {
+        let text = "[{\"id\": \"x\", \"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}]},\n {\"prompt\": \"p\"}]";
+        assert_eq!(prompts(text).unwrap(), ["hi", "p"]);
+        assert_eq!(
+            prompts("[{\"prompt\": 1}]").unwrap_err(),
+            format!("item 1: {NO_PROMPT}")
+        );
+        assert!(
+            prompts("[{")
+                .unwrap_err()
+                .starts_with("not a JSON array of records")
+        );
+        assert_eq!(prompts("[]").unwrap_err(), "the dataset has no prompts");
     }
 
     #[test]
