@@ -158,6 +158,13 @@ fn junit_is_golden_and_parses_back() {
         Some("correctness::arithmetic")
     );
     assert!(failure.text().unwrap().contains("content:   \"5\""));
+    // Where the item is written, as the attributes test reporters read.
+    let case = failure.parent().unwrap();
+    assert_eq!(
+        case.attribute("file"),
+        Some("tests/suites/wrong_arithmetic.yaml")
+    );
+    assert!(case.attribute("line").unwrap().parse::<u32>().unwrap() > 0);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! JUnit XML: one `<testsuite>` per suite run, one `<testcase>` per trial,
-//! the whole failure message in each failure.
+//! the whole failure message in each failure, the suite file and line of
+//! each item as the `file` and `line` attributes of its testcase.
 
 use std::time::Duration;
 
@@ -36,6 +37,10 @@ pub fn render(record: &RunRecord) -> Result<String, String> {
             let mut case = TestCase::new(short, status);
             case.set_classname(label);
             case.set_time(Duration::from_secs_f64(t.duration_s.max(0.0)));
+            // `file` and `line` as attributes are what GitHub's and GitLab's
+            // test reporters read; the properties stay for older readers.
+            case.extra.insert("file".into(), t.file.as_str().into());
+            case.extra.insert("line".into(), t.line.to_string().into());
             case.add_property(("file", t.file.as_str()));
             case.add_property(("line", t.line.to_string().as_str()));
             suite.add_test_case(case);
