@@ -1214,3 +1214,34 @@ fn github_actions_get_annotations_and_a_step_summary() {
     );
     let _ = std::fs::remove_file(&summary);
 }
+
+/// Proxy variables are ignored by both transports alike: with a dead proxy
+/// in the environment the run still reaches its server directly (it used to
+/// send discovery through the proxy and the streams around it).
+#[test]
+fn proxy_variables_are_ignored_by_every_request() {
+    let dead = std::path::Path::new("http://127.0.0.1:1");
+    let env: Vec<(&str, &std::path::Path)> = [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ]
+    .into_iter()
+    .map(|k| (k, dead))
+    .collect();
+    let o = servegate_with(
+        &[
+            "run",
+            "tests/suites/server-timings.yaml",
+            "--",
+            "correctness::arithmetic",
+        ],
+        &env,
+    );
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert_eq!(verdict(&out, "server_timings::correctness::arithmetic"), "ok");
+}

@@ -115,7 +115,12 @@ impl Client {
         api_key: Option<String>,
         timeouts: Timeouts,
     ) -> Result<Self, CallError> {
+        // One proxy policy for both transports: none. The raw transport
+        // connects directly, and a proxy between client and server would be
+        // in every figure; `HTTP(S)_PROXY` and `NO_PROXY` are ignored (to go
+        // through a proxy, make it the base URL).
         let http = reqwest::Client::builder()
+            .no_proxy()
             .connect_timeout(timeouts.connect)
             .pool_max_idle_per_host(1024)
             .tcp_nodelay(true)
