@@ -23,10 +23,12 @@ pub mod suite;
 pub mod text;
 pub mod units;
 
-/// Entry point of `tests/sglang_suite.rs`: suites from `SERVEGATE_SUITES`
-/// or `<manifest_dir>/suites/sglang.yaml`, target override from
-/// `SERVEGATE_TARGET`, libtest arguments from the command line; or, started
-/// as a code probe's sandbox helper, that helper.
+/// The `main` of a `harness = false` test (`tests/sglang_suite.rs` here;
+/// `examples/consumer` shows one in a project of its own): the suites in
+/// `SERVEGATE_SUITES` or under `<manifest_dir>/suites/` (engine- and
+/// GPU-specific subdirectories are collected only when named), the target
+/// override from `SERVEGATE_TARGET`, libtest's arguments from the command
+/// line; or, started as a code probe's sandbox helper, that helper.
 pub fn test_main(manifest_dir: &str) -> std::process::ExitCode {
     // A launched server is started through the running binary's re-exec
     // mode (`crate::process::tree`), and code probes re-execute it as their
@@ -40,7 +42,7 @@ pub fn test_main(manifest_dir: &str) -> std::process::ExitCode {
     }
     let paths = match std::env::var_os(harness::SUITES_ENV) {
         Some(v) if !v.is_empty() => std::env::split_paths(&v).collect(),
-        _ => vec![std::path::Path::new(manifest_dir).join("suites/sglang.yaml")],
+        _ => vec![std::path::Path::new(manifest_dir).join("suites")],
     };
     let options = harness::RunOptions {
         target: std::env::var(harness::target::TARGET_ENV).ok(),

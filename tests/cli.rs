@@ -1243,5 +1243,8 @@ fn proxy_variables_are_ignored_by_every_request() {
     );
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
-    assert_eq!(verdict(&out, "server_timings::correctness::arithmetic"), "ok");
+    assert_eq!(
+        verdict(&out, "server_timings::correctness::arithmetic"),
+        "ok"
+    );
 }

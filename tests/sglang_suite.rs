@@ -1,4 +1,4 @@
-//! `cargo test --test sglang_suite`: `suites/sglang.yaml` (or the files and
+//! `cargo test --test sglang_suite`: the suites under `suites/` (or the files and
 //! directories in `SERVEGATE_SUITES`) as libtest trials;
 //! `SERVEGATE_TARGET=URL` points them at a real server, otherwise each
 //! suite's `base_url` decides.
