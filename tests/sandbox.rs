@@ -431,6 +431,9 @@ struct How<'a> {
     /// Gives it a controlling terminal (a pseudo-terminal), as a user at a
     /// terminal has; its output still comes through pipes.
     tty: bool,
+    /// Starts it in a mount namespace of its own (`unshare`, as root) after
+    /// this shell command, as a container is started with its mounts.
+    mounts: Option<&'a str>,
 }
 
 /// Starts a command in a session of its own whose controlling terminal is
@@ -455,6 +458,20 @@ fn servegate(world: &World, suite: &Path, how: &How) -> Run {
     let mut command = if how.tty {
         let mut c = Command::new("python3");
         c.args(["-c", WITH_A_TTY, exe]);
+        c
+    } else if let Some(mounts) = how.mounts {
+        let mut c = Command::new("unshare");
+        let script = format!("{mounts} && exec \"$@\"");
+        c.args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &script,
+            "sh",
+            exe,
+        ]);
         c
     } else {
         Command::new(exe)
@@ -1053,4 +1070,280 @@ fn deep_trees_are_removed() {
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     assert_eq!(run.verdict("deep_tree"), "ok");
     assert_clean(&world, &run);
+}
+
+/// Binds Unix sockets outside the sandbox and says, once told to stop
+/// (its standard input closes), which were reached: given `[kind, dir,
+/// name, relative]` for each (`stream`, `dgram` or `abstract`; `relative`:
+/// bound as `name` from `dir`, so that `/proc/net/unix` cannot tell where
+/// it is, as for a socket bound in another network namespace), open to
+/// all, it first proves each one live from outside, and removes them at
+/// the end.
+const LISTENERS: &str = r"import json, os, socket, sys
+def make(kind):
+    return socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM if kind == 'dgram' else socket.SOCK_STREAM)
+def address(kind, d, name):
+    return '\0' + name if kind == 'abstract' else os.path.join(d, name)
+bound = []
+for kind, d, name, relative in json.loads(sys.argv[1]):
+    s = make(kind)
+    if relative:
+        os.chdir(d)
+    s.bind(name if relative else address(kind, d, name))
+    if kind != 'abstract':
+        os.chmod(address(kind, d, name), 0o777)
+    if kind != 'dgram':
+        s.listen(8)
+    bound.append((kind, d, name, s))
+for kind, d, name, s in bound:
+    with make(kind) as c:
+        if kind == 'dgram':
+            c.sendto(b'x', address(kind, d, name))
+            s.recv(1)
+        else:
+            c.connect(address(kind, d, name))
+            s.accept()[0].close()
+print('ready', flush=True)
+sys.stdin.read()
+reached = []
+for kind, d, name, s in bound:
+    s.setblocking(False)
+    try:
+        s.recv(1) if kind == 'dgram' else s.accept()
+        reached.append(name)
+    except BlockingIOError:
+        pass
+    if kind != 'abstract':
+        os.unlink(address(kind, d, name))
+print(json.dumps(reached), flush=True)";
+
+/// Sockets bound outside the sandbox by `LISTENERS`.
+struct Listeners {
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Listeners {
+    fn bind(specs: &Value) -> Self {
+        use std::io::BufRead as _;
+        let mut child = Command::new("python3")
+            .args(["-c", LISTENERS, &specs.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line, "ready\n", "the listeners did not start");
+        Self { child, out }
+    }
+
+    /// The names of the sockets something connected or sent to.
+    fn reached(mut self) -> Vec<String> {
+        use std::io::BufRead as _;
+        drop(self.child.stdin.take());
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        assert!(self.child.wait().unwrap().success());
+        serde_json::from_str(&line).unwrap()
+    }
+}
+
+/// Connects (streams) or sends (datagrams, also from a datagram socket
+/// pair, which can send anywhere) to each address; none must be reached.
+const UNIX_CONNECT: &str = r"import socket
+reached = []
+def attempt(what, address, make, use):
+    try:
+        with make() as s:
+            s.settimeout(2)
+            use(s, address)
+        reached.append(f'{what} {address!r}')
+    except OSError as e:
+        print(what, repr(address), e)
+for kind, address in TARGETS:
+    if kind == 'dgram':
+        attempt('sendto', address, lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM), lambda s, a: s.sendto(b'x', a))
+        pair = lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)[0]
+        attempt('pair sendto', address, pair, lambda s, a: s.sendto(b'x', a))
+    else:
+        attempt('connect', address, lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), lambda s, a: s.connect(a))
+print('reached', reached)
+assert not reached, reached";
+
+/// What must keep working inside: socket pairs (`multiprocessing.Pipe`
+/// across a fork), sequenced-packet pairs and `subprocess`.
+const UNIX_PAIRS: &str = r"import multiprocessing as mp, os, socket, subprocess, sys
+a, b = socket.socketpair()
+a.sendall(b'pair')
+assert b.recv(4) == b'pair'
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+a.send(b'seq')
+assert b.recv(3) == b'seq'
+left, right = mp.Pipe()
+p = mp.get_context('fork').Process(target=lambda c: c.send(os.getpid()), args=(right,))
+p.start()
+got = left.recv()
+p.join()
+assert got == p.pid and p.exitcode == 0, (got, p.pid, p.exitcode)
+assert subprocess.run([sys.executable, '-c', 'print(6 * 7)'], capture_output=True, text=True).stdout == '42\n'";
+
+/// A listener of the program's own, in its work directory
+/// (`multiprocessing`'s `Manager` and forkserver do the same).
+const UNIX_OWN_LISTENER: &str = r"import os
+from multiprocessing.connection import Client, Listener
+with Listener('own.sock', 'AF_UNIX') as listener:
+    if os.fork() == 0:
+        with Client('own.sock', 'AF_UNIX') as c:
+            c.send('hi')
+        os._exit(0)
+    with listener.accept() as conn:
+        assert conn.recv() == 'hi'
+    os.wait()";
+
+/// Unix sockets of other processes on the file system — the user's session
+/// bus, ssh-agent, X11, `docker.sock` — are out of the program's reach,
+/// wherever the sandbox found them: bound in servegate's network namespace
+/// (an agent in `/tmp`, a datagram log socket), in `$XDG_RUNTIME_DIR` (a
+/// bus, bound where `/proc/net/unix` cannot tell; servegate's TMPDIR is
+/// there too, as some set it), at `$SSH_AUTH_SOCK` (likewise), mounted in
+/// (a `docker.sock` bound elsewhere, as a container gets it; as root), or
+/// abstract. The sockets are open to all: run as root, servegate runs the
+/// program as uid 65534. Socket pairs still work. As servegate's root and
+/// as uid 65534 (a user namespace); with namespaces refused, seccomp takes
+/// over (the program's own listener is then refused too, as the README
+/// says); and `strict` refuses to run where nothing keeps them out.
+#[test]
+fn unix_sockets_outside_are_out_of_reach() {
+    let host = World::new("unix-host");
+    let runtime = World::new("unix-runtime");
+    let world = World::new_in(&runtime.root, "unix");
+    let (sockets, run_dir) = (host.outside.display(), runtime.root.display());
+    let abstract_name = format!("servegate-test-{}", std::process::id());
+    let root = nix::unistd::geteuid().is_root();
+    let mounted = root && Command::new("unshare").arg("-V").output().is_ok();
+    let mut specs = vec![
+        serde_json::json!(["stream", sockets.to_string(), "agent.sock", false]),
+        serde_json::json!(["dgram", sockets.to_string(), "log", false]),
+        serde_json::json!(["stream", run_dir.to_string(), "bus", true]),
+        serde_json::json!(["stream", sockets.to_string(), "forwarded", true]),
+        serde_json::json!(["abstract", "", abstract_name, false]),
+    ];
+    let mut targets = vec![
+        format!("('stream', '{sockets}/agent.sock')"),
+        format!("('dgram', '{sockets}/log')"),
+        format!("('stream', '{run_dir}/bus')"),
+        format!("('stream', '{sockets}/forwarded')"),
+        format!("('stream', '\\0{abstract_name}')"),
+    ];
+    if mounted {
+        let daemon = ["stream", &sockets.to_string(), "daemon"];
+        specs.push(serde_json::json!([daemon[0], daemon[1], daemon[2], true]));
+        std::fs::write(host.outside.join("docker.sock"), "").unwrap();
+        targets.push(format!("('stream', '{sockets}/docker.sock')"));
+    } else {
+        skip("a socket mounted in: needs root and `unshare`");
+    }
+    let specs = Value::Array(specs);
+    let connect = format!("TARGETS = [{}]\n{UNIX_CONNECT}", targets.join(", "));
+    let cases = vec![
+        cases(&world).remove(0),
+        case("unix_connect", &connect),
+        case("unix_pairs", UNIX_PAIRS),
+        case("unix_own_listener", UNIX_OWN_LISTENER),
+    ];
+    let suite = project(&world, &cases, "best");
+    let agent = format!("{sockets}/forwarded");
+    let runtime_dir = runtime.root.display().to_string();
+    let mount = format!("mount --bind {sockets}/daemon {sockets}/docker.sock");
+    let refuse = servegate::check::sandbox::REFUSE_ENV;
+    let env = |refused| {
+        [
+            ("XDG_RUNTIME_DIR", runtime_dir.as_str()),
+            ("SSH_AUTH_SOCK", agent.as_str()),
+            (refuse, refused),
+        ]
+    };
+    let (all, no_namespaces) = (env(""), env("namespaces"));
+    // As uid 65534 first: the run record's directory is then its own.
+    let mut hows = Vec::new();
+    if root {
+        let nobody = nix::unistd::Uid::from_raw(65534);
+        let group = nix::unistd::Gid::from_raw(65534);
+        for dir in [&world.root, &world.tmp, &world.outside] {
+            nix::unistd::chown(dir.as_path(), Some(nobody), Some(group)).unwrap();
+        }
+        let user = How {
+            env: &all,
+            user: Some(65534),
+            ..How::default()
+        };
+        hows.push(("as uid 65534", user));
+    }
+    let namespaces = How {
+        env: &all,
+        mounts: mounted.then_some(mount.as_str()),
+        ..How::default()
+    };
+    hows.push(("namespaces", namespaces));
+    let fallback = How {
+        env: &no_namespaces,
+        ..How::default()
+    };
+    hows.push(("without namespaces", fallback));
+    for (what, how) in &hows {
+        let listeners = Listeners::bind(&specs);
+        let run = servegate(&world, &suite, how);
+        let reached = listeners.reached();
+        let layers = run.layers();
+        println!("{what}: {layers:?}");
+        assert_eq!(reached, Vec::<String>::new(), "{what}: {}", run.stdout);
+        assert_clean(&world, &run);
+        for name in ["good_is_prime", "unix_connect", "unix_pairs"] {
+            let message = run.message(name);
+            assert_eq!(run.verdict(name), "ok", "{what}: {name}: {message}");
+        }
+        let own = run.message("unix_own_listener");
+        if run.has("unix sockets(mount view") || run.has("unix sockets(landlock") {
+            assert_eq!(run.verdict("unix_own_listener"), "ok", "{what}: {own}");
+        } else if run.has("unix sockets(seccomp") {
+            assert_eq!(run.verdict("unix_own_listener"), "FAILED", "{what}");
+            assert!(own.contains("Operation not permitted"), "{what}: {own}");
+        } else {
+            panic!("{what}: nothing kept the sockets out: {layers:?}");
+        }
+        if layers
+            .iter()
+            .any(|l| l.starts_with("namespaces(") && l.contains("mount"))
+        {
+            assert!(run.has("unix sockets(mount view"), "{what}: {layers:?}");
+        } else if how.env == no_namespaces {
+            assert!(!run.has("namespaces"), "{layers:?}");
+        } else {
+            skip(&format!(
+                "{what}: no mount namespace here, nor the mount view's hiding"
+            ));
+        }
+    }
+
+    // Nothing keeps them out: `strict` refuses, and says why.
+    let suite = project(&world, &cases[..2], "strict");
+    let how = How {
+        env: &[(refuse, "namespaces,seccomp")],
+        ..How::default()
+    };
+    let run = servegate(&world, &suite, &how);
+    assert_clean(&world, &run);
+    if run.stdout.contains("unix sockets(landlock)") {
+        skip("strict without unix sockets: Landlock keeps them out here (ABI 9)");
+    } else {
+        let message = run.message("unix_connect");
+        assert!(
+            message.contains("not run: `sandbox: strict` needs every layer")
+                && message
+                    .contains("unix sockets: the program can connect to the host's Unix sockets"),
+            "{message}"
+        );
+    }
 }

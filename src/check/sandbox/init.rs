@@ -92,23 +92,27 @@ pub(super) fn main() -> ExitCode {
 fn prepare(job: &Job, layers: &mut Layers) -> Result<(), String> {
     // Counted before a new /proc hides the host's processes.
     let processes = process_limit(job);
-    match job.namespaces {
+    let hidden = match job.namespaces {
         Some(entered) => {
-            namespaces::isolate(&job.work, entered, layers)?;
+            let hidden = namespaces::isolate(&job.work, entered, &job.sockets, layers)?;
             // Not ptraced, nor its /proc files read, by the program, which
             // has its uid in a user namespace (it has no capability to
             // override this).
             nix::sys::prctl::set_dumpable(false)
                 .map_err(|e| format!("failed to make the sandbox's init undumpable: {e}"))?;
+            hidden
         }
-        None if job.host_uid == 0 => become_nobody(&job.work)?,
-        None => {}
-    }
+        None if job.host_uid == 0 => {
+            become_nobody(&job.work)?;
+            false
+        }
+        None => false,
+    };
     // A session of its own, without the controlling terminal servegate may
     // have: the program cannot open the user's terminal (`/dev/tty`) and
     // push input into it (`TIOCSTI`).
     nix::unistd::setsid().map_err(|e| format!("failed to start a session: {e}"))?;
-    restrict(job, processes, layers)
+    restrict(job, processes, hidden, layers)
 }
 
 /// The process limit of the program, or why none is set (`limits::
@@ -175,8 +179,15 @@ fn started_failed(program: &str, e: &std::io::Error, as_nobody: bool) -> String 
 }
 
 /// rlimits, `no_new_privs`, Landlock and seccomp on this process, each
-/// noted in `layers`, and what keeps the program's signals in.
-fn restrict(job: &Job, processes: Result<u64, &str>, layers: &mut Layers) -> Result<(), String> {
+/// noted in `layers`, and what keeps the program's signals in and the
+/// host's Unix sockets out of its reach (`hidden`: the mount view hides
+/// them).
+fn restrict(
+    job: &Job,
+    processes: Result<u64, &str>,
+    hidden: bool,
+    layers: &mut Layers,
+) -> Result<(), String> {
     let refused = |layer: &str| job.refuse.iter().any(|r| r == layer);
     let rlimits = Rlimits {
         cpu_secs: job.timeout_ms.div_ceil(1000) + 1,
@@ -204,14 +215,26 @@ fn restrict(job: &Job, processes: Result<u64, &str>, layers: &mut Layers) -> Res
             layers.not_available("landlock", e);
         }
     }
-    if refused("seccomp") {
+    // Where neither the mount view nor Landlock keeps the host's Unix
+    // sockets out, seccomp refuses the program sockets of its own: with
+    // none it can connect to nothing (a socket pair comes connected).
+    let by_landlock = layers.holds("landlock", "unix");
+    let no_sockets = !hidden && !by_landlock;
+    let by_seccomp = if refused("seccomp") {
         layers.not_available("seccomp", "refused (SERVEGATE_SANDBOX_REFUSE)");
+        false
     } else {
-        match super::seccomp::restrict() {
-            Ok(name) => layers.active.push(name),
-            Err(e) => layers.not_available("seccomp", e),
+        match super::seccomp::restrict(no_sockets) {
+            Ok(name) => {
+                layers.active.push(name);
+                no_sockets
+            }
+            Err(e) => {
+                layers.not_available("seccomp", e);
+                false
+            }
         }
-    }
+    };
     // What keeps the program from stopping or killing servegate, the
     // server and their helpers: not seeing them, a Landlock domain that
     // scopes its signals, or another uid.
@@ -232,6 +255,27 @@ fn restrict(job: &Job, processes: Result<u64, &str>, layers: &mut Layers) -> Res
         );
     } else {
         layers.active.push(format!("signals({})", covers.join(",")));
+    }
+    // What keeps the host's Unix sockets on the file system out of its
+    // reach (abstract ones are the network namespace's, or Landlock's
+    // scope).
+    let shut: Vec<&str> = [
+        (hidden, "mount view"),
+        (by_landlock, "landlock"),
+        (by_seccomp, "seccomp"),
+    ]
+    .into_iter()
+    .filter_map(|(holds, name)| holds.then_some(name))
+    .collect();
+    if shut.is_empty() {
+        layers.not_available(
+            "unix sockets",
+            "the program can connect to the host's Unix sockets its uid may open: no mount view hides them, Landlock rules them only from ABI 9 (Linux 7.1), and seccomp (which would refuse it sockets of its own) is not in force",
+        );
+    } else {
+        layers
+            .active
+            .push(format!("unix sockets({})", shut.join(",")));
     }
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! Landlock, for the process about to run the program (inherited by all it
 //! starts): the file system read-only but for the work directory and
 //! `/dev/null`; TCP bind and connect denied (ABI 4+); signals to, and
-//! abstract sockets of, processes outside the sandbox denied (ABI 6+).
+//! abstract sockets of, processes outside the sandbox denied (ABI 6+);
+//! connecting (or sending) to Unix sockets on the file system denied but
+//! for those made in the sandbox (ABI 9+).
 //! Landlock also keeps the program from ptracing or reading the memory or
 //! `/proc/<pid>/environ` of processes outside it (servegate included).
 
@@ -16,10 +18,10 @@ use ::landlock::{
 
 /// The newest ABI whose rights are asked for; older kernels get what they
 /// support (the crate's best-effort mode), and the layer says which.
-const TARGET: ABI = ABI::V6;
+const TARGET: ABI = ABI::V9;
 
 /// Restricts this process and notes in `layers` what holds (`landlock(fs,
-/// tcp,scope) abi 7`) and what this kernel's ABI lacks; `Err` with why
+/// tcp,scope,unix) abi 9`) and what this kernel's ABI lacks; `Err` with why
 /// Landlock is not in force at all. With `own_pid` (no pid namespace hides
 /// the host's processes), `/proc` is readable only for that process and a
 /// few system-wide files: Landlock's ptrace rules keep the memory and
@@ -91,6 +93,11 @@ pub(super) fn restrict(
     }
     if abi >= 6 {
         parts.push("scope");
+    }
+    // `AccessFs::ResolveUnix` is a write right: `/` readable does not
+    // grant it.
+    if abi >= 9 {
+        parts.push("unix");
     }
     if own_pid.is_some() {
         parts.push("proc");

@@ -75,6 +75,7 @@ pub(super) fn run(
         strict: limits.policy == SandboxPolicy::Strict,
         refuse: refused.to_vec(),
         layers,
+        sockets: super::sockets::outside(),
         host_uid: nix::unistd::getuid().as_raw(),
         namespaces: None,
     };

@@ -5,7 +5,8 @@
 //! that contains the program in layers, each used where the kernel and the
 //! host allow it (see `docs` in the README's security section):
 //! namespaces (pid, net, mount, ipc, uts; user unless root), Landlock, a seccomp filter,
-//! rlimits and a cgroup leaf; always a wall-clock timeout, output through
+//! rlimits and a cgroup leaf, and the host's Unix sockets kept out of reach
+//! by one of them (see `sockets`); always a wall-clock timeout, output through
 //! pipes read with a byte cap, a random work directory removed on every exit
 //! path (signals included, through `crate::process::reaper`) and an
 //! environment built from scratch. Elsewhere: rlimits, the timeout and a
@@ -43,6 +44,8 @@ mod portable;
 mod protocol;
 #[cfg(target_os = "linux")]
 mod seccomp;
+#[cfg(target_os = "linux")]
+mod sockets;
 
 /// The environment variable naming layers to treat as refused by the host
 /// (`namespaces,landlock,seccomp,cgroup`): how the fallback layers are
@@ -74,14 +77,17 @@ pub const OPEN_FILES: u64 = 256;
 /// both; Landlock below ABI 6 lacks signal scoping (below 5, device
 /// ioctls; below 4, TCP); `signals` is in force where something keeps the
 /// program's signals from servegate and the server (a pid namespace,
-/// Landlock scoping, or a uid of its own).
-pub const REQUIRED: [(&str, &[&str]); 6] = [
+/// Landlock scoping, or a uid of its own); `unix sockets` where something
+/// keeps the host's Unix sockets (session bus, agents, `docker.sock`) out
+/// of its reach (the mount view, Landlock from ABI 9, or seccomp).
+pub const REQUIRED: [(&str, &[&str]); 7] = [
     ("namespaces", &["pid", "net", "mount", "proc"]),
     ("cgroup", &["memory", "pids"]),
     ("rlimits", &["cpu", "as", "fsize", "nofile", "core"]),
     ("landlock", &["fs", "tcp", "scope"]),
     ("seccomp", &[]),
     ("signals", &[]),
+    ("unix sockets", &[]),
 ];
 
 /// Which layers held a program.
@@ -279,6 +285,7 @@ mod tests {
                 "rlimits(cpu,as,fsize,nofile,core)".into(),
                 "landlock(fs,tcp,scope) abi 7".into(),
                 "signals(pid namespace,landlock scope)".into(),
+                "unix sockets(mount view)".into(),
             ],
             unavailable: vec!["seccomp: refused by the host".into()],
         };
@@ -286,6 +293,7 @@ mod tests {
         assert!(!layers.has("name") && !layers.has("seccomp"));
         assert!(layers.holds("namespaces", "mount") && !layers.holds("namespaces", "moun"));
         assert!(layers.holds("signals", "pid") && layers.holds("signals", "landlock"));
+        assert!(layers.has("unix sockets") && layers.holds("unix sockets", "mount"));
         assert_eq!(
             layers.missing_required(),
             ["cgroup: not in force", "seccomp: refused by the host"]
@@ -305,7 +313,7 @@ mod tests {
         assert!(again[1].starts_with("warning: "), "{again:?}");
         assert_eq!(
             layers.summary(),
-            "namespaces(user,pid,net,mount,proc,ipc,uts) + rlimits(cpu,as,fsize,nofile,core) + landlock(fs,tcp,scope) abi 7 + signals(pid namespace,landlock scope); seccomp unavailable (refused by the host)"
+            "namespaces(user,pid,net,mount,proc,ipc,uts) + rlimits(cpu,as,fsize,nofile,core) + landlock(fs,tcp,scope) abi 7 + signals(pid namespace,landlock scope) + unix sockets(mount view); seccomp unavailable (refused by the host)"
         );
     }
 
@@ -328,6 +336,7 @@ mod tests {
                     .into(),
                 "landlock scope: needs ABI 6 (Linux 6.12)".into(),
                 "signals: no pid namespace, no Landlock scoping, servegate's uid".into(),
+                "unix sockets: no mount view, Landlock ABI 4, seccomp refused".into(),
             ],
         };
         assert!(layers.holds("cgroup", "memory") && !layers.holds("cgroup", "pids"));
@@ -341,6 +350,7 @@ mod tests {
                 "landlock fs: partial at ABI 4 (no rules for device ioctls: ABI 5, Linux 6.10)",
                 "landlock scope: needs ABI 6 (Linux 6.12)",
                 "signals: no pid namespace, no Landlock scoping, servegate's uid",
+                "unix sockets: no mount view, Landlock ABI 4, seccomp refused",
             ]
         );
     }

@@ -3,7 +3,9 @@
 //! mapping root inside to its own uid outside — and the next stage, pid 1 of
 //! the new pid namespace (root in it, with every capability there), makes
 //! its own mount namespace and the program's view: everything read-only but
-//! the work directory, a `/proc` of the new pid namespace only.
+//! the work directory, a `/proc` of the new pid namespace only, and the
+//! host's Unix sockets hidden (see `sockets`): runtime directories under an
+//! empty read-only file system, every other socket found under `/dev/null`.
 //!
 //! The program must not be root in that namespace: root there keeps every
 //! capability over those mounts, enough to make them writable again
@@ -21,6 +23,7 @@ use nix::sched::{CloneFlags, unshare};
 use serde::{Deserialize, Serialize};
 
 use super::Layers;
+use super::sockets::{self, Outside};
 
 /// The uid and gid the program runs as in namespaces, and on the host where
 /// servegate is root: `nobody`'s.
@@ -75,15 +78,21 @@ fn write_maps(uid_map: &str, gid_map: &str) -> Result<(), String> {
 /// Makes the program's mount view and takes from it what would undo it,
 /// for pid 1 of the new namespaces: notes in `layers` the namespaces in
 /// force, with the parts that hold, and what did not hold (`namespaces
-/// mount: …`). `Err` where the program must not run: `/proc` would stay
-/// writable.
-pub(super) fn isolate(work: &Path, entered: Entered, layers: &mut Layers) -> Result<(), String> {
+/// mount: …`); whether the view hides the sockets of `outside` (and every
+/// socket mounted in) from the program. `Err` where the program must not
+/// run: `/proc` would stay writable.
+pub(super) fn isolate(
+    work: &Path,
+    entered: Entered,
+    outside: &Outside,
+    layers: &mut Layers,
+) -> Result<bool, String> {
     let mut parts = Vec::new();
     if entered == Entered::User {
         parts.push("user");
     }
     parts.extend(["pid", "net"]);
-    let view = mount_view(work, entered);
+    let view = mount_view(work, entered, outside);
     // The program's own /proc, writable until the user namespace maps are
     // written through it.
     let proc = view
@@ -106,13 +115,13 @@ pub(super) fn isolate(work: &Path, entered: Entered, layers: &mut Layers) -> Res
         seal_proc(proc.is_ok())?;
     }
     match (&view, &dropped) {
-        (Ok(writable), Ok(())) if writable.is_empty() => parts.push("mount"),
-        (Ok(writable), Ok(())) => layers.not_available(
+        (Ok(v), Ok(())) if v.writable.is_empty() => parts.push("mount"),
+        (Ok(v), Ok(())) => layers.not_available(
             "namespaces mount",
             format!(
                 "{} mount(s) stayed writable: {}",
-                writable.len(),
-                writable.join(", ")
+                v.writable.len(),
+                v.writable.join(", ")
             ),
         ),
         (Err(e), _) => layers.not_available("namespaces mount", e),
@@ -129,7 +138,24 @@ pub(super) fn isolate(work: &Path, entered: Entered, layers: &mut Layers) -> Res
     layers
         .active
         .insert(0, format!("namespaces({})", parts.join(",")));
-    Ok(())
+    // Without its capabilities over the mounts the program cannot take the
+    // masks off.
+    let hidden = match (&view, &dropped) {
+        (Ok(v), Ok(())) if v.in_view.is_empty() => true,
+        (Ok(v), Ok(())) => {
+            layers.not_available(
+                "unix sockets mount view",
+                format!(
+                    "{} stayed in view: {}",
+                    v.in_view.len(),
+                    v.in_view.join(", ")
+                ),
+            );
+            false
+        }
+        _ => false,
+    };
+    Ok(hidden)
 }
 
 /// The program's work directory in namespaces: a file system of its own in
@@ -138,9 +164,23 @@ pub(super) fn isolate(work: &Path, entered: Entered, layers: &mut Layers) -> Res
 /// cgroup, and is gone with the namespace — servegate never walks it.
 const WORK_TMPFS: &str = "size=256m,nr_inodes=65536,mode=0700";
 
+/// The program's mount view as made: what could not be made as it should.
+struct View {
+    /// Mounts that stayed writable, each with why.
+    writable: Vec<String>,
+    /// Directories of sockets and sockets that stayed in view, each with
+    /// why.
+    in_view: Vec<String>,
+}
+
+/// An empty file system hiding a directory of other processes' sockets,
+/// room enough for the path down to a work directory inside it; read-only
+/// once the view is made.
+const HIDING_TMPFS: &str = "size=16k,nr_inodes=64,mode=0755";
+
 /// A mount namespace of this process's own, everything in it read-only but
-/// the work directory; the mounts that stayed writable.
-fn mount_view(work: &Path, entered: Entered) -> Result<Vec<String>, String> {
+/// the work directory, and the sockets of `outside` hidden.
+fn mount_view(work: &Path, entered: Entered, outside: &Outside) -> Result<View, String> {
     let none: Option<&str> = None;
     unshare(CloneFlags::CLONE_NEWNS).map_err(|e| format!("a mount namespace was refused: {e}"))?;
     // Nothing done here propagates back to the host's mounts.
@@ -148,6 +188,29 @@ fn mount_view(work: &Path, entered: Entered) -> Result<Vec<String>, String> {
         .map_err(|e| format!("failed to make the mounts private: {e}"))?;
     // What servegate wrote there (the program's file) moves onto it.
     let files = read_files(work)?;
+    let (mut hidden, mut in_view) = (Vec::new(), Vec::new());
+    for dir in &outside.dirs {
+        let hiding = mount(
+            Some("tmpfs"),
+            dir,
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+            Some(HIDING_TMPFS),
+        )
+        .map_err(|e| e.to_string())
+        // TMPDIR may be in $XDG_RUNTIME_DIR: the work directory's path is
+        // made again on top.
+        .and_then(|()| {
+            if work.starts_with(dir) {
+                path_down(dir, work).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        });
+        match hiding {
+            Ok(()) => hidden.push(dir.clone()),
+            Err(e) => in_view.push(format!("{} ({e})", dir.display())),
+        }
+    }
     mount(
         Some("tmpfs"),
         work,
@@ -169,19 +232,44 @@ fn mount_view(work: &Path, entered: Entered) -> Result<Vec<String>, String> {
             .map_err(|e| format!("failed to give the work directory to uid {NOBODY}: {e}"))?;
     }
     let mut writable = Vec::new();
-    for (point, options) in mounts(&mount_table()?) {
-        // /proc is replaced, or hidden, next.
-        if Path::new(&point) == work || Path::new(&point).starts_with("/proc") {
+    let table = mounts(&mount_table()?);
+    for (point, options) in &table {
+        let at = Path::new(point);
+        // /proc is replaced, or hidden, next; mounts below a hidden
+        // directory are out of reach.
+        if at == work
+            || at.starts_with("/proc")
+            || hidden.iter().any(|d| at.starts_with(d) && at != d)
+        {
             continue;
         }
-        if let Err(e) = remount_read_only(&point, &options) {
+        if let Err(e) = remount_read_only(point, options) {
             if point == "/" {
                 return Err(format!("failed to make / read-only: {e}"));
             }
             writable.push(format!("{point} ({e})"));
         }
     }
-    Ok(writable)
+    // Connecting to a socket needs a socket there: `/dev/null` is none.
+    let points: Vec<String> = table.into_iter().map(|(point, _)| point).collect();
+    for socket in sockets::to_mask(&outside.sockets, &hidden, &points, work) {
+        let masked = mount(Some("/dev/null"), &socket, none, MsFlags::MS_BIND, none);
+        if let Err(e) = masked {
+            in_view.push(format!("{} ({e})", socket.display()));
+        }
+    }
+    Ok(View { writable, in_view })
+}
+
+/// Makes the directories from `top` down to `dir`, open to all (the
+/// program may run as another uid than this process).
+fn path_down(top: &Path, dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::create_dir_all(dir)?;
+    for made in dir.ancestors().take_while(|a| *a != top) {
+        std::fs::set_permissions(made, std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(())
 }
 
 /// The regular files of a directory, with their contents.

@@ -19,7 +19,14 @@ pub(super) fn run(
     _refused: &[String],
 ) -> Result<Outcome, String> {
     let mut layers = Layers::default();
-    for l in ["namespaces", "landlock", "seccomp", "cgroup", "signals"] {
+    for l in [
+        "namespaces",
+        "landlock",
+        "seccomp",
+        "cgroup",
+        "signals",
+        "unix sockets",
+    ] {
         layers.not_available(l, "Linux only");
     }
     if limits.policy == SandboxPolicy::Strict {

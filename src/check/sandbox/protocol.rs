@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Layers;
 use super::namespaces::Entered;
+use super::sockets::Outside;
 
 /// What to run, and how: sent down from servegate to the supervisor, and
 /// from the supervisor to the stage that runs the program.
@@ -34,6 +35,8 @@ pub(super) struct Job {
     /// Layers set up so far (the cgroup by servegate, the namespaces by
     /// the supervisor).
     pub layers: Layers,
+    /// Sockets of other processes to hide from the program.
+    pub sockets: Outside,
     /// servegate's real uid on the host.
     pub host_uid: u32,
     /// How the supervisor entered new namespaces, if it did (the next

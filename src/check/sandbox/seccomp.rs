@@ -2,7 +2,10 @@
 //! by all it starts): system calls a test program has no use for and an
 //! escape needs answer `EPERM`; everything else is allowed. `clone3`
 //! answers `ENOSYS` instead: its flags are out of a filter's sight, and
-//! libc falls back to `clone`, whose flags are checked.
+//! libc falls back to `clone`, whose flags are checked. Where nothing else
+//! keeps the host's Unix sockets out of reach, the program gets no socket
+//! at all (a filter cannot see the address `connect` is given), only
+//! connected pairs.
 
 use std::collections::BTreeMap;
 
@@ -69,9 +72,16 @@ const NEW_NAMESPACES: [libc::c_int; 7] = [
     libc::CLONE_NEWNET,
 ];
 
+/// The bits of a socket's type that are its type, not its flags
+/// (`SOCK_NONBLOCK`, `SOCK_CLOEXEC`): the kernel's `SOCK_TYPE_MASK`.
+const SOCKET_TYPE_MASK: u64 = 0xf;
+
 /// Installs the filters on this process (setting `no_new_privs`); the
-/// layer's name or why it is not in force.
-pub(super) fn restrict() -> Result<String, String> {
+/// layer's name or why it is not in force. `no_sockets`: `socket` is
+/// refused whatever its family, and `socketpair` but for stream and
+/// sequenced-packet pairs, already connected to each other (a datagram
+/// socket of a pair could still send to any address).
+pub(super) fn restrict(no_sockets: bool) -> Result<String, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|_| format!("no filter for {}", std::env::consts::ARCH))?;
     let fail = |e: seccompiler::BackendError| format!("failed to build the seccomp filter: {e}");
@@ -83,11 +93,24 @@ pub(super) fn restrict() -> Result<String, String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         DENIED.iter().map(|&nr| (nr, Vec::new())).collect();
     // Sockets: only AF_UNIX (Python's multiprocessing uses it); no IPv4,
-    // IPv6, raw packets or netlink.
-    rules.insert(
-        libc::SYS_socket,
-        vec![arg(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?],
-    );
+    // IPv6, raw packets or netlink. An empty rule list matches every call.
+    let socket = if no_sockets {
+        // Pairs stay: multiprocessing.Pipe, asyncio and subprocess use
+        // them.
+        let type_mask = SeccompCmpOp::MaskedEq(SOCKET_TYPE_MASK);
+        rules.insert(
+            libc::SYS_socketpair,
+            vec![
+                arg(1, type_mask.clone(), libc::SOCK_DGRAM as u64)?,
+                // Unix sockets take SOCK_RAW for SOCK_DGRAM.
+                arg(1, type_mask, libc::SOCK_RAW as u64)?,
+            ],
+        );
+        Vec::new()
+    } else {
+        vec![arg(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?]
+    };
+    rules.insert(libc::SYS_socket, socket);
     // Threads and forks pass; a clone into new namespaces does not.
     rules.insert(
         libc::SYS_clone,
