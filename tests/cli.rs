@@ -1248,3 +1248,43 @@ fn proxy_variables_are_ignored_by_every_request() {
         "ok"
     );
 }
+
+/// `not_degenerate` names what is degenerate and where: a run of one
+/// character, a loop with its repeated unit, replacement characters; a
+/// sound answer, and a tolerated count, pass.
+#[test]
+fn degenerate_answers_fail_with_the_offending_span() {
+    let out = run_expecting(&["run", "tests/suites/degenerate.yaml"], 1);
+    for (name, want) in [
+        ("bang", "FAILED"),
+        ("loop", "FAILED"),
+        ("mojibake", "FAILED"),
+        ("tolerated", "ok"),
+        ("water", "ok"),
+    ] {
+        let trial = format!("degenerate::correctness::{name}");
+        assert_eq!(verdict(&out, &trial), want, "{trial}: {out}");
+    }
+    assert_has(
+        &failure_of(&out, "degenerate::correctness::bang"),
+        &[
+            "expected content is not degenerate",
+            "--> tests/suites/degenerate.yaml:14:9",
+            "found:    a run of 109 × '!' (at most 80 allowed); characters 1–110: \"!!!!",
+        ],
+    );
+    assert_has(
+        &failure_of(&out, "degenerate::correctness::loop"),
+        &[
+            "--> tests/suites/degenerate.yaml:18:9",
+            "% of it repeats an earlier part of it (at most 60% allowed); characters ",
+            "        return False\" repeated 12 times",
+        ],
+    );
+    assert_has(
+        &failure_of(&out, "degenerate::correctness::mojibake"),
+        &[
+            "found:    2 replacement or control characters (at most 0 allowed); the first, '\u{FFFD}', at character 14: ",
+        ],
+    );
+}

@@ -256,3 +256,25 @@ correctness:
 "#
     ));
 }
+
+#[test]
+fn degenerate_text_limits() {
+    golden!(errors(
+        "degenerate",
+        r#"suite: s
+correctness:
+  - name: share
+    prompt: "p"
+    expect:
+      - not_degenerate: {max_repeat_share: 1.5}
+  - name: run
+    prompt: "p"
+    expect:
+      - not_degenerate: {max_char_run: 0, max_bad_char: 1}
+  - name: word
+    prompt: "p"
+    expect:
+      - not_degenerate: yes please
+"#
+    ));
+}

@@ -36,6 +36,13 @@ pub fn evaluate(
     let fail = |expected: String, found: Option<String>| Err(Mismatch { expected, found });
     match &a.check {
         Check::Code(spec) => super::code::check(spec, field, &text, runs),
+        Check::NotDegenerate(limits) => match super::degenerate::find(&text, limits) {
+            None => Ok(()),
+            Some(f) => fail(
+                format!("{field} is not degenerate"),
+                Some(format!("{}; {}", f.what, f.span)),
+            ),
+        },
         Check::Equals(want) => {
             if text.trim() == want.trim() {
                 Ok(())

@@ -5,6 +5,7 @@ pub mod accuracy;
 pub mod assertion;
 pub mod code;
 pub mod contract;
+pub mod degenerate;
 pub mod failure;
 pub mod sandbox;
 pub mod snapshot;

@@ -567,6 +567,33 @@ pub enum Check {
     MaxChars(usize),
     /// The answer's code passes tests when run in the sandbox.
     Code(CodeSpec),
+    /// The text is not degenerate (`crate::check::degenerate`).
+    NotDegenerate(Degeneracy),
+}
+
+/// What `not_degenerate` tolerates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Degeneracy {
+    /// The largest share of the text that may copy an earlier stretch of it
+    /// (judged from 64 characters).
+    pub max_repeat_share: f64,
+    /// The longest run of one non-whitespace character.
+    pub max_char_run: usize,
+    /// Replacement (U+FFFD) and control characters allowed.
+    pub max_bad_chars: usize,
+}
+
+impl Default for Degeneracy {
+    /// Prose repeats under 30% of itself, working code under 40%, a list
+    /// of similar asserts about 55%; a decode loop 90% and more. A run of 80
+    /// is a full line of `=`.
+    fn default() -> Self {
+        Self {
+            max_repeat_share: 0.6,
+            max_char_run: 80,
+            max_bad_chars: 0,
+        }
+    }
 }
 
 /// An executable code check.

@@ -4,7 +4,7 @@ use super::{Decoder, Fields, SAMPLING, quoted_list};
 use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{
     AccuracyStat, AccuracyThreshold, Api, Assertion, Check, CodeSpec, Contract, DatasetProbe,
-    Extract, Field, Input, Message, Probe, Sampling, SnapshotMode,
+    Degeneracy, Extract, Field, Input, Message, Probe, Sampling, SnapshotMode,
 };
 use crate::suite::names::Named as _;
 use crate::suite::node::{Key, Node, Yaml};
@@ -55,6 +55,7 @@ const CHECKS: &[&str] = &[
     "min_chars",
     "max_chars",
     "code",
+    "not_degenerate",
 ];
 
 const CODE: &[&str] = &["language", "tests", "run", "timeout", "memory_mib"];
@@ -62,6 +63,8 @@ const CODE: &[&str] = &["language", "tests", "run", "timeout", "memory_mib"];
 const NUMBER: &[&str] = &["value", "tolerance"];
 
 const JSON: &[&str] = &["pointer", "equals"];
+
+const DEGENERATE: &[&str] = &["max_repeat_share", "max_char_run", "max_bad_chars"];
 
 impl Decoder<'_> {
     pub(super) fn probe(
@@ -500,12 +503,52 @@ impl Decoder<'_> {
                 }
             },
             "code" => Check::Code(self.code(v)?),
+            "not_degenerate" => Check::NotDegenerate(self.degeneracy(v)?),
             _ => unreachable!("only CHECKS keys reach here"),
         })
     }
 }
 
 impl Decoder<'_> {
+    /// `not_degenerate: true` or a mapping of the limits to change.
+    fn degeneracy(&mut self, v: &Yaml) -> Option<Degeneracy> {
+        let mut limits = Degeneracy::default();
+        match &v.node {
+            Node::Bool(true) => return Some(limits),
+            Node::Map(_) => {}
+            _ => {
+                self.type_error(
+                    v,
+                    "`not_degenerate`",
+                    "`true` or a mapping `{max_repeat_share, max_char_run, max_bad_chars}`",
+                );
+                return None;
+            }
+        }
+        let f = self.fields(v, "not_degenerate", DEGENERATE)?;
+        if let Some(x) = f.get("max_repeat_share") {
+            let share = self.float(x, "not_degenerate.max_repeat_share")?;
+            if !(0.0..=1.0).contains(&share) {
+                self.error(
+                    Diagnostic::new(
+                        x.loc,
+                        format!("not_degenerate.max_repeat_share is out of range: {share}"),
+                    )
+                    .expected("a share between 0 and 1, such as 0.5"),
+                );
+                return None;
+            }
+            limits.max_repeat_share = share;
+        }
+        if let Some(x) = f.get("max_char_run") {
+            limits.max_char_run = self.count(x, "not_degenerate.max_char_run", 1)?;
+        }
+        if let Some(x) = f.get("max_bad_chars") {
+            limits.max_bad_chars = self.count(x, "not_degenerate.max_bad_chars", 0)?;
+        }
+        Some(limits)
+    }
+
     fn code(&mut self, v: &Yaml) -> Option<CodeSpec> {
         let f = self.fields(v, "code", CODE)?;
         let language = match f.get("language") {

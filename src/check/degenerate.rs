@@ -1,0 +1,315 @@
+//! Degenerate text: what a broken attention kernel, a bad quantisation or a
+//! decode loop produces while the server stays up and fast — a run of one
+//! character (`!!!!!!!!`), a line or phrase repeated until `max_tokens`,
+//! replacement characters from bytes that were not UTF-8, control
+//! characters. `not_degenerate` in a probe's `expect` fails on it and names
+//! the offending span.
+//!
+//! Repetition is measured the way a compressor sees it: the share of the
+//! answer's bytes that copy an earlier stretch of at least [`MIN_REPEAT`]
+//! bytes of the same answer (a greedy LZ77 parse, overlapping copies
+//! allowed, so `abababab…` is one copy of period 2). Prose and working
+//! code repeat little at that length; a loop repeats nearly all of itself.
+
+use std::collections::HashMap;
+
+use crate::suite::Degeneracy;
+
+/// The shortest copy that counts as repetition, in bytes: shorter ones are
+/// the words and idioms any text reuses.
+pub const MIN_REPEAT: usize = 16;
+
+/// Below this many characters the repeat share is not judged: a short
+/// answer cannot repeat itself into a loop, and one repeated phrase would be
+/// most of it.
+pub const JUDGED_FROM: usize = 64;
+
+/// Why a text is degenerate, in a failure's words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// What was found, with the limit passed.
+    pub what: String,
+    /// Where: a character span and an excerpt.
+    pub span: String,
+}
+
+/// The first way `text` passes one of `limits`, if any.
+pub fn find(text: &str, limits: &Degeneracy) -> Option<Finding> {
+    bad_chars(text, limits.max_bad_chars)
+        .or_else(|| char_run(text, limits.max_char_run))
+        .or_else(|| repetition(text, limits.max_repeat_share))
+}
+
+/// Characters no language model should write: U+FFFD (bytes that were not
+/// UTF-8) and control characters but tab, line feed and carriage return.
+fn is_bad(c: char) -> bool {
+    c == '\u{FFFD}' || (c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+}
+
+fn bad_chars(text: &str, max: usize) -> Option<Finding> {
+    let mut bad = text.char_indices().filter(|(_, c)| is_bad(*c));
+    let (first, c) = bad.clone().next()?;
+    let count = bad.by_ref().count();
+    (count > max).then(|| Finding {
+        what: format!(
+            "{count} replacement or control character{} (at most {max} allowed)",
+            plural(count)
+        ),
+        span: format!(
+            "the first, {c:?}, at character {}: {}",
+            chars_before(text, first),
+            excerpt(text, first.saturating_sub(24), first + 24)
+        ),
+    })
+}
+
+/// The longest run of one character that is not whitespace (indentation
+/// and blank lines are runs too, and legitimate ones).
+fn char_run(text: &str, max: usize) -> Option<Finding> {
+    let mut best: Option<(usize, usize, char)> = None; // (start byte, chars, char)
+    let mut run: Option<(usize, usize, char)> = None;
+    for (at, c) in text.char_indices() {
+        run = match run {
+            Some((start, n, r)) if r == c => Some((start, n + 1, r)),
+            _ if c.is_whitespace() => None,
+            _ => Some((at, 1, c)),
+        };
+        if let Some(r) = run
+            && best.is_none_or(|b| r.1 > b.1)
+        {
+            best = Some(r);
+        }
+    }
+    let (start, n, c) = best?;
+    (n > max).then(|| {
+        let from = chars_before(text, start);
+        Finding {
+            what: format!("a run of {n} × {c:?} (at most {max} allowed)"),
+            span: format!(
+                "characters {from}–{}: {}",
+                from + n,
+                excerpt(text, start, start + 40)
+            ),
+        }
+    })
+}
+
+/// One copy found by the parse: `len` bytes at `at` equal to those
+/// `distance` bytes before.
+#[derive(Debug, Clone, Copy)]
+struct Copy {
+    at: usize,
+    len: usize,
+    distance: usize,
+}
+
+/// The share of `text`'s bytes that copy an earlier stretch of it, and the
+/// longest such copy.
+fn repeats(text: &str) -> (f64, Option<Copy>) {
+    let bytes = text.as_bytes();
+    let key = |i: usize| -> Option<u128> {
+        Some(u128::from_le_bytes(
+            bytes.get(i..i + MIN_REPEAT)?.try_into().ok()?,
+        ))
+    };
+    // The last position of each MIN_REPEAT-byte window: the nearest earlier
+    // copy, so a loop is found with its shortest period.
+    let mut last: HashMap<u128, usize> = HashMap::new();
+    let (mut i, mut copied) = (0, 0);
+    let mut longest: Option<Copy> = None;
+    while let Some(k) = key(i) {
+        match last.insert(k, i) {
+            Some(j) => {
+                let mut len = MIN_REPEAT;
+                while i + len < bytes.len() && bytes[j + len] == bytes[i + len] {
+                    len += 1;
+                }
+                for p in i + 1..i + len {
+                    if let Some(k) = key(p) {
+                        last.insert(k, p);
+                    }
+                }
+                copied += len;
+                if longest.is_none_or(|c| len > c.len) {
+                    longest = Some(Copy {
+                        at: i,
+                        len,
+                        distance: i - j,
+                    });
+                }
+                i += len;
+            }
+            None => i += 1,
+        }
+    }
+    #[expect(clippy::cast_precision_loss, reason = "answers are capped at 8 MiB")]
+    let share = if bytes.is_empty() {
+        0.0
+    } else {
+        copied as f64 / bytes.len() as f64
+    };
+    (share, longest)
+}
+
+fn repetition(text: &str, max_share: f64) -> Option<Finding> {
+    if text.chars().count() < JUDGED_FROM {
+        return None;
+    }
+    let (share, longest) = repeats(text);
+    let copy = longest?;
+    (share > max_share).then(|| {
+        // The repeated unit: the period of an overlapping copy, else the
+        // copied stretch itself.
+        let unit_len = copy.distance.min(copy.len);
+        let source = copy.at - copy.distance;
+        let times = copy.len / copy.distance + 1;
+        let from = chars_before(text, source);
+        let to = chars_before(text, copy.at + copy.len);
+        Finding {
+            what: format!(
+                "{:.0}% of it repeats an earlier part of it (at most {:.0}% allowed)",
+                share * 100.0,
+                max_share * 100.0
+            ),
+            span: format!(
+                "characters {from}–{to}: {} repeated {times} time{}",
+                excerpt(text, source, source + unit_len),
+                plural(times)
+            ),
+        }
+    })
+}
+
+/// The number of characters before byte `at`.
+fn chars_before(text: &str, at: usize) -> usize {
+    text[..at].chars().count()
+}
+
+/// `text[from..to]` widened to character boundaries, at most 80
+/// characters, quoted and escaped (a server's text never starts a line).
+fn excerpt(text: &str, from: usize, to: usize) -> String {
+    let mut from = from.min(text.len());
+    while !text.is_char_boundary(from) {
+        from -= 1;
+    }
+    let mut to = to.clamp(from, text.len());
+    while !text.is_char_boundary(to) {
+        to += 1;
+    }
+    let part = &text[from..to];
+    let cut: String = part.chars().take(80).collect();
+    if cut.len() < part.len() {
+        format!("{cut:?}…")
+    } else {
+        format!("{cut:?}")
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Degeneracy {
+        Degeneracy::default()
+    }
+
+    #[test]
+    fn runs_of_one_character_are_found_and_whitespace_is_not_a_run() {
+        let garbage = format!("4{}", "!".repeat(100));
+        let f = find(&garbage, &limits()).unwrap();
+        assert_eq!(f.what, "a run of 100 × '!' (at most 80 allowed)");
+        assert!(f.span.starts_with("characters 1–101: \"!!!!"), "{}", f.span);
+        let indented = format!("def f():\n{}return 1\n", " ".repeat(200));
+        assert_eq!(char_run(&indented, 80), None);
+        let rule = format!("# {}\n", "=".repeat(78));
+        assert_eq!(char_run(&rule, 80), None);
+    }
+
+    #[test]
+    fn replacement_and_control_characters_are_found() {
+        let f = find("The answer is \u{FFFD}\u{FFFD} four\u{1b}[2J", &limits()).unwrap();
+        assert_eq!(
+            f.what,
+            "3 replacement or control characters (at most 0 allowed)"
+        );
+        assert!(
+            f.span
+                .starts_with("the first, '\u{FFFD}', at character 14: ")
+        );
+        let relaxed = Degeneracy {
+            max_bad_chars: 3,
+            ..limits()
+        };
+        assert_eq!(find("a\u{FFFD}b\u{7}c\u{0}", &relaxed), None);
+        assert_eq!(find("tabs\tand\r\nnewlines\n", &limits()), None);
+    }
+
+    #[test]
+    fn a_loop_is_one_overlapping_copy_with_its_period() {
+        let line = "    return False\n";
+        let answer = format!("def is_prime(n):\n    if n < 2:\n{}", line.repeat(30));
+        let (share, copy) = repeats(&answer);
+        let copy = copy.unwrap();
+        assert_eq!(copy.distance, line.len());
+        assert!(share > 0.9, "{share}");
+        let f = find(&answer, &limits()).unwrap();
+        assert!(f.what.starts_with('9'), "{}", f.what);
+        // The unit is the line, in the phase the copy starts at.
+        assert!(
+            f.span.ends_with(r#"\n    return False" repeated 30 times"#),
+            "{}",
+            f.span
+        );
+    }
+
+    #[test]
+    fn a_repeated_word_is_a_loop_too() {
+        let answer = "the ".repeat(40);
+        let f = find(&answer, &limits()).unwrap();
+        assert!(f.span.ends_with("\"the \" repeated 40 times"), "{}", f.span);
+    }
+
+    #[test]
+    fn prose_and_code_are_not_degenerate() {
+        let prose = "The chemical symbol for water is H2O. Each molecule holds two \
+            hydrogen atoms bound to one oxygen atom, and the bond angle is about 104.5 \
+            degrees, which makes water a polar molecule that dissolves salts well.";
+        let code = "```python\ndef is_prime(n: int) -> bool:\n    if n < 2:\n        \
+            return False\n    if n % 2 == 0:\n        return n == 2\n    i = 3\n    \
+            while i * i <= n:\n        if n % i == 0:\n            return False\n        \
+            i += 2\n    return True\n```\n";
+        for text in [
+            prose,
+            code,
+            "4",
+            "",
+            "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20",
+        ] {
+            assert_eq!(find(text, &limits()), None, "{text}");
+        }
+        let (share, _) = repeats(code);
+        assert!(share < 0.2, "{share}");
+    }
+
+    #[test]
+    fn short_answers_are_not_judged_for_repetition() {
+        let short = "ok ok ok ok ok ok ok ok ok ok ok ok";
+        assert!(short.len() < JUDGED_FROM);
+        assert_eq!(find(short, &limits()), None);
+        assert!(repeats(short).0 > 0.5);
+    }
+
+    #[test]
+    fn spans_are_character_offsets_and_excerpts_are_cut() {
+        let answer = format!("日本語 {}", "é".repeat(200));
+        let f = find(&answer, &limits()).unwrap();
+        assert!(f.span.starts_with("characters 4–204: \"éé"), "{}", f.span);
+        assert_eq!(excerpt(&answer, 0, 5), "\"日本\"");
+        assert_eq!(excerpt("aé", 2, 2), "\"é\"");
+        assert!(excerpt(&"x".repeat(100), 0, 100).ends_with("\"…"));
+    }
+}
