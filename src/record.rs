@@ -60,6 +60,9 @@ pub struct DatasetRecord {
     pub probe: String,
     /// The dataset file.
     pub file: String,
+    /// The name of the share right: `accuracy`, or `pass_at_1` for code.
+    #[serde(default = "accuracy_figure")]
+    pub figure: String,
     /// Items scored.
     pub scored: usize,
     /// Items right.
@@ -70,6 +73,10 @@ pub struct DatasetRecord {
     pub interval95: (f64, f64),
     /// Every item.
     pub items: Vec<crate::check::accuracy::ItemResult>,
+}
+
+fn accuracy_figure() -> String {
+    "accuracy".to_owned()
 }
 
 /// The figures of one suite against one configuration.

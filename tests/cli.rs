@@ -1288,3 +1288,78 @@ fn degenerate_answers_fail_with_the_offending_span() {
         ],
     );
 }
+
+/// `format: humaneval` against scripted answers: through the chat API the
+/// answer's code block (a whole function, or the body alone) follows the
+/// prompt; through the completions API the completion continues it up to
+/// `HumanEval`'s stop sequences. A wrong answer names its failing assertion,
+/// an endless one the wall-clock limit; every item is in the run record
+/// with its sandbox run.
+#[test]
+fn humaneval_problems_run_against_their_own_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    let chat = run_expecting(
+        &["run", "tests/suites/humaneval.yaml", "--out-dir", out_dir],
+        1,
+    );
+    assert_eq!(
+        verdict(&chat, "humaneval::correctness::all"),
+        "FAILED",
+        "{chat}"
+    );
+    assert_eq!(
+        verdict(&chat, "humaneval::correctness::first_three"),
+        "ok",
+        "{chat}"
+    );
+    assert_has(
+        &failure_of(&chat, "humaneval::correctness::all"),
+        &[
+            "error: threshold failed: pass_at_1 >= 0.6",
+            "--> tests/suites/humaneval.yaml:",
+            "measured: pass_at_1 0.500 (2/4 passed, Wilson 95% interval 0.150–0.850); sandbox time ",
+            "Mini/1 (line 2): AssertionError at `assert candidate('one') == 'one'`",
+            "Mini/3 (line 4): killed at the 2s wall-clock limit (an endless loop?)",
+            "Complete the following Python function.",
+        ],
+    );
+    assert!(
+        chat.contains("humaneval::correctness::first_three: pass_at_1 0.667 (2/3 passed"),
+        "{chat}"
+    );
+    let completions = run_expecting(&["run", "tests/suites/humaneval-completions.yaml"], 0);
+    assert!(
+        completions
+            .contains("humaneval_completions::correctness::all: pass_at_1 0.750 (3/4 passed"),
+        "{completions}"
+    );
+    // The record: every item, its program and its sandbox run.
+    let record = std::fs::read_dir(dir.path().join("runs"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path().join("report.json"))
+        .find(|p| p.exists())
+        .expect("a run record");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(record).unwrap()).unwrap();
+    let all = &record["suites"][0]["datasets"][0];
+    assert_eq!(all["figure"], "pass_at_1");
+    let items = all["items"].as_array().unwrap();
+    assert_eq!(items.len(), 4);
+    let evens = &items[2];
+    assert_eq!(evens["task_id"], "Mini/2");
+    assert_eq!(evens["correct"], true);
+    // The body alone continued the prompt's function.
+    let program = evens["extracted"].as_str().unwrap();
+    assert!(
+        program.contains("    \"\"\"\n    return [x for x in xs if x % 2 == 0]\n"),
+        "{program}"
+    );
+    assert!(program.ends_with("check(evens)\n"), "{program}");
+    assert!(
+        items
+            .iter()
+            .all(|i| i["run"]["elapsed_s"].as_f64().is_some())
+    );
+}

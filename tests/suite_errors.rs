@@ -278,3 +278,22 @@ correctness:
 "#
     ));
 }
+
+#[test]
+fn humaneval_datasets() {
+    golden!(errors(
+        "humaneval",
+        r#"suite: s
+correctness:
+  - name: typo
+    dataset: {file: fixtures/datasets/humaneval-mini.jsonl, format: humanevl}
+    thresholds: {pass_at_1: ">= 0.5"}
+  - name: mixed
+    dataset: {file: fixtures/datasets/humaneval-mini.jsonl, format: humaneval, shots: 2}
+    thresholds: {accuracy: ">= 0.5"}
+  - name: not_code
+    dataset: {file: fixtures/datasets/arithmetic.jsonl, format: humaneval, timeout: 1s}
+    thresholds: {pass_at_1: ">= 1.5"}
+"#
+    ));
+}

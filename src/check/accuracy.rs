@@ -1,15 +1,17 @@
-//! Dataset accuracy: question/answer JSONL, few-shot prompts, answer
-//! extraction, grading, the Wilson interval, and the verdict on
-//! `accuracy` / `accuracy.lower95` thresholds.
+//! Dataset probes: question/answer JSONL (few-shot prompts, answer
+//! extraction, grading) and, through `humaneval`, code problems; the Wilson
+//! interval, and the verdict on `accuracy` / `pass_at_1` thresholds and
+//! their `.lower95`.
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
 use super::assertion::last_number;
+use super::code::CodeRun;
 use crate::client::error::excerpt;
 use crate::suite::diagnostics::render_location;
-use crate::suite::{AccuracyStat, DatasetProbe, Extract, QaItem, SourceFile};
+use crate::suite::{AccuracyStat, DatasetProbe, DatasetTask, Extract, QaItem, QaTask, SourceFile};
 
 /// The reference answer as compared: GSM8K's `reasoning #### 42` is `42`.
 pub fn reference(answer: &str) -> &str {
@@ -17,10 +19,10 @@ pub fn reference(answer: &str) -> &str {
 }
 
 /// The prompt of `item`: the examples, each answered, then the question.
-pub fn prompt(ds: &DatasetProbe, item: &QaItem) -> String {
-    let fill = |q: &str| ds.template.replace("{question}", q);
+pub fn prompt(qa: &QaTask, item: &QaItem) -> String {
+    let fill = |q: &str| qa.template.replace("{question}", q);
     let mut out = String::new();
-    for shot in ds.items.iter().take(ds.shots) {
+    for shot in qa.items.iter().take(qa.shots) {
         let _ = write!(
             out,
             "{} {}\n\n",
@@ -32,10 +34,11 @@ pub fn prompt(ds: &DatasetProbe, item: &QaItem) -> String {
     out
 }
 
-/// The items scored: after the examples, at most `limit`.
-pub fn scored(ds: &DatasetProbe) -> &[QaItem] {
-    let rest = &ds.items[ds.shots.min(ds.items.len())..];
-    &rest[..ds.limit.map_or(rest.len(), |l| l.min(rest.len()))]
+/// The items scored: after the first `skip` (the examples), at most
+/// `limit`.
+pub fn scored<T>(items: &[T], skip: usize, limit: Option<usize>) -> &[T] {
+    let rest = &items[skip.min(items.len())..];
+    &rest[..limit.map_or(rest.len(), |l| l.min(rest.len()))]
 }
 
 /// What was read from an answer, and whether it is right.
@@ -65,6 +68,38 @@ pub fn grade(extract: &Extract, answer: &str, item: &QaItem) -> (Option<String>,
     }
 }
 
+/// Grades one question's answer, or records its request's error.
+pub fn grade_item(
+    extract: &Extract,
+    item: &QaItem,
+    answer: Result<crate::client::Completion, crate::client::CallError>,
+) -> ItemResult {
+    let expected = reference(&item.answer).to_owned();
+    let (extracted, correct, answer, error) = match answer {
+        Ok(c) => {
+            let (extracted, correct) = grade(extract, &c.content, item);
+            (
+                extracted,
+                correct,
+                c.content.chars().take(300).collect(),
+                false,
+            )
+        }
+        Err(e) => (None, false, e.to_string(), true),
+    };
+    ItemResult {
+        line: item.line,
+        expected,
+        extracted,
+        correct,
+        answer,
+        error,
+        task_id: None,
+        failure: None,
+        run: None,
+    }
+}
+
 /// One graded item, as the run record keeps it.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ItemResult {
@@ -80,6 +115,15 @@ pub struct ItemResult {
     pub answer: String,
     /// Whether the request failed.
     pub error: bool,
+    /// The problem's id (code datasets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// Why the program failed (code datasets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// The program's run in the sandbox (code datasets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<CodeRun>,
 }
 
 /// The Wilson score interval at 95% for `k` successes in `n`.
@@ -97,6 +141,25 @@ pub fn wilson95(k: usize, n: usize) -> (f64, f64) {
     ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
+/// The sandbox time of a code dataset's programs: in all and a problem.
+pub fn sandbox_time(results: &[ItemResult]) -> Option<String> {
+    let runs: Vec<f64> = results
+        .iter()
+        .filter_map(|r| r.run.as_ref().map(|r| r.elapsed_s))
+        .collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let total: f64 = runs.iter().sum();
+    #[expect(clippy::cast_precision_loss, reason = "dataset sizes are small")]
+    let each = total / runs.len() as f64;
+    Some(format!(
+        "sandbox time {total:.1} s for {} programs, {:.0} ms each",
+        runs.len(),
+        each * 1000.0
+    ))
+}
+
 /// The verdict on the dataset's thresholds; `Err` lists what failed and
 /// the first wrong items.
 pub fn judge(file: &SourceFile, ds: &DatasetProbe, results: &[ItemResult]) -> Result<(), String> {
@@ -106,13 +169,20 @@ pub fn judge(file: &SourceFile, ds: &DatasetProbe, results: &[ItemResult]) -> Re
     #[expect(clippy::cast_precision_loss, reason = "dataset sizes are small")]
     let accuracy = if n == 0 { 0.0 } else { k as f64 / n as f64 };
     let (lo, hi) = wilson95(k, n);
+    let figure = ds.task.figure();
     let summary = format!(
-        "accuracy {accuracy:.3} ({k}/{n} right, Wilson 95% interval {lo:.3}–{hi:.3}{})",
+        "{figure} {accuracy:.3} ({k}/{n} {}, Wilson 95% interval {lo:.3}–{hi:.3}{}){}",
+        if matches!(ds.task, DatasetTask::Qa(_)) {
+            "right"
+        } else {
+            "passed"
+        },
         if errors > 0 {
             format!(", {errors} request(s) failed")
         } else {
             String::new()
-        }
+        },
+        sandbox_time(results).map_or_else(String::new, |t| format!("; {t}"))
     );
     let mut out = String::new();
     if errors == n {
@@ -120,8 +190,8 @@ pub fn judge(file: &SourceFile, ds: &DatasetProbe, results: &[ItemResult]) -> Re
     }
     for t in &ds.thresholds {
         let (name, value) = match t.stat {
-            AccuracyStat::Point => ("accuracy", accuracy),
-            AccuracyStat::Lower95 => ("accuracy.lower95", lo),
+            AccuracyStat::Point => (figure.to_owned(), accuracy),
+            AccuracyStat::Lower95 => (format!("{figure}.lower95"), lo),
         };
         if errors < n && t.op.holds(value, t.bound) {
             continue;
@@ -147,18 +217,32 @@ pub fn judge(file: &SourceFile, ds: &DatasetProbe, results: &[ItemResult]) -> Re
         ds.path.display()
     );
     for r in wrong.iter().take(5) {
-        let item = ds.items.iter().find(|i| i.line == r.line);
-        let _ = writeln!(
-            out,
-            "  line {}: {}\n    expected {:?}, read {}; answer: {}",
-            r.line,
-            item.map_or_else(String::new, |i| excerpt(&i.question, 120)),
-            r.expected,
-            r.extracted
-                .as_deref()
-                .map_or_else(|| "nothing".to_owned(), |e| format!("{e:?}")),
-            excerpt(&r.answer, 200)
-        );
+        match &ds.task {
+            DatasetTask::Qa(qa) => {
+                let item = qa.items.iter().find(|i| i.line == r.line);
+                let _ = writeln!(
+                    out,
+                    "  line {}: {}\n    expected {:?}, read {}; answer: {}",
+                    r.line,
+                    item.map_or_else(String::new, |i| excerpt(&i.question, 120)),
+                    r.expected,
+                    r.extracted
+                        .as_deref()
+                        .map_or_else(|| "nothing".to_owned(), |e| format!("{e:?}")),
+                    excerpt(&r.answer, 200)
+                );
+            }
+            DatasetTask::HumanEval(_) => {
+                let _ = writeln!(
+                    out,
+                    "  {} (line {}): {}\n    answer: {}",
+                    r.task_id.as_deref().unwrap_or("?"),
+                    r.line,
+                    r.failure.as_deref().unwrap_or("failed"),
+                    excerpt(&r.answer, 200)
+                );
+            }
+        }
     }
     Err(out)
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::assertion::Mismatch;
 use super::sandbox::{self, Layers, Outcome, Stop};
-use crate::suite::CodeSpec;
+use crate::suite::{CodeSpec, ProgramLimits};
 
 /// One program a code check ran, as the run record keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,33 +86,38 @@ fn program(code: &str, tests: &[String]) -> (String, usize) {
     (p, first_test_line)
 }
 
-/// The test a Python traceback points at, from the last `File
-/// "…/<file>", line N` of the program's file.
+/// The line of the program's file a Python traceback ends in: the last
+/// `File "…/<file>", line N`.
+pub fn traceback_line(stderr: &str, file: &str) -> Option<usize> {
+    let marker = format!("{file}\", line ");
+    stderr.lines().rev().find_map(|l| {
+        let (_, rest) = l.split_once(&marker)?;
+        rest.split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
+    })
+}
+
+/// The test a Python traceback points at.
 fn failed_test<'t>(
     stderr: &str,
     file: &str,
     first_test_line: usize,
     tests: &'t [String],
 ) -> Option<&'t str> {
-    let marker = format!("{file}\", line ");
-    let line: usize = stderr.lines().rev().find_map(|l| {
-        let (_, rest) = l.split_once(&marker)?;
-        rest.split(|c: char| !c.is_ascii_digit())
-            .next()?
-            .parse()
-            .ok()
-    })?;
-    line.checked_sub(first_test_line)
+    traceback_line(stderr, file)?
+        .checked_sub(first_test_line)
         .and_then(|i| tests.get(i))
         .map(String::as_str)
 }
 
 /// Why the sandbox ended the program, in words.
-fn stop_line(stop: &Stop, spec: &CodeSpec) -> String {
+pub fn stop_line(stop: &Stop, limits: &ProgramLimits) -> String {
     match stop {
         Stop::Timeout => format!(
             "killed at the {} wall-clock limit (an endless loop?)",
-            humantime::format_duration(spec.limits.timeout)
+            humantime::format_duration(limits.timeout)
         ),
         Stop::OutputCap(stream) => format!(
             "killed: its {stream} passed the {} MiB output cap",
@@ -166,7 +171,7 @@ pub fn check(
         Ok(o) => o,
         Err(e) => return fail(e),
     };
-    let stopped = outcome.stopped.as_ref().map(|s| stop_line(s, spec));
+    let stopped = outcome.stopped.as_ref().map(|s| stop_line(s, &spec.limits));
     runs.push(CodeRun {
         layers: outcome.layers.clone(),
         elapsed_s: outcome.elapsed.as_secs_f64(),

@@ -7,6 +7,7 @@ pub mod code;
 pub mod contract;
 pub mod degenerate;
 pub mod failure;
+pub mod humaneval;
 pub mod sandbox;
 pub mod snapshot;
 

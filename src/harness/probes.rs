@@ -10,10 +10,10 @@ use super::outcome::{Cause, Stop, Verdict};
 use super::session::{SuiteRun, once};
 use super::target::Connected;
 use crate::check::failure::{Sent, assertions_failed, request_failed};
-use crate::check::{accuracy, contract, evaluate, snapshot};
+use crate::check::{accuracy, contract, evaluate, humaneval, snapshot};
 use crate::client::CallRequest;
 use crate::record::FailureKind;
-use crate::suite::{DatasetProbe, Input, Probe, SnapshotMode};
+use crate::suite::{Api, DatasetProbe, DatasetTask, Input, Probe, Sampling, SnapshotMode};
 
 impl SuiteRun {
     /// Runs probe `index` once; later calls return the first verdict.
@@ -167,24 +167,39 @@ impl SuiteRun {
     }
 
     /// Asks every scored item of a dataset, `concurrency` at a time, grades
-    /// the answers and judges the accuracy.
+    /// the answers (running a code dataset's programs in the sandbox) and
+    /// judges the share right.
     fn run_dataset(&self, target: &Connected, probe: &Probe, ds: &DatasetProbe) -> Verdict {
         let system = match &probe.input {
             Input::Prompt { system, .. } => system.clone(),
             Input::Messages(_) => None,
         };
-        let items = accuracy::scored(ds);
-        let requests: Vec<CallRequest> = items
-            .iter()
-            .map(|item| CallRequest {
-                input: Input::Prompt {
-                    system: system.clone(),
-                    prompt: accuracy::prompt(ds, item),
-                },
-                sampling: probe.sampling.clone(),
-                ignore_eos: false,
-            })
-            .collect();
+        let chat = self.suite.target.api == Api::OpenAiChat;
+        let ask = |prompt: String, sampling: Sampling| CallRequest {
+            input: Input::Prompt {
+                system: system.clone(),
+                prompt,
+            },
+            sampling,
+            ignore_eos: false,
+        };
+        let requests: Vec<CallRequest> = match &ds.task {
+            DatasetTask::Qa(qa) => accuracy::scored(&qa.items, qa.shots, ds.limit)
+                .iter()
+                .map(|item| ask(accuracy::prompt(qa, item), probe.sampling.clone()))
+                .collect(),
+            DatasetTask::HumanEval(code) => {
+                let mut sampling = probe.sampling.clone();
+                if !chat {
+                    let stops = sampling.stop.get_or_insert_with(Vec::new);
+                    stops.extend(humaneval::STOPS.map(str::to_owned));
+                }
+                accuracy::scored(&code.problems, 0, ds.limit)
+                    .iter()
+                    .map(|p| ask(humaneval::prompt(p, chat), sampling.clone()))
+                    .collect()
+            }
+        };
         let client = &target.client;
         let answers = self.runtime.block_on(
             futures_util::stream::iter(&requests)
@@ -192,34 +207,22 @@ impl SuiteRun {
                 .buffered(ds.concurrency)
                 .collect::<Vec<_>>(),
         );
-        let results: Vec<accuracy::ItemResult> = items
-            .iter()
-            .zip(answers)
-            .map(|(item, answer)| {
-                let expected = accuracy::reference(&item.answer).to_owned();
-                match answer {
-                    Ok(c) => {
-                        let (extracted, correct) = accuracy::grade(&ds.extract, &c.content, item);
-                        accuracy::ItemResult {
-                            line: item.line,
-                            expected,
-                            extracted,
-                            correct,
-                            answer: c.content.chars().take(300).collect(),
-                            error: false,
-                        }
-                    }
-                    Err(e) => accuracy::ItemResult {
-                        line: item.line,
-                        expected,
-                        extracted: None,
-                        correct: false,
-                        answer: e.to_string(),
-                        error: true,
-                    },
-                }
-            })
-            .collect();
+        let results: Vec<accuracy::ItemResult> = match &ds.task {
+            DatasetTask::Qa(qa) => accuracy::scored(&qa.items, qa.shots, ds.limit)
+                .iter()
+                .zip(answers)
+                .map(|(item, answer)| accuracy::grade_item(&qa.extract, item, answer))
+                .collect(),
+            DatasetTask::HumanEval(code) => accuracy::scored(&code.problems, 0, ds.limit)
+                .iter()
+                .zip(answers)
+                .map(|(problem, answer)| {
+                    let answer = answer.as_ref().map(|c| c.content.as_str());
+                    let answer = answer.map_err(ToString::to_string);
+                    humaneval::grade(problem, answer, chat, &code.limits)
+                })
+                .collect(),
+        };
         let verdict = accuracy::judge(&self.suite.file, ds, &results).map_err(|mut out| {
             if let Some(first) = requests.first() {
                 out.push('\n');
@@ -232,7 +235,7 @@ impl SuiteRun {
             out
         });
         if let Ok(mut d) = self.datasets.lock() {
-            d.push((probe.name.clone(), ds.path.clone(), results));
+            d.push((probe.name.clone(), ds.clone(), results));
         }
         verdict.map_err(probe_failed)
     }

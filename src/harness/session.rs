@@ -14,7 +14,7 @@ use super::config;
 use super::target::{self, Connected, LaunchPlace};
 use crate::check::{accuracy, snapshot};
 use crate::load::metrics::GateMetrics;
-use crate::suite::{ConfigSource, Suite, Timeouts, Variant};
+use crate::suite::{ConfigSource, DatasetProbe, Suite, Timeouts, Variant};
 
 pub use super::outcome::Verdict;
 use super::outcome::{Cause, Stop};
@@ -137,7 +137,7 @@ pub struct SuiteRun {
     pub(super) answers: Mutex<Vec<Option<(String, serde_json::Value)>>>,
     pub(super) snapshots: Mutex<Vec<Option<Verdict>>>,
     /// Every graded item of the dataset probes: probe, file, items.
-    pub(super) datasets: Mutex<Vec<(String, PathBuf, Vec<accuracy::ItemResult>)>>,
+    pub(super) datasets: Mutex<Vec<(String, DatasetProbe, Vec<accuracy::ItemResult>)>>,
     pub(super) gates: Mutex<Vec<Option<Verdict>>>,
 }
 
@@ -180,13 +180,14 @@ impl SuiteRun {
             return Vec::new();
         };
         d.iter()
-            .map(|(probe, path, items)| {
+            .map(|(probe, ds, items)| {
                 let correct = items.iter().filter(|i| i.correct).count();
                 #[expect(clippy::cast_precision_loss, reason = "dataset sizes are small")]
                 let accuracy = correct as f64 / items.len().max(1) as f64;
                 crate::record::DatasetRecord {
                     probe: probe.clone(),
-                    file: path.display().to_string(),
+                    file: ds.path.display().to_string(),
+                    figure: ds.task.figure().to_owned(),
                     scored: items.len(),
                     correct,
                     accuracy,

@@ -25,6 +25,27 @@ fn render(runs: &[Arc<SuiteRun>]) -> String {
             Some(Err(e)) => writeln!(out, "  suite `{}`: target failed: {e}", run.label),
             None => writeln!(out, "  suite `{}`: no trial reached its server", run.label),
         };
+        for d in run.dataset_records() {
+            let _ = writeln!(
+                out,
+                "  {}::correctness::{}: {} {:.3} ({}/{} {}, Wilson 95% interval {:.3}–{:.3}){}",
+                run.label,
+                d.probe,
+                d.figure,
+                d.accuracy,
+                d.correct,
+                d.scored,
+                if d.figure == "accuracy" {
+                    "right"
+                } else {
+                    "passed"
+                },
+                d.interval95.0,
+                d.interval95.1,
+                crate::check::accuracy::sandbox_time(&d.items)
+                    .map_or_else(String::new, |t| format!("; {t}"))
+            );
+        }
         let figures = run.figures();
         if figures.is_empty() {
             let _ = writeln!(out, "    (no performance gate measured)");

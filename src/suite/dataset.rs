@@ -3,7 +3,81 @@
 //! question/answer lines for accuracy probes. JSONL, one record a line,
 //! blank lines skipped, every error naming its line.
 
-use super::model::QaItem;
+use std::io::{BufRead as _, Read as _};
+use std::path::Path;
+
+use super::model::{CodeProblem, QaItem};
+
+/// The most a dataset file may hold once decompressed: `HumanEval` is 0.2 MB,
+/// GSM8K's test set 0.7 MB; a gzip bomb stops here.
+pub const MAX_BYTES: u64 = 256 * 1024 * 1024;
+
+/// A dataset file's text, gunzipped when it is gzip (by its magic bytes,
+/// whatever its name), at most [`MAX_BYTES`].
+pub fn read(path: &Path) -> Result<String, String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut file = std::io::BufReader::new(file);
+    let gz = file
+        .fill_buf()
+        .map_err(|e| e.to_string())?
+        .starts_with(&[0x1f, 0x8b]);
+    let reader: Box<dyn std::io::Read> = if gz {
+        Box::new(flate2::read::MultiGzDecoder::new(file))
+    } else {
+        Box::new(file)
+    };
+    let mut bytes = Vec::new();
+    reader
+        .take(MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{}{e}", if gz { "not valid gzip: " } else { "" }))?;
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(format!(
+            "more than {} MiB{}",
+            MAX_BYTES / (1024 * 1024),
+            if gz { " once decompressed" } else { "" }
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))
+}
+
+/// Parses `HumanEval`'s JSONL: `task_id`, `prompt`, `entry_point` and `test`
+/// strings on each line; blank lines are skipped.
+pub fn code_problems(text: &str) -> Result<Vec<CodeProblem>, String> {
+    let mut problems = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
+        let field = |name: &str| {
+            value
+                .get(name)
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+                .ok_or_else(|| format!("line {}: no string `{name}`", i + 1))
+        };
+        let entry_point = field("entry_point")?;
+        if entry_point.is_empty() || !entry_point.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            return Err(format!(
+                "line {}: `entry_point` {entry_point:?} is not a Python name",
+                i + 1
+            ));
+        }
+        problems.push(CodeProblem {
+            task_id: field("task_id")?,
+            prompt: field("prompt")?,
+            entry_point,
+            test: field("test")?,
+            line: i + 1,
+        });
+    }
+    if problems.is_empty() {
+        return Err("no problems".into());
+    }
+    Ok(problems)
+}
 
 /// Reads prompts: JSONL (`{"prompt": "…"}` lines, or ShareGPT-style
 /// `{"conversations": [{"from": "human", "value": "…"}, …]}` lines, the first
@@ -125,6 +199,38 @@ mod tests {
                 .starts_with("not a JSON array of records")
         );
         assert_eq!(prompts("[]").unwrap_err(), "the dataset has no prompts");
+    }
+
+    #[test]
+    fn code_problems_from_plain_or_gzipped_jsonl() {
+        use std::io::Write as _;
+        let line = r#"{"task_id": "T/0", "prompt": "def f(x):\n", "entry_point": "f", "test": "def check(c):\n    assert c(1) == 1\n"}"#;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("p.jsonl");
+        std::fs::write(&plain, format!("\n{line}\n")).unwrap();
+        let gz = dir.path().join("p.jsonl.gz");
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(line.as_bytes()).unwrap();
+        std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+        for path in [&plain, &gz] {
+            let problems = code_problems(&read(path).unwrap()).unwrap();
+            assert_eq!(problems[0].task_id, "T/0");
+            assert_eq!(problems[0].entry_point, "f");
+        }
+        assert_eq!(code_problems(&read(&plain).unwrap()).unwrap()[0].line, 2);
+        let bad = line.replace("\"f\"", "\"f(); import os\"");
+        assert!(
+            code_problems(&bad)
+                .unwrap_err()
+                .contains("is not a Python name")
+        );
+        assert!(
+            code_problems("{}")
+                .unwrap_err()
+                .contains("no string `entry_point`")
+        );
+        std::fs::write(&gz, [0x1f, 0x8b, 0, 1, 2]).unwrap();
+        assert!(read(&gz).unwrap_err().starts_with("not valid gzip"));
     }
 
     #[test]

@@ -481,25 +481,78 @@ pub struct AccuracyThreshold {
     pub loc: Loc,
 }
 
-/// A probe over a question/answer dataset.
+/// A probe over a dataset: every scored item asked, graded, and the share
+/// right judged by thresholds.
 #[derive(Debug, Clone)]
 pub struct DatasetProbe {
-    /// The JSONL file.
+    /// The file.
     pub path: PathBuf,
+    /// What its items are and how they are graded.
+    pub task: DatasetTask,
+    /// At most this many scored items.
+    pub limit: Option<usize>,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    /// What the share right must be.
+    pub thresholds: Vec<AccuracyThreshold>,
+}
+
+/// The kinds of dataset (`dataset.format`).
+#[derive(Debug, Clone)]
+pub enum DatasetTask {
+    /// Questions with reference answers (`format: qa`, the default).
+    Qa(QaTask),
+    /// Code problems run against their own tests in the sandbox
+    /// (`format: humaneval`).
+    HumanEval(CodeTask),
+}
+
+impl DatasetTask {
+    /// The name of the share right in thresholds and output: `accuracy`,
+    /// or `pass_at_1` for code.
+    pub fn figure(&self) -> &'static str {
+        match self {
+            DatasetTask::Qa(_) => "accuracy",
+            DatasetTask::HumanEval(_) => "pass_at_1",
+        }
+    }
+}
+
+/// A question/answer dataset.
+#[derive(Debug, Clone)]
+pub struct QaTask {
     /// Its items (the first `shots` are the examples, not scored).
     pub items: Arc<Vec<QaItem>>,
     /// Few-shot examples taken from the start of the file.
     pub shots: usize,
-    /// At most this many scored items.
-    pub limit: Option<usize>,
     /// The prompt of one item: `{question}` is replaced.
     pub template: String,
     /// How the answer is read.
     pub extract: Extract,
-    /// Requests in flight at once.
-    pub concurrency: usize,
-    /// What the accuracy must be.
-    pub thresholds: Vec<AccuracyThreshold>,
+}
+
+/// A code-generation dataset in `HumanEval`'s format.
+#[derive(Debug, Clone)]
+pub struct CodeTask {
+    /// Its problems.
+    pub problems: Arc<Vec<CodeProblem>>,
+    /// How each program runs in the sandbox.
+    pub limits: ProgramLimits,
+}
+
+/// One `HumanEval` problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeProblem {
+    /// `HumanEval/0`.
+    pub task_id: String,
+    /// The function's imports, signature and docstring.
+    pub prompt: String,
+    /// The function's name, passed to `check`.
+    pub entry_point: String,
+    /// Python defining `check(candidate)`.
+    pub test: String,
+    /// Its 1-based line in the (decompressed) file.
+    pub line: usize,
 }
 
 /// Which text of a completion an assertion reads.

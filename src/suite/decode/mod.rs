@@ -632,7 +632,8 @@ impl<'e> Decoder<'e> {
     /// A file named relative to the suite's directory or one of its
     /// parents; reports `<what> `…` not found` at its location otherwise.
     fn file(&mut self, y: &Yaml, what: &str) -> Option<PathBuf> {
-        let rel = self.text(y, what)?;
+        // `${SERVEGATE_DATA:-${HOME}/.cache/servegate/data}/…` names a cache.
+        let rel = self.interpolated(y, what)?;
         let found = resolve_relative(&self.suite_dir, Path::new(&rel));
         if found.is_none() {
             self.error(

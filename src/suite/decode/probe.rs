@@ -1,10 +1,13 @@
 //! Decoding correctness probes and their assertions.
 
+use std::path::Path;
+
 use super::{Decoder, Fields, SAMPLING, quoted_list};
 use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{
-    AccuracyStat, AccuracyThreshold, Api, Assertion, Check, CodeSpec, Contract, DatasetProbe,
-    Degeneracy, Extract, Field, Input, Message, Probe, Sampling, SnapshotMode,
+    AccuracyStat, AccuracyThreshold, Api, Assertion, Check, CodeSpec, CodeTask, Contract,
+    DatasetProbe, DatasetTask, Degeneracy, Extract, Field, Input, Message, Probe, ProgramLimits,
+    QaTask, Sampling, SnapshotMode,
 };
 use crate::suite::names::Named as _;
 use crate::suite::node::{Key, Node, Yaml};
@@ -25,6 +28,7 @@ const PROBE_OWN: &[&str] = &[
 
 const DATASET: &[&str] = &[
     "file",
+    "format",
     "question_field",
     "answer_field",
     "shots",
@@ -32,9 +36,25 @@ const DATASET: &[&str] = &[
     "template",
     "extract",
     "concurrency",
+    "timeout",
+    "memory_mib",
 ];
 
+/// Keys of a question/answer dataset only.
+const QA_ONLY: &[&str] = &[
+    "question_field",
+    "answer_field",
+    "shots",
+    "template",
+    "extract",
+];
+
+/// Keys of a code dataset only.
+const CODE_ONLY: &[&str] = &["timeout", "memory_mib"];
+
 const ACCURACY: &[&str] = &["accuracy", "accuracy.lower95"];
+
+const PASS_AT_1: &[&str] = &["pass_at_1", "pass_at_1.lower95"];
 
 /// The default prompt of a dataset item.
 const TEMPLATE: &str = "Question: {question}\nAnswer:";
@@ -87,7 +107,10 @@ impl Decoder<'_> {
                 loc: y.loc,
                 input: Input::Prompt {
                     system,
-                    prompt: dataset.as_ref()?.template.clone(),
+                    prompt: match &dataset.as_ref()?.task {
+                        DatasetTask::Qa(qa) => qa.template.clone(),
+                        DatasetTask::HumanEval(_) => "{prompt}".to_owned(),
+                    },
                 },
                 sampling: self.sampling(&f).or(defaults),
                 expect: Vec::new(),
@@ -188,11 +211,61 @@ impl Decoder<'_> {
             if let Some(k) = probe.key(key) {
                 self.error(
                     Diagnostic::new(k.loc, format!("`{key}` does not go with `dataset`"))
-                        .expected("a dataset probe builds its prompts from `dataset.template` and judges by `thresholds`"),
+                        .expected("a dataset probe builds its prompts from its items and judges by `thresholds`"),
                 );
             }
         }
         let f = self.fields(y, "dataset", DATASET)?;
+        let format = match f.get("format") {
+            Some(v) => self.one_of(v, "dataset.format", &["qa", "humaneval"])?,
+            None => "qa".to_owned(),
+        };
+        let other = if format == "qa" { CODE_ONLY } else { QA_ONLY };
+        for key in other {
+            if let Some(k) = f.key(key) {
+                self.error(Diagnostic::new(
+                    k.loc,
+                    format!("`dataset.{key}` does not go with `format: {format}`"),
+                ));
+            }
+        }
+        let file = self.required(&f, "file", "dataset")?;
+        let path = self.file(file, "dataset file")?;
+        let limit = match f.get("limit") {
+            Some(v) => Some(self.count(v, "dataset.limit", 1)?),
+            None => None,
+        };
+        let concurrency = f
+            .get("concurrency")
+            .map_or(Some(4), |v| self.count(v, "dataset.concurrency", 1))?;
+        let (task, figure) = if format == "humaneval" {
+            let task = self.code_task(&f, file, &path).map(DatasetTask::HumanEval);
+            (task, "pass_at_1")
+        } else {
+            (
+                self.qa_task(&f, file, &path).map(DatasetTask::Qa),
+                "accuracy",
+            )
+        };
+        let Some(t) = probe.get("thresholds") else {
+            self.error(
+                Diagnostic::new(probe.loc, "a dataset probe needs `thresholds`").expected(
+                    format!("e.g. `thresholds: {{{figure}: \">= 0.6\"}}` or `{{{figure}.lower95: \">= 0.5\"}}`"),
+                ),
+            );
+            return None;
+        };
+        let thresholds = self.accuracy_thresholds(t, figure);
+        Some(DatasetProbe {
+            path,
+            task: task?,
+            limit,
+            concurrency,
+            thresholds,
+        })
+    }
+
+    fn qa_task(&mut self, f: &Fields<'_>, file: &Yaml, path: &Path) -> Option<QaTask> {
         let text_or = |d: &mut Self, key: &str, default: &str| {
             f.get(key).map_or(Some(default.to_owned()), |v| {
                 d.text(v, &format!("dataset.{key}"))
@@ -208,10 +281,7 @@ impl Decoder<'_> {
                     .expected("a template such as `Question: {question}\\nAnswer:`"),
             );
         }
-        let file = self.required(&f, "file", "dataset")?;
-        let path = self.file(file, "dataset file")?;
-        let items = std::fs::read_to_string(&path)
-            .map_err(|e| e.to_string())
+        let items = crate::suite::dataset::read(path)
             .and_then(|t| crate::suite::dataset::qa_items(&t, &question_field, &answer_field));
         let items = match items {
             Ok(i) => i,
@@ -228,10 +298,6 @@ impl Decoder<'_> {
         let shots = f
             .get("shots")
             .map_or(Some(0), |v| self.count(v, "dataset.shots", 0))?;
-        let limit = match f.get("limit") {
-            Some(v) => Some(self.count(v, "dataset.limit", 1)?),
-            None => None,
-        };
         if shots >= items.len() {
             let loc = f.key("shots").map_or(f.loc, |k| k.loc);
             self.error(Diagnostic::new(
@@ -259,38 +325,52 @@ impl Decoder<'_> {
                     }
                 }),
         };
-        let concurrency = f
-            .get("concurrency")
-            .map_or(Some(4), |v| self.count(v, "dataset.concurrency", 1))?;
-        let Some(t) = probe.get("thresholds") else {
-            self.error(
-                Diagnostic::new(probe.loc, "a dataset probe needs `thresholds`")
-                    .expected("e.g. `thresholds: {accuracy: \">= 0.62\"}` or `{accuracy.lower95: \">= 0.55\"}`"),
-            );
-            return None;
-        };
-        let thresholds = self.accuracy_thresholds(t);
-        Some(DatasetProbe {
-            path,
+        Some(QaTask {
             items: std::sync::Arc::new(items),
             shots,
-            limit,
             template,
             extract: extract?,
-            concurrency,
-            thresholds,
         })
     }
 
-    fn accuracy_thresholds(&mut self, y: &Yaml) -> Vec<AccuracyThreshold> {
-        let Some(f) = self.fields(y, "thresholds", ACCURACY) else {
+    fn code_task(&mut self, f: &Fields<'_>, file: &Yaml, path: &Path) -> Option<CodeTask> {
+        let problems = crate::suite::dataset::read(path)
+            .and_then(|t| crate::suite::dataset::code_problems(&t));
+        let problems = match problems {
+            Ok(p) => p,
+            Err(e) => {
+                self.error(
+                    Diagnostic::new(file.loc, format!("invalid dataset {}: {e}", path.display()))
+                        .expected(
+                            "HumanEval's JSONL (or .jsonl.gz): `task_id`, `prompt`, `entry_point` and `test` on each line",
+                        ),
+                );
+                return None;
+            }
+        };
+        let limits = self.program_limits(f, "dataset", vec!["python3".to_owned()], "probe.py")?;
+        Some(CodeTask {
+            problems: std::sync::Arc::new(problems),
+            limits,
+        })
+    }
+
+    /// The thresholds on `figure` (`accuracy`, `pass_at_1`) and its
+    /// `.lower95`.
+    fn accuracy_thresholds(&mut self, y: &Yaml, figure: &str) -> Vec<AccuracyThreshold> {
+        let keys = if figure == "accuracy" {
+            ACCURACY
+        } else {
+            PASS_AT_1
+        };
+        let Some(f) = self.fields(y, "thresholds", keys) else {
             return Vec::new();
         };
         let mut out = Vec::new();
         for (key, value) in f.entries {
-            let stat = match key.name.as_str() {
-                "accuracy" => AccuracyStat::Point,
-                "accuracy.lower95" => AccuracyStat::Lower95,
+            let stat = match key.name.strip_prefix(figure) {
+                Some("") => AccuracyStat::Point,
+                Some(".lower95") => AccuracyStat::Lower95,
                 _ => continue,
             };
             let Some(text) = self.text(value, &key.name) else {
@@ -309,15 +389,15 @@ impl Decoder<'_> {
                     loc: key.loc,
                 }),
                 None => self.error(
-                    Diagnostic::new(value.loc, format!("invalid accuracy threshold `{text}`"))
+                    Diagnostic::new(value.loc, format!("invalid {figure} threshold `{text}`"))
                         .expected("a comparison with a fraction, such as `>= 0.62`"),
                 ),
             }
         }
         if out.is_empty() && self.errors.is_empty() {
             self.error(
-                Diagnostic::new(y.loc, "no accuracy threshold")
-                    .expected("`accuracy` or `accuracy.lower95`"),
+                Diagnostic::new(y.loc, format!("no {figure} threshold"))
+                    .expected(format!("`{figure}` or `{figure}.lower95`")),
             );
         }
         out
@@ -606,24 +686,37 @@ impl Decoder<'_> {
                 return None;
             }
         };
-        let timeout = f
-            .get("timeout")
-            .map_or(Some(std::time::Duration::from_secs(10)), |t| {
-                self.duration(t, "code.timeout")
-            });
-        let memory_mib = f
-            .get("memory_mib")
-            .map_or(Some(1024), |m| self.count(m, "code.memory_mib", 16));
+        let limits = self.program_limits(&f, "code", interpreter, file_name);
         Some(CodeSpec {
             language,
             tests: tests?,
-            limits: crate::suite::ProgramLimits {
-                interpreter,
-                file_name: file_name.to_owned(),
-                timeout: timeout?,
-                memory_mib: memory_mib?,
-                policy: self.sandbox,
-            },
+            limits: limits?,
+        })
+    }
+
+    /// `timeout` and `memory_mib` of `what` (`code`, `dataset`), with the
+    /// suite's sandbox policy.
+    fn program_limits(
+        &mut self,
+        f: &Fields<'_>,
+        what: &str,
+        interpreter: Vec<String>,
+        file_name: &str,
+    ) -> Option<ProgramLimits> {
+        let timeout = f
+            .get("timeout")
+            .map_or(Some(std::time::Duration::from_secs(10)), |t| {
+                self.duration(t, &format!("{what}.timeout"))
+            });
+        let memory_mib = f.get("memory_mib").map_or(Some(1024), |m| {
+            self.count(m, &format!("{what}.memory_mib"), 16)
+        });
+        Some(ProgramLimits {
+            interpreter,
+            file_name: file_name.to_owned(),
+            timeout: timeout?,
+            memory_mib: memory_mib?,
+            policy: self.sandbox,
         })
     }
 }
