@@ -210,7 +210,7 @@ pub struct Exchange {
 
 /// Everything a run leaves behind (`target/servegate/runs/<run>/report.json`,
 /// copied to `target/servegate/latest/report.json`): schema `servegate.run/2`,
-/// documented in `docs/run-record.md`.
+/// documented in `docs/src/run-record.md`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RunRecord {
     /// `servegate.run/2`.

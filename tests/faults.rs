@@ -204,7 +204,7 @@ fn every_fault_fails_the_affected_trial_with_its_class_and_the_run_goes_on() {
 
 /// A thousand streams held for three short windows: no error, and files,
 /// tasks and memory of the client flat (`servegate soak` judges; the
-/// README records a longer run).
+/// docs/src/client-performance.md records a longer run).
 #[test]
 fn a_thousand_streams_hold_without_errors_or_leaks() {
     let out = Command::new(env!("CARGO_BIN_EXE_servegate"))

@@ -1212,7 +1212,7 @@ with Listener('own.sock', 'AF_UNIX') as listener:
 /// abstract. The sockets are open to all: run as root, servegate runs the
 /// program as uid 65534. Socket pairs still work. As servegate's root and
 /// as uid 65534 (a user namespace); with namespaces refused, seccomp takes
-/// over (the program's own listener is then refused too, as the README
+/// over (the program's own listener is then refused too, as docs/src/security.md
 /// says); and `strict` refuses to run where nothing keeps them out.
 #[test]
 fn unix_sockets_outside_are_out_of_reach() {

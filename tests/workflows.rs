@@ -2,9 +2,14 @@
 //! from this project's registries): every job has a runner and steps, every
 //! step uses an action at a pinned ref or runs a command, the files
 //! they run exist, expressions are closed, and each workflow keeps the
-//! promises the README makes of it.
+//! promises the docs make of it. The docs themselves are checked for
+//! structure here too (the book whole, every link resolving), without mdbook.
+
+#[path = "common/markdown.rs"]
+mod markdown;
 
 use serde_json::Value;
+use std::path::{Path, PathBuf};
 
 fn workflow(name: &str) -> Value {
     let path = format!(".github/workflows/{name}");
@@ -145,17 +150,16 @@ fn the_gpu_workflow_owns_its_runner_and_keeps_logs() {
     }));
 }
 
-/// The README's Layout lists the modules lowest first; no module imports
+/// The book's Layout page lists the modules lowest first; no module imports
 /// one listed after it (so there is no cycle between modules either), and
 /// every module is listed.
 #[test]
-fn modules_import_only_those_the_readme_layout_lists_before_them() {
-    let readme = std::fs::read_to_string("README.md").unwrap();
-    let layout = readme
-        .split("## Layout\n")
-        .nth(1)
+fn modules_import_only_those_the_layout_page_lists_before_them() {
+    let page = std::fs::read_to_string("docs/src/layout.md").unwrap();
+    let layout = page
+        .strip_prefix("# Layout\n")
         .and_then(|s| s.split("```\n").nth(1))
-        .expect("the README has a Layout block");
+        .expect("docs/src/layout.md is the Layout page, with its block");
     let order: Vec<String> = layout
         .lines()
         .filter_map(|l| l.strip_prefix("src/"))
@@ -186,7 +190,7 @@ fn modules_import_only_those_the_readme_layout_lists_before_them() {
             continue;
         }
         let Some(own) = rank(module) else {
-            wrong.push(format!("src/{module} is not in the README's Layout"));
+            wrong.push(format!("src/{module} is not in docs/src/layout.md"));
             continue;
         };
         let text = std::fs::read_to_string(&path).unwrap();
@@ -220,4 +224,140 @@ fn modules_import_only_those_the_readme_layout_lists_before_them() {
     wrong.sort();
     wrong.dedup();
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The book is whole: SUMMARY.md names every page under docs/src/ and only
+/// pages that exist; every relative link and `#anchor` of README.md and of
+/// the pages resolves; every `{{#include}}` names a file that exists, and
+/// one of a golden file (an insta snapshot) starts right after its header.
+#[test]
+fn the_book_is_whole_and_every_link_resolves() {
+    let book = std::fs::read_to_string("docs/book.toml").unwrap();
+    assert!(book.contains("src = \"src\""), "{book}");
+    let mut wrong = Vec::new();
+    let summary = std::fs::read_to_string("docs/src/SUMMARY.md").unwrap();
+    let listed: Vec<PathBuf> = markdown::parse(&summary)
+        .1
+        .iter()
+        .flat_map(|p| markdown::links(&p.text).into_iter().map(str::to_owned))
+        .map(|l| Path::new("docs/src").join(l))
+        .collect();
+    for page in markdown::pages() {
+        if page.starts_with("docs/src")
+            && page != Path::new("docs/src/SUMMARY.md")
+            && !listed.contains(&page)
+        {
+            wrong.push(format!("{}: not in docs/src/SUMMARY.md", page.display()));
+        }
+        let text = std::fs::read_to_string(&page).unwrap();
+        let (blocks, prose) = markdown::parse(&text);
+        for p in &prose {
+            for target in markdown::links(&p.text) {
+                if let Err(e) = resolve(&page, target) {
+                    wrong.push(format!("{}:{}: {target}: {e}", page.display(), p.line));
+                }
+            }
+        }
+        for b in &blocks {
+            for (i, line) in b.lines.iter().enumerate() {
+                if let Some(include) = line.trim().strip_prefix("{{#include ") {
+                    let include = include.trim_end_matches("}}").trim();
+                    if let Err(e) = included(&page, include) {
+                        let at = b.line + 1 + i;
+                        wrong.push(format!("{}:{at}: {include}: {e}", page.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Whether a link of `page` leads somewhere: a web address, or a file
+/// relative to the page, and its `#anchor` a heading there.
+fn resolve(page: &Path, target: &str) -> Result<(), String> {
+    if target.starts_with("https://") || target.starts_with("http://") {
+        return Ok(());
+    }
+    if target.contains("://") || target.starts_with("mailto:") {
+        return Err("a scheme the checks do not follow".into());
+    }
+    let (path, anchor) = target.split_once('#').unwrap_or((target, ""));
+    let file = if path.is_empty() {
+        page.to_path_buf()
+    } else {
+        page.parent().unwrap().join(path)
+    };
+    if !file.exists() {
+        return Err(format!("{} does not exist", file.display()));
+    }
+    let book = Path::new("docs/src").canonicalize().unwrap();
+    if page.starts_with("docs/src") && !file.canonicalize().unwrap().starts_with(book) {
+        return Err("the built book holds only docs/src/: name a file outside it as code".into());
+    }
+    if !anchor.is_empty() && !markdown::anchors(&file).contains(anchor) {
+        return Err(format!("{} has no heading #{anchor}", file.display()));
+    }
+    Ok(())
+}
+
+/// Whether an mdBook include (`path[:start[:end]]`) names lines that exist.
+fn included(page: &Path, include: &str) -> Result<(), String> {
+    let mut parts = include.split(':');
+    let file = page.parent().unwrap().join(parts.next().unwrap());
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let lines: Vec<&str> = text.lines().collect();
+    let number = |p: Option<&str>| -> Result<Option<usize>, String> {
+        match p {
+            None | Some("") => Ok(None),
+            Some(n) => n
+                .parse()
+                .map(Some)
+                .map_err(|_| format!("`{n}` is not a line number (anchors are not used here)")),
+        }
+    };
+    let start = number(parts.next())?.unwrap_or(1);
+    let end = number(parts.next())?.unwrap_or(lines.len());
+    if start < 1 || start > end || end > lines.len() {
+        return Err(format!("lines {start}..{end} of {} lines", lines.len()));
+    }
+    // An insta snapshot starts with a header between two `---` lines: the
+    // include starts right after it, so that it shows the output and all of it.
+    if file.extension().is_some_and(|e| e == "snap") {
+        let header_end = lines
+            .iter()
+            .enumerate()
+            .skip(1)
+            .find(|(_, l)| **l == "---")
+            .map(|(i, _)| i + 2)
+            .ok_or("a snapshot without its header")?;
+        if start != header_end {
+            return Err(format!(
+                "the snapshot's output starts at line {header_end}, the include at {start}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// CI builds the book with a pinned mdbook and checks its links.
+#[test]
+fn ci_builds_the_book_and_checks_its_links() {
+    let w = workflow("ci.yml");
+    steps(&w, "ci.yml");
+    let docs = w["jobs"]["docs"]["steps"]
+        .as_array()
+        .expect("ci.yml has a docs job");
+    let runs = |needle: &str| {
+        docs.iter()
+            .any(|s| s["run"].as_str().is_some_and(|r| r.contains(needle)))
+    };
+    assert!(
+        docs.iter().any(|s| s["with"]["tool"]
+            .as_str()
+            .is_some_and(|t| t.contains("mdbook@"))),
+        "mdbook is installed at a pinned version"
+    );
+    assert!(runs("mdbook build docs"), "the book is built");
+    assert!(runs("lychee"), "the built book's links are checked");
 }

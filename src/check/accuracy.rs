@@ -154,9 +154,9 @@ pub fn sandbox_time(results: &[ItemResult]) -> Option<String> {
     #[expect(clippy::cast_precision_loss, reason = "dataset sizes are small")]
     let each = total / runs.len() as f64;
     Some(format!(
-        "sandbox time {total:.1} s for {} programs, {:.0} ms each",
+        "sandbox time {total:.1} s for {} programs, {:.0?} each",
         runs.len(),
-        each * 1000.0
+        std::time::Duration::from_secs_f64(each)
     ))
 }
 

@@ -3,7 +3,7 @@
 //!
 //! On Linux servegate re-executes itself as a helper (`servegate __sandbox`)
 //! that contains the program in layers, each used where the kernel and the
-//! host allow it (see `docs` in the README's security section):
+//! host allow it (see docs/src/security.md):
 //! namespaces (pid, net, mount, ipc, uts; user unless root), Landlock, a seccomp filter,
 //! rlimits and a cgroup leaf, and the host's Unix sockets kept out of reach
 //! by one of them (see `sockets`); always a wall-clock timeout, output through
