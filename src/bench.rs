@@ -149,6 +149,7 @@ fn gate(concurrency: u32, tokens: u32, duration: Duration) -> Gate {
         slo: Slo::default(),
         repeats: 1,
         verdict: crate::suite::VerdictMode::Mean,
+        recheck: None,
     }
 }
 

@@ -1363,3 +1363,62 @@ fn humaneval_problems_run_against_their_own_tests() {
             .all(|i| i["run"]["elapsed_s"].as_f64().is_some())
     );
 }
+
+/// `recheck:` asks the suite's probes again while a gate's load runs: at a
+/// concurrency the simulator serves right they pass; past the batch size at
+/// which it turns answers to "!", the recheck trial fails naming the probe,
+/// the load, the failed assertion, the diff against the idle answer and the
+/// degenerate load answers — while the gate's own figures pass.
+#[test]
+fn recheck_catches_a_server_wrong_only_under_load() {
+    let out = run_expecting(&["run", "tests/suites/recheck.yaml"], 1);
+    for (name, want) in [
+        ("recheck::correctness::arithmetic", "ok"),
+        ("recheck::performance::calm", "ok"),
+        ("recheck::performance::calm::recheck", "ok"),
+        ("recheck::performance::busy", "ok"),
+        ("recheck::performance::busy::recheck", "FAILED"),
+    ] {
+        assert_eq!(verdict(&out, name), want, "{name}: {out}");
+    }
+    assert!(
+        position(&out, "test recheck::performance::busy ")
+            < position(&out, "test recheck::performance::busy::recheck "),
+        "{out}"
+    );
+    assert_has(
+        &failure_of(&out, "recheck::performance::busy::recheck"),
+        &[
+            "error: correctness under load failed",
+            "--> tests/suites/recheck.yaml:27:14",
+            "load:     closed loop, concurrency 8, 48 requests,",
+            "probe arithmetic: ",
+            " answer(s) under load went wrong; the first:",
+            "    assertion failed: expected content matches regex `\\b4\\b`",
+            "--> tests/suites/recheck.yaml:14:9",
+            "    the greedy answer changed (- alone, + under load):\n    - \"4\"\n    + \"!\"",
+            "of the 8 load answers kept whole are degenerate:",
+            "a run of 96 × '!' (at most 80 allowed)",
+        ],
+    );
+    // Only the recheck selected: its gate runs first, and says so.
+    let out = run_expecting(
+        &[
+            "run",
+            "tests/suites/recheck.yaml",
+            "--",
+            "--exact",
+            "recheck::performance::calm::recheck",
+        ],
+        0,
+    );
+    assert!(
+        out.contains("the gates of its 1 selected recheck(s) run first"),
+        "{out}"
+    );
+    assert_eq!(
+        verdict(&out, "recheck::performance::calm::recheck"),
+        "ok",
+        "{out}"
+    );
+}

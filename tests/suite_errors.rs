@@ -297,3 +297,32 @@ correctness:
 "#
     ));
 }
+
+#[test]
+fn recheck_names_probes_of_the_suite() {
+    golden!(errors(
+        "recheck",
+        r#"suite: s
+correctness:
+  - name: arithmetic
+    prompt: "What is 2+2?"
+    expect: [{number: 4}]
+  - name: math
+    dataset: {file: fixtures/datasets/arithmetic.jsonl}
+    thresholds: {accuracy: ">= 0.5"}
+performance:
+  - name: typo
+    load: {concurrency: 2, requests: 4, input_tokens: 8, output_tokens: 8}
+    recheck: [arithmetc, math]
+    thresholds: {errors: "== 0"}
+  - name: kind
+    load: {concurrency: 2, requests: 4, input_tokens: 8, output_tokens: 8}
+    recheck: []
+    thresholds: {errors: "== 0"}
+  - name: word
+    load: {concurrency: 2, requests: 4, input_tokens: 8, output_tokens: 8}
+    recheck: everything
+    thresholds: {errors: "== 0"}
+"#
+    ));
+}

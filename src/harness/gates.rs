@@ -8,12 +8,18 @@ use super::judge::{References, VariantFigures, judge, judge_curve};
 use super::outcome::{Cause, Stop, Verdict};
 use super::session::{GateFigures, SuiteRun, once};
 use crate::load::baseline::{self, Lookup};
-use crate::load::runner::run_gate;
+use std::sync::Arc;
+
+use super::target::Connected;
+use crate::check::recheck;
+use crate::client::CallRequest;
+use crate::load::metrics::GateMetrics;
+use crate::load::runner::{Watch, run_gate, run_watched};
 use crate::load::workload::PROMPT_APPROXIMATION;
 use crate::record::FailureKind;
 use crate::suite::diagnostics::render_location;
 use crate::suite::threshold::Bound;
-use crate::suite::{Arrival, Gate, LoadPrompt, Pace, SnapshotMode};
+use crate::suite::{Arrival, Gate, LoadPrompt, Pace, Recheck, SnapshotMode};
 use crate::units::format_duration;
 
 impl SuiteRun {
@@ -39,6 +45,29 @@ impl SuiteRun {
     /// (a curve's prerequisites) return the first verdict.
     pub fn gate(&self, index: usize) -> Verdict {
         once(&self.gates, index, || self.run_gate(index))
+    }
+
+    /// The recheck of gate `index` under its load: run with the gate (the
+    /// gate runs first when it has not); gated as the gate was.
+    pub fn recheck(&self, index: usize) -> Verdict {
+        let gate = self.gate(index);
+        if let Some(done) = self.rechecks.lock().ok().and_then(|r| r[index].clone()) {
+            return done;
+        }
+        match gate {
+            Err(Stop::Gated(cause)) => Err(Stop::Gated(cause)),
+            Err(e) => Err(Stop::failed(
+                FailureKind::Gate,
+                format!(
+                    "error: the gate's load did not run, so nothing was rechecked under it\n  ({})",
+                    e.to_string().lines().next().unwrap_or("")
+                ),
+            )),
+            Ok(()) => Err(Stop::failed(
+                FailureKind::Gate,
+                "error: the gate ran without its recheck".to_owned(),
+            )),
+        }
     }
 
     /// Judges a sweep's curve, running any level not yet run first.
@@ -98,20 +127,21 @@ impl SuiteRun {
             }));
         }
         let mut repeats = Vec::new();
-        for _ in 0..gate.repeats {
-            let metrics = self
-                .runtime
-                .block_on(run_gate(&target.client, gate))
-                .map_err(|e| {
-                    let mut out = format!("error: {e}\n");
-                    render_location(
-                        &mut out,
-                        &self.suite.file.display(),
-                        &self.suite.file.text,
-                        gate.loc,
-                    );
-                    Stop::failed(FailureKind::Gate, out)
-                })?;
+        for repeat in 0..gate.repeats {
+            let measured = match gate.recheck.as_ref().filter(|_| repeat == 0) {
+                Some(recheck) => self.measure_and_recheck(index, target, gate, recheck),
+                None => self.runtime.block_on(run_gate(&target.client, gate)),
+            };
+            let metrics = measured.map_err(|e| {
+                let mut out = format!("error: {e}\n");
+                render_location(
+                    &mut out,
+                    &self.suite.file.display(),
+                    &self.suite.file.text,
+                    gate.loc,
+                );
+                Stop::failed(FailureKind::Gate, out)
+            })?;
             repeats.push(metrics);
         }
         let baseline = Lookup::find(
@@ -162,6 +192,105 @@ impl SuiteRun {
         verdict
             .result
             .map_err(|m| Stop::failed(FailureKind::Gate, m))
+    }
+}
+
+/// Answers of a gate's measured window kept whole for the recheck.
+const SAMPLES: usize = 8;
+
+/// Rounds of rechecks at most while one load runs.
+const ROUNDS: usize = 3;
+
+impl SuiteRun {
+    /// Runs gate `index`'s load while asking the probes `recheck` names
+    /// again, round after round while the load's measured window runs (at
+    /// least once, at most [`ROUNDS`] times), and keeps the verdict of the
+    /// recheck for its trial.
+    fn measure_and_recheck(
+        &self,
+        index: usize,
+        target: &Connected,
+        gate: &Gate,
+        recheck: &Recheck,
+    ) -> Result<GateMetrics, String> {
+        let client = &target.client;
+        let requests: Vec<(usize, CallRequest)> = recheck
+            .probes
+            .iter()
+            .map(|&i| {
+                let probe = &self.suite.probes[i];
+                let req = CallRequest {
+                    input: probe.input.clone(),
+                    sampling: probe.sampling.clone(),
+                    ignore_eos: false,
+                };
+                (i, req)
+            })
+            .collect();
+        let watch = Arc::new(Watch::keeping(SAMPLES));
+        let (measured, asked) = self.runtime.block_on(async {
+            let load = async {
+                let measured = run_watched(client, gate, &watch).await;
+                watch.end();
+                measured
+            };
+            let ask = async {
+                let mut asked = Vec::new();
+                if !watch.started().await {
+                    return asked;
+                }
+                for _ in 0..ROUNDS {
+                    let round = requests.iter().map(|(i, req)| async {
+                        let answer = client.complete(req).await;
+                        recheck::Asked {
+                            probe: *i,
+                            answer,
+                            under_load: watch.measuring(),
+                        }
+                    });
+                    asked.extend(futures_util::future::join_all(round).await);
+                    if !watch.measuring() {
+                        break;
+                    }
+                }
+                asked
+            };
+            tokio::join!(load, ask)
+        });
+        let idle: Vec<Option<String>> = self
+            .suite
+            .probes
+            .iter()
+            .map(|p| {
+                let ex = self.exchanges.lock().ok()?;
+                ex.iter()
+                    .find(|(name, _)| *name == p.name)
+                    .map(|(_, e)| e.content.clone())
+            })
+            .collect();
+        let samples: Vec<recheck::LoadAnswer> = watch
+            .samples()
+            .into_iter()
+            .map(|s| recheck::LoadAnswer {
+                index: s.index,
+                content: s.content,
+                finish_reason: s.finish_reason,
+            })
+            .collect();
+        let load = describe_load(gate);
+        let cx = recheck::Context {
+            file: &self.suite.file,
+            probes: &self.suite.probes,
+            idle: &idle,
+            load: &load,
+            loc: recheck.loc,
+        };
+        let verdict =
+            recheck::judge(&cx, &asked, &samples).map_err(|m| Stop::failed(FailureKind::Gate, m));
+        if let Ok(mut r) = self.rechecks.lock() {
+            r[index] = Some(verdict);
+        }
+        measured
     }
 }
 

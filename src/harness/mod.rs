@@ -129,6 +129,8 @@ struct Names {
     /// Each snapshot trial with its probe's index.
     snapshots: Vec<(usize, String)>,
     gates: Vec<String>,
+    /// Each recheck trial with its gate's index.
+    rechecks: Vec<(usize, String)>,
     curves: Vec<String>,
 }
 
@@ -157,6 +159,13 @@ impl Names {
                 .gates
                 .iter()
                 .map(|g| name("performance", &g.name))
+                .collect(),
+            rechecks: suite
+                .gates
+                .iter()
+                .enumerate()
+                .filter(|(_, g)| g.recheck.is_some())
+                .map(|(i, g)| (i, name("performance", &format!("{}::recheck", g.name))))
                 .collect(),
             curves: suite
                 .curves
@@ -193,8 +202,16 @@ impl Names {
                 out.push((snap, loc, SuiteRun::snapshot, i));
             }
         }
+        let mut rechecks = self.rechecks.into_iter().peekable();
         for (i, name) in self.gates.into_iter().enumerate() {
             out.push((name, suite.gates[i].loc, SuiteRun::gate, i));
+            if let Some((_, recheck)) = rechecks.next_if(|(g, _)| *g == i) {
+                let loc = suite.gates[i]
+                    .recheck
+                    .as_ref()
+                    .map_or(suite.gates[i].loc, |r| r.loc);
+                out.push((recheck, loc, SuiteRun::recheck, i));
+            }
         }
         for (i, name) in self.curves.into_iter().enumerate() {
             out.push((name, suite.curves[i].loc, SuiteRun::curve, i));
@@ -505,12 +522,15 @@ fn add_run(
     let selected = |n: &String| !ctx.args.is_filtered_out(&Trial::test(n.clone(), || Ok(())));
     let count = |list: &[String]| list.iter().filter(|n| selected(n)).count();
     let snapshot_names: Vec<String> = names.snapshots.iter().map(|(_, n)| n.clone()).collect();
+    let recheck_names: Vec<String> = names.rechecks.iter().map(|(_, n)| n.clone()).collect();
+    // A recheck, like a curve, needs its gate's load: both count as gates'
+    // dependants.
     let (configs, probes, snapshots, gates, curves) = (
         count(&names.configs),
         count(&names.probes),
         count(&snapshot_names),
         count(&names.gates),
-        count(&names.curves),
+        count(&names.curves) + count(&recheck_names),
     );
     if configs + probes + snapshots + gates + curves == 0 {
         return;
@@ -561,9 +581,19 @@ fn add_run(
             );
         }
     }
-    if curves > 0 && gates < names.gates.len() {
+    if count(&names.curves) > 0 && gates < names.gates.len() {
         println!(
             "note: suite `{label}`: the levels of its selected curves run first as prerequisites"
+        );
+    }
+    let unrun = names
+        .rechecks
+        .iter()
+        .filter(|(g, n)| selected(n) && !selected(&names.gates[*g]))
+        .count();
+    if unrun > 0 {
+        println!(
+            "note: suite `{label}`: the gates of its {unrun} selected recheck(s) run first: a recheck asks during its gate's load"
         );
     }
     for (name, loc, each, i) in names.in_order(suite) {

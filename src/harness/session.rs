@@ -139,6 +139,8 @@ pub struct SuiteRun {
     /// Every graded item of the dataset probes: probe, file, items.
     pub(super) datasets: Mutex<Vec<(String, DatasetProbe, Vec<accuracy::ItemResult>)>>,
     pub(super) gates: Mutex<Vec<Option<Verdict>>>,
+    /// Each gate's recheck under load, once its load ran.
+    pub(super) rechecks: Mutex<Vec<Option<Verdict>>>,
 }
 
 impl SuiteRun {
@@ -162,6 +164,7 @@ impl SuiteRun {
             snapshots: Mutex::new(vec![None; suite.probes.len()]),
             datasets: Mutex::new(Vec::new()),
             gates: Mutex::new(vec![None; suite.gates.len()]),
+            rechecks: Mutex::new(vec![None; suite.gates.len()]),
             suite,
         }
     }

@@ -5,11 +5,11 @@
 //! server shows in the figures instead of silently slowing the client
 //! (no coordinated omission). Warm-up requests go first, outside every figure.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio::time::Instant;
 
 use super::metrics::{GateMetrics, Recorder, Slo};
@@ -44,14 +44,128 @@ fn checked(result: Result<Completion, CallError>) -> Result<Completion, CallErro
 }
 
 /// A measured (or warm-up) window: when it stops, the index of its first
-/// request, how many requests have finished so far (for progress), and the
-/// breaker that ends it early.
+/// request, how many requests have finished so far (for progress), the
+/// breaker that ends it early, and who watches it.
 #[derive(Debug)]
 struct Window {
     bound: Bound,
     first: u32,
     finished: Arc<AtomicU64>,
     breaker: Arc<Breaker>,
+    watch: Arc<Watch>,
+}
+
+/// What a gate's load shows of itself to a check running beside it (a
+/// recheck of the suite's probes): whether the measured window is under
+/// way, and the whole text of its first few answers. A gate keeps no text
+/// otherwise.
+#[derive(Debug, Default)]
+pub struct Watch {
+    /// Answers of the measured window to keep whole.
+    keep: usize,
+    /// Set when the measured window starts, cleared when it ends.
+    measuring: AtomicBool,
+    /// Set when the gate's load is over, whatever became of it.
+    ended: AtomicBool,
+    /// Wakes those waiting for the measured window to start (or to end
+    /// without having started).
+    changed: Notify,
+    samples: Mutex<Vec<Sample>>,
+}
+
+/// One answer of a gate's load, kept whole.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// The request's index in the gate's workload.
+    pub index: u32,
+    /// The answer.
+    pub content: String,
+    /// Why it ended.
+    pub finish_reason: Option<String>,
+}
+
+impl Watch {
+    /// A watch keeping the first `keep` answers of the measured window.
+    pub fn keeping(keep: usize) -> Self {
+        Self {
+            keep,
+            ..Self::default()
+        }
+    }
+
+    /// Whether the measured window is under way.
+    pub fn measuring(&self) -> bool {
+        self.measuring.load(Ordering::SeqCst)
+    }
+
+    /// Waits until the measured window starts; `false` when the load ended
+    /// first (it failed before measuring).
+    pub async fn started(&self) -> bool {
+        loop {
+            let changed = self.changed.notified();
+            if self.measuring() {
+                return true;
+            }
+            if self.ended.load(Ordering::SeqCst) {
+                return false;
+            }
+            changed.await;
+        }
+    }
+
+    /// Marks the gate's load as over (its caller does, whatever its result).
+    pub fn end(&self) {
+        self.ended.store(true, Ordering::SeqCst);
+        self.set_measuring(false);
+    }
+
+    /// The answers kept.
+    pub fn samples(&self) -> Vec<Sample> {
+        self.samples.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn set_measuring(&self, on: bool) {
+        self.measuring.store(on, Ordering::SeqCst);
+        self.changed.notify_waiters();
+    }
+
+    /// Whether request `index` (of the measured window) is kept whole.
+    fn wants(&self, index: u32) -> bool {
+        (index as usize) < self.keep
+    }
+
+    fn keep(&self, index: u32, c: &Completion) {
+        if let Ok(mut s) = self.samples.lock() {
+            s.push(Sample {
+                index,
+                content: c.content.clone(),
+                finish_reason: c.finish_reason.clone(),
+            });
+        }
+    }
+}
+
+/// Sends request `first + i` of a window: whole when its watch keeps it.
+async fn send(
+    client: &Client,
+    gate: &Gate,
+    window_first: u32,
+    i: u32,
+    watch: &Watch,
+) -> Result<Completion, CallError> {
+    let req = request(gate, window_first + i);
+    // The measured window starts after the warm-up's requests.
+    let measured = window_first == gate.load.warmup && watch.wants(i);
+    let result = if measured {
+        client.complete(&req).await
+    } else {
+        client.measure(&req).await
+    };
+    let result = checked(result);
+    if measured && let Ok(c) = &result {
+        watch.keep(window_first + i, c);
+    }
+    result
 }
 
 /// Ends a gate once `after` requests in a row failed the same way with a
@@ -175,6 +289,7 @@ async fn closed(client: &Client, gate: &Gate, concurrency: u32, window: &Window)
         let recorders = Arc::clone(&recorders);
         let finished = Arc::clone(&window.finished);
         let breaker = Arc::clone(&window.breaker);
+        let watch = Arc::clone(&window.watch);
         tasks.spawn(async move {
             let shard = &recorders[w as usize % recorders.len()];
             loop {
@@ -182,7 +297,7 @@ async fn closed(client: &Client, gate: &Gate, concurrency: u32, window: &Window)
                 if !bound.allows(i, Instant::now()) || breaker.tripped().is_some() {
                     break;
                 }
-                let result = checked(client.measure(&request(&gate, first + i)).await);
+                let result = send(&client, &gate, first, i, &watch).await;
                 breaker.note(&result);
                 if let Ok(mut rec) = shard.lock() {
                     match result {
@@ -260,12 +375,13 @@ async fn open(
             Some(s) => Arc::clone(s).acquire_owned().await.ok(),
             None => None,
         };
-        let (client, req, tx) = (client.clone(), request(gate, first + i), tx.clone());
+        let (client, gate, tx) = (client.clone(), gate.clone(), tx.clone());
         let finished = Arc::clone(&window.finished);
         let breaker = Arc::clone(&window.breaker);
+        let watch = Arc::clone(&window.watch);
         tokio::spawn(async move {
             let late = Instant::now().saturating_duration_since(intended);
-            let result = checked(client.measure(&req).await);
+            let result = send(&client, &gate, first, i, &watch).await;
             breaker.note(&result);
             drop(permit);
             finished.fetch_add(1, Ordering::Relaxed);
@@ -286,6 +402,15 @@ async fn open(
 /// Applies a gate's load and measures it; `Err` when the gate could not be
 /// set up (a `flush_cache` the server refused).
 pub async fn run_gate(client: &Client, gate: &Gate) -> Result<GateMetrics, String> {
+    run_watched(client, gate, &Arc::new(Watch::default())).await
+}
+
+/// [`run_gate`], showing the measured window to `watch`.
+pub async fn run_watched(
+    client: &Client,
+    gate: &Gate,
+    watch: &Arc<Watch>,
+) -> Result<GateMetrics, String> {
     let load = &gate.load;
     let warm_concurrency = match load.pace {
         Pace::Closed { concurrency } => concurrency,
@@ -301,6 +426,7 @@ pub async fn run_gate(client: &Client, gate: &Gate) -> Result<GateMetrics, Strin
             first: 0,
             finished: Arc::default(),
             breaker: Arc::clone(&breaker),
+            watch: Arc::clone(watch),
         };
         closed(client, gate, warm_concurrency, &warm).await;
         if let Some(why) = breaker.tripped() {
@@ -323,8 +449,10 @@ pub async fn run_gate(client: &Client, gate: &Gate) -> Result<GateMetrics, Strin
         first: load.warmup,
         finished: Arc::default(),
         breaker: Arc::clone(&breaker),
+        watch: Arc::clone(watch),
     };
     let progress = Progress::start(&gate.name, load.requests, load.duration, &window.finished);
+    watch.set_measuring(true);
     let rec = match load.pace {
         Pace::Closed { concurrency } => closed(client, gate, concurrency, &window).await,
         Pace::Open {
@@ -335,6 +463,7 @@ pub async fn run_gate(client: &Client, gate: &Gate) -> Result<GateMetrics, Strin
         } => open(client, gate, rate, arrival, seed, max_in_flight, &window).await,
     };
     let wall = start.elapsed();
+    watch.set_measuring(false);
     progress.finish();
     let mut metrics = rec.finish(wall);
     metrics.stopped_early = breaker.tripped();

@@ -56,6 +56,10 @@ pub struct Profile {
     pub breaks: Vec<String>,
     /// A fault every generation request meets (fault-matrix tests).
     pub fault: Option<super::fault::Fault>,
+    /// Garbage instead of every token of a request that starts while more
+    /// than this many streams run (its own included): a decode kernel that
+    /// is right alone and wrong in a large batch.
+    pub corrupt_above: Option<usize>,
 }
 
 /// The contracts a profile can break.
@@ -85,6 +89,7 @@ impl Default for Profile {
             hang_after: None,
             breaks: Vec::new(),
             fault: None,
+            corrupt_above: None,
         }
     }
 }
@@ -114,6 +119,8 @@ struct ProfileFile {
     breaks: Vec<String>,
     #[serde(default)]
     fault: Option<String>,
+    #[serde(default)]
+    corrupt_above: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -188,6 +195,7 @@ impl Profile {
             server_info: file.server_info,
             breaks: file.breaks,
             fault: file.fault.as_deref().map(str::parse).transpose()?,
+            corrupt_above: file.corrupt_above,
             ..defaults
         })
     }

@@ -297,6 +297,15 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         plan.content
             .extend([" over", " the", " limit"].map(str::to_owned));
     }
+    // A kernel wrong only in a large batch: every token of this request
+    // is garbage when it joins more streams than the profile allows.
+    if state
+        .profile
+        .corrupt_above
+        .is_some_and(|n| state.running.load(Ordering::SeqCst) + 1 > n)
+    {
+        plan.content.fill_with(|| "!".to_owned());
+    }
     if state.profile.hang_after.is_some_and(|n| before >= n) {
         eprintln!(
             "servegate sim: simulated hang: no answer from now on (request {})",

@@ -691,6 +691,18 @@ pub struct ProgramLimits {
     pub policy: SandboxPolicy,
 }
 
+/// `recheck: [arithmetic, is_prime]` or `recheck: all`: the suite's probes
+/// asked again, with their own requests, while a gate's load runs; judged
+/// as the idle probe was, compared with its answer, and the load's sampled
+/// answers checked for degenerate text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recheck {
+    /// Indexes of the probes in the suite's `correctness` list.
+    pub probes: Vec<usize>,
+    /// Where it is written.
+    pub loc: Loc,
+}
+
 /// A performance gate.
 #[derive(Debug, Clone)]
 pub struct Gate {
@@ -710,6 +722,8 @@ pub struct Gate {
     pub repeats: u32,
     /// How repeats are judged against a bound.
     pub verdict: VerdictMode,
+    /// Probes asked again while the load runs (`recheck:`).
+    pub recheck: Option<Recheck>,
 }
 
 /// How the repeats of a gate are judged against a bound.

@@ -2,13 +2,13 @@
 
 use std::sync::Arc;
 
-use super::{Decoder, Fields};
+use super::{Decoder, Fields, quoted_list};
 use crate::suite::dataset;
 use crate::suite::diagnostics::{Diagnostic, did_you_mean};
 use crate::suite::metric::{Metric, MetricKey, all_keys};
 use crate::suite::model::{
-    Arrival, Curve, CurveCheck, Gate, Load, LoadPrompt, LocatedThreshold, Pace, Sampling,
-    VerdictMode,
+    Arrival, Curve, CurveCheck, Gate, Load, LoadPrompt, LocatedThreshold, Pace, Probe, Recheck,
+    Sampling, VerdictMode,
 };
 use crate::suite::node::{Node, Yaml};
 use crate::suite::threshold::{Bound, Op, Threshold, parse_comparison};
@@ -23,6 +23,7 @@ const GATE: &[&str] = &[
     "verdict",
     "token_accounting",
     "curve",
+    "recheck",
 ];
 const TOKEN_ACCOUNTING: &[&str] = &["tolerance"];
 const LOAD: &[&str] = &[
@@ -57,11 +58,77 @@ struct Level {
 }
 
 impl Decoder<'_> {
+    /// `recheck: all` (every probe that asks one question) or a list of
+    /// probe names.
+    fn recheck(&mut self, v: &Yaml, probes: &[Probe]) -> Option<Recheck> {
+        let askable = |p: &Probe| p.dataset.is_none();
+        let indexes = match &v.node {
+            Node::Str(s) if s == "all" => {
+                let all: Vec<usize> = (0..probes.len()).filter(|&i| askable(&probes[i])).collect();
+                if all.is_empty() {
+                    self.error(
+                        Diagnostic::new(v.loc, "`recheck: all`, but the suite has no probe to ask")
+                            .expected("correctness probes with a prompt (dataset probes are not rechecked)"),
+                    );
+                    return None;
+                }
+                all
+            }
+            Node::Seq(_) => {
+                let names = self.items(v, "recheck", |d, item| {
+                    let name = d.text(item, "a probe name")?;
+                    match probes.iter().position(|p| p.name == name) {
+                        Some(i) if askable(&probes[i]) => Some(i),
+                        Some(_) => {
+                            d.error(Diagnostic::new(
+                                item.loc,
+                                format!("probe `{name}` is a dataset probe: it is not rechecked"),
+                            ));
+                            None
+                        }
+                        None => {
+                            let known: Vec<&str> = probes.iter().map(|p| p.name.as_str()).collect();
+                            let mut diag = Diagnostic::new(
+                                item.loc,
+                                format!("no probe `{name}` in this suite"),
+                            )
+                            .expected(format!("one of {}", quoted_list(&known)));
+                            if let Some(close) = did_you_mean(&name, &known) {
+                                diag = diag.help(format!("did you mean `{close}`?"));
+                            }
+                            d.error(diag);
+                            None
+                        }
+                    }
+                });
+                match &v.node {
+                    Node::Seq(items) if items.is_empty() => {
+                        self.error(Diagnostic::new(v.loc, "`recheck` names no probe"));
+                        return None;
+                    }
+                    Node::Seq(items) if names.len() < items.len() => return None,
+                    _ => names,
+                }
+            }
+            _ => {
+                self.type_error(v, "`recheck`", "`all` or a list of probe names");
+                return None;
+            }
+        };
+        Some(Recheck {
+            probes: indexes,
+            loc: v.loc,
+        })
+    }
+}
+
+impl Decoder<'_> {
     /// One gate, or one per level of a sweep, with the sweep's curve checks.
     pub(super) fn gate(
         &mut self,
         y: &Yaml,
         defaults: &Sampling,
+        probes: &[Probe],
     ) -> Option<(Vec<Gate>, Option<Curve>)> {
         let f = self.fields(y, "gate", GATE)?;
         let name = self
@@ -81,13 +148,17 @@ impl Decoder<'_> {
         };
         let accounting = f.get("token_accounting").map(|v| self.token_accounting(v));
         let curve = f.get("curve").map(|v| (v.loc, self.curve(v)));
+        let recheck = match f.get("recheck") {
+            Some(v) => Some(Some(self.recheck(v, probes)?)),
+            None => Some(None),
+        };
         let (load, levels) = loaded?;
         let mut thresholds = thresholds;
         if let (Some(list), Some(Some(extra))) = (thresholds.as_mut(), accounting) {
             list.extend(extra);
         }
-        let (name, thresholds, slo, repeats, verdict) =
-            (name?, thresholds?, slo?, repeats?, verdict?);
+        let (name, thresholds, slo, repeats, verdict, recheck) =
+            (name?, thresholds?, slo?, repeats?, verdict?, recheck?);
         let sampling = Sampling {
             max_tokens: Some(load.output_tokens),
             ..defaults.clone()
@@ -108,6 +179,7 @@ impl Decoder<'_> {
                 slo,
                 repeats,
                 verdict,
+                recheck: recheck.clone(),
             })
             .collect();
         let curve = match curve {

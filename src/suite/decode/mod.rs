@@ -395,7 +395,7 @@ impl<'e> Decoder<'e> {
         let (gates, curves): (Vec<Vec<Gate>>, Vec<Option<Curve>>) = f
             .get("performance")
             .map_or(Vec::new(), |y| {
-                self.items(y, "performance", |d, item| d.gate(item, &defaults))
+                self.items(y, "performance", |d, item| d.gate(item, &defaults, &probes))
             })
             .into_iter()
             .unzip();
