@@ -704,3 +704,61 @@ fn inflated_token_counts_fail_as_protocol_errors() {
         &["malformed response: usage.completion_tokens = 60000 is implausible"],
     );
 }
+
+/// A plain OpenAI-compatible stream with usage, then `[DONE]`: a server
+/// that answers well, for the cases about what else it lacks.
+fn good_stream(conn: &mut TcpStream) {
+    stream_head(conn);
+    let _ = conn.write_all(
+        b"data: {\"choices\":[{\"delta\":{\"content\":\"one\"}}]}\n\n\
+          data: {\"choices\":[{\"delta\":{\"content\":\" two\"}}]}\n\n\
+          data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\n\n\
+          data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}\n\n\
+          data: [DONE]\n\n",
+    );
+}
+
+/// `token_accounting` on a server without `/metrics` (404), and on one
+/// whose `/metrics` has none of the counters: the gate fails saying which,
+/// not that no request succeeded.
+#[test]
+fn token_accounting_names_what_metrics_lacked() {
+    let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\nperformance:\n  - name: gate\n    load: { concurrency: 1, requests: 2, input_tokens: 8, output_tokens: 2 }\n    thresholds: { errors: \"== 0\" }\n    token_accounting: { tolerance: 1% }\n";
+    let without = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            good_stream(conn);
+        }
+    }));
+    let o = run("no-metrics", suite, without, &[]);
+    assert_eq!(o.code, Some(1), "{}", o.stdout);
+    let gate = failure_of(&o.stdout, "hostile::performance::gate");
+    assert_has(
+        &gate,
+        &[
+            "error: threshold failed: token_drift_metrics <= 1.00%",
+            "measured: token_drift_metrics = nothing",
+            "          the server has no /metrics (GET /metrics answered HTTP 404): this figure needs its generation-token counter",
+        ],
+    );
+    assert!(!gate.contains("no successful request"), "{gate}");
+    assert!(!gate.contains("token_drift_chunks <="), "{gate}");
+    let unrelated = serve(Arc::new(|req, conn| match req.path.as_str() {
+        "/metrics" => {
+            let body = "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.5\n";
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+        _ if discovery(req, conn) => {}
+        _ => good_stream(conn),
+    }));
+    let o = run("unrelated-metrics", suite, unrelated, &[]);
+    assert_has(
+        &failure_of(&o.stdout, "hostile::performance::gate"),
+        &[
+            "/metrics lacked the counter this figure needs: it has none of sglang:generation_tokens_total, vllm:generation_tokens_total, llamacpp:generation_tokens_total, sglang:tokens_predicted_total, vllm:tokens_predicted_total, llamacpp:tokens_predicted_total",
+        ],
+    );
+}
