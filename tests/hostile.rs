@@ -762,3 +762,90 @@ fn token_accounting_names_what_metrics_lacked() {
         ],
     );
 }
+
+/// Two tokens, then the connection closes: with the body framed by the
+/// connection's end and with a chunked body cut short. Either is a broken
+/// connection, said with how many tokens came and when, not a malformed
+/// response.
+#[test]
+fn a_stream_cut_short_says_after_how_many_tokens() {
+    const TWO: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"one\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\" two\"}}]}\n\n";
+    let until_close = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            stream_head(conn);
+            let _ = conn.write_all(TWO);
+        }
+    }));
+    let chunked = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n",
+                TWO.len()
+            );
+            let _ = conn.write_all(TWO);
+            let _ = conn.write_all(b"\r\n");
+        }
+    }));
+    for (tag, port) in [("cut-close", until_close), ("cut-chunked", chunked)] {
+        let o = run(
+            tag,
+            &probe_suite("{ connect: 2s, first_token: 5s, idle: 5s, total: 10s }"),
+            port,
+            &[],
+        );
+        assert_eq!(o.code, Some(1), "{}", o.stdout);
+        let probe = failure_of(&o.stdout, "hostile::correctness::probe");
+        assert_has(
+            &probe,
+            &[
+                "error: request failed: connection broken: the server closed the connection after 2 tokens (",
+                " after the request was sent, ",
+                " after the last token), without `data: [DONE]`",
+                "received before the failure: \"one two\"",
+            ],
+        );
+        assert!(!probe.contains("malformed"), "{tag}: {probe}");
+    }
+}
+
+/// A page or a compressed body under HTTP 200 (a proxy's login page, a
+/// gzip middleware): the failure names the content type or encoding that
+/// came and the event stream that was expected.
+#[test]
+fn a_page_or_a_compressed_body_names_what_came() {
+    let page = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            let body = "<html><body>Please log in</body></html>\n";
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    }));
+    let gzip = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            let _ = conn.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nContent-Length: 20\r\nConnection: close\r\n\r\n\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x4b\x49\x2c\x49\xb4\x52\x00\x00\x00\x00",
+            );
+        }
+    }));
+    let suite = probe_suite("{ connect: 2s, first_token: 5s, idle: 5s, total: 10s }");
+    let o = run("html", &suite, page, &[]);
+    let probe = failure_of(&o.stdout, "hostile::correctness::probe");
+    assert_has(
+        &probe,
+        &[
+            "error: request failed: malformed response: the server answered HTTP 200 with Content-Type `text/html; charset=utf-8`, not an event stream (text/event-stream); the body began: \"<html><body>Please log in</body></html>\\n\"",
+        ],
+    );
+    assert!(!probe.contains("stream ended without"), "{probe}");
+    let o = run("gzip", &suite, gzip, &[]);
+    assert_has(
+        &failure_of(&o.stdout, "hostile::correctness::probe"),
+        &[
+            "error: request failed: malformed response: the server answered HTTP 200 with Content-Encoding `gzip`: servegate asks for and reads an uncompressed event stream (text/event-stream)",
+        ],
+    );
+}
