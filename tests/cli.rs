@@ -153,6 +153,19 @@ fn a_filtered_performance_gate_still_runs_the_probes_first() {
         gate.starts_with("gated: correctness probe arithmetic failed"),
         "{gate}"
     );
+    // The probe's trial was filtered out: the gate shows why it failed.
+    assert_has(
+        &gate,
+        &[
+            "\n  wrong::correctness::arithmetic failed with:\n    error: assertion failed: expected content matches regex `\\b4\\b`\n      --> tests/suites/wrong_arithmetic.yaml:13:9\n",
+            "    received: 1 completion token (server usage), finish_reason stop",
+            "      content:   \"5\"",
+        ],
+    );
+    assert!(
+        !gate.contains("sent:"),
+        "only the gist of the probe's failure:\n{gate}"
+    );
 }
 
 #[test]

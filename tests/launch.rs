@@ -306,7 +306,11 @@ fn a_configuration_mismatch_fails_its_check_and_gates_every_later_stage() {
     ] {
         assert_has(
             &failure_of(&text, later),
-            &["gated: config check server_info.attention_backend failed"],
+            &[
+                "gated: config check server_info.attention_backend failed",
+                // The check's own failure, for a run that filtered it out.
+                "\n  mismatch::config::server_info.attention_backend failed with:\n    error: server configuration mismatch: server_info.attention_backend is \"triton\", expected \"fa3\"\n",
+            ],
         );
     }
     run.assert_no_survivors();
