@@ -1191,6 +1191,18 @@ fn reasoning_budget_and_thinking_switches() {
         "ok",
         "{out}"
     );
+    // The whole answer in reasoning, content empty: a hint to read it there.
+    let answer = failure_of(&out, "thinking::correctness::answer_in_reasoning");
+    assert_has(
+        &answer,
+        &[
+            "error: assertion failed: expected content contains \"Paris\"\n  --> tests/suites/reasoning-budget.yaml:29:9\n",
+            "help:     content is empty and the answer is in reasoning (31 chars); to check it there, add `in: reasoning` (or `in: all`) to the assertion",
+        ],
+    );
+    assert!(!answer.contains("note:     the model spent"), "{answer}");
+    let budget = failure_of(&out, "thinking::correctness::budget");
+    assert!(!budget.contains("help:"), "{budget}");
 }
 
 /// On GitHub Actions a run annotates the failing lines of the suite file and
