@@ -176,9 +176,9 @@ fn a_launched_server_is_checked_measured_recorded_and_stopped_with_its_group() {
     assert_has(
         &text,
         &[
-            "servegate: launched `sh -c",
+            "servegate: launched `NCCL_PROTO=LL HF_TOKEN='<redacted>' sh -c",
             "ready after",
-            "→ LAUNCHED server `sh -c",
+            "→ LAUNCHED server `NCCL_PROTO=LL HF_TOKEN='<redacted>' sh -c",
             "servegate: stopped the server of `launched` (was killed by signal 15 (SIGTERM))",
         ],
     );
@@ -342,6 +342,20 @@ fn variants_run_on_their_own_servers_and_the_table_names_the_faster() {
             "best: `fast`",
             "tpot.mean (lower is better)",
         ],
+    );
+    // Each launch line shows the variant's environment as well as its argv.
+    let launched = |label: &str| {
+        text.lines()
+            .find(|l| l.starts_with("servegate: launched `") && l.contains(label))
+            .unwrap_or_else(|| panic!("no launch line for {label}:\n{text}"))
+    };
+    assert!(
+        launched("for `ab-slow`").starts_with("servegate: launched `SERVEGATE_SIM_ITL=8ms "),
+        "{text}"
+    );
+    assert!(
+        !launched("for `ab-fast`").contains("SERVEGATE_SIM_ITL"),
+        "{text}"
     );
     let f = run.figures();
     let c = &f["comparisons"][0];
@@ -517,12 +531,15 @@ fn a_canary_api_key_leaks_into_nothing_servegate_prints_or_writes() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(out.status.code(), Some(1), "{text}");
-    // The crash's log tail is in the failure, with the key scrubbed.
+    // The crash's log tail is in the failure, with the key scrubbed; the
+    // launch line shows the environment, its secrets redacted: one by its
+    // name, one by its value.
     assert_has(
         &text,
         &[
             "| server_args: api_key=<redacted>",
             "was killed by signal 6",
+            "servegate: launched `SGLANG_API_KEY='<redacted>' EXTRA_SETTING='<redacted>' ",
         ],
     );
     assert!(!text.contains(&canary), "the key is in the output:\n{text}");
