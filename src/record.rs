@@ -286,8 +286,13 @@ pub struct Comparison {
     pub better: String,
     /// One row per variant that measured it, in variant order.
     pub rows: Vec<Row>,
-    /// The best variant, when the figure was measured by more than one.
+    /// The best variant, when the figure was measured by more than one
+    /// and one stands out.
     pub best: Option<String>,
+    /// Why none is best although several measured it: a tie as shown, or
+    /// 95% intervals that overlap (within noise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_best: Option<String>,
 }
 
 /// The record format written by this version.

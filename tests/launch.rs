@@ -357,7 +357,17 @@ fn variants_run_on_their_own_servers_and_the_table_names_the_faster() {
         !launched("for `ab-fast`").contains("SERVEGATE_SIM_ITL"),
         "{text}"
     );
+    // A tie has no best, and says so.
+    assert_has(
+        &text,
+        &[
+            "    errors (lower is better)\n      slow                          0  (n=3)\n      fast                          0  (n=3)\n      no best: `slow` and `fast` tie at 0\n",
+        ],
+    );
     let f = run.figures();
+    assert_eq!(f["comparisons"][2]["figure"], "errors");
+    assert_eq!(f["comparisons"][2]["best"], serde_json::Value::Null);
+    assert_eq!(f["comparisons"][2]["no_best"], "`slow` and `fast` tie at 0");
     let c = &f["comparisons"][0];
     assert_eq!(c["best"], "fast");
     let delta = c["rows"][1]["delta_pct"].as_f64().unwrap();

@@ -406,9 +406,11 @@ fn variants(out: &mut String, record: &RunRecord) {
             esc(&c.gate),
             esc(&c.figure),
             esc(&c.better),
-            c.best
-                .as_ref()
-                .map_or_else(String::new, |b| format!(" — best: <code>{}</code>", esc(b)))
+            match (&c.best, &c.no_best) {
+                (Some(b), _) => format!(" — best: <code>{}</code>", esc(b)),
+                (None, Some(why)) => format!(" — no best: {}", esc(why)),
+                (None, None) => String::new(),
+            }
         );
         let py = |v: f64| H - PAD - v / top * (H - 2.0 * PAD);
         for (i, r) in c.rows.iter().enumerate() {

@@ -81,6 +81,17 @@ pub fn render(record: &RunRecord) -> String {
                 );
             }
         }
+        let mut no_best = record
+            .comparisons
+            .iter()
+            .filter_map(|c| c.no_best.as_ref().map(|why| (c, why)))
+            .peekable();
+        if no_best.peek().is_some() {
+            out.push('\n');
+        }
+        for (c, why) in no_best {
+            let _ = writeln!(out, "- `{}` {}: no best variant: {why}", c.gate, c.figure);
+        }
     }
     let failures: Vec<_> = record
         .trials
