@@ -374,6 +374,17 @@ fn variants_run_on_their_own_servers_and_the_table_names_the_faster() {
     // ITL 8 ms against 2 ms: about 4× the decode rate.
     assert!(delta > 150.0, "{c}");
     assert_eq!(f["suites"][0]["variant"], "slow");
+    // Every threshold with its verdict, passing ones too, for the reports.
+    let thresholds = &f["suites"][1]["gates"][0]["thresholds"];
+    assert_eq!(thresholds.as_array().map(Vec::len), Some(3), "{thresholds}");
+    assert!(
+        thresholds[1]["check"]
+            .as_str()
+            .unwrap()
+            .starts_with("tpot.mean <= variant(slow) * 0.5 = "),
+        "{thresholds}"
+    );
+    assert_eq!(thresholds[1]["passed"], true);
     assert_eq!(f["suites"][0]["server"]["env"]["SERVEGATE_SIM_ITL"], "8ms");
     run.assert_no_survivors();
 }

@@ -195,6 +195,22 @@ fn gate_section(out: &mut String, suite: &str, g: &GateRecord) {
                 .any(|key| key.to_string() == **k)
         }),
     );
+    if !g.thresholds.is_empty() {
+        out.push_str("<table class=\"thresholds\"><tr><th>threshold</th><th>verdict</th></tr>");
+        for t in &g.thresholds {
+            let (class, verdict) = if t.passed {
+                ("pass", "pass")
+            } else {
+                ("fail", "FAIL")
+            };
+            let _ = write!(
+                out,
+                "<tr class=\"{class}\"><td>{}</td><td>{verdict}</td></tr>",
+                esc(&t.check)
+            );
+        }
+        out.push_str("</table>");
+    }
     out.push_str("<details><summary>every figure</summary>");
     table(out, &mut g.figures.iter());
     out.push_str("</details><div class=\"charts\">");
@@ -254,10 +270,10 @@ fn prompt_of(request: &serde_json::Value) -> String {
 }
 
 fn trial_row(out: &mut String, t: &TrialRecord) {
-    let (class, mark) = match t.outcome {
-        TrialOutcome::Passed => ("pass", "passed"),
-        TrialOutcome::Failed => ("fail", "FAILED"),
-        TrialOutcome::Gated => ("fail", "gated"),
+    let (class, mark, why) = match t.outcome {
+        TrialOutcome::Passed => ("pass", "passed", "failure"),
+        TrialOutcome::Failed => ("fail", "FAILED", "failure"),
+        TrialOutcome::Gated => ("gated", "gated", "why it was gated"),
     };
     let _ = write!(
         out,
@@ -270,7 +286,7 @@ fn trial_row(out: &mut String, t: &TrialRecord) {
     if let Some(m) = &t.message {
         let _ = write!(
             out,
-            "<tr class=\"{class}\"><td colspan=\"4\"><details><summary>failure</summary><pre>{}</pre></details></td></tr>",
+            "<tr class=\"{class}\"><td colspan=\"4\"><details><summary>{why}</summary><pre>{}</pre></details></td></tr>",
             esc(m)
         );
     }
@@ -278,19 +294,19 @@ fn trial_row(out: &mut String, t: &TrialRecord) {
 
 /// The record as one HTML page.
 pub fn render(record: &RunRecord) -> String {
-    let (passed, failed) = counts(record);
+    let (counted, failed) = counts(record);
     let mut out = String::from(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>servegate report</title><style>\
          body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}\
          table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}\
-         tr.fail td{background:#fde8e8}tr.pass td:nth-child(2){color:#176317}pre{white-space:pre-wrap;font-size:12px}\
+         tr.fail td{background:#fde8e8}tr.gated td{background:#fdf3e1}tr.pass td:nth-child(2){color:#176317}pre{white-space:pre-wrap;font-size:12px}\
          .charts{display:flex;flex-wrap:wrap;gap:1em}.chart{border:1px solid #eee;background:#fff}.load{color:#555}\
          h1 .fail{color:#b00}h1 .pass{color:#176317}</style></head><body>",
     );
     let _ = write!(
         out,
-        "<h1>servegate: <span class=\"{}\">{passed} passed, {failed} failed</span>{}</h1><p>run <code>{}</code>, servegate {}</p><ul>",
-        if failed == 0 { "pass" } else { "fail" },
+        "<h1>servegate: <span class=\"{}\">{counted}</span>{}</h1><p>run <code>{}</code>, servegate {}</p><ul>",
+        if failed { "fail" } else { "pass" },
         if record.complete {
             ""
         } else {
