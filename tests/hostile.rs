@@ -405,9 +405,10 @@ fn server_text_cannot_forge_log_lines() {
         ),
     }));
     let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\ncorrectness:\n  - name: probe\n    prompt: \"Hi.\"\n    expect: [{finish_reason: stop}]\n  - name: completions\n    prompt: \"Hi.\"\n    messages: null\n";
+    // A gate too: gated, it quotes the probe's failure.
     let suite = suite.replace(
         "    messages: null\n",
-        "    expect: [{min_chars: 1}]\n    max_tokens: 2\n",
+        "    expect: [{min_chars: 1}]\n    max_tokens: 2\nperformance:\n  - name: gate\n    load: { concurrency: 1, requests: 1, input_tokens: 8, output_tokens: 2 }\n    thresholds: { errors: \"== 0\" }\n",
     );
     let o = run("forge", &suite, port, &[("GITHUB_ACTIONS", "true")]);
     o.assert_no_panic();
@@ -429,6 +430,13 @@ fn server_text_cannot_forge_log_lines() {
     assert_has(
         &failure_of(&o.stdout, "hostile::correctness::probe"),
         &[r"finish_reason stop\n::warning title=pwned::forged\ntest result: ok. 99 passed"],
+    );
+    assert_has(
+        &failure_of(&o.stdout, "hostile::performance::gate"),
+        &[
+            "  hostile::correctness::probe failed with:",
+            r#"found:    finish_reason is "stop\n::warning title=pwned::forged"#,
+        ],
     );
 }
 
