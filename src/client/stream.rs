@@ -352,7 +352,7 @@ impl Client {
                 let detail = error_message_of(&text).unwrap_or_else(|| excerpt(&text, 500));
                 return Err(CallError::new(ErrorKind::Http(response.status), detail));
             }
-            reader.answered(response.status, response.content.clone())?;
+            reader.answered(response.status, std::mem::take(&mut response.content))?;
             read_body(&mut reader, &mut response, deadlines).await?;
             response.release(pool);
             return reader.finish().map_err(|e| reader.fail(e));
