@@ -37,6 +37,20 @@ pub struct GateRecord {
     /// how many requests each, in the last repeat.
     #[serde(default)]
     pub token_sources: BTreeMap<String, u64>,
+    /// Every threshold the gate was judged by, passing ones too.
+    #[serde(default)]
+    pub thresholds: Vec<ThresholdRecord>,
+}
+
+/// One threshold of a gate and its verdict.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ThresholdRecord {
+    /// The threshold with its bound and what was measured, as the
+    /// terminal prints it (`decode_tok_s.mean >= 12.5 tok/s (measured
+    /// 500.1 tok/s)`).
+    pub check: String,
+    /// Whether it held.
+    pub passed: bool,
 }
 
 /// A server servegate launched: how, and what became of it.
@@ -293,8 +307,13 @@ pub struct Comparison {
     pub better: String,
     /// One row per variant that measured it, in variant order.
     pub rows: Vec<Row>,
-    /// The best variant, when the figure was measured by more than one.
+    /// The best variant, when the figure was measured by more than one
+    /// and one stands out.
     pub best: Option<String>,
+    /// Why none is best although several measured it: a tie as shown, or
+    /// 95% intervals that overlap (within noise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_best: Option<String>,
 }
 
 /// The record format written by this version.

@@ -153,6 +153,19 @@ fn a_filtered_performance_gate_still_runs_the_probes_first() {
         gate.starts_with("gated: correctness probe arithmetic failed"),
         "{gate}"
     );
+    // The probe's trial was filtered out: the gate shows why it failed.
+    assert_has(
+        &gate,
+        &[
+            "\n  wrong::correctness::arithmetic failed with:\n    error: assertion failed: expected content matches regex `\\b4\\b`\n      --> tests/suites/wrong_arithmetic.yaml:13:9\n",
+            "    received: 1 completion token (server usage), finish_reason stop",
+            "      content:   \"5\"",
+        ],
+    );
+    assert!(
+        !gate.contains("sent:"),
+        "only the gist of the probe's failure:\n{gate}"
+    );
 }
 
 #[test]
@@ -1178,6 +1191,18 @@ fn reasoning_budget_and_thinking_switches() {
         "ok",
         "{out}"
     );
+    // The whole answer in reasoning, content empty: a hint to read it there.
+    let answer = failure_of(&out, "thinking::correctness::answer_in_reasoning");
+    assert_has(
+        &answer,
+        &[
+            "error: assertion failed: expected content contains \"Paris\"\n  --> tests/suites/reasoning-budget.yaml:29:9\n",
+            "help:     content is empty and the answer is in reasoning (31 chars); to check it there, add `in: reasoning` (or `in: all`) to the assertion",
+        ],
+    );
+    assert!(!answer.contains("note:     the model spent"), "{answer}");
+    let budget = failure_of(&out, "thinking::correctness::budget");
+    assert!(!budget.contains("help:"), "{budget}");
 }
 
 /// On GitHub Actions a run annotates the failing lines of the suite file and

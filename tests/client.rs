@@ -266,10 +266,16 @@ async fn malformed_chunks_and_cut_streams_are_protocol_errors() {
     .await;
     assert_eq!(e.kind, ErrorKind::Protocol);
     assert!(e.detail.contains("not valid JSON"), "{e}");
-    // A server that dies mid-stream (the NaN crash) never sends [DONE].
+    // A response that ends (its chunked body complete) before [DONE]:
+    // how far it got, and what it lacked.
     let e = fail(StatusCode::OK, vec![(0, TOKEN), (0, TOKEN)], timeouts()).await;
     assert_eq!(e.kind, ErrorKind::Protocol);
-    assert!(e.detail.contains("[DONE]"), "{e}");
+    assert!(
+        e.detail.starts_with("the response ended after 2 tokens (")
+            && e.detail
+                .ends_with("after the last token), without `data: [DONE]`"),
+        "{e}"
+    );
     assert_eq!(e.partial, "hihi");
     // llama.cpp's stream ends with its `"stop": true` event instead; one
     // cut before it is cut short too, and says what was missing.

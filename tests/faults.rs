@@ -21,7 +21,10 @@ const MATRIX: &[(&str, &str)] = &[
         "stall_mid_stream",
         "stream stalled longer than the idle deadline",
     ),
-    ("disconnect_mid_stream", "connection broken"),
+    (
+        "disconnect_mid_stream",
+        "connection broken: the server closed the connection after ",
+    ),
     (
         "error_in_stream",
         "error in stream: simulated in-stream error: NaN in logits",

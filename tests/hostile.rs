@@ -405,9 +405,10 @@ fn server_text_cannot_forge_log_lines() {
         ),
     }));
     let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\ncorrectness:\n  - name: probe\n    prompt: \"Hi.\"\n    expect: [{finish_reason: stop}]\n  - name: completions\n    prompt: \"Hi.\"\n    messages: null\n";
+    // A gate too: gated, it quotes the probe's failure.
     let suite = suite.replace(
         "    messages: null\n",
-        "    expect: [{min_chars: 1}]\n    max_tokens: 2\n",
+        "    expect: [{min_chars: 1}]\n    max_tokens: 2\nperformance:\n  - name: gate\n    load: { concurrency: 1, requests: 1, input_tokens: 8, output_tokens: 2 }\n    thresholds: { errors: \"== 0\" }\n",
     );
     let o = run("forge", &suite, port, &[("GITHUB_ACTIONS", "true")]);
     o.assert_no_panic();
@@ -429,6 +430,13 @@ fn server_text_cannot_forge_log_lines() {
     assert_has(
         &failure_of(&o.stdout, "hostile::correctness::probe"),
         &[r"finish_reason stop\n::warning title=pwned::forged\ntest result: ok. 99 passed"],
+    );
+    assert_has(
+        &failure_of(&o.stdout, "hostile::performance::gate"),
+        &[
+            "  hostile::correctness::probe failed with:",
+            r#"found:    finish_reason is "stop\n::warning title=pwned::forged"#,
+        ],
     );
 }
 
@@ -702,5 +710,150 @@ fn inflated_token_counts_fail_as_protocol_errors() {
     assert_has(
         &failure_of(&o.stdout, "hostile::correctness::probe"),
         &["malformed response: usage.completion_tokens = 60000 is implausible"],
+    );
+}
+
+/// A plain OpenAI-compatible stream with usage, then `[DONE]`: a server
+/// that answers well, for the cases about what else it lacks.
+fn good_stream(conn: &mut TcpStream) {
+    stream_head(conn);
+    let _ = conn.write_all(
+        b"data: {\"choices\":[{\"delta\":{\"content\":\"one\"}}]}\n\n\
+          data: {\"choices\":[{\"delta\":{\"content\":\" two\"}}]}\n\n\
+          data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\n\n\
+          data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}\n\n\
+          data: [DONE]\n\n",
+    );
+}
+
+/// `token_accounting` on a server without `/metrics` (404), and on one
+/// whose `/metrics` has none of the counters: the gate fails saying which,
+/// not that no request succeeded.
+#[test]
+fn token_accounting_names_what_metrics_lacked() {
+    let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\nperformance:\n  - name: gate\n    load: { concurrency: 1, requests: 2, input_tokens: 8, output_tokens: 2 }\n    thresholds: { errors: \"== 0\" }\n    token_accounting: { tolerance: 1% }\n";
+    let without = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            good_stream(conn);
+        }
+    }));
+    let o = run("no-metrics", suite, without, &[]);
+    assert_eq!(o.code, Some(1), "{}", o.stdout);
+    let gate = failure_of(&o.stdout, "hostile::performance::gate");
+    assert_has(
+        &gate,
+        &[
+            "error: threshold failed: token_drift_metrics <= 1.00%",
+            "measured: token_drift_metrics = nothing",
+            "          the server has no /metrics (GET /metrics answered HTTP 404): this figure needs its generation-token counter",
+        ],
+    );
+    assert!(!gate.contains("no successful request"), "{gate}");
+    assert!(!gate.contains("token_drift_chunks <="), "{gate}");
+    let unrelated = serve(Arc::new(|req, conn| match req.path.as_str() {
+        "/metrics" => {
+            let body = "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.5\n";
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+        _ if discovery(req, conn) => {}
+        _ => good_stream(conn),
+    }));
+    let o = run("unrelated-metrics", suite, unrelated, &[]);
+    assert_has(
+        &failure_of(&o.stdout, "hostile::performance::gate"),
+        &[
+            "/metrics lacked the counter this figure needs: it has none of sglang:generation_tokens_total, vllm:generation_tokens_total, llamacpp:generation_tokens_total, sglang:tokens_predicted_total, vllm:tokens_predicted_total, llamacpp:tokens_predicted_total",
+        ],
+    );
+}
+
+/// Two tokens, then the connection closes: with the body framed by the
+/// connection's end and with a chunked body cut short. Either is a broken
+/// connection, said with how many tokens came and when, not a malformed
+/// response.
+#[test]
+fn a_stream_cut_short_says_after_how_many_tokens() {
+    const TWO: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"one\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\" two\"}}]}\n\n";
+    let until_close = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            stream_head(conn);
+            let _ = conn.write_all(TWO);
+        }
+    }));
+    let chunked = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n",
+                TWO.len()
+            );
+            let _ = conn.write_all(TWO);
+            let _ = conn.write_all(b"\r\n");
+        }
+    }));
+    for (tag, port) in [("cut-close", until_close), ("cut-chunked", chunked)] {
+        let o = run(
+            tag,
+            &probe_suite("{ connect: 2s, first_token: 5s, idle: 5s, total: 10s }"),
+            port,
+            &[],
+        );
+        assert_eq!(o.code, Some(1), "{}", o.stdout);
+        let probe = failure_of(&o.stdout, "hostile::correctness::probe");
+        assert_has(
+            &probe,
+            &[
+                "error: request failed: connection broken: the server closed the connection after 2 tokens (",
+                " after the request was sent, ",
+                " after the last token), without `data: [DONE]`",
+                "received before the failure: \"one two\"",
+            ],
+        );
+        assert!(!probe.contains("malformed"), "{tag}: {probe}");
+    }
+}
+
+/// A page or a compressed body under HTTP 200 (a proxy's login page, a
+/// gzip middleware): the failure names the content type or encoding that
+/// came and the event stream that was expected.
+#[test]
+fn a_page_or_a_compressed_body_names_what_came() {
+    let page = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            let body = "<html><body>Please log in</body></html>\n";
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    }));
+    let gzip = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            let _ = conn.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nContent-Length: 20\r\nConnection: close\r\n\r\n\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x4b\x49\x2c\x49\xb4\x52\x00\x00\x00\x00",
+            );
+        }
+    }));
+    let suite = probe_suite("{ connect: 2s, first_token: 5s, idle: 5s, total: 10s }");
+    let o = run("html", &suite, page, &[]);
+    let probe = failure_of(&o.stdout, "hostile::correctness::probe");
+    assert_has(
+        &probe,
+        &[
+            "error: request failed: malformed response: the server answered HTTP 200 with Content-Type `text/html; charset=utf-8`, not an event stream (text/event-stream); the body began: \"<html><body>Please log in</body></html>\\n\"",
+        ],
+    );
+    assert!(!probe.contains("stream ended without"), "{probe}");
+    let o = run("gzip", &suite, gzip, &[]);
+    assert_has(
+        &failure_of(&o.stdout, "hostile::correctness::probe"),
+        &[
+            "error: request failed: malformed response: the server answered HTTP 200 with Content-Encoding `gzip`: servegate asks for and reads an uncompressed event stream (text/event-stream)",
+        ],
     );
 }

@@ -176,9 +176,9 @@ fn a_launched_server_is_checked_measured_recorded_and_stopped_with_its_group() {
     assert_has(
         &text,
         &[
-            "servegate: launched `sh -c",
+            "servegate: launched `NCCL_PROTO=LL HF_TOKEN='<redacted>' sh -c",
             "ready after",
-            "→ LAUNCHED server `sh -c",
+            "→ LAUNCHED server `NCCL_PROTO=LL HF_TOKEN='<redacted>' sh -c",
             "servegate: stopped the server of `launched` (was killed by signal 15 (SIGTERM))",
         ],
     );
@@ -306,7 +306,11 @@ fn a_configuration_mismatch_fails_its_check_and_gates_every_later_stage() {
     ] {
         assert_has(
             &failure_of(&text, later),
-            &["gated: config check server_info.attention_backend failed"],
+            &[
+                "gated: config check server_info.attention_backend failed",
+                // The check's own failure, for a run that filtered it out.
+                "\n  mismatch::config::server_info.attention_backend failed with:\n    error: server configuration mismatch: server_info.attention_backend is \"triton\", expected \"fa3\"\n",
+            ],
         );
     }
     run.assert_no_survivors();
@@ -339,13 +343,48 @@ fn variants_run_on_their_own_servers_and_the_table_names_the_faster() {
             "tpot.mean (lower is better)",
         ],
     );
+    // Each launch line shows the variant's environment as well as its argv.
+    let launched = |label: &str| {
+        text.lines()
+            .find(|l| l.starts_with("servegate: launched `") && l.contains(label))
+            .unwrap_or_else(|| panic!("no launch line for {label}:\n{text}"))
+    };
+    assert!(
+        launched("for `ab-slow`").starts_with("servegate: launched `SERVEGATE_SIM_ITL=8ms "),
+        "{text}"
+    );
+    assert!(
+        !launched("for `ab-fast`").contains("SERVEGATE_SIM_ITL"),
+        "{text}"
+    );
+    // A tie has no best, and says so.
+    assert_has(
+        &text,
+        &[
+            "    errors (lower is better)\n      slow                          0  (n=3)\n      fast                          0  (n=3)\n      no best: `slow` and `fast` tie at 0\n",
+        ],
+    );
     let f = run.figures();
+    assert_eq!(f["comparisons"][2]["figure"], "errors");
+    assert_eq!(f["comparisons"][2]["best"], serde_json::Value::Null);
+    assert_eq!(f["comparisons"][2]["no_best"], "`slow` and `fast` tie at 0");
     let c = &f["comparisons"][0];
     assert_eq!(c["best"], "fast");
     let delta = c["rows"][1]["delta_pct"].as_f64().unwrap();
     // ITL 8 ms against 2 ms: about 4× the decode rate.
     assert!(delta > 150.0, "{c}");
     assert_eq!(f["suites"][0]["variant"], "slow");
+    // Every threshold with its verdict, passing ones too, for the reports.
+    let thresholds = &f["suites"][1]["gates"][0]["thresholds"];
+    assert_eq!(thresholds.as_array().map(Vec::len), Some(3), "{thresholds}");
+    assert!(
+        thresholds[1]["check"]
+            .as_str()
+            .unwrap()
+            .starts_with("tpot.mean <= variant(slow) * 0.5 = "),
+        "{thresholds}"
+    );
+    assert_eq!(thresholds[1]["passed"], true);
     assert_eq!(f["suites"][0]["server"]["env"]["SERVEGATE_SIM_ITL"], "8ms");
     run.assert_no_survivors();
 }
@@ -513,12 +552,15 @@ fn a_canary_api_key_leaks_into_nothing_servegate_prints_or_writes() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(out.status.code(), Some(1), "{text}");
-    // The crash's log tail is in the failure, with the key scrubbed.
+    // The crash's log tail is in the failure, with the key scrubbed; the
+    // launch line shows the environment, its secrets redacted: one by its
+    // name, one by its value.
     assert_has(
         &text,
         &[
             "| server_args: api_key=<redacted>",
             "was killed by signal 6",
+            "servegate: launched `SGLANG_API_KEY='<redacted>' EXTRA_SETTING='<redacted>' ",
         ],
     );
     assert!(!text.contains(&canary), "the key is in the output:\n{text}");

@@ -131,7 +131,21 @@ fn the_record_of_a_real_run_matches_its_schema() {
 
 #[test]
 fn markdown_summary() {
-    golden!(report::markdown::render(&fixture()));
+    let md = report::markdown::render(&fixture());
+    // Every threshold of a gate with its verdict, passing ones too; a
+    // gated trial marked as gated, in the table and among the failures.
+    for needle in [
+        "## ❌ servegate: 5 passed, 2 failed (1 of them gated)",
+        "| `wrong::performance::decode` | ⛔ gated |",
+        "| threshold | verdict |\n|---|---|\n| `` decode_tok_s.mean >= 1.0 tok/s (measured 124.4 tok/s",
+        "| `` tpot.mean <= variant(slow) * 0.5 (not applied: this is variant `slow`) `` | ✅ pass |",
+        "| `` errors == 0 (measured 0) `` | ✅ pass |",
+        "<summary><code>wrong::performance::decode</code> gated (tests/suites/wrong_arithmetic.yaml:19)</summary>",
+        "- `decode` errors: no best variant: `slow` and `fast` tie at 0",
+    ] {
+        assert!(md.contains(needle), "`{needle}` not in:\n{md}");
+    }
+    golden!(md);
 }
 
 #[test]
@@ -230,5 +244,15 @@ fn html_report_is_golden_and_self_contained() {
         );
     }
     assert!(html.contains("<svg class=\"chart\""));
+    for needle in [
+        "<span class=\"fail\">5 passed, 2 failed (1 of them gated)</span>",
+        "<tr class=\"gated\"><td><code>wrong::performance::decode</code></td><td>gated</td>",
+        "<details><summary>why it was gated</summary>",
+        "<table class=\"thresholds\"><tr><th>threshold</th><th>verdict</th></tr><tr class=\"pass\"><td>decode_tok_s.mean &gt;= 1.0 tok/s (measured 124.4 tok/s",
+        "<tr class=\"pass\"><td>errors == 0 (measured 0)</td><td>pass</td></tr>",
+        " — no best: `slow` and `fast` tie at 0",
+    ] {
+        assert!(html.contains(needle), "`{needle}` not in the report");
+    }
     golden!(html);
 }

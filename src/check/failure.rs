@@ -8,7 +8,7 @@ use crate::client::error::excerpt;
 use crate::client::{CallError, Completion};
 use crate::suite::diagnostics::render_location;
 use crate::suite::node::Loc;
-use crate::suite::{Assertion, SourceFile};
+use crate::suite::{Assertion, Field, SourceFile};
 use crate::units::format_duration;
 
 /// A request as it went out.
@@ -80,14 +80,19 @@ pub fn assertions_failed(
             let _ = writeln!(out, "found:    {found}");
         }
     }
-    if completion.content.trim().is_empty()
-        && !completion.reasoning.is_empty()
-        && completion.finish_reason.as_deref() == Some("length")
-    {
+    let answer_in_reasoning =
+        completion.content.trim().is_empty() && !completion.reasoning.trim().is_empty();
+    if answer_in_reasoning && completion.finish_reason.as_deref() == Some("length") {
         let _ = writeln!(
             out,
             "note:     the model spent all {} tokens reasoning and wrote no answer (finish_reason length); raise max_tokens or disable thinking (`chat_template_kwargs: {{enable_thinking: false}}`)",
             completion.completion_tokens
+        );
+    } else if answer_in_reasoning && failed.iter().any(|(a, _)| a.field == Field::Content) {
+        let _ = writeln!(
+            out,
+            "help:     content is empty and the answer is in reasoning ({} chars); to check it there, add `in: reasoning` (or `in: all`) to the assertion",
+            completion.reasoning.chars().count()
         );
     }
     out.push('\n');
@@ -121,7 +126,7 @@ fn write_received<'a>(
         let _ = writeln!(
             out,
             "  reasoning: {}",
-            excerpt(&text_of(crate::suite::Field::Reasoning, c), 1200)
+            excerpt(&text_of(Field::Reasoning, c), 1200)
         );
     }
 }

@@ -177,6 +177,8 @@ pub struct Response {
     arrived: std::time::Instant,
     /// The status code.
     pub status: u16,
+    /// The `Content-Type` and `Content-Encoding` headers, when present.
+    pub content: super::stream::ContentHeaders,
     body: Decoder,
     keep_alive: bool,
     eof: bool,
@@ -204,6 +206,7 @@ impl Response {
             pos: 0,
             arrived: std::time::Instant::now(),
             status: 0,
+            content: super::stream::ContentHeaders::default(),
             body: Decoder::new(Framing::UntilClose),
             keep_alive: false,
             eof: false,
@@ -248,6 +251,10 @@ impl Response {
                         (false, None) => Framing::UntilClose,
                     };
                     response.status = head.code.unwrap_or(0);
+                    response.content = super::stream::ContentHeaders {
+                        content_type: header("content-type").map(str::to_owned),
+                        content_encoding: header("content-encoding").map(str::to_owned),
+                    };
                     response.pos = len;
                     response.body = Decoder::new(framing);
                     response.keep_alive = !close && framing != Framing::UntilClose;
@@ -322,7 +329,7 @@ impl Response {
                     Framing::UntilClose => Ok(None),
                     _ => Err(CallError::new(
                         ErrorKind::Transport,
-                        "the server closed the connection mid-response",
+                        "the server closed the connection",
                     )),
                 };
             }
@@ -331,6 +338,12 @@ impl Response {
 
     fn done(&self) -> bool {
         self.body.done(self.eof)
+    }
+
+    /// Whether the body ends only when the server closes the connection
+    /// (neither chunked nor of a stated length).
+    pub fn ends_with_connection(&self) -> bool {
+        self.body.framing() == Framing::UntilClose
     }
 
     /// Decodes what is buffered: the range of the next body bytes, if any.

@@ -12,7 +12,7 @@ use super::error::{CallError, Deadline, ErrorKind, excerpt, source_chain};
 use super::raw;
 use super::sse::SseParser;
 use crate::suite::{Api, ReadLimits, Timeouts};
-use crate::units::format_bytes;
+use crate::units::{format_bytes, format_duration};
 
 /// Where a completion's token count came from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -90,6 +90,56 @@ pub struct Completion {
     /// Timestamps.
     pub timing: Timing,
 }
+
+/// What a response says its body is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContentHeaders {
+    /// `Content-Type`.
+    pub content_type: Option<String>,
+    /// `Content-Encoding`.
+    pub content_encoding: Option<String>,
+}
+
+impl ContentHeaders {
+    fn of(headers: &reqwest::header::HeaderMap) -> Self {
+        let get = |name| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| v.trim().to_owned())
+        };
+        Self {
+            content_type: get(reqwest::header::CONTENT_TYPE),
+            content_encoding: get(reqwest::header::CONTENT_ENCODING),
+        }
+    }
+
+    /// `Err` when the body is compressed: the client asks for none and
+    /// cannot read one.
+    fn readable(&self, status: u16) -> Result<(), CallError> {
+        match self.content_encoding.as_deref() {
+            Some(e) if !e.is_empty() && !e.eq_ignore_ascii_case("identity") => Err(CallError::new(
+                ErrorKind::Protocol,
+                format!(
+                    "the server answered HTTP {status} with Content-Encoding `{e}`: servegate asks for and reads an uncompressed event stream ({EVENT_STREAM})"
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The content type, when it is stated and is not an event stream.
+    fn not_event_stream(&self) -> Option<&str> {
+        self.content_type.as_deref().filter(|t| {
+            !t.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case(EVENT_STREAM))
+        })
+    }
+}
+
+/// The media type of a streamed answer.
+const EVENT_STREAM: &str = "text/event-stream";
 
 /// A client for one server and API.
 #[derive(Debug, Clone)]
@@ -302,6 +352,7 @@ impl Client {
                 let detail = error_message_of(&text).unwrap_or_else(|| excerpt(&text, 500));
                 return Err(CallError::new(ErrorKind::Http(response.status), detail));
             }
+            reader.answered(response.status, std::mem::take(&mut response.content))?;
             read_body(&mut reader, &mut response, deadlines).await?;
             response.release(pool);
             return reader.finish().map_err(|e| reader.fail(e));
@@ -329,6 +380,7 @@ impl Client {
             let detail = error_message_of(&text).unwrap_or_else(|| excerpt(&text, 500));
             return Err(CallError::new(ErrorKind::Http(status.as_u16()), detail));
         }
+        reader.answered(status.as_u16(), ContentHeaders::of(response.headers()))?;
         let mut body = ReqwestBody {
             stream: response.bytes_stream(),
             current: bytes::Bytes::new(),
@@ -424,11 +476,20 @@ impl Deadlines {
 trait BodySource {
     /// The next piece and when it arrived; `Ok(None)` at the end.
     async fn piece(&mut self) -> Result<Option<(&[u8], Instant)>, CallError>;
+
+    /// Whether the end of the body is the server closing the connection.
+    fn ends_with_connection(&self) -> bool {
+        false
+    }
 }
 
 impl BodySource for raw::Response {
     async fn piece(&mut self) -> Result<Option<(&[u8], Instant)>, CallError> {
         self.next().await
+    }
+
+    fn ends_with_connection(&self) -> bool {
+        raw::Response::ends_with_connection(self)
     }
 }
 
@@ -480,7 +541,14 @@ async fn read_body<B: BodySource>(
             }
         };
         match next {
-            Ok(None) => return Ok(()),
+            Ok(None) => {
+                reader.closed = body.ends_with_connection();
+                return Ok(());
+            }
+            Err(e) if e.kind == ErrorKind::Transport => {
+                let detail = format!("{} {}", e.detail, reader.so_far());
+                return Err(reader.fail(CallError::new(ErrorKind::Transport, detail)));
+            }
             Err(e) => return Err(reader.fail(e)),
             Ok(Some((chunk, arrived))) => {
                 // The arrival serves both the deadline and the timing.
@@ -555,7 +623,17 @@ struct StreamReader {
     /// beyond what they could carry are implausible.
     sent_bytes: u64,
     received: u64,
+    /// The status and what the headers said the body is.
+    status: u16,
+    headers: ContentHeaders,
+    /// The first bytes of the body, to show when it is not a stream.
+    body_head: Vec<u8>,
+    /// The body ended with the connection (no framing said where).
+    closed: bool,
 }
+
+/// Bytes of the body kept to show what came instead of a stream.
+const BODY_HEAD: usize = 200;
 
 /// What one event said, gathered while its dialect reads it and applied
 /// after: the marks and checks are the reader's, the same for every dialect.
@@ -669,7 +747,45 @@ impl StreamReader {
             max_marks: MAX_MARKS,
             sent_bytes: sent_bytes as u64,
             received: 0,
+            status: 0,
+            headers: ContentHeaders::default(),
+            body_head: Vec::new(),
+            closed: false,
         }
+    }
+
+    /// Notes a 2xx answer's headers; `Err` when its body cannot be read.
+    fn answered(&mut self, status: u16, headers: ContentHeaders) -> Result<(), CallError> {
+        headers.readable(status)?;
+        self.status = status;
+        self.headers = headers;
+        Ok(())
+    }
+
+    /// How far a stream got: "after 2 tokens (12.30ms after the request
+    /// was sent, 1.00ms after the last token), without `data: [DONE]`".
+    fn so_far(&self) -> String {
+        let now = self.sent.elapsed();
+        let tokens = self.chunk_tokens.max(self.reported.unwrap_or(0));
+        let last = self.timing.marks.last().map_or_else(
+            || "before any token".to_owned(),
+            |m| {
+                format!(
+                    "{} after the last token",
+                    format_duration(now.saturating_sub(m.at))
+                )
+            },
+        );
+        let marker = self
+            .dialect
+            .end_marker()
+            .filter(|_| !self.done)
+            .map_or_else(String::new, |m| format!(", without {m}"));
+        format!(
+            "after {tokens} token{} ({} after the request was sent, {last}){marker}",
+            if tokens == 1 { "" } else { "s" },
+            format_duration(now)
+        )
     }
 
     /// `Err` when the answer grew past its cap.
@@ -728,6 +844,11 @@ impl StreamReader {
     fn feed(&mut self, bytes: &[u8], arrived: Instant) -> Result<(), CallError> {
         let now = arrived.saturating_duration_since(self.sent);
         self.timing.first_byte.get_or_insert(now);
+        if self.body_head.len() < BODY_HEAD {
+            let room = BODY_HEAD - self.body_head.len();
+            self.body_head
+                .extend_from_slice(&bytes[..room.min(bytes.len())]);
+        }
         self.received = self.received.saturating_add(bytes.len() as u64);
         // Take the parser out so events can borrow its buffer while `self`
         // accumulates: no copy per chunk.
@@ -831,13 +952,32 @@ impl StreamReader {
                 self.event(ev.data, false, now)?;
             }
         }
-        if let Some(marker) = self.dialect.end_marker()
-            && !self.done
+        let marker = self.dialect.end_marker();
+        if !self.done
+            && (marker.is_some() || self.chunk_tokens == 0)
+            && let Some(other) = self.headers.not_event_stream()
         {
             return Err(CallError::new(
                 ErrorKind::Protocol,
-                format!("stream ended without {marker}"),
+                format!(
+                    "the server answered HTTP {} with Content-Type `{other}`, not an event stream ({EVENT_STREAM}); the body began: {}",
+                    self.status,
+                    excerpt(&String::from_utf8_lossy(&self.body_head), BODY_HEAD)
+                ),
             ));
+        }
+        if marker.is_some() && !self.done {
+            return Err(if self.closed {
+                CallError::new(
+                    ErrorKind::Transport,
+                    format!("the server closed the connection {}", self.so_far()),
+                )
+            } else {
+                CallError::new(
+                    ErrorKind::Protocol,
+                    format!("the response ended {}", self.so_far()),
+                )
+            });
         }
         self.timing.end = now;
         Self::plausible(

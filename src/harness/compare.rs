@@ -68,20 +68,11 @@ pub fn compare(runs: &[Arc<SuiteRun>]) -> Vec<Comparison> {
                         },
                     })
                     .collect();
-                let best = (rows.len() > 1)
-                    .then(|| {
-                        rows.iter()
-                            .max_by(|a, b| {
-                                let (x, y) = if higher {
-                                    (a.value, b.value)
-                                } else {
-                                    (b.value, a.value)
-                                };
-                                x.total_cmp(&y)
-                            })
-                            .map(|r| r.variant.clone())
-                    })
-                    .flatten();
+                let (best, no_best) = match pick_best(&rows, higher) {
+                    Some(Ok(best)) => (Some(best), None),
+                    Some(Err(why)) => (None, Some(why)),
+                    None => (None, None),
+                };
                 out.push(Comparison {
                     suite: suite.name.clone(),
                     gate: gate.name.clone(),
@@ -89,11 +80,55 @@ pub fn compare(runs: &[Arc<SuiteRun>]) -> Vec<Comparison> {
                     better: if higher { "higher" } else { "lower" }.to_owned(),
                     rows,
                     best,
+                    no_best,
                 });
             }
         }
     }
     out
+}
+
+/// The best of several variants' rows (`None` for fewer than two): `Ok`
+/// with its name when it stands out, `Err` with why none does — a tie as
+/// shown, or 95% intervals that overlap the runner-up's (within noise).
+/// Without intervals (one repeat) the better mean wins.
+fn pick_best(rows: &[Row], higher: bool) -> Option<Result<String, String>> {
+    if rows.len() < 2 {
+        return None;
+    }
+    let mut order: Vec<&Row> = rows.iter().collect();
+    order.sort_by(|a, b| {
+        let by = a.value.total_cmp(&b.value);
+        if higher { by.reverse() } else { by }
+    });
+    let (best, runner_up) = (order[0], order[1]);
+    let tied: Vec<String> = order
+        .iter()
+        .filter(|r| r.shown == best.shown)
+        .map(|r| format!("`{}`", r.variant))
+        .collect();
+    if tied.len() > 1 {
+        return Some(Err(format!("{} tie at {}", and_list(&tied), best.shown)));
+    }
+    if let (Some((lo, hi)), Some((rlo, rhi))) = (best.ci95, runner_up.ci95)
+        && lo <= rhi
+        && rlo <= hi
+    {
+        return Some(Err(format!(
+            "`{}` and `{}` are within noise (their 95% intervals overlap)",
+            best.variant, runner_up.variant
+        )));
+    }
+    Some(Ok(best.variant.clone()))
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
 }
 
 /// The comparisons as the terminal shows them.
@@ -129,6 +164,65 @@ pub fn render(comparisons: &[Comparison]) -> String {
         if let Some(best) = &c.best {
             let _ = writeln!(out, "      best: `{best}`");
         }
+        if let Some(why) = &c.no_best {
+            let _ = writeln!(out, "      no best: {why}");
+        }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(variant: &str, value: f64, shown: &str, ci95: Option<(f64, f64)>) -> Row {
+        Row {
+            variant: variant.into(),
+            value,
+            shown: shown.into(),
+            repeats: if ci95.is_some() { 3 } else { 1 },
+            ci95,
+            delta_pct: None,
+            beyond_noise: None,
+        }
+    }
+
+    #[test]
+    fn a_best_variant_only_where_one_stands_out() {
+        // Apart: the higher wins where higher is better, the lower otherwise.
+        let apart = [
+            row("a", 100.0, "100.0 tok/s", Some((98.0, 102.0))),
+            row("b", 120.0, "120.0 tok/s", Some((118.0, 122.0))),
+        ];
+        assert_eq!(pick_best(&apart, true), Some(Ok("b".into())));
+        assert_eq!(pick_best(&apart, false), Some(Ok("a".into())));
+        // Overlapping intervals: within noise, whichever mean is higher.
+        let close = [
+            row("a", 100.0, "100.0 tok/s", Some((95.0, 105.0))),
+            row("b", 103.0, "103.0 tok/s", Some((99.0, 107.0))),
+        ];
+        assert_eq!(
+            pick_best(&close, true),
+            Some(Err(
+                "`b` and `a` are within noise (their 95% intervals overlap)".into()
+            ))
+        );
+        // The same as shown: a tie, whatever the noise.
+        let tie = [
+            row("a", 0.0, "0", None),
+            row("b", 0.0, "0", None),
+            row("c", 0.0, "0", None),
+        ];
+        assert_eq!(
+            pick_best(&tie, false),
+            Some(Err("`a`, `b` and `c` tie at 0".into()))
+        );
+        // One repeat each: no interval, the better mean wins.
+        let once = [
+            row("a", 1.0, "1.0 tok/s", None),
+            row("b", 2.0, "2.0 tok/s", None),
+        ];
+        assert_eq!(pick_best(&once, true), Some(Ok("b".into())));
+        assert_eq!(pick_best(&once[..1], true), None);
+    }
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::judge::{References, VariantFigures, judge, judge_curve};
-use super::outcome::{Cause, Stop, Verdict};
+use super::outcome::{Cause, Stop, Verdict, gist};
 use super::session::{GateFigures, SuiteRun, once};
 use crate::load::baseline::{self, Lookup};
 use std::sync::Arc;
@@ -104,14 +104,17 @@ impl SuiteRun {
         let gate = &self.suite.gates[index];
         let target = self.connected()?;
         self.config_prerequisite()?;
-        let failed: Vec<String> = (0..self.suite.probes.len())
-            .filter(|&i| self.probe(i).is_err())
-            .map(|i| self.suite.probes[i].name.clone())
-            .collect();
-        if !failed.is_empty() {
+        let (probes, why): (Vec<String>, Vec<String>) = (0..self.suite.probes.len())
+            .filter_map(|i| {
+                let stop = self.probe(i).err()?;
+                Some((self.suite.probes[i].name.clone(), gist(&stop.to_string())))
+            })
+            .unzip();
+        if !probes.is_empty() {
             return Err(Stop::Gated(Cause::Probes {
                 label: self.label.clone(),
-                probes: failed,
+                probes,
+                why,
             }));
         }
         let changed: Vec<String> = (0..self.suite.probes.len())

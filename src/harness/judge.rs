@@ -152,6 +152,9 @@ fn against(t: &Threshold, reference: Option<&Result<f64, String>>, bound: Option
 
 /// Why a figure of `metric` is missing from a gate's repeats.
 fn unmeasured(metric: Metric, repeats: &[GateMetrics]) -> String {
+    if let Some(why) = repeats.iter().find_map(|m| m.missing(metric)) {
+        return why;
+    }
     let completed: u64 = repeats.iter().map(|m| m.completed).sum();
     match metric.spec().needs {
         Some(needs) if completed > 0 => {

@@ -36,6 +36,9 @@ pub enum Cause {
         label: String,
         /// The checks that failed.
         checks: Vec<String>,
+        /// The gist of each one's failure ([`gist`]), in the same order:
+        /// a filtered run may not show their trials.
+        why: Vec<String>,
     },
     /// Correctness probes failed: a gate never passes on such a server.
     Probes {
@@ -43,6 +46,8 @@ pub enum Cause {
         label: String,
         /// The probes that failed.
         probes: Vec<String>,
+        /// The gist of each one's failure ([`gist`]), in the same order.
+        why: Vec<String>,
     },
     /// Answers under `snapshot: gate` changed.
     Snapshots {
@@ -102,6 +107,16 @@ impl Stop {
                 ..failure
             }),
             Stop::Gated(Cause::ServerLost(text)) => Stop::Gated(Cause::ServerLost(f(&text))),
+            Stop::Gated(Cause::Config { label, checks, why }) => Stop::Gated(Cause::Config {
+                label,
+                checks,
+                why: why.iter().map(|w| f(w)).collect(),
+            }),
+            Stop::Gated(Cause::Probes { label, probes, why }) => Stop::Gated(Cause::Probes {
+                label,
+                probes,
+                why: why.iter().map(|w| f(w)).collect(),
+            }),
             Stop::Gated(Cause::NoAnswer { label, probe, why }) => Stop::Gated(Cause::NoAnswer {
                 label,
                 probe,
@@ -130,22 +145,73 @@ fn names(label: &str, stage: &str, items: &[String]) -> (String, String) {
     (items.join(", "), trials.join(", "))
 }
 
+/// Lines of a failure kept in its gist: what went wrong, where, what was
+/// found and what came back; not the source snippet or the request.
+const GIST: [&str; 8] = [
+    "error:",
+    "-->",
+    "found:",
+    "note:",
+    "help:",
+    "received:",
+    "content:",
+    "reasoning:",
+];
+
+/// At most this many lines of each failure in a gated trial's message.
+const GIST_LINES: usize = 12;
+
+/// The gist of a failure message, for the trials it gates: its `error:`
+/// and `-->` lines, what was found and what came back, as written.
+pub fn gist(message: &str) -> String {
+    let lines: Vec<&str> = message
+        .lines()
+        .filter(|l| GIST.iter().any(|p| l.trim_start().starts_with(p)))
+        .take(GIST_LINES)
+        .collect();
+    if lines.is_empty() {
+        message.lines().next().unwrap_or("").to_owned()
+    } else {
+        lines.join("\n")
+    }
+}
+
+/// Each failed item's trial and the gist of its failure, indented under
+/// a gated trial's message.
+fn write_causes(
+    f: &mut fmt::Formatter<'_>,
+    label: &str,
+    stage: &str,
+    items: &[String],
+    why: &[String],
+) -> fmt::Result {
+    for (item, why) in items.iter().zip(why) {
+        write!(f, "\n  {label}::{stage}::{item} failed with:")?;
+        for line in why.lines() {
+            write!(f, "\n    {line}")?;
+        }
+    }
+    Ok(())
+}
+
 impl fmt::Display for Cause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Cause::Config { label, checks } => {
+            Cause::Config { label, checks, why } => {
                 let (list, trials) = names(label, "config", checks);
                 write!(
                     f,
                     "gated: config check {list} failed\n  the server does not run the configuration this suite asserts; see {trials}"
-                )
+                )?;
+                write_causes(f, label, "config", checks, why)
             }
-            Cause::Probes { label, probes } => {
+            Cause::Probes { label, probes, why } => {
                 let (list, trials) = names(label, "correctness", probes);
                 write!(
                     f,
                     "gated: correctness probe {list} failed\n  a performance gate never passes on a server that failed its correctness probes; see {trials}"
-                )
+                )?;
+                write_causes(f, label, "correctness", probes, why)
             }
             Cause::Snapshots { label, probes } => {
                 let (list, trials) = names(label, "snapshot", probes);
@@ -172,10 +238,16 @@ mod tests {
         let c = Cause::Probes {
             label: "s".into(),
             probes: vec!["a".into(), "b".into()],
+            why: vec![
+                gist(
+                    "error: wrong\n --> s.yaml:3:5\n  |\n3 | x\n\nsent:     POST u\n          {}\nreceived: 1 token\n  content:   \"5\"\n",
+                ),
+                gist("no line of the gist"),
+            ],
         };
         assert_eq!(
             c.to_string(),
-            "gated: correctness probe a, b failed\n  a performance gate never passes on a server that failed its correctness probes; see s::correctness::a, s::correctness::b"
+            "gated: correctness probe a, b failed\n  a performance gate never passes on a server that failed its correctness probes; see s::correctness::a, s::correctness::b\n  s::correctness::a failed with:\n    error: wrong\n     --> s.yaml:3:5\n    received: 1 token\n      content:   \"5\"\n  s::correctness::b failed with:\n    no line of the gist"
         );
         assert_eq!(Stop::Gated(c).outcome(), TrialOutcome::Gated);
         let f = Stop::failed(FailureKind::Probe, "error: x");

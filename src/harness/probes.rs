@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use futures_util::StreamExt as _;
 
-use super::outcome::{Cause, Stop, Verdict};
+use super::outcome::{Cause, Stop, Verdict, gist};
 use super::session::{SuiteRun, once};
 use super::target::Connected;
 use crate::check::failure::{Sent, assertions_failed, request_failed};
@@ -70,16 +70,19 @@ impl SuiteRun {
     /// `Err` when a config check failed: nothing after it is trusted.
     pub(super) fn config_prerequisite(&self) -> Result<(), Stop> {
         let checks = &self.suite.expect_server;
-        let failed: Vec<String> = (0..checks.len())
-            .filter(|&i| self.config(i).is_err())
-            .map(|i| checks[i].name.clone())
-            .collect();
+        let (failed, why): (Vec<String>, Vec<String>) = (0..checks.len())
+            .filter_map(|i| {
+                let stop = self.config(i).err()?;
+                Some((checks[i].name.clone(), gist(&stop.to_string())))
+            })
+            .unzip();
         if failed.is_empty() {
             return Ok(());
         }
         Err(Stop::Gated(Cause::Config {
             label: self.label.clone(),
             checks: failed,
+            why,
         }))
     }
 

@@ -100,12 +100,13 @@ pub async fn connect(
             let suite_dir = suite.file.path.parent().unwrap_or(Path::new("."));
             let s = Server::spawn(launch, place.variant, suite_dir, place.dir, place.label)
                 .map_err(|e| format!("launch failed: {e}"))?;
-            println!(
+            let line = format!(
                 "servegate: launched `{}` for `{}` (log {})",
-                crate::server::shell_line(&s.argv),
+                s.command_line(),
                 place.label,
                 s.log_path.display()
             );
+            println!("{}", crate::text::for_log(&line));
             s.wait_ready(&launch.ready)
                 .await
                 .map_err(|e| format!("launch failed: {e}"))?;
@@ -117,10 +118,7 @@ pub async fn connect(
                 tl.port_open_s.unwrap_or_default()
             );
             let base = s.base_url.clone();
-            let what = format!(
-                "LAUNCHED server `{}` at {base}",
-                crate::server::shell_line(&s.argv)
-            );
+            let what = format!("LAUNCHED server `{}` at {base}", s.command_line());
             launched = Some(s);
             (base, None, what)
         }

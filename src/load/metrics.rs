@@ -235,7 +235,7 @@ impl Recorder {
             usage_tokens: self.usage_tokens,
             chunk_tokens: self.chunk_tokens,
             token_sources: self.token_sources,
-            server: None,
+            server: Err("the server's /metrics was not read".to_owned()),
             wall,
         }
     }
@@ -287,8 +287,8 @@ pub struct GateMetrics {
     pub usage_tokens: u64,
     /// Tokens counted from chunks, over the same requests.
     pub chunk_tokens: u64,
-    /// The server's own `/metrics` view of the window, when it has one.
-    pub server: Option<ServerView>,
+    /// The server's own `/metrics` view of the window, or why there is none.
+    pub server: Result<ServerView, String>,
     /// The measured window.
     pub wall: Duration,
     /// Per request, in completion order: seconds since the first completion,
@@ -342,7 +342,7 @@ impl GateMetrics {
                     / self.usage_tokens as f64
             }),
             Metric::TokenDriftMetrics => {
-                let served = self.server.as_ref()?.generation_tokens?;
+                let served = self.server.as_ref().ok()?.generation_tokens?;
                 (self.output_tokens > 0).then(|| {
                     100.0 * (served - self.output_tokens as f64).abs() / self.output_tokens as f64
                 })
@@ -360,6 +360,23 @@ impl GateMetrics {
             m => self
                 .distribution(m)
                 .and_then(|d| d.stat(key.stat.unwrap_or(Stat::Mean))),
+        }
+    }
+
+    /// Why this window has no figure of `metric` although requests
+    /// succeeded, where the window knows: what the server lacked.
+    pub fn missing(&self, metric: Metric) -> Option<String> {
+        match (metric, &self.server) {
+            (Metric::TokenDriftMetrics, Err(why)) => Some(format!(
+                "{why}: this figure needs its generation-token counter"
+            )),
+            (Metric::TokenDriftMetrics, Ok(view)) if view.generation_tokens.is_none() => {
+                Some(format!(
+                    "/metrics lacked the counter this figure needs: it has none of {}",
+                    super::prometheus::generation_counter_names().join(", ")
+                ))
+            }
+            _ => None,
         }
     }
 
@@ -381,6 +398,7 @@ impl GateMetrics {
                 self.output_tokens,
                 self.server
                     .as_ref()
+                    .ok()
                     .and_then(|s| s.generation_tokens)
                     .map_or_else(|| "none".to_owned(), |g| format!("{g:.0}"))
             ),
@@ -489,7 +507,7 @@ impl GateMetrics {
                 stat(&self.decode_tok_s, Stat::Mean),
             );
         }
-        if let Some(server) = &self.server {
+        if let Ok(server) = &self.server {
             out.push_str(&server.render());
         }
         if self.late_starts > 0 {

@@ -194,13 +194,26 @@ fn one_histogram_delta(before: &Scrape, after: &Scrape, suffix: &str) -> Option<
     })
 }
 
+/// The counters of generated tokens read, in the order tried (llama.cpp
+/// counts them as `tokens_predicted_total`).
+const GENERATION_COUNTERS: [&str; 2] = ["generation_tokens_total", "tokens_predicted_total"];
+
+/// Every series name that holds generated tokens, as a failure names them
+/// when a server has none.
+pub fn generation_counter_names() -> Vec<String> {
+    GENERATION_COUNTERS
+        .iter()
+        .flat_map(|suffix| PREFIXES.iter().map(move |p| format!("{p}{suffix}")))
+        .collect()
+}
+
 impl ServerView {
     /// The change between two scrapes.
     pub fn between(before: &Scrape, after: &Scrape) -> Self {
         Self {
-            // llama.cpp counts them as `tokens_predicted_total`.
-            generation_tokens: counter_delta(before, after, "generation_tokens_total")
-                .or_else(|| counter_delta(before, after, "tokens_predicted_total")),
+            generation_tokens: GENERATION_COUNTERS
+                .iter()
+                .find_map(|suffix| counter_delta(before, after, suffix)),
             prompt_tokens: counter_delta(before, after, "prompt_tokens_total"),
             ttft: histogram_delta(before, after, &["time_to_first_token_seconds"]),
             // vLLM renamed it (and later removed the old name).

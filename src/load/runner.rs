@@ -467,20 +467,20 @@ pub async fn run_watched(
     progress.finish();
     let mut metrics = rec.finish(wall);
     metrics.stopped_early = breaker.tripped();
-    if let (Some(before), Some(after)) = (before, scrape(client).await) {
-        metrics.server = Some(ServerView::between(&before, &after));
-    }
+    let after = scrape(client).await;
+    metrics.server = before.and_then(|b| after.map(|a| ServerView::between(&b, &a)));
     Ok(metrics)
 }
 
-/// The server's `/metrics`, when it serves them.
-async fn scrape(client: &Client) -> Option<Scrape> {
-    client
-        .get_text("/metrics")
-        .await
-        .ok()
-        .flatten()
-        .map(|t| Scrape::parse(&t))
+/// The server's `/metrics`, or why there are none.
+async fn scrape(client: &Client) -> Result<Scrape, String> {
+    match client.get("/metrics").await {
+        Ok((status, text)) if (200..300).contains(&status) => Ok(Scrape::parse(&text)),
+        Ok((status, _)) => Err(format!(
+            "the server has no /metrics (GET /metrics answered HTTP {status})"
+        )),
+        Err(e) => Err(format!("GET /metrics failed: {e}")),
+    }
 }
 
 #[cfg(test)]

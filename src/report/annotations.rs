@@ -1,7 +1,7 @@
 //! GitHub Actions workflow commands: an `::error` at the YAML line of each
 //! failed trial, so the failure shows on the suite file in the pull request.
 
-use crate::record::RunRecord;
+use crate::record::{RunRecord, TrialOutcome};
 
 /// Escapes a command's message (`%`, CR, LF).
 fn data(text: &str) -> String {
@@ -29,17 +29,22 @@ fn pointed_line(message: &str, file: &str, line: u32) -> u32 {
 }
 
 /// One `::error file=…,line=…,title=…::…` line per failed trial, at the
-/// line of the assertion or threshold that failed.
+/// line of the assertion or threshold that failed; a gated trial's at its
+/// own item (the lines its message points at are what gated it).
 pub fn render(record: &RunRecord) -> Vec<String> {
     record
         .trials
         .iter()
         .filter_map(|t| {
             let message = t.message.as_ref()?;
+            let line = if t.outcome == TrialOutcome::Gated {
+                t.line
+            } else {
+                pointed_line(message, &t.file, t.line)
+            };
             Some(format!(
-                "::error file={},line={},title={}::{}",
+                "::error file={},line={line},title={}::{}",
                 property(&t.file),
-                pointed_line(message, &t.file, t.line),
                 property(&t.name),
                 data(message.trim_end())
             ))

@@ -36,10 +36,18 @@ const PAD: f64 = 48.0;
 /// Room for the value labels left of the plot.
 const LEFT: f64 = 72.0;
 
+/// How a chart's x axis is labelled.
+enum XAxis<'a> {
+    /// Five evenly spaced values.
+    Linear,
+    /// These positions, labelled so (and spanning at least them).
+    Ticks(&'a [(f64, &'a str)]),
+}
+
 /// An SVG chart of `series` with labelled axes.
 fn chart(
     title: &str,
-    x_label: &str,
+    (x_label, x_axis): (&str, XAxis<'_>),
     y_label: &str,
     y_fmt: &dyn Fn(f64) -> String,
     series: &[Series<'_>],
@@ -53,6 +61,12 @@ fn chart(
     }
     if !x0.is_finite() {
         return String::new();
+    }
+    if let XAxis::Ticks(ticks) = x_axis {
+        for (x, _) in ticks {
+            x0 = x0.min(*x);
+            x1 = x1.max(*x);
+        }
     }
     if x1 <= x0 {
         x1 = x0 + 1.0;
@@ -81,15 +95,28 @@ fn chart(
             ty = py(y) + 3.0,
             l = esc(&y_fmt(y))
         );
-        let x = x0 + (x1 - x0) * f64::from(i) / 4.0;
+    }
+    let linear: Vec<(f64, String)> = (0..=4)
+        .map(|i| {
+            let x = x0 + (x1 - x0) * f64::from(i) / 4.0;
+            let label = format!("{x:.3}");
+            (
+                x,
+                label.trim_end_matches('0').trim_end_matches('.').to_owned(),
+            )
+        })
+        .collect();
+    let x_ticks: Vec<(f64, &str)> = match x_axis {
+        XAxis::Linear => linear.iter().map(|(x, l)| (*x, l.as_str())).collect(),
+        XAxis::Ticks(ticks) => ticks.to_vec(),
+    };
+    for (x, label) in x_ticks {
         let _ = write!(
             svg,
             r#"<text x="{:.1}" y="{}" text-anchor="middle" font-size="10">{}</text>"#,
             px(x),
             H - PAD + 14.0,
-            esc(format!("{x:.3}")
-                .trim_end_matches('0')
-                .trim_end_matches('.'))
+            esc(label)
         );
     }
     let _ = write!(
@@ -142,23 +169,61 @@ fn chart(
     svg
 }
 
-/// The percentile curve of a distribution from the record's quantiles.
+/// Where quantile `q` sits on the percentile axis: log10(1/(1−q)), so that
+/// p90, p99 and p99.9 are a decade apart and the tail, where latency goes
+/// wrong, gets as much room as the body (a linear axis squeezes p99 to max
+/// into its last 2%); the maximum one decade past p99.9.
+fn tail_position(q: f64) -> f64 {
+    if q >= 1.0 { 4.0 } else { -(1.0 - q).log10() }
+}
+
+/// The statistics the percentile plot draws, with their quantiles.
+const QUANTILES: [(&str, f64); 6] = [
+    ("p50", 0.5),
+    ("p90", 0.9),
+    ("p95", 0.95),
+    ("p99", 0.99),
+    ("p99.9", 0.999),
+    ("max", 1.0),
+];
+
+/// The percentile curve of a distribution from the record's quantiles, at
+/// their [`tail_position`]s.
 fn percentiles(g: &GateRecord, metric: &str) -> Vec<(f64, f64)> {
-    [
-        ("p50", 50.0),
-        ("p90", 90.0),
-        ("p95", 95.0),
-        ("p99", 99.0),
-        ("p99.9", 99.9),
-        ("max", 100.0),
-    ]
-    .iter()
-    .filter_map(|(stat, pct)| {
-        g.figures
-            .get(&format!("{metric}.{stat}"))
-            .map(|v| (*pct, *v))
-    })
-    .collect()
+    QUANTILES
+        .iter()
+        .filter_map(|(stat, q)| {
+            g.figures
+                .get(&format!("{metric}.{stat}"))
+                .map(|v| (tail_position(*q), *v))
+        })
+        .collect()
+}
+
+/// TTFT and ITL by percentile.
+fn percentile_chart(g: &GateRecord) -> String {
+    let dist = [("TTFT", "ttft", "#1f77b4"), ("ITL", "itl", "#d62728")]
+        .iter()
+        .map(|(name, metric, color)| Series {
+            name,
+            color,
+            points: percentiles(g, metric),
+            line: true,
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect::<Vec<_>>();
+    let ticks: Vec<(f64, &str)> = QUANTILES
+        .iter()
+        .filter(|(stat, _)| *stat != "p95")
+        .map(|(stat, q)| (tail_position(*q), *stat))
+        .collect();
+    chart(
+        "latency percentiles",
+        ("percentile (log scale of 1/(1−q))", XAxis::Ticks(&ticks)),
+        "latency",
+        &secs,
+        &dist,
+    )
 }
 
 fn gate_section(out: &mut String, suite: &str, g: &GateRecord) {
@@ -195,26 +260,26 @@ fn gate_section(out: &mut String, suite: &str, g: &GateRecord) {
                 .any(|key| key.to_string() == **k)
         }),
     );
+    if !g.thresholds.is_empty() {
+        out.push_str("<table class=\"thresholds\"><tr><th>threshold</th><th>verdict</th></tr>");
+        for t in &g.thresholds {
+            let (class, verdict) = if t.passed {
+                ("pass", "pass")
+            } else {
+                ("fail", "FAIL")
+            };
+            let _ = write!(
+                out,
+                "<tr class=\"{class}\"><td>{}</td><td>{verdict}</td></tr>",
+                esc(&t.check)
+            );
+        }
+        out.push_str("</table>");
+    }
     out.push_str("<details><summary>every figure</summary>");
     table(out, &mut g.figures.iter());
     out.push_str("</details><div class=\"charts\">");
-    let dist = [("TTFT", "ttft", "#1f77b4"), ("ITL", "itl", "#d62728")]
-        .iter()
-        .map(|(name, metric, color)| Series {
-            name,
-            color,
-            points: percentiles(g, metric),
-            line: true,
-        })
-        .filter(|s| !s.points.is_empty())
-        .collect::<Vec<_>>();
-    out.push_str(&chart(
-        "latency percentiles",
-        "percentile",
-        "latency",
-        &secs,
-        &dist,
-    ));
+    out.push_str(&percentile_chart(g));
     if !g.series.is_empty() {
         let over_time = [
             Series {
@@ -232,7 +297,7 @@ fn gate_section(out: &mut String, suite: &str, g: &GateRecord) {
         ];
         out.push_str(&chart(
             "latency over time",
-            "seconds since the first completion",
+            ("seconds since the first completion", XAxis::Linear),
             "latency",
             &secs,
             &over_time,
@@ -254,10 +319,10 @@ fn prompt_of(request: &serde_json::Value) -> String {
 }
 
 fn trial_row(out: &mut String, t: &TrialRecord) {
-    let (class, mark) = match t.outcome {
-        TrialOutcome::Passed => ("pass", "passed"),
-        TrialOutcome::Failed => ("fail", "FAILED"),
-        TrialOutcome::Gated => ("fail", "gated"),
+    let (class, mark, why) = match t.outcome {
+        TrialOutcome::Passed => ("pass", "passed", "failure"),
+        TrialOutcome::Failed => ("fail", "FAILED", "failure"),
+        TrialOutcome::Gated => ("gated", "gated", "why it was gated"),
     };
     let _ = write!(
         out,
@@ -270,7 +335,7 @@ fn trial_row(out: &mut String, t: &TrialRecord) {
     if let Some(m) = &t.message {
         let _ = write!(
             out,
-            "<tr class=\"{class}\"><td colspan=\"4\"><details><summary>failure</summary><pre>{}</pre></details></td></tr>",
+            "<tr class=\"{class}\"><td colspan=\"4\"><details><summary>{why}</summary><pre>{}</pre></details></td></tr>",
             esc(m)
         );
     }
@@ -278,19 +343,19 @@ fn trial_row(out: &mut String, t: &TrialRecord) {
 
 /// The record as one HTML page.
 pub fn render(record: &RunRecord) -> String {
-    let (passed, failed) = counts(record);
+    let (counted, failed) = counts(record);
     let mut out = String::from(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>servegate report</title><style>\
          body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}\
          table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}\
-         tr.fail td{background:#fde8e8}tr.pass td:nth-child(2){color:#176317}pre{white-space:pre-wrap;font-size:12px}\
+         tr.fail td{background:#fde8e8}tr.gated td{background:#fdf3e1}tr.pass td:nth-child(2){color:#176317}pre{white-space:pre-wrap;font-size:12px}\
          .charts{display:flex;flex-wrap:wrap;gap:1em}.chart{border:1px solid #eee;background:#fff}.load{color:#555}\
          h1 .fail{color:#b00}h1 .pass{color:#176317}</style></head><body>",
     );
     let _ = write!(
         out,
-        "<h1>servegate: <span class=\"{}\">{passed} passed, {failed} failed</span>{}</h1><p>run <code>{}</code>, servegate {}</p><ul>",
-        if failed == 0 { "pass" } else { "fail" },
+        "<h1>servegate: <span class=\"{}\">{counted}</span>{}</h1><p>run <code>{}</code>, servegate {}</p><ul>",
+        if failed { "fail" } else { "pass" },
         if record.complete {
             ""
         } else {
@@ -369,7 +434,7 @@ fn sweeps(out: &mut String, suite: &str, gates: &[GateRecord]) {
         );
         out.push_str(&chart(
             "throughput against concurrency",
-            "concurrency",
+            ("concurrency", XAxis::Linear),
             "output tok/s",
             &|v| format!("{v:.0}"),
             &[Series {
@@ -406,9 +471,11 @@ fn variants(out: &mut String, record: &RunRecord) {
             esc(&c.gate),
             esc(&c.figure),
             esc(&c.better),
-            c.best
-                .as_ref()
-                .map_or_else(String::new, |b| format!(" — best: <code>{}</code>", esc(b)))
+            match (&c.best, &c.no_best) {
+                (Some(b), _) => format!(" — best: <code>{}</code>", esc(b)),
+                (None, Some(why)) => format!(" — no best: {}", esc(why)),
+                (None, None) => String::new(),
+            }
         );
         let py = |v: f64| H - PAD - v / top * (H - 2.0 * PAD);
         for (i, r) in c.rows.iter().enumerate() {
@@ -436,5 +503,65 @@ fn variants(out: &mut String, record: &RunRecord) {
             }
         }
         out.push_str("</svg>");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `cx` of every point of an SVG, in order.
+    fn xs(svg: &str) -> Vec<f64> {
+        svg.split("<circle cx=\"")
+            .skip(1)
+            .map(|c| c[..c.find('"').unwrap()].parse().unwrap())
+            .collect()
+    }
+
+    /// p50, p90, p99, p99.9 and max evenly apart on a log 1/(1−q) axis:
+    /// the tail, where latency goes wrong, gets as much room as the body.
+    #[test]
+    fn the_percentile_axis_gives_the_tail_room() {
+        let figures = [
+            ("p50", 0.010),
+            ("p90", 0.012),
+            ("p95", 0.013),
+            ("p99", 0.020),
+            ("p99.9", 0.050),
+            ("max", 0.400),
+        ]
+        .iter()
+        .map(|(stat, v)| (format!("ttft.{stat}"), *v))
+        .collect();
+        let g = GateRecord {
+            gate: "g".into(),
+            load: String::new(),
+            repeats: 1,
+            figures,
+            series: Vec::new(),
+            samples: std::collections::BTreeMap::new(),
+            token_sources: std::collections::BTreeMap::new(),
+            thresholds: Vec::new(),
+        };
+        let svg = percentile_chart(&g);
+        let x = xs(&svg);
+        assert_eq!(x.len(), 6, "{svg}");
+        let (p50, p90, p99, p999, max) = (x[0], x[1], x[3], x[4], x[5]);
+        let plot = W - LEFT - PAD;
+        assert!(
+            (p50 - LEFT).abs() < 0.1 && (max - (W - PAD)).abs() < 0.1,
+            "{x:?}"
+        );
+        // A decade of tail apiece: p90→p99, p99→p99.9, p99.9→max.
+        for (a, b) in [(p90, p99), (p99, p999), (p999, max)] {
+            assert!(((b - a) - (p99 - p90)).abs() < 0.2, "{x:?}");
+        }
+        assert!(max - p99 > plot / 2.0, "p99 to max squeezed: {x:?}");
+        for tick in ["p50", "p90", "p99", "p99.9", "max"] {
+            assert!(
+                svg.contains(&format!(">{tick}</text>")),
+                "no tick {tick}: {svg}"
+            );
+        }
     }
 }

@@ -10,12 +10,12 @@ use crate::suite::metric::{KEY_FIGURES, format_figure};
 
 /// The record as Markdown.
 pub fn render(record: &RunRecord) -> String {
-    let (passed, failed) = counts(record);
+    let (counted, failed) = counts(record);
     let mut out = String::new();
-    let verdict = if failed == 0 { "✅" } else { "❌" };
+    let verdict = if failed { "❌" } else { "✅" };
     let _ = writeln!(
         out,
-        "## {verdict} servegate: {passed} passed, {failed} failed{}\n",
+        "## {verdict} servegate: {counted}{}\n",
         if record.complete {
             ""
         } else {
@@ -51,6 +51,18 @@ pub fn render(record: &RunRecord) -> String {
                     let _ = writeln!(out, "| {key} | {} |", format_figure(&key, *v));
                 }
             }
+            if !g.thresholds.is_empty() {
+                let _ = writeln!(out, "\n| threshold | verdict |\n|---|---|");
+                for t in &g.thresholds {
+                    // A double-backtick span: checks quote names in backticks.
+                    let _ = writeln!(
+                        out,
+                        "| `` {} `` | {} |",
+                        t.check.replace('|', "\\|"),
+                        if t.passed { "✅ pass" } else { "❌ fail" }
+                    );
+                }
+            }
         }
     }
     if !record.comparisons.is_empty() {
@@ -59,14 +71,17 @@ pub fn render(record: &RunRecord) -> String {
             "\n### Variants\n\n| gate | figure | variant | value | delta | noise |\n|---|---|---|---|---|---|"
         );
         for c in &record.comparisons {
-            for r in &c.rows {
-                let delta = r
-                    .delta_pct
-                    .map_or_else(|| "reference".to_owned(), |d| format!("{d:+.1}%"));
+            for (i, r) in c.rows.iter().enumerate() {
+                let delta = match r.delta_pct {
+                    Some(d) => format!("{d:+.1}%"),
+                    None if i == 0 => "reference".to_owned(),
+                    // Against a reference of 0.
+                    None => "—".to_owned(),
+                };
                 let noise = match r.beyond_noise {
                     Some(true) => "beyond",
                     Some(false) => "within",
-                    None if r.delta_pct.is_none() => "",
+                    None if i == 0 => "",
                     None => "unknown",
                 };
                 let best = if c.best.as_deref() == Some(r.variant.as_str()) {
@@ -81,6 +96,17 @@ pub fn render(record: &RunRecord) -> String {
                 );
             }
         }
+        let mut no_best = record
+            .comparisons
+            .iter()
+            .filter_map(|c| c.no_best.as_ref().map(|why| (c, why)))
+            .peekable();
+        if no_best.peek().is_some() {
+            out.push('\n');
+        }
+        for (c, why) in no_best {
+            let _ = writeln!(out, "- `{}` {}: no best variant: {why}", c.gate, c.figure);
+        }
     }
     let failures: Vec<_> = record
         .trials
@@ -92,8 +118,13 @@ pub fn render(record: &RunRecord) -> String {
         for t in failures {
             let _ = writeln!(
                 out,
-                "\n<details><summary><code>{}</code> ({}:{})</summary>\n\n```\n{}\n```\n\n</details>",
+                "\n<details><summary><code>{}</code> {}({}:{})</summary>\n\n```\n{}\n```\n\n</details>",
                 t.name,
+                if t.outcome == TrialOutcome::Gated {
+                    "gated "
+                } else {
+                    ""
+                },
                 t.file,
                 t.line,
                 t.message

@@ -9,6 +9,8 @@ pub mod html;
 pub mod junit;
 pub mod markdown;
 
+use std::fmt::Write as _;
+
 use crate::record::{RunInfo, RunRecord};
 
 /// A format the record renders to.
@@ -92,8 +94,18 @@ pub fn publish(info: &RunInfo, rec: &RunRecord) {
     }
 }
 
-/// Passed and failed trials.
-pub fn counts(record: &RunRecord) -> (usize, usize) {
+/// `5 passed, 2 failed (1 of them gated)`: the trials by outcome (a gated
+/// trial counts as failed, and is named), and whether any failed.
+pub fn counts(record: &RunRecord) -> (String, bool) {
     let failed = record.trials.iter().filter(|t| !t.outcome.passed()).count();
-    (record.trials.len() - failed, failed)
+    let gated = record
+        .trials
+        .iter()
+        .filter(|t| t.outcome == crate::record::TrialOutcome::Gated)
+        .count();
+    let mut line = format!("{} passed, {failed} failed", record.trials.len() - failed);
+    if gated > 0 {
+        let _ = write!(line, " ({gated} of them gated)");
+    }
+    (line, failed > 0)
 }

@@ -109,20 +109,23 @@ fn free_port(host: &str) -> Result<u16, String> {
         .map_err(|e| format!("could not find a free port on {host}: {e}"))
 }
 
-/// An argv as a shell would need it typed: words with anything but
+/// A word as a shell would need it typed: anything but
 /// `[A-Za-z0-9_./:=,@%+-]` single-quoted.
-pub fn shell_line(argv: &[String]) -> String {
+fn shell_word(a: &str) -> String {
+    let plain = !a.is_empty()
+        && a.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./:=,@%+-".contains(c));
+    if plain {
+        a.to_owned()
+    } else {
+        format!("'{}'", a.replace('\'', r"'\''"))
+    }
+}
+
+/// An argv as a shell would need it typed.
+fn shell_line(argv: &[String]) -> String {
     argv.iter()
-        .map(|a| {
-            let plain = !a.is_empty()
-                && a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_./:=,@%+-".contains(c));
-            if plain {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', r"'\''"))
-            }
-        })
+        .map(|a| shell_word(a))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -271,6 +274,17 @@ impl Server {
             pumps,
             escapers: Mutex::new(0),
         })
+    }
+
+    /// How it was started, as a shell would need it typed: the
+    /// environment servegate set (`NAME=value …`, secrets redacted), then
+    /// the argv.
+    pub fn command_line(&self) -> String {
+        let env = self
+            .env_shown
+            .iter()
+            .map(|(k, v)| format!("{k}={} ", shell_word(v)));
+        env.chain([shell_line(&self.argv)]).collect()
     }
 
     /// The start-up milestones so far.

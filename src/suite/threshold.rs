@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::metric::{MetricKey, format_value};
+use super::metric::{MetricKey, Unit, format_value};
 
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +85,11 @@ impl Relative {
             Relative::Same => Ok(()),
             Relative::Times(x) => write!(f, " * {x}"),
             Relative::Percent(p) => write!(f, " {} {}%", if p < 0.0 { '-' } else { '+' }, p.abs()),
+            // An offset of a percentage is written without `%`, which
+            // would read back as a relative `+ 10%`.
+            Relative::Plus(d) if m.spec().unit == Unit::Percent => {
+                write!(f, " {} {}", if d < 0.0 { '-' } else { '+' }, d.abs())
+            }
             Relative::Plus(d) => write!(
                 f,
                 " {} {}",
@@ -162,16 +167,32 @@ pub fn parse_comparison(key: MetricKey, text: &str) -> Result<Threshold, String>
     Ok(Threshold { key, op, bound })
 }
 
-/// A value of the metric: a duration with a unit, or a plain number.
+/// A value of the metric: a duration with a unit, or a number, with the
+/// metric's own unit or none (`1%`, `12.5 tok/s`: what the output prints).
 fn parse_amount(key: MetricKey, text: &str) -> Result<f64, String> {
     if key.metric.is_duration() {
         return crate::units::parse_duration(text)
             .map(|d| d.as_secs_f64())
             .map_err(|e| format!("{key} is a duration: {e}"));
     }
-    let value: f64 = text
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number"))?;
+    let unit = key.metric.unit();
+    let number = match text.strip_suffix(unit) {
+        Some(n) if !unit.is_empty() => n.trim_end(),
+        _ => text,
+    };
+    let value: f64 = number.parse().map_err(|_| {
+        let unit_written =
+            number.trim_start_matches(|c: char| c.is_ascii_digit() || ".-+".contains(c));
+        if unit_written.len() < number.len() && !unit_written.trim().is_empty() {
+            if unit.is_empty() {
+                format!("`{text}`: {key} is a count, written without a unit")
+            } else {
+                format!("`{text}`: {key} is in {unit}")
+            }
+        } else {
+            format!("`{text}` is not a number")
+        }
+    })?;
     if value.is_finite() {
         Ok(value)
     } else {
@@ -309,6 +330,78 @@ mod tests {
         );
         assert!(parse_comparison(key("errors"), "== zero").is_err());
         assert!(parse_comparison(key("output_tok_s"), ">= inf").is_err());
+    }
+
+    /// `token_drift_chunks <= 1.00%` as the output prints it, and a rate
+    /// with its unit, are read as written.
+    #[test]
+    fn units_as_printed_are_accepted() {
+        let t = parse_comparison(key("token_drift_chunks"), "<= 1%").unwrap();
+        assert_eq!(t.bound, Bound::Value(1.0));
+        let t = parse_comparison(key("token_drift_metrics"), "<= 1.00 %").unwrap();
+        assert_eq!(t.bound, Bound::Value(1.0));
+        let t = parse_comparison(key("decode_tok_s.mean"), ">= 12.5 tok/s").unwrap();
+        assert_eq!(t.bound, Bound::Value(12.5));
+        let t = parse_comparison(key("requests_per_s"), ">= 2 req/s").unwrap();
+        assert_eq!(t.bound, Bound::Value(2.0));
+        let err = parse_comparison(key("decode_tok_s.mean"), ">= 12.5 req/s").unwrap_err();
+        assert!(err.contains("decode_tok_s.mean is in tok/s"), "{err}");
+        assert!(parse_comparison(key("errors"), "== 0%").is_err());
+    }
+
+    /// Every threshold as the output prints it is accepted back and prints
+    /// the same again: every key, every operator, every kind of bound.
+    #[test]
+    fn every_threshold_as_printed_is_accepted_back() {
+        let relatives = [
+            Relative::Same,
+            Relative::Times(0.95),
+            Relative::Percent(10.0),
+            Relative::Percent(-5.0),
+            Relative::Plus(0.05),
+            Relative::Plus(-0.5),
+        ];
+        let mut checked = 0;
+        for k in crate::suite::metric::all_keys() {
+            let key = key(&k);
+            let mut bounds = vec![Bound::Value(1.5), Bound::Value(0.0), Bound::Value(0.0004)];
+            for r in relatives {
+                bounds.push(Bound::Baseline(r));
+                bounds.push(Bound::Variant("fast".into(), r));
+            }
+            for op in [Op::Ge, Op::Gt, Op::Le, Op::Lt, Op::Eq] {
+                for bound in &bounds {
+                    let t = Threshold {
+                        key,
+                        op,
+                        bound: bound.clone(),
+                    };
+                    let printed = t.to_string();
+                    let side = printed
+                        .strip_prefix(&format!("{k} "))
+                        .expect("the key first");
+                    let back = parse_comparison(key, side)
+                        .unwrap_or_else(|e| panic!("`{printed}` is not accepted back: {e}"));
+                    assert_eq!(back.to_string(), printed);
+                    // The kind of bound survives (a `+ 1.00%` offset is not
+                    // read back as a relative percentage).
+                    assert_eq!(
+                        std::mem::discriminant(&back.bound),
+                        std::mem::discriminant(&t.bound),
+                        "{printed}"
+                    );
+                    if let (Bound::Baseline(a), Bound::Baseline(b)) = (&back.bound, &t.bound) {
+                        assert_eq!(
+                            std::mem::discriminant(a),
+                            std::mem::discriminant(b),
+                            "{printed}"
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 1000, "{checked}");
     }
 
     #[test]
