@@ -228,12 +228,13 @@ mod tests {
         }
     }
 
-    /// A tree deeper than any recursion could follow (and than `PATH_MAX`)
+    /// A tree deeper than `PATH_MAX` (no path names its bottom)
     /// is removed, with a link and an unreadable directory at the bottom;
-    /// past its time the removal gives up and says so.
+    /// past its deadline the removal gives up and says so. (The removal's
+    /// speed is not asserted: on a loaded machine it varies tenfold.)
     #[cfg(unix)]
     #[test]
-    fn removes_deep_trees_within_a_time_bound() {
+    fn removes_deep_trees_and_gives_up_at_its_deadline() {
         use nix::fcntl::{AT_FDCWD, OFlag, openat};
         use nix::sys::stat::{Mode, mkdirat};
         let dir = WorkDir::new().unwrap();
@@ -242,7 +243,8 @@ mod tests {
             openat(at, "a", OFlag::O_RDONLY | OFlag::O_DIRECTORY, Mode::empty()).unwrap()
         };
         let mut at = openat(AT_FDCWD, dir.path(), OFlag::O_RDONLY, Mode::empty()).unwrap();
-        for _ in 0..20_000 {
+        // 2 bytes a level: 10,000 bytes deep, past PATH_MAX (4,096).
+        for _ in 0..5_000 {
             mkdirat(&at, "a", Mode::S_IRWXU).unwrap();
             at = open(&at);
         }
@@ -252,8 +254,9 @@ mod tests {
         let err = remove_tree(&path, Instant::now()).unwrap_err();
         assert!(err.starts_with("gave up after"), "{err}");
         assert!(path.exists());
-        drop(dir);
+        remove_tree(&path, Instant::now() + Duration::from_secs(3600)).unwrap();
         assert!(!path.exists());
+        drop(dir);
         assert!(keep.path().exists(), "the link's target was followed");
     }
 }
