@@ -140,6 +140,33 @@ fn buggy_is_prime(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
     )
 }
 
+/// Asked for `is_prime` with many test cases, the model loops (`if n == 3:
+/// return True`, `if n == 4: …`) until `max_tokens`: `not_degenerate` must
+/// name the loop, and pass its sound short answer.
+fn degenerate_loop(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
+    let (o, out) = servegate(
+        &["run", "tests/suites/llama-degenerate.yaml"],
+        server,
+        model,
+    );
+    for line in out.lines().filter(|l| l.starts_with("found:")) {
+        println!("  smollm2-degenerate: {line}");
+    }
+    expect(
+        &o,
+        &out,
+        1,
+        "the looping answer should fail not_degenerate",
+        &[
+            "test smollm2-degenerate::correctness::arithmetic       ... ok",
+            "---- smollm2-degenerate::correctness::looping_is_prime ----",
+            "error: assertion failed: expected content is not degenerate",
+            "% of it repeats an earlier part of it (at most 60% allowed); characters ",
+            "return True",
+        ],
+    )
+}
+
 /// llama.cpp's own `/completion` dialect: the probe and its contract checks
 /// pass through it, and the server's own timings stand beside the client's
 /// figures and hold a gate.
@@ -257,6 +284,11 @@ fn main() {
             "real_engine::native_completion_reports_server_timings",
             Needs::Engine,
             native_completion,
+        ),
+        (
+            "real_engine::a_looping_answer_is_degenerate",
+            Needs::Engine,
+            degenerate_loop,
         ),
         ("real_engine::humaneval_slice", Needs::Both, humaneval_slice),
         (

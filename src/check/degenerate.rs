@@ -104,8 +104,8 @@ struct Copy {
 }
 
 /// The share of `text`'s bytes that copy an earlier stretch of it, and the
-/// longest such copy.
-fn repeats(text: &str) -> (f64, Option<Copy>) {
+/// copies, in order.
+fn repeats(text: &str) -> (f64, Vec<Copy>) {
     let bytes = text.as_bytes();
     let key = |i: usize| -> Option<u128> {
         Some(u128::from_le_bytes(
@@ -115,8 +115,8 @@ fn repeats(text: &str) -> (f64, Option<Copy>) {
     // The last position of each MIN_REPEAT-byte window: the nearest earlier
     // copy, so a loop is found with its shortest period.
     let mut last: HashMap<u128, usize> = HashMap::new();
-    let (mut i, mut copied) = (0, 0);
-    let mut longest: Option<Copy> = None;
+    let (mut i, mut copied_bytes) = (0, 0);
+    let mut copies: Vec<Copy> = Vec::new();
     while let Some(k) = key(i) {
         match last.insert(k, i) {
             Some(j) => {
@@ -129,14 +129,12 @@ fn repeats(text: &str) -> (f64, Option<Copy>) {
                         last.insert(k, p);
                     }
                 }
-                copied += len;
-                if longest.is_none_or(|c| len > c.len) {
-                    longest = Some(Copy {
-                        at: i,
-                        len,
-                        distance: i - j,
-                    });
-                }
+                copied_bytes += len;
+                copies.push(Copy {
+                    at: i,
+                    len,
+                    distance: i - j,
+                });
                 i += len;
             }
             None => i += 1,
@@ -146,25 +144,97 @@ fn repeats(text: &str) -> (f64, Option<Copy>) {
     let share = if bytes.is_empty() {
         0.0
     } else {
-        copied as f64 / bytes.len() as f64
+        copied_bytes as f64 / bytes.len() as f64
     };
-    (share, longest)
+    (share, copies)
+}
+
+/// Bytes between two copies that still leave them one loop: the counter or
+/// number that changes from one turn of a loop to the next
+/// (`if n == 80:` … `if n == 81:`).
+const LOOP_GAP: usize = 8;
+
+/// One turn of the loop in `bytes[start..end]`: the shortest of the copies'
+/// `distances` (smallest first) at which at least 80% of its bytes equal
+/// the byte that far back; a loop with a counter matches at every distance
+/// that is a multiple of its turn, and all but the counter at the turn.
+fn period(bytes: &[u8], start: usize, end: usize, distances: &[usize]) -> usize {
+    let matching = |d: usize| {
+        let same = (start..end)
+            .filter(|&p| p >= d && bytes[p] == bytes[p - d])
+            .count();
+        same * 5 >= (end - start) * 4
+    };
+    distances
+        .iter()
+        .take(16)
+        .copied()
+        .find(|&d| matching(d))
+        .or_else(|| distances.first().copied())
+        .unwrap_or(1)
+}
+
+/// The stretch most of a text's repetition is in: a run of copies at most
+/// [`LOOP_GAP`] bytes apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Region {
+    /// Where its first copy starts.
+    start: usize,
+    /// Where its last copy ends.
+    end: usize,
+    /// Its copies' most common distance: one turn of the loop.
+    period: usize,
+}
+
+fn loop_region(bytes: &[u8], copies: &[Copy]) -> Option<Region> {
+    let mut best: Option<(usize, Region)> = None; // (bytes copied, region)
+    let mut group: Vec<&Copy> = Vec::new();
+    let mut flush = |group: &mut Vec<&Copy>| {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            return;
+        };
+        let covered: usize = group.iter().map(|c| c.len).sum();
+        let (start, end) = (first.at, last.at + last.len);
+        let mut distances: Vec<usize> = group.iter().map(|c| c.distance).collect();
+        distances.sort_unstable();
+        distances.dedup();
+        let region = Region {
+            start,
+            end,
+            period: period(bytes, start, end, &distances),
+        };
+        if best.is_none_or(|(b, _)| covered > b) {
+            best = Some((covered, region));
+        }
+        group.clear();
+    };
+    for c in copies {
+        if group
+            .last()
+            .is_some_and(|prev| c.at > prev.at + prev.len + LOOP_GAP)
+        {
+            flush(&mut group);
+        }
+        group.push(c);
+    }
+    flush(&mut group);
+    best.map(|(_, r)| r)
 }
 
 fn repetition(text: &str, max_share: f64) -> Option<Finding> {
     if text.chars().count() < JUDGED_FROM {
         return None;
     }
-    let (share, longest) = repeats(text);
-    let copy = longest?;
+    let (share, copies) = repeats(text);
+    let region = loop_region(text.as_bytes(), &copies)?;
     (share > max_share).then(|| {
-        // The repeated unit: the period of an overlapping copy, else the
-        // copied stretch itself.
-        let unit_len = copy.distance.min(copy.len);
-        let source = copy.at - copy.distance;
-        let times = copy.len / copy.distance + 1;
+        // One turn of the loop, the one before its first copy (a copy
+        // farther away than it is long: the copied stretch itself).
+        let source = region.start.saturating_sub(region.period);
+        let unit_len = region.period.min(region.end - region.start);
+        let times = (region.end - region.start) / region.period + 1;
         let from = chars_before(text, source);
-        let to = chars_before(text, copy.at + copy.len);
+        let to = chars_before(text, region.end);
         Finding {
             what: format!(
                 "{:.0}% of it repeats an earlier part of it (at most {:.0}% allowed)",
@@ -252,9 +322,9 @@ mod tests {
     fn a_loop_is_one_overlapping_copy_with_its_period() {
         let line = "    return False\n";
         let answer = format!("def is_prime(n):\n    if n < 2:\n{}", line.repeat(30));
-        let (share, copy) = repeats(&answer);
-        let copy = copy.unwrap();
-        assert_eq!(copy.distance, line.len());
+        let (share, copies) = repeats(&answer);
+        assert_eq!(copies.len(), 1, "one overlapping copy: {copies:?}");
+        assert_eq!(copies[0].distance, line.len());
         assert!(share > 0.9, "{share}");
         let f = find(&answer, &limits()).unwrap();
         assert!(f.what.starts_with('9'), "{}", f.what);
@@ -264,6 +334,25 @@ mod tests {
             "{}",
             f.span
         );
+    }
+
+    /// A loop whose turns differ in a counter is one loop: its copies are
+    /// a few bytes apart, and its period is the most common distance.
+    #[test]
+    fn a_counting_loop_is_one_loop() {
+        use std::fmt::Write as _;
+        let mut answer = String::from("def is_prime(n):\n");
+        for k in 10..70 {
+            let _ = write!(answer, "    if n == {k}:\n        return True\n");
+        }
+        let f = find(&answer, &limits()).unwrap();
+        assert!(f.what.contains("% of it repeats"), "{}", f.what);
+        let turn = "    if n == 10:\n        return True\n".len();
+        let region = loop_region(answer.as_bytes(), &repeats(&answer).1).unwrap();
+        assert_eq!(region.period, turn);
+        assert!(region.end - region.start > 50 * turn, "{region:?}");
+        assert!(f.span.contains("return True"), "{}", f.span);
+        assert!(f.span.ends_with("repeated 59 times"), "{}", f.span);
     }
 
     #[test]
