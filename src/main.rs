@@ -154,7 +154,7 @@ fn accept_baselines(out_dir: Option<&Path>) -> ExitCode {
     match servegate::record::accept(&out) {
         Ok(files) => {
             for f in files {
-                println!("servegate: baseline written to {}", f.display());
+                eprintln!("servegate: baseline written to {}", f.display());
             }
             ExitCode::SUCCESS
         }

@@ -4,37 +4,53 @@
 mod common;
 #[path = "common/golden.rs"]
 mod golden;
+#[path = "common/merged.rs"]
+mod merged;
 use common::{assert_has, failure_of};
 use golden::golden;
+use merged::merged;
 use std::net::TcpListener;
 use std::process::{Command, Output};
 
-fn servegate(args: &[&str]) -> Output {
+fn servegate(args: &[&str]) -> Run {
     servegate_with(args, &[])
 }
 
-fn servegate_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_servegate"))
-        .args(args)
+/// What a finished `servegate` printed, both streams in order, and its
+/// exit code.
+struct Run {
+    code: Option<i32>,
+    out: String,
+}
+
+fn command(args: &[&str], env: &[(&str, &std::path::Path)]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_servegate"));
+    cmd.args(args)
         .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env_remove("SERVEGATE_TARGET")
         .env_remove("SGLANG_URL")
-        .env_remove("SERVEGATE_TEST_UNSET_VARIABLE")
-        .output()
-        .expect("servegate runs")
+        .env_remove("SERVEGATE_KEEP_RUNS")
+        .env_remove("SERVEGATE_TEST_UNSET_VARIABLE");
+    cmd
 }
 
-/// Runs the binary and checks its exit code; its standard output.
+fn servegate_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Run {
+    let (code, out) = merged(command(args, env));
+    Run { code, out }
+}
+
+/// Runs the binary and checks its exit code; what it printed.
 fn run_expecting(args: &[&str], code: i32) -> String {
     let o = servegate(args);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(code), "{out}");
-    out
+    assert_eq!(o.code, Some(code), "{}", o.out);
+    o.out
 }
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+/// The binary's standard output alone (libtest's, or a report), and its
+/// standard error.
+fn streams(args: &[&str]) -> Output {
+    command(args, &[]).output().expect("servegate runs")
 }
 
 /// The verdict libtest printed for a trial: `ok` or `FAILED`.
@@ -53,14 +69,7 @@ fn position(out: &str, needle: &str) -> usize {
 
 #[test]
 fn shipped_suite_passes_on_the_simulator_with_figures() {
-    let o = servegate(&["run", "suites/sglang.yaml"]);
-    let out = stdout(&o);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let out = run_expecting(&["run", "suites/sglang.yaml"], 0);
     // The target is printed before any trial and names the simulator.
     let target = position(&out, "servegate: suite `sglang` → SIMULATOR (embedded");
     let first_probe = position(&out, "test sglang::correctness::arithmetic");
@@ -85,11 +94,87 @@ fn shipped_suite_passes_on_the_simulator_with_figures() {
         ],
     );
     // No progress bar when stderr is not a terminal.
+    assert!(!out.contains('\r') && !out.contains('\u{1b}'), "{out:?}");
+}
+
+/// stdout is libtest's alone, so its machine-readable formats stay
+/// parseable: every line of `--format json` is a JSON event, `--format
+/// terse` holds only its dots and counts; servegate's own lines (the
+/// target, the figures, where the record went) are on stderr.
+#[test]
+fn stdout_is_libtests_alone_and_parses_as_json() {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let o = streams(&["run", "suites/sglang.yaml", "--", "--format", "json"]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let events: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("`{l}` is not JSON: {e}")))
+        .collect();
+    assert_eq!(events[0]["event"], "started", "{out}");
+    assert_eq!(events[0]["test_count"], 8, "{out}");
+    let passed: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "test" && e["event"] == "ok")
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert_eq!(passed.len(), 8, "{out}");
     assert!(
-        o.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+        passed.contains(&"sglang::performance::concurrency_8"),
+        "{out}"
     );
+    let last = events.last().unwrap();
+    assert_eq!((&last["event"], &last["passed"]), (&"ok".into(), &8.into()));
+    assert_has(
+        &err,
+        &[
+            "servegate: suite `sglang` → SIMULATOR (embedded",
+            "servegate: figures measured in this run",
+            "pass decode_tok_s.mean >= 12.5 tok/s",
+            "servegate: run record written to ",
+        ],
+    );
+    // A failure is an event too, its message inside it.
+    let o = streams(&[
+        "run",
+        "tests/suites/wrong_arithmetic.yaml",
+        "--",
+        "--format=json",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let failed: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("`{l}` is not JSON: {e}")))
+        .filter(|e: &serde_json::Value| e["event"] == "failed" && e["type"] == "test")
+        .collect();
+    assert_eq!(failed.len(), 2, "{out}");
+    assert!(
+        failed[0]["stdout"]
+            .as_str()
+            .is_some_and(|m| m.contains("--> tests/suites/wrong_arithmetic.yaml:13:9")),
+        "{out}"
+    );
+    // Terse: dots and counts.
+    let o = streams(&[
+        "run",
+        "suites/sglang.yaml",
+        "--",
+        "--format",
+        "terse",
+        "correctness",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    for line in out.lines().filter(|l| !l.is_empty()) {
+        assert!(
+            line == "running 3 tests"
+                || line.chars().all(|c| c == '.')
+                || line.starts_with("test result: ok. 3 passed; 0 failed;"),
+            "`{line}` in:\n{out}"
+        );
+    }
+    assert!(out.contains("\n...\n"), "{out}");
 }
 
 #[test]
@@ -335,13 +420,8 @@ fn bench_client_prints_its_ceiling_and_timing_error() {
         "--duration",
         "300ms",
     ]);
-    let out = stdout(&o);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let out = o.out;
+    assert_eq!(o.code, Some(0), "{out}");
     assert_has(&out, &["(a) ceiling: ITL = 0", "(b) timing error"]);
     // One row per level, every stream measured, none failed: the timing row
     // parsed the simulator's send stamps out of every token.
@@ -389,7 +469,7 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
     let run = || servegate_with(&["run", "tests/suites/relative.yaml"], &env);
 
     // No baseline yet: a relative threshold cannot pass.
-    let out = stdout(&run());
+    let out = run().out;
     let steady = failure_of(&out, "relative::performance::steady");
     assert_has(
         &steady,
@@ -401,8 +481,8 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
 
     // Save: the run's figures become the baseline of this configuration.
     let o = servegate_with(&["baseline", "save", "tests/suites/relative.yaml"], &env);
-    let saved = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{saved}");
+    let saved = o.out;
+    assert_eq!(o.code, Some(0), "{saved}");
     let file = baselines.join("relative/steady.json");
     assert!(
         saved.contains(&format!(
@@ -421,7 +501,7 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
 
     // Against its own baseline, `steady` holds and `tenfold` shows both numbers.
     let o = run();
-    let out = stdout(&o);
+    let out = o.out;
     assert_eq!(
         verdict(&out, "relative::performance::steady"),
         "ok",
@@ -454,6 +534,7 @@ fn an_interrupted_run_leaves_the_figures_already_measured() {
         .env("CARGO_TARGET_DIR", &dir)
         .env_remove("SERVEGATE_TARGET")
         .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let figures = dir.join("servegate/latest/report.json");
@@ -499,6 +580,7 @@ fn an_interrupted_run_keeps_every_finished_trial_in_its_journal() {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env_remove("SERVEGATE_TARGET")
         .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let journal = || {
@@ -524,7 +606,7 @@ fn an_interrupted_run_keeps_every_finished_trial_in_its_journal() {
         serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
     assert_eq!(on_disk["complete"], false);
     assert_eq!(on_disk["trials"].as_array().map(Vec::len), Some(4));
-    let merged = servegate(&["report", run.to_str().unwrap(), "--format", "json"]);
+    let merged = streams(&["report", run.to_str().unwrap(), "--format", "json"]);
     let merged: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
     let names: Vec<&str> = merged["trials"]
         .as_array()
@@ -630,7 +712,7 @@ fn a_sweep_runs_one_trial_per_level_prints_its_curve_and_gates_it() {
         "--exact",
         "sweep::performance::scaling::curve",
     ]);
-    let out = stdout(&o);
+    let out = o.out;
     assert_has(
         &out,
         &[
@@ -662,9 +744,12 @@ fn an_unset_api_key_fails_the_suite_and_a_set_one_never_shows() {
         .env("SERVEGATE_TEST_KEY", canary)
         .output()
         .unwrap();
-    let (out, err) = (stdout(&o), String::from_utf8_lossy(&o.stderr).into_owned());
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    );
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("SIMULATOR (embedded"), "{out}");
+    assert!(err.contains("SIMULATOR (embedded"), "{err}");
     assert!(
         failure_of(&out, "keyed::correctness::arithmetic").contains("content:   \"5\""),
         "{out}"
@@ -710,8 +795,8 @@ fn an_external_server_is_measured_and_named_as_such() {
     ]);
     let _ = sim.kill();
     let _ = sim.wait();
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}");
+    let out = o.out;
+    assert_eq!(o.code, Some(0), "{out}");
     assert!(out.contains(&format!("servegate: suite `sglang` → server at {url}, api openai-chat, served model \"sim-sglang\"")), "{out}");
     assert!(!out.contains("SIMULATOR"), "{out}");
     assert_has(
@@ -757,8 +842,8 @@ fn code_probes_run_the_answer_against_its_tests_in_a_sandbox() {
         &["run", "tests/suites/code.yaml"],
         &[("SERVEGATE_TEST_SECRET", secret)],
     );
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    let out = o.out;
+    assert_eq!(o.code, Some(1), "{out}");
     for ok in ["correct", "secret", "unfenced"] {
         assert_eq!(
             verdict(&out, &format!("code::correctness::{ok}")),
@@ -826,8 +911,7 @@ fn servegate_in(
         cmd.env_remove(v);
     }
     cmd.envs(vars.iter().copied());
-    let o = cmd.output().unwrap();
-    (o.status.code(), stdout(&o))
+    merged(cmd)
 }
 
 /// `servegate review` in `project`, answering `answers` on stdin.
@@ -844,7 +928,7 @@ fn review(project: &std::path::Path, args: &[&str], answers: &str) -> String {
     std::io::Write::write_all(&mut child.stdin.take().unwrap(), answers.as_bytes()).unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0));
-    stdout(&o)
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// Snapshots are a stage of their own: a missing or changed answer fails
@@ -1148,7 +1232,7 @@ fn contract_checks_catch_a_server_that_breaks_them() {
         "--exact",
         "sglang::correctness::server_contract",
     ]);
-    let out = stdout(&o);
+    let out = o.out;
     assert_eq!(
         verdict(&out, "sglang::correctness::server_contract"),
         "ok",
@@ -1186,16 +1270,11 @@ fn reasoning_budget_and_thinking_switches() {
 fn github_actions_get_annotations_and_a_step_summary() {
     let summary = std::env::temp_dir().join(format!("servegate-summary-{}.md", std::process::id()));
     std::fs::write(&summary, "earlier steps\n").unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_servegate"))
-        .args(["run", "tests/suites/wrong_arithmetic.yaml"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GITHUB_ACTIONS", "true")
-        .env("GITHUB_STEP_SUMMARY", &summary)
-        .env_remove("SERVEGATE_TARGET")
-        .output()
-        .unwrap();
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    let mut cmd = command(&["run", "tests/suites/wrong_arithmetic.yaml"], &[]);
+    cmd.env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &summary);
+    let (code, out) = merged(cmd);
+    assert_eq!(code, Some(1), "{out}");
     assert_has(
         &out,
         &[
@@ -1241,8 +1320,8 @@ fn proxy_variables_are_ignored_by_every_request() {
         ],
         &env,
     );
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}");
+    let out = o.out;
+    assert_eq!(o.code, Some(0), "{out}");
     assert_eq!(
         verdict(&out, "server_timings::correctness::arithmetic"),
         "ok"

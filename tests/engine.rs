@@ -5,7 +5,11 @@
 //! `cargo test` still passes and says why these did not run.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
+
+#[path = "common/merged.rs"]
+mod merged;
+use merged::merged;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -35,28 +39,30 @@ fn engine() -> Result<(PathBuf, PathBuf), String> {
     Ok((server, model))
 }
 
-fn servegate(args: &[&str], server: &PathBuf, model: &PathBuf) -> (Output, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
-        .args(args)
+/// servegate's exit code and everything it printed (libtest's lines on
+/// stdout, its own on stderr), in order.
+fn servegate(args: &[&str], server: &PathBuf, model: &PathBuf) -> (Option<i32>, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_servegate"));
+    cmd.args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("SERVEGATE_LLAMA_SERVER", server)
         .env("SERVEGATE_SMOLLM2_GGUF", model)
-        .env_remove("SERVEGATE_TARGET")
-        .output()
-        .expect("servegate runs");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    (out, text)
+        .env_remove("SERVEGATE_TARGET");
+    merged(cmd)
 }
 
 /// `Ok` when the run ended with `code` and printed every needle; else the
 /// failure, with servegate's whole output.
-fn expect(o: &Output, out: &str, code: i32, why: &str, needles: &[&str]) -> Result<(), Failed> {
+fn expect(
+    got: Option<i32>,
+    out: &str,
+    code: i32,
+    why: &str,
+    needles: &[&str],
+) -> Result<(), Failed> {
     let fail = |what: String| Err(format!("{what}\n--- servegate's output ---\n{out}").into());
-    if o.status.code() != Some(code) {
-        return fail(format!(
-            "{why} (exit {:?}, expected {code})",
-            o.status.code()
-        ));
+    if got != Some(code) {
+        return fail(format!("{why} (exit {got:?}, expected {code})"));
     }
     match needles.iter().find(|n| !out.contains(**n)) {
         Some(missing) => fail(format!("`{missing}` not in the output")),
@@ -83,7 +89,7 @@ fn shipped_suite(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
         println!("  llama-cpp-smollm2:{line}");
     }
     expect(
-        &o,
+        o,
         &out,
         0,
         "the suite failed against the real engine",
@@ -106,7 +112,7 @@ fn shipped_suite(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
 fn buggy_is_prime(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
     let (o, out) = servegate(&["run", "tests/suites/llama-is-prime.yaml"], server, model);
     expect(
-        &o,
+        o,
         &out,
         1,
         "the is_prime probe should fail",
@@ -132,7 +138,7 @@ fn native_completion(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
         println!("  llama-completion:{line}");
     }
     expect(
-        &o,
+        o,
         &out,
         0,
         "the suite failed through llama.cpp's /completion",

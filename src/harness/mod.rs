@@ -304,7 +304,9 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         };
     }
     if args.test_threads.is_some_and(|n| n > 1) {
-        println!("note: servegate runs trials one at a time: they share one server and measure it");
+        eprintln!(
+            "note: servegate runs trials one at a time: they share one server and measure it"
+        );
     }
     // The values of this process's secret-looking variables are scrubbed
     // from everything the run prints or writes, whatever name they travel
@@ -353,7 +355,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     let dir = run_dir(&out);
     let snapshots = crate::check::snapshot::Policy::from_env(&|k| std::env::var(k).ok(), &dir);
     for note in &snapshots.notes {
-        println!("note: {note}");
+        eprintln!("note: {note}");
     }
     let info = record::RunInfo {
         dir: dir.clone(),
@@ -399,7 +401,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     summary::print(&runs);
     let final_record = recording::collect(&info, &runs, true);
     match record::write(&info, &final_record) {
-        Ok(path) => println!("servegate: run record written to {}", path.display()),
+        Ok(path) => eprintln!("servegate: run record written to {}", path.display()),
         Err(e) => eprintln!("warning: {e}"),
     }
     if let Some(publish) = options.publish {
@@ -525,14 +527,14 @@ fn add_run(
     };
     let run = Arc::new(SuiteRun::new(suite.clone(), plan, Arc::clone(runtime)));
     if target::launches(suite, ctx.target_override) {
-        println!(
+        eprintln!(
             "servegate: suite `{label}` → a server launched before its first trial (target.launch at {}:{})",
             suite.file.display(),
             suite.target.launch.as_ref().map_or(0, |l| l.loc.line)
         );
     } else {
         if suite.target.launch.is_some() {
-            println!(
+            eprintln!(
                 "note: suite `{label}`: target.launch is skipped: the target is overridden (--target or {})",
                 target::TARGET_ENV
             );
@@ -541,7 +543,7 @@ fn add_run(
     }
     let earlier = |n: usize, total: usize, what: &str| {
         if n < total && probes + snapshots + gates + curves > 0 {
-            println!(
+            eprintln!(
                 "note: suite `{label}`: its {total} {what} run first as prerequisites of the selected trials"
             );
         }
@@ -556,13 +558,13 @@ fn add_run(
             .filter(|(i, n)| selected(n) && !selected(&names.probes[*i]))
             .count();
         if unselected > 0 {
-            println!(
+            eprintln!(
                 "note: suite `{label}`: the correctness probes of its {unselected} selected snapshot(s) run first: a snapshot compares their answers"
             );
         }
     }
     if curves > 0 && gates < names.gates.len() {
-        println!(
+        eprintln!(
             "note: suite `{label}`: the levels of its selected curves run first as prerequisites"
         );
     }

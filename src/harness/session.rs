@@ -226,7 +226,7 @@ impl SuiteRun {
                 Ok(c) => format!("servegate: suite `{}` → {}", self.label, c.description),
                 Err(e) => format!("servegate: suite `{}` → target FAILED: {e}", self.label),
             };
-            println!("{}", crate::text::for_log(&line));
+            eprintln!("{}", crate::text::for_log(&line));
             connected
         })
     }
@@ -412,7 +412,7 @@ impl SuiteRun {
         let already = std::mem::replace(&mut self.lifecycle().stopped, true);
         if !already {
             let how = s.stop();
-            println!(
+            eprintln!(
                 "servegate: stopped the server of `{}` ({})",
                 self.label,
                 how.map_or_else(|| "status unknown".to_owned(), |e| e.to_string())

@@ -100,7 +100,7 @@ pub async fn connect(
             let suite_dir = suite.file.path.parent().unwrap_or(Path::new("."));
             let s = Server::spawn(launch, place.variant, suite_dir, place.dir, place.label)
                 .map_err(|e| format!("launch failed: {e}"))?;
-            println!(
+            eprintln!(
                 "servegate: launched `{}` for `{}` (log {})",
                 crate::server::shell_line(&s.argv),
                 place.label,
@@ -110,7 +110,7 @@ pub async fn connect(
                 .await
                 .map_err(|e| format!("launch failed: {e}"))?;
             let tl = s.timeline();
-            println!(
+            eprintln!(
                 "servegate: `{}` ready after {:.1}s (port open after {:.1}s)",
                 place.label,
                 tl.ready_s.unwrap_or_default(),
