@@ -48,6 +48,10 @@ pub fn test_main(manifest_dir: &str) -> std::process::ExitCode {
         target: std::env::var(harness::target::TARGET_ENV).ok(),
         out_dir: None,
         publish: Some(report::publish),
+        recording_baselines: false,
+        // Cargo hands one filter to every test binary of the package: one
+        // with no matching trial is normal here, not a typo.
+        require_match: false,
     };
     let outcome = harness::run(&paths, &options, libtest_mimic::Arguments::from_args());
     if outcome.interrupted {

@@ -26,7 +26,7 @@ enum Command {
     /// Run suites: correctness probes first, then performance gates.
     ///
     /// Exit codes: 0 all passed, 1 a trial failed, 2 a suite file is invalid,
-    /// 3 a target could not be reached.
+    /// 3 a target could not be reached, 4 the filter matches no trial.
     Run {
         /// Suite files or directories [default: suites/].
         suites: Vec<PathBuf>,
@@ -66,9 +66,15 @@ enum Command {
         action: BaselineAction,
     },
     /// List the trials of suites without running them.
+    ///
+    /// Exit codes: 0 listed, 2 a suite file is invalid, 4 the filter
+    /// matches no trial.
     List {
         /// Suite files or directories [default: suites/].
         suites: Vec<PathBuf>,
+        /// libtest arguments after `--`: a filter, --exact, --skip.
+        #[arg(last = true)]
+        libtest: Vec<String>,
     },
     /// Serve the embedded simulator.
     Sim(SimArgs),
@@ -125,7 +131,9 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BaselineAction {
-    /// Run suites, then record the figures of every gate measured.
+    /// Run suites, then record the figures of every gate measured; a run
+    /// that fails records nothing (exit codes as `run`'s). Its `baseline`
+    /// bounds are not applied: it replaces them.
     Save {
         /// Suite files or directories [default: suites/].
         suites: Vec<PathBuf>,
@@ -195,6 +203,8 @@ fn main() -> ExitCode {
                     target,
                     out_dir,
                     publish: Some(servegate::report::publish),
+                    recording_baselines: false,
+                    require_match: true,
                 },
                 libtest_args(libtest),
             );
@@ -236,15 +246,24 @@ fn main() -> ExitCode {
                 out_dir,
                 libtest,
             } => {
-                // Gates are measured whatever their thresholds say: the first
-                // save has no baseline to compare with yet.
+                // `baseline` bounds are not applied (the first save has no
+                // baseline to compare with); everything else is, and a run
+                // that fails records nothing.
                 let suites = suites_or_default(suites);
                 let options = RunOptions {
                     target,
                     out_dir,
                     publish: Some(servegate::report::publish),
+                    recording_baselines: true,
+                    require_match: true,
                 };
-                harness::run(&suites, &options, libtest_args(libtest));
+                let outcome = harness::run(&suites, &options, libtest_args(libtest));
+                if outcome.cli_code() != 0 {
+                    eprintln!(
+                        "error: the run failed: no baseline recorded (the figures of a failed run are no reference; `servegate baseline accept` records a run you reviewed)"
+                    );
+                    return outcome.cli_exit_code();
+                }
                 let project = harness::first_project(&suites);
                 let out =
                     servegate::record::out_dir(options.out_dir.as_deref(), project.as_deref());
@@ -252,11 +271,14 @@ fn main() -> ExitCode {
             }
             BaselineAction::Accept { out_dir } => accept_baselines(out_dir.as_deref()),
         },
-        Command::List { suites } => {
+        Command::List { suites, libtest } => {
             let outcome = harness::run(
                 &suites_or_default(suites),
-                &RunOptions::default(),
-                libtest_args(["--list".to_owned()]),
+                &RunOptions {
+                    require_match: true,
+                    ..RunOptions::default()
+                },
+                libtest_args(std::iter::once("--list".to_owned()).chain(libtest)),
             );
             outcome.cli_exit_code()
         }

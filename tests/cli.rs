@@ -305,11 +305,22 @@ fn reasoning_suite_separates_reasoning_from_content() {
     );
 }
 
+/// The list is libtest's (stdout, what nextest parses); a broken file is
+/// its `::load` trial there, its problems on stderr, and the exit code 2.
 #[test]
 fn list_names_every_trial_without_running() {
-    let out = run_expecting(
-        &["list", "suites/sglang.yaml", "tests/suites/bad/typos.yaml"],
-        0,
+    let o = streams(&["list", "suites/sglang.yaml", "tests/suites/bad/typos.yaml"]);
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert_has(
+        &err,
+        &[
+            "error: unknown field `temprature` in defaults",
+            "tests/suites/bad/typos.yaml: 13 errors in suite file",
+        ],
     );
     assert_eq!(
         out,
@@ -322,6 +333,49 @@ fn list_names_every_trial_without_running() {
          sglang::performance::single_stream_decode: test\n\
          sglang::performance::concurrency_8: test\n\
          typos::load: test\n"
+    );
+}
+
+/// A filter that selects nothing is an error that names the closest
+/// trials, for `run` and `list` alike: a typo never runs nothing green.
+#[test]
+fn a_filter_matching_no_trial_fails_with_the_closest_names() {
+    let out = run_expecting(
+        &["run", "suites/sglang.yaml", "--", "sglang::corectness"],
+        4,
+    );
+    assert_has(
+        &out,
+        &[
+            "error: no trial matches `sglang::corectness` (nothing ran)",
+            "= closest: `sglang::correctness::arithmetic`, `sglang::correctness::is_prime`, `sglang::correctness::server_contract`",
+            "the suites have 8 trial(s)",
+        ],
+    );
+    assert!(!out.contains("running "), "something ran:\n{out}");
+    let out = run_expecting(
+        &[
+            "list",
+            "suites/sglang.yaml",
+            "--",
+            "--exact",
+            "sglang::performance::concurency_8",
+        ],
+        4,
+    );
+    assert_has(
+        &out,
+        &[
+            "no trial matches `sglang::performance::concurency_8` exactly",
+            "closest: `sglang::performance::concurrency_8`",
+        ],
+    );
+    // Filters select what `list` lists, as they select what `run` runs.
+    let out = run_expecting(&["list", "suites/sglang.yaml", "--", "performance"], 0);
+    assert_eq!(
+        out,
+        "sglang::performance::single_stream_decode: test\n\
+         sglang::performance::concurrency_8: test\n"
     );
 }
 
@@ -521,6 +575,22 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
             "relative/tenfold.json, configuration openai-chat, model sim-wrong",
         ],
     );
+
+    // A failed run records nothing: its probe failed, its gate is gated.
+    let o = servegate_with(
+        &["baseline", "save", "tests/suites/wrong_arithmetic.yaml"],
+        &env,
+    );
+    assert_eq!(o.code, Some(1), "{}", o.out);
+    assert_has(
+        &o.out,
+        &[
+            "test result: FAILED",
+            "error: the run failed: no baseline recorded",
+        ],
+    );
+    assert!(!o.out.contains("baseline written"), "{}", o.out);
+    assert!(!baselines.join("wrong").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

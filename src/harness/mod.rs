@@ -46,23 +46,47 @@ pub struct Outcome {
     pub unreachable: usize,
     /// A signal (Ctrl-C, SIGTERM, SIGHUP) interrupted the run.
     pub interrupted: bool,
+    /// The filter selected no trial (only with [`RunOptions::require_match`]);
+    /// nothing ran.
+    pub unmatched: bool,
 }
 
+/// The exit code of a filter that selects no trial (nextest has one of its
+/// own for this too): never 0, so that a typo in a filter is never green.
+pub const NO_MATCH_EXIT: u8 = 4;
+
 impl Outcome {
-    /// The exit code of `servegate run`: 0 all passed, 1 a trial failed,
-    /// 2 a suite file is invalid, 3 a target could not be reached.
-    pub fn cli_exit_code(&self) -> ExitCode {
-        if self.interrupted {
-            ExitCode::from(130)
-        } else if self.load_failures > 0 {
-            ExitCode::from(2)
-        } else if self.unreachable > 0 {
-            ExitCode::from(3)
-        } else if self.conclusion.has_failed() {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
+    /// An outcome in which nothing ran.
+    fn nothing_ran(conclusion: Conclusion, load_failures: usize) -> Self {
+        Self {
+            conclusion,
+            load_failures,
+            unreachable: 0,
+            interrupted: false,
+            unmatched: false,
         }
+    }
+
+    /// The exit status of `servegate run`: 0 all passed, 1 a trial failed,
+    /// 2 a suite file is invalid, 3 a target could not be reached, 4 the
+    /// filter selected no trial, 130 interrupted.
+    pub fn cli_code(&self) -> u8 {
+        if self.interrupted {
+            130
+        } else if self.load_failures > 0 {
+            2
+        } else if self.unreachable > 0 {
+            3
+        } else if self.unmatched {
+            NO_MATCH_EXIT
+        } else {
+            u8::from(self.conclusion.has_failed())
+        }
+    }
+
+    /// [`Outcome::cli_code`] as the process's exit code.
+    pub fn cli_exit_code(&self) -> ExitCode {
+        ExitCode::from(self.cli_code())
     }
 }
 
@@ -272,6 +296,13 @@ pub struct RunOptions {
     /// Where the record goes at the end of the run, and when a signal
     /// interrupts it (the report writers).
     pub publish: Option<Publish>,
+    /// `baseline save`: the run records baselines, so its `baseline`
+    /// bounds are not applied.
+    pub recording_baselines: bool,
+    /// A filter that selects no trial is an error (exit code 4), not an
+    /// empty green run: `servegate run` and `list`. Not under `cargo test`,
+    /// which passes one filter to every test binary of a package.
+    pub require_match: bool,
 }
 
 /// Loads the suites under `paths` and runs them as libtest trials.
@@ -281,27 +312,35 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: {e}");
-            return Outcome {
-                conclusion: failed_conclusion(),
-                load_failures: 1,
-                unreachable: 0,
-                interrupted: false,
-            };
+            return Outcome::nothing_ran(failed_conclusion(), 1);
         }
     };
     let load_failures = loaded
         .iter()
         .filter(|l| matches!(l, Loaded::Failed(_)))
         .count();
-    if args.list {
-        let trials = loaded.iter().flat_map(listing).collect();
-        let conclusion = libtest_mimic::run(&args, trials);
+    let listed: Vec<Trial> = loaded.iter().flat_map(listing).collect();
+    if options.require_match
+        && let Some(filter) = &args.filter
+        && listed.iter().all(|t| args.is_filtered_out(t))
+    {
+        let names: Vec<&str> = listed.iter().map(Trial::name).collect();
+        eprint!("{}", no_match(filter, args.exact, &names));
         return Outcome {
-            conclusion,
-            load_failures: 0,
-            unreachable: 0,
-            interrupted: false,
+            unmatched: true,
+            ..Outcome::nothing_ran(no_trials(), load_failures)
         };
+    }
+    if args.list {
+        // The list names a broken file's `<file>::load` trial; its problems
+        // go to stderr, where they do not break the list.
+        for l in &loaded {
+            if let Loaded::Failed(f) = l {
+                eprintln!("{}", f.message);
+            }
+        }
+        let conclusion = libtest_mimic::run(&args, listed);
+        return Outcome::nothing_ran(conclusion, load_failures);
     }
     if args.test_threads.is_some_and(|n| n > 1) {
         eprintln!(
@@ -339,12 +378,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         Ok(rt) => Arc::new(rt),
         Err(e) => {
             eprintln!("error: failed to start the async runtime: {e}");
-            return Outcome {
-                conclusion: failed_conclusion(),
-                load_failures,
-                unreachable: 0,
-                interrupted: false,
-            };
+            return Outcome::nothing_ran(failed_conclusion(), load_failures);
         }
     };
     let mut trials = Vec::new();
@@ -376,6 +410,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         turns: (Arc::default(), AtomicUsize::new(0)),
         snapshots: &snapshots,
         checkpoints: Arc::default(),
+        recording_baselines: options.recording_baselines,
     };
     for l in loaded {
         let suite = match l {
@@ -424,7 +459,26 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         load_failures,
         unreachable,
         interrupted: crate::process::interrupted(),
+        unmatched: false,
     }
+}
+
+/// `error: no trial matches …`, with the trial names closest to the filter.
+fn no_match(filter: &str, exact: bool, names: &[&str]) -> String {
+    use std::fmt::Write as _;
+    let how = if exact { "exactly " } else { "" };
+    let mut out = format!("error: no trial matches `{filter}` {how}(nothing ran)\n");
+    let closest = crate::suite::diagnostics::closest(filter, names, 3);
+    if !closest.is_empty() {
+        let shown: Vec<String> = closest.iter().map(|n| format!("`{n}`")).collect();
+        let _ = writeln!(out, "  = closest: {}", shown.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "  = the suites have {} trial(s): `servegate list` names them; a filter matches part of a name, `--exact` all of it",
+        names.len()
+    );
+    out
 }
 
 /// A signal (Ctrl-C, a CI cancel) stops every server, then writes the
@@ -480,6 +534,8 @@ struct Context<'a> {
     snapshots: &'a crate::check::snapshot::Policy,
     /// When the run's record is rewritten.
     checkpoints: Arc<recording::Checkpoints>,
+    /// `baseline save`: `baseline` bounds are not applied.
+    recording_baselines: bool,
 }
 
 impl Context<'_> {
@@ -522,6 +578,7 @@ fn add_run(
         target_override: ctx.target_override.map(str::to_owned),
         variant,
         run_dir: ctx.dir.to_path_buf(),
+        recording_baselines: ctx.recording_baselines,
         snapshots: ctx.snapshots.update.clone(),
         figures: Arc::clone(ctx.figures),
     };
@@ -612,12 +669,19 @@ fn load_trial(f: LoadFailure) -> Trial {
     })
 }
 
-fn failed_conclusion() -> Conclusion {
+fn no_trials() -> Conclusion {
     Conclusion {
         num_filtered_out: 0,
         num_passed: 0,
-        num_failed: 1,
+        num_failed: 0,
         num_ignored: 0,
         num_measured: 0,
+    }
+}
+
+fn failed_conclusion() -> Conclusion {
+    Conclusion {
+        num_failed: 1,
+        ..no_trials()
     }
 }

@@ -92,6 +92,8 @@ pub struct Plan {
     pub variant: Option<Variant>,
     /// The run's directory, for server logs.
     pub run_dir: PathBuf,
+    /// `baseline save`: `baseline` bounds are not applied.
+    pub recording_baselines: bool,
     /// What is written for an answer with no snapshot or a changed one.
     pub snapshots: snapshot::Update,
     /// Where its gates' figures go, and where `variant(NAME)` bounds find

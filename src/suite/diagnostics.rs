@@ -134,6 +134,37 @@ pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
         .map(|(_, c)| c)
 }
 
+/// Up to `n` candidates closest to `word` read as a filter (it may match
+/// any part of a candidate), closest first; only likely typos.
+pub fn closest<'a>(word: &str, candidates: &[&'a str], n: usize) -> Vec<&'a str> {
+    let bound = (word.chars().count() / 3).max(1);
+    let mut ranked: Vec<(usize, &str)> = candidates
+        .iter()
+        .map(|c| (substring_distance(word, c), *c))
+        .filter(|(d, _)| *d <= bound)
+        .collect();
+    ranked.sort_by_key(|(d, _)| *d);
+    ranked.dedup_by_key(|(_, c)| *c);
+    ranked.into_iter().take(n).map(|(_, c)| c).collect()
+}
+
+/// The fewest edits that turn `pattern` into some part of `text`.
+fn substring_distance(pattern: &str, text: &str) -> usize {
+    let text: Vec<char> = text.chars().collect();
+    // Row i: edits to match the first i characters of the pattern ending
+    // at each position of the text; starting anywhere is free.
+    let mut prev = vec![0; text.len() + 1];
+    for (i, p) in pattern.chars().enumerate() {
+        let mut cur = vec![i + 1; text.len() + 1];
+        for (j, t) in text.iter().enumerate() {
+            let cost = usize::from(p != *t);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev.into_iter().min().unwrap_or(0)
+}
+
 fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
@@ -158,6 +189,27 @@ mod tests {
         assert_eq!(did_you_mean("temprature", &fields), Some("temperature"));
         assert_eq!(did_you_mean("max_token", &fields), Some("max_tokens"));
         assert_eq!(did_you_mean("colour", &fields), None);
+    }
+
+    #[test]
+    fn closest_reads_a_word_as_a_filter() {
+        let names = [
+            "sglang::correctness::arithmetic",
+            "sglang::correctness::is_prime",
+            "sglang::performance::concurrency_8",
+        ];
+        assert_eq!(
+            closest("corectness", &names, 3),
+            [
+                "sglang::correctness::arithmetic",
+                "sglang::correctness::is_prime"
+            ]
+        );
+        assert_eq!(
+            closest("sglang::performance::concurency_8", &names, 3),
+            ["sglang::performance::concurrency_8"]
+        );
+        assert!(closest("nothing-alike", &names, 3).is_empty());
     }
 
     #[test]
