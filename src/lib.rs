@@ -49,6 +49,7 @@ pub fn test_main(manifest_dir: &str) -> std::process::ExitCode {
         out_dir: None,
         publish: Some(report::publish),
         recording_baselines: false,
+        keep_runs: record::keep_runs_from_env(),
         // Cargo hands one filter to every test binary of the package: one
         // with no matching trial is normal here, not a typo.
         require_match: false,

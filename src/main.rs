@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use libtest_mimic::Arguments;
 use servegate::bench::{self, BenchOptions};
 use servegate::harness::{self, RunOptions, target::TARGET_ENV};
+use servegate::record::{DEFAULT_KEEP_RUNS, KEEP_RUNS_ENV};
 use servegate::report::Format;
 use servegate::sim::{self, Profile};
 
@@ -37,6 +38,10 @@ enum Command {
         /// `target/servegate` in the first suite's project].
         #[arg(long, env = "SERVEGATE_OUT")]
         out_dir: Option<PathBuf>,
+        /// Run directories kept under `runs/`, this one included; older
+        /// ones are removed after the run (0: keep all).
+        #[arg(long, env = KEEP_RUNS_ENV, default_value_t = DEFAULT_KEEP_RUNS, value_name = "N")]
+        keep: usize,
         /// libtest arguments after `--`: a filter, --exact, --skip, --list, …
         #[arg(last = true)]
         libtest: Vec<String>,
@@ -144,6 +149,9 @@ enum BaselineAction {
         /// suite's project].
         #[arg(long, env = "SERVEGATE_OUT")]
         out_dir: Option<PathBuf>,
+        /// Run directories kept under `runs/`, this one included (0: all).
+        #[arg(long, env = KEEP_RUNS_ENV, default_value_t = DEFAULT_KEEP_RUNS, value_name = "N")]
+        keep: usize,
         /// libtest arguments after `--`.
         #[arg(last = true)]
         libtest: Vec<String>,
@@ -195,6 +203,7 @@ fn main() -> ExitCode {
             suites,
             target,
             out_dir,
+            keep,
             libtest,
         } => {
             let outcome = harness::run(
@@ -204,6 +213,7 @@ fn main() -> ExitCode {
                     out_dir,
                     publish: Some(servegate::report::publish),
                     recording_baselines: false,
+                    keep_runs: keep,
                     require_match: true,
                 },
                 libtest_args(libtest),
@@ -244,6 +254,7 @@ fn main() -> ExitCode {
                 suites,
                 target,
                 out_dir,
+                keep,
                 libtest,
             } => {
                 // `baseline` bounds are not applied (the first save has no
@@ -255,6 +266,7 @@ fn main() -> ExitCode {
                     out_dir,
                     publish: Some(servegate::report::publish),
                     recording_baselines: true,
+                    keep_runs: keep,
                     require_match: true,
                 };
                 let outcome = harness::run(&suites, &options, libtest_args(libtest));

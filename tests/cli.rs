@@ -26,12 +26,12 @@ struct Run {
 fn command(args: &[&str], env: &[(&str, &std::path::Path)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_servegate"));
     cmd.args(args)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env_remove("SERVEGATE_TARGET")
         .env_remove("SGLANG_URL")
         .env_remove("SERVEGATE_KEEP_RUNS")
-        .env_remove("SERVEGATE_TEST_UNSET_VARIABLE");
+        .env_remove("SERVEGATE_TEST_UNSET_VARIABLE")
+        .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())));
     cmd
 }
 
@@ -334,6 +334,88 @@ fn list_names_every_trial_without_running() {
          sglang::performance::concurrency_8: test\n\
          typos::load: test\n"
     );
+}
+
+/// Old run directories are pruned after a run: the newest N are kept
+/// (this run's included), never one whose process still runs, and nothing
+/// that is not a servegate run directory is touched.
+#[test]
+fn old_run_directories_are_pruned_to_the_newest_n() {
+    let dir = std::env::temp_dir().join(format!("servegate-prune-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let runs = dir.join("runs");
+    let alive_name = format!("999-{}", std::process::id());
+    // Twelve runs of a process long gone (no pid is 999999999).
+    for i in 0..12 {
+        let d = runs.join(format!("{}-999999999", 1000 + i));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("report.json"), "{}").unwrap();
+    }
+    // The oldest of all, but its process (this test) still runs.
+    let alive = runs.join(&alive_name);
+    std::fs::create_dir_all(&alive).unwrap();
+    std::fs::write(alive.join("trials.jsonl"), "").unwrap();
+    // Not servegate's: another name, a run's name without a record, a file.
+    for d in ["notes", "5-999999999"] {
+        std::fs::create_dir_all(runs.join(d)).unwrap();
+    }
+    std::fs::write(runs.join("notes/report.json"), "{}").unwrap();
+    std::fs::write(runs.join("6-999999999"), "").unwrap();
+    let names = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&runs)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    let run = |keep: &[&str], env: &[(&str, &std::path::Path)]| {
+        let mut args = vec![
+            "run",
+            "suites/sglang.yaml",
+            "--out-dir",
+            dir.to_str().unwrap(),
+        ];
+        args.extend_from_slice(keep);
+        args.extend(["--", "--exact", "sglang::correctness::arithmetic"]);
+        let o = servegate_with(&args, env);
+        assert_eq!(o.code, Some(0), "{}", o.out);
+        o.out
+    };
+    let out = run(&["--keep", "3"], &[]);
+    assert_has(&out, &["servegate: removed 10 old run directories of "]);
+    let left = names();
+    let current: Vec<&String> = left
+        .iter()
+        .filter(|n| n.ends_with("-999999999") || n.starts_with("999-") || *n == "notes")
+        .collect();
+    assert_eq!(
+        current,
+        [
+            "1010-999999999",
+            "1011-999999999",
+            "5-999999999",
+            "6-999999999",
+            &alive_name,
+            "notes"
+        ],
+        "{left:?}"
+    );
+    assert_eq!(left.len(), 7, "this run's directory is kept: {left:?}");
+    // 0 keeps them all; the variable sets N where no flag does.
+    let out = run(&["--keep", "0"], &[]);
+    assert!(!out.contains("removed"), "{out}");
+    assert_eq!(names().len(), 8);
+    run(&[], &[("SERVEGATE_KEEP_RUNS", std::path::Path::new("1"))]);
+    let left = names();
+    assert_eq!(
+        left.len(),
+        5,
+        "only this run, the live one and what is not a run: {left:?}"
+    );
+    assert!(!left.contains(&"1011-999999999".to_owned()), "{left:?}");
+    assert!(left.contains(&alive_name), "{left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A filter that selects nothing is an error that names the closest

@@ -273,15 +273,6 @@ pub fn first_project(paths: &[PathBuf]) -> Option<PathBuf> {
         .map(|f| crate::suite::project_root(f))
 }
 
-/// A new run's directory under `<out>/runs/`.
-fn run_dir(out: &Path) -> PathBuf {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    out.join("runs")
-        .join(format!("{secs}-{}", std::process::id()))
-}
-
 /// What the end of a run hands its record to (the report writers, which
 /// the harness does not know: it only produces records).
 pub type Publish = fn(&record::RunInfo, &record::RunRecord);
@@ -299,6 +290,9 @@ pub struct RunOptions {
     /// `baseline save`: the run records baselines, so its `baseline`
     /// bounds are not applied.
     pub recording_baselines: bool,
+    /// How many run directories `<out>/runs/` keeps, this run's included
+    /// (0: all); older ones are removed at the end of the run.
+    pub keep_runs: usize,
     /// A filter that selects no trial is an error (exit code 4), not an
     /// empty green run: `servegate run` and `list`. Not under `cargo test`,
     /// which passes one filter to every test binary of a package.
@@ -386,7 +380,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     // figures measured so far: an interrupted run still leaves them.
     let book: Arc<Mutex<Vec<Arc<SuiteRun>>>> = Arc::default();
     let out = record::out_dir(options.out_dir.as_deref(), first_project(paths).as_deref());
-    let dir = run_dir(&out);
+    let dir = record::new_run_dir(&out);
     let snapshots = crate::check::snapshot::Policy::from_env(&|k| std::env::var(k).ok(), &dir);
     for note in &snapshots.notes {
         eprintln!("note: {note}");
@@ -438,6 +432,16 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     match record::write(&info, &final_record) {
         Ok(path) => eprintln!("servegate: run record written to {}", path.display()),
         Err(e) => eprintln!("warning: {e}"),
+    }
+    let removed = record::prune_runs(&info.out, options.keep_runs, &info.dir);
+    if removed > 0 {
+        eprintln!(
+            "servegate: removed {removed} old run director{} of {} (it keeps the newest {}: --keep or {})",
+            if removed == 1 { "y" } else { "ies" },
+            info.out.join("runs").display(),
+            options.keep_runs,
+            record::KEEP_RUNS_ENV
+        );
     }
     if let Some(publish) = options.publish {
         publish(&info, &final_record);
