@@ -1,4 +1,5 @@
-//! `servegate`: run suites (`run`), list their trials (`list`), or serve the
+//! `servegate`: run suites (`run`), list their trials (`list`), write a
+//! first one (`init`), print their schema (`schema`), or serve the
 //! simulator (`sim`).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -81,6 +82,9 @@ enum Command {
         #[arg(last = true)]
         libtest: Vec<String>,
     },
+    /// Print the JSON Schema of suite files (for editors: completion, hover
+    /// docs, errors as you type; `schemas/suite.schema.json` is this).
+    Schema,
     /// Serve the embedded simulator.
     Sim(SimArgs),
     /// Render a saved run record (`report.json`, or a run directory) as
@@ -295,6 +299,11 @@ fn main() -> ExitCode {
             outcome.cli_exit_code()
         }
         Command::Sim(args) => serve_sim(&args),
+        Command::Schema => {
+            // A closed pipe (`| head`) is no error worth a panic.
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), schema_text().as_bytes());
+            ExitCode::SUCCESS
+        }
         #[cfg(target_os = "linux")]
         Command::Sandbox { role } => servegate::check::sandbox::helper::main(&role),
         Command::BenchClient {
@@ -323,6 +332,14 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The suite schema as `servegate schema` prints it.
+fn schema_text() -> String {
+    let mut text =
+        serde_json::to_string_pretty(&servegate::suite::schema()).expect("a JSON value serializes");
+    text.push('\n');
+    text
 }
 
 /// `servegate review`: asks on stdin unless told what to do with them all.

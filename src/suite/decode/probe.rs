@@ -10,7 +10,7 @@ use crate::suite::names::Named as _;
 use crate::suite::node::{Key, Node, Yaml};
 use crate::suite::threshold::Op;
 
-const PROBE_OWN: &[&str] = &[
+pub(super) const PROBE_OWN: &[&str] = &[
     "name",
     "prompt",
     "messages",
@@ -23,7 +23,7 @@ const PROBE_OWN: &[&str] = &[
     "contract",
 ];
 
-const DATASET: &[&str] = &[
+pub(super) const DATASET: &[&str] = &[
     "file",
     "question_field",
     "answer_field",
@@ -34,14 +34,19 @@ const DATASET: &[&str] = &[
     "concurrency",
 ];
 
-const ACCURACY: &[&str] = &["accuracy", "accuracy.lower95"];
+pub(super) const ACCURACY: &[&str] = &["accuracy", "accuracy.lower95"];
 
 /// The default prompt of a dataset item.
 const TEMPLATE: &str = "Question: {question}\nAnswer:";
 
-const MESSAGE: &[&str] = &["role", "content"];
+pub(super) const MESSAGE: &[&str] = &["role", "content"];
+/// The roles of a chat message.
+pub(super) const ROLES: &[&str] = &["system", "user", "assistant"];
+/// How a dataset answer is read: by name, or `{regex}`.
+pub(super) const EXTRACTS: &[&str] = &["last_number", "exact"];
+pub(super) const EXTRACT_REGEX: &[&str] = &["regex"];
 
-const CHECKS: &[&str] = &[
+pub(super) const CHECKS: &[&str] = &[
     "equals",
     "contains",
     "not_contains",
@@ -57,11 +62,21 @@ const CHECKS: &[&str] = &[
     "code",
 ];
 
-const CODE: &[&str] = &["language", "tests", "run", "timeout", "memory_mib"];
+pub(super) const CODE: &[&str] = &["language", "tests", "run", "timeout", "memory_mib"];
 
-const NUMBER: &[&str] = &["value", "tolerance"];
+pub(super) const NUMBER: &[&str] = &["value", "tolerance"];
 
-const JSON: &[&str] = &["pointer", "equals"];
+pub(super) const JSON: &[&str] = &["pointer", "equals"];
+
+/// The keys of a probe: its own and the sampling keys.
+pub(super) fn probe_keys() -> Vec<&'static str> {
+    PROBE_OWN.iter().chain(SAMPLING).copied().collect()
+}
+
+/// The keys of an assertion: one check and `in`.
+pub(super) fn assertion_keys() -> Vec<&'static str> {
+    CHECKS.iter().copied().chain(["in"]).collect()
+}
 
 impl Decoder<'_> {
     pub(super) fn probe(
@@ -71,8 +86,7 @@ impl Decoder<'_> {
         snapshot_default: SnapshotMode,
         api: Api,
     ) -> Option<Probe> {
-        let allowed: Vec<&str> = PROBE_OWN.iter().chain(SAMPLING).copied().collect();
-        let f = self.fields(y, "probe", &allowed)?;
+        let f = self.fields(y, "probe", &probe_keys())?;
         let name = self
             .required(&f, "name", "probe")
             .and_then(|v| self.name(v, "probe name"));
@@ -242,19 +256,17 @@ impl Decoder<'_> {
         let extract = match f.get("extract") {
             None => Some(Extract::LastNumber),
             Some(v) if matches!(v.node, Node::Map(_)) => {
-                let ef = self.fields(v, "dataset.extract", &["regex"])?;
+                let ef = self.fields(v, "dataset.extract", EXTRACT_REGEX)?;
                 let re = self.required(&ef, "regex", "dataset.extract")?;
                 self.regex(re, "dataset.extract.regex").map(Extract::Regex)
             }
-            Some(v) => self
-                .one_of(v, "dataset.extract", &["last_number", "exact"])
-                .map(|e| {
-                    if e == "exact" {
-                        Extract::Exact
-                    } else {
-                        Extract::LastNumber
-                    }
-                }),
+            Some(v) => self.one_of(v, "dataset.extract", EXTRACTS).map(|e| {
+                if e == "exact" {
+                    Extract::Exact
+                } else {
+                    Extract::LastNumber
+                }
+            }),
         };
         let concurrency = f
             .get("concurrency")
@@ -358,7 +370,7 @@ impl Decoder<'_> {
                     let mf = d.fields(item, "message", MESSAGE)?;
                     let role = d
                         .required(&mf, "role", "message")
-                        .and_then(|v| d.one_of(v, "role", &["system", "user", "assistant"]));
+                        .and_then(|v| d.one_of(v, "role", ROLES));
                     let content = d
                         .required(&mf, "content", "message")
                         .and_then(|v| d.text(v, "content"));
@@ -387,7 +399,7 @@ impl Decoder<'_> {
     }
 
     fn assertion(&mut self, y: &Yaml) -> Option<Assertion> {
-        let allowed: Vec<&str> = CHECKS.iter().copied().chain(["in"]).collect();
+        let allowed = assertion_keys();
         let f = self.fields(y, "assertion", &allowed)?;
         let checks: Vec<&(Key, Yaml)> = f
             .entries
@@ -479,7 +491,7 @@ impl Decoder<'_> {
                     let pointer = self
                         .required(&jf, "pointer", "json")
                         .and_then(|x| self.text(x, "json.pointer"));
-                    let equals = self.required(&jf, "equals", "json").map(yaml_to_json);
+                    let equals = self.required(&jf, "equals", "json").map(Yaml::to_json);
                     if let Some(p) = &pointer
                         && !p.is_empty()
                         && !p.starts_with('/')
@@ -582,23 +594,5 @@ impl Decoder<'_> {
                 policy: self.sandbox,
             },
         })
-    }
-}
-
-pub(super) fn yaml_to_json(y: &Yaml) -> serde_json::Value {
-    use serde_json::Value;
-    match &y.node {
-        Node::Null => Value::Null,
-        Node::Bool(b) => Value::Bool(*b),
-        Node::Int(i) => Value::from(*i),
-        Node::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
-        Node::Str(s) => Value::String(s.clone()),
-        Node::Seq(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
-        Node::Map(entries) => Value::Object(
-            entries
-                .iter()
-                .map(|(k, v)| (k.name.clone(), yaml_to_json(v)))
-                .collect(),
-        ),
     }
 }
