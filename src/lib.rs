@@ -10,6 +10,7 @@ pub mod check;
 pub mod client;
 pub mod files;
 pub mod harness;
+pub mod init;
 pub mod load;
 pub mod process;
 pub mod random;

@@ -82,6 +82,31 @@ enum Command {
         #[arg(last = true)]
         libtest: Vec<String>,
     },
+    /// Write a first suite for a server: asks it what it serves, runs the
+    /// starter probes and a short calibration (a single stream, then
+    /// concurrent streams), and sets the gates' thresholds from what it
+    /// measured.
+    ///
+    /// Exit codes: 0 written, 1 the calibration failed, 2 the file exists
+    /// (without --force) or the target is invalid, 3 the server could not be
+    /// reached.
+    Init {
+        /// `sim` or the server's URL.
+        #[arg(long, env = TARGET_ENV, default_value = "sim")]
+        target: String,
+        /// The suite file to write.
+        #[arg(long, default_value = "suites/my-server.yaml")]
+        out: PathBuf,
+        /// Overwrite the suite file if it exists.
+        #[arg(long)]
+        force: bool,
+        /// The API the server speaks.
+        #[arg(long, default_value = "openai-chat", value_parser = api_named)]
+        api: servegate::suite::Api,
+        /// Streams of the concurrency gate.
+        #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+        concurrency: u32,
+    },
     /// Print the JSON Schema of suite files (for editors: completion, hover
     /// docs, errors as you type; `schemas/suite.schema.json` is this).
     Schema,
@@ -299,6 +324,19 @@ fn main() -> ExitCode {
             outcome.cli_exit_code()
         }
         Command::Sim(args) => serve_sim(&args),
+        Command::Init {
+            target,
+            out,
+            force,
+            api,
+            concurrency,
+        } => init(&servegate::init::Options {
+            target,
+            api,
+            out,
+            force,
+            concurrency,
+        }),
         Command::Schema => {
             // A closed pipe (`| head`) is no error worth a panic.
             let _ = std::io::Write::write_all(&mut std::io::stdout(), schema_text().as_bytes());
@@ -332,6 +370,34 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// `servegate init`.
+fn init(options: &servegate::init::Options) -> ExitCode {
+    match servegate::init::init(options) {
+        Ok(path) => {
+            eprintln!(
+                "servegate init: wrote {0}: run it with `servegate run {0}`",
+                path.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// An API by its name in suites.
+fn api_named(name: &str) -> Result<servegate::suite::Api, String> {
+    use servegate::suite::names::Named as _;
+    servegate::suite::Api::named(name).ok_or_else(|| {
+        format!(
+            "expected one of {}",
+            servegate::suite::Api::names().join(", ")
+        )
+    })
 }
 
 /// The suite schema as `servegate schema` prints it.

@@ -418,6 +418,117 @@ fn old_run_directories_are_pruned_to_the_newest_n() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A process stopped when dropped, a failed assertion included (left
+/// running, it would hold the test's output open).
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `servegate sim` in a process of its own, standing in for a real
+/// server: the process and its URL.
+fn external_sim(profile: &str) -> (Stopped, String) {
+    use std::io::{BufRead, BufReader};
+    let mut sim = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(["sim", "--port", "0", "--profile", profile])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(sim.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    (Stopped(sim), url)
+}
+
+/// `servegate init` writes a first suite from what it measured on the
+/// target, and that suite passes `servegate run` on the same target.
+#[test]
+fn init_writes_a_suite_that_passes_on_its_own_server() {
+    let dir = std::env::temp_dir().join(format!("servegate-init-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let file = dir.join("suites/first.yaml");
+    let path = file.to_str().unwrap();
+    let (sim, url) = external_sim("fixtures/sim/sglang.yaml");
+    let out = run_expecting(&["init", "--target", &url, "--out", path], 0);
+    assert_has(
+        &out,
+        &[
+            &format!("servegate init: asking {url} what it serves"),
+            "servegate init: probe arithmetic: ok",
+            "servegate init: probe is_prime: ok",
+            "contract checks held: max_tokens, ignore_eos, usage, stop, cache_determinism",
+            "servegate init: measuring 8 concurrent streams",
+            &format!("servegate init: wrote {path}"),
+        ],
+    );
+    let suite = std::fs::read_to_string(&file).unwrap();
+    assert_has(
+        &suite,
+        &[
+            "# yaml-language-server: $schema=servegate.schema.json\n",
+            "# A first suite for sim-sglang, server ",
+            &format!("  base_url: \"{url}\"\n"),
+            "  - name: arithmetic\n",
+            "  - name: is_prime\n",
+            "    contract: [max_tokens, ignore_eos, usage, stop, cache_determinism]\n",
+            "      decode_tok_s.mean: \">= ",
+            "tok/s (sim-sglang, server ",
+            "      itl.p99: \"<= ",
+        ],
+    );
+    assert!(!suite.contains("Failed on this server"), "{suite}");
+    assert!(dir.join("suites/servegate.schema.json").is_file());
+    let out = run_expecting(&["run", path], 0);
+    assert_has(
+        &out,
+        &[
+            "test first::correctness::arithmetic ",
+            "test first::correctness::is_prime ",
+            "test first::performance::concurrency_8 ",
+            "5 passed; 0 failed",
+        ],
+    );
+    drop(sim);
+
+    // A file that exists is left alone without --force.
+    let out = run_expecting(&["init", "--out", path], 2);
+    assert_has(
+        &out,
+        &[&format!("error: {path} exists; `--force` overwrites it")],
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), suite);
+
+    // The embedded simulator's default profile answers with filler: the
+    // probes it fails are written commented out, with why, and the suite
+    // still passes there.
+    let out = run_expecting(&["init", "--target", "sim", "--out", path, "--force"], 0);
+    assert_has(&out, &["probe arithmetic: assertion failed"]);
+    let suite = std::fs::read_to_string(&file).unwrap();
+    assert_has(
+        &suite,
+        &[
+            "  # Failed on this server when written (assertion failed: expected content matches regex `\\b4\\b`):\n",
+            "  # - name: arithmetic\n",
+            "  #   prompt: \"What is 2+2?\"\n",
+            "  base_url: \"sim\"\n",
+        ],
+    );
+    let out = run_expecting(&["run", path], 0);
+    assert_has(&out, &["3 passed; 0 failed"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A filter that selects nothing is an error that names the closest
 /// trials, for `run` and `list` alike: a typo never runs nothing green.
 #[test]
@@ -914,29 +1025,7 @@ fn an_unset_api_key_fails_the_suite_and_a_set_one_never_shows() {
 
 #[test]
 fn an_external_server_is_measured_and_named_as_such() {
-    use std::io::{BufRead, BufReader};
-    // `servegate sim` in its own process stands in for a real server.
-    let mut sim = Command::new(env!("CARGO_BIN_EXE_servegate"))
-        .args([
-            "sim",
-            "--port",
-            "0",
-            "--profile",
-            "fixtures/sim/sglang.yaml",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(sim.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
+    let (sim, url) = external_sim("fixtures/sim/sglang.yaml");
     let o = servegate(&[
         "run",
         "suites/sglang.yaml",
@@ -945,8 +1034,7 @@ fn an_external_server_is_measured_and_named_as_such() {
         "--",
         "sglang::",
     ]);
-    let _ = sim.kill();
-    let _ = sim.wait();
+    drop(sim);
     let out = o.out;
     assert_eq!(o.code, Some(0), "{out}");
     assert!(out.contains(&format!("servegate: suite `sglang` → server at {url}, api openai-chat, served model \"sim-sglang\"")), "{out}");

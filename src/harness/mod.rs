@@ -26,6 +26,7 @@ use libtest_mimic::{Arguments, Conclusion, Trial};
 
 use crate::record;
 
+pub use outcome::{Stop, Verdict};
 pub use session::{GateFigures, Plan, SuiteRun};
 
 use crate::suite::node::Loc;
@@ -273,6 +274,22 @@ pub fn first_project(paths: &[PathBuf]) -> Option<PathBuf> {
         .map(|f| crate::suite::project_root(f))
 }
 
+/// The runtime of a run's client: one thread against a server elsewhere
+/// (cheaper per token and more precise than a work-stealing pool, see
+/// bench-client); a pool when the embedded simulator shares the process,
+/// or it would share the client's thread and distort what is measured.
+pub fn runtime(embedded_sim: bool) -> std::io::Result<tokio::runtime::Runtime> {
+    if embedded_sim {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    }
+}
+
 /// What the end of a run hands its record to (the report writers, which
 /// the harness does not know: it only produces records).
 pub type Publish = fn(&record::RunInfo, &record::RunRecord);
@@ -350,25 +367,13 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     crate::process::tree::become_subreaper();
     // Two libtest workers taking turns (see `Turns`): one trial at a time.
     args.test_threads = Some(2);
-    // Against a server elsewhere the client runs on one thread: cheaper per
-    // token and more precise than a work-stealing pool (see bench-client). The
-    // embedded simulator needs threads of its own, or it would share the
-    // client's and distort what is measured.
+    // One client thread unless the embedded simulator shares the process.
     let embedded = loaded.iter().any(|l| {
         matches!(l, Loaded::Suite(s)
             if !target::launches(s, target_override)
                 && matches!(target::effective_base(s, target_override), Ok(crate::suite::BaseUrl::Sim)))
     });
-    let built = if embedded {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    };
-    let runtime = match built {
+    let runtime = match runtime(embedded) {
         Ok(rt) => Arc::new(rt),
         Err(e) => {
             eprintln!("error: failed to start the async runtime: {e}");
