@@ -152,6 +152,107 @@ fn native_completion(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
     )
 }
 
+/// llama-server started here (not by a suite), stopped when dropped.
+struct LlamaServer(std::process::Child);
+
+impl Drop for LlamaServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Whether `GET /health` answers 200.
+fn healthy(port: u16) -> bool {
+    use std::io::{Read as _, Write as _};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+    let mut answer = String::new();
+    s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .is_ok()
+        && s.read_to_string(&mut answer).is_ok()
+        && answer.starts_with("HTTP/1.1 200")
+}
+
+/// A new user's path: `servegate init` against a llama-server they started
+/// themselves writes a suite (thresholds from what it measured there) that
+/// then passes `servegate run` against the same server.
+fn init_suite(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| e.to_string())?
+        .port();
+    let child = Command::new(server)
+        .arg("-m")
+        .arg(model)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["-np", "4", "-c", "8192", "-t", "1", "--metrics"])
+        .args(["--alias", "smollm2-135m"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("llama-server did not start: {e}"))?;
+    let _server = LlamaServer(child);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !healthy(port) {
+        if std::time::Instant::now() > deadline {
+            return Err("llama-server was not healthy after 60s".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let dir = std::env::temp_dir().join(format!("servegate-engine-init-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let file = dir.join("suites/llama.yaml");
+    let path = file.to_str().ok_or("a temporary path that is not UTF-8")?;
+    let url = format!("http://127.0.0.1:{port}");
+    let (code, out) = servegate(
+        &[
+            "init",
+            "--target",
+            &url,
+            "--out",
+            path,
+            "--concurrency",
+            "4",
+        ],
+        server,
+        model,
+    );
+    expect(
+        code,
+        &out,
+        0,
+        "servegate init failed against the real engine",
+        &[
+            "servegate init: probe arithmetic: ok",
+            "servegate init: measuring 4 concurrent streams",
+            "servegate init: wrote ",
+        ],
+    )?;
+    let suite = std::fs::read_to_string(&file).map_err(|e| e.to_string())?;
+    for line in suite
+        .lines()
+        .filter(|l| l.contains("# measured") || l.contains("Failed on"))
+    {
+        println!("  init:{line}");
+    }
+    let (code, out) = servegate(&["run", path], server, model);
+    let passed = expect(
+        code,
+        &out,
+        0,
+        "the suite servegate init wrote failed against the same server",
+        &[
+            "served model \"smollm2-135m\"",
+            "test llama::performance::concurrency_4 ",
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    passed
+}
+
 /// One trial at a time: each launches a server, and the performance gates
 /// measure it. (Two libtest threads, so that libtest prints each trial's
 /// line after it ran and what a trial prints comes before its line.)
@@ -178,6 +279,7 @@ fn main() {
             "real_engine::native_completion_reports_server_timings",
             native_completion,
         ),
+        ("real_engine::init_writes_a_suite_that_passes", init_suite),
     ]
     .into_iter()
     .map(|(name, f)| {
