@@ -375,14 +375,20 @@ fn names(contracts: &[Contract]) -> String {
         .join(", ")
 }
 
-/// A bound at `share` of a throughput, rounded down to three figures.
-fn at_least(share: f64, measured: f64) -> f64 {
+/// A bound at `share` of a throughput, rounded down: whole above 100,
+/// else to three figures.
+fn at_least(share: f64, measured: f64) -> String {
     let v = share * measured;
-    if v <= 0.0 {
-        return 0.0;
-    }
-    let scale = 10f64.powf(v.log10().floor() - 2.0);
-    (v / scale).floor() * scale
+    let decimals = [(100.0, 0), (10.0, 1), (1.0, 2), (0.1, 3)]
+        .into_iter()
+        .find(|(at, _)| v >= *at)
+        .map_or(4, |(_, d)| d);
+    let scale = 10f64.powi(decimals);
+    let floored = (v.max(0.0) * scale).floor() / scale;
+    format!(
+        "{floored:.prec$}",
+        prec = usize::try_from(decimals).unwrap_or(0)
+    )
 }
 
 /// A bound on a latency: twice the measured, and at least `floor_ms` above
@@ -394,10 +400,11 @@ fn at_most(measured_s: f64, floor_ms: f64) -> String {
     format!("{ms}ms")
 }
 
-/// One threshold line with its comment.
+/// One threshold line with its comment (a YAML comment needs a space
+/// before its `#`).
 fn threshold(key: &str, bound: &str, comment: &str) -> String {
     let line = format!("      {key}: \"{bound}\"");
-    format!("{line:<42}# {comment}\n")
+    format!("{line:<41} # {comment}\n")
 }
 
 fn render(o: &Options, base_url: &str, name: &str, m: &Measured) -> String {
@@ -492,8 +499,18 @@ mod tests {
 
     #[test]
     fn bounds_are_rounded_the_safe_way() {
-        assert!((at_least(0.8, 500.1) - 400.0).abs() < 1e-9);
-        assert!((at_least(0.8, 12.34) - 9.87).abs() < 1e-9);
+        assert_eq!(at_least(0.8, 500.1), "400");
+        assert_eq!(at_least(0.8, 12.34), "9.87");
+        // 0.8 * 39.25 is 31.400000000000002 in binary floating point.
+        assert_eq!(at_least(0.8, 39.25), "31.4");
+        assert_eq!(at_least(0.8, 0.0), "0.0000");
+        // Padded, or one space when the line is long: never `"#`, which
+        // YAML reads as no comment at all.
+        for bound in [">= 31.4", ">= 31.400000000000002"] {
+            let line = threshold("decode_tok_s.mean", bound, "measured");
+            assert!(line.ends_with(" # measured\n"), "{line}");
+            assert!(!line.contains("\"#"), "{line}");
+        }
         assert_eq!(at_most(0.0213, 100.0), "122ms");
         assert_eq!(at_most(0.5, 100.0), "1000ms");
         assert_eq!(suite_name(Path::new("suites/my server.yaml")), "my-server");

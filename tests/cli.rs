@@ -97,6 +97,13 @@ fn shipped_suite_passes_on_the_simulator_with_figures() {
     assert!(!out.contains('\r') && !out.contains('\u{1b}'), "{out:?}");
 }
 
+/// Each line of `out` as JSON; a line that is not fails the test.
+fn json_lines(out: &str) -> Vec<serde_json::Value> {
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("`{l}` is not JSON: {e}")))
+        .collect()
+}
+
 /// stdout is libtest's alone, so its machine-readable formats stay
 /// parseable: every line of `--format json` is a JSON event, `--format
 /// terse` holds only its dots and counts; servegate's own lines (the
@@ -107,10 +114,7 @@ fn stdout_is_libtests_alone_and_parses_as_json() {
     let o = streams(&["run", "suites/sglang.yaml", "--", "--format", "json"]);
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    let events: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("`{l}` is not JSON: {e}")))
-        .collect();
+    let events = json_lines(&out);
     assert_eq!(events[0]["event"], "started", "{out}");
     assert_eq!(events[0]["test_count"], 8, "{out}");
     let passed: Vec<&str> = events
@@ -143,10 +147,9 @@ fn stdout_is_libtests_alone_and_parses_as_json() {
     ]);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    let failed: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("`{l}` is not JSON: {e}")))
-        .filter(|e: &serde_json::Value| e["event"] == "failed" && e["type"] == "test")
+    let failed: Vec<serde_json::Value> = json_lines(&out)
+        .into_iter()
+        .filter(|e| e["event"] == "failed" && e["type"] == "test")
         .collect();
     assert_eq!(failed.len(), 2, "{out}");
     assert!(

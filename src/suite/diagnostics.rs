@@ -150,24 +150,26 @@ pub fn closest<'a>(word: &str, candidates: &[&'a str], n: usize) -> Vec<&'a str>
 
 /// The fewest edits that turn `pattern` into some part of `text`.
 fn substring_distance(pattern: &str, text: &str) -> usize {
-    let text: Vec<char> = text.chars().collect();
-    // Row i: edits to match the first i characters of the pattern ending
-    // at each position of the text; starting anywhere is free.
-    let mut prev = vec![0; text.len() + 1];
-    for (i, p) in pattern.chars().enumerate() {
-        let mut cur = vec![i + 1; text.len() + 1];
-        for (j, t) in text.iter().enumerate() {
-            let cost = usize::from(p != *t);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev.into_iter().min().unwrap_or(0)
+    distances(pattern, text, true)
+        .into_iter()
+        .min()
+        .unwrap_or(0)
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
+    distances(a, b, false).pop().unwrap_or(0)
+}
+
+/// The last row of the edit-distance table of `a` against `b`: at `j`, the
+/// fewest edits that turn `a` into `b`'s first `j` characters, or into any
+/// part of `b` that ends there when `anywhere` (starting anywhere is free).
+fn distances(a: &str, b: &str, anywhere: bool) -> Vec<usize> {
     let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut prev: Vec<usize> = if anywhere {
+        vec![0; b.len() + 1]
+    } else {
+        (0..=b.len()).collect()
+    };
     for (i, ca) in a.chars().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
@@ -176,7 +178,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
         prev = cur;
     }
-    prev[b.len()]
+    prev
 }
 
 #[cfg(test)]
