@@ -10,6 +10,7 @@ pub mod check;
 pub mod client;
 pub mod files;
 pub mod harness;
+pub mod init;
 pub mod load;
 pub mod process;
 pub mod random;
@@ -48,6 +49,11 @@ pub fn test_main(manifest_dir: &str) -> std::process::ExitCode {
         target: std::env::var(harness::target::TARGET_ENV).ok(),
         out_dir: None,
         publish: Some(report::publish),
+        recording_baselines: false,
+        keep_runs: record::keep_runs_from_env(),
+        // Cargo hands one filter to every test binary of the package: one
+        // with no matching trial is normal here, not a typo.
+        require_match: false,
     };
     let outcome = harness::run(&paths, &options, libtest_mimic::Arguments::from_args());
     if outcome.interrupted {

@@ -1,4 +1,5 @@
-//! `servegate`: run suites (`run`), list their trials (`list`), or serve the
+//! `servegate`: run suites (`run`), list their trials (`list`), write a
+//! first one (`init`), print their schema (`schema`), or serve the
 //! simulator (`sim`).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -10,6 +11,7 @@ use clap::{Parser, Subcommand};
 use libtest_mimic::Arguments;
 use servegate::bench::{self, BenchOptions};
 use servegate::harness::{self, RunOptions, target::TARGET_ENV};
+use servegate::record::{DEFAULT_KEEP_RUNS, KEEP_RUNS_ENV};
 use servegate::report::Format;
 use servegate::sim::{self, Profile};
 
@@ -26,7 +28,7 @@ enum Command {
     /// Run suites: correctness probes first, then performance gates.
     ///
     /// Exit codes: 0 all passed, 1 a trial failed, 2 a suite file is invalid,
-    /// 3 a target could not be reached.
+    /// 3 a target could not be reached, 4 the filter matches no trial.
     Run {
         /// Suite files or directories [default: suites/].
         suites: Vec<PathBuf>,
@@ -37,6 +39,10 @@ enum Command {
         /// `target/servegate` in the first suite's project].
         #[arg(long, env = "SERVEGATE_OUT")]
         out_dir: Option<PathBuf>,
+        /// Run directories kept under `runs/`, this one included; older
+        /// ones are removed after the run (0: keep all).
+        #[arg(long, env = KEEP_RUNS_ENV, default_value_t = DEFAULT_KEEP_RUNS, value_name = "N")]
+        keep: usize,
         /// libtest arguments after `--`: a filter, --exact, --skip, --list, …
         #[arg(last = true)]
         libtest: Vec<String>,
@@ -66,10 +72,44 @@ enum Command {
         action: BaselineAction,
     },
     /// List the trials of suites without running them.
+    ///
+    /// Exit codes: 0 listed, 2 a suite file is invalid, 4 the filter
+    /// matches no trial.
     List {
         /// Suite files or directories [default: suites/].
         suites: Vec<PathBuf>,
+        /// libtest arguments after `--`: a filter, --exact, --skip.
+        #[arg(last = true)]
+        libtest: Vec<String>,
     },
+    /// Write a first suite for a server: asks it what it serves, runs the
+    /// starter probes and a short calibration (a single stream, then
+    /// concurrent streams), and sets the gates' thresholds from what it
+    /// measured.
+    ///
+    /// Exit codes: 0 written, 1 the calibration failed, 2 the file exists
+    /// (without --force) or the target is invalid, 3 the server could not be
+    /// reached.
+    Init {
+        /// `sim` or the server's URL.
+        #[arg(long, env = TARGET_ENV, default_value = "sim")]
+        target: String,
+        /// The suite file to write.
+        #[arg(long, default_value = "suites/my-server.yaml")]
+        out: PathBuf,
+        /// Overwrite the suite file if it exists.
+        #[arg(long)]
+        force: bool,
+        /// The API the server speaks.
+        #[arg(long, default_value = "openai-chat", value_parser = api_named)]
+        api: servegate::suite::Api,
+        /// Streams of the concurrency gate.
+        #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+        concurrency: u32,
+    },
+    /// Print the JSON Schema of suite files (for editors: completion, hover
+    /// docs, errors as you type; `schemas/suite.schema.json` is this).
+    Schema,
     /// Serve the embedded simulator.
     Sim(SimArgs),
     /// Render a saved run record (`report.json`, or a run directory) as
@@ -125,7 +165,9 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BaselineAction {
-    /// Run suites, then record the figures of every gate measured.
+    /// Run suites, then record the figures of every gate measured; a run
+    /// that fails records nothing (exit codes as `run`'s). Its `baseline`
+    /// bounds are not applied: it replaces them.
     Save {
         /// Suite files or directories [default: suites/].
         suites: Vec<PathBuf>,
@@ -136,6 +178,9 @@ enum BaselineAction {
         /// suite's project].
         #[arg(long, env = "SERVEGATE_OUT")]
         out_dir: Option<PathBuf>,
+        /// Run directories kept under `runs/`, this one included (0: all).
+        #[arg(long, env = KEEP_RUNS_ENV, default_value_t = DEFAULT_KEEP_RUNS, value_name = "N")]
+        keep: usize,
         /// libtest arguments after `--`.
         #[arg(last = true)]
         libtest: Vec<String>,
@@ -154,7 +199,7 @@ fn accept_baselines(out_dir: Option<&Path>) -> ExitCode {
     match servegate::record::accept(&out) {
         Ok(files) => {
             for f in files {
-                println!("servegate: baseline written to {}", f.display());
+                eprintln!("servegate: baseline written to {}", f.display());
             }
             ExitCode::SUCCESS
         }
@@ -187,6 +232,7 @@ fn main() -> ExitCode {
             suites,
             target,
             out_dir,
+            keep,
             libtest,
         } => {
             let outcome = harness::run(
@@ -195,6 +241,9 @@ fn main() -> ExitCode {
                     target,
                     out_dir,
                     publish: Some(servegate::report::publish),
+                    recording_baselines: false,
+                    keep_runs: keep,
+                    require_match: true,
                 },
                 libtest_args(libtest),
             );
@@ -234,17 +283,28 @@ fn main() -> ExitCode {
                 suites,
                 target,
                 out_dir,
+                keep,
                 libtest,
             } => {
-                // Gates are measured whatever their thresholds say: the first
-                // save has no baseline to compare with yet.
+                // `baseline` bounds are not applied (the first save has no
+                // baseline to compare with); everything else is, and a run
+                // that fails records nothing.
                 let suites = suites_or_default(suites);
                 let options = RunOptions {
                     target,
                     out_dir,
                     publish: Some(servegate::report::publish),
+                    recording_baselines: true,
+                    keep_runs: keep,
+                    require_match: true,
                 };
-                harness::run(&suites, &options, libtest_args(libtest));
+                let outcome = harness::run(&suites, &options, libtest_args(libtest));
+                if outcome.cli_code() != 0 {
+                    eprintln!(
+                        "error: the run failed: no baseline recorded (the figures of a failed run are no reference; `servegate baseline accept` records a run you reviewed)"
+                    );
+                    return outcome.cli_exit_code();
+                }
                 let project = harness::first_project(&suites);
                 let out =
                     servegate::record::out_dir(options.out_dir.as_deref(), project.as_deref());
@@ -252,15 +312,36 @@ fn main() -> ExitCode {
             }
             BaselineAction::Accept { out_dir } => accept_baselines(out_dir.as_deref()),
         },
-        Command::List { suites } => {
+        Command::List { suites, libtest } => {
             let outcome = harness::run(
                 &suites_or_default(suites),
-                &RunOptions::default(),
-                libtest_args(["--list".to_owned()]),
+                &RunOptions {
+                    require_match: true,
+                    ..RunOptions::default()
+                },
+                libtest_args(std::iter::once("--list".to_owned()).chain(libtest)),
             );
             outcome.cli_exit_code()
         }
         Command::Sim(args) => serve_sim(&args),
+        Command::Init {
+            target,
+            out,
+            force,
+            api,
+            concurrency,
+        } => init(&servegate::init::Options {
+            target,
+            api,
+            out,
+            force,
+            concurrency,
+        }),
+        Command::Schema => {
+            // A closed pipe (`| head`) is no error worth a panic.
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), schema_text().as_bytes());
+            ExitCode::SUCCESS
+        }
         #[cfg(target_os = "linux")]
         Command::Sandbox { role } => servegate::check::sandbox::helper::main(&role),
         Command::BenchClient {
@@ -289,6 +370,42 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// `servegate init`.
+fn init(options: &servegate::init::Options) -> ExitCode {
+    match servegate::init::init(options) {
+        Ok(path) => {
+            eprintln!(
+                "servegate init: wrote {0}: run it with `servegate run {0}`",
+                path.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// An API by its name in suites.
+fn api_named(name: &str) -> Result<servegate::suite::Api, String> {
+    use servegate::suite::names::Named as _;
+    servegate::suite::Api::named(name).ok_or_else(|| {
+        format!(
+            "expected one of {}",
+            servegate::suite::Api::names().join(", ")
+        )
+    })
+}
+
+/// The suite schema as `servegate schema` prints it.
+fn schema_text() -> String {
+    let mut text =
+        serde_json::to_string_pretty(&servegate::suite::schema()).expect("a JSON value serializes");
+    text.push('\n');
+    text
 }
 
 /// `servegate review`: asks on stdin unless told what to do with them all.

@@ -342,6 +342,92 @@ pub fn latest_in(out: &Path) -> PathBuf {
     out.join("latest/report.json")
 }
 
+/// A new run's directory: `<out>/runs/<seconds since the epoch>-<pid>`.
+pub fn new_run_dir(out: &Path) -> PathBuf {
+    out.join("runs")
+        .join(format!("{}-{}", now_unix(), std::process::id()))
+}
+
+/// The variable that sets how many run directories are kept.
+pub const KEEP_RUNS_ENV: &str = "SERVEGATE_KEEP_RUNS";
+
+/// How many run directories are kept unless told otherwise.
+pub const DEFAULT_KEEP_RUNS: usize = 20;
+
+/// `SERVEGATE_KEEP_RUNS`, else the default; a value that is not a count
+/// is said and the default kept.
+pub fn keep_runs_from_env() -> usize {
+    match std::env::var(KEEP_RUNS_ENV) {
+        Ok(v) if !v.trim().is_empty() => v.trim().parse().unwrap_or_else(|_| {
+            eprintln!(
+                "warning: {KEEP_RUNS_ENV}={v:?} is not a count of run directories; keeping the newest {DEFAULT_KEEP_RUNS}"
+            );
+            DEFAULT_KEEP_RUNS
+        }),
+        _ => DEFAULT_KEEP_RUNS,
+    }
+}
+
+/// Removes the oldest run directories of `<out>/runs/` until `keep` are
+/// left (`0`: none removed), never `current` and never one whose process
+/// is still running (another run writing into the same directory). Only
+/// directories that are servegate's are touched: named `<secs>-<pid>` and
+/// holding a record or a journal. Returns how many were removed.
+pub fn prune_runs(out: &Path, keep: usize, current: &Path) -> usize {
+    if keep == 0 {
+        return 0;
+    }
+    let Ok(entries) = std::fs::read_dir(out.join("runs")) else {
+        return 0;
+    };
+    let mut runs: Vec<((u64, u32), PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let (secs, pid) = name.split_once('-')?;
+            let id = (secs.parse().ok()?, pid.parse().ok()?);
+            let path = e.path();
+            let ours = path.join("report.json").is_file() || path.join(JOURNAL).is_file();
+            ours.then_some((id, path))
+        })
+        .collect();
+    // Newest first; the current run counts as one of those kept.
+    runs.sort_by_key(|r| std::cmp::Reverse(r.0));
+    let mut kept = usize::from(runs.iter().all(|(_, p)| p != current));
+    let mut removed = 0;
+    for ((_, pid), path) in runs {
+        if path == current || kept < keep || process_alive(pid) {
+            kept += 1;
+            continue;
+        }
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => removed += 1,
+            Err(e) => eprintln!("warning: failed to remove {}: {e}", path.display()),
+        }
+    }
+    removed
+}
+
+/// Whether process `pid` exists (a run still writing its directory).
+fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(raw) = i32::try_from(pid) else {
+            return false;
+        };
+        // Signal 0 checks existence only; EPERM: it exists, as another user.
+        !matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None),
+            Err(nix::errno::Errno::ESRCH)
+        )
+    }
+    #[cfg(not(unix))]
+    {
+        pid == std::process::id()
+    }
+}
+
 /// servegate's output directory (it holds `runs/<run>/` and `latest/`):
 /// `--out-dir`, else `SERVEGATE_OUT`, else `$CARGO_TARGET_DIR/servegate`,
 /// else `<project>/target/servegate` where `project` is the first suite's

@@ -4,37 +4,53 @@
 mod common;
 #[path = "common/golden.rs"]
 mod golden;
+#[path = "common/merged.rs"]
+mod merged;
 use common::{assert_has, failure_of};
 use golden::golden;
+use merged::merged;
 use std::net::TcpListener;
 use std::process::{Command, Output};
 
-fn servegate(args: &[&str]) -> Output {
+fn servegate(args: &[&str]) -> Run {
     servegate_with(args, &[])
 }
 
-fn servegate_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_servegate"))
-        .args(args)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
+/// What a finished `servegate` printed, both streams in order, and its
+/// exit code.
+struct Run {
+    code: Option<i32>,
+    out: String,
+}
+
+fn command(args: &[&str], env: &[(&str, &std::path::Path)]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_servegate"));
+    cmd.args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env_remove("SERVEGATE_TARGET")
         .env_remove("SGLANG_URL")
+        .env_remove("SERVEGATE_KEEP_RUNS")
         .env_remove("SERVEGATE_TEST_UNSET_VARIABLE")
-        .output()
-        .expect("servegate runs")
+        .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())));
+    cmd
 }
 
-/// Runs the binary and checks its exit code; its standard output.
+fn servegate_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Run {
+    let (code, out) = merged(command(args, env));
+    Run { code, out }
+}
+
+/// Runs the binary and checks its exit code; what it printed.
 fn run_expecting(args: &[&str], code: i32) -> String {
     let o = servegate(args);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(code), "{out}");
-    out
+    assert_eq!(o.code, Some(code), "{}", o.out);
+    o.out
 }
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+/// The binary's standard output alone (libtest's, or a report), and its
+/// standard error.
+fn streams(args: &[&str]) -> Output {
+    command(args, &[]).output().expect("servegate runs")
 }
 
 /// The verdict libtest printed for a trial: `ok` or `FAILED`.
@@ -53,14 +69,7 @@ fn position(out: &str, needle: &str) -> usize {
 
 #[test]
 fn shipped_suite_passes_on_the_simulator_with_figures() {
-    let o = servegate(&["run", "suites/sglang.yaml"]);
-    let out = stdout(&o);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let out = run_expecting(&["run", "suites/sglang.yaml"], 0);
     // The target is printed before any trial and names the simulator.
     let target = position(&out, "servegate: suite `sglang` → SIMULATOR (embedded");
     let first_probe = position(&out, "test sglang::correctness::arithmetic");
@@ -85,11 +94,90 @@ fn shipped_suite_passes_on_the_simulator_with_figures() {
         ],
     );
     // No progress bar when stderr is not a terminal.
+    assert!(!out.contains('\r') && !out.contains('\u{1b}'), "{out:?}");
+}
+
+/// Each line of `out` as JSON; a line that is not fails the test.
+fn json_lines(out: &str) -> Vec<serde_json::Value> {
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("`{l}` is not JSON: {e}")))
+        .collect()
+}
+
+/// stdout is libtest's alone, so its machine-readable formats stay
+/// parseable: every line of `--format json` is a JSON event, `--format
+/// terse` holds only its dots and counts; servegate's own lines (the
+/// target, the figures, where the record went) are on stderr.
+#[test]
+fn stdout_is_libtests_alone_and_parses_as_json() {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let o = streams(&["run", "suites/sglang.yaml", "--", "--format", "json"]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let events = json_lines(&out);
+    assert_eq!(events[0]["event"], "started", "{out}");
+    assert_eq!(events[0]["test_count"], 8, "{out}");
+    let passed: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "test" && e["event"] == "ok")
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert_eq!(passed.len(), 8, "{out}");
     assert!(
-        o.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+        passed.contains(&"sglang::performance::concurrency_8"),
+        "{out}"
     );
+    let last = events.last().unwrap();
+    assert_eq!((&last["event"], &last["passed"]), (&"ok".into(), &8.into()));
+    assert_has(
+        &err,
+        &[
+            "servegate: suite `sglang` → SIMULATOR (embedded",
+            "servegate: figures measured in this run",
+            "pass decode_tok_s.mean >= 12.5 tok/s",
+            "servegate: run record written to ",
+        ],
+    );
+    // A failure is an event too, its message inside it.
+    let o = streams(&[
+        "run",
+        "tests/suites/wrong_arithmetic.yaml",
+        "--",
+        "--format=json",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let failed: Vec<serde_json::Value> = json_lines(&out)
+        .into_iter()
+        .filter(|e| e["event"] == "failed" && e["type"] == "test")
+        .collect();
+    assert_eq!(failed.len(), 2, "{out}");
+    assert!(
+        failed[0]["stdout"]
+            .as_str()
+            .is_some_and(|m| m.contains("--> tests/suites/wrong_arithmetic.yaml:13:9")),
+        "{out}"
+    );
+    // Terse: dots and counts.
+    let o = streams(&[
+        "run",
+        "suites/sglang.yaml",
+        "--",
+        "--format",
+        "terse",
+        "correctness",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    for line in out.lines().filter(|l| !l.is_empty()) {
+        assert!(
+            line == "running 3 tests"
+                || line.chars().all(|c| c == '.')
+                || line.starts_with("test result: ok. 3 passed; 0 failed;"),
+            "`{line}` in:\n{out}"
+        );
+    }
+    assert!(out.contains("\n...\n"), "{out}");
 }
 
 #[test]
@@ -233,11 +321,22 @@ fn reasoning_suite_separates_reasoning_from_content() {
     );
 }
 
+/// The list is libtest's (stdout, what nextest parses); a broken file is
+/// its `::load` trial there, its problems on stderr, and the exit code 2.
 #[test]
 fn list_names_every_trial_without_running() {
-    let out = run_expecting(
-        &["list", "suites/sglang.yaml", "tests/suites/bad/typos.yaml"],
-        0,
+    let o = streams(&["list", "suites/sglang.yaml", "tests/suites/bad/typos.yaml"]);
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert_has(
+        &err,
+        &[
+            "error: unknown field `temprature` in defaults",
+            "tests/suites/bad/typos.yaml: 13 errors in suite file",
+        ],
     );
     assert_eq!(
         out,
@@ -250,6 +349,242 @@ fn list_names_every_trial_without_running() {
          sglang::performance::single_stream_decode: test\n\
          sglang::performance::concurrency_8: test\n\
          typos::load: test\n"
+    );
+}
+
+/// Old run directories are pruned after a run: the newest N are kept
+/// (this run's included), never one whose process still runs, and nothing
+/// that is not a servegate run directory is touched.
+#[test]
+fn old_run_directories_are_pruned_to_the_newest_n() {
+    let dir = std::env::temp_dir().join(format!("servegate-prune-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let runs = dir.join("runs");
+    let alive_name = format!("999-{}", std::process::id());
+    // Twelve runs of a process long gone (no pid is 999999999).
+    for i in 0..12 {
+        let d = runs.join(format!("{}-999999999", 1000 + i));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("report.json"), "{}").unwrap();
+    }
+    // The oldest of all, but its process (this test) still runs.
+    let alive = runs.join(&alive_name);
+    std::fs::create_dir_all(&alive).unwrap();
+    std::fs::write(alive.join("trials.jsonl"), "").unwrap();
+    // Not servegate's: another name, a run's name without a record, a file.
+    for d in ["notes", "5-999999999"] {
+        std::fs::create_dir_all(runs.join(d)).unwrap();
+    }
+    std::fs::write(runs.join("notes/report.json"), "{}").unwrap();
+    std::fs::write(runs.join("6-999999999"), "").unwrap();
+    let names = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&runs)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    let run = |keep: &[&str], env: &[(&str, &std::path::Path)]| {
+        let mut args = vec![
+            "run",
+            "suites/sglang.yaml",
+            "--out-dir",
+            dir.to_str().unwrap(),
+        ];
+        args.extend_from_slice(keep);
+        args.extend(["--", "--exact", "sglang::correctness::arithmetic"]);
+        let o = servegate_with(&args, env);
+        assert_eq!(o.code, Some(0), "{}", o.out);
+        o.out
+    };
+    let out = run(&["--keep", "3"], &[]);
+    assert_has(&out, &["servegate: removed 10 old run directories of "]);
+    let left = names();
+    let current: Vec<&String> = left
+        .iter()
+        .filter(|n| n.ends_with("-999999999") || n.starts_with("999-") || *n == "notes")
+        .collect();
+    assert_eq!(
+        current,
+        [
+            "1010-999999999",
+            "1011-999999999",
+            "5-999999999",
+            "6-999999999",
+            &alive_name,
+            "notes"
+        ],
+        "{left:?}"
+    );
+    assert_eq!(left.len(), 7, "this run's directory is kept: {left:?}");
+    // 0 keeps them all; the variable sets N where no flag does.
+    let out = run(&["--keep", "0"], &[]);
+    assert!(!out.contains("removed"), "{out}");
+    assert_eq!(names().len(), 8);
+    run(&[], &[("SERVEGATE_KEEP_RUNS", std::path::Path::new("1"))]);
+    let left = names();
+    assert_eq!(
+        left.len(),
+        5,
+        "only this run, the live one and what is not a run: {left:?}"
+    );
+    assert!(!left.contains(&"1011-999999999".to_owned()), "{left:?}");
+    assert!(left.contains(&alive_name), "{left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A process stopped when dropped, a failed assertion included (left
+/// running, it would hold the test's output open).
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `servegate sim` in a process of its own, standing in for a real
+/// server: the process and its URL.
+fn external_sim(profile: &str) -> (Stopped, String) {
+    use std::io::{BufRead, BufReader};
+    let mut sim = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(["sim", "--port", "0", "--profile", profile])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(sim.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    (Stopped(sim), url)
+}
+
+/// `servegate init` writes a first suite from what it measured on the
+/// target, and that suite passes `servegate run` on the same target.
+#[test]
+fn init_writes_a_suite_that_passes_on_its_own_server() {
+    let dir = std::env::temp_dir().join(format!("servegate-init-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let file = dir.join("suites/first.yaml");
+    let path = file.to_str().unwrap();
+    let (sim, url) = external_sim("fixtures/sim/sglang.yaml");
+    let out = run_expecting(&["init", "--target", &url, "--out", path], 0);
+    assert_has(
+        &out,
+        &[
+            &format!("servegate init: asking {url} what it serves"),
+            "servegate init: probe arithmetic: ok",
+            "servegate init: probe is_prime: ok",
+            "contract checks held: max_tokens, ignore_eos, usage, stop, cache_determinism",
+            "servegate init: measuring 8 concurrent streams",
+            &format!("servegate init: wrote {path}"),
+        ],
+    );
+    let suite = std::fs::read_to_string(&file).unwrap();
+    assert_has(
+        &suite,
+        &[
+            "# yaml-language-server: $schema=servegate.schema.json\n",
+            "# A first suite for sim-sglang, server ",
+            &format!("  base_url: \"{url}\"\n"),
+            "  - name: arithmetic\n",
+            "  - name: is_prime\n",
+            "    contract: [max_tokens, ignore_eos, usage, stop, cache_determinism]\n",
+            "      decode_tok_s.mean: \">= ",
+            "tok/s (sim-sglang, server ",
+            "      itl.p99: \"<= ",
+        ],
+    );
+    assert!(!suite.contains("Failed on this server"), "{suite}");
+    assert!(dir.join("suites/servegate.schema.json").is_file());
+    let out = run_expecting(&["run", path], 0);
+    assert_has(
+        &out,
+        &[
+            "test first::correctness::arithmetic ",
+            "test first::correctness::is_prime ",
+            "test first::performance::concurrency_8 ",
+            "5 passed; 0 failed",
+        ],
+    );
+    drop(sim);
+
+    // A file that exists is left alone without --force.
+    let out = run_expecting(&["init", "--out", path], 2);
+    assert_has(
+        &out,
+        &[&format!("error: {path} exists; `--force` overwrites it")],
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), suite);
+
+    // The embedded simulator's default profile answers with filler: the
+    // probes it fails are written commented out, with why, and the suite
+    // still passes there.
+    let out = run_expecting(&["init", "--target", "sim", "--out", path, "--force"], 0);
+    assert_has(&out, &["probe arithmetic: assertion failed"]);
+    let suite = std::fs::read_to_string(&file).unwrap();
+    assert_has(
+        &suite,
+        &[
+            "  # Failed on this server when written (assertion failed: expected content matches regex `\\b4\\b`):\n",
+            "  # - name: arithmetic\n",
+            "  #   prompt: \"What is 2+2?\"\n",
+            "  base_url: \"sim\"\n",
+        ],
+    );
+    let out = run_expecting(&["run", path], 0);
+    assert_has(&out, &["3 passed; 0 failed"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A filter that selects nothing is an error that names the closest
+/// trials, for `run` and `list` alike: a typo never runs nothing green.
+#[test]
+fn a_filter_matching_no_trial_fails_with_the_closest_names() {
+    let out = run_expecting(
+        &["run", "suites/sglang.yaml", "--", "sglang::corectness"],
+        4,
+    );
+    assert_has(
+        &out,
+        &[
+            "error: no trial matches `sglang::corectness` (nothing ran)",
+            "= closest: `sglang::correctness::arithmetic`, `sglang::correctness::is_prime`, `sglang::correctness::server_contract`",
+            "the suites have 8 trial(s)",
+        ],
+    );
+    assert!(!out.contains("running "), "something ran:\n{out}");
+    let out = run_expecting(
+        &[
+            "list",
+            "suites/sglang.yaml",
+            "--",
+            "--exact",
+            "sglang::performance::concurency_8",
+        ],
+        4,
+    );
+    assert_has(
+        &out,
+        &[
+            "no trial matches `sglang::performance::concurency_8` exactly",
+            "closest: `sglang::performance::concurrency_8`",
+        ],
+    );
+    // Filters select what `list` lists, as they select what `run` runs.
+    let out = run_expecting(&["list", "suites/sglang.yaml", "--", "performance"], 0);
+    assert_eq!(
+        out,
+        "sglang::performance::single_stream_decode: test\n\
+         sglang::performance::concurrency_8: test\n"
     );
 }
 
@@ -348,13 +683,8 @@ fn bench_client_prints_its_ceiling_and_timing_error() {
         "--duration",
         "300ms",
     ]);
-    let out = stdout(&o);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let out = o.out;
+    assert_eq!(o.code, Some(0), "{out}");
     assert_has(&out, &["(a) ceiling: ITL = 0", "(b) timing error"]);
     // One row per level, every stream measured, none failed: the timing row
     // parsed the simulator's send stamps out of every token.
@@ -402,7 +732,7 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
     let run = || servegate_with(&["run", "tests/suites/relative.yaml"], &env);
 
     // No baseline yet: a relative threshold cannot pass.
-    let out = stdout(&run());
+    let out = run().out;
     let steady = failure_of(&out, "relative::performance::steady");
     assert_has(
         &steady,
@@ -414,8 +744,8 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
 
     // Save: the run's figures become the baseline of this configuration.
     let o = servegate_with(&["baseline", "save", "tests/suites/relative.yaml"], &env);
-    let saved = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{saved}");
+    let saved = o.out;
+    assert_eq!(o.code, Some(0), "{saved}");
     let file = baselines.join("relative/steady.json");
     assert!(
         saved.contains(&format!(
@@ -434,7 +764,7 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
 
     // Against its own baseline, `steady` holds and `tenfold` shows both numbers.
     let o = run();
-    let out = stdout(&o);
+    let out = o.out;
     assert_eq!(
         verdict(&out, "relative::performance::steady"),
         "ok",
@@ -454,6 +784,22 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
             "relative/tenfold.json, configuration openai-chat, model sim-wrong",
         ],
     );
+
+    // A failed run records nothing: its probe failed, its gate is gated.
+    let o = servegate_with(
+        &["baseline", "save", "tests/suites/wrong_arithmetic.yaml"],
+        &env,
+    );
+    assert_eq!(o.code, Some(1), "{}", o.out);
+    assert_has(
+        &o.out,
+        &[
+            "test result: FAILED",
+            "error: the run failed: no baseline recorded",
+        ],
+    );
+    assert!(!o.out.contains("baseline written"), "{}", o.out);
+    assert!(!baselines.join("wrong").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -467,6 +813,7 @@ fn an_interrupted_run_leaves_the_figures_already_measured() {
         .env("CARGO_TARGET_DIR", &dir)
         .env_remove("SERVEGATE_TARGET")
         .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let figures = dir.join("servegate/latest/report.json");
@@ -512,6 +859,7 @@ fn an_interrupted_run_keeps_every_finished_trial_in_its_journal() {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env_remove("SERVEGATE_TARGET")
         .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let journal = || {
@@ -537,7 +885,7 @@ fn an_interrupted_run_keeps_every_finished_trial_in_its_journal() {
         serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
     assert_eq!(on_disk["complete"], false);
     assert_eq!(on_disk["trials"].as_array().map(Vec::len), Some(4));
-    let merged = servegate(&["report", run.to_str().unwrap(), "--format", "json"]);
+    let merged = streams(&["report", run.to_str().unwrap(), "--format", "json"]);
     let merged: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
     let names: Vec<&str> = merged["trials"]
         .as_array()
@@ -643,7 +991,7 @@ fn a_sweep_runs_one_trial_per_level_prints_its_curve_and_gates_it() {
         "--exact",
         "sweep::performance::scaling::curve",
     ]);
-    let out = stdout(&o);
+    let out = o.out;
     assert_has(
         &out,
         &[
@@ -675,9 +1023,12 @@ fn an_unset_api_key_fails_the_suite_and_a_set_one_never_shows() {
         .env("SERVEGATE_TEST_KEY", canary)
         .output()
         .unwrap();
-    let (out, err) = (stdout(&o), String::from_utf8_lossy(&o.stderr).into_owned());
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    );
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("SIMULATOR (embedded"), "{out}");
+    assert!(err.contains("SIMULATOR (embedded"), "{err}");
     assert!(
         failure_of(&out, "keyed::correctness::arithmetic").contains("content:   \"5\""),
         "{out}"
@@ -690,29 +1041,7 @@ fn an_unset_api_key_fails_the_suite_and_a_set_one_never_shows() {
 
 #[test]
 fn an_external_server_is_measured_and_named_as_such() {
-    use std::io::{BufRead, BufReader};
-    // `servegate sim` in its own process stands in for a real server.
-    let mut sim = Command::new(env!("CARGO_BIN_EXE_servegate"))
-        .args([
-            "sim",
-            "--port",
-            "0",
-            "--profile",
-            "fixtures/sim/sglang.yaml",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(sim.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
+    let (sim, url) = external_sim("fixtures/sim/sglang.yaml");
     let o = servegate(&[
         "run",
         "suites/sglang.yaml",
@@ -721,10 +1050,9 @@ fn an_external_server_is_measured_and_named_as_such() {
         "--",
         "sglang::",
     ]);
-    let _ = sim.kill();
-    let _ = sim.wait();
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}");
+    drop(sim);
+    let out = o.out;
+    assert_eq!(o.code, Some(0), "{out}");
     assert!(out.contains(&format!("servegate: suite `sglang` → server at {url}, api openai-chat, served model \"sim-sglang\"")), "{out}");
     assert!(!out.contains("SIMULATOR"), "{out}");
     assert_has(
@@ -770,8 +1098,8 @@ fn code_probes_run_the_answer_against_its_tests_in_a_sandbox() {
         &["run", "tests/suites/code.yaml"],
         &[("SERVEGATE_TEST_SECRET", secret)],
     );
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    let out = o.out;
+    assert_eq!(o.code, Some(1), "{out}");
     for ok in ["correct", "secret", "unfenced"] {
         assert_eq!(
             verdict(&out, &format!("code::correctness::{ok}")),
@@ -839,8 +1167,7 @@ fn servegate_in(
         cmd.env_remove(v);
     }
     cmd.envs(vars.iter().copied());
-    let o = cmd.output().unwrap();
-    (o.status.code(), stdout(&o))
+    merged(cmd)
 }
 
 /// `servegate review` in `project`, answering `answers` on stdin.
@@ -857,7 +1184,7 @@ fn review(project: &std::path::Path, args: &[&str], answers: &str) -> String {
     std::io::Write::write_all(&mut child.stdin.take().unwrap(), answers.as_bytes()).unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0));
-    stdout(&o)
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// Snapshots are a stage of their own: a missing or changed answer fails
@@ -1161,7 +1488,7 @@ fn contract_checks_catch_a_server_that_breaks_them() {
         "--exact",
         "sglang::correctness::server_contract",
     ]);
-    let out = stdout(&o);
+    let out = o.out;
     assert_eq!(
         verdict(&out, "sglang::correctness::server_contract"),
         "ok",
@@ -1211,16 +1538,11 @@ fn reasoning_budget_and_thinking_switches() {
 fn github_actions_get_annotations_and_a_step_summary() {
     let summary = std::env::temp_dir().join(format!("servegate-summary-{}.md", std::process::id()));
     std::fs::write(&summary, "earlier steps\n").unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_servegate"))
-        .args(["run", "tests/suites/wrong_arithmetic.yaml"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("GITHUB_ACTIONS", "true")
-        .env("GITHUB_STEP_SUMMARY", &summary)
-        .env_remove("SERVEGATE_TARGET")
-        .output()
-        .unwrap();
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    let mut cmd = command(&["run", "tests/suites/wrong_arithmetic.yaml"], &[]);
+    cmd.env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &summary);
+    let (code, out) = merged(cmd);
+    assert_eq!(code, Some(1), "{out}");
     assert_has(
         &out,
         &[
@@ -1266,8 +1588,8 @@ fn proxy_variables_are_ignored_by_every_request() {
         ],
         &env,
     );
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}");
+    let out = o.out;
+    assert_eq!(o.code, Some(0), "{out}");
     assert_eq!(
         verdict(&out, "server_timings::correctness::arithmetic"),
         "ok"

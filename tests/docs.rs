@@ -10,6 +10,8 @@
 
 #[path = "common/markdown.rs"]
 mod markdown;
+#[path = "common/merged.rs"]
+mod merged;
 
 use regex::Regex;
 use std::path::Path;
@@ -79,8 +81,10 @@ fn looks_like_output(block: &markdown::Block) -> bool {
 }
 
 /// Runs a sample's command (`[VAR=value…] servegate ARGS…`, words split on
-/// spaces) from the repository's root, stdout and stderr into one file, as
-/// a terminal interleaves them. Nothing is written beside snapshots.
+/// spaces) from the repository's root, stdout and stderr through one pipe,
+/// as a terminal interleaves them (two handles on one file would each keep
+/// an offset and overwrite the other's lines). Nothing is written beside
+/// snapshots.
 fn run(command: &str) -> String {
     let mut words = command.split_whitespace().peekable();
     let mut vars = Vec::new();
@@ -89,9 +93,8 @@ fn run(command: &str) -> String {
         words.next();
     }
     assert_eq!(words.next(), Some("servegate"), "a sample runs servegate");
-    let out = tempfile::NamedTempFile::new().unwrap();
-    let status = std::process::Command::new(env!("CARGO_BIN_EXE_servegate"))
-        .args(words)
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_servegate"));
+    cmd.args(words)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         // Suites that launch servegate's own simulator name it so.
         .env("SERVEGATE_BIN", env!("CARGO_BIN_EXE_servegate"))
@@ -103,13 +106,10 @@ fn run(command: &str) -> String {
         .env_remove("SERVEGATE_SUITES")
         .env_remove("SGLANG_URL")
         .env_remove("MY_SERVER_URL")
-        .envs(vars)
-        .stdout(out.reopen().unwrap())
-        .stderr(out.reopen().unwrap())
-        .status()
-        .expect("servegate runs");
-    assert!(status.code().is_some(), "{command}: {status}");
-    std::fs::read_to_string(out.path()).unwrap()
+        .envs(vars);
+    let (code, out) = merged::merged(cmd);
+    assert!(code.is_some(), "{command}: killed by a signal");
+    out
 }
 
 /// A block that shows a file shows all of it.

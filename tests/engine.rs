@@ -7,7 +7,11 @@
 //! `cargo test` still passes and says why these did not run.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
+
+#[path = "common/merged.rs"]
+mod merged;
+use merged::merged;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -56,28 +60,30 @@ fn humaneval() -> Result<PathBuf, String> {
     }
 }
 
-fn servegate(args: &[&str], server: &PathBuf, model: &PathBuf) -> (Output, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
-        .args(args)
+/// servegate's exit code and everything it printed (libtest's lines on
+/// stdout, its own on stderr), in order.
+fn servegate(args: &[&str], server: &PathBuf, model: &PathBuf) -> (Option<i32>, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_servegate"));
+    cmd.args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("SERVEGATE_LLAMA_SERVER", server)
         .env("SERVEGATE_SMOLLM2_GGUF", model)
-        .env_remove("SERVEGATE_TARGET")
-        .output()
-        .expect("servegate runs");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    (out, text)
+        .env_remove("SERVEGATE_TARGET");
+    merged(cmd)
 }
 
 /// `Ok` when the run ended with `code` and printed every needle; else the
 /// failure, with servegate's whole output.
-fn expect(o: &Output, out: &str, code: i32, why: &str, needles: &[&str]) -> Result<(), Failed> {
+fn expect(
+    got: Option<i32>,
+    out: &str,
+    code: i32,
+    why: &str,
+    needles: &[&str],
+) -> Result<(), Failed> {
     let fail = |what: String| Err(format!("{what}\n--- servegate's output ---\n{out}").into());
-    if o.status.code() != Some(code) {
-        return fail(format!(
-            "{why} (exit {:?}, expected {code})",
-            o.status.code()
-        ));
+    if got != Some(code) {
+        return fail(format!("{why} (exit {got:?}, expected {code})"));
     }
     match needles.iter().find(|n| !out.contains(**n)) {
         Some(missing) => fail(format!("`{missing}` not in the output")),
@@ -87,7 +93,7 @@ fn expect(o: &Output, out: &str, code: i32, why: &str, needles: &[&str]) -> Resu
 
 /// The shipped suite passes against the real server, which it launches.
 fn shipped_suite(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
-    let (o, out) = servegate(
+    let (code, out) = servegate(
         &["run", "suites/engine/llama-cpp-smollm2.yaml"],
         server,
         model,
@@ -104,7 +110,7 @@ fn shipped_suite(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
         println!("  llama-cpp-smollm2:{line}");
     }
     expect(
-        &o,
+        code,
         &out,
         0,
         "the suite failed against the real engine",
@@ -125,9 +131,9 @@ fn shipped_suite(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
 /// The model's short `is_prime` answers False for every n (on every build
 /// of the engine): the code probe must catch it and show the failing test.
 fn buggy_is_prime(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
-    let (o, out) = servegate(&["run", "tests/suites/llama-is-prime.yaml"], server, model);
+    let (code, out) = servegate(&["run", "tests/suites/llama-is-prime.yaml"], server, model);
     expect(
-        &o,
+        code,
         &out,
         1,
         "the is_prime probe should fail",
@@ -144,7 +150,7 @@ fn buggy_is_prime(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
 /// return True`, `if n == 4: …`) until `max_tokens`: `not_degenerate` must
 /// name the loop, and pass its sound short answer.
 fn degenerate_loop(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
-    let (o, out) = servegate(
+    let (code, out) = servegate(
         &["run", "tests/suites/llama-degenerate.yaml"],
         server,
         model,
@@ -153,7 +159,7 @@ fn degenerate_loop(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
         println!("  smollm2-degenerate: {line}");
     }
     expect(
-        &o,
+        code,
         &out,
         1,
         "the looping answer should fail not_degenerate",
@@ -171,7 +177,7 @@ fn degenerate_loop(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
 /// pass through it, and the server's own timings stand beside the client's
 /// figures and hold a gate.
 fn native_completion(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
-    let (o, out) = servegate(
+    let (code, out) = servegate(
         &["run", "tests/suites/llama-completion.yaml"],
         server,
         model,
@@ -180,7 +186,7 @@ fn native_completion(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
         println!("  llama-completion:{line}");
     }
     expect(
-        &o,
+        code,
         &out,
         0,
         "the suite failed through llama.cpp's /completion",
@@ -198,7 +204,7 @@ fn native_completion(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
 /// program runs in the sandbox and fails, each failure naming its problem
 /// and assertion. Prints the sandbox time over the whole set.
 fn humaneval_every_problem(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
-    let (o, out) = servegate(&["run", "tests/suites/humaneval-full.yaml"], server, model);
+    let (code, out) = servegate(&["run", "tests/suites/humaneval-full.yaml"], server, model);
     for line in out
         .lines()
         .filter(|l| l.contains("::correctness::humaneval: "))
@@ -206,7 +212,7 @@ fn humaneval_every_problem(server: &PathBuf, model: &PathBuf) -> Result<(), Fail
         println!("  {}", line.trim());
     }
     expect(
-        &o,
+        code,
         &out,
         1,
         "every stub answer should fail",
@@ -221,7 +227,7 @@ fn humaneval_every_problem(server: &PathBuf, model: &PathBuf) -> Result<(), Fail
 /// The first 20 `HumanEval` problems against `SmolLM2`: `pass_at_1` measured (and
 /// printed) and gated just under it.
 fn humaneval_slice(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
-    let (o, out) = servegate(&["run", "tests/suites/llama-humaneval.yaml"], server, model);
+    let (code, out) = servegate(&["run", "tests/suites/llama-humaneval.yaml"], server, model);
     for line in out
         .lines()
         .filter(|l| l.contains("::correctness::humaneval: "))
@@ -229,7 +235,7 @@ fn humaneval_slice(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
         println!("  {}", line.trim());
     }
     expect(
-        &o,
+        code,
         &out,
         0,
         "SmolLM2 scored under its gate on the first 20 HumanEval problems",
@@ -239,6 +245,107 @@ fn humaneval_slice(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
             "/20 passed, Wilson 95% interval ",
         ],
     )
+}
+
+/// llama-server started here (not by a suite), stopped when dropped.
+struct LlamaServer(std::process::Child);
+
+impl Drop for LlamaServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Whether `GET /health` answers 200.
+fn healthy(port: u16) -> bool {
+    use std::io::{Read as _, Write as _};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+    let mut answer = String::new();
+    s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .is_ok()
+        && s.read_to_string(&mut answer).is_ok()
+        && answer.starts_with("HTTP/1.1 200")
+}
+
+/// A new user's path: `servegate init` against a llama-server they started
+/// themselves writes a suite (thresholds from what it measured there) that
+/// then passes `servegate run` against the same server.
+fn init_suite(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| e.to_string())?
+        .port();
+    let child = Command::new(server)
+        .arg("-m")
+        .arg(model)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["-np", "4", "-c", "8192", "-t", "1", "--metrics"])
+        .args(["--alias", "smollm2-135m"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("llama-server did not start: {e}"))?;
+    let _server = LlamaServer(child);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !healthy(port) {
+        if std::time::Instant::now() > deadline {
+            return Err("llama-server was not healthy after 60s".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let dir = std::env::temp_dir().join(format!("servegate-engine-init-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let file = dir.join("suites/llama.yaml");
+    let path = file.to_str().ok_or("a temporary path that is not UTF-8")?;
+    let url = format!("http://127.0.0.1:{port}");
+    let (code, out) = servegate(
+        &[
+            "init",
+            "--target",
+            &url,
+            "--out",
+            path,
+            "--concurrency",
+            "4",
+        ],
+        server,
+        model,
+    );
+    expect(
+        code,
+        &out,
+        0,
+        "servegate init failed against the real engine",
+        &[
+            "servegate init: probe arithmetic: ok",
+            "servegate init: measuring 4 concurrent streams",
+            "servegate init: wrote ",
+        ],
+    )?;
+    let suite = std::fs::read_to_string(&file).map_err(|e| e.to_string())?;
+    for line in suite
+        .lines()
+        .filter(|l| l.contains("# measured") || l.contains("Failed on"))
+    {
+        println!("  init:{line}");
+    }
+    let (code, out) = servegate(&["run", path], server, model);
+    let passed = expect(
+        code,
+        &out,
+        0,
+        "the suite servegate init wrote failed against the same server",
+        &[
+            "served model \"smollm2-135m\"",
+            "test llama::performance::concurrency_4 ",
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    passed
 }
 
 /// One trial at a time: each launches a server, and the performance gates
@@ -295,6 +402,11 @@ fn main() {
             "real_data::humaneval_every_problem_runs_in_the_sandbox",
             Needs::Data,
             humaneval_every_problem,
+        ),
+        (
+            "real_engine::init_writes_a_suite_that_passes",
+            Needs::Engine,
+            init_suite,
         ),
     ]
     .into_iter()

@@ -412,7 +412,8 @@ fn server_text_cannot_forge_log_lines() {
     );
     let o = run("forge", &suite, port, &[("GITHUB_ACTIONS", "true")]);
     o.assert_no_panic();
-    for line in o.stdout.lines() {
+    // Annotations go to stderr, libtest's lines to stdout: neither is forged.
+    for line in o.stdout.lines().chain(o.stderr.lines()) {
         for bad in [
             "::warning",
             "::error::model-forged",
@@ -421,8 +422,9 @@ fn server_text_cannot_forge_log_lines() {
         ] {
             assert!(
                 !line.starts_with(bad),
-                "a forged line `{line}` in:\n{}",
-                o.stdout
+                "a forged line `{line}` in:\n{}\n{}",
+                o.stdout,
+                o.stderr
             );
         }
         assert!(!line.contains('\u{1b}'), "an escape sequence in `{line}`");

@@ -636,9 +636,9 @@ fn hostile_programs_are_contained() {
         run.peak_kib
     );
     assert!(
-        run.stdout.contains("servegate: sandbox: "),
+        run.stderr.contains("servegate: sandbox: "),
         "{}",
-        run.stdout
+        run.stderr
     );
     assert_eq!(run.verdict("good_is_prime"), "ok");
     let contained = |name: &str, needles: &[&str]| {
@@ -765,10 +765,10 @@ fn without_namespaces_the_fallback_layers_hold() {
     println!("layers: {layers:?}");
     assert!(!run.has("namespaces"), "{layers:?}");
     assert!(
-        run.stdout
+        run.stderr
             .contains("namespaces unavailable (refused (SERVEGATE_SANDBOX_REFUSE))"),
         "{}",
-        run.stdout
+        run.stderr
     );
     assert_eq!(run.verdict("good_is_prime"), "ok");
     // servegate had a controlling terminal; the program has none.
@@ -1023,10 +1023,10 @@ fn signals_without_namespaces_or_landlock_are_named_unavailable() {
     );
     println!("layers: {:?}", run.layers());
     assert!(
-        run.stdout
+        run.stderr
             .contains("; signals unavailable (the program runs as servegate's uid"),
         "{}",
-        run.stdout
+        run.stderr
     );
     assert_eq!(run.verdict("good_is_prime"), "ok");
     if run.has("seccomp") {
@@ -1335,7 +1335,7 @@ fn unix_sockets_outside_are_out_of_reach() {
     };
     let run = servegate(&world, &suite, &how);
     assert_clean(&world, &run);
-    if run.stdout.contains("unix sockets(landlock)") {
+    if run.stderr.contains("unix sockets(landlock)") {
         skip("strict without unix sockets: Landlock keeps them out here (ABI 9)");
     } else {
         let message = run.message("unix_connect");

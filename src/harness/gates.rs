@@ -169,6 +169,7 @@ impl SuiteRun {
             baseline: &baseline,
             variant: self.variant.as_ref().map(|v| v.name.as_str()),
             variants: &variants,
+            recording_baselines: self.plan.recording_baselines,
         };
         let verdict = judge(&self.suite, gate, &repeats, &refs);
         self.plan.figures.record(

@@ -98,12 +98,30 @@ pub struct References<'a> {
     /// The figures (means over repeats) this gate measured in the variants
     /// that ran before, or why one has none.
     pub variants: &'a [VariantFigures],
+    /// `baseline save` is recording this run's figures: its `baseline`
+    /// bounds are not applied (the first save has none to compare with, a
+    /// later one replaces them).
+    pub recording_baselines: bool,
 }
 
 /// A variant's name and the figures a gate measured in it, or why none.
 pub type VariantFigures = (String, Result<BTreeMap<String, f64>, String>);
 
 impl References<'_> {
+    /// Why `t` is not judged in this run: its bound is the variant being
+    /// judged, or a baseline this run records.
+    fn not_applied(&self, t: &Threshold) -> Option<String> {
+        match &t.bound {
+            Bound::Variant(name, _) if self.variant == Some(name.as_str()) => {
+                Some(format!("this is variant `{name}`"))
+            }
+            Bound::Baseline(_) if self.recording_baselines => {
+                Some("this run records the baselines".to_owned())
+            }
+            _ => None,
+        }
+    }
+
     /// The figure a relative bound starts from (`None` for a fixed bound).
     fn reference(&self, t: &Threshold) -> Option<Result<f64, String>> {
         match &t.bound {
@@ -206,10 +224,8 @@ pub fn judge(
     };
     for lt in thresholds(gate) {
         let t = &lt.threshold;
-        if let Bound::Variant(name, _) = &t.bound
-            && refs.variant == Some(name.as_str())
-        {
-            checks.push((format!("{t} (not applied: this is variant `{name}`)"), true));
+        if let Some(why) = refs.not_applied(t) {
+            checks.push((format!("{t} (not applied: {why})"), true));
             continue;
         }
         let est = estimate(t.key, repeats);
@@ -421,6 +437,7 @@ mod tests {
             baseline,
             variant: None,
             variants: &[],
+            recording_baselines: false,
         }
     }
 

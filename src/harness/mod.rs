@@ -26,6 +26,7 @@ use libtest_mimic::{Arguments, Conclusion, Trial};
 
 use crate::record;
 
+pub use outcome::{Stop, Verdict};
 pub use session::{GateFigures, Plan, SuiteRun};
 
 use crate::suite::node::Loc;
@@ -46,23 +47,47 @@ pub struct Outcome {
     pub unreachable: usize,
     /// A signal (Ctrl-C, SIGTERM, SIGHUP) interrupted the run.
     pub interrupted: bool,
+    /// The filter selected no trial (only with [`RunOptions::require_match`]);
+    /// nothing ran.
+    pub unmatched: bool,
 }
 
+/// The exit code of a filter that selects no trial (nextest has one of its
+/// own for this too): never 0, so that a typo in a filter is never green.
+pub const NO_MATCH_EXIT: u8 = 4;
+
 impl Outcome {
-    /// The exit code of `servegate run`: 0 all passed, 1 a trial failed,
-    /// 2 a suite file is invalid, 3 a target could not be reached.
-    pub fn cli_exit_code(&self) -> ExitCode {
-        if self.interrupted {
-            ExitCode::from(130)
-        } else if self.load_failures > 0 {
-            ExitCode::from(2)
-        } else if self.unreachable > 0 {
-            ExitCode::from(3)
-        } else if self.conclusion.has_failed() {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
+    /// An outcome in which nothing ran.
+    fn nothing_ran(conclusion: Conclusion, load_failures: usize) -> Self {
+        Self {
+            conclusion,
+            load_failures,
+            unreachable: 0,
+            interrupted: false,
+            unmatched: false,
         }
+    }
+
+    /// The exit status of `servegate run`: 0 all passed, 1 a trial failed,
+    /// 2 a suite file is invalid, 3 a target could not be reached, 4 the
+    /// filter selected no trial, 130 interrupted.
+    pub fn cli_code(&self) -> u8 {
+        if self.interrupted {
+            130
+        } else if self.load_failures > 0 {
+            2
+        } else if self.unreachable > 0 {
+            3
+        } else if self.unmatched {
+            NO_MATCH_EXIT
+        } else {
+            u8::from(self.conclusion.has_failed())
+        }
+    }
+
+    /// [`Outcome::cli_code`] as the process's exit code.
+    pub fn cli_exit_code(&self) -> ExitCode {
+        ExitCode::from(self.cli_code())
     }
 }
 
@@ -266,13 +291,20 @@ pub fn first_project(paths: &[PathBuf]) -> Option<PathBuf> {
         .map(|f| crate::suite::project_root(f))
 }
 
-/// A new run's directory under `<out>/runs/`.
-fn run_dir(out: &Path) -> PathBuf {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    out.join("runs")
-        .join(format!("{secs}-{}", std::process::id()))
+/// The runtime of a run's client: one thread against a server elsewhere
+/// (cheaper per token and more precise than a work-stealing pool, see
+/// bench-client); a pool when the embedded simulator shares the process,
+/// or it would share the client's thread and distort what is measured.
+pub fn runtime(embedded_sim: bool) -> std::io::Result<tokio::runtime::Runtime> {
+    if embedded_sim {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    }
 }
 
 /// What the end of a run hands its record to (the report writers, which
@@ -289,6 +321,16 @@ pub struct RunOptions {
     /// Where the record goes at the end of the run, and when a signal
     /// interrupts it (the report writers).
     pub publish: Option<Publish>,
+    /// `baseline save`: the run records baselines, so its `baseline`
+    /// bounds are not applied.
+    pub recording_baselines: bool,
+    /// How many run directories `<out>/runs/` keeps, this run's included
+    /// (0: all); older ones are removed at the end of the run.
+    pub keep_runs: usize,
+    /// A filter that selects no trial is an error (exit code 4), not an
+    /// empty green run: `servegate run` and `list`. Not under `cargo test`,
+    /// which passes one filter to every test binary of a package.
+    pub require_match: bool,
 }
 
 /// Loads the suites under `paths` and runs them as libtest trials.
@@ -298,30 +340,40 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         Ok(l) => l,
         Err(e) => {
             eprintln!("error: {e}");
-            return Outcome {
-                conclusion: failed_conclusion(),
-                load_failures: 1,
-                unreachable: 0,
-                interrupted: false,
-            };
+            return Outcome::nothing_ran(failed_conclusion(), 1);
         }
     };
     let load_failures = loaded
         .iter()
         .filter(|l| matches!(l, Loaded::Failed(_)))
         .count();
-    if args.list {
-        let trials = loaded.iter().flat_map(listing).collect();
-        let conclusion = libtest_mimic::run(&args, trials);
+    let listed: Vec<Trial> = loaded.iter().flat_map(listing).collect();
+    if options.require_match
+        && let Some(filter) = &args.filter
+        && listed.iter().all(|t| args.is_filtered_out(t))
+    {
+        let names: Vec<&str> = listed.iter().map(Trial::name).collect();
+        eprint!("{}", no_match(filter, args.exact, &names));
         return Outcome {
-            conclusion,
-            load_failures: 0,
-            unreachable: 0,
-            interrupted: false,
+            unmatched: true,
+            ..Outcome::nothing_ran(no_trials(), load_failures)
         };
     }
+    if args.list {
+        // The list names a broken file's `<file>::load` trial; its problems
+        // go to stderr, where they do not break the list.
+        for l in &loaded {
+            if let Loaded::Failed(f) = l {
+                eprintln!("{}", f.message);
+            }
+        }
+        let conclusion = libtest_mimic::run(&args, listed);
+        return Outcome::nothing_ran(conclusion, load_failures);
+    }
     if args.test_threads.is_some_and(|n| n > 1) {
-        println!("note: servegate runs trials one at a time: they share one server and measure it");
+        eprintln!(
+            "note: servegate runs trials one at a time: they share one server and measure it"
+        );
     }
     // The values of this process's secret-looking variables are scrubbed
     // from everything the run prints or writes, whatever name they travel
@@ -332,34 +384,17 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     crate::process::tree::become_subreaper();
     // Two libtest workers taking turns (see `Turns`): one trial at a time.
     args.test_threads = Some(2);
-    // Against a server elsewhere the client runs on one thread: cheaper per
-    // token and more precise than a work-stealing pool (see bench-client). The
-    // embedded simulator needs threads of its own, or it would share the
-    // client's and distort what is measured.
+    // One client thread unless the embedded simulator shares the process.
     let embedded = loaded.iter().any(|l| {
         matches!(l, Loaded::Suite(s)
             if !target::launches(s, target_override)
                 && matches!(target::effective_base(s, target_override), Ok(crate::suite::BaseUrl::Sim)))
     });
-    let built = if embedded {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    };
-    let runtime = match built {
+    let runtime = match runtime(embedded) {
         Ok(rt) => Arc::new(rt),
         Err(e) => {
             eprintln!("error: failed to start the async runtime: {e}");
-            return Outcome {
-                conclusion: failed_conclusion(),
-                load_failures,
-                unreachable: 0,
-                interrupted: false,
-            };
+            return Outcome::nothing_ran(failed_conclusion(), load_failures);
         }
     };
     let mut trials = Vec::new();
@@ -367,10 +402,10 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     // figures measured so far: an interrupted run still leaves them.
     let book: Arc<Mutex<Vec<Arc<SuiteRun>>>> = Arc::default();
     let out = record::out_dir(options.out_dir.as_deref(), first_project(paths).as_deref());
-    let dir = run_dir(&out);
+    let dir = record::new_run_dir(&out);
     let snapshots = crate::check::snapshot::Policy::from_env(&|k| std::env::var(k).ok(), &dir);
     for note in &snapshots.notes {
-        println!("note: {note}");
+        eprintln!("note: {note}");
     }
     let info = record::RunInfo {
         dir: dir.clone(),
@@ -391,6 +426,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         turns: (Arc::default(), AtomicUsize::new(0)),
         snapshots: &snapshots,
         checkpoints: Arc::default(),
+        recording_baselines: options.recording_baselines,
     };
     for l in loaded {
         let suite = match l {
@@ -416,8 +452,18 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     summary::print(&runs);
     let final_record = recording::collect(&info, &runs, true);
     match record::write(&info, &final_record) {
-        Ok(path) => println!("servegate: run record written to {}", path.display()),
+        Ok(path) => eprintln!("servegate: run record written to {}", path.display()),
         Err(e) => eprintln!("warning: {e}"),
+    }
+    let removed = record::prune_runs(&info.out, options.keep_runs, &info.dir);
+    if removed > 0 {
+        eprintln!(
+            "servegate: removed {removed} old run director{} of {} (it keeps the newest {}: --keep or {})",
+            if removed == 1 { "y" } else { "ies" },
+            info.out.join("runs").display(),
+            options.keep_runs,
+            record::KEEP_RUNS_ENV
+        );
     }
     if let Some(publish) = options.publish {
         publish(&info, &final_record);
@@ -439,7 +485,26 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         load_failures,
         unreachable,
         interrupted: crate::process::interrupted(),
+        unmatched: false,
     }
+}
+
+/// `error: no trial matches …`, with the trial names closest to the filter.
+fn no_match(filter: &str, exact: bool, names: &[&str]) -> String {
+    use std::fmt::Write as _;
+    let how = if exact { "exactly " } else { "" };
+    let mut out = format!("error: no trial matches `{filter}` {how}(nothing ran)\n");
+    let closest = crate::suite::diagnostics::closest(filter, names, 3);
+    if !closest.is_empty() {
+        let shown: Vec<String> = closest.iter().map(|n| format!("`{n}`")).collect();
+        let _ = writeln!(out, "  = closest: {}", shown.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "  = the suites have {} trial(s): `servegate list` names them; a filter matches part of a name, `--exact` all of it",
+        names.len()
+    );
+    out
 }
 
 /// A signal (Ctrl-C, a CI cancel) stops every server, then writes the
@@ -495,6 +560,8 @@ struct Context<'a> {
     snapshots: &'a crate::check::snapshot::Policy,
     /// When the run's record is rewritten.
     checkpoints: Arc<recording::Checkpoints>,
+    /// `baseline save`: `baseline` bounds are not applied.
+    recording_baselines: bool,
 }
 
 impl Context<'_> {
@@ -540,19 +607,20 @@ fn add_run(
         target_override: ctx.target_override.map(str::to_owned),
         variant,
         run_dir: ctx.dir.to_path_buf(),
+        recording_baselines: ctx.recording_baselines,
         snapshots: ctx.snapshots.update.clone(),
         figures: Arc::clone(ctx.figures),
     };
     let run = Arc::new(SuiteRun::new(suite.clone(), plan, Arc::clone(runtime)));
     if target::launches(suite, ctx.target_override) {
-        println!(
+        eprintln!(
             "servegate: suite `{label}` → a server launched before its first trial (target.launch at {}:{})",
             suite.file.display(),
             suite.target.launch.as_ref().map_or(0, |l| l.loc.line)
         );
     } else {
         if suite.target.launch.is_some() {
-            println!(
+            eprintln!(
                 "note: suite `{label}`: target.launch is skipped: the target is overridden (--target or {})",
                 target::TARGET_ENV
             );
@@ -561,7 +629,7 @@ fn add_run(
     }
     let earlier = |n: usize, total: usize, what: &str| {
         if n < total && probes + snapshots + gates + curves > 0 {
-            println!(
+            eprintln!(
                 "note: suite `{label}`: its {total} {what} run first as prerequisites of the selected trials"
             );
         }
@@ -576,13 +644,13 @@ fn add_run(
             .filter(|(i, n)| selected(n) && !selected(&names.probes[*i]))
             .count();
         if unselected > 0 {
-            println!(
+            eprintln!(
                 "note: suite `{label}`: the correctness probes of its {unselected} selected snapshot(s) run first: a snapshot compares their answers"
             );
         }
     }
     if count(&names.curves) > 0 && gates < names.gates.len() {
-        println!(
+        eprintln!(
             "note: suite `{label}`: the levels of its selected curves run first as prerequisites"
         );
     }
@@ -592,7 +660,7 @@ fn add_run(
         .filter(|(g, n)| selected(n) && !selected(&names.gates[*g]))
         .count();
     if unrun > 0 {
-        println!(
+        eprintln!(
             "note: suite `{label}`: the gates of its {unrun} selected recheck(s) run first: a recheck asks during its gate's load"
         );
     }
@@ -640,12 +708,19 @@ fn load_trial(f: LoadFailure) -> Trial {
     })
 }
 
-fn failed_conclusion() -> Conclusion {
+fn no_trials() -> Conclusion {
     Conclusion {
         num_filtered_out: 0,
         num_passed: 0,
-        num_failed: 1,
+        num_failed: 0,
         num_ignored: 0,
         num_measured: 0,
+    }
+}
+
+fn failed_conclusion() -> Conclusion {
+    Conclusion {
+        num_failed: 1,
+        ..no_trials()
     }
 }

@@ -53,7 +53,7 @@ impl SuiteRun {
             match snapshot::compare(&place, &text, &self.plan.snapshots) {
                 Ok(snapshot::Compared::Matched) => Ok(()),
                 Ok(snapshot::Compared::Recorded(path)) => {
-                    println!(
+                    eprintln!(
                         "servegate: snapshot recorded: {}",
                         snapshot::shown_path(&path)
                     );

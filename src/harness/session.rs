@@ -92,6 +92,8 @@ pub struct Plan {
     pub variant: Option<Variant>,
     /// The run's directory, for server logs.
     pub run_dir: PathBuf,
+    /// `baseline save`: `baseline` bounds are not applied.
+    pub recording_baselines: bool,
     /// What is written for an answer with no snapshot or a changed one.
     pub snapshots: snapshot::Update,
     /// Where its gates' figures go, and where `variant(NAME)` bounds find
@@ -230,7 +232,7 @@ impl SuiteRun {
                 Ok(c) => format!("servegate: suite `{}` → {}", self.label, c.description),
                 Err(e) => format!("servegate: suite `{}` → target FAILED: {e}", self.label),
             };
-            println!("{}", crate::text::for_log(&line));
+            eprintln!("{}", crate::text::for_log(&line));
             connected
         })
     }
@@ -416,7 +418,7 @@ impl SuiteRun {
         let already = std::mem::replace(&mut self.lifecycle().stopped, true);
         if !already {
             let how = s.stop();
-            println!(
+            eprintln!(
                 "servegate: stopped the server of `{}` ({})",
                 self.label,
                 how.map_or_else(|| "status unknown".to_owned(), |e| e.to_string())

@@ -13,7 +13,7 @@ pub fn print(runs: &[Arc<SuiteRun>]) {
         return;
     }
     // Server words (errors, model ids) are in it: printed as for a CI log.
-    print!("{}", crate::text::for_log(&render(runs)));
+    eprint!("{}", crate::text::for_log(&render(runs)));
 }
 
 fn render(runs: &[Arc<SuiteRun>]) -> String {

@@ -106,12 +106,12 @@ pub async fn connect(
                 place.label,
                 s.log_path.display()
             );
-            println!("{}", crate::text::for_log(&line));
+            eprintln!("{}", crate::text::for_log(&line));
             s.wait_ready(&launch.ready)
                 .await
                 .map_err(|e| format!("launch failed: {e}"))?;
             let tl = s.timeline();
-            println!(
+            eprintln!(
                 "servegate: `{}` ready after {:.1}s (port open after {:.1}s)",
                 place.label,
                 tl.ready_s.unwrap_or_default(),

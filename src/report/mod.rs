@@ -90,7 +90,7 @@ pub fn publish(info: &RunInfo, rec: &RunRecord) {
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true")
         && let Ok(lines) = render(Format::Annotations, rec)
     {
-        print!("{lines}");
+        eprint!("{lines}");
     }
 }
 

@@ -404,7 +404,7 @@ impl Server {
                     ready.path,
                     self.spawned.elapsed().as_secs_f64()
                 );
-                println!("{}", crate::text::for_log(&line));
+                eprintln!("{}", crate::text::for_log(&line));
                 said = Instant::now();
             }
             tokio::time::sleep(ready.interval.min(deadline - now)).await;

@@ -134,9 +134,42 @@ pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
         .map(|(_, c)| c)
 }
 
+/// Up to `n` candidates closest to `word` read as a filter (it may match
+/// any part of a candidate), closest first; only likely typos.
+pub fn closest<'a>(word: &str, candidates: &[&'a str], n: usize) -> Vec<&'a str> {
+    let bound = (word.chars().count() / 3).max(1);
+    let mut ranked: Vec<(usize, &str)> = candidates
+        .iter()
+        .map(|c| (substring_distance(word, c), *c))
+        .filter(|(d, _)| *d <= bound)
+        .collect();
+    ranked.sort_by_key(|(d, _)| *d);
+    ranked.dedup_by_key(|(_, c)| *c);
+    ranked.into_iter().take(n).map(|(_, c)| c).collect()
+}
+
+/// The fewest edits that turn `pattern` into some part of `text`.
+fn substring_distance(pattern: &str, text: &str) -> usize {
+    distances(pattern, text, true)
+        .into_iter()
+        .min()
+        .unwrap_or(0)
+}
+
 fn edit_distance(a: &str, b: &str) -> usize {
+    distances(a, b, false).pop().unwrap_or(0)
+}
+
+/// The last row of the edit-distance table of `a` against `b`: at `j`, the
+/// fewest edits that turn `a` into `b`'s first `j` characters, or into any
+/// part of `b` that ends there when `anywhere` (starting anywhere is free).
+fn distances(a: &str, b: &str, anywhere: bool) -> Vec<usize> {
     let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut prev: Vec<usize> = if anywhere {
+        vec![0; b.len() + 1]
+    } else {
+        (0..=b.len()).collect()
+    };
     for (i, ca) in a.chars().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
@@ -145,7 +178,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
         prev = cur;
     }
-    prev[b.len()]
+    prev
 }
 
 #[cfg(test)]
@@ -158,6 +191,27 @@ mod tests {
         assert_eq!(did_you_mean("temprature", &fields), Some("temperature"));
         assert_eq!(did_you_mean("max_token", &fields), Some("max_tokens"));
         assert_eq!(did_you_mean("colour", &fields), None);
+    }
+
+    #[test]
+    fn closest_reads_a_word_as_a_filter() {
+        let names = [
+            "sglang::correctness::arithmetic",
+            "sglang::correctness::is_prime",
+            "sglang::performance::concurrency_8",
+        ];
+        assert_eq!(
+            closest("corectness", &names, 3),
+            [
+                "sglang::correctness::arithmetic",
+                "sglang::correctness::is_prime"
+            ]
+        );
+        assert_eq!(
+            closest("sglang::performance::concurency_8", &names, 3),
+            ["sglang::performance::concurrency_8"]
+        );
+        assert!(closest("nothing-alike", &names, 3).is_empty());
     }
 
     #[test]

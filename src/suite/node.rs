@@ -76,6 +76,28 @@ pub struct Key {
     pub loc: Loc,
 }
 
+impl Yaml {
+    /// The value as JSON (without locations): what a JSON Schema of suites
+    /// validates, and what free-form fields are sent or compared as.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value;
+        match &self.node {
+            Node::Null => Value::Null,
+            Node::Bool(b) => Value::Bool(*b),
+            Node::Int(i) => Value::from(*i),
+            Node::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+            Node::Str(s) => Value::String(s.clone()),
+            Node::Seq(items) => Value::Array(items.iter().map(Yaml::to_json).collect()),
+            Node::Map(entries) => Value::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.name.clone(), v.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+}
+
 impl Node {
     /// What kind of YAML value this is, for "expected X, found Y" messages.
     pub fn kind(&self) -> &'static str {

@@ -254,7 +254,7 @@ fn announce(layers: &Layers) {
         return;
     };
     for line in announcement(&mut last, layers) {
-        println!("{line}");
+        eprintln!("{line}");
     }
 }
 

@@ -14,7 +14,7 @@ use crate::suite::node::{Node, Yaml};
 use crate::suite::threshold::{Bound, Op, Threshold, parse_comparison};
 use crate::suite::{Slo, Tokenizer};
 
-const GATE: &[&str] = &[
+pub(super) const GATE: &[&str] = &[
     "name",
     "load",
     "thresholds",
@@ -25,8 +25,8 @@ const GATE: &[&str] = &[
     "curve",
     "recheck",
 ];
-const TOKEN_ACCOUNTING: &[&str] = &["tolerance"];
-const LOAD: &[&str] = &[
+pub(super) const TOKEN_ACCOUNTING: &[&str] = &["tolerance"];
+pub(super) const LOAD: &[&str] = &[
     "concurrency",
     "rate",
     "arrival",
@@ -44,11 +44,11 @@ const LOAD: &[&str] = &[
     "shared_prefix",
     "tokenizer",
 ];
-const SHARED_PREFIX: &[&str] = &["tokens", "groups"];
+pub(super) const SHARED_PREFIX: &[&str] = &["tokens", "groups"];
 /// Largest dataset read into memory.
 const MAX_DATASET_BYTES: u64 = 64 * 1024 * 1024;
-const SLO: &[&str] = &["ttft", "tpot", "e2e"];
-const ARRIVALS: &[&str] = &["constant", "poisson"];
+pub(super) const SLO: &[&str] = &["ttft", "tpot", "e2e"];
+pub(super) const ARRIVALS: &[&str] = &["constant", "poisson"];
 
 /// A sweep level: `concurrency: [1, 8]` or `rate: [5, 10]` gives one gate
 /// per value, named `<gate>::concurrency_8`.

@@ -8,6 +8,7 @@ use regex::Regex;
 
 mod gate;
 mod probe;
+pub(super) mod schema;
 mod server;
 
 use super::diagnostics::{Diagnostic, did_you_mean};
@@ -19,7 +20,7 @@ use super::model::{
 use super::names::Named;
 use super::node::{Key, Loc, Node, Yaml};
 
-const TOP: &[&str] = &[
+pub(super) const TOP: &[&str] = &[
     "suite",
     "target",
     "sim",
@@ -30,7 +31,7 @@ const TOP: &[&str] = &[
     "variants",
     "sandbox",
 ];
-const TARGET: &[&str] = &[
+pub(super) const TARGET: &[&str] = &[
     "base_url",
     "api",
     "model",
@@ -40,10 +41,10 @@ const TARGET: &[&str] = &[
     "secrets",
     "launch",
 ];
-const TIMEOUTS: &[&str] = &["connect", "first_token", "idle", "total"];
-const LIMITS: &[&str] = &["answer", "document"];
-const SIM: &[&str] = &["profile"];
-const SAMPLING: &[&str] = &[
+pub(super) const TIMEOUTS: &[&str] = &["connect", "first_token", "idle", "total"];
+pub(super) const LIMITS: &[&str] = &["answer", "document"];
+pub(super) const SIM: &[&str] = &["profile"];
+pub(super) const SAMPLING: &[&str] = &[
     "temperature",
     "max_tokens",
     "seed",
@@ -52,6 +53,11 @@ const SAMPLING: &[&str] = &[
     "chat_template_kwargs",
     "separate_reasoning",
 ];
+/// The keys of `defaults`: the sampling keys and `snapshot`.
+fn defaults_keys() -> Vec<&'static str> {
+    SAMPLING.iter().copied().chain(["snapshot"]).collect()
+}
+
 /// The entries of a mapping, checked against the keys allowed there.
 struct Fields<'y> {
     entries: &'y [(Key, Yaml)],
@@ -374,8 +380,7 @@ impl<'e> Decoder<'e> {
         let (defaults, snapshot_default) = f
             .get("defaults")
             .and_then(|y| {
-                let allowed: Vec<&str> = SAMPLING.iter().copied().chain(["snapshot"]).collect();
-                let df = self.fields(y, "defaults", &allowed)?;
+                let df = self.fields(y, "defaults", &defaults_keys())?;
                 let snapshot = df
                     .get("snapshot")
                     .and_then(|v| self.snapshot_mode(v, "defaults.snapshot"))
@@ -676,7 +681,7 @@ impl<'e> Decoder<'e> {
             }),
             chat_template_kwargs: f.get("chat_template_kwargs").and_then(|v| {
                 if matches!(v.node, Node::Map(_)) {
-                    Some(probe::yaml_to_json(v))
+                    Some(v.to_json())
                 } else {
                     self.type_error(
                         v,

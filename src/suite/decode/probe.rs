@@ -13,7 +13,7 @@ use crate::suite::names::Named as _;
 use crate::suite::node::{Key, Node, Yaml};
 use crate::suite::threshold::Op;
 
-const PROBE_OWN: &[&str] = &[
+pub(super) const PROBE_OWN: &[&str] = &[
     "name",
     "prompt",
     "messages",
@@ -26,7 +26,7 @@ const PROBE_OWN: &[&str] = &[
     "contract",
 ];
 
-const DATASET: &[&str] = &[
+pub(super) const DATASET: &[&str] = &[
     "file",
     "format",
     "question_field",
@@ -40,6 +40,9 @@ const DATASET: &[&str] = &[
     "memory_mib",
 ];
 
+/// The kinds of dataset (`dataset.format`).
+pub(super) const FORMATS: &[&str] = &["qa", "humaneval"];
+
 /// Keys of a question/answer dataset only.
 const QA_ONLY: &[&str] = &[
     "question_field",
@@ -52,16 +55,21 @@ const QA_ONLY: &[&str] = &[
 /// Keys of a code dataset only.
 const CODE_ONLY: &[&str] = &["timeout", "memory_mib"];
 
-const ACCURACY: &[&str] = &["accuracy", "accuracy.lower95"];
+pub(super) const ACCURACY: &[&str] = &["accuracy", "accuracy.lower95"];
 
-const PASS_AT_1: &[&str] = &["pass_at_1", "pass_at_1.lower95"];
+pub(super) const PASS_AT_1: &[&str] = &["pass_at_1", "pass_at_1.lower95"];
 
 /// The default prompt of a dataset item.
 const TEMPLATE: &str = "Question: {question}\nAnswer:";
 
-const MESSAGE: &[&str] = &["role", "content"];
+pub(super) const MESSAGE: &[&str] = &["role", "content"];
+/// The roles of a chat message.
+pub(super) const ROLES: &[&str] = &["system", "user", "assistant"];
+/// How a dataset answer is read: by name, or `{regex}`.
+pub(super) const EXTRACTS: &[&str] = &["last_number", "exact"];
+pub(super) const EXTRACT_REGEX: &[&str] = &["regex"];
 
-const CHECKS: &[&str] = &[
+pub(super) const CHECKS: &[&str] = &[
     "equals",
     "contains",
     "not_contains",
@@ -78,13 +86,23 @@ const CHECKS: &[&str] = &[
     "not_degenerate",
 ];
 
-const CODE: &[&str] = &["language", "tests", "run", "timeout", "memory_mib"];
+pub(super) const CODE: &[&str] = &["language", "tests", "run", "timeout", "memory_mib"];
 
-const NUMBER: &[&str] = &["value", "tolerance"];
+pub(super) const NUMBER: &[&str] = &["value", "tolerance"];
 
-const JSON: &[&str] = &["pointer", "equals"];
+pub(super) const JSON: &[&str] = &["pointer", "equals"];
 
-const DEGENERATE: &[&str] = &["max_repeat_share", "max_char_run", "max_bad_chars"];
+/// The keys of a probe: its own and the sampling keys.
+pub(super) fn probe_keys() -> Vec<&'static str> {
+    PROBE_OWN.iter().chain(SAMPLING).copied().collect()
+}
+
+/// The keys of an assertion: one check and `in`.
+pub(super) fn assertion_keys() -> Vec<&'static str> {
+    CHECKS.iter().copied().chain(["in"]).collect()
+}
+
+pub(super) const DEGENERATE: &[&str] = &["max_repeat_share", "max_char_run", "max_bad_chars"];
 
 impl Decoder<'_> {
     pub(super) fn probe(
@@ -94,8 +112,7 @@ impl Decoder<'_> {
         snapshot_default: SnapshotMode,
         api: Api,
     ) -> Option<Probe> {
-        let allowed: Vec<&str> = PROBE_OWN.iter().chain(SAMPLING).copied().collect();
-        let f = self.fields(y, "probe", &allowed)?;
+        let f = self.fields(y, "probe", &probe_keys())?;
         let name = self
             .required(&f, "name", "probe")
             .and_then(|v| self.name(v, "probe name"));
@@ -217,7 +234,7 @@ impl Decoder<'_> {
         }
         let f = self.fields(y, "dataset", DATASET)?;
         let format = match f.get("format") {
-            Some(v) => self.one_of(v, "dataset.format", &["qa", "humaneval"])?,
+            Some(v) => self.one_of(v, "dataset.format", FORMATS)?,
             None => "qa".to_owned(),
         };
         let other = if format == "qa" { CODE_ONLY } else { QA_ONLY };
@@ -311,19 +328,17 @@ impl Decoder<'_> {
         let extract = match f.get("extract") {
             None => Some(Extract::LastNumber),
             Some(v) if matches!(v.node, Node::Map(_)) => {
-                let ef = self.fields(v, "dataset.extract", &["regex"])?;
+                let ef = self.fields(v, "dataset.extract", EXTRACT_REGEX)?;
                 let re = self.required(&ef, "regex", "dataset.extract")?;
                 self.regex(re, "dataset.extract.regex").map(Extract::Regex)
             }
-            Some(v) => self
-                .one_of(v, "dataset.extract", &["last_number", "exact"])
-                .map(|e| {
-                    if e == "exact" {
-                        Extract::Exact
-                    } else {
-                        Extract::LastNumber
-                    }
-                }),
+            Some(v) => self.one_of(v, "dataset.extract", EXTRACTS).map(|e| {
+                if e == "exact" {
+                    Extract::Exact
+                } else {
+                    Extract::LastNumber
+                }
+            }),
         };
         Some(QaTask {
             items: std::sync::Arc::new(items),
@@ -441,7 +456,7 @@ impl Decoder<'_> {
                     let mf = d.fields(item, "message", MESSAGE)?;
                     let role = d
                         .required(&mf, "role", "message")
-                        .and_then(|v| d.one_of(v, "role", &["system", "user", "assistant"]));
+                        .and_then(|v| d.one_of(v, "role", ROLES));
                     let content = d
                         .required(&mf, "content", "message")
                         .and_then(|v| d.text(v, "content"));
@@ -470,7 +485,7 @@ impl Decoder<'_> {
     }
 
     fn assertion(&mut self, y: &Yaml) -> Option<Assertion> {
-        let allowed: Vec<&str> = CHECKS.iter().copied().chain(["in"]).collect();
+        let allowed = assertion_keys();
         let f = self.fields(y, "assertion", &allowed)?;
         let checks: Vec<&(Key, Yaml)> = f
             .entries
@@ -562,7 +577,7 @@ impl Decoder<'_> {
                     let pointer = self
                         .required(&jf, "pointer", "json")
                         .and_then(|x| self.text(x, "json.pointer"));
-                    let equals = self.required(&jf, "equals", "json").map(yaml_to_json);
+                    let equals = self.required(&jf, "equals", "json").map(Yaml::to_json);
                     if let Some(p) = &pointer
                         && !p.is_empty()
                         && !p.starts_with('/')
@@ -718,23 +733,5 @@ impl Decoder<'_> {
             memory_mib: memory_mib?,
             policy: self.sandbox,
         })
-    }
-}
-
-pub(super) fn yaml_to_json(y: &Yaml) -> serde_json::Value {
-    use serde_json::Value;
-    match &y.node {
-        Node::Null => Value::Null,
-        Node::Bool(b) => Value::Bool(*b),
-        Node::Int(i) => Value::from(*i),
-        Node::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
-        Node::Str(s) => Value::String(s.clone()),
-        Node::Seq(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
-        Node::Map(entries) => Value::Object(
-            entries
-                .iter()
-                .map(|(k, v)| (k.name.clone(), yaml_to_json(v)))
-                .collect(),
-        ),
     }
 }

@@ -3,14 +3,13 @@
 
 use std::time::Duration;
 
-use super::probe::yaml_to_json;
 use super::{Decoder, Fields, quoted_list};
 use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{Api, ConfigCheck, ConfigExpect, ConfigSource, Launch, Ready, Variant};
 use crate::suite::names::Named as _;
 use crate::suite::node::{Node, Yaml};
 
-const LAUNCH: &[&str] = &[
+pub(super) const LAUNCH: &[&str] = &[
     "command",
     "env",
     "cwd",
@@ -20,9 +19,9 @@ const LAUNCH: &[&str] = &[
     "fatal_log_patterns",
     "grace",
 ];
-const READY: &[&str] = &["path", "interval", "timeout"];
-const VARIANT: &[&str] = &["name", "env", "args"];
-const EXPECTS: &[&str] = &["equals", "contains", "matches", "one_of"];
+pub(super) const READY: &[&str] = &["path", "interval", "timeout"];
+pub(super) const VARIANT: &[&str] = &["name", "env", "args"];
+pub(super) const EXPECTS: &[&str] = &["equals", "contains", "matches", "one_of"];
 
 impl Decoder<'_> {
     pub(super) fn launch(&mut self, y: &Yaml, api: Api) -> Option<Launch> {
@@ -254,7 +253,7 @@ impl Decoder<'_> {
                 );
                 None
             }
-            _ => Some(ConfigExpect::Equals(yaml_to_json(y))),
+            _ => Some(ConfigExpect::Equals(y.to_json())),
         }
     }
 
@@ -273,13 +272,13 @@ impl Decoder<'_> {
         }
         let v = f.get(given[0])?;
         match given[0] {
-            "equals" => Some(ConfigExpect::Equals(yaml_to_json(v))),
+            "equals" => Some(ConfigExpect::Equals(v.to_json())),
             "contains" => self.text(v, "contains").map(ConfigExpect::Contains),
             "matches" => self.regex(v, "matches").map(ConfigExpect::Matches),
             _ => {
                 let items = self.list(v, "one_of")?;
                 Some(ConfigExpect::OneOf(
-                    items.iter().map(yaml_to_json).collect(),
+                    items.iter().map(Yaml::to_json).collect(),
                 ))
             }
         }

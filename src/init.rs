@@ -1,0 +1,519 @@
+//! `servegate init`: a first suite for a server in one command. It asks the
+//! server what it serves (the same discovery as a run), runs the starter
+//! probes and a short calibration (a single stream, then concurrent
+//! streams, with the gates' own load code), and writes a commented suite
+//! whose thresholds come from what it measured: probes the server failed
+//! are written commented out with the reason, contract checks it broke are
+//! left out and named.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::harness::{Plan, SuiteRun};
+use crate::suite::{Api, Contract, load_text};
+
+/// What `servegate init` is asked for.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `sim` or the server's URL.
+    pub target: String,
+    /// The API the server speaks.
+    pub api: Api,
+    /// Where the suite goes.
+    pub out: PathBuf,
+    /// Overwrite `out` if it exists.
+    pub force: bool,
+    /// Streams of the concurrency gate.
+    pub concurrency: u32,
+}
+
+/// Why no suite was written.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The suite file exists and `--force` was not given.
+    #[error("{} exists; `--force` overwrites it", .0.display())]
+    Exists(PathBuf),
+    /// The target is not `sim` or an http(s) URL.
+    #[error(
+        "invalid --target `{0}`: expected `sim` or an http(s) URL such as `http://127.0.0.1:30000`"
+    )]
+    Target(String),
+    /// The server could not be reached.
+    #[error("{0}")]
+    Unreachable(String),
+    /// A calibration load failed: no threshold can come from it.
+    #[error("the calibration failed, so no threshold can come from it:\n{0}")]
+    Calibration(String),
+    /// The suite could not be written.
+    #[error("failed to write {path}: {err}", path = .0.display(), err = .1)]
+    Write(PathBuf, std::io::Error),
+}
+
+impl Error {
+    /// The exit code: 2 for what was asked, 3 an unreachable server, 1 else.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Exists(_) | Error::Target(_) => 2,
+            Error::Unreachable(_) => 3,
+            Error::Calibration(_) | Error::Write(..) => 1,
+        }
+    }
+}
+
+/// The starter probes, as they are written (each item of `correctness:`).
+const ARITHMETIC: &str = r#"  - name: arithmetic
+    prompt: "What is 2+2?"
+    expect:
+      - regex: '\b4\b'
+      - number: 4
+"#;
+
+const IS_PRIME: &str = r#"  - name: is_prime
+    prompt: "Write a Python function is_prime(n) that returns True if n is prime."
+    max_tokens: 1024
+    expect:
+      - finish_reason: stop
+      - code:                       # the answer's ```python block, run in a sandbox with these appended
+          tests:
+            - assert is_prime(2) and is_prime(3) and is_prime(97)
+            - assert not is_prime(0) and not is_prime(1) and not is_prime(91)
+            - assert [n for n in range(30) if is_prime(n)] == [2, 3, 5, 7, 11, 13, 17, 19, 23, 29]
+"#;
+
+/// The contract probe without its `contract:` line.
+const CONTRACT: &str = r#"  - name: server_contract          # the serving API keeps its promises
+    prompt: "Count from 1 to 40, separated by spaces. Reply with the numbers only."
+    max_tokens: 64
+    stop: [" 12"]
+"#;
+
+/// A gate's load and the thresholds derived from what it measured.
+struct GateSpec {
+    name: String,
+    load: String,
+    what: String,
+}
+
+fn gates(concurrency: u32) -> [GateSpec; 2] {
+    [
+        GateSpec {
+            name: "single_stream".into(),
+            load: "{ concurrency: 1, requests: 5, warmup: 1, input_tokens: 128, output_tokens: 128, ignore_eos: true }".into(),
+            what: "a single stream".into(),
+        },
+        GateSpec {
+            name: format!("concurrency_{concurrency}"),
+            load: format!(
+                "{{ concurrency: {concurrency}, requests: {}, warmup: {concurrency}, input_tokens: 256, output_tokens: 64, ignore_eos: true }}",
+                4 * concurrency
+            ),
+            what: format!("{concurrency} concurrent streams"),
+        },
+    ]
+}
+
+/// `text` as a YAML double-quoted scalar that interpolation leaves alone.
+fn quoted(text: &str) -> String {
+    serde_json::to_string(&text.replace('$', "$$")).unwrap_or_default()
+}
+
+/// The `target:` of the suite.
+fn target(base_url: &str, api: Api, model: Option<&str>) -> String {
+    let mut out = format!(
+        "target:\n  base_url: {}\n  api: {}\n",
+        quoted(base_url),
+        api.name()
+    );
+    if let Some(m) = model {
+        let _ = writeln!(out, "  model: {}", quoted(m));
+    }
+    out.push_str("  timeouts: { connect: 5s, first_token: 120s, idle: 60s, total: 10m }\n");
+    out
+}
+
+/// A suite of its own for each part of the calibration: gates in a suite
+/// without probes are measured whatever the probes say.
+fn calibration_suite(name: &str, target: &str, body: &str) -> String {
+    format!("suite: {name}\n{target}defaults: {{ temperature: 0, max_tokens: 256 }}\n{body}")
+}
+
+/// Runs `text` (a suite claiming to be `path`) as a suite run of its own.
+fn suite_run(path: &Path, text: &str, runtime: &Arc<tokio::runtime::Runtime>) -> SuiteRun {
+    let suite = load_text(path, text, &|name| std::env::var(name).ok())
+        .unwrap_or_else(|e| panic!("a calibration suite does not load:\n{e}\n{text}"));
+    let plan = Plan {
+        label: suite.name.clone(),
+        target_override: None,
+        variant: None,
+        run_dir: std::env::temp_dir(),
+        recording_baselines: false,
+        snapshots: crate::check::snapshot::Update::Pending,
+        figures: Arc::default(),
+    };
+    SuiteRun::new(suite, plan, Arc::clone(runtime))
+}
+
+/// The first line of a failure, for a comment.
+fn first_line(stop: &crate::harness::Stop) -> String {
+    let text = stop.to_string();
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("failed")
+        .trim()
+        .trim_start_matches("error: ")
+        .to_owned()
+}
+
+/// `text` with every line commented out.
+fn commented(text: &str) -> String {
+    text.lines().fold(String::new(), |mut out, l| {
+        let _ = writeln!(out, "  # {}", l.strip_prefix("  ").unwrap_or(l));
+        out
+    })
+}
+
+/// What the calibration found out about the server.
+struct Measured {
+    /// Who answered: the target line of a run.
+    description: String,
+    /// The served model and the server's version, for the comments.
+    server: String,
+    model: Option<String>,
+    /// Each starter probe's text as written, and why it failed.
+    probes: Vec<(String, Option<String>)>,
+    /// The contract checks that held, and those that broke with why.
+    held: Vec<Contract>,
+    broke: Vec<(Contract, String)>,
+    /// Each gate's figures.
+    figures: Vec<std::collections::BTreeMap<String, f64>>,
+}
+
+fn say(line: &str) {
+    eprintln!("servegate init: {line}");
+}
+
+/// Asks the server, calibrates, and writes the suite; returns its path.
+pub fn init(o: &Options) -> Result<PathBuf, Error> {
+    let base_url = match o.target.trim() {
+        "" | "sim" => "sim".to_owned(),
+        url if url.starts_with("http://") || url.starts_with("https://") => url.to_owned(),
+        other => return Err(Error::Target(other.to_owned())),
+    };
+    if o.out.exists() && !o.force {
+        return Err(Error::Exists(o.out.clone()));
+    }
+    let name = suite_name(&o.out);
+    let measured = calibrate(o, &base_url, &name)?;
+    let text = render(o, &base_url, &name, &measured);
+    // What is written loads: a bug here is never a user's broken suite.
+    if let Err(e) = load_text(&o.out, &text, &|_| None) {
+        panic!("servegate init wrote a suite that does not load:\n{e}\n{text}");
+    }
+    let dir = o.out.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Some(d) = dir {
+        std::fs::create_dir_all(d).map_err(|e| Error::Write(d.to_path_buf(), e))?;
+    }
+    std::fs::write(&o.out, &text).map_err(|e| Error::Write(o.out.clone(), e))?;
+    let schema = dir.unwrap_or(Path::new(".")).join(SCHEMA_FILE);
+    if !schema.exists() {
+        let json = serde_json::to_string_pretty(&crate::suite::schema()).unwrap_or_default();
+        std::fs::write(&schema, json + "\n").map_err(|e| Error::Write(schema.clone(), e))?;
+        say(&format!(
+            "wrote {} (the suite format's JSON Schema, for editors)",
+            schema.display()
+        ));
+    }
+    Ok(o.out.clone())
+}
+
+/// The schema file the suite's modeline names, beside it.
+const SCHEMA_FILE: &str = "servegate.schema.json";
+
+/// The suite's name: the file stem, with what a name cannot hold replaced.
+fn suite_name(out: &Path) -> String {
+    let stem = out.file_stem().map_or_else(
+        || "my-server".to_owned(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    let name: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let name = name.trim_start_matches('.');
+    if name.is_empty() {
+        "my-server".to_owned()
+    } else {
+        name.to_owned()
+    }
+}
+
+fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error> {
+    let runtime = crate::harness::runtime(base_url == "sim")
+        .map(Arc::new)
+        .map_err(|e| Error::Calibration(format!("failed to start the async runtime: {e}")))?;
+    let plain = target(base_url, o.api, None);
+    let starters = [ARITHMETIC, IS_PRIME];
+    let mut body = String::from("correctness:\n");
+    for p in starters {
+        body.push_str(p);
+    }
+    for c in Contract::ALL.iter().map(|(_, c)| *c) {
+        let _ = writeln!(
+            body,
+            "{}    contract: [{}]",
+            CONTRACT.replacen(
+                "name: server_contract",
+                &format!("name: contract_{}", c.name()),
+                1
+            ),
+            c.name()
+        );
+    }
+    say(&format!("asking {base_url} what it serves"));
+    let probes = suite_run(
+        &o.out,
+        &calibration_suite(&format!("{name}-probes"), &plain, &body),
+        &runtime,
+    );
+    let connected = match probes.connect() {
+        Ok(c) => c,
+        Err(e) => return Err(Error::Unreachable(e.clone())),
+    };
+    let model = (connected.model_id != "default").then(|| connected.model_id.clone());
+    let server = format!(
+        "{}, {}",
+        model.as_deref().map_or("model unknown", |m| m),
+        connected.server_version.as_deref().map_or_else(
+            || "server of unknown version".to_owned(),
+            |v| format!("server {v}")
+        )
+    );
+    let description = connected.description.clone();
+    let mut results = Vec::new();
+    for (i, text) in starters.iter().enumerate() {
+        let verdict = probes.probe(i);
+        let why = verdict.as_ref().err().map(first_line);
+        say(&format!(
+            "probe {}: {}",
+            probes.suite.probes[i].name,
+            why.as_deref().unwrap_or("ok")
+        ));
+        results.push(((*text).to_owned(), why));
+    }
+    let (mut held, mut broke) = (Vec::new(), Vec::new());
+    for (j, c) in Contract::ALL.iter().map(|(_, c)| *c).enumerate() {
+        match probes.probe(starters.len() + j) {
+            Ok(()) => held.push(c),
+            Err(stop) => broke.push((c, first_line(&stop))),
+        }
+    }
+    say(&format!(
+        "contract checks held: {}{}",
+        names(&held),
+        if broke.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; broke: {}",
+                names(&broke.iter().map(|(c, _)| *c).collect::<Vec<_>>())
+            )
+        }
+    ));
+    let mut gate_body = String::from("performance:\n");
+    let specs = gates(o.concurrency);
+    for g in &specs {
+        let _ = write!(
+            gate_body,
+            "  - name: {}\n    load: {}\n    thresholds: {{ errors: \"== 0\" }}\n",
+            g.name, g.load
+        );
+    }
+    let load = suite_run(
+        &o.out,
+        &calibration_suite(&format!("{name}-calibration"), &plain, &gate_body),
+        &runtime,
+    );
+    let mut figures = Vec::new();
+    for (i, g) in specs.iter().enumerate() {
+        say(&format!("measuring {}", g.what));
+        load.gate(i)
+            .map_err(|stop| Error::Calibration(stop.to_string()))?;
+        let measured = load
+            .figures()
+            .into_iter()
+            .find(|f| f.gate == g.name)
+            .map(|f| f.figures)
+            .unwrap_or_default();
+        figures.push(measured);
+    }
+    Ok(Measured {
+        description,
+        server,
+        model,
+        probes: results,
+        held,
+        broke,
+        figures,
+    })
+}
+
+fn names(contracts: &[Contract]) -> String {
+    if contracts.is_empty() {
+        return "none".to_owned();
+    }
+    contracts
+        .iter()
+        .map(|c| c.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A bound at `share` of a throughput, rounded down: whole above 100,
+/// else to three figures.
+fn at_least(share: f64, measured: f64) -> String {
+    let v = share * measured;
+    let decimals = [(100.0, 0), (10.0, 1), (1.0, 2), (0.1, 3)]
+        .into_iter()
+        .find(|(at, _)| v >= *at)
+        .map_or(4, |(_, d)| d);
+    let scale = 10f64.powi(decimals);
+    let floored = (v.max(0.0) * scale).floor() / scale;
+    format!(
+        "{floored:.prec$}",
+        prec = usize::try_from(decimals).unwrap_or(0)
+    )
+}
+
+/// A bound on a latency: twice the measured, and at least `floor_ms` above
+/// it, in whole milliseconds.
+fn at_most(measured_s: f64, floor_ms: f64) -> String {
+    let ms = (measured_s * 2000.0)
+        .max(measured_s * 1000.0 + floor_ms)
+        .ceil();
+    format!("{ms}ms")
+}
+
+/// One threshold line with its comment (a YAML comment needs a space
+/// before its `#`).
+fn threshold(key: &str, bound: &str, comment: &str) -> String {
+    let line = format!("      {key}: \"{bound}\"");
+    format!("{line:<41} # {comment}\n")
+}
+
+fn render(o: &Options, base_url: &str, name: &str, m: &Measured) -> String {
+    let mut out = format!("# yaml-language-server: $schema={SCHEMA_FILE}\n");
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+    let _ = write!(
+        out,
+        "# A first suite for {}, written by `servegate init`\n\
+         # at {stamp} against:\n#   {}\n\
+         # The thresholds come from what it measured then: 80% of the throughput,\n\
+         # twice the latency p99 (at least +100ms for TTFT, +50ms for ITL). Tighten\n\
+         # or loosen them as you learn the server; `servegate run {}` checks it.\n",
+        m.server,
+        m.description,
+        o.out.display()
+    );
+    let _ = write!(
+        out,
+        "suite: {name}\n{}defaults: {{ temperature: 0, max_tokens: 256 }}   # `snapshot: true` keeps every answer for review\n\ncorrectness:\n",
+        target(base_url, o.api, m.model.as_deref())
+    );
+    for (text, why) in &m.probes {
+        match why {
+            None => out.push_str(text),
+            Some(why) => {
+                let _ = writeln!(
+                    out,
+                    "  # Failed on this server when written ({why}):\n  # uncomment once it passes."
+                );
+                out.push_str(&commented(text));
+            }
+        }
+    }
+    if m.held.is_empty() {
+        out.push_str("  # Every contract check broke on this server when written:\n");
+        out.push_str(&commented(CONTRACT));
+    } else {
+        out.push_str(CONTRACT);
+        let _ = writeln!(out, "    contract: [{}]", names(&m.held));
+    }
+    for (c, why) in &m.broke {
+        let _ = writeln!(
+            out,
+            "    # left out: `{}` broke on this server when written: {why}",
+            c.name()
+        );
+    }
+    out.push_str("\nperformance:\n");
+    for (g, f) in gates(o.concurrency).iter().zip(&m.figures) {
+        let _ = write!(
+            out,
+            "  - name: {}                  # {}\n    load: {}\n    thresholds:\n",
+            g.name, g.what, g.load
+        );
+        let figure = |key: &str| f.get(key).copied().unwrap_or(0.0);
+        let rate = |key: &str| {
+            let v = figure(key);
+            threshold(
+                key,
+                &format!(">= {}", at_least(0.8, v)),
+                &format!("measured {v:.1} tok/s ({}): 80%", m.server),
+            )
+        };
+        let latency = |key: &str, floor_ms: f64| {
+            let v = figure(key);
+            threshold(
+                key,
+                &format!("<= {}", at_most(v, floor_ms)),
+                &format!(
+                    "measured {} ({}): 2x, at least +{floor_ms}ms",
+                    crate::units::format_secs(v),
+                    m.server
+                ),
+            )
+        };
+        if g.name == "single_stream" {
+            out.push_str(&rate("decode_tok_s.mean"));
+            out.push_str(&latency("ttft.p99", 100.0));
+        } else {
+            out.push_str(&rate("output_tok_s"));
+            out.push_str(&latency("ttft.p99", 100.0));
+            out.push_str(&latency("itl.p99", 50.0));
+        }
+        out.push_str(&threshold("errors", "== 0", "no request may fail"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_are_rounded_the_safe_way() {
+        assert_eq!(at_least(0.8, 500.1), "400");
+        assert_eq!(at_least(0.8, 12.34), "9.87");
+        // 0.8 * 39.25 is 31.400000000000002 in binary floating point.
+        assert_eq!(at_least(0.8, 39.25), "31.4");
+        assert_eq!(at_least(0.8, 0.0), "0.0000");
+        // Padded, or one space when the line is long: never `"#`, which
+        // YAML reads as no comment at all.
+        for bound in [">= 31.4", ">= 31.400000000000002"] {
+            let line = threshold("decode_tok_s.mean", bound, "measured");
+            assert!(line.ends_with(" # measured\n"), "{line}");
+            assert!(!line.contains("\"#"), "{line}");
+        }
+        assert_eq!(at_most(0.0213, 100.0), "122ms");
+        assert_eq!(at_most(0.5, 100.0), "1000ms");
+        assert_eq!(suite_name(Path::new("suites/my server.yaml")), "my-server");
+        assert_eq!(quoted("a${B}"), "\"a$${B}\"");
+    }
+}
