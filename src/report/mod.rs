@@ -2,12 +2,14 @@
 //! formats: JSON, JUnit XML, a Markdown summary (GitHub's step summary),
 //! GitHub annotations at the YAML line of each failure, a self-contained
 //! HTML report. They only read the record, so the end of a run
-//! ([`publish`]) and `servegate report` render it the same way.
+//! ([`publish`]) and `servegate report` render it the same way; `merge`
+//! renders the records of several nodes as one.
 
 pub mod annotations;
 pub mod html;
 pub mod junit;
 pub mod markdown;
+pub mod merge;
 
 use crate::record::{RunInfo, RunRecord};
 
