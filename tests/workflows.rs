@@ -145,6 +145,113 @@ fn the_gpu_workflow_owns_its_runner_and_keeps_logs() {
     }));
 }
 
+fn action() -> Value {
+    let text = std::fs::read_to_string("action.yml").unwrap();
+    assert_eq!(text.matches("${{").count(), text.matches("}}").count());
+    serde_saphyr::from_str(&text).unwrap()
+}
+
+/// The action in one step: its inputs, no Rust toolchain, the script that
+/// does the work, the run records uploaded whatever the outcome.
+#[test]
+fn the_action_installs_runs_and_uploads_always() {
+    let a = action();
+    for input in ["suites", "target", "filter", "version"] {
+        assert!(a["inputs"].get(input).is_some(), "no `{input}` input");
+    }
+    assert_eq!(a["runs"]["using"], "composite");
+    let steps = a["runs"]["steps"].as_array().unwrap();
+    let text = a.to_string();
+    assert!(!text.contains("rust-toolchain") && !text.contains("cargo "));
+    let run = &steps[0];
+    assert_eq!(
+        run["run"],
+        "bash \"$GITHUB_ACTION_PATH/scripts/action-run.sh\""
+    );
+    assert!(std::path::Path::new("scripts/action-run.sh").exists());
+    for input in ["suites", "target", "filter", "version"] {
+        assert_eq!(
+            run["env"][format!("INPUT_{}", input.to_uppercase())],
+            format!("${{{{ inputs.{input} }}}}")
+        );
+    }
+    let upload = &steps[1];
+    assert!(
+        upload["uses"]
+            .as_str()
+            .unwrap()
+            .starts_with("actions/upload-artifact@")
+    );
+    assert_eq!(upload["if"], "always()");
+    assert_eq!(upload["with"]["path"], "${{ steps.run.outputs.run-dir }}");
+}
+
+/// Runs the action's script as the action does, with servegate already
+/// built (`version`: an executable) and GitHub's files faked; its status,
+/// the step summary and the `run-dir` output.
+fn action_run(suites: &str, tag: &str) -> (Option<i32>, String, std::path::PathBuf) {
+    let temp = std::env::temp_dir().join(format!("servegate-action-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&temp);
+    std::fs::create_dir_all(&temp).unwrap();
+    let (summary, output) = (temp.join("summary.md"), temp.join("output"));
+    std::fs::write(&summary, "earlier steps\n").unwrap();
+    let o = std::process::Command::new("bash")
+        .arg("scripts/action-run.sh")
+        .env("INPUT_SUITES", suites)
+        .env("INPUT_VERSION", env!("CARGO_BIN_EXE_servegate"))
+        .env("INPUT_TARGET", "")
+        .env("INPUT_FILTER", "")
+        .env("RUNNER_TEMP", &temp)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .env("GITHUB_OUTPUT", &output)
+        .env_remove("SERVEGATE_TARGET")
+        .env_remove("SERVEGATE_OUT")
+        .output()
+        .unwrap();
+    let md = std::fs::read_to_string(&summary).unwrap();
+    let out = std::fs::read_to_string(&output).unwrap();
+    let dir = out
+        .lines()
+        .find_map(|l| l.strip_prefix("run-dir="))
+        .unwrap_or_else(|| panic!("no run-dir in {out}"))
+        .into();
+    assert!(
+        md.starts_with("earlier steps\n"),
+        "{md}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.code(), md, dir)
+}
+
+/// The action's script passes servegate's status through (green 0, red 1,
+/// an invalid suite 2), the summary holds the report (or says why there is
+/// none), and the run directory it names holds the record.
+#[test]
+fn the_action_script_passes_the_exit_code_and_writes_the_summary() {
+    let (code, md, dir) = action_run("tests/suites/fleet/fast-node.yaml", "green");
+    assert_eq!(code, Some(0), "{md}");
+    assert!(md.contains("## ✅ servegate: 2 passed, 0 failed"), "{md}");
+    assert!(!md.contains("exited with"), "{md}");
+    assert!(dir.join("latest/report.json").exists(), "{}", dir.display());
+
+    let (code, md, dir) = action_run("tests/suites/fleet/slow-node.yaml", "red");
+    assert_eq!(code, Some(1), "{md}");
+    assert!(md.contains("## ❌ servegate: 1 passed, 1 failed"), "{md}");
+    assert!(dir.join("latest/report.json").exists());
+
+    assert!(
+        md.contains("**servegate exited with 1: a trial failed**"),
+        "{md}"
+    );
+
+    let (code, md, _) = action_run("tests/suites/no-such-suite.yaml", "invalid");
+    assert_eq!(code, Some(2), "{md}");
+    assert!(
+        md.contains("**servegate exited with 2: a suite file is invalid**"),
+        "{md}"
+    );
+}
+
 /// The README's Layout lists the modules lowest first; no module imports
 /// one listed after it (so there is no cycle between modules either), and
 /// every module is listed.
