@@ -145,6 +145,25 @@ fn the_gpu_workflow_owns_its_runner_and_keeps_logs() {
     }));
 }
 
+fn runs_containing<'a>(steps: &'a [Value], what: &str) -> Option<&'a Value> {
+    steps
+        .iter()
+        .find(|s| s["run"].as_str().is_some_and(|r| r.contains(what)))
+}
+
+/// The CI workflow also builds without the default features and runs the
+/// wheel as `pip install servegate` gives it.
+#[test]
+fn ci_builds_without_default_features_and_smokes_the_wheel() {
+    let w = workflow("ci.yml");
+    let steps = steps(&w, "ci.yml");
+    assert!(runs_containing(&steps, "cargo test -p servegate --no-default-features").is_some());
+    assert!(runs_containing(&steps, "scripts/wheel-smoke.sh").is_some());
+    // Not in .ci/run, which stays a debug build.
+    let ci = std::fs::read_to_string(".ci/run").unwrap();
+    assert!(!ci.contains("wheel-smoke"), "{ci}");
+}
+
 fn action() -> Value {
     let text = std::fs::read_to_string("action.yml").unwrap();
     assert_eq!(text.matches("${{").count(), text.matches("}}").count());
