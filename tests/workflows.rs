@@ -164,6 +164,67 @@ fn ci_builds_without_default_features_and_smokes_the_wheel() {
     assert!(!ci.contains("wheel-smoke"), "{ci}");
 }
 
+/// The release: every platform's wheel and binary built before anything is
+/// published, each binary with its checksum, crates.io only from a tag and
+/// a dry run otherwise.
+#[test]
+fn the_release_builds_every_platform_then_publishes() {
+    let w = workflow("release.yml");
+    let steps = steps(&w, "release.yml");
+    assert_eq!(w["on"]["push"]["tags"][0], "v*");
+    assert!(w["on"]["pull_request"].is_object());
+    let jobs = w["jobs"].as_object().unwrap();
+    let targets: Vec<String> = ["linux", "musl", "macos"]
+        .iter()
+        .flat_map(|j| {
+            jobs[*j]["strategy"]["matrix"]["target"]
+                .as_array()
+                .unwrap()
+                .clone()
+        })
+        .map(|t| t.as_str().unwrap().to_owned())
+        .collect();
+    for t in [
+        "x86_64-unknown-linux-gnu",
+        "aarch64-unknown-linux-gnu",
+        "x86_64-unknown-linux-musl",
+        "aarch64-unknown-linux-musl",
+        "x86_64-apple-darwin",
+        "aarch64-apple-darwin",
+    ] {
+        assert!(targets.iter().any(|x| x == t), "no {t} in {targets:?}");
+    }
+    for j in ["linux", "musl", "macos"] {
+        let text = jobs[j].to_string();
+        assert!(text.contains("PyO3/maturin-action@"), "{j}");
+    }
+    for j in ["musl", "macos"] {
+        assert!(
+            jobs[j].to_string().contains(".sha256"),
+            "{j} attaches no checksum"
+        );
+    }
+    let builds = ["check", "sdist", "linux", "musl", "macos"];
+    for publish in ["github-release", "pypi", "crates-io"] {
+        let job = &jobs[publish];
+        assert_eq!(
+            job["if"], "startsWith(github.ref, 'refs/tags/v')",
+            "{publish} publishes from a tag only"
+        );
+        let needs: Vec<&str> = job["needs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap())
+            .collect();
+        assert_eq!(needs, builds, "{publish} waits for every build");
+    }
+    let release = runs_containing(&steps, "gh release create").unwrap();
+    assert!(release["run"].as_str().unwrap().contains("SHA256SUMS"));
+    assert!(runs_containing(&steps, "cargo publish --dry-run").is_some());
+    assert!(runs_containing(&steps, "cargo publish --locked").is_some());
+}
+
 fn action() -> Value {
     let text = std::fs::read_to_string("action.yml").unwrap();
     assert_eq!(text.matches("${{").count(), text.matches("}}").count());
