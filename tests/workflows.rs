@@ -39,6 +39,11 @@ fn steps(w: &Value, name: &str) -> Vec<Value> {
                 step.get("uses").and_then(Value::as_str),
                 step.get("run").and_then(Value::as_str),
             ) {
+                // This repository's own action, at the commit checked out.
+                (Some(uses), None) if uses.starts_with("./") => assert!(
+                    std::path::Path::new(uses).join("action.yml").exists(),
+                    "{name}/{job}: `{uses}` has no action.yml"
+                ),
                 // A tag or a toolchain channel (`dtolnay/rust-toolchain@stable`), never a moving branch.
                 (Some(uses), None) => assert!(
                     uses.split_once('@')
@@ -115,36 +120,6 @@ fn the_ci_summary_counts_only_libtests_own_lines() {
     );
 }
 
-#[test]
-fn the_gpu_workflow_owns_its_runner_and_keeps_logs() {
-    let w = workflow("gpu-suite.yml");
-    let steps = steps(&w, "gpu-suite.yml");
-    let inputs = &w["on"]["workflow_dispatch"]["inputs"];
-    for input in ["suite", "filter", "model_path"] {
-        assert!(inputs.get(input).is_some(), "no `{input}` input");
-    }
-    assert_eq!(w["concurrency"]["cancel-in-progress"], false);
-    assert!(w["concurrency"]["group"].is_string());
-    let job = &w["jobs"]["suite"];
-    let runs_on = job["runs-on"].as_str().unwrap();
-    assert!(
-        runs_on.contains("self-hosted") && runs_on.contains("gpu"),
-        "{runs_on}"
-    );
-    assert!(steps.iter().any(|s| {
-        s["run"]
-            .as_str()
-            .is_some_and(|r| r.contains("cargo test --release --test sglang_suite"))
-    }));
-    assert!(uploads_always(&steps, "target/servegate/runs/"));
-    // It never writes baselines: that is a reviewed commit.
-    assert!(!steps.iter().any(|s| {
-        s["run"]
-            .as_str()
-            .is_some_and(|r| r.contains("baseline save") || r.contains("baseline accept"))
-    }));
-}
-
 fn runs_containing<'a>(steps: &'a [Value], what: &str) -> Option<&'a Value> {
     steps
         .iter()
@@ -162,6 +137,71 @@ fn ci_builds_without_default_features_and_smokes_the_wheel() {
     // Not in .ci/run, which stays a debug build.
     let ci = std::fs::read_to_string(".ci/run").unwrap();
     assert!(!ci.contains("wheel-smoke"), "{ci}");
+}
+
+/// A fleet: one job per node type and suite, through the repository's
+/// own action (no Rust on the GPU runners), then one report over them all.
+#[test]
+fn the_gpu_workflow_runs_a_fleet_and_merges_its_records() {
+    let w = workflow("gpu-suite.yml");
+    let steps = steps(&w, "gpu-suite.yml");
+    let inputs = &w["on"]["workflow_dispatch"]["inputs"];
+    for input in ["suite", "filter", "model_path", "nodes"] {
+        assert!(inputs.get(input).is_some(), "no `{input}` input");
+    }
+    assert_eq!(w["concurrency"]["cancel-in-progress"], false);
+    assert!(w["concurrency"]["group"].is_string());
+    let job = &w["jobs"]["suite"];
+    assert_eq!(job["runs-on"], "${{ matrix.node.labels }}");
+    let matrix = &job["strategy"]["matrix"];
+    assert!(
+        matrix["node"].as_str().unwrap().contains("self-hosted")
+            && matrix["node"].as_str().unwrap().contains("gpu"),
+        "{matrix}"
+    );
+    assert!(matrix["suite"].is_string(), "{matrix}");
+    assert_eq!(job["strategy"]["fail-fast"], false);
+    let run = job["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["uses"] == "./")
+        .expect("the suite job runs the action");
+    assert_eq!(run["with"]["suites"], "${{ matrix.suite }}");
+    assert!(
+        run["with"]["artifact-name"]
+            .as_str()
+            .unwrap()
+            .starts_with("fleet-${{ matrix.node.name }}-"),
+        "{run}"
+    );
+    // No Rust toolchain where the GPUs are.
+    assert!(
+        !job.to_string().contains("rust-toolchain") && !job.to_string().contains("cargo "),
+        "{job}"
+    );
+    let report = &w["jobs"]["report"];
+    assert_eq!(report["if"], "always()");
+    assert!(
+        report["needs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "suite")
+    );
+    let merge = runs_containing(&steps, "servegate report merge").unwrap();
+    assert!(
+        merge["run"]
+            .as_str()
+            .unwrap()
+            .contains("$GITHUB_STEP_SUMMARY")
+    );
+    assert!(uploads_always(&steps, "merged/"));
+    // It never writes baselines: that is a reviewed commit.
+    assert!(
+        runs_containing(&steps, "baseline save").is_none()
+            && runs_containing(&steps, "baseline accept").is_none()
+    );
 }
 
 /// The release: every platform's wheel and binary built before anything is
