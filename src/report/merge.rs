@@ -281,15 +281,6 @@ fn figure_cells(row: &GateRow) -> Vec<(String, Vec<String>)> {
     out
 }
 
-fn outcome_md(cell: Option<&Cell>) -> &'static str {
-    match cell.map(|c| c.outcome) {
-        None => "—",
-        Some(TrialOutcome::Passed) => "✅ passed",
-        Some(TrialOutcome::Failed) => "❌ failed",
-        Some(TrialOutcome::Gated) => "⛔ gated",
-    }
-}
-
 /// The verdict over every node: passed and failed (gated included) trials.
 pub fn counts(nodes: &[Node]) -> (usize, usize) {
     nodes.iter().fold((0, 0), |(p, f), n| {
@@ -333,7 +324,11 @@ pub fn markdown(nodes: &[Node]) -> String {
             "\n### `{}::performance::{}` across nodes\n\n| | {header} |\n|---|{rule}",
             row.suite, row.gate
         );
-        let outcomes: Vec<&str> = row.cells.iter().map(|c| outcome_md(c.as_ref())).collect();
+        let outcomes: Vec<&str> = row
+            .cells
+            .iter()
+            .map(|c| c.as_ref().map_or("—", |c| super::markdown::mark(c.outcome)))
+            .collect();
         let _ = writeln!(out, "| outcome | {} |", outcomes.join(" | "));
         for (key, shown) in figure_cells(&row) {
             let _ = writeln!(out, "| {key} | {} |", shown.join(" | "));
@@ -347,18 +342,7 @@ pub fn markdown(nodes: &[Node]) -> String {
     if !failures.is_empty() {
         let _ = writeln!(out, "\n### Failures");
         for (node, t) in failures {
-            let _ = writeln!(
-                out,
-                "\n<details><summary><code>{node}/{}</code> ({}:{})</summary>\n\n```\n{}\n```\n\n</details>",
-                t.name,
-                t.file,
-                t.line,
-                t.message
-                    .as_deref()
-                    .unwrap_or("")
-                    .trim_end()
-                    .replace("```", "'''")
-            );
+            super::markdown::failure(&mut out, &format!("{node}/{}", t.name), t);
         }
     }
     out
