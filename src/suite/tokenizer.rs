@@ -2,10 +2,10 @@
 //! Face format), loaded when the suite is, so a bad file is an error at its
 //! line; load shapes use it to cut synthetic prompts to exact token counts.
 //!
-//! The `tokenizers` crate (46 of the packages in the build) is behind the default-on
-//! cargo feature `tokenizers`. A build without it reads every suite the same
-//! way, and a suite that names a tokenizer is an error at that line which
-//! says so.
+//! The `tokenizers` crate (46 of the packages in the build) is behind the
+//! default-on cargo feature `tokenizers`. A build without it reads every
+//! suite the same way, and a suite that names a tokenizer is an error at
+//! that line which says so.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
