@@ -113,10 +113,15 @@ enum Command {
     /// Serve the embedded simulator.
     Sim(SimArgs),
     /// Render a saved run record (`report.json`, or a run directory) as
-    /// Markdown, JUnit XML, GitHub annotations, HTML or JSON.
+    /// Markdown, JUnit XML, GitHub annotations, HTML or JSON; `report merge`
+    /// joins the records of several nodes.
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
     Report {
+        #[command(subcommand)]
+        merge: Option<ReportMerge>,
         /// `target/servegate/runs/<run>/`, `target/servegate/latest/` or a `report.json`.
-        path: PathBuf,
+        #[arg(required = true)]
+        path: Option<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value = "md")]
         format: ReportFormat,
@@ -160,6 +165,24 @@ enum Command {
     Sandbox {
         /// `supervise`, `init` or `exec`.
         role: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum ReportMerge {
+    /// Merge the run records of several nodes (one CI job each) into one
+    /// report: `summary.md` (also printed), `junit.xml` and `report.html`,
+    /// a row per node and suite, the same gate across nodes side by side.
+    ///
+    /// Exit codes: 0 every trial passed, 1 one failed, 2 a record is unreadable.
+    Merge {
+        /// `LABEL=PATH` or `PATH` (labelled by its directory's name): a
+        /// `report.json`, a run directory, or an output directory holding `latest/`.
+        #[arg(required = true, value_name = "RECORD")]
+        records: Vec<String>,
+        /// Where the three files are written.
+        #[arg(long, default_value = "servegate-merged")]
+        out_dir: PathBuf,
     },
 }
 
@@ -255,7 +278,11 @@ fn main() -> ExitCode {
             accept_all,
             reject_all,
         } => review(paths, from, accept_all, reject_all),
-        Command::Report { path, format } => report(&path, format),
+        Command::Report {
+            merge: Some(ReportMerge::Merge { records, out_dir }),
+            ..
+        } => merge_reports(&records, &out_dir),
+        Command::Report { path, format, .. } => report(&path.expect("clap requires it"), format),
         Command::Soak {
             streams,
             windows,
@@ -553,6 +580,27 @@ fn serve_sim(set: &SimArgs) -> ExitCode {
             }
         }
     })
+}
+
+/// `servegate report merge`.
+fn merge_reports(records: &[String], out_dir: &Path) -> ExitCode {
+    use servegate::report::merge;
+    match merge::write(records, out_dir) {
+        Ok(nodes) => {
+            print!("{}", merge::markdown(&nodes));
+            eprintln!(
+                "servegate: {} records merged into {}: {}",
+                nodes.len(),
+                out_dir.display(),
+                merge::FILES.join(", ")
+            );
+            ExitCode::from(u8::from(merge::counts(&nodes).1 > 0))
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// What `servegate report` writes.

@@ -523,3 +523,36 @@ async fn a_response_that_is_not_http_is_a_protocol_error() {
     assert_eq!(e.kind, ErrorKind::Protocol, "{e}");
     assert!(e.detail.contains("not an HTTP response"), "{e}");
 }
+
+/// `https://` goes through reqwest and rustls, with ring as the crypto
+/// provider (no aws-lc): the client opens with a TLS handshake record (its
+/// key share made by ring), and a server that answers in plain HTTP is a
+/// failed call, not a panic for want of a provider.
+#[tokio::test]
+async fn https_opens_with_a_tls_handshake() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut record = [0u8; 5];
+        sock.read_exact(&mut record).await.unwrap();
+        let _ = sock.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await;
+        record
+    });
+    let e = client(&url, Api::OpenAiChat)
+        .complete(&ask("x", 8, false))
+        .await
+        .unwrap_err();
+    let record = server.await.unwrap();
+    // A handshake record (22) of TLS (3.x), long enough for a ClientHello.
+    assert_eq!(record[..2], [22, 3], "{record:?}");
+    assert!(
+        u16::from_be_bytes([record[3], record[4]]) > 100,
+        "{record:?}"
+    );
+    assert!(
+        matches!(e.kind, ErrorKind::Connect | ErrorKind::Transport),
+        "{e}"
+    );
+}

@@ -318,13 +318,16 @@ fn a_bad_dataset_is_a_suite_error_at_its_line() {
     assert!(err.contains("--> t.yaml:3:34"), "{err}");
 }
 
+fn tokenizer_suite(tokenizer: &str) -> String {
+    format!(
+        "performance:\n  - name: g\n    load: {{requests: 1, input_tokens: 16, tokenizer: {tokenizer}, output_tokens: 4}}\n    thresholds: {{errors: \"== 0\"}}\n"
+    )
+}
+
+#[cfg(feature = "tokenizers")]
 #[test]
 fn a_tokenizer_is_loaded_with_the_suite() {
-    let text = |tokenizer: &str| {
-        format!(
-            "performance:\n  - name: g\n    load: {{requests: 1, input_tokens: 16, tokenizer: {tokenizer}, output_tokens: 4}}\n    thresholds: {{errors: \"== 0\"}}\n"
-        )
-    };
+    let text = tokenizer_suite;
     let suite = load_text(
         Path::new("t.yaml"),
         &text("fixtures/tokenizers/words.json"),
@@ -339,6 +342,25 @@ fn a_tokenizer_is_loaded_with_the_suite() {
     )
     .unwrap_err();
     assert!(err.contains("error: invalid tokenizer"), "{err}");
+}
+
+/// A build without the `tokenizers` feature (CI runs this file so) reads
+/// the suite and says at the `tokenizer:` line why it cannot be used.
+#[cfg(not(feature = "tokenizers"))]
+#[test]
+fn a_build_without_tokenizers_says_so_at_the_line() {
+    let err = load_text(
+        Path::new("t.yaml"),
+        &tokenizer_suite("fixtures/tokenizers/words.json"),
+        &|_| None,
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("error: tokenizer ") && err.contains("built without its `tokenizers` feature"),
+        "{err}"
+    );
+    assert!(err.contains("--> t.yaml:3:"), "{err}");
+    assert!(err.contains("or no `tokenizer:`"), "{err}");
 }
 
 #[tokio::test]

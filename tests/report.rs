@@ -256,3 +256,120 @@ fn html_report_is_golden_and_self_contained() {
     }
     golden!(html);
 }
+
+/// A fleet: one suite run on two node types (the simulator with two
+/// profiles, fast and slow), each run's output directory as a CI job
+/// uploads it, merged by `servegate report merge` into one Markdown
+/// summary, JUnit file and HTML page with a row per node and suite and the
+/// gate side by side; the slow node fails the gate, so the merge exits 1.
+#[test]
+fn report_merge_puts_two_nodes_side_by_side() {
+    let dir = std::env::temp_dir().join(format!("servegate-merge-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let servegate = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_servegate"))
+            .args(args)
+            .env_remove("SERVEGATE_TARGET")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .unwrap()
+    };
+    for (node, code) in [("fast", 0), ("slow", 1)] {
+        let out = dir.join(node);
+        let o = servegate(&[
+            "run",
+            &format!("tests/suites/fleet/{node}-node.yaml"),
+            "--out-dir",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(code),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+    let merged = dir.join("merged");
+    // One labelled by its directory (an output directory, as the action
+    // uploads it), one by name (a record file).
+    let o = servegate(&[
+        "report",
+        "merge",
+        dir.join("fast").to_str().unwrap(),
+        &format!("l4={}", dir.join("slow/latest/report.json").display()),
+        "--out-dir",
+        merged.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("2 records merged"), "{stderr}");
+    let md = std::fs::read_to_string(merged.join("summary.md")).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        md,
+        "stdout is the summary"
+    );
+    for needle in [
+        "## ❌ servegate on 2 nodes: 3 passed, 1 failed",
+        "| node | GPUs | suite | target | passed | failed | gated |",
+        "| fast | none | `fleet` | SIMULATOR",
+        "| 2 | 0 | 0 |\n| l4 | none | `fleet` | SIMULATOR",
+        "| 1 | 1 | 0 |\n",
+        "### `fleet::performance::decode` across nodes\n\n| | fast | l4 |",
+        "| outcome | ✅ passed | ❌ failed |",
+        "<details><summary><code>l4/fleet::performance::decode</code>",
+    ] {
+        assert!(md.contains(needle), "`{needle}` not in:\n{md}");
+    }
+    // The decode speed of both nodes, the slow one's change against the fast.
+    let row =
+        regex::Regex::new(r"\| decode_tok_s\.mean \| ([\d.]+) \| ([\d.]+) \((-\d+\.\d)%\) \|")
+            .unwrap();
+    let c = row.captures(&md).unwrap_or_else(|| panic!("{md}"));
+    let (fast, slow): (f64, f64) = (c[1].parse().unwrap(), c[2].parse().unwrap());
+    assert!(fast >= 250.0 && slow < 250.0, "{md}");
+    let delta: f64 = c[3].parse().unwrap();
+    assert!((delta - (slow - fast) / fast * 100.0).abs() < 0.1, "{md}");
+
+    let xml = std::fs::read_to_string(merged.join("junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let suites: Vec<(&str, &str)> = doc
+        .root_element()
+        .children()
+        .filter(|n| n.has_tag_name("testsuite"))
+        .map(|n| {
+            (
+                n.attribute("name").unwrap(),
+                n.attribute("failures").unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(suites, [("fast/fleet", "0"), ("l4/fleet", "1")]);
+    let failed = doc
+        .descendants()
+        .find(|n| n.has_tag_name("failure"))
+        .and_then(|f| f.parent())
+        .unwrap();
+    assert_eq!(failed.attribute("name"), Some("performance::decode"));
+    assert_eq!(
+        failed.attribute("file"),
+        Some("tests/suites/fleet/slow-node.yaml")
+    );
+
+    let html = std::fs::read_to_string(merged.join("report.html")).unwrap();
+    for needle in [
+        "servegate on 2 nodes: <span class=\"fail\">3 passed, 1 failed</span>",
+        "<td>l4</td><td>none</td><td><code>fleet</code></td>",
+        "<code>fleet::performance::decode</code></h3><table><tr><th></th><th>fast</th><th>l4</th></tr>",
+        "<td class=\"pass\">passed</td><td class=\"fail\">failed</td>",
+        "<code>l4/fleet::performance::decode</code>",
+    ] {
+        assert!(html.contains(needle), "`{needle}` not in:\n{html}");
+    }
+
+    // A record that cannot be read is an error of its own, not a merge.
+    let o = servegate(&["report", "merge", dir.join("nowhere").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nowhere"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

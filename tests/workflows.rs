@@ -44,6 +44,11 @@ fn steps(w: &Value, name: &str) -> Vec<Value> {
                 step.get("uses").and_then(Value::as_str),
                 step.get("run").and_then(Value::as_str),
             ) {
+                // This repository's own action, at the commit checked out.
+                (Some(uses), None) if uses.starts_with("./") => assert!(
+                    std::path::Path::new(uses).join("action.yml").exists(),
+                    "{name}/{job}: `{uses}` has no action.yml"
+                ),
                 // A tag or a toolchain channel (`dtolnay/rust-toolchain@stable`), never a moving branch.
                 (Some(uses), None) => assert!(
                     uses.split_once('@')
@@ -120,34 +125,256 @@ fn the_ci_summary_counts_only_libtests_own_lines() {
     );
 }
 
+fn runs_containing<'a>(steps: &'a [Value], what: &str) -> Option<&'a Value> {
+    steps
+        .iter()
+        .find(|s| s["run"].as_str().is_some_and(|r| r.contains(what)))
+}
+
+/// The CI workflow also builds without the default features and runs the
+/// wheel as `pip install servegate` gives it.
 #[test]
-fn the_gpu_workflow_owns_its_runner_and_keeps_logs() {
+fn ci_builds_without_default_features_and_smokes_the_wheel() {
+    let w = workflow("ci.yml");
+    let steps = steps(&w, "ci.yml");
+    assert!(runs_containing(&steps, "cargo test -p servegate --no-default-features").is_some());
+    assert!(runs_containing(&steps, "scripts/wheel-smoke.sh").is_some());
+    // Not in .ci/run, which stays a debug build.
+    let ci = std::fs::read_to_string(".ci/run").unwrap();
+    assert!(!ci.contains("wheel-smoke"), "{ci}");
+}
+
+/// A fleet: one job per node type and suite, through the repository's
+/// own action (no Rust on the GPU runners), then one report over them all.
+#[test]
+fn the_gpu_workflow_runs_a_fleet_and_merges_its_records() {
     let w = workflow("gpu-suite.yml");
     let steps = steps(&w, "gpu-suite.yml");
     let inputs = &w["on"]["workflow_dispatch"]["inputs"];
-    for input in ["suite", "filter", "model_path"] {
+    for input in ["suite", "filter", "model_path", "nodes"] {
         assert!(inputs.get(input).is_some(), "no `{input}` input");
     }
     assert_eq!(w["concurrency"]["cancel-in-progress"], false);
     assert!(w["concurrency"]["group"].is_string());
     let job = &w["jobs"]["suite"];
-    let runs_on = job["runs-on"].as_str().unwrap();
+    assert_eq!(job["runs-on"], "${{ matrix.node.labels }}");
+    let matrix = &job["strategy"]["matrix"];
     assert!(
-        runs_on.contains("self-hosted") && runs_on.contains("gpu"),
-        "{runs_on}"
+        matrix["node"].as_str().unwrap().contains("self-hosted")
+            && matrix["node"].as_str().unwrap().contains("gpu"),
+        "{matrix}"
     );
-    assert!(steps.iter().any(|s| {
-        s["run"]
+    assert!(matrix["suite"].is_string(), "{matrix}");
+    assert_eq!(job["strategy"]["fail-fast"], false);
+    let run = job["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["uses"] == "./")
+        .expect("the suite job runs the action");
+    assert_eq!(run["with"]["suites"], "${{ matrix.suite }}");
+    assert!(
+        run["with"]["artifact-name"]
             .as_str()
-            .is_some_and(|r| r.contains("cargo test --release --test sglang_suite"))
-    }));
-    assert!(uploads_always(&steps, "target/servegate/runs/"));
+            .unwrap()
+            .starts_with("fleet-${{ matrix.node.name }}-"),
+        "{run}"
+    );
+    // No Rust toolchain where the GPUs are.
+    assert!(
+        !job.to_string().contains("rust-toolchain") && !job.to_string().contains("cargo "),
+        "{job}"
+    );
+    let report = &w["jobs"]["report"];
+    assert_eq!(report["if"], "always()");
+    assert!(
+        report["needs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "suite")
+    );
+    let merge = runs_containing(&steps, "servegate report merge").unwrap();
+    assert!(
+        merge["run"]
+            .as_str()
+            .unwrap()
+            .contains("$GITHUB_STEP_SUMMARY")
+    );
+    assert!(uploads_always(&steps, "merged/"));
     // It never writes baselines: that is a reviewed commit.
-    assert!(!steps.iter().any(|s| {
-        s["run"]
+    assert!(
+        runs_containing(&steps, "baseline save").is_none()
+            && runs_containing(&steps, "baseline accept").is_none()
+    );
+}
+
+/// The release: every platform's wheel and binary built before anything is
+/// published, each binary with its checksum, crates.io only from a tag and
+/// a dry run otherwise.
+#[test]
+fn the_release_builds_every_platform_then_publishes() {
+    let w = workflow("release.yml");
+    let steps = steps(&w, "release.yml");
+    assert_eq!(w["on"]["push"]["tags"][0], "v*");
+    assert!(w["on"]["pull_request"].is_object());
+    let jobs = w["jobs"].as_object().unwrap();
+    let targets: Vec<String> = ["linux", "musl", "macos"]
+        .iter()
+        .flat_map(|j| {
+            jobs[*j]["strategy"]["matrix"]["target"]
+                .as_array()
+                .unwrap()
+                .clone()
+        })
+        .map(|t| t.as_str().unwrap().to_owned())
+        .collect();
+    for t in [
+        "x86_64-unknown-linux-gnu",
+        "aarch64-unknown-linux-gnu",
+        "x86_64-unknown-linux-musl",
+        "aarch64-unknown-linux-musl",
+        "x86_64-apple-darwin",
+        "aarch64-apple-darwin",
+    ] {
+        assert!(targets.iter().any(|x| x == t), "no {t} in {targets:?}");
+    }
+    for j in ["linux", "musl", "macos"] {
+        let text = jobs[j].to_string();
+        assert!(text.contains("PyO3/maturin-action@"), "{j}");
+    }
+    for j in ["musl", "macos"] {
+        assert!(
+            jobs[j].to_string().contains(".sha256"),
+            "{j} attaches no checksum"
+        );
+    }
+    let builds = ["check", "sdist", "linux", "musl", "macos"];
+    for publish in ["github-release", "pypi", "crates-io"] {
+        let job = &jobs[publish];
+        assert_eq!(
+            job["if"], "startsWith(github.ref, 'refs/tags/v')",
+            "{publish} publishes from a tag only"
+        );
+        let needs: Vec<&str> = job["needs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap())
+            .collect();
+        assert_eq!(needs, builds, "{publish} waits for every build");
+    }
+    let release = runs_containing(&steps, "gh release create").unwrap();
+    assert!(release["run"].as_str().unwrap().contains("SHA256SUMS"));
+    assert!(runs_containing(&steps, "cargo publish --dry-run").is_some());
+    assert!(runs_containing(&steps, "cargo publish --locked").is_some());
+}
+
+fn action() -> Value {
+    let text = std::fs::read_to_string("action.yml").unwrap();
+    assert_eq!(text.matches("${{").count(), text.matches("}}").count());
+    serde_saphyr::from_str(&text).unwrap()
+}
+
+/// The action in one step: its inputs, no Rust toolchain, the script that
+/// does the work, the run records uploaded whatever the outcome.
+#[test]
+fn the_action_installs_runs_and_uploads_always() {
+    let a = action();
+    for input in ["suites", "target", "filter", "version"] {
+        assert!(a["inputs"].get(input).is_some(), "no `{input}` input");
+    }
+    assert_eq!(a["runs"]["using"], "composite");
+    let steps = a["runs"]["steps"].as_array().unwrap();
+    let text = a.to_string();
+    assert!(!text.contains("rust-toolchain") && !text.contains("cargo "));
+    let run = &steps[0];
+    assert_eq!(
+        run["run"],
+        "bash \"$GITHUB_ACTION_PATH/scripts/action-run.sh\""
+    );
+    assert!(std::path::Path::new("scripts/action-run.sh").exists());
+    for input in ["suites", "target", "filter", "version"] {
+        assert_eq!(
+            run["env"][format!("INPUT_{}", input.to_uppercase())],
+            format!("${{{{ inputs.{input} }}}}")
+        );
+    }
+    let upload = &steps[1];
+    assert!(
+        upload["uses"]
             .as_str()
-            .is_some_and(|r| r.contains("baseline save") || r.contains("baseline accept"))
-    }));
+            .unwrap()
+            .starts_with("actions/upload-artifact@")
+    );
+    assert_eq!(upload["if"], "always()");
+    assert_eq!(upload["with"]["path"], "${{ steps.run.outputs.run-dir }}");
+}
+
+/// Runs the action's script as the action does, with servegate already
+/// built (`version`: an executable) and GitHub's files faked; its status,
+/// the step summary and the `run-dir` output.
+fn action_run(suites: &str, tag: &str) -> (Option<i32>, String, std::path::PathBuf) {
+    let temp = std::env::temp_dir().join(format!("servegate-action-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&temp);
+    std::fs::create_dir_all(&temp).unwrap();
+    let (summary, output) = (temp.join("summary.md"), temp.join("output"));
+    std::fs::write(&summary, "earlier steps\n").unwrap();
+    let o = std::process::Command::new("bash")
+        .arg("scripts/action-run.sh")
+        .env("INPUT_SUITES", suites)
+        .env("INPUT_VERSION", env!("CARGO_BIN_EXE_servegate"))
+        .env("INPUT_TARGET", "")
+        .env("INPUT_FILTER", "")
+        .env("RUNNER_TEMP", &temp)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .env("GITHUB_OUTPUT", &output)
+        .env_remove("SERVEGATE_TARGET")
+        .env_remove("SERVEGATE_OUT")
+        .output()
+        .unwrap();
+    let md = std::fs::read_to_string(&summary).unwrap();
+    let out = std::fs::read_to_string(&output).unwrap();
+    let dir = out
+        .lines()
+        .find_map(|l| l.strip_prefix("run-dir="))
+        .unwrap_or_else(|| panic!("no run-dir in {out}"))
+        .into();
+    assert!(
+        md.starts_with("earlier steps\n"),
+        "{md}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.code(), md, dir)
+}
+
+/// The action's script passes servegate's status through (green 0, red 1,
+/// an invalid suite 2), the summary holds the report (or says why there is
+/// none), and the run directory it names holds the record.
+#[test]
+fn the_action_script_passes_the_exit_code_and_writes_the_summary() {
+    let (code, md, dir) = action_run("tests/suites/fleet/fast-node.yaml", "green");
+    assert_eq!(code, Some(0), "{md}");
+    assert!(md.contains("## ✅ servegate: 2 passed, 0 failed"), "{md}");
+    assert!(!md.contains("exited with"), "{md}");
+    assert!(dir.join("latest/report.json").exists(), "{}", dir.display());
+
+    let (code, md, dir) = action_run("tests/suites/fleet/slow-node.yaml", "red");
+    assert_eq!(code, Some(1), "{md}");
+    assert!(md.contains("## ❌ servegate: 1 passed, 1 failed"), "{md}");
+    assert!(dir.join("latest/report.json").exists());
+
+    assert!(
+        md.contains("**servegate exited with 1: a trial failed**"),
+        "{md}"
+    );
+
+    let (code, md, _) = action_run("tests/suites/no-such-suite.yaml", "invalid");
+    assert_eq!(code, Some(2), "{md}");
+    assert!(
+        md.contains("**servegate exited with 2: a suite file is invalid**"),
+        "{md}"
+    );
 }
 
 /// The book's Layout page lists the modules lowest first; no module imports

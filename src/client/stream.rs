@@ -141,6 +141,15 @@ impl ContentHeaders {
 /// The media type of a streamed answer.
 const EVENT_STREAM: &str = "text/event-stream";
 
+/// Makes ring the process's rustls crypto provider, once: reqwest is
+/// built without one (`rustls-no-provider`, so that aws-lc's C build is not
+/// part of servegate's) and panics building a client when none is
+/// installed. A provider installed before is kept.
+fn install_crypto_provider() {
+    // An `Err` only says that one was installed already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// A client for one server and API.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -165,6 +174,7 @@ impl Client {
         api_key: Option<String>,
         timeouts: Timeouts,
     ) -> Result<Self, CallError> {
+        install_crypto_provider();
         // One proxy policy for both transports: none. The raw transport
         // connects directly, and a proxy between client and server would be
         // in every figure; `HTTP(S)_PROXY` and `NO_PROXY` are ignored (to go

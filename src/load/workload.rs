@@ -70,7 +70,6 @@ pub fn prompt(load: &Load, index: u32) -> String {
 mod tests {
     use super::*;
     use crate::suite::Pace;
-    use std::path::Path;
     use std::sync::Arc;
 
     fn load_of(prompt: LoadPrompt, tokenizer: Option<Tokenizer>) -> Load {
@@ -113,9 +112,11 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "tokenizers")]
     #[test]
     fn a_tokenizer_cuts_prompts_to_exact_lengths() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tokenizers/words.json");
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tokenizers/words.json");
         let t = Tokenizer::load(&path).unwrap();
         for n in [1, 7, 64, 300] {
             let p = prompt(&load_of(LoadPrompt::Tokens(n), Some(t.clone())), 3);

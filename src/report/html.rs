@@ -9,7 +9,7 @@ use super::counts;
 use crate::record::{GateRecord, RunRecord, TrialOutcome, TrialRecord};
 
 /// Escapes text for HTML.
-fn esc(text: &str) -> String {
+pub(super) fn esc(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -318,7 +318,8 @@ fn prompt_of(request: &serde_json::Value) -> String {
         .to_owned()
 }
 
-fn trial_row(out: &mut String, t: &TrialRecord) {
+/// A trial's row of the trials table, its failure message folded below it.
+pub(super) fn trial_row(out: &mut String, t: &TrialRecord) {
     let (class, mark, why) = match t.outcome {
         TrialOutcome::Passed => ("pass", "passed", "failure"),
         TrialOutcome::Failed => ("fail", "FAILED", "failure"),

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::counts;
-use crate::record::{RunRecord, TrialOutcome};
+use crate::record::{RunRecord, TrialOutcome, TrialRecord};
 use crate::suite::metric::{KEY_FIGURES, format_figure};
 
 /// The record as Markdown.
@@ -28,12 +28,13 @@ pub fn render(record: &RunRecord) -> String {
     out.push('\n');
     let _ = writeln!(out, "| trial | outcome | time |\n|---|---|---|");
     for t in &record.trials {
-        let mark = match t.outcome {
-            TrialOutcome::Passed => "✅ passed",
-            TrialOutcome::Failed => "❌ failed",
-            TrialOutcome::Gated => "⛔ gated",
-        };
-        let _ = writeln!(out, "| `{}` | {mark} | {:.2}s |", t.name, t.duration_s);
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {:.2}s |",
+            t.name,
+            mark(t.outcome),
+            t.duration_s
+        );
     }
     for s in &record.suites {
         for g in &s.gates {
@@ -116,23 +117,7 @@ pub fn render(record: &RunRecord) -> String {
     if !failures.is_empty() {
         let _ = writeln!(out, "\n### Failures");
         for t in failures {
-            let _ = writeln!(
-                out,
-                "\n<details><summary><code>{}</code> {}({}:{})</summary>\n\n```\n{}\n```\n\n</details>",
-                t.name,
-                if t.outcome == TrialOutcome::Gated {
-                    "gated "
-                } else {
-                    ""
-                },
-                t.file,
-                t.line,
-                t.message
-                    .as_deref()
-                    .unwrap_or("")
-                    .trim_end()
-                    .replace("```", "'''")
-            );
+            failure(&mut out, &t.name, t);
         }
     }
     let _ = writeln!(
@@ -141,4 +126,33 @@ pub fn render(record: &RunRecord) -> String {
         record.run_id, record.servegate
     );
     out
+}
+
+/// A failed trial's message, folded under its name (`name`) and place.
+pub(super) fn failure(out: &mut String, name: &str, t: &TrialRecord) {
+    let _ = writeln!(
+        out,
+        "\n<details><summary><code>{name}</code> {}({}:{})</summary>\n\n```\n{}\n```\n\n</details>",
+        if t.outcome == TrialOutcome::Gated {
+            "gated "
+        } else {
+            ""
+        },
+        t.file,
+        t.line,
+        t.message
+            .as_deref()
+            .unwrap_or("")
+            .trim_end()
+            .replace("```", "'''")
+    );
+}
+
+/// A trial's outcome as the tables show it.
+pub(super) fn mark(outcome: TrialOutcome) -> &'static str {
+    match outcome {
+        TrialOutcome::Passed => "✅ passed",
+        TrialOutcome::Failed => "❌ failed",
+        TrialOutcome::Gated => "⛔ gated",
+    }
 }

@@ -2,12 +2,14 @@
 //! formats: JSON, JUnit XML, a Markdown summary (GitHub's step summary),
 //! GitHub annotations at the YAML line of each failure, a self-contained
 //! HTML report. They only read the record, so the end of a run
-//! ([`publish`]) and `servegate report` render it the same way.
+//! ([`publish`]) and `servegate report` render it the same way; `merge`
+//! renders the records of several nodes as one.
 
 pub mod annotations;
 pub mod html;
 pub mod junit;
 pub mod markdown;
+pub mod merge;
 
 use std::fmt::Write as _;
 
@@ -94,16 +96,22 @@ pub fn publish(info: &RunInfo, rec: &RunRecord) {
     }
 }
 
+/// A record's passed and failed trials (gated ones count as failed).
+pub fn tally(record: &RunRecord) -> (usize, usize) {
+    let failed = record.trials.iter().filter(|t| !t.outcome.passed()).count();
+    (record.trials.len() - failed, failed)
+}
+
 /// `5 passed, 2 failed (1 of them gated)`: the trials by outcome (a gated
 /// trial counts as failed, and is named), and whether any failed.
 pub fn counts(record: &RunRecord) -> (String, bool) {
-    let failed = record.trials.iter().filter(|t| !t.outcome.passed()).count();
+    let (passed, failed) = tally(record);
     let gated = record
         .trials
         .iter()
         .filter(|t| t.outcome == crate::record::TrialOutcome::Gated)
         .count();
-    let mut line = format!("{} passed, {failed} failed", record.trials.len() - failed);
+    let mut line = format!("{passed} passed, {failed} failed");
     if gated > 0 {
         let _ = write!(line, " ({gated} of them gated)");
     }

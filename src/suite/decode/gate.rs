@@ -481,10 +481,7 @@ impl Decoder<'_> {
         match Tokenizer::load(&path) {
             Ok(t) => Some(t),
             Err(e) => {
-                self.error(
-                    Diagnostic::new(y.loc, format!("invalid tokenizer {}: {e}", path.display()))
-                        .expected("a Hugging Face `tokenizer.json`"),
-                );
+                self.error(Diagnostic::new(y.loc, e.message).expected(e.expected));
                 None
             }
         }

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The shell half of action.yml (the one-step GitHub Action), runnable by
+# hand: installs servegate without a Rust toolchain (the wheel from PyPI
+# into a venv of its own), runs the suites and exits with servegate's
+# status (0 passed, 1 a trial failed, 2 a bad suite, 3 an unreachable
+# target or failed launch). servegate itself appends the Markdown report to
+# $GITHUB_STEP_SUMMARY and prints the annotations; a failed run's status
+# and its meaning are added to the summary here.
+#
+# Inputs, as the action passes them:
+#   INPUT_SUITES   suite files or directories, separated by spaces or lines
+#                  (empty: servegate's default, suites/)
+#   INPUT_TARGET   a server URL (empty: each suite's own target, the
+#                  embedded simulator unless the suite names a server)
+#   INPUT_FILTER   a libtest filter (empty: every trial)
+#   INPUT_VERSION  a servegate version on PyPI, `latest`, a path to a wheel
+#                  or to a directory of wheels (installed from there alone),
+#                  or a servegate executable (used as it is); empty: this
+#                  checkout's Cargo.toml version
+#
+#   INPUT_VERSION=target/wheels/servegate-….whl INPUT_SUITES=suites/sglang.yaml scripts/action-run.sh
+#
+# Outputs ($GITHUB_OUTPUT): `run-dir`, the directory of the run records
+# (runs/<run>/ and latest/), which the action uploads.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+temp=${RUNNER_TEMP:-$(mktemp -d)}
+out="$temp/servegate-out"
+mkdir -p "$out"
+if [ -n "${GITHUB_OUTPUT:-}" ]; then
+    echo "run-dir=$out" >>"$GITHUB_OUTPUT"
+fi
+
+absolute() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+version=${INPUT_VERSION:-}
+if [ -z "$version" ]; then
+    version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$here/Cargo.toml" | head -n 1)
+fi
+if [ -f "$version" ] && [ -x "$version" ]; then
+    bin=$(absolute "$version")
+else
+    pip_args=()
+    case $version in
+        latest) pip_args=(servegate) ;;
+        *.whl) pip_args=(--no-index "$(absolute "$version")") ;;
+        */* | .)
+            [ -d "$version" ] || { echo "::error::servegate action: no wheel directory $version"; exit 2; }
+            pip_args=(--no-index --find-links "$(absolute "$version")" servegate)
+            ;;
+        *) pip_args=("servegate==$version") ;;
+    esac
+    venv="$temp/servegate-venv"
+    echo "servegate action: pip install ${pip_args[*]} into $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "${pip_args[@]}"
+    bin="$venv/bin/servegate"
+fi
+"$bin" --version
+
+set -f # suite names are paths, not patterns
+# shellcheck disable=SC2206 # split on spaces and lines, by design
+suites=(${INPUT_SUITES:-})
+set +f
+args=(run "${suites[@]}" --out-dir "$out")
+if [ -n "${INPUT_TARGET:-}" ]; then
+    args+=(--target "$INPUT_TARGET")
+fi
+if [ -n "${INPUT_FILTER:-}" ]; then
+    args+=(-- "$INPUT_FILTER")
+fi
+
+echo "servegate action: servegate ${args[*]}"
+status=0
+"$bin" "${args[@]}" || status=$?
+# servegate's own report is in the summary already; a failed run also says
+# why it failed in words, since an invalid suite or an unreachable target
+# may leave a report of no trials at all.
+summary=${GITHUB_STEP_SUMMARY:-}
+if [ -n "$summary" ] && [ "$status" -ne 0 ]; then
+    case $status in
+        1) why="a trial failed" ;;
+        2) why="a suite file is invalid" ;;
+        3) why="a target could not be reached or a server failed to launch" ;;
+        *) why="servegate stopped" ;;
+    esac
+    printf '\n**servegate exited with %s: %s**; the job log says where.\n' "$status" "$why" >>"$summary"
+fi
+echo "servegate action: exit $status, run records in $out"
+exit "$status"
