@@ -150,14 +150,12 @@ fn buggy_is_prime(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
 /// return True`, `if n == 4: …`) until `max_tokens`: `not_degenerate` must
 /// name the loop, and pass its sound short answer.
 fn degenerate_loop(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
-    let (code, out) = servegate(
-        &["run", "tests/suites/llama-degenerate.yaml"],
+    let (code, out) = run_showing(
+        "tests/suites/llama-degenerate.yaml",
+        "found:",
         server,
         model,
     );
-    for line in out.lines().filter(|l| l.starts_with("found:")) {
-        println!("  smollm2-degenerate: {line}");
-    }
     expect(
         code,
         &out,
@@ -200,17 +198,31 @@ fn native_completion(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
     )
 }
 
+/// Runs `suite` and prints the lines of its output that contain `shown`
+/// (the figures a trial reports).
+fn run_showing(
+    suite: &str,
+    shown: &str,
+    server: &PathBuf,
+    model: &PathBuf,
+) -> (Option<i32>, String) {
+    let (code, out) = servegate(&["run", suite], server, model);
+    for line in out.lines().filter(|l| l.contains(shown)) {
+        println!("  {}", line.trim());
+    }
+    (code, out)
+}
+
 /// All 164 `HumanEval` problems, answered by a stub that returns None: every
 /// program runs in the sandbox and fails, each failure naming its problem
 /// and assertion. Prints the sandbox time over the whole set.
 fn humaneval_every_problem(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
-    let (code, out) = servegate(&["run", "tests/suites/humaneval-full.yaml"], server, model);
-    for line in out
-        .lines()
-        .filter(|l| l.contains("::correctness::humaneval: "))
-    {
-        println!("  {}", line.trim());
-    }
+    let (code, out) = run_showing(
+        "tests/suites/humaneval-full.yaml",
+        "::correctness::humaneval: ",
+        server,
+        model,
+    );
     expect(
         code,
         &out,
@@ -227,13 +239,12 @@ fn humaneval_every_problem(server: &PathBuf, model: &PathBuf) -> Result<(), Fail
 /// The first 20 `HumanEval` problems against `SmolLM2`: `pass_at_1` measured (and
 /// printed) and gated just under it.
 fn humaneval_slice(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
-    let (code, out) = servegate(&["run", "tests/suites/llama-humaneval.yaml"], server, model);
-    for line in out
-        .lines()
-        .filter(|l| l.contains("::correctness::humaneval: "))
-    {
-        println!("  {}", line.trim());
-    }
+    let (code, out) = run_showing(
+        "tests/suites/llama-humaneval.yaml",
+        "::correctness::humaneval: ",
+        server,
+        model,
+    );
     expect(
         code,
         &out,
