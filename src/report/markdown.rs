@@ -12,7 +12,14 @@ use crate::suite::metric::{KEY_FIGURES, format_figure};
 pub fn render(record: &RunRecord) -> String {
     let (counted, failed) = counts(record);
     let mut out = String::new();
-    let verdict = if failed { "❌" } else { "✅" };
+    // A run in which no trial ran passed nothing: never a green mark.
+    let verdict = if failed {
+        "❌"
+    } else if record.trials.is_empty() {
+        "⚠️"
+    } else {
+        "✅"
+    };
     let _ = writeln!(
         out,
         "## {verdict} servegate: {counted}{}\n",
@@ -154,5 +161,23 @@ pub(super) fn mark(outcome: TrialOutcome) -> &'static str {
         TrialOutcome::Passed => "✅ passed",
         TrialOutcome::Failed => "❌ failed",
         TrialOutcome::Gated => "⛔ gated",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_without_trials_is_never_green() {
+        let empty = RunRecord {
+            complete: true,
+            ..RunRecord::default()
+        };
+        let summary = render(&empty);
+        assert!(
+            summary.starts_with("## ⚠️ servegate: 0 passed, 0 failed"),
+            "{summary}"
+        );
     }
 }

@@ -297,7 +297,11 @@ pub fn markdown(nodes: &[Node]) -> String {
     let _ = writeln!(
         out,
         "## {} servegate on {} nodes: {passed} passed, {failed} failed{}\n",
-        if failed == 0 { "✅" } else { "❌" },
+        match (passed, failed) {
+            (0, 0) => "⚠️",
+            (_, 0) => "✅",
+            _ => "❌",
+        },
         labels.len(),
         if nodes.iter().all(|n| n.record.complete) {
             ""
