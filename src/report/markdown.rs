@@ -12,14 +12,7 @@ use crate::suite::metric::{KEY_FIGURES, format_figure};
 pub fn render(record: &RunRecord) -> String {
     let (counted, failed) = counts(record);
     let mut out = String::new();
-    // A run in which no trial ran passed nothing: never a green mark.
-    let verdict = if failed {
-        "❌"
-    } else if record.trials.is_empty() {
-        "⚠️"
-    } else {
-        "✅"
-    };
+    let verdict = headline_mark(record.trials.len(), failed);
     let _ = writeln!(
         out,
         "## {verdict} servegate: {counted}{}\n",
@@ -153,6 +146,16 @@ pub(super) fn failure(out: &mut String, name: &str, t: &TrialRecord) {
             .trim_end()
             .replace("```", "'''")
     );
+}
+
+/// A summary's headline mark: a run in which no trial ran passed nothing,
+/// so it is never green.
+pub(super) fn headline_mark(trials: usize, failed: bool) -> &'static str {
+    match (trials, failed) {
+        (_, true) => "❌",
+        (0, false) => "⚠️",
+        _ => "✅",
+    }
 }
 
 /// A trial's outcome as the tables show it.

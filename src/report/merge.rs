@@ -297,11 +297,7 @@ pub fn markdown(nodes: &[Node]) -> String {
     let _ = writeln!(
         out,
         "## {} servegate on {} nodes: {passed} passed, {failed} failed{}\n",
-        match (passed, failed) {
-            (0, 0) => "⚠️",
-            (_, 0) => "✅",
-            _ => "❌",
-        },
+        super::markdown::headline_mark(passed + failed, failed > 0),
         labels.len(),
         if nodes.iter().all(|n| n.record.complete) {
             ""
