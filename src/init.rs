@@ -26,6 +26,10 @@ pub struct Options {
     pub force: bool,
     /// Streams of the concurrency gate.
     pub concurrency: u32,
+    /// `--client-limited`: what a calibration whose client was the
+    /// bottleneck does (by default it fails against a server: its figures
+    /// would be the client's).
+    pub client_limited: Option<crate::suite::OnClientLimited>,
 }
 
 /// Why no suite was written.
@@ -139,7 +143,12 @@ fn calibration_suite(name: &str, target: &str, body: &str) -> String {
 }
 
 /// Runs `text` (a suite claiming to be `path`) as a suite run of its own.
-fn suite_run(path: &Path, text: &str, runtime: &Arc<tokio::runtime::Runtime>) -> SuiteRun {
+fn suite_run(
+    path: &Path,
+    text: &str,
+    runtime: &Arc<tokio::runtime::Runtime>,
+    client_limited: Option<crate::suite::OnClientLimited>,
+) -> SuiteRun {
     let suite = load_text(path, text, &|name| std::env::var(name).ok())
         .unwrap_or_else(|e| panic!("a calibration suite does not load:\n{e}\n{text}"));
     let plan = Plan {
@@ -148,6 +157,8 @@ fn suite_run(path: &Path, text: &str, runtime: &Arc<tokio::runtime::Runtime>) ->
         variant: None,
         run_dir: std::env::temp_dir(),
         recording_baselines: false,
+        client_threads: None,
+        client_limited,
         snapshots: crate::check::snapshot::Update::Pending,
         figures: Arc::default(),
     };
@@ -281,6 +292,7 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
         &o.out,
         &calibration_suite(&format!("{name}-probes"), &plain, &body),
         &runtime,
+        o.client_limited,
     );
     let connected = match probes.connect() {
         Ok(c) => c,
@@ -339,6 +351,7 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
         &o.out,
         &calibration_suite(&format!("{name}-calibration"), &plain, &gate_body),
         &runtime,
+        o.client_limited,
     );
     let mut figures = Vec::new();
     for (i, g) in specs.iter().enumerate() {

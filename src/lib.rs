@@ -45,8 +45,19 @@ pub fn test_main(manifest_dir: &str) -> std::process::ExitCode {
         Some(v) if !v.is_empty() => std::env::split_paths(&v).collect(),
         _ => vec![std::path::Path::new(manifest_dir).join("suites")],
     };
+    let (client_threads, client_limited) = match harness::client_threads_from_env()
+        .and_then(|n| harness::client_limited_from_env().map(|l| (n, l)))
+    {
+        Ok(both) => both,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
     let options = harness::RunOptions {
         target: std::env::var(harness::target::TARGET_ENV).ok(),
+        client_threads,
+        client_limited,
         out_dir: None,
         publish: Some(report::publish),
         recording_baselines: false,

@@ -13,6 +13,12 @@ use servegate::bench::{self, BenchOptions};
 use servegate::harness::{self, RunOptions, target::TARGET_ENV};
 use servegate::record::{DEFAULT_KEEP_RUNS, KEEP_RUNS_ENV};
 use servegate::report::Format;
+use servegate::suite::OnClientLimited;
+
+/// `--client-limited fail|warn`.
+fn parse_client_limited(word: &str) -> Result<OnClientLimited, String> {
+    OnClientLimited::parse(word).ok_or_else(|| format!("`{word}`: expected `fail` or `warn`"))
+}
 use servegate::sim::{self, Profile};
 
 /// A cargo-test-style runner of declarative test suites for LLM inference servers.
@@ -23,30 +29,64 @@ struct Cli {
     command: Command,
 }
 
+/// What `run` and `baseline save` take: the suites, the target, where the
+/// run goes, the client's threads and its self-check, libtest's arguments.
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Suite files or directories [default: suites/].
+    suites: Vec<PathBuf>,
+    /// `sim` or a server URL; overrides every suite's `base_url`.
+    #[arg(long, env = TARGET_ENV)]
+    target: Option<String>,
+    /// Where runs are written (`runs/<run>/`, `latest/`) [default:
+    /// `target/servegate` in the first suite's project].
+    #[arg(long, env = "SERVEGATE_OUT")]
+    out_dir: Option<PathBuf>,
+    /// Run directories kept under `runs/`, this one included; older
+    /// ones are removed after the run (0: keep all).
+    #[arg(long, env = KEEP_RUNS_ENV, default_value_t = DEFAULT_KEEP_RUNS, value_name = "N")]
+    keep: usize,
+    /// Client threads of every gate, whatever the suites say (each a
+    /// runtime of its own owning a shard of the streams).
+    #[arg(long, env = harness::CLIENT_THREADS_ENV, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    client_threads: Option<u32>,
+    /// What a gate whose client was the bottleneck does, whatever the
+    /// suites say: `fail`, or `warn` (figures marked client-limited,
+    /// judged as they are) [default: the suite's `client_limited`].
+    #[arg(long, env = harness::CLIENT_LIMITED_ENV, value_name = "fail|warn", value_parser = parse_client_limited)]
+    client_limited: Option<OnClientLimited>,
+    /// libtest arguments after `--`: a filter, --exact, --skip, --list, …
+    #[arg(last = true)]
+    libtest: Vec<String>,
+}
+
+impl RunArgs {
+    /// The suites, the options of their run, and libtest's arguments.
+    fn split(self, recording_baselines: bool) -> (Vec<PathBuf>, RunOptions, Arguments) {
+        (
+            suites_or_default(self.suites),
+            RunOptions {
+                target: self.target,
+                out_dir: self.out_dir,
+                publish: Some(servegate::report::publish),
+                recording_baselines,
+                keep_runs: self.keep,
+                client_threads: self.client_threads,
+                client_limited: self.client_limited,
+                require_match: true,
+            },
+            libtest_args(self.libtest),
+        )
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run suites: correctness probes first, then performance gates.
     ///
     /// Exit codes: 0 all passed, 1 a trial failed, 2 a suite file is invalid,
     /// 3 a target could not be reached, 4 the filter matches no trial.
-    Run {
-        /// Suite files or directories [default: suites/].
-        suites: Vec<PathBuf>,
-        /// `sim` or a server URL; overrides every suite's `base_url`.
-        #[arg(long, env = TARGET_ENV)]
-        target: Option<String>,
-        /// Where runs are written (`runs/<run>/`, `latest/`) [default:
-        /// `target/servegate` in the first suite's project].
-        #[arg(long, env = "SERVEGATE_OUT")]
-        out_dir: Option<PathBuf>,
-        /// Run directories kept under `runs/`, this one included; older
-        /// ones are removed after the run (0: keep all).
-        #[arg(long, env = KEEP_RUNS_ENV, default_value_t = DEFAULT_KEEP_RUNS, value_name = "N")]
-        keep: usize,
-        /// libtest arguments after `--`: a filter, --exact, --skip, --list, …
-        #[arg(last = true)]
-        libtest: Vec<String>,
-    },
+    Run(RunArgs),
     /// Review pending snapshots: accept, reject or skip each new or changed
     /// answer (`<probe>.snap.new`), shown with its probe's suite line,
     /// prompt, model and a diff.
@@ -106,6 +146,10 @@ enum Command {
         /// Streams of the concurrency gate.
         #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
         concurrency: u32,
+        /// What a calibration whose client was the bottleneck does: `fail`
+        /// (the default against a server), or `warn`.
+        #[arg(long, env = harness::CLIENT_LIMITED_ENV, value_name = "fail|warn", value_parser = parse_client_limited)]
+        client_limited: Option<OnClientLimited>,
     },
     /// Print the JSON Schema of suite files (for editors: completion, hover
     /// docs, errors as you type; `schemas/suite.schema.json` is this).
@@ -191,23 +235,7 @@ enum BaselineAction {
     /// Run suites, then record the figures of every gate measured; a run
     /// that fails records nothing (exit codes as `run`'s). Its `baseline`
     /// bounds are not applied: it replaces them.
-    Save {
-        /// Suite files or directories [default: suites/].
-        suites: Vec<PathBuf>,
-        /// `sim` or a server URL; overrides every suite's `base_url`.
-        #[arg(long, env = TARGET_ENV)]
-        target: Option<String>,
-        /// Where runs are written [default: `target/servegate` in the first
-        /// suite's project].
-        #[arg(long, env = "SERVEGATE_OUT")]
-        out_dir: Option<PathBuf>,
-        /// Run directories kept under `runs/`, this one included (0: all).
-        #[arg(long, env = KEEP_RUNS_ENV, default_value_t = DEFAULT_KEEP_RUNS, value_name = "N")]
-        keep: usize,
-        /// libtest arguments after `--`.
-        #[arg(last = true)]
-        libtest: Vec<String>,
-    },
+    Save(RunArgs),
     /// Record the figures of the latest run (`<out>/latest/report.json`).
     Accept {
         /// servegate's output directory [default: `target/servegate` in the
@@ -251,26 +279,9 @@ fn main() -> ExitCode {
         return failed;
     }
     match Cli::parse().command {
-        Command::Run {
-            suites,
-            target,
-            out_dir,
-            keep,
-            libtest,
-        } => {
-            let outcome = harness::run(
-                &suites_or_default(suites),
-                &RunOptions {
-                    target,
-                    out_dir,
-                    publish: Some(servegate::report::publish),
-                    recording_baselines: false,
-                    keep_runs: keep,
-                    require_match: true,
-                },
-                libtest_args(libtest),
-            );
-            outcome.cli_exit_code()
+        Command::Run(args) => {
+            let (suites, options, libtest) = args.split(false);
+            harness::run(&suites, &options, libtest).cli_exit_code()
         }
         Command::Review {
             paths,
@@ -306,26 +317,12 @@ fn main() -> ExitCode {
             }
         },
         Command::Baseline { action } => match action {
-            BaselineAction::Save {
-                suites,
-                target,
-                out_dir,
-                keep,
-                libtest,
-            } => {
+            BaselineAction::Save(args) => {
                 // `baseline` bounds are not applied (the first save has no
                 // baseline to compare with); everything else is, and a run
                 // that fails records nothing.
-                let suites = suites_or_default(suites);
-                let options = RunOptions {
-                    target,
-                    out_dir,
-                    publish: Some(servegate::report::publish),
-                    recording_baselines: true,
-                    keep_runs: keep,
-                    require_match: true,
-                };
-                let outcome = harness::run(&suites, &options, libtest_args(libtest));
+                let (suites, options, libtest) = args.split(true);
+                let outcome = harness::run(&suites, &options, libtest);
                 if outcome.cli_code() != 0 {
                     eprintln!(
                         "error: the run failed: no baseline recorded (the figures of a failed run are no reference; `servegate baseline accept` records a run you reviewed)"
@@ -357,12 +354,14 @@ fn main() -> ExitCode {
             force,
             api,
             concurrency,
+            client_limited,
         } => init(&servegate::init::Options {
             target,
             api,
             out,
             force,
             concurrency,
+            client_limited,
         }),
         Command::Schema => {
             // A closed pipe (`| head`) is no error worth a panic.

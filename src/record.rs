@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::files::{self, FileError};
 use crate::load::baseline::{self, Entry};
+use crate::load::selfcheck::ClientCheck;
 
 /// The figures of one gate.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -40,6 +41,10 @@ pub struct GateRecord {
     /// Every threshold the gate was judged by, passing ones too.
     #[serde(default)]
     pub thresholds: Vec<ThresholdRecord>,
+    /// The client's self-check of the last repeat: its threads, and
+    /// whether it, not the server, set the figures (`limited`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientCheck>,
 }
 
 /// One threshold of a gate and its verdict.

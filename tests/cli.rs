@@ -30,6 +30,9 @@ fn command(args: &[&str], env: &[(&str, &std::path::Path)]) -> Command {
         .env_remove("SERVEGATE_TARGET")
         .env_remove("SGLANG_URL")
         .env_remove("SERVEGATE_KEEP_RUNS")
+        .env_remove("SERVEGATE_CLIENT_THREADS")
+        .env_remove("SERVEGATE_CLIENT_LIMITED")
+        .env_remove("SERVEGATE_PIN_CLIENT")
         .env_remove("SERVEGATE_TEST_UNSET_VARIABLE")
         .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())));
     cmd
@@ -448,9 +451,15 @@ impl Drop for Stopped {
 /// `servegate sim` in a process of its own, standing in for a real
 /// server: the process and its URL.
 fn external_sim(profile: &str) -> (Stopped, String) {
+    external_sim_with(profile, &[])
+}
+
+/// [`external_sim`] with more `servegate sim` arguments.
+fn external_sim_with(profile: &str, args: &[&str]) -> (Stopped, String) {
     use std::io::{BufRead, BufReader};
     let mut sim = Command::new(env!("CARGO_BIN_EXE_servegate"))
         .args(["sim", "--port", "0", "--profile", profile])
+        .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -476,7 +485,22 @@ fn init_writes_a_suite_that_passes_on_its_own_server() {
     let file = dir.join("suites/first.yaml");
     let path = file.to_str().unwrap();
     let (sim, url) = external_sim("fixtures/sim/sglang.yaml");
-    let out = run_expecting(&["init", "--target", &url, "--out", path], 0);
+    // The calibration and the run measure a debug simulator at 500 tok/s
+    // a stream on the runner's shared cores: figures judged even where the
+    // self-check distrusts their 2 ms gaps (see
+    // `an_external_server_is_measured_and_named_as_such`).
+    let out = run_expecting(
+        &[
+            "init",
+            "--target",
+            &url,
+            "--out",
+            path,
+            "--client-limited",
+            "warn",
+        ],
+        0,
+    );
     assert_has(
         &out,
         &[
@@ -505,7 +529,7 @@ fn init_writes_a_suite_that_passes_on_its_own_server() {
     );
     assert!(!suite.contains("Failed on this server"), "{suite}");
     assert!(dir.join("suites/servegate.schema.json").is_file());
-    let out = run_expecting(&["run", path], 0);
+    let out = run_expecting(&["run", path, "--client-limited", "warn"], 0);
     assert_has(
         &out,
         &[
@@ -1042,11 +1066,17 @@ fn an_unset_api_key_fails_the_suite_and_a_set_one_never_shows() {
 #[test]
 fn an_external_server_is_measured_and_named_as_such() {
     let (sim, url) = external_sim("fixtures/sim/sglang.yaml");
+    // A debug simulator at 500 tok/s a stream shares the CI runner's cores
+    // with the debug client, and the self-check may rightly distrust the
+    // ITL figures of 2 ms gaps: this test is about the target, so they are
+    // judged anyway (the self-check has its own tests below).
     let o = servegate(&[
         "run",
         "suites/sglang.yaml",
         "--target",
         &url,
+        "--client-limited",
+        "warn",
         "--",
         "sglang::",
     ]);
@@ -1060,6 +1090,112 @@ fn an_external_server_is_measured_and_named_as_such() {
         &[
             "8 passed; 0 failed",
             "server /metrics over the window: generation tokens 2560",
+            "client self-check: 1 thread (auto), busy ≤ ",
+            "    client thread 0: 1 stream, busy ",
+        ],
+    );
+}
+
+/// A load one client thread cannot keep up with (tokens as fast as the
+/// server sends them, 32 streams): the gate fails, whatever its
+/// thresholds say, with the thread's own figures, and the record says why.
+#[test]
+fn a_saturated_client_fails_its_gate_and_says_it_was_the_bottleneck() {
+    let (sim, url) = external_sim_with(
+        "fixtures/sim/sglang.yaml",
+        &["--itl", "0ms", "--capacity", "100000"],
+    );
+    let dir = std::env::temp_dir().join(format!("servegate-starved-{}", std::process::id()));
+    let o = servegate(&[
+        "run",
+        "tests/suites/client/starved.yaml",
+        "--target",
+        &url,
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    drop(sim);
+    let out = o.out;
+    assert_eq!(o.code, Some(1), "{out}");
+    let failure = failure_of(&out, "starved::performance::flood");
+    let first = failure
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or("");
+    assert!(
+        first.starts_with("error: the client was the bottleneck (thread 0 ")
+            && first.ends_with(
+                "): these figures measure servegate, not the server; raise client_threads"
+            ),
+        "{failure}"
+    );
+    assert_has(
+        &failure,
+        &[
+            " --> tests/suites/client/starved.yaml:8:5",
+            "`load.client_limited: warn` judges these figures anyway",
+            "    client thread 0: 32 streams, busy ",
+        ],
+    );
+    // The other thresholds held: the self-check alone failed the gate.
+    assert!(out.contains("pass output_tok_s >= 1.0 tok/s"), "{out}");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("latest/report.json")).unwrap())
+            .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let gate = &record["suites"][0]["gates"][0];
+    let client = &gate["client"];
+    assert_eq!(client["chosen"], "suite", "{gate}");
+    assert_eq!(
+        client["threads"].as_array().map(Vec::len),
+        Some(1),
+        "{gate}"
+    );
+    assert!(
+        client["limited"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("thread 0 ")),
+        "{gate}"
+    );
+    // Marked, but judged anyway, when the run says so.
+    let (sim, url) = external_sim_with(
+        "fixtures/sim/sglang.yaml",
+        &["--itl", "0ms", "--capacity", "100000"],
+    );
+    let warned = servegate(&[
+        "run",
+        "tests/suites/client/starved.yaml",
+        "--target",
+        &url,
+        "--client-limited",
+        "warn",
+    ]);
+    drop(sim);
+    assert_eq!(warned.code, Some(0), "{}", warned.out);
+    assert!(
+        warned.out.contains("CLIENT-LIMITED (thread 0 ")
+            && warned.out.contains("(client_limited: warn: judged anyway)"),
+        "{}",
+        warned.out
+    );
+}
+
+/// Four paced streams on two client threads: each thread owns two streams,
+/// their figures merge, and the self-check passes the gate.
+#[test]
+fn a_client_with_room_passes_its_self_check_on_two_threads() {
+    let (sim, url) = external_sim_with("fixtures/sim/sglang.yaml", &["--itl", "20ms"]);
+    let o = servegate(&["run", "tests/suites/client/paced.yaml", "--target", &url]);
+    drop(sim);
+    let out = o.out;
+    assert_eq!(o.code, Some(0), "{out}");
+    assert_has(
+        &out,
+        &[
+            "pass client self-check: 2 threads (suite), busy ≤ ",
+            "ms allowed): the server, not the client, set the figures",
+            "    client thread 0: 2 streams, busy ",
+            "    client thread 1: 2 streams, busy ",
         ],
     );
 }

@@ -133,7 +133,7 @@ static SANDBOX: LazyLock<Regex> =
 /// A measured figure: a number with a decimal point or a unit of time
 /// (counts, limits and line numbers stay as they are).
 static FIGURE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b\d+\.\d+(?:ms|us|µs|ns|s|%)?|\b\d+(?:ms|us|µs|ns|s)\b").unwrap()
+    Regex::new(r"\b\d+\.\d+(?:ms|us|µs|ns|s|%)?|\b\d+(?:ms|us|µs|ns|s)\b|\b\d+%").unwrap()
 });
 static SPACES: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\s+").unwrap());
 static TEST_LINE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^test \S+ \.\.\. \S+$").unwrap());

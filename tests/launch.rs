@@ -384,7 +384,14 @@ fn variants_run_on_their_own_servers_and_the_table_names_the_faster() {
     assert_eq!(f["suites"][0]["variant"], "slow");
     // Every threshold with its verdict, passing ones too, for the reports.
     let thresholds = &f["suites"][1]["gates"][0]["thresholds"];
-    assert_eq!(thresholds.as_array().map(Vec::len), Some(3), "{thresholds}");
+    assert_eq!(thresholds.as_array().map(Vec::len), Some(4), "{thresholds}");
+    assert!(
+        thresholds[3]["check"]
+            .as_str()
+            .unwrap()
+            .starts_with("client self-check: 1 thread (auto), "),
+        "{thresholds}"
+    );
     assert!(
         thresholds[1]["check"]
             .as_str()

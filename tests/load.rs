@@ -12,6 +12,7 @@ use axum::routing::post;
 use servegate::client::Client;
 use servegate::load::metrics::GateMetrics;
 use servegate::load::runner::run_gate;
+use servegate::load::threads::Threads;
 use servegate::sim::{self, Profile, RunningSim};
 use servegate::suite::{Api, Gate, Pace, Timeouts, load_text};
 use tokio::time::Instant;
@@ -44,7 +45,9 @@ fn client(url: &str, api: Api) -> Client {
 }
 
 async fn measure(url: &str, api: Api, gate: &Gate) -> GateMetrics {
-    run_gate(&client(url, api), gate).await.unwrap()
+    run_gate(&client(url, api), gate, Threads::of(&gate.load, None))
+        .await
+        .unwrap()
 }
 
 fn value(m: &GateMetrics, key: &str) -> f64 {
@@ -107,6 +110,55 @@ async fn open_loop_keeps_its_rate() {
     assert!(m.wall >= Duration::from_millis(480), "{:?}", m.wall);
     let rps = value(&m, "requests_per_s");
     assert!((35.0..=55.0).contains(&rps), "{rps} req/s");
+}
+
+/// Three client threads share one closed loop: each owns its share of the
+/// streams, every request index is sent once, and the figures merge.
+#[tokio::test]
+async fn client_threads_split_a_closed_loop_and_merge_its_figures() {
+    let s = simulator(FAST);
+    let gate = one_gate(
+        "{concurrency: 7, requests: 42, warmup: 7, input_tokens: 8, output_tokens: 4, ignore_eos: true, client_threads: 3}",
+        "",
+    );
+    let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
+    assert_eq!((m.completed, m.errors, m.output_tokens), (42, 0, 42 * 4));
+    assert_eq!(m.ttft.len(), 42);
+    assert_eq!(m.client.chosen, "suite");
+    let streams: Vec<u32> = m.client.threads.iter().map(|t| t.streams).collect();
+    assert_eq!(streams, [3, 2, 2]);
+    #[cfg(target_os = "linux")]
+    assert!(
+        m.client
+            .threads
+            .iter()
+            .all(|t| t.busy.is_some_and(|b| b > 0.0)),
+        "{:?}",
+        m.client
+    );
+}
+
+/// An open loop on two threads keeps its one global schedule: request `i`
+/// starts at `i / rate` on thread `i % 2`, and the self-check counts each
+/// thread's starts.
+#[tokio::test]
+async fn client_threads_share_one_open_loop_schedule() {
+    let s = simulator(FAST);
+    let gate = one_gate(
+        "{rate: 100, requests: 30, input_tokens: 8, output_tokens: 4, ignore_eos: true, client_threads: 2}",
+        "",
+    );
+    let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
+    assert_eq!((m.completed, m.errors), (30, 0));
+    // 30 starts 10ms apart: the last at 290ms.
+    assert!(m.wall >= Duration::from_millis(290), "{:?}", m.wall);
+    let starts: Vec<u64> = m.client.threads.iter().map(|t| t.starts).collect();
+    assert_eq!(starts, [15, 15]);
+    assert!(
+        m.client.threads.iter().all(|t| t.lag_samples >= 100),
+        "a ping a millisecond for 290ms: {:?}",
+        m.client
+    );
 }
 
 /// A server that freezes for one second, 300ms after its first request, as a
@@ -198,7 +250,7 @@ async fn flush_cache_runs_before_measuring_or_fails_the_gate() {
     );
     // A server without the endpoint: the gate cannot run as asked.
     let url = stalling_server().await;
-    let err = run_gate(&client(&url, Api::OpenAiChat), &gate)
+    let err = run_gate(&client(&url, Api::OpenAiChat), &gate, Threads::ONE)
         .await
         .unwrap_err();
     assert!(

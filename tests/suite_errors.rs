@@ -280,6 +280,28 @@ correctness:
 }
 
 #[test]
+fn client_threads_and_the_self_check() {
+    golden!(errors(
+        "client",
+        r#"suite: s
+performance:
+  - name: zero
+    load: {concurrency: 1, requests: 1, input_tokens: 1, output_tokens: 1, client_threads: 0}
+    thresholds: {errors: "== 0"}
+  - name: many
+    load: {concurrency: 1, requests: 1, input_tokens: 1, output_tokens: 1, client_threads: 1000}
+    thresholds: {errors: "== 0"}
+  - name: word
+    load: {concurrency: 1, requests: 1, input_tokens: 1, output_tokens: 1, client_threads: all}
+    thresholds: {errors: "== 0"}
+  - name: policy
+    load: {concurrency: 1, requests: 1, input_tokens: 1, output_tokens: 1, client_limited: ignore}
+    thresholds: {errors: "== 0"}
+"#
+    ));
+}
+
+#[test]
 fn humaneval_datasets() {
     golden!(errors(
         "humaneval",

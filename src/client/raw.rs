@@ -73,6 +73,12 @@ impl Pool {
         }
     }
 
+    /// A pool for the same endpoint with no connections of its own.
+    #[must_use]
+    pub fn empty_like(&self) -> Self {
+        Self::new(self.endpoint.clone())
+    }
+
     fn take_idle(&self) -> Option<TcpStream> {
         self.idle.lock().ok()?.pop()
     }

@@ -150,6 +150,21 @@ fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// The reqwest client of `https://` targets and small requests.
+fn http_client(timeouts: Timeouts) -> Result<reqwest::Client, CallError> {
+    // One proxy policy for both transports: none. The raw transport
+    // connects directly, and a proxy between client and server would be
+    // in every figure; `HTTP(S)_PROXY` and `NO_PROXY` are ignored (to go
+    // through a proxy, make it the base URL).
+    reqwest::Client::builder()
+        .no_proxy()
+        .connect_timeout(timeouts.connect)
+        .pool_max_idle_per_host(1024)
+        .tcp_nodelay(true)
+        .build()
+        .map_err(|e| CallError::new(ErrorKind::Transport, e.to_string()))
+}
+
 /// A client for one server and API.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -175,17 +190,7 @@ impl Client {
         timeouts: Timeouts,
     ) -> Result<Self, CallError> {
         install_crypto_provider();
-        // One proxy policy for both transports: none. The raw transport
-        // connects directly, and a proxy between client and server would be
-        // in every figure; `HTTP(S)_PROXY` and `NO_PROXY` are ignored (to go
-        // through a proxy, make it the base URL).
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .connect_timeout(timeouts.connect)
-            .pool_max_idle_per_host(1024)
-            .tcp_nodelay(true)
-            .build()
-            .map_err(|e| CallError::new(ErrorKind::Transport, e.to_string()))?;
+        let http = http_client(timeouts)?;
         let dialect = dialect::of(api);
         Ok(Self {
             http,
@@ -196,6 +201,18 @@ impl Client {
             timeouts,
             limits: ReadLimits::default(),
             raw: raw::Endpoint::parse(base_url).map(raw::Pool::new),
+        })
+    }
+
+    /// The same client with connections of its own: a client thread's
+    /// sockets belong to that thread's runtime, the only one that drives
+    /// them (a current-thread runtime polls its sockets only inside its own
+    /// `block_on`).
+    pub fn for_thread(&self) -> Result<Self, CallError> {
+        Ok(Self {
+            http: http_client(self.timeouts)?,
+            raw: self.raw.as_ref().map(raw::Pool::empty_like),
+            ..self.clone()
         })
     }
 

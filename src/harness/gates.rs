@@ -15,11 +15,12 @@ use crate::check::recheck;
 use crate::client::CallRequest;
 use crate::load::metrics::GateMetrics;
 use crate::load::runner::{Watch, run_gate, run_watched};
+use crate::load::threads::Threads;
 use crate::load::workload::PROMPT_APPROXIMATION;
 use crate::record::FailureKind;
 use crate::suite::diagnostics::render_location;
 use crate::suite::threshold::Bound;
-use crate::suite::{Arrival, Gate, LoadPrompt, Pace, Recheck, SnapshotMode};
+use crate::suite::{Arrival, Gate, LoadPrompt, OnClientLimited, Pace, Recheck, SnapshotMode};
 use crate::units::format_duration;
 
 impl SuiteRun {
@@ -133,7 +134,11 @@ impl SuiteRun {
         for repeat in 0..gate.repeats {
             let measured = match gate.recheck.as_ref().filter(|_| repeat == 0) {
                 Some(recheck) => self.measure_and_recheck(index, target, gate, recheck),
-                None => self.runtime.block_on(run_gate(&target.client, gate)),
+                None => self.runtime.block_on(run_gate(
+                    &target.client,
+                    gate,
+                    Threads::of(&gate.load, self.plan.client_threads),
+                )),
             };
             let metrics = measured.map_err(|e| {
                 let mut out = format!("error: {e}\n");
@@ -170,6 +175,15 @@ impl SuiteRun {
             variant: self.variant.as_ref().map(|v| v.name.as_str()),
             variants: &variants,
             recording_baselines: self.plan.recording_baselines,
+            client_limited: self
+                .plan
+                .client_limited
+                .or(gate.load.client_limited)
+                .unwrap_or(if target.sim.is_some() {
+                    OnClientLimited::Warn
+                } else {
+                    OnClientLimited::Fail
+                }),
         };
         let verdict = judge(&self.suite, gate, &repeats, &refs);
         self.plan.figures.record(
@@ -234,7 +248,8 @@ impl SuiteRun {
         let watch = Arc::new(Watch::keeping(SAMPLES));
         let (measured, asked) = self.runtime.block_on(async {
             let load = async {
-                let measured = run_watched(client, gate, &watch).await;
+                let threads = Threads::of(&gate.load, self.plan.client_threads);
+                let measured = run_watched(client, gate, threads, &watch).await;
                 watch.end();
                 measured
             };

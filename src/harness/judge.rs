@@ -12,7 +12,7 @@ use crate::load::metrics::GateMetrics;
 use crate::suite::diagnostics::render_location;
 use crate::suite::metric::{Metric, MetricKey, format_value};
 use crate::suite::threshold::{Bound, Op, Threshold};
-use crate::suite::{Curve, Gate, LocatedThreshold, Suite, VerdictMode};
+use crate::suite::{Curve, Gate, LocatedThreshold, OnClientLimited, Suite, VerdictMode};
 
 /// A gate's verdict and one line per threshold for the summary.
 pub struct Judgement {
@@ -102,6 +102,8 @@ pub struct References<'a> {
     /// bounds are not applied (the first save has none to compare with, a
     /// later one replaces them).
     pub recording_baselines: bool,
+    /// What figures the client's self-check found client-limited do.
+    pub client_limited: OnClientLimited,
 }
 
 /// A variant's name and the figures a gate measured in it, or why none.
@@ -181,6 +183,40 @@ fn unmeasured(metric: Metric, repeats: &[GateMetrics]) -> String {
         _ => "no successful request produced this figure".to_owned(),
     }
 }
+/// The client's self-check of a gate: its row for the summary, and the
+/// error (in `out`) of figures the client distorted, which never pass
+/// silently.
+fn self_check(
+    suite: &Suite,
+    gate: &Gate,
+    repeats: &[GateMetrics],
+    refs: &References<'_>,
+    out: &mut String,
+) -> Option<(String, bool)> {
+    let last = repeats.last()?;
+    let check = repeats
+        .iter()
+        .map(|m| &m.client)
+        .find(|c| c.limited.is_some())
+        .or_else(|| Some(&last.client).filter(|c| !c.threads.is_empty()))?;
+    let failure = check.failure();
+    let fails = failure.is_some() && refs.client_limited == OnClientLimited::Fail;
+    let warned = if failure.is_some() && !fails {
+        " (client_limited: warn: judged anyway)"
+    } else {
+        ""
+    };
+    if let Some(why) = failure.filter(|_| fails) {
+        let _ = writeln!(out, "error: {why}");
+        render_location(out, &suite.file.display(), &suite.file.text, gate.loc);
+        let _ = writeln!(
+            out,
+            "  = `load.client_threads: N` or `--client-threads N` adds threads; `load.client_limited: warn` judges these figures anyway, marked client-limited\n"
+        );
+    }
+    Some((format!("{}{warned}", check.summary()), !fails))
+}
+
 /// Judges a gate from the figures of its repeats (at least one).
 pub fn judge(
     suite: &Suite,
@@ -217,6 +253,8 @@ pub fn judge(
             "  = the figures measured before it stopped are in the record; `load.abort_after` sets how many (0: never stop)\n"
         );
     }
+    // Its row comes after the thresholds'.
+    let self_check = self_check(suite, gate, repeats, refs, &mut out);
     let mode = if repeats.len() > 1 {
         Some(gate.verdict)
     } else {
@@ -311,6 +349,7 @@ pub fn judge(
         );
         out.push('\n');
     }
+    checks.extend(self_check);
     if out.is_empty() {
         return Judgement {
             result: Ok(()),
@@ -438,6 +477,7 @@ mod tests {
             variant: None,
             variants: &[],
             recording_baselines: false,
+            client_limited: OnClientLimited::Fail,
         }
     }
 

@@ -36,6 +36,41 @@ use crate::suite::{LoadFailure, SnapshotMode, Suite, discover, load_file};
 /// (separated like `PATH`), replacing the default `suites/`.
 pub const SUITES_ENV: &str = "SERVEGATE_SUITES";
 
+/// The client threads of every gate (`--client-threads`).
+pub const CLIENT_THREADS_ENV: &str = "SERVEGATE_CLIENT_THREADS";
+
+/// What every gate whose client was the bottleneck does (`--client-limited`).
+pub const CLIENT_LIMITED_ENV: &str = "SERVEGATE_CLIENT_LIMITED";
+
+/// `SERVEGATE_CLIENT_LIMITED`: unset or empty is `None`; `fail` or `warn`.
+pub fn client_limited_from_env() -> Result<Option<crate::suite::OnClientLimited>, String> {
+    match std::env::var(CLIENT_LIMITED_ENV) {
+        Ok(v) if !v.trim().is_empty() => crate::suite::OnClientLimited::parse(v.trim())
+            .map(Some)
+            .ok_or_else(|| format!("{CLIENT_LIMITED_ENV}={v:?}: expected `fail` or `warn`")),
+        _ => Ok(None),
+    }
+}
+
+/// `SERVEGATE_CLIENT_THREADS`: unset or empty is `None`; anything but a
+/// count from 1 to 256 is an error that says so.
+pub fn client_threads_from_env() -> Result<Option<u32>, String> {
+    match std::env::var(CLIENT_THREADS_ENV) {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=256).contains(n))
+            .map(Some)
+            .ok_or_else(|| {
+                format!(
+                    "{CLIENT_THREADS_ENV}={v:?}: expected a number of client threads from 1 to 256"
+                )
+            }),
+        _ => Ok(None),
+    }
+}
+
 /// What a harness run found, beyond libtest's counts.
 #[derive(Debug)]
 pub struct Outcome {
@@ -327,6 +362,12 @@ pub struct RunOptions {
     /// How many run directories `<out>/runs/` keeps, this run's included
     /// (0: all); older ones are removed at the end of the run.
     pub keep_runs: usize,
+    /// `--client-threads`: the client threads of every gate, whatever the
+    /// suites say.
+    pub client_threads: Option<u32>,
+    /// `--client-limited`: what every gate whose client was the bottleneck
+    /// does, whatever the suites say.
+    pub client_limited: Option<crate::suite::OnClientLimited>,
     /// A filter that selects no trial is an error (exit code 4), not an
     /// empty green run: `servegate run` and `list`. Not under `cargo test`,
     /// which passes one filter to every test binary of a package.
@@ -427,6 +468,8 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         snapshots: &snapshots,
         checkpoints: Arc::default(),
         recording_baselines: options.recording_baselines,
+        client_threads: options.client_threads,
+        client_limited: options.client_limited,
     };
     for l in loaded {
         let suite = match l {
@@ -562,6 +605,8 @@ struct Context<'a> {
     checkpoints: Arc<recording::Checkpoints>,
     /// `baseline save`: `baseline` bounds are not applied.
     recording_baselines: bool,
+    client_threads: Option<u32>,
+    client_limited: Option<crate::suite::OnClientLimited>,
 }
 
 impl Context<'_> {
@@ -608,6 +653,8 @@ fn add_run(
         variant,
         run_dir: ctx.dir.to_path_buf(),
         recording_baselines: ctx.recording_baselines,
+        client_threads: ctx.client_threads,
+        client_limited: ctx.client_limited,
         snapshots: ctx.snapshots.update.clone(),
         figures: Arc::clone(ctx.figures),
     };

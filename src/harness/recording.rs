@@ -70,6 +70,8 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
                                 .iter()
                                 .map(|(k, v)| ((*k).to_owned(), *v))
                                 .collect(),
+                            client: Some(f.metrics.client.clone())
+                                .filter(|c| !c.threads.is_empty()),
                             series: f.metrics.series,
                             thresholds: f
                                 .checks

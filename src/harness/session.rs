@@ -94,6 +94,10 @@ pub struct Plan {
     pub run_dir: PathBuf,
     /// `baseline save`: `baseline` bounds are not applied.
     pub recording_baselines: bool,
+    /// `--client-threads`, when given.
+    pub client_threads: Option<u32>,
+    /// `--client-limited`, when given.
+    pub client_limited: Option<crate::suite::OnClientLimited>,
     /// What is written for an answer with no snapshot or a changed one.
     pub snapshots: snapshot::Update,
     /// Where its gates' figures go, and where `variant(NAME)` bounds find

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::distribution::Distribution;
 use super::prometheus::ServerView;
+use super::selfcheck::ClientCheck;
 use crate::client::{CallError, Completion, TokenSource};
 pub use crate::suite::Slo;
 use crate::suite::metric::{Metric, MetricKey, Stat, format_value};
@@ -213,6 +214,7 @@ impl Recorder {
         });
         GateMetrics {
             stopped_early: None,
+            client: ClientCheck::default(),
             series,
             ttft: self.ttft,
             ttft_content: self.ttft_content,
@@ -247,6 +249,9 @@ pub struct GateMetrics {
     /// Why the gate stopped before its bound (consecutive stalls or
     /// connection failures); its figures are those measured until then.
     pub stopped_early: Option<String>,
+    /// The client threads' self-check: whether the client, not the
+    /// server, set these figures.
+    pub client: ClientCheck,
     /// Time to first token of any kind, seconds.
     pub ttft: Distribution,
     /// Time to first content token, seconds.
@@ -516,6 +521,9 @@ impl GateMetrics {
                 "    late starts {} (more than 5ms after the intended time)",
                 self.late_starts
             );
+        }
+        if !self.client.threads.is_empty() {
+            out.push_str(&self.client.render());
         }
         out
     }

@@ -8,4 +8,6 @@ pub mod metrics;
 pub mod progress;
 pub mod prometheus;
 pub mod runner;
+pub mod selfcheck;
+pub mod threads;
 pub mod workload;

@@ -5,19 +5,23 @@
 //! server shows in the figures instead of silently slowing the client
 //! (no coordinated omission). Warm-up requests go first, outside every figure.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{Notify, Semaphore, mpsc};
+use tokio::sync::{Notify, Semaphore, oneshot};
 use tokio::time::Instant;
 
-use super::metrics::{GateMetrics, Recorder, Slo};
+use super::distribution::Distribution;
+use super::metrics::{GateMetrics, LATE_START, Recorder};
 use super::progress::Progress;
 use super::prometheus::{Scrape, ServerView};
+use super::selfcheck::{ClientCheck, ThreadCheck};
+use super::threads::{self, Pinger, Pings, Threads};
 use super::workload;
 use crate::client::{CallError, CallRequest, Client, Completion, ErrorKind};
 use crate::random::SplitMix;
+use crate::suite::metric::Stat;
 use crate::suite::{Arrival, Gate, Input, Pace};
 
 fn request(gate: &Gate, index: u32) -> CallRequest {
@@ -266,32 +270,25 @@ impl Bound {
     }
 }
 
-/// Recorders shared by workers: a few shards rather than one per worker,
-/// because a recorder's histograms weigh hundreds of kilobytes and a gate may
-/// run a thousand workers. A worker locks its shard once per finished request.
-fn shards(workers: u32, slo: Slo) -> Arc<Vec<Mutex<Recorder>>> {
-    let n = std::thread::available_parallelism().map_or(2, |n| 2 * n.get());
-    let n = n.min(workers as usize).max(1);
-    Arc::new((0..n).map(|_| Mutex::new(Recorder::new(slo))).collect())
-}
-
-async fn closed(client: &Client, gate: &Gate, concurrency: u32, window: &Window) -> Recorder {
+/// Runs `workers` closed-loop workers of `window` on this thread's runtime,
+/// taking request indices from `next` (shared by every thread).
+async fn closed(
+    client: &Client,
+    gate: &Arc<Gate>,
+    workers: u32,
+    next: &Arc<AtomicU32>,
+    window: &Window,
+) -> Recorder {
     let (bound, first) = (window.bound, window.first);
-    let next = Arc::new(AtomicU32::new(0));
-    let workers = bound
-        .count
-        .map_or(concurrency, |c| concurrency.min(c))
-        .max(1);
-    let recorders = shards(workers, gate.slo);
+    let rec = Arc::new(Mutex::new(Recorder::new(gate.slo)));
     let mut tasks = tokio::task::JoinSet::new();
-    for w in 0..workers {
-        let (client, gate, next) = (client.clone(), gate.clone(), Arc::clone(&next));
-        let recorders = Arc::clone(&recorders);
+    for _ in 0..workers {
+        let (client, gate, next) = (client.clone(), Arc::clone(gate), Arc::clone(next));
+        let rec = Arc::clone(&rec);
         let finished = Arc::clone(&window.finished);
         let breaker = Arc::clone(&window.breaker);
         let watch = Arc::clone(&window.watch);
         tasks.spawn(async move {
-            let shard = &recorders[w as usize % recorders.len()];
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if !bound.allows(i, Instant::now()) || breaker.tripped().is_some() {
@@ -299,7 +296,7 @@ async fn closed(client: &Client, gate: &Gate, concurrency: u32, window: &Window)
                 }
                 let result = send(&client, &gate, first, i, &watch).await;
                 breaker.note(&result);
-                if let Ok(mut rec) = shard.lock() {
+                if let Ok(mut rec) = rec.lock() {
                     match result {
                         Ok(c) => rec.record(&c, Duration::ZERO),
                         Err(e) => rec.fail(&e),
@@ -309,20 +306,22 @@ async fn closed(client: &Client, gate: &Gate, concurrency: u32, window: &Window)
             }
         });
     }
-    let mut all = Recorder::new(gate.slo);
+    let mut failed = Vec::new();
     while let Some(joined) = tasks.join_next().await {
         if let Err(e) = joined {
-            all.fail(&CallError::new(
-                ErrorKind::Transport,
-                format!("load worker failed: {e}"),
-            ));
+            failed.push(e.to_string());
         }
     }
-    // Every worker has ended, so the shards are ours alone.
-    for shard in Arc::try_unwrap(recorders).unwrap_or_default() {
-        if let Ok(rec) = shard.into_inner() {
-            all.merge(rec);
-        }
+    // Every worker has ended, so the record is ours alone.
+    let mut all = Arc::try_unwrap(rec)
+        .ok()
+        .and_then(|m| m.into_inner().ok())
+        .unwrap_or_else(|| Recorder::new(gate.slo));
+    for e in failed {
+        all.fail(&CallError::new(
+            ErrorKind::Transport,
+            format!("load worker failed: {e}"),
+        ));
     }
     all
 }
@@ -341,82 +340,193 @@ pub fn schedule(rate: f64, arrival: Arrival, seed: u64) -> impl Iterator<Item = 
     })
 }
 
+/// One thread's part of an open loop: request `i` of the one global
+/// schedule is this thread's when `i % threads == thread`.
+struct OpenShard {
+    thread: usize,
+    threads: usize,
+    start: Instant,
+    limit: Option<Arc<Semaphore>>,
+}
+
+/// Starts this thread's requests of the open-loop schedule; its record,
+/// and how many it started and how many of those it woke for late.
 async fn open(
     client: &Client,
-    gate: &Gate,
-    rate: f64,
-    arrival: Arrival,
-    seed: u64,
-    max_in_flight: Option<u32>,
+    gate: &Arc<Gate>,
+    (rate, arrival, seed): (f64, Arrival, u64),
+    shard: OpenShard,
     window: &Window,
-) -> Recorder {
+) -> (Recorder, u64, u64) {
     let (bound, first) = (window.bound, window.first);
-    let (tx, mut rx) = mpsc::unbounded_channel::<(Result<Completion, CallError>, Duration)>();
-    let slo = gate.slo;
-    let collector = tokio::spawn(async move {
-        let mut rec = Recorder::new(slo);
-        while let Some((result, late)) = rx.recv().await {
-            match result {
-                Ok(c) => rec.record(&c, late),
-                Err(e) => rec.fail(&e),
-            }
-        }
-        rec
-    });
-    let limit = max_in_flight.map(|n| Arc::new(Semaphore::new(n as usize)));
-    let start = Instant::now();
+    let rec = Arc::new(Mutex::new(Recorder::new(gate.slo)));
+    let mut tasks = tokio::task::JoinSet::new();
+    let (mut starts, mut late_wakes) = (0u64, 0u64);
+    let mut failed = Vec::new();
     for (i, offset) in (0u32..).zip(schedule(rate, arrival, seed)) {
-        let intended = start + offset;
+        let intended = shard.start + offset;
         if !bound.allows(i, intended) || window.breaker.tripped().is_some() {
             break;
         }
+        if i as usize % shard.threads != shard.thread {
+            continue;
+        }
         tokio::time::sleep_until(intended).await;
-        let permit = match &limit {
+        // How late this thread woke for the start: the client's own delay
+        // (a wait for `max_in_flight` below is the server's).
+        starts += 1;
+        if Instant::now().saturating_duration_since(intended) > LATE_START {
+            late_wakes += 1;
+        }
+        let permit = match &shard.limit {
             Some(s) => Arc::clone(s).acquire_owned().await.ok(),
             None => None,
         };
-        let (client, gate, tx) = (client.clone(), gate.clone(), tx.clone());
+        let (client, gate, rec) = (client.clone(), Arc::clone(gate), Arc::clone(&rec));
         let finished = Arc::clone(&window.finished);
         let breaker = Arc::clone(&window.breaker);
         let watch = Arc::clone(&window.watch);
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             let late = Instant::now().saturating_duration_since(intended);
             let result = send(&client, &gate, first, i, &watch).await;
             breaker.note(&result);
             drop(permit);
             finished.fetch_add(1, Ordering::Relaxed);
-            let _ = tx.send((result, late));
+            if let Ok(mut rec) = rec.lock() {
+                match result {
+                    Ok(c) => rec.record(&c, late),
+                    Err(e) => rec.fail(&e),
+                }
+            }
         });
+        while let Some(done) = tasks.try_join_next() {
+            if let Err(e) = done {
+                failed.push(e.to_string());
+            }
+        }
     }
-    drop(tx);
-    collector.await.unwrap_or_else(|e| {
-        let mut rec = Recorder::new(slo);
-        rec.fail(&CallError::new(
+    while let Some(done) = tasks.join_next().await {
+        if let Err(e) = done {
+            failed.push(e.to_string());
+        }
+    }
+    let mut all = Arc::try_unwrap(rec)
+        .ok()
+        .and_then(|m| m.into_inner().ok())
+        .unwrap_or_else(|| Recorder::new(gate.slo));
+    for e in failed {
+        all.fail(&CallError::new(
             ErrorKind::Transport,
-            format!("result collector failed: {e}"),
+            format!("load request failed: {e}"),
         ));
-        rec
-    })
+    }
+    (all, starts, late_wakes)
 }
 
-/// Applies a gate's load and measures it; `Err` when the gate could not be
-/// set up (a `flush_cache` the server refused).
-pub async fn run_gate(client: &Client, gate: &Gate) -> Result<GateMetrics, String> {
-    run_watched(client, gate, &Arc::new(Watch::default())).await
+/// Thread `thread` of `threads`'s share of `total` workers.
+fn share(total: u32, thread: usize, threads: usize) -> u32 {
+    let n = u32::try_from(threads).unwrap_or(u32::MAX).max(1);
+    let k = u32::try_from(thread).unwrap_or(u32::MAX);
+    total / n + u32::from(k < total % n)
 }
 
-/// [`run_gate`], showing the measured window to `watch`.
-pub async fn run_watched(
+/// What the gate's threads share: the load, the request counters, the
+/// breaker and the watch, and the hand-over between the warm-up (on every
+/// thread) and the measured window (started by the gate once every thread
+/// is warm).
+struct Shared {
+    gate: Arc<Gate>,
+    threads: usize,
+    warm_concurrency: u32,
+    warm_next: Arc<AtomicU32>,
+    next: Arc<AtomicU32>,
+    breaker: Arc<Breaker>,
+    watch: Arc<Watch>,
+    finished: Arc<AtomicU64>,
+    limit: Option<Arc<Semaphore>>,
+    warm: AtomicUsize,
+    warmed: Notify,
+}
+
+/// The gate's word to its threads once they are warm.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Go {
+    /// Not yet.
+    Wait,
+    /// Measure, from this start.
+    Measure(Instant),
+    /// Stop: the warm-up failed or the gate could not be set up.
+    Abort,
+}
+
+/// What a client thread hands back: its record and its self-check.
+struct ShardOut {
+    rec: Recorder,
+    check: ThreadCheck,
+}
+
+impl Shared {
+    fn arrive(&self) {
+        self.warm.fetch_add(1, Ordering::SeqCst);
+        self.warmed.notify_waiters();
+    }
+
+    async fn all_warm(&self) {
+        loop {
+            let warmed = self.warmed.notified();
+            if self.warm.load(Ordering::SeqCst) >= self.threads {
+                return;
+            }
+            warmed.await;
+        }
+    }
+}
+
+/// Client thread `k`: its own runtime, its warm-up share, then its shard
+/// of the measured window. Its connections close before it hands its
+/// figures back: a gate leaves no socket behind.
+fn client_thread(
+    k: usize,
+    client: Client,
+    shared: &Arc<Shared>,
+    go: tokio::sync::watch::Receiver<Go>,
+    (cpu, pings): (Option<usize>, Option<Pings>),
+) -> ShardOut {
+    let cpu = cpu.filter(|&c| threads::pin(c));
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => {
+            let out = rt.block_on(shard(k, &client, shared, go, (cpu, pings)));
+            drop(client);
+            drop(rt);
+            out
+        }
+        Err(e) => {
+            shared.arrive();
+            let mut rec = Recorder::new(shared.gate.slo);
+            rec.fail(&CallError::new(
+                ErrorKind::Transport,
+                format!("client thread {k} could not start its runtime: {e}"),
+            ));
+            ShardOut {
+                rec,
+                check: ThreadCheck::default(),
+            }
+        }
+    }
+}
+
+async fn shard(
+    k: usize,
     client: &Client,
-    gate: &Gate,
-    watch: &Arc<Watch>,
-) -> Result<GateMetrics, String> {
+    shared: &Arc<Shared>,
+    mut go: tokio::sync::watch::Receiver<Go>,
+    (cpu, pings): (Option<usize>, Option<Pings>),
+) -> ShardOut {
+    let (gate, n) = (&shared.gate, shared.threads);
     let load = &gate.load;
-    let warm_concurrency = match load.pace {
-        Pace::Closed { concurrency } => concurrency,
-        Pace::Open { max_in_flight, .. } => max_in_flight.unwrap_or(1),
-    };
-    let breaker = Arc::new(Breaker::new(load.abort_after));
     if load.warmup > 0 {
         let warm = Window {
             bound: Bound {
@@ -425,48 +535,206 @@ pub async fn run_watched(
             },
             first: 0,
             finished: Arc::default(),
-            breaker: Arc::clone(&breaker),
-            watch: Arc::clone(watch),
+            breaker: Arc::clone(&shared.breaker),
+            watch: Arc::clone(&shared.watch),
         };
-        closed(client, gate, warm_concurrency, &warm).await;
-        if let Some(why) = breaker.tripped() {
-            return Err(format!("{why}, during the warm-up; nothing was measured"));
-        }
+        let workers = share(shared.warm_concurrency.min(load.warmup), k, n);
+        closed(client, gate, workers, &shared.warm_next, &warm).await;
     }
-    if load.flush_cache {
-        client
-            .post_admin("/flush_cache")
-            .await
-            .map_err(|e| format!("flush_cache failed before measuring: {e}"))?;
-    }
-    let before = scrape(client).await;
-    let start = Instant::now();
+    shared.arrive();
+    let Ok(Go::Measure(start)) = go.wait_for(|g| *g != Go::Wait).await.map(|g| *g) else {
+        return ShardOut {
+            rec: Recorder::new(gate.slo),
+            check: ThreadCheck::default(),
+        };
+    };
     let window = Window {
         bound: Bound {
             count: load.requests,
             deadline: load.duration.map(|d| start + d),
         },
         first: load.warmup,
-        finished: Arc::default(),
-        breaker: Arc::clone(&breaker),
-        watch: Arc::clone(watch),
+        finished: Arc::clone(&shared.finished),
+        breaker: Arc::clone(&shared.breaker),
+        watch: Arc::clone(&shared.watch),
     };
-    let progress = Progress::start(&gate.name, load.requests, load.duration, &window.finished);
-    watch.set_measuring(true);
-    let rec = match load.pace {
-        Pace::Closed { concurrency } => closed(client, gate, concurrency, &window).await,
+    let (stop, stopped) = oneshot::channel();
+    let probe = pings.map(|p| tokio::spawn(threads::lag_probe(p, stopped)));
+    let cpu_before = threads::thread_cpu();
+    let (rec, streams, starts, late_starts) = match load.pace {
+        Pace::Closed { concurrency } => {
+            let total = load
+                .requests
+                .map_or(concurrency, |c| concurrency.min(c))
+                .max(1);
+            let workers = share(total, k, n);
+            let rec = closed(client, gate, workers, &shared.next, &window).await;
+            (rec, workers, 0, 0)
+        }
         Pace::Open {
             rate,
             arrival,
             seed,
             max_in_flight,
-        } => open(client, gate, rate, arrival, seed, max_in_flight, &window).await,
+        } => {
+            let part = OpenShard {
+                thread: k,
+                threads: n,
+                start,
+                limit: shared.limit.clone(),
+            };
+            let (rec, starts, late) =
+                open(client, gate, (rate, arrival, seed), part, &window).await;
+            (
+                rec,
+                max_in_flight.map_or(0, |m| share(m, k, n)),
+                starts,
+                late,
+            )
+        }
     };
+    let wall = start.elapsed().as_secs_f64();
+    let busy = threads::thread_cpu()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before).as_secs_f64())
+        .filter(|_| wall > 0.0)
+        .map(|cpu| (cpu / wall).min(1.0));
+    let _ = stop.send(());
+    let lag = match probe {
+        Some(p) => p.await.ok(),
+        None => None,
+    };
+    let lag_at = |s| lag.as_ref().and_then(|l| l.stat(s));
+    ShardOut {
+        rec,
+        check: ThreadCheck {
+            streams,
+            cpu,
+            busy,
+            lag_p50: lag_at(Stat::P50),
+            lag_p99: lag_at(Stat::P99),
+            lag_max: lag_at(Stat::Max),
+            lag_samples: lag.as_ref().map_or(0, Distribution::len),
+            starts,
+            late_starts,
+        },
+    }
+}
+
+/// Applies a gate's load on `threads` client threads and measures it;
+/// `Err` when the gate could not be set up (a `flush_cache` the server
+/// refused).
+pub async fn run_gate(
+    client: &Client,
+    gate: &Gate,
+    threads: Threads,
+) -> Result<GateMetrics, String> {
+    run_watched(client, gate, threads, &Arc::new(Watch::default())).await
+}
+
+/// [`run_gate`], showing the measured window to `watch`.
+pub async fn run_watched(
+    client: &Client,
+    gate: &Gate,
+    threads: Threads,
+    watch: &Arc<Watch>,
+) -> Result<GateMetrics, String> {
+    let load = &gate.load;
+    let n = threads.count.max(1);
+    let (warm_concurrency, limit) = match load.pace {
+        Pace::Closed { concurrency } => (concurrency, None),
+        Pace::Open { max_in_flight, .. } => (
+            max_in_flight.unwrap_or(1),
+            max_in_flight.map(|m| Arc::new(Semaphore::new(m as usize))),
+        ),
+    };
+    let breaker = Arc::new(Breaker::new(load.abort_after));
+    let shared = Arc::new(Shared {
+        gate: Arc::new(gate.clone()),
+        threads: n,
+        warm_concurrency,
+        warm_next: Arc::default(),
+        next: Arc::default(),
+        breaker: Arc::clone(&breaker),
+        watch: Arc::clone(watch),
+        finished: Arc::default(),
+        limit,
+        warm: AtomicUsize::new(0),
+        warmed: Notify::new(),
+    });
+    let (go, going) = tokio::sync::watch::channel(Go::Wait);
+    let (pinger, pings) = Pinger::start(n);
+    let cpus = threads::pins(n, threads::pin_from_env());
+    let mut outs = Vec::new();
+    for (k, (cpu, pings)) in cpus.into_iter().zip(pings).enumerate() {
+        let thread_client = match client.for_thread() {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = go.send(Go::Abort);
+                return Err(format!("client thread {k} has no client: {e}"));
+            }
+        };
+        let (tx, rx) = oneshot::channel();
+        let (shared, going) = (Arc::clone(&shared), going.clone());
+        let spawned = std::thread::Builder::new()
+            .name(format!("servegate-client-{k}"))
+            .spawn(move || {
+                let out = client_thread(k, thread_client, &shared, going, (cpu, pings));
+                let _ = tx.send(out);
+            });
+        if let Err(e) = spawned {
+            let _ = go.send(Go::Abort);
+            return Err(format!("failed to start client thread {k}: {e}"));
+        }
+        outs.push(rx);
+    }
+    shared.all_warm().await;
+    let set_up = if let Some(why) = breaker.tripped() {
+        Err(format!("{why}, during the warm-up; nothing was measured"))
+    } else if load.flush_cache {
+        client
+            .post_admin("/flush_cache")
+            .await
+            .map_err(|e| format!("flush_cache failed before measuring: {e}"))
+    } else {
+        Ok(())
+    };
+    if let Err(e) = set_up {
+        let _ = go.send(Go::Abort);
+        for out in outs {
+            let _ = out.await;
+        }
+        return Err(e);
+    }
+    let before = scrape(client).await;
+    let start = Instant::now();
+    let progress = Progress::start(&gate.name, load.requests, load.duration, &shared.finished);
+    watch.set_measuring(true);
+    let _ = go.send(Go::Measure(start));
+    let mut rec = Recorder::new(gate.slo);
+    let mut check = ClientCheck {
+        chosen: threads.chosen.to_owned(),
+        ..ClientCheck::default()
+    };
+    for (k, out) in outs.into_iter().enumerate() {
+        if let Ok(out) = out.await {
+            rec.merge(out.rec);
+            check.threads.push(out.check);
+        } else {
+            rec.fail(&CallError::new(
+                ErrorKind::Transport,
+                format!("client thread {k} ended without its figures (it panicked)"),
+            ));
+            check.threads.push(ThreadCheck::default());
+        }
+    }
     let wall = start.elapsed();
+    drop(pinger);
     watch.set_measuring(false);
     progress.finish();
     let mut metrics = rec.finish(wall);
     metrics.stopped_early = breaker.tripped();
+    metrics.client = check.judged(metrics.itl.stat(Stat::P50));
     let after = scrape(client).await;
     metrics.server = before.and_then(|b| after.map(|a| ServerView::between(&b, &a)));
     Ok(metrics)

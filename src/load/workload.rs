@@ -74,16 +74,9 @@ mod tests {
 
     fn load_of(prompt: LoadPrompt, tokenizer: Option<Tokenizer>) -> Load {
         Load {
-            pace: Pace::Closed { concurrency: 1 },
             requests: Some(1),
-            duration: None,
-            warmup: 0,
-            prompt,
-            output_tokens: 1,
-            ignore_eos: false,
-            flush_cache: false,
             tokenizer,
-            abort_after: 3,
+            ..Load::new(Pace::Closed { concurrency: 1 }, prompt, 1)
         }
     }
 

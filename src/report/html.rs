@@ -543,6 +543,7 @@ mod tests {
             samples: std::collections::BTreeMap::new(),
             token_sources: std::collections::BTreeMap::new(),
             thresholds: Vec::new(),
+            client: None,
         };
         let svg = percentile_chart(&g);
         let x = xs(&svg);

@@ -837,6 +837,67 @@ pub struct Load {
     /// Stop the gate after this many consecutive requests failed the same
     /// way (timed out, stalled, or could not connect); 0 never stops.
     pub abort_after: u32,
+    /// How many threads of the client drive the load.
+    pub client_threads: ClientThreads,
+    /// What a gate whose client was the bottleneck does; unset: fail
+    /// against a server, warn against the embedded simulator (it shares
+    /// the client's process and cores, so the check cannot tell the two
+    /// apart, and its figures are no server's).
+    pub client_limited: Option<OnClientLimited>,
+}
+
+impl Load {
+    /// A load of `pace` sending `prompt` for `output_tokens` each, with
+    /// every other setting at its default (no bound, no warm-up).
+    pub fn new(pace: Pace, prompt: LoadPrompt, output_tokens: u32) -> Self {
+        Self {
+            pace,
+            requests: None,
+            duration: None,
+            warmup: 0,
+            prompt,
+            output_tokens,
+            ignore_eos: false,
+            flush_cache: false,
+            tokenizer: None,
+            abort_after: 3,
+            client_threads: ClientThreads::Auto,
+            client_limited: None,
+        }
+    }
+}
+
+/// How many client threads drive a gate's load, each with a runtime of its
+/// own and a shard of the streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClientThreads {
+    /// Chosen from the load (its streams and expected tokens per second),
+    /// within the cores the machine has.
+    #[default]
+    Auto,
+    /// This many.
+    Fixed(u32),
+}
+
+/// What a gate does when its self-check finds that the client, not the
+/// server, set its figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnClientLimited {
+    /// The gate fails, whatever its thresholds say.
+    Fail,
+    /// The figures are marked `client-limited` and judged as they are.
+    Warn,
+}
+
+impl OnClientLimited {
+    /// `fail` or `warn`.
+    pub fn parse(word: &str) -> Option<Self> {
+        match word {
+            "fail" => Some(Self::Fail),
+            "warn" => Some(Self::Warn),
+            _ => None,
+        }
+    }
 }
 
 /// Service-level objectives a request must meet to count as goodput.

@@ -7,8 +7,8 @@ use crate::suite::dataset;
 use crate::suite::diagnostics::{Diagnostic, did_you_mean};
 use crate::suite::metric::{Metric, MetricKey, all_keys};
 use crate::suite::model::{
-    Arrival, Curve, CurveCheck, Gate, Load, LoadPrompt, LocatedThreshold, Pace, Probe, Recheck,
-    Sampling, VerdictMode,
+    Arrival, ClientThreads, Curve, CurveCheck, Gate, Load, LoadPrompt, LocatedThreshold,
+    OnClientLimited, Pace, Probe, Recheck, Sampling, VerdictMode,
 };
 use crate::suite::node::{Node, Yaml};
 use crate::suite::threshold::{Bound, Op, Threshold, parse_comparison};
@@ -40,6 +40,8 @@ pub(super) const LOAD: &[&str] = &[
     "ignore_eos",
     "flush_cache",
     "abort_after",
+    "client_threads",
+    "client_limited",
     "dataset",
     "shared_prefix",
     "tokenizer",
@@ -49,6 +51,9 @@ pub(super) const SHARED_PREFIX: &[&str] = &["tokens", "groups"];
 const MAX_DATASET_BYTES: u64 = 64 * 1024 * 1024;
 pub(super) const SLO: &[&str] = &["ttft", "tpot", "e2e"];
 pub(super) const ARRIVALS: &[&str] = &["constant", "poisson"];
+pub(super) const CLIENT_LIMITED: &[&str] = &["fail", "warn"];
+/// Most client threads a suite may ask for.
+pub(super) const MAX_CLIENT_THREADS: u32 = 256;
 
 /// A sweep level: `concurrency: [1, 8]` or `rate: [5, 10]` gives one gate
 /// per value, named `<gate>::concurrency_8`.
@@ -538,6 +543,15 @@ impl Decoder<'_> {
         let abort_after = f
             .get("abort_after")
             .map_or(Some(3), |v| self.count(v, "abort_after", 0));
+        let client_threads = f
+            .get("client_threads")
+            .map_or(Some(ClientThreads::Auto), |v| self.client_threads(v));
+        let client_limited = match f.get("client_limited") {
+            None => Some(None),
+            Some(v) => self
+                .one_of(v, "client_limited", CLIENT_LIMITED)
+                .map(|w| OnClientLimited::parse(&w)),
+        };
         let prompt = self.workload(&f, y);
         let tokenizer = f
             .get("tokenizer")
@@ -558,8 +572,31 @@ impl Decoder<'_> {
             flush_cache: flush_cache?,
             tokenizer: tokenizer?,
             abort_after: abort_after?,
+            client_threads: client_threads?,
+            client_limited: client_limited?,
         };
         Some((load, levels?))
+    }
+
+    /// `client_threads: auto` or a count.
+    fn client_threads(&mut self, y: &Yaml) -> Option<ClientThreads> {
+        match &y.node {
+            Node::Str(s) if s == "auto" => Some(ClientThreads::Auto),
+            Node::Int(n) => match u32::try_from(*n) {
+                Ok(n) if (1..=MAX_CLIENT_THREADS).contains(&n) => Some(ClientThreads::Fixed(n)),
+                _ => {
+                    self.error(
+                        Diagnostic::new(y.loc, format!("client_threads is out of range: {n}"))
+                            .expected(format!("`auto` or 1 to {MAX_CLIENT_THREADS}")),
+                    );
+                    None
+                }
+            },
+            _ => {
+                self.type_error(y, "client_threads", "`auto` or a number of threads");
+                None
+            }
+        }
     }
 
     fn thresholds(&mut self, y: &Yaml) -> Option<Vec<LocatedThreshold>> {

@@ -13,7 +13,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::gate::{ARRIVALS, GATE, LOAD, SHARED_PREFIX, SLO, TOKEN_ACCOUNTING};
+use super::gate::{
+    ARRIVALS, CLIENT_LIMITED, GATE, LOAD, MAX_CLIENT_THREADS, SHARED_PREFIX, SLO, TOKEN_ACCOUNTING,
+};
 use super::probe::{
     ACCURACY, CHECKS, CODE, DATASET, DEGENERATE, EXTRACT_REGEX, EXTRACTS, FORMATS, JSON, MESSAGE,
     NUMBER, PASS_AT_1, ROLES, assertion_keys, probe_keys,
@@ -936,6 +938,11 @@ fn load() -> Value {
                 "ignore_eos" => described(boolean(), "The server generates exactly `output_tokens`."),
                 "flush_cache" => described(boolean(), "`POST /flush_cache` (SGLang) after the warm-up."),
                 "abort_after" => described(count(0), "Stop after this many consecutive stalls, timeouts or refusals (default 3; 0: never)."),
+                "client_threads" => described(
+                    json!({"anyOf": [{"const": "auto"}, {"type": "integer", "minimum": 1, "maximum": MAX_CLIENT_THREADS}]}),
+                    "Client threads driving the load, each owning a shard of the streams (default `auto`: from the load, within the machine's cores; `--client-threads` overrides).",
+                ),
+                "client_limited" => described(one_of(CLIENT_LIMITED), "When the self-check finds the client was the bottleneck: `fail` the gate or `warn` (figures marked client-limited, judged as they are); default: `fail` against a server, `warn` against the embedded simulator."),
                 "dataset" => described(string(), "A JSONL (or ShareGPT JSON) file of prompts, relative to the suite or a parent."),
                 "shared_prefix" => described(
                     with_required(

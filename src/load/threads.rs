@@ -1,0 +1,364 @@
+//! Thread-per-core: a gate's streams are split over client threads, each
+//! running a current-thread runtime of its own that owns its shard of the
+//! streams and their sockets. Nothing is stolen between threads, so a
+//! stream's timing stays on one core; each thread records its own
+//! histograms, merged when the window closes. One thread saturates near
+//! 60k paced tokens/s (bench-client); a node of eight GPUs, or a router in
+//! front of several, streams more.
+//!
+//! Every thread also measures itself (CPU busy share, event-loop lag), for
+//! the gate's self-check ([`super::selfcheck`]).
+
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::distribution::Distribution;
+use crate::suite::{ClientThreads, Load, Pace};
+
+/// Streams one client thread takes on when the count is chosen from the
+/// load.
+const STREAMS_PER_THREAD: f64 = 200.0;
+/// Expected tokens per second one client thread takes on: at the 15–17 µs
+/// of CPU a paced token costs (bench-client), a third of a core, leaving
+/// room for the bursts of a load that starts together.
+const TOKENS_PER_THREAD: f64 = 20_000.0;
+/// What a closed-loop stream is assumed to decode when the count is chosen
+/// (its server's speed is what the gate measures): 100 tok/s, 10 ms a token.
+const STREAM_TOK_S: f64 = 100.0;
+/// Most client threads `auto` chooses.
+const AUTO_MAX: usize = 8;
+/// `SERVEGATE_PIN_CLIENT=1` pins client threads to cores, `0` never does;
+/// unset, threads are pinned on machines large enough for the server to
+/// keep cores of its own.
+pub const PIN_ENV: &str = "SERVEGATE_PIN_CLIENT";
+
+/// How many client threads drive a gate, and what chose it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Threads {
+    /// At least one.
+    pub count: usize,
+    /// `auto`, `suite` or `--client-threads`.
+    pub chosen: &'static str,
+}
+
+impl Threads {
+    /// One thread, as asked by a caller that measures the client itself.
+    pub const ONE: Threads = Threads {
+        count: 1,
+        chosen: "one",
+    };
+
+    /// The threads of `load`: `forced` (`--client-threads`) first, then
+    /// the suite's count, else chosen from the load and the machine's cores.
+    pub fn of(load: &Load, forced: Option<u32>) -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        match (forced, load.client_threads) {
+            (Some(n), _) => Self {
+                count: n.max(1) as usize,
+                chosen: "--client-threads",
+            },
+            (None, ClientThreads::Fixed(n)) => Self {
+                count: n.max(1) as usize,
+                chosen: "suite",
+            },
+            (None, ClientThreads::Auto) => Self {
+                count: auto(load, cores),
+                chosen: "auto",
+            },
+        }
+    }
+}
+
+/// The count `auto` chooses for `load` on a machine of `cores`: enough
+/// threads for its streams and its expected tokens per second, at most half
+/// the cores (the server, or other work of the machine, needs the rest) and
+/// at most [`AUTO_MAX`].
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "small positive counts"
+)]
+pub fn auto(load: &Load, cores: usize) -> usize {
+    let (streams, tok_s) = match load.pace {
+        Pace::Closed { concurrency } => {
+            let c = f64::from(concurrency);
+            (c, c * STREAM_TOK_S)
+        }
+        Pace::Open {
+            rate,
+            max_in_flight,
+            ..
+        } => (
+            max_in_flight.map_or(0.0, f64::from),
+            rate * f64::from(load.output_tokens),
+        ),
+    };
+    let wanted = (streams / STREAMS_PER_THREAD)
+        .max(tok_s / TOKENS_PER_THREAD)
+        .ceil()
+        .max(1.0) as usize;
+    wanted.min((cores / 2).clamp(1, AUTO_MAX))
+}
+
+/// The CPUs `n` client threads are pinned to (`None`: not pinned): the
+/// highest of those this process may run on, one each, where `pin` says so
+/// — by default only where at least 8 CPUs are allowed and four times as
+/// many as threads, so that the server keeps cores of its own and two
+/// runs on a small machine do not crowd one core.
+pub fn pins(n: usize, pin: Option<bool>) -> Vec<Option<usize>> {
+    let allowed = allowed_cpus();
+    let yes = pin.unwrap_or(allowed.len() >= 8 && allowed.len() >= 4 * n);
+    if !yes || allowed.len() < n {
+        return vec![None; n];
+    }
+    allowed.iter().rev().take(n).map(|&c| Some(c)).collect()
+}
+
+/// `SERVEGATE_PIN_CLIENT`, when it says yes or no.
+pub fn pin_from_env() -> Option<bool> {
+    match std::env::var(PIN_ENV).ok()?.trim() {
+        "1" | "true" | "yes" => Some(true),
+        "0" | "false" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn allowed_cpus() -> Vec<usize> {
+    use nix::sched::{CpuSet, sched_getaffinity};
+    use nix::unistd::Pid;
+    let Ok(set) = sched_getaffinity(Pid::from_raw(0)) else {
+        return Vec::new();
+    };
+    (0..CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .collect()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn allowed_cpus() -> Vec<usize> {
+    Vec::new()
+}
+
+/// Pins the calling thread to `cpu`; whether it was.
+#[cfg(target_os = "linux")]
+pub fn pin(cpu: usize) -> bool {
+    use nix::sched::{CpuSet, sched_setaffinity};
+    use nix::unistd::Pid;
+    let mut set = CpuSet::new();
+    set.set(cpu).is_ok() && sched_setaffinity(Pid::from_raw(0), &set).is_ok()
+}
+
+/// Pins the calling thread to `cpu` (not here).
+#[cfg(not(target_os = "linux"))]
+pub fn pin(_cpu: usize) -> bool {
+    false
+}
+
+/// The CPU time the calling thread has used.
+#[cfg(target_os = "linux")]
+pub fn thread_cpu() -> Option<Duration> {
+    use nix::time::{ClockId, clock_gettime};
+    let t = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).ok()?;
+    Some(Duration::new(
+        u64::try_from(t.tv_sec()).ok()?,
+        u32::try_from(t.tv_nsec()).ok()?,
+    ))
+}
+
+/// The CPU time the calling thread has used (unknown here).
+#[cfg(not(target_os = "linux"))]
+pub fn thread_cpu() -> Option<Duration> {
+    None
+}
+
+/// How often the lag probe pings each client thread.
+const PING_EVERY: Duration = Duration::from_millis(1);
+
+/// The loop-lag probe of a gate's client threads: a thread of its own that
+/// pings every client thread each millisecond, stamping each ping as it
+/// sends it. Each client thread runs a task that records how long every
+/// ping waited before that task ran: the wait of any event from outside —
+/// a socket that became readable — behind the thread's other work, a
+/// thread that hogs it, or a core it did not get. (A timer of the loop
+/// itself could not tell: tokio's timers fire on a 1 ms grain.)
+pub struct Pinger {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What a client thread's probe task reads its pings from.
+pub type Pings = tokio::sync::mpsc::UnboundedReceiver<Instant>;
+
+impl Pinger {
+    /// A pinger of `n` client threads, and the pings of each; `None` when
+    /// its thread cannot be started (the gate then has no lag figures).
+    pub fn start(n: usize) -> (Option<Self>, Vec<Option<Pings>>) {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let (senders, pings): (Vec<_>, Vec<_>) = (0..n)
+            .map(|_| tokio::sync::mpsc::unbounded_channel::<Instant>())
+            .unzip();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("servegate-lag".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(PING_EVERY);
+                    for s in &senders {
+                        let _ = s.send(Instant::now());
+                    }
+                }
+            });
+        match thread {
+            Ok(t) => (
+                Some(Self {
+                    stop,
+                    thread: Some(t),
+                }),
+                pings.into_iter().map(Some).collect(),
+            ),
+            Err(_) => (None, (0..n).map(|_| None).collect()),
+        }
+    }
+}
+
+impl Drop for Pinger {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The lag of the pings a client thread reads until `stop`, from those
+/// sent after it started (earlier ones waited for the probe, not the loop).
+pub async fn lag_probe(mut pings: Pings, mut stop: oneshot::Receiver<()>) -> Distribution {
+    let started = Instant::now();
+    let mut lag = Distribution::seconds();
+    loop {
+        tokio::select! {
+            biased;
+            _ = &mut stop => break,
+            ping = pings.recv() => match ping {
+                Some(sent) if sent >= started => lag.record(sent.elapsed().as_secs_f64()),
+                Some(_) => {}
+                None => break,
+            },
+        }
+    }
+    lag
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::metric::Stat;
+
+    fn load(pace: Pace, output_tokens: u32) -> Load {
+        Load::new(pace, crate::suite::LoadPrompt::Tokens(16), output_tokens)
+    }
+
+    #[test]
+    fn auto_follows_the_streams_and_the_tokens_within_half_the_cores() {
+        let closed = |c| load(Pace::Closed { concurrency: c }, 128);
+        assert_eq!(auto(&closed(1), 64), 1);
+        assert_eq!(auto(&closed(200), 64), 1);
+        assert_eq!(auto(&closed(201), 64), 2);
+        assert_eq!(auto(&closed(1000), 64), 5);
+        assert_eq!(auto(&closed(10_000), 64), AUTO_MAX);
+        assert_eq!(auto(&closed(1000), 4), 2);
+        assert_eq!(auto(&closed(1000), 2), 1);
+        assert_eq!(auto(&closed(1000), 1), 1);
+        let open = |rate, cap| {
+            load(
+                Pace::Open {
+                    rate,
+                    arrival: crate::suite::Arrival::Constant,
+                    seed: 0,
+                    max_in_flight: cap,
+                },
+                500,
+            )
+        };
+        // 100 req/s of 500 tokens: 50k tokens/s.
+        assert_eq!(auto(&open(100.0, None), 64), 3);
+        assert_eq!(auto(&open(1.0, Some(600)), 64), 3);
+    }
+
+    #[test]
+    fn a_forced_count_wins_over_the_suite_and_auto() {
+        let mut l = load(Pace::Closed { concurrency: 4 }, 16);
+        assert_eq!(Threads::of(&l, None).chosen, "auto");
+        l.client_threads = ClientThreads::Fixed(3);
+        assert_eq!(
+            Threads::of(&l, None),
+            Threads {
+                count: 3,
+                chosen: "suite"
+            }
+        );
+        assert_eq!(Threads::of(&l, Some(2)).count, 2);
+        assert_eq!(Threads::of(&l, Some(2)).chosen, "--client-threads");
+    }
+
+    #[test]
+    fn pinning_only_where_asked_or_where_there_is_room() {
+        assert_eq!(pins(2, Some(false)), vec![None, None]);
+        let allowed = allowed_cpus();
+        if allowed.is_empty() {
+            return;
+        }
+        let pinned = pins(1, Some(true));
+        assert_eq!(pinned, vec![allowed.last().copied()]);
+        assert_eq!(
+            pins(allowed.len() + 1, Some(true)),
+            vec![None; allowed.len() + 1]
+        );
+    }
+
+    #[test]
+    fn the_thread_clock_counts_this_threads_work_only() {
+        let Some(before) = thread_cpu() else { return };
+        std::thread::sleep(Duration::from_millis(50));
+        let slept = thread_cpu().unwrap().saturating_sub(before);
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < Duration::from_millis(50) {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        let spun = thread_cpu()
+            .unwrap()
+            .saturating_sub(before)
+            .saturating_sub(slept);
+        assert!(slept < Duration::from_millis(10), "sleeping cost {slept:?}");
+        assert!(
+            spun > Duration::from_millis(20),
+            "spinning cost {spun:?} ({x})"
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_lag_probe_sees_a_task_that_hogs_its_thread() {
+        let (pinger, mut pings) = Pinger::start(1);
+        let _pinger = pinger.unwrap();
+        let (stop, rx) = oneshot::channel();
+        let probe = tokio::spawn(lag_probe(pings.pop().unwrap().unwrap(), rx));
+        // A quiet start, then a task that blocks the thread 20 ms at a
+        // time, five times.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        for _ in 0..5 {
+            tokio::time::sleep(Duration::from_millis(3)).await;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let _ = stop.send(());
+        let lag = probe.await.unwrap();
+        let max = lag.stat(Stat::Max).unwrap();
+        assert!(max >= 0.015, "max lag {max}");
+        assert!(lag.len() >= 5, "{} samples", lag.len());
+    }
+}
