@@ -93,7 +93,7 @@ fn shipped_suite_passes_on_the_simulator_with_figures() {
         &[
             "pass decode_tok_s.mean >= 12.5 tok/s (measured",
             "counts from server usage ×5",
-            "decode_tok_s  mean",
+            "decode_tok_s   mean",
         ],
     );
     // No progress bar when stderr is not a terminal.

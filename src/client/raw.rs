@@ -146,15 +146,21 @@ impl Pool {
                 Err(e) => return Err(e),
             }
         }
+        let opening = std::time::Instant::now();
         let conn = self
             .connect(connect, head_deadline)
             .await
             .map_err(HeadError::Call)?;
+        let opened = opening.elapsed();
         match Response::exchange(conn, &bytes, head_deadline).await {
             Err(HeadError::Stale) => Err(HeadError::Call(CallError::new(
                 ErrorKind::Transport,
                 "the server closed the connection without a response",
             ))),
+            Ok(mut r) => {
+                r.connect = Some(opened);
+                Ok(r)
+            }
             other => other,
         }
     }
@@ -181,6 +187,10 @@ pub struct Response {
     pos: usize,
     /// When the bytes of the latest read reached this host.
     arrived: std::time::Instant,
+    /// How long opening its connection took, when it opened one.
+    pub connect: Option<std::time::Duration>,
+    /// When the request's last byte was handed to the kernel.
+    pub written: std::time::Instant,
     /// The status code.
     pub status: u16,
     /// The `Content-Type` and `Content-Encoding` headers, when present.
@@ -205,8 +215,11 @@ impl Response {
             Ok(Err(_)) => return Err(HeadError::Stale),
             Ok(Ok(())) => {}
         }
+        let written = std::time::Instant::now();
         let mut response = Self {
             conn,
+            connect: None,
+            written,
             buf: vec![0; 16 * 1024],
             filled: 0,
             pos: 0,
@@ -374,12 +387,21 @@ impl Response {
     }
 
     /// Finishes the response: a connection whose body is read to its end
-    /// goes back to the pool; a short tail (the chunked terminator after
-    /// `[DONE]`) is drained in the background, so the caller does not wait
-    /// and the connection is not lost. Any other connection is closed.
+    /// goes back to the pool — at once when the rest of the body (the
+    /// chunked terminator after `[DONE]`) is already buffered, so that the
+    /// caller's next request finds it; a tail still to come is drained in
+    /// the background, so the caller does not wait and the connection is
+    /// not lost. Any other connection is closed.
     pub fn release(mut self, pool: &Pool) {
         if !self.keep_alive {
             return;
+        }
+        while !self.done() {
+            match self.step() {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(_) => return,
+            }
         }
         if self.done() {
             if self.pos == self.filled {

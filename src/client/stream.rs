@@ -56,6 +56,11 @@ pub struct TokenMark {
 /// Monotonic timestamps of one call, relative to the moment it was sent.
 #[derive(Debug, Clone, Default)]
 pub struct Timing {
+    /// Opening the connection, when the call opened one (`http://`
+    /// targets; a pooled connection opens none).
+    pub connect: Option<Duration>,
+    /// The request's last byte handed to the kernel (`http://` targets).
+    pub written: Option<Duration>,
     /// Response headers received.
     pub headers: Duration,
     /// First body byte received.
@@ -374,6 +379,8 @@ impl Client {
                 }
             };
             reader.timing.headers = sent.elapsed();
+            reader.timing.connect = response.connect;
+            reader.timing.written = Some(response.written.saturating_duration_since(sent));
             if !(200..300).contains(&response.status) {
                 let text = response.text(deadlines.total_at).await;
                 let detail = error_message_of(&text).unwrap_or_else(|| excerpt(&text, 500));

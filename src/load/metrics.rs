@@ -22,6 +22,8 @@ pub const SERIES_MAX: usize = 5000;
 pub struct Recorder {
     ttft: Distribution,
     ttft_content: Distribution,
+    ttft_from_send: Distribution,
+    connect: Distribution,
     itl: Distribution,
     tpot: Distribution,
     e2e: Distribution,
@@ -60,6 +62,8 @@ impl Recorder {
         Self {
             ttft: Distribution::seconds(),
             ttft_content: Distribution::seconds(),
+            ttft_from_send: Distribution::seconds(),
+            connect: Distribution::seconds(),
             itl: Distribution::seconds(),
             tpot: Distribution::seconds(),
             e2e: Distribution::seconds(),
@@ -98,6 +102,13 @@ impl Recorder {
         self.ttft.record(ttft);
         if let Some(fc) = t.first_content {
             self.ttft_content.record((late + fc).as_secs_f64());
+        }
+        if let Some(w) = t.written {
+            self.ttft_from_send
+                .record(first.saturating_sub(w).as_secs_f64());
+        }
+        if let Some(c) = t.connect {
+            self.connect.record(c.as_secs_f64());
         }
         self.e2e.record(e2e);
         if self.series.len() < SERIES_MAX {
@@ -167,6 +178,8 @@ impl Recorder {
     pub fn merge(&mut self, other: Recorder) {
         self.ttft.merge(&other.ttft);
         self.ttft_content.merge(&other.ttft_content);
+        self.ttft_from_send.merge(&other.ttft_from_send);
+        self.connect.merge(&other.connect);
         self.itl.merge(&other.itl);
         self.tpot.merge(&other.tpot);
         self.e2e.merge(&other.e2e);
@@ -218,6 +231,8 @@ impl Recorder {
             series,
             ttft: self.ttft,
             ttft_content: self.ttft_content,
+            ttft_from_send: self.ttft_from_send,
+            connect: self.connect,
             itl: self.itl,
             tpot: self.tpot,
             e2e: self.e2e,
@@ -256,6 +271,10 @@ pub struct GateMetrics {
     pub ttft: Distribution,
     /// Time to first content token, seconds.
     pub ttft_content: Distribution,
+    /// Time from the request's write to the first token, seconds.
+    pub ttft_from_send: Distribution,
+    /// Time to open a connection, for requests that opened one, seconds.
+    pub connect: Distribution,
     /// Inter-token latency, seconds.
     pub itl: Distribution,
     /// Time per output token after the first, seconds.
@@ -321,6 +340,8 @@ impl GateMetrics {
         match metric {
             Metric::Ttft => Some(&self.ttft),
             Metric::TtftContent => Some(&self.ttft_content),
+            Metric::TtftFromSend => Some(&self.ttft_from_send),
+            Metric::Connect => Some(&self.connect),
             Metric::Itl => Some(&self.itl),
             Metric::Tpot => Some(&self.tpot),
             Metric::E2e => Some(&self.e2e),
@@ -439,13 +460,19 @@ impl GateMetrics {
         for metric in [
             Metric::Ttft,
             Metric::TtftContent,
+            Metric::TtftFromSend,
+            Metric::Connect,
             Metric::Itl,
             Metric::Tpot,
             Metric::E2e,
             Metric::DecodeTokS,
         ] {
             let d = self.distribution(metric).expect("distribution metric");
-            let _ = write!(out, "    {:<13}", metric.name());
+            // Connections opened in the warm-up are not the window's.
+            if metric == Metric::Connect && d.is_empty() {
+                continue;
+            }
+            let _ = write!(out, "    {:<14}", metric.name());
             if d.is_empty() {
                 out.push_str("  no samples\n");
                 continue;

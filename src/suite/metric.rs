@@ -16,6 +16,11 @@ pub enum Metric {
     Ttft,
     /// Time to the first content token (after any reasoning).
     TtftContent,
+    /// Time from the moment the request was written to the first token:
+    /// TTFT without the connect, the request's write and any late start.
+    TtftFromSend,
+    /// Time to open a connection, for requests that opened one.
+    Connect,
     /// Inter-token latency.
     Itl,
     /// Time per output token after the first.
@@ -123,13 +128,18 @@ const fn row(
 }
 
 /// Every metric, in report order (the order of [`Metric`]'s variants).
-pub const METRICS: [MetricSpec; 17] = {
+pub const METRICS: [MetricSpec; 19] = {
     use Combine::{Mean, Sum};
     use Metric as M;
     use Unit::{Count, Percent, ReqPerS, Seconds, TokPerS};
     [
         row(M::Ttft, "ttft", Seconds, true, Mean),
         row(M::TtftContent, "ttft_content", Seconds, true, Mean),
+        row(M::TtftFromSend, "ttft_from_send", Seconds, true, Mean)
+            .needs("an `http://` target (servegate's own transport stamps the request's write)"),
+        row(M::Connect, "connect", Seconds, true, Mean).needs(
+            "requests that opened a connection on an `http://` target (warm-up's are reused)",
+        ),
         row(M::Itl, "itl", Seconds, true, Mean),
         row(M::Tpot, "tpot", Seconds, true, Mean),
         row(M::E2e, "e2e", Seconds, true, Mean),

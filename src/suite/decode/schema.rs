@@ -755,6 +755,10 @@ fn metric_doc(metric: Metric) -> &'static str {
     match metric {
         Metric::Ttft => "send → first token of any kind (reasoning counts)",
         Metric::TtftContent => "send → first content token (after reasoning)",
+        Metric::TtftFromSend => {
+            "request written → first token (TTFT without connect, write or late start)"
+        }
+        Metric::Connect => "time to open a connection (requests that opened one)",
         Metric::Itl => "gap between tokens; a chunk of k tokens gives k gaps of gap/k",
         Metric::Tpot => "(e2e − ttft) / (tokens − 1) per request",
         Metric::E2e => "send → end of stream",
