@@ -1,56 +1,90 @@
 //! `servegate bench-client`: the client's own cost and accuracy, measured
-//! against the simulator running in a separate process (pinned to another
-//! core when `taskset` exists), so that only the client's work is counted.
+//! against the stamped simulator (`servegate sim --stamp-tokens`) running
+//! in a separate process — on a core of its own where the machine has one
+//! beside the client's threads — so that only the client's work is counted.
 //!
-//! Two tables: the ceiling (ITL = 0: tokens/s ingested and CPU µs per token
-//! at each concurrency) and the timing error (TTFT = 100 ms, ITL = 10 ms:
-//! measured percentiles against that truth).
+//! One row per pacing, client threads and streams: tokens per second held,
+//! the client threads' CPU per token (their thread clocks over the
+//! window), their busy share and loop lag (the gate's self-check), and the
+//! timing error against the simulator's own stamps: each request's TTFT
+//! against the server's (first token sent − request read) and each gap
+//! between tokens against the gap between their send stamps.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use crate::client::{CallRequest, Client};
-use crate::load::distribution::Distribution;
+use crate::client::Client;
 use crate::load::metrics::GateMetrics;
-use crate::load::runner::run_gate;
+use crate::load::runner::{Sample as Answer, Watch, run_gate, run_watched};
+use crate::load::threads::Threads;
 use crate::suite::Slo;
-use crate::suite::metric::Stat;
 use crate::suite::node::Loc;
 use crate::suite::{Api, Gate, Load, LoadPrompt, Pace, Sampling, Timeouts};
-use crate::units::format_secs;
+use crate::units::{format_duration, format_secs};
 
 /// What to measure.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
-    /// Concurrency levels of the ceiling table.
-    pub ceiling: Vec<u32>,
-    /// Concurrency levels of the timing table.
-    pub timing: Vec<u32>,
+    /// Streams (closed-loop concurrency) of each row.
+    pub streams: Vec<u32>,
+    /// Client threads of each row.
+    pub threads: Vec<usize>,
+    /// The simulator's gap between tokens of each row (0: unpaced, every
+    /// token as fast as it can send).
+    pub itl: Vec<Duration>,
     /// Tokens per stream.
     pub tokens: u32,
-    /// Measured window per level.
+    /// Measured window per row.
     pub duration: Duration,
-    /// Runtime worker threads of the client.
-    pub threads: usize,
+    /// A CPU-burning process pinned to the client's first core: the
+    /// self-check must see the client starved.
+    pub starve: bool,
 }
 
-/// A simulator in a child process, killed when dropped.
-struct SimProcess {
+/// A child process, killed when dropped.
+struct Child_ {
     child: Child,
-    url: String,
 }
 
-impl Drop for SimProcess {
+impl Drop for Child_ {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
-fn spawn_sim(ttft: &str, itl: &str, stamp: bool, pin: bool) -> Result<SimProcess, String> {
+/// A simulator in a child process, killed when dropped.
+struct SimProcess {
+    _child: Child_,
+    url: String,
+}
+
+/// `command` run under `taskset -c cpus` when `cpus` is given.
+fn pinned(program: &std::ffi::OsStr, cpus: Option<&str>) -> Command {
+    match cpus {
+        Some(cpus) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", cpus]).arg(program);
+            c
+        }
+        None => Command::new(program),
+    }
+}
+
+fn spawn_sim(
+    ttft: Duration,
+    itl: Duration,
+    stamp: bool,
+    cpu: Option<usize>,
+) -> Result<SimProcess, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let (ttft, itl) = (
+        format!("{}us", ttft.as_micros()),
+        format!("{}us", itl.as_micros()),
+    );
     // Capacity beyond any level measured: the batching model must not
     // stretch the truth the client is compared with.
     let mut args = vec![
@@ -58,29 +92,24 @@ fn spawn_sim(ttft: &str, itl: &str, stamp: bool, pin: bool) -> Result<SimProcess
         "--port",
         "0",
         "--ttft",
-        ttft,
+        &ttft,
         "--itl",
-        itl,
+        &itl,
         "--capacity",
         "1000000",
     ];
     if stamp {
         args.push("--stamp-tokens");
     }
-    let mut cmd = if pin {
-        let mut c = Command::new("taskset");
-        c.args(["-c", "1"]).arg(&exe);
-        c
-    } else {
-        Command::new(&exe)
-    };
-    let mut child = cmd
+    let cpu = cpu.map(|c| c.to_string());
+    let mut child = pinned(exe.as_os_str(), cpu.as_deref())
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| format!("failed to start the simulator process: {e}"))?;
     let stdout = child.stdout.take().ok_or("no simulator stdout")?;
+    let child = Child_ { child };
     let mut line = String::new();
     BufReader::new(stdout)
         .read_line(&mut line)
@@ -90,38 +119,37 @@ fn spawn_sim(ttft: &str, itl: &str, stamp: bool, pin: bool) -> Result<SimProcess
         .find(|w| w.starts_with("http://"))
         .ok_or_else(|| format!("the simulator printed no address: {line:?}"))?
         .to_owned();
-    Ok(SimProcess { child, url })
+    Ok(SimProcess { _child: child, url })
 }
 
-/// Whether client and simulator can be pinned to separate cores.
-fn pinning() -> bool {
-    std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
-        && Command::new("taskset")
-            .arg("--version")
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-}
-
-/// Pins every thread of this process to CPU 0 (threads started later
-/// inherit it), leaving CPU 1 to the simulator.
-fn pin_self() -> bool {
+/// A process that burns a CPU until dropped.
+fn burner(cpu: usize) -> Result<Child_, String> {
+    let cpu = cpu.to_string();
     Command::new("taskset")
-        .args(["-a", "-cp", "0", &std::process::id().to_string()])
+        .args(["-c", &cpu, "sh", "-c", "while :; do :; done"])
+        .stdout(Stdio::null())
+        .spawn()
+        .map(|child| Child_ { child })
+        .map_err(|e| format!("failed to start a CPU burner on CPU {cpu}: {e}"))
+}
+
+/// Whether `taskset` can pin processes here.
+fn taskset() -> bool {
+    Command::new("taskset")
+        .arg("--version")
         .stdout(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
 }
 
-/// CPU time of this process (user + system), from `/proc/self/stat`.
-fn cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the parenthesised command name; utime and stime are the
-    // 12th and 13th of them, in clock ticks (100 per second on Linux).
-    let rest = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
+/// Pins every thread of this process to `cpus` (threads started later
+/// inherit it).
+fn pin_self(cpus: &str) -> bool {
+    Command::new("taskset")
+        .args(["-a", "-cp", cpus, &std::process::id().to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 fn gate(concurrency: u32, tokens: u32, duration: Duration) -> Gate {
@@ -151,193 +179,347 @@ fn gate(concurrency: u32, tokens: u32, duration: Duration) -> Gate {
     }
 }
 
-fn measure(
+fn client(url: &str) -> Result<Client, String> {
+    Client::new(url, Api::OpenAiChat, "bench", None, Timeouts::default()).map_err(|e| e.to_string())
+}
+
+/// Answers kept whole per row for the timing error.
+const KEEP: usize = 2000;
+
+/// The timing error of a row, from the answers kept whole.
+#[derive(Default)]
+struct Truth {
+    ttft: Vec<f64>,
+    /// The server's TTFT: first token sent − request read.
+    ttft_true: Vec<f64>,
+    ttft_err: Vec<f64>,
+    /// Where the error goes: the request waiting in the server's socket
+    /// (its last bytes' arrival → read), and the rest, outside the
+    /// server: the client's write, the wire both ways, the client's
+    /// stamping (measured TTFT − (first token sent − request arrived)).
+    queue: Vec<f64>,
+    outside: Vec<f64>,
+    /// The client's write of the request (sent → written).
+    write: Vec<f64>,
+    itl: Vec<f64>,
+    itl_true: Vec<f64>,
+    itl_err: Vec<f64>,
+    /// Answers whose stamps did not match their tokens.
+    unreadable: u64,
+}
+
+/// Microseconds since the epoch, as the simulator wrote them.
+fn micros(word: &str) -> Option<f64> {
+    word.parse::<f64>().ok().map(|us| us / 1e6)
+}
+
+impl Truth {
+    fn add(&mut self, a: &Answer) {
+        let words: Vec<&str> = a.content.split_whitespace().collect();
+        let first: Vec<Option<f64>> = words
+            .first()
+            .map(|w| w.split(':').map(micros).collect())
+            .unwrap_or_default();
+        let marks = &a.timing.marks;
+        let (&[Some(arrived), Some(read), Some(sent)], Some(measured)) =
+            (first.as_slice(), a.timing.first_token)
+        else {
+            self.unreadable += 1;
+            return;
+        };
+        let mut stamps = vec![sent];
+        stamps.extend(words[1..].iter().filter_map(|w| micros(w)));
+        if stamps.len() != marks.len() {
+            self.unreadable += 1;
+            return;
+        }
+        let (measured, truth) = (measured.as_secs_f64(), sent - read);
+        self.ttft.push(measured);
+        self.ttft_true.push(truth);
+        self.ttft_err.push((measured - truth).abs());
+        self.queue.push(read - arrived);
+        self.outside.push(measured - (sent - arrived));
+        if let Some(w) = a.timing.written {
+            self.write.push(w.as_secs_f64());
+        }
+        for (m, s) in marks.windows(2).zip(stamps.windows(2)) {
+            let measured = m[1].at.saturating_sub(m[0].at).as_secs_f64();
+            let truth = s[1] - s[0];
+            self.itl.push(measured);
+            self.itl_true.push(truth);
+            self.itl_err.push((measured - truth).abs());
+        }
+    }
+}
+
+/// The `q` quantile of `values` (nearest rank), or NaN for none.
+fn quantile(values: &[f64], q: f64) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "an index into a short list"
+    )]
+    let i = ((q * v.len() as f64).ceil() as usize).saturating_sub(1);
+    v.get(i).copied().unwrap_or(f64::NAN)
+}
+
+fn p99(values: &[f64]) -> String {
+    let v = quantile(values, 0.99);
+    if v.is_nan() {
+        "-".into()
+    } else {
+        format_secs(v)
+    }
+}
+
+/// One row: a gate of `streams` streams on `threads` client threads.
+struct Row {
+    metrics: GateMetrics,
+    truth: Truth,
+    /// The client threads' CPU over the window, by their thread clocks.
+    cpu: Option<Duration>,
+}
+
+fn measure_row(
     rt: &tokio::runtime::Runtime,
     url: &str,
-    g: &Gate,
-) -> Result<(GateMetrics, Option<Duration>), String> {
-    let client = Client::new(url, Api::OpenAiChat, "bench", None, Timeouts::default())
-        .map_err(|e| e.to_string())?;
-    let before = cpu_time();
-    let m = rt.block_on(run_gate(&client, g, crate::load::threads::Threads::ONE))?;
-    let cpu = before.zip(cpu_time()).map(|(b, a)| a.saturating_sub(b));
-    Ok((m, cpu))
-}
-
-fn shown(d: &Distribution, s: Stat) -> String {
-    d.stat(s).map_or_else(|| "-".into(), format_secs)
-}
-
-/// Runs both tables and returns them as text.
-pub fn run(opts: &BenchOptions) -> Result<String, String> {
-    let can_pin = pinning();
-    let pinned = can_pin && pin_self();
-    let rt = if opts.threads <= 1 {
-        tokio::runtime::Builder::new_current_thread()
-    } else {
-        let mut b = tokio::runtime::Builder::new_multi_thread();
-        b.worker_threads(opts.threads);
-        b
+    streams: u32,
+    threads: usize,
+    opts: &BenchOptions,
+) -> Result<Row, String> {
+    let client = client(url)?;
+    let watch = Arc::new(Watch::keeping(KEEP));
+    let threads = Threads {
+        count: threads,
+        chosen: "bench",
+        // The process is pinned as a whole (see `run`).
+        pin: Some(false),
+    };
+    let g = gate(streams, opts.tokens, opts.duration);
+    let metrics = rt.block_on(run_watched(&client, &g, threads, &watch))?;
+    let mut truth = Truth::default();
+    for a in watch.samples() {
+        truth.add(&a);
     }
-    .enable_all()
-    .build()
-    .map_err(|e| e.to_string())?;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "servegate bench-client: client on {} runtime thread(s){}, simulator in its own process{}; {} tokens per stream, {} per level\n",
-        opts.threads,
-        if pinned { " pinned to CPU 0" } else { "" },
-        if can_pin { " pinned to CPU 1" } else { "" },
-        opts.tokens,
-        format_secs(opts.duration.as_secs_f64()),
-    );
-    let sim = spawn_sim("0ms", "0ms", false, can_pin)?;
-    let _ = writeln!(
-        out,
-        "(a) ceiling: ITL = 0, every token as fast as the simulator can send it"
-    );
-    let _ = writeln!(
-        out,
-        "{:>8} {:>14} {:>16} {:>10} {:>8}",
-        "streams", "tokens/s", "client CPU/token", "CPU busy", "errors"
-    );
-    for &c in &opts.ceiling {
-        let start = Instant::now();
-        let (m, cpu) = measure(&rt, &sim.url, &gate(c, opts.tokens, opts.duration))?;
-        let wall = start.elapsed();
-        let per_token = cpu.map_or_else(
+    let wall = metrics.wall.as_secs_f64();
+    let cpu = metrics
+        .client
+        .threads
+        .iter()
+        .map(|t| t.busy.map(|b| b * wall))
+        .sum::<Option<f64>>()
+        .map(Duration::from_secs_f64);
+    Ok(Row {
+        metrics,
+        truth,
+        cpu,
+    })
+}
+
+/// A duration as a table shows it (`0` for none).
+fn gap(d: Duration) -> String {
+    if d.is_zero() {
+        "0".to_owned()
+    } else {
+        format_duration(d)
+    }
+}
+
+/// A figure, or `n/a` (NaN).
+fn or_na(v: f64, shown: impl Fn(f64) -> String) -> String {
+    if v.is_nan() {
+        "n/a".to_owned()
+    } else {
+        shown(v)
+    }
+}
+
+impl Row {
+    /// Output tokens per second held.
+    fn rate(&self) -> f64 {
+        self.metrics
+            .value("output_tok_s".parse().expect("metric"))
+            .unwrap_or(0.0)
+    }
+
+    /// Its line of the main table and of the TTFT breakdown.
+    fn lines(&self, threads: usize, itl: Duration, streams: u32, placed: bool) -> (String, String) {
+        let m = &self.metrics;
+        #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
+        let per_token = self.cpu.map_or_else(
             || "n/a".into(),
             |cpu| {
-                #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
-                let us = cpu.as_secs_f64() * 1e6 / m.output_tokens.max(1) as f64;
-                format!("{us:.2} µs")
+                format!(
+                    "{:.2}µs",
+                    cpu.as_secs_f64() * 1e6 / m.output_tokens.max(1) as f64
+                )
             },
         );
-        let busy = cpu.map_or_else(
-            || "n/a".into(),
-            |cpu| format!("{:.0}%", 100.0 * cpu.as_secs_f64() / wall.as_secs_f64()),
+        let worst = |f: fn(&crate::load::selfcheck::ThreadCheck) -> Option<f64>| {
+            m.client
+                .threads
+                .iter()
+                .filter_map(f)
+                .fold(f64::NAN, f64::max)
+        };
+        let t = &self.truth;
+        let main = format!(
+            "{threads:>7} {:>6} {streams:>7} {:>10.0} {per_token:>9} {:>6} {:>9} {:>21} {:>10} {:>21} {:>10} {:>6}  {}{}",
+            gap(itl),
+            self.rate(),
+            or_na(worst(|t| t.busy), |b| format!("{:.0}%", 100.0 * b)),
+            or_na(worst(|t| t.lag_p99), format_secs),
+            format!("{} ({})", p99(&t.ttft), p99(&t.ttft_true)),
+            p99(&t.ttft_err),
+            format!("{} ({})", p99(&t.itl), p99(&t.itl_true)),
+            p99(&t.itl_err),
+            m.errors + t.unreadable,
+            if m.client.limited.is_some() {
+                "LIMITED"
+            } else {
+                "ok"
+            },
+            if placed {
+                ""
+            } else {
+                " (sim shares the client's cores)"
+            },
         );
-        let rate = m
-            .value("output_tok_s".parse().expect("metric"))
-            .unwrap_or(0.0);
-        let _ = writeln!(
-            out,
-            "{c:>8} {rate:>14.0} {per_token:>16} {busy:>10} {:>8}",
-            m.errors
+        let both = |v: &[f64]| {
+            let p50 = quantile(v, 0.5);
+            format!("{} / {}", or_na(p50, format_secs), p99(v))
+        };
+        let parts = format!(
+            "{threads:>7} {:>6} {streams:>7} {:>21} {:>21} {:>21} {:>21}",
+            gap(itl),
+            both(&t.ttft_err),
+            both(&t.queue),
+            both(&t.outside),
+            both(&t.write),
         );
+        (main, parts)
     }
-    drop(sim);
-    let sim = spawn_sim("100ms", "10ms", true, can_pin)?;
-    let _ = writeln!(
-        out,
-        "\n(b) timing error: nominal TTFT = 100ms, ITL = 10ms; truth = each token's send time, stamped right before its write"
+}
+
+/// The header of the main table.
+fn header(opts: &BenchOptions) -> String {
+    let mut out = format!(
+        "servegate bench-client: stamped simulator in its own process; {} tokens per stream, {} per row{}\n",
+        opts.tokens,
+        format_secs(opts.duration.as_secs_f64()),
+        if opts.starve {
+            "; a CPU burner pinned to CPU 0, the client's first core"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(
         out,
-        "{:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>7}",
+        "truth: the simulator's stamps (TTFT: first token sent − request read; ITL: gap between send stamps); |err| per request and per gap, over the first {KEEP} answers\n"
+    );
+    let _ = writeln!(
+        out,
+        "{:>7} {:>6} {:>7} {:>10} {:>9} {:>6} {:>9} {:>21} {:>10} {:>21} {:>10} {:>6}  self-check",
+        "threads",
+        "ITL",
         "streams",
-        "TTFT p50",
-        "TTFT p99",
-        "ITL p50",
-        "ITL p99",
-        "true p50",
-        "true p99",
-        "|err| p50",
+        "tokens/s",
+        "CPU/token",
+        "busy",
+        "lag p99",
+        "TTFT p99 (true)",
         "|err| p99",
-        "errors"
+        "ITL p99 (true)",
+        "|err| p99",
+        "errors",
     );
-    for &c in &opts.timing {
-        let t = rt.block_on(timing(&sim.url, c, opts.duration))?;
-        let _ = writeln!(
-            out,
-            "{c:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>7}",
-            shown(&t.ttft, Stat::P50),
-            shown(&t.ttft, Stat::P99),
-            shown(&t.itl, Stat::P50),
-            shown(&t.itl, Stat::P99),
-            shown(&t.truth, Stat::P50),
-            shown(&t.truth, Stat::P99),
-            shown(&t.error, Stat::P50),
-            shown(&t.error, Stat::P99),
-            t.errors,
-        );
-    }
-    Ok(out)
+    out
 }
 
-/// Timing of streams whose tokens carry their send times.
-struct Timing {
-    ttft: Distribution,
-    itl: Distribution,
-    truth: Distribution,
-    error: Distribution,
-    errors: u64,
-}
-
-/// `concurrency` streams of 64 stamped tokens for `duration`: each gap the
-/// client measured is compared with the gap between the send stamps.
-async fn timing(url: &str, concurrency: u32, duration: Duration) -> Result<Timing, String> {
-    let client = Client::new(url, Api::OpenAiChat, "bench", None, Timeouts::default())
+/// Runs every row and returns the table.
+pub fn run(opts: &BenchOptions) -> Result<String, String> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let can_pin = taskset() && cores >= 2;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
         .map_err(|e| e.to_string())?;
-    let g = gate(concurrency, 64, duration);
-    let end = tokio::time::Instant::now() + duration;
-    let mut tasks = tokio::task::JoinSet::new();
-    for i in 0..concurrency {
-        let (client, g) = (client.clone(), g.clone());
-        tasks.spawn(async move {
-            let mut done = Vec::new();
-            let mut errors = 0;
-            while tokio::time::Instant::now() < end {
-                let req = CallRequest {
-                    input: crate::suite::Input::Prompt {
-                        system: None,
-                        prompt: format!("stream {i}"),
-                    },
-                    sampling: g.sampling.clone(),
-                    ignore_eos: true,
-                };
-                match client.complete(&req).await {
-                    Ok(c) => done.push(c),
-                    Err(_) => errors += 1,
-                }
-            }
-            (done, errors)
-        });
-    }
-    let mut t = Timing {
-        ttft: Distribution::seconds(),
-        itl: Distribution::seconds(),
-        truth: Distribution::seconds(),
-        error: Distribution::seconds(),
-        errors: 0,
+    let mut out = header(opts);
+    let _burner = if opts.starve {
+        if !can_pin {
+            return Err("--starve needs `taskset` and two CPUs".into());
+        }
+        Some(burner(0)?)
+    } else {
+        None
     };
-    while let Some(joined) = tasks.join_next().await {
-        let (done, errors) = joined.map_err(|e| e.to_string())?;
-        t.errors += errors;
-        for c in &done {
-            t.ttft
-                .record(c.timing.first_token.unwrap_or_default().as_secs_f64());
-            let stamps: Vec<f64> = c
-                .content
-                .split_whitespace()
-                .filter_map(|s| s.parse::<f64>().ok())
-                .map(|us| us / 1e6)
-                .collect();
-            if stamps.len() != c.timing.marks.len() {
-                t.errors += 1;
-                continue;
+    let mut held: Vec<(Duration, u32, usize, f64)> = Vec::new();
+    let mut parts = String::new();
+    for &itl in &opts.itl {
+        for &threads in &opts.threads {
+            // The simulator on the last core, the client's threads on the
+            // others, when they leave it one; else everything shares.
+            let own = can_pin && cores > threads;
+            let placed = own && pin_self(&format!("0-{}", cores - 2));
+            if !own {
+                let _ = pin_self(&format!("0-{}", cores - 1));
             }
-            for (m, s) in c.timing.marks.windows(2).zip(stamps.windows(2)) {
-                let measured = m[1].at.saturating_sub(m[0].at).as_secs_f64();
-                let truth = s[1] - s[0];
-                t.itl.record(measured);
-                t.truth.record(truth);
-                t.error.record((measured - truth).abs());
+            let ttft = if itl.is_zero() {
+                Duration::ZERO
+            } else {
+                Duration::from_millis(10)
+            };
+            let sim = spawn_sim(ttft, itl, true, own.then_some(cores - 1))?;
+            for &streams in &opts.streams {
+                let row = measure_row(&rt, &sim.url, streams, threads, opts)?;
+                held.push((itl, streams, threads, row.rate()));
+                let (main, part) = row.lines(threads, itl, streams, placed);
+                let _ = writeln!(out, "{main}");
+                let _ = writeln!(parts, "{part}");
             }
         }
     }
-    Ok(t)
+    let _ = pin_self(&format!("0-{}", cores.saturating_sub(1)));
+    let _ = writeln!(
+        out,
+        "\nwhere the TTFT error goes (p50 / p99): the request waiting in the simulator's socket (arrival → read), and outside the simulator (the client's write, the wire both ways, the client's stamps)"
+    );
+    let _ = writeln!(
+        out,
+        "{:>7} {:>6} {:>7} {:>21} {:>21} {:>21} {:>21}",
+        "threads", "ITL", "streams", "|TTFT err|", "server queue", "client + wire", "of it: write"
+    );
+    out.push_str(&parts);
+    scaling(&mut out, &held);
+    Ok(out)
+}
+
+/// Tokens/s per added thread, as a ratio to one thread's, for each pacing
+/// and streams measured on several thread counts.
+fn scaling(out: &mut String, held: &[(Duration, u32, usize, f64)]) {
+    for &(itl, streams, threads, rate) in held {
+        let Some(&(.., one)) = held
+            .iter()
+            .find(|(i, s, n, _)| *i == itl && *s == streams && *n == 1)
+        else {
+            continue;
+        };
+        if threads > 1 && one > 0.0 {
+            let _ = writeln!(
+                out,
+                "scaling: {streams} streams, ITL {}: {threads} threads hold {:.2}× the tokens/s of one",
+                if itl.is_zero() {
+                    "0".to_owned()
+                } else {
+                    format_duration(itl)
+                },
+                rate / one
+            );
+        }
+    }
 }
 
 /// What `servegate soak` runs.
@@ -386,17 +568,19 @@ fn open_fds() -> Option<usize> {
 /// window's client threads are new: the allocator's arenas for them fill
 /// during the first two).
 pub fn soak(opts: &SoakOptions) -> Result<(String, bool), String> {
-    let can_pin = pinning();
-    let pinned = can_pin && pin_self();
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let can_pin = taskset() && cores >= 2;
+    let pinned = can_pin && pin_self("0");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let sim = spawn_sim("20ms", "20ms", false, can_pin)?;
+    let twenty = Duration::from_millis(20);
+    let sim = spawn_sim(twenty, twenty, false, can_pin.then_some(cores - 1))?;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "servegate soak: {} streams of 64 tokens (simulator TTFT 20ms, ITL 20ms), {} windows of {}, client on one runtime thread{}\n",
+        "servegate soak: {} streams of 64 tokens (simulator TTFT 20ms, ITL 20ms), {} windows of {}, client on one thread{}\n",
         opts.streams,
         opts.windows,
         format_secs(opts.window.as_secs_f64()),
@@ -409,7 +593,11 @@ pub fn soak(opts: &SoakOptions) -> Result<(String, bool), String> {
     );
     let mut samples: Vec<Sample> = Vec::new();
     for w in 1..=opts.windows {
-        let (m, _) = measure(&rt, &sim.url, &gate(opts.streams, 64, opts.window))?;
+        let m = rt.block_on(run_gate(
+            &client(&sim.url)?,
+            &gate(opts.streams, 64, opts.window),
+            Threads::ONE,
+        ))?;
         let rate = m
             .value("output_tok_s".parse().expect("metric"))
             .unwrap_or(0.0);

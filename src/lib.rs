@@ -20,6 +20,7 @@ pub mod review;
 pub mod secrets;
 pub mod server;
 pub mod sim;
+pub mod stamp;
 pub mod suite;
 pub mod text;
 pub mod units;

@@ -186,21 +186,26 @@ enum Command {
     /// Measure servegate's own client: CPU per token and timing accuracy,
     /// against the simulator in a separate process.
     BenchClient {
-        /// Concurrency levels of the ceiling table (ITL = 0).
-        #[arg(long, value_delimiter = ',', default_value = "1,64,256,512,1024")]
-        ceiling: Vec<u32>,
-        /// Concurrency levels of the timing table (TTFT 100ms, ITL 10ms).
-        #[arg(long, value_delimiter = ',', default_value = "1,64,256")]
-        timing: Vec<u32>,
-        /// Tokens per stream in the ceiling table.
-        #[arg(long, default_value_t = 256)]
+        /// Streams (closed-loop concurrency) of the rows.
+        #[arg(long, value_delimiter = ',', default_value = "1,256,512,1000")]
+        streams: Vec<u32>,
+        /// Client threads of the rows.
+        #[arg(long, value_delimiter = ',', default_value = "1")]
+        threads: Vec<usize>,
+        /// The simulator's gap between tokens of the rows (`0`: unpaced,
+        /// every token as fast as it can send).
+        #[arg(long, value_delimiter = ',', value_parser = servegate::units::parse_duration, default_value = "0ms,10ms")]
+        itl: Vec<Duration>,
+        /// Tokens per stream.
+        #[arg(long, default_value_t = 64)]
         tokens: u32,
-        /// Measured window per level.
+        /// Measured window per row.
         #[arg(long, value_parser = servegate::units::parse_duration, default_value = "5s")]
         duration: Duration,
-        /// Client runtime threads.
-        #[arg(long, default_value_t = 1)]
-        threads: usize,
+        /// Pin a CPU-burning process to the client's first core: the
+        /// self-check must see the client starved.
+        #[arg(long)]
+        starve: bool,
     },
     /// The code-probe sandbox's helper: servegate re-executes itself with
     /// this to contain model-written code (never shown in `--help`).
@@ -371,18 +376,20 @@ fn main() -> ExitCode {
         #[cfg(target_os = "linux")]
         Command::Sandbox { role } => servegate::check::sandbox::helper::main(&role),
         Command::BenchClient {
-            ceiling,
-            timing,
+            streams,
+            threads,
+            itl,
             tokens,
             duration,
-            threads,
+            starve,
         } => {
             let opts = BenchOptions {
-                ceiling,
-                timing,
+                streams,
+                threads,
+                itl,
                 tokens,
                 duration,
-                threads,
+                starve,
             };
             match bench::run(&opts) {
                 Ok(table) => {

@@ -694,37 +694,65 @@ fn server_timings_hold_a_gate_only_where_the_dialect_reports_them() {
     );
 }
 
+/// bench-client: a row per pacing, client threads and streams, each with
+/// its self-check and its timing error against the stamped simulator
+/// (every answer's stamps read back: no unreadable answer), the TTFT
+/// error's parts, and the scaling of threads.
 #[test]
-fn bench_client_prints_its_ceiling_and_timing_error() {
+fn bench_client_prints_its_rows_timing_error_and_scaling() {
     let o = servegate(&[
         "bench-client",
-        "--ceiling",
-        "4",
-        "--timing",
+        "--streams",
         "2",
+        "--threads",
+        "1,2",
+        "--itl",
+        "0ms,5ms",
         "--tokens",
-        "32",
+        "16",
         "--duration",
         "300ms",
     ]);
     let out = o.out;
     assert_eq!(o.code, Some(0), "{out}");
-    assert_has(&out, &["(a) ceiling: ITL = 0", "(b) timing error"]);
-    // One row per level, every stream measured, none failed: the timing row
-    // parsed the simulator's send stamps out of every token.
-    let row = |streams: &str| {
-        out.lines()
-            .find(|l| l.split_whitespace().next() == Some(streams))
-            .unwrap_or_else(|| panic!("no row for {streams} streams in:\n{out}"))
-            .to_owned()
-    };
-    let ceiling = row("4");
-    assert!(
-        ceiling.contains("µs") && ceiling.ends_with(" 0"),
-        "{ceiling}"
+    let (main, parts) = out
+        .split_once("where the TTFT error goes")
+        .unwrap_or_else(|| panic!("no TTFT breakdown in:\n{out}"));
+    let rows: Vec<Vec<&str>> = main
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.len() > 10 && w[0].parse::<usize>().is_ok())
+        .collect();
+    let keys: Vec<(&str, &str)> = rows.iter().map(|w| (w[0], w[1])).collect();
+    assert_eq!(
+        keys,
+        [("1", "0"), ("2", "0"), ("1", "5.00ms"), ("2", "5.00ms")],
+        "{out}"
     );
-    let timing = row("2");
-    assert!(timing.contains("ms") && timing.ends_with(" 0"), "{timing}");
+    for w in &rows {
+        // … errors, then the self-check (and where the simulator ran).
+        let errors = w.iter().position(|c| *c == "ok" || *c == "LIMITED");
+        assert!(
+            errors.is_some_and(|i| w[i - 1] == "0"),
+            "a row with errors or unreadable stamps, or no self-check: {w:?}\n{out}"
+        );
+        assert!(w[4].ends_with("µs"), "CPU per token: {w:?}");
+    }
+    assert_eq!(
+        parts
+            .lines()
+            .filter(|l| l.trim_start().starts_with("1 ") || l.trim_start().starts_with("2 "))
+            .count(),
+        4,
+        "{out}"
+    );
+    assert_has(
+        &out,
+        &[
+            "scaling: 2 streams, ITL 0: 2 threads hold ",
+            "scaling: 2 streams, ITL 5.00ms: 2 threads hold ",
+        ],
+    );
 }
 
 #[test]

@@ -6,7 +6,6 @@ pub mod body;
 pub mod dialect;
 pub mod error;
 mod raw;
-mod recv;
 pub mod sse;
 pub mod stream;
 

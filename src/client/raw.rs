@@ -15,7 +15,7 @@ use tokio::time::{Instant, timeout_at};
 
 use super::body::{Decoder, Framing};
 use super::error::{CallError, Deadline, ErrorKind, excerpt};
-use super::recv;
+use crate::stamp;
 
 /// Where requests go: `host:port`, the `Host` header and a path prefix.
 #[derive(Debug, Clone)]
@@ -109,7 +109,7 @@ impl Pool {
             })?;
         // Tokens are tiny writes and reads: no Nagle.
         let _ = conn.set_nodelay(true);
-        recv::enable(&conn);
+        stamp::enable(&conn);
         Ok(conn)
     }
 
@@ -317,7 +317,7 @@ impl Response {
             // Only a head or a size line longer than the buffer gets here.
             self.buf.resize(self.buf.len() * 2, 0);
         }
-        let (n, at) = recv::recv(&self.conn, &mut self.buf[self.filled..], self.arrived)
+        let (n, at) = stamp::recv(&self.conn, &mut self.buf[self.filled..], self.arrived)
             .await
             .map_err(|e| transport(&e))?;
         self.filled += n;

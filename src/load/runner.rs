@@ -86,6 +86,8 @@ pub struct Sample {
     pub content: String,
     /// Why it ended.
     pub finish_reason: Option<String>,
+    /// Its timestamps.
+    pub timing: crate::client::Timing,
 }
 
 impl Watch {
@@ -144,6 +146,7 @@ impl Watch {
                 index,
                 content: c.content.clone(),
                 finish_reason: c.finish_reason.clone(),
+                timing: c.timing.clone(),
             });
         }
     }
@@ -664,7 +667,7 @@ pub async fn run_watched(
     });
     let (go, going) = tokio::sync::watch::channel(Go::Wait);
     let (pinger, pings) = Pinger::start(n);
-    let cpus = threads::pins(n, threads::pin_from_env());
+    let cpus = threads::pins(n, threads.pin);
     let mut outs = Vec::new();
     for (k, (cpu, pings)) in cpus.into_iter().zip(pings).enumerate() {
         let thread_client = match client.for_thread() {

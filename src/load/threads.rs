@@ -41,6 +41,9 @@ pub struct Threads {
     pub count: usize,
     /// `auto`, `suite` or `--client-threads`.
     pub chosen: &'static str,
+    /// Pin each thread to a core of its own: `None` where the machine has
+    /// room (see [`pins`]).
+    pub pin: Option<bool>,
 }
 
 impl Threads {
@@ -48,25 +51,22 @@ impl Threads {
     pub const ONE: Threads = Threads {
         count: 1,
         chosen: "one",
+        pin: None,
     };
 
     /// The threads of `load`: `forced` (`--client-threads`) first, then
     /// the suite's count, else chosen from the load and the machine's cores.
     pub fn of(load: &Load, forced: Option<u32>) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        match (forced, load.client_threads) {
-            (Some(n), _) => Self {
-                count: n.max(1) as usize,
-                chosen: "--client-threads",
-            },
-            (None, ClientThreads::Fixed(n)) => Self {
-                count: n.max(1) as usize,
-                chosen: "suite",
-            },
-            (None, ClientThreads::Auto) => Self {
-                count: auto(load, cores),
-                chosen: "auto",
-            },
+        let (count, chosen) = match (forced, load.client_threads) {
+            (Some(n), _) => (n.max(1) as usize, "--client-threads"),
+            (None, ClientThreads::Fixed(n)) => (n.max(1) as usize, "suite"),
+            (None, ClientThreads::Auto) => (auto(load, cores), "auto"),
+        };
+        Self {
+            count,
+            chosen,
+            pin: pin_from_env(),
         }
     }
 }
@@ -295,11 +295,8 @@ mod tests {
         assert_eq!(Threads::of(&l, None).chosen, "auto");
         l.client_threads = ClientThreads::Fixed(3);
         assert_eq!(
-            Threads::of(&l, None),
-            Threads {
-                count: 3,
-                chosen: "suite"
-            }
+            (Threads::of(&l, None).count, Threads::of(&l, None).chosen),
+            (3, "suite")
         );
         assert_eq!(Threads::of(&l, Some(2)).count, 2);
         assert_eq!(Threads::of(&l, Some(2)).chosen, "--client-threads");

@@ -1,16 +1,21 @@
 //! The truth for a client's timing error: a bare HTTP/1.1 streamer that
 //! writes each token with its own send time, taken right before the write
-//! syscall, with no HTTP framework between the stamp and the socket.
+//! syscall, with no HTTP framework between the stamp and the socket; the
+//! first token also carries when the request's last bytes reached this
+//! host (the kernel's receive stamp) and when the streamer had read it,
+//! the start of a server's own TTFT (`<arrived>:<read>:<sent> `, each in
+//! microseconds since the epoch).
 //! (`servegate sim --stamp-tokens`, used by `servegate bench-client`.)
 
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::AsyncWriteExt as _;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{Instant, sleep_until};
 
 use super::RunningSim;
+use crate::stamp;
 
 /// Serves stamped streams on `listener` until the handle is dropped.
 pub fn spawn(listener: TcpListener, ttft: Duration, itl: Duration) -> std::io::Result<RunningSim> {
@@ -18,14 +23,34 @@ pub fn spawn(listener: TcpListener, ttft: Duration, itl: Duration) -> std::io::R
     let task = tokio::spawn(async move {
         while let Ok((sock, _)) = listener.accept().await {
             let _ = sock.set_nodelay(true);
+            stamp::enable(&sock);
             tokio::spawn(connection(sock, ttft, itl));
         }
     });
     Ok(RunningSim { addr, task })
 }
 
-/// Reads one request; its `max_tokens` (default 64), or `None` at the end.
-async fn request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<u64> {
+/// Reads what the socket has onto `buf`; `arrived` becomes when those
+/// bytes reached this host. `None` at the end of the stream.
+async fn read_more(sock: &TcpStream, buf: &mut Vec<u8>, arrived: &mut Instant) -> Option<()> {
+    let len = buf.len();
+    buf.resize(len + 16 * 1024, 0);
+    match stamp::recv(sock, &mut buf[len..], arrived.into_std()).await {
+        Ok((n, at)) if n > 0 => {
+            buf.truncate(len + n);
+            *arrived = Instant::from_std(at);
+            Some(())
+        }
+        _ => {
+            buf.truncate(len);
+            None
+        }
+    }
+}
+
+/// Reads one request: its `max_tokens` (default 64), or `None` at the end;
+/// `arrived` becomes when its last bytes reached this host.
+async fn request(sock: &TcpStream, buf: &mut Vec<u8>, arrived: &mut Instant) -> Option<u64> {
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
@@ -35,9 +60,7 @@ async fn request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<u64> {
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(0);
             while buf.len() < end + 4 + len {
-                if sock.read_buf(buf).await.ok()? == 0 {
-                    return None;
-                }
+                read_more(sock, buf, arrived).await?;
             }
             let body: serde_json::Value =
                 serde_json::from_slice(&buf[end + 4..end + 4 + len]).unwrap_or_default();
@@ -48,10 +71,15 @@ async fn request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<u64> {
                     .unwrap_or(64),
             );
         }
-        if sock.read_buf(buf).await.ok()? == 0 {
-            return None;
-        }
+        read_more(sock, buf, arrived).await?;
     }
+}
+
+/// Now, in microseconds since the epoch.
+fn micros() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros())
 }
 
 fn frame(data: &str) -> String {
@@ -60,20 +88,26 @@ fn frame(data: &str) -> String {
 
 async fn connection(mut sock: TcpStream, ttft: Duration, itl: Duration) {
     let mut buf = Vec::new();
-    while let Some(tokens) = request(&mut sock, &mut buf).await {
+    let mut arrived = Instant::now();
+    while let Some(tokens) = request(&sock, &mut buf, &mut arrived).await {
+        let read = micros();
+        let arrived = stamp::epoch_micros(arrived.into_std());
         let head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
         if sock.write_all(head).await.is_err() {
             return;
         }
         let mut at = Instant::now() + ttft;
-        for _ in 0..tokens {
+        for i in 0..tokens {
             sleep_until(at).await;
             at += itl;
-            let us = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_micros());
+            let us = micros();
+            let stamp = if i == 0 {
+                format!("{arrived}:{read}:{us}")
+            } else {
+                us.to_string()
+            };
             let data =
-                format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{us} \"}}}}]}}\n\n");
+                format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{stamp} \"}}}}]}}\n\n");
             if sock.write_all(frame(&data).as_bytes()).await.is_err() {
                 return;
             }

@@ -1,4 +1,5 @@
-//! Reading a socket together with the time its bytes reached this host.
+//! Reading a socket together with the time its bytes reached this host
+//! (the client's transport, and the stamped simulator's requests).
 //!
 //! A token's arrival is the moment its bytes arrived, not the moment the
 //! client got round to reading them: with hundreds of streams on one core,
@@ -83,6 +84,14 @@ pub async fn recv(
             Err(e) => return Err(e),
         }
     }
+}
+
+/// A monotonic instant as microseconds since the epoch (the wall clock
+/// read now, less the time since `at`).
+pub fn epoch_micros(at: Instant) -> u128 {
+    let wall = std::time::SystemTime::now() - at.elapsed();
+    wall.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros())
 }
 
 /// The monotonic instant of a wall-clock stamp, within `[floor, now]`;
