@@ -462,6 +462,23 @@ enum Go {
     Abort,
 }
 
+/// See [`Shared::warming`].
+struct Warming(Option<Arc<Shared>>);
+
+impl Warming {
+    fn done(&mut self) {
+        if let Some(shared) = self.0.take() {
+            shared.arrive();
+        }
+    }
+}
+
+impl Drop for Warming {
+    fn drop(&mut self) {
+        self.done();
+    }
+}
+
 /// What a client thread hands back: its record and its self-check.
 struct ShardOut {
     rec: Recorder,
@@ -472,6 +489,13 @@ impl Shared {
     fn arrive(&self) {
         self.warm.fetch_add(1, Ordering::SeqCst);
         self.warmed.notify_waiters();
+    }
+
+    /// A client thread's word that it is warm, given when it says so or
+    /// when it ends (a runtime that did not start, a panic): the gate never
+    /// waits for a thread that is gone.
+    fn warming(self: &Arc<Self>) -> Warming {
+        Warming(Some(Arc::clone(self)))
     }
 
     async fn all_warm(&self) {
@@ -496,18 +520,19 @@ fn client_thread(
     (cpu, pings): (Option<usize>, Option<Pings>),
 ) -> ShardOut {
     let cpu = cpu.filter(|&c| threads::pin(c));
+    let mut warming = shared.warming();
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => {
-            let out = rt.block_on(shard(k, &client, shared, go, (cpu, pings)));
+            let out = rt.block_on(shard(k, &client, shared, go, (cpu, pings), &mut warming));
             drop(client);
             drop(rt);
             out
         }
         Err(e) => {
-            shared.arrive();
+            warming.done();
             let mut rec = Recorder::new(shared.gate.slo);
             rec.fail(&CallError::new(
                 ErrorKind::Transport,
@@ -527,6 +552,7 @@ async fn shard(
     shared: &Arc<Shared>,
     mut go: tokio::sync::watch::Receiver<Go>,
     (cpu, pings): (Option<usize>, Option<Pings>),
+    warming: &mut Warming,
 ) -> ShardOut {
     let (gate, n) = (&shared.gate, shared.threads);
     let load = &gate.load;
@@ -544,7 +570,7 @@ async fn shard(
         let workers = share(shared.warm_concurrency.min(load.warmup), k, n);
         closed(client, gate, workers, &shared.warm_next, &warm).await;
     }
-    shared.arrive();
+    warming.done();
     let Ok(Go::Measure(start)) = go.wait_for(|g| *g != Go::Wait).await.map(|g| *g) else {
         return ShardOut {
             rec: Recorder::new(gate.slo),
