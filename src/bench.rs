@@ -411,7 +411,7 @@ fn header(opts: &BenchOptions) -> String {
         opts.tokens,
         format_secs(opts.duration.as_secs_f64()),
         if opts.starve {
-            "; a CPU burner pinned to CPU 0, the client's first core"
+            "; a CPU burner pinned to the client's first core"
         } else {
             ""
         }
@@ -441,8 +441,14 @@ fn header(opts: &BenchOptions) -> String {
 
 /// Runs every row and returns the table.
 pub fn run(opts: &BenchOptions) -> Result<String, String> {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let can_pin = taskset() && cores >= 2;
+    let cpus = crate::load::threads::allowed_cpus();
+    let can_pin = taskset() && cpus.len() >= 2;
+    let list = |c: &[usize]| {
+        c.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -452,7 +458,7 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
         if !can_pin {
             return Err("--starve needs `taskset` and two CPUs".into());
         }
-        Some(burner(0)?)
+        Some(burner(cpus[0])?)
     } else {
         None
     };
@@ -462,17 +468,17 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
         for &threads in &opts.threads {
             // The simulator on the last core, the client's threads on the
             // others, when they leave it one; else everything shares.
-            let own = can_pin && cores > threads;
-            let placed = own && pin_self(&format!("0-{}", cores - 2));
-            if !own {
-                let _ = pin_self(&format!("0-{}", cores - 1));
+            let own = can_pin && cpus.len() > threads;
+            let placed = own && pin_self(&list(&cpus[..cpus.len() - 1]));
+            if !own && can_pin {
+                let _ = pin_self(&list(&cpus));
             }
             let ttft = if itl.is_zero() {
                 Duration::ZERO
             } else {
                 Duration::from_millis(10)
             };
-            let sim = spawn_sim(ttft, itl, true, own.then_some(cores - 1))?;
+            let sim = spawn_sim(ttft, itl, true, cpus.last().copied().filter(|_| own))?;
             for &streams in &opts.streams {
                 let row = measure_row(&rt, &sim.url, streams, threads, opts)?;
                 held.push((itl, streams, threads, row.rate()));
@@ -482,7 +488,9 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
             }
         }
     }
-    let _ = pin_self(&format!("0-{}", cores.saturating_sub(1)));
+    if can_pin {
+        let _ = pin_self(&list(&cpus));
+    }
     let _ = writeln!(
         out,
         "\nwhere the TTFT error goes (p50 / p99): the request waiting in the simulator's socket (arrival → read), and outside the simulator (the client's write, the wire both ways, the client's stamps)"
@@ -568,15 +576,20 @@ fn open_fds() -> Option<usize> {
 /// window's client threads are new: the allocator's arenas for them fill
 /// during the first two).
 pub fn soak(opts: &SoakOptions) -> Result<(String, bool), String> {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let can_pin = taskset() && cores >= 2;
-    let pinned = can_pin && pin_self("0");
+    let cpus = crate::load::threads::allowed_cpus();
+    let can_pin = taskset() && cpus.len() >= 2;
+    let pinned = can_pin && pin_self(&cpus[0].to_string());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
     let twenty = Duration::from_millis(20);
-    let sim = spawn_sim(twenty, twenty, false, can_pin.then_some(cores - 1))?;
+    let sim = spawn_sim(
+        twenty,
+        twenty,
+        false,
+        cpus.last().copied().filter(|_| can_pin),
+    )?;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -584,7 +597,11 @@ pub fn soak(opts: &SoakOptions) -> Result<(String, bool), String> {
         opts.streams,
         opts.windows,
         format_secs(opts.window.as_secs_f64()),
-        if pinned { " pinned to CPU 0" } else { "" }
+        if pinned {
+            format!(" pinned to CPU {}", cpus[0])
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         out,

@@ -167,6 +167,23 @@ async fn client_threads_share_one_open_loop_schedule() {
     );
 }
 
+/// An open loop held back by its cap on requests in flight starts late
+/// because of the server: the late starts are counted, but not against the
+/// client, whose self-check stays clear.
+#[tokio::test]
+async fn waits_for_max_in_flight_are_the_servers_not_the_clients() {
+    let s = simulator("model: m\nttft: 40ms\nitl: 1ms\n");
+    let gate = one_gate(
+        "{rate: 100, concurrency: 1, requests: 10, input_tokens: 8, output_tokens: 4, ignore_eos: true, client_threads: 1}",
+        "",
+    );
+    let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
+    assert_eq!((m.completed, m.errors), (10, 0));
+    assert!(m.late_starts >= 5, "{} late starts", m.late_starts);
+    let t = &m.client.threads[0];
+    assert_eq!((t.starts, t.late_starts), (10, 0), "{:?}", m.client);
+}
+
 /// A server that freezes for one second, 300ms after its first request, as a
 /// GC pause or a stuck scheduler would; otherwise it answers at once.
 async fn stalling_server() -> String {

@@ -254,6 +254,13 @@ impl Breaker {
         }
     }
 
+    /// Stops the gate: every worker ends before its next request.
+    fn stop(&self, why: String) {
+        if let Ok(mut s) = self.state.lock() {
+            s.tripped.get_or_insert(why);
+        }
+    }
+
     /// Why the gate stopped early, if it did.
     pub fn tripped(&self) -> Option<String> {
         self.state.lock().ok().and_then(|s| s.tripped.clone())
@@ -366,6 +373,9 @@ async fn open(
     let mut tasks = tokio::task::JoinSet::new();
     let (mut starts, mut late_wakes) = (0u64, 0u64);
     let mut failed = Vec::new();
+    // When the last wait for `max_in_flight` ended: a start due before it
+    // could not be earlier, and its delay is the server's.
+    let mut freed = shard.start;
     for (i, offset) in (0u32..).zip(schedule(rate, arrival, seed)) {
         let intended = shard.start + offset;
         if !bound.allows(i, intended) || window.breaker.tripped().is_some() {
@@ -378,11 +388,19 @@ async fn open(
         // How late this thread woke for the start: the client's own delay
         // (a wait for `max_in_flight` below is the server's).
         starts += 1;
-        if Instant::now().saturating_duration_since(intended) > LATE_START {
+        if Instant::now().saturating_duration_since(intended.max(freed)) > LATE_START {
             late_wakes += 1;
         }
         let permit = match &shard.limit {
-            Some(s) => Arc::clone(s).acquire_owned().await.ok(),
+            Some(s) => {
+                if let Ok(permit) = Arc::clone(s).try_acquire_owned() {
+                    Some(permit)
+                } else {
+                    let permit = Arc::clone(s).acquire_owned().await.ok();
+                    freed = Instant::now();
+                    permit
+                }
+            }
             None => None,
         };
         let (client, gate, rec) = (client.clone(), Arc::clone(gate), Arc::clone(&rec));
@@ -692,30 +710,40 @@ pub async fn run_watched(
         warmed: Notify::new(),
     });
     let (go, going) = tokio::sync::watch::channel(Go::Wait);
-    let (pinger, pings) = Pinger::start(n);
+    let (senders, pings) = threads::ping_channels(n);
     let cpus = threads::pins(n, threads.pin);
     let mut outs = Vec::new();
+    let mut handles = Vec::new();
     for (k, (cpu, pings)) in cpus.into_iter().zip(pings).enumerate() {
-        let thread_client = match client.for_thread() {
-            Ok(c) => c,
-            Err(e) => {
-                let _ = go.send(Go::Abort);
-                return Err(format!("client thread {k} has no client: {e}"));
-            }
-        };
-        let (tx, rx) = oneshot::channel();
-        let (shared, going) = (Arc::clone(&shared), going.clone());
-        let spawned = std::thread::Builder::new()
-            .name(format!("servegate-client-{k}"))
-            .spawn(move || {
-                let out = client_thread(k, thread_client, &shared, going, (cpu, pings));
-                let _ = tx.send(out);
+        let started = client
+            .for_thread()
+            .map_err(|e| e.to_string())
+            .and_then(|thread_client| {
+                let (tx, rx) = oneshot::channel();
+                let (shared, going) = (Arc::clone(&shared), going.clone());
+                std::thread::Builder::new()
+                    .name(format!("servegate-client-{k}"))
+                    .spawn(move || {
+                        let out = client_thread(k, thread_client, &shared, going, (cpu, pings));
+                        let _ = tx.send(out);
+                    })
+                    .map(|h| (h, rx))
+                    .map_err(|e| e.to_string())
             });
-        if let Err(e) = spawned {
-            let _ = go.send(Go::Abort);
-            return Err(format!("failed to start client thread {k}: {e}"));
+        match started {
+            Ok((h, rx)) => {
+                handles.push(h);
+                outs.push(rx);
+            }
+            Err(e) => {
+                // The threads already started stop their warm-up and end
+                // before the gate does: none outlives it.
+                breaker.stop(format!("client thread {k} could not start: {e}"));
+                let _ = go.send(Go::Abort);
+                collect(outs, handles).await;
+                return Err(format!("failed to start client thread {k}: {e}"));
+            }
         }
-        outs.push(rx);
     }
     shared.all_warm().await;
     let set_up = if let Some(why) = breaker.tripped() {
@@ -730,23 +758,23 @@ pub async fn run_watched(
     };
     if let Err(e) = set_up {
         let _ = go.send(Go::Abort);
-        for out in outs {
-            let _ = out.await;
-        }
+        collect(outs, handles).await;
         return Err(e);
     }
     let before = scrape(client).await;
     let start = Instant::now();
     let progress = Progress::start(&gate.name, load.requests, load.duration, &shared.finished);
     watch.set_measuring(true);
+    // Pings start with the window: none waits through the warm-up.
+    let pinger = Pinger::start(senders);
     let _ = go.send(Go::Measure(start));
     let mut rec = Recorder::new(gate.slo);
     let mut check = ClientCheck {
         chosen: threads.chosen.to_owned(),
         ..ClientCheck::default()
     };
-    for (k, out) in outs.into_iter().enumerate() {
-        if let Ok(out) = out.await {
+    for (k, out) in collect(outs, handles).await.into_iter().enumerate() {
+        if let Some(out) = out {
             rec.merge(out.rec);
             check.threads.push(out.check);
         } else {
@@ -767,6 +795,23 @@ pub async fn run_watched(
     let after = scrape(client).await;
     metrics.server = before.and_then(|b| after.map(|a| ServerView::between(&b, &a)));
     Ok(metrics)
+}
+
+/// What each client thread handed back (`None`: it ended without, a
+/// panic), once every thread has ended.
+async fn collect(
+    outs: Vec<oneshot::Receiver<ShardOut>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+) -> Vec<Option<ShardOut>> {
+    let mut got = Vec::new();
+    for out in outs {
+        got.push(out.await.ok());
+    }
+    // Each has sent its figures (or died): what is left of it is its exit.
+    for h in handles {
+        let _ = h.join();
+    }
+    got
 }
 
 /// The server's `/metrics`, or why there are none.

@@ -88,10 +88,26 @@ pub struct ClientCheck {
 }
 
 impl ThreadCheck {
+    /// Whether it had work to be judged by: a thread with no stream and
+    /// no start ends as soon as the window starts, and its busy share is
+    /// one tiny time over another.
+    fn worked(&self) -> bool {
+        self.streams > 0 || self.starts > 0
+    }
+
+    /// Whether anything of it can be judged: its busy share, or a loop lag
+    /// over enough samples.
+    fn judgeable(&self) -> bool {
+        self.worked() && (self.busy.is_some() || self.lag_samples >= LAG_MIN_SAMPLES)
+    }
+
     /// What of this thread passed a limit (`lag_limit` for the loop
     /// lag), in words; empty when nothing did.
     fn over(&self, lag_limit: f64) -> Vec<String> {
         let mut over = Vec::new();
+        if !self.worked() {
+            return over;
+        }
         if let Some(b) = self.busy.filter(|b| *b > BUSY_LIMIT) {
             over.push(format!("busy {:.0}%", 100.0 * b));
         }
@@ -217,6 +233,9 @@ impl ClientCheck {
             Some(why) => {
                 let _ = write!(s, ": CLIENT-LIMITED ({why})");
             }
+            None if !self.threads.iter().any(ThreadCheck::judgeable) => s.push_str(
+                ": not judged (no thread clock and too few lag samples): nothing says whether the client kept up",
+            ),
             None => s.push_str(": the server, not the client, set the figures"),
         }
         s
@@ -307,6 +326,20 @@ mod tests {
         assert!(c.summary().contains("shown, not judged"), "{}", c.summary());
         t.busy = Some(0.95);
         assert_eq!(check(vec![t]).limited.as_deref(), Some("thread 0 busy 95%"));
+    }
+
+    #[test]
+    fn a_thread_without_work_is_not_judged() {
+        let mut idle = thread(0.97, 0.000_01);
+        idle.streams = 0;
+        let c = check(vec![thread(0.2, 0.000_1), idle.clone()]);
+        assert_eq!(c.limited, None);
+        let alone = check(vec![idle]);
+        assert!(
+            alone.summary().contains("not judged"),
+            "{}",
+            alone.summary()
+        );
     }
 
     #[test]

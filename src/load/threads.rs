@@ -125,8 +125,9 @@ pub fn pin_from_env() -> Option<bool> {
     }
 }
 
+/// The CPUs this process may run on (empty where unknown).
 #[cfg(target_os = "linux")]
-fn allowed_cpus() -> Vec<usize> {
+pub fn allowed_cpus() -> Vec<usize> {
     use nix::sched::{CpuSet, sched_getaffinity};
     use nix::unistd::Pid;
     let Ok(set) = sched_getaffinity(Pid::from_raw(0)) else {
@@ -137,8 +138,9 @@ fn allowed_cpus() -> Vec<usize> {
         .collect()
 }
 
+/// The CPUs this process may run on (unknown here).
 #[cfg(not(target_os = "linux"))]
-fn allowed_cpus() -> Vec<usize> {
+pub fn allowed_cpus() -> Vec<usize> {
     Vec::new()
 }
 
@@ -192,17 +194,31 @@ pub struct Pinger {
 /// What a client thread's probe task reads its pings from.
 pub type Pings = tokio::sync::mpsc::UnboundedReceiver<Instant>;
 
+/// The channels of `n` client threads' pings: what the pinger sends on,
+/// and what each thread's probe reads.
+pub fn ping_channels(
+    n: usize,
+) -> (
+    Vec<tokio::sync::mpsc::UnboundedSender<Instant>>,
+    Vec<Option<Pings>>,
+) {
+    (0..n)
+        .map(|_| {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
+            (tx, Some(rx))
+        })
+        .unzip()
+}
+
 impl Pinger {
-    /// A pinger of `n` client threads, and the pings of each; `None` when
-    /// its thread cannot be started (the gate then has no lag figures).
-    pub fn start(n: usize) -> (Option<Self>, Vec<Option<Pings>>) {
+    /// Starts pinging on `senders`, each millisecond; `None` when its
+    /// thread cannot be started (the gate then has no lag figures, and its
+    /// self-check says what it could not judge).
+    pub fn start(senders: Vec<tokio::sync::mpsc::UnboundedSender<Instant>>) -> Option<Self> {
         use std::sync::atomic::{AtomicBool, Ordering};
-        let (senders, pings): (Vec<_>, Vec<_>) = (0..n)
-            .map(|_| tokio::sync::mpsc::unbounded_channel::<Instant>())
-            .unzip();
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let flag = std::sync::Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
+        std::thread::Builder::new()
             .name("servegate-lag".into())
             .spawn(move || {
                 while !flag.load(Ordering::Relaxed) {
@@ -211,17 +227,12 @@ impl Pinger {
                         let _ = s.send(Instant::now());
                     }
                 }
-            });
-        match thread {
-            Ok(t) => (
-                Some(Self {
-                    stop,
-                    thread: Some(t),
-                }),
-                pings.into_iter().map(Some).collect(),
-            ),
-            Err(_) => (None, (0..n).map(|_| None).collect()),
-        }
+            })
+            .ok()
+            .map(|t| Self {
+                stop,
+                thread: Some(t),
+            })
     }
 }
 
@@ -340,8 +351,8 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn the_lag_probe_sees_a_task_that_hogs_its_thread() {
-        let (pinger, mut pings) = Pinger::start(1);
-        let _pinger = pinger.unwrap();
+        let (senders, mut pings) = ping_channels(1);
+        let _pinger = Pinger::start(senders).unwrap();
         let (stop, rx) = oneshot::channel();
         let probe = tokio::spawn(lag_probe(pings.pop().unwrap().unwrap(), rx));
         // A quiet start, then a task that blocks the thread 20 ms at a

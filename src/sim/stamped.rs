@@ -30,6 +30,9 @@ pub fn spawn(listener: TcpListener, ttft: Duration, itl: Duration) -> std::io::R
     Ok(RunningSim { addr, task })
 }
 
+/// Largest request body read.
+const MAX_BODY: usize = 1 << 20;
+
 /// Reads what the socket has onto `buf`; `arrived` becomes when those
 /// bytes reached this host. `None` at the end of the stream.
 async fn read_more(sock: &TcpStream, buf: &mut Vec<u8>, arrived: &mut Instant) -> Option<()> {
@@ -59,6 +62,11 @@ async fn request(sock: &TcpStream, buf: &mut Vec<u8>, arrived: &mut Instant) -> 
                 .find_map(|l| l.strip_prefix("content-length:"))
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(0);
+            // A request body is a few hundred bytes; a larger claim ends
+            // the connection rather than the memory.
+            if len > MAX_BODY {
+                return None;
+            }
             while buf.len() < end + 4 + len {
                 read_more(sock, buf, arrived).await?;
             }
@@ -70,6 +78,9 @@ async fn request(sock: &TcpStream, buf: &mut Vec<u8>, arrived: &mut Instant) -> 
                     .and_then(serde_json::Value::as_u64)
                     .unwrap_or(64),
             );
+        }
+        if buf.len() > MAX_BODY {
+            return None;
         }
         read_more(sock, buf, arrived).await?;
     }
@@ -88,7 +99,11 @@ fn frame(data: &str) -> String {
 
 async fn connection(mut sock: TcpStream, ttft: Duration, itl: Duration) {
     let mut buf = Vec::new();
-    let mut arrived = Instant::now();
+    // The floor of the first read's stamp: its bytes may have waited in
+    // the kernel before the connection was accepted.
+    let mut arrived = Instant::now()
+        .checked_sub(Duration::from_secs(1))
+        .unwrap_or_else(Instant::now);
     while let Some(tokens) = request(&sock, &mut buf, &mut arrived).await {
         let read = micros();
         let arrived = stamp::epoch_micros(arrived.into_std());
