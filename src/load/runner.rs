@@ -13,7 +13,7 @@ use tokio::sync::{Notify, Semaphore, oneshot};
 use tokio::time::Instant;
 
 use super::distribution::Distribution;
-use super::metrics::{GateMetrics, LATE_START, Recorder};
+use super::metrics::{GateMetrics, LATE_START, Recorder, Slo};
 use super::progress::Progress;
 use super::prometheus::{Scrape, ServerView};
 use super::selfcheck::{ClientCheck, ThreadCheck};
@@ -316,21 +316,32 @@ async fn closed(
             }
         });
     }
-    let mut failed = Vec::new();
+    settle(tasks, rec, gate.slo, Vec::new(), "load worker").await
+}
+
+/// Waits for a thread's load tasks to end, and hands back its record with
+/// a failure for each task that panicked (`failed`: those already reaped).
+async fn settle(
+    mut tasks: tokio::task::JoinSet<()>,
+    rec: Arc<Mutex<Recorder>>,
+    slo: Slo,
+    mut failed: Vec<String>,
+    what: &str,
+) -> Recorder {
     while let Some(joined) = tasks.join_next().await {
         if let Err(e) = joined {
             failed.push(e.to_string());
         }
     }
-    // Every worker has ended, so the record is ours alone.
+    // Every task has ended, so the record is ours alone.
     let mut all = Arc::try_unwrap(rec)
         .ok()
         .and_then(|m| m.into_inner().ok())
-        .unwrap_or_else(|| Recorder::new(gate.slo));
+        .unwrap_or_else(|| Recorder::new(slo));
     for e in failed {
         all.fail(&CallError::new(
             ErrorKind::Transport,
-            format!("load worker failed: {e}"),
+            format!("{what} failed: {e}"),
         ));
     }
     all
@@ -426,21 +437,7 @@ async fn open(
             }
         }
     }
-    while let Some(done) = tasks.join_next().await {
-        if let Err(e) = done {
-            failed.push(e.to_string());
-        }
-    }
-    let mut all = Arc::try_unwrap(rec)
-        .ok()
-        .and_then(|m| m.into_inner().ok())
-        .unwrap_or_else(|| Recorder::new(gate.slo));
-    for e in failed {
-        all.fail(&CallError::new(
-            ErrorKind::Transport,
-            format!("load request failed: {e}"),
-        ));
-    }
+    let all = settle(tasks, rec, gate.slo, failed, "load request").await;
     (all, starts, late_wakes)
 }
 
