@@ -180,8 +180,12 @@ async fn waits_for_max_in_flight_are_the_servers_not_the_clients() {
     let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
     assert_eq!((m.completed, m.errors), (10, 0));
     assert!(m.late_starts >= 5, "{} late starts", m.late_starts);
+    // Every start after the first waited ~40 ms for the one permit; the
+    // client's own wake-ups are late only when the machine is busy (the
+    // other tests of this binary run beside it), never nine times in ten.
     let t = &m.client.threads[0];
-    assert_eq!((t.starts, t.late_starts), (10, 0), "{:?}", m.client);
+    assert_eq!(t.starts, 10, "{:?}", m.client);
+    assert!(t.late_starts <= 2, "{:?}", m.client);
 }
 
 /// A server that freezes for one second, 300ms after its first request, as a
