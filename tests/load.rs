@@ -127,10 +127,18 @@ async fn client_threads_split_a_closed_loop_and_merge_its_figures() {
     assert_eq!(m.client.chosen, "suite");
     let streams: Vec<u32> = m.client.threads.iter().map(|t| t.streams).collect();
     assert_eq!(streams, [3, 2, 2]);
-    // Every measured request reused a connection its thread's warm-up
-    // opened (the chunked terminator of the previous answer is read before
-    // the next request looks for one), and was stamped when written.
-    assert_eq!(m.connect.len(), 0);
+    // The measured requests reuse the connections their thread's warm-up
+    // opened: the chunked terminator of the previous answer is read before
+    // the next request looks for one. (Only a terminator that came in a
+    // packet of its own, on a machine busy with the other tests of this
+    // binary, is drained in the background, and its worker's next request
+    // opens a connection; reading the terminator late made every worker
+    // open a second connection: 7.)
+    assert!(
+        m.connect.len() < 3,
+        "{} connections opened",
+        m.connect.len()
+    );
     assert_eq!(m.ttft_from_send.len(), 42);
     assert!(value(&m, "ttft_from_send.mean") <= value(&m, "ttft.mean"));
     #[cfg(target_os = "linux")]

@@ -48,12 +48,16 @@ fn checked(result: Result<Completion, CallError>) -> Result<Completion, CallErro
 }
 
 /// A measured (or warm-up) window: when it stops, the index of its first
-/// request, how many requests have finished so far (for progress), the
-/// breaker that ends it early, and who watches it.
+/// request, how its count maps to request indices, how many requests have
+/// finished so far (for progress), the breaker that ends it early, and who
+/// watches it.
 #[derive(Debug)]
 struct Window {
     bound: Bound,
     first: u32,
+    /// Count `i` is request `first + i * stride.1 + stride.0`: a thread's
+    /// own warm-up takes every n-th index from its own.
+    stride: (u32, u32),
     finished: Arc<AtomicU64>,
     breaker: Arc<Breaker>,
     watch: Arc<Watch>,
@@ -289,7 +293,7 @@ async fn closed(
     next: &Arc<AtomicU32>,
     window: &Window,
 ) -> Recorder {
-    let (bound, first) = (window.bound, window.first);
+    let (bound, first, stride) = (window.bound, window.first, window.stride);
     let rec = Arc::new(Mutex::new(Recorder::new(gate.slo)));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers {
@@ -304,7 +308,7 @@ async fn closed(
                 if !bound.allows(i, Instant::now()) || breaker.tripped().is_some() {
                     break;
                 }
-                let result = send(&client, &gate, first, i, &watch).await;
+                let result = send(&client, &gate, first, i * stride.1 + stride.0, &watch).await;
                 breaker.note(&result);
                 if let Ok(mut rec) = rec.lock() {
                     match result {
@@ -456,7 +460,6 @@ struct Shared {
     gate: Arc<Gate>,
     threads: usize,
     warm_concurrency: u32,
-    warm_next: Arc<AtomicU32>,
     next: Arc<AtomicU32>,
     breaker: Arc<Breaker>,
     watch: Arc<Watch>,
@@ -532,10 +535,10 @@ fn client_thread(
     client: Client,
     shared: &Arc<Shared>,
     go: tokio::sync::watch::Receiver<Go>,
-    (cpu, pings): (Option<usize>, Option<Pings>),
+    (cpu, all, pings): (Option<usize>, &[usize], Option<Pings>),
+    mut warming: Warming,
 ) -> ShardOut {
-    let cpu = cpu.filter(|&c| threads::pin(c));
-    let mut warming = shared.warming();
+    let cpu = threads::place(cpu, all);
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -572,18 +575,25 @@ async fn shard(
     let (gate, n) = (&shared.gate, shared.threads);
     let load = &gate.load;
     if load.warmup > 0 {
+        // Each thread warms its own workers' connections with its share of
+        // the warm-up, whenever it starts: a thread that started late
+        // would otherwise find the warm-up taken by the others.
         let warm = Window {
             bound: Bound {
-                count: Some(load.warmup),
+                count: Some(share(load.warmup, k, n)),
                 deadline: None,
             },
             first: 0,
+            stride: (
+                u32::try_from(k).unwrap_or(u32::MAX),
+                u32::try_from(n).unwrap_or(u32::MAX),
+            ),
             finished: Arc::default(),
             breaker: Arc::clone(&shared.breaker),
             watch: Arc::clone(&shared.watch),
         };
         let workers = share(shared.warm_concurrency.min(load.warmup), k, n);
-        closed(client, gate, workers, &shared.warm_next, &warm).await;
+        closed(client, gate, workers, &Arc::default(), &warm).await;
     }
     warming.done();
     let Ok(Go::Measure(start)) = go.wait_for(|g| *g != Go::Wait).await.map(|g| *g) else {
@@ -598,6 +608,7 @@ async fn shard(
             deadline: load.duration.map(|d| start + d),
         },
         first: load.warmup,
+        stride: (0, 1),
         finished: Arc::clone(&shared.finished),
         breaker: Arc::clone(&shared.breaker),
         watch: Arc::clone(&shared.watch),
@@ -697,7 +708,6 @@ pub async fn run_watched(
         gate: Arc::new(gate.clone()),
         threads: n,
         warm_concurrency,
-        warm_next: Arc::default(),
         next: Arc::default(),
         breaker: Arc::clone(&breaker),
         watch: Arc::clone(watch),
@@ -709,35 +719,42 @@ pub async fn run_watched(
     let (go, going) = tokio::sync::watch::channel(Go::Wait);
     let (senders, pings) = threads::ping_channels(n);
     let cpus = threads::pins(n, threads.pin);
+    // Where an unpinned client thread may run: where this one may.
+    let all = threads::allowed_cpus();
     let mut outs = Vec::new();
-    let mut handles = Vec::new();
     for (k, (cpu, pings)) in cpus.into_iter().zip(pings).enumerate() {
         let started = client
             .for_thread()
             .map_err(|e| e.to_string())
             .and_then(|thread_client| {
                 let (tx, rx) = oneshot::channel();
-                let (shared, going) = (Arc::clone(&shared), going.clone());
-                std::thread::Builder::new()
-                    .name(format!("servegate-client-{k}"))
-                    .spawn(move || {
-                        let out = client_thread(k, thread_client, &shared, going, (cpu, pings));
+                let (shared, going, all) = (Arc::clone(&shared), going.clone(), all.clone());
+                // Made here, so that a job dropped unrun still says so.
+                let warming = shared.warming();
+                threads::run_on(
+                    k,
+                    Box::new(move || {
+                        let out = client_thread(
+                            k,
+                            thread_client,
+                            &shared,
+                            going,
+                            (cpu, &all, pings),
+                            warming,
+                        );
                         let _ = tx.send(out);
-                    })
-                    .map(|h| (h, rx))
-                    .map_err(|e| e.to_string())
+                    }),
+                )
+                .map(|()| rx)
             });
         match started {
-            Ok((h, rx)) => {
-                handles.push(h);
-                outs.push(rx);
-            }
+            Ok(rx) => outs.push(rx),
             Err(e) => {
                 // The threads already started stop their warm-up and end
-                // before the gate does: none outlives it.
+                // before the gate does: none works past it.
                 breaker.stop(format!("client thread {k} could not start: {e}"));
                 let _ = go.send(Go::Abort);
-                collect(outs, handles).await;
+                collect(outs).await;
                 return Err(format!("failed to start client thread {k}: {e}"));
             }
         }
@@ -755,7 +772,7 @@ pub async fn run_watched(
     };
     if let Err(e) = set_up {
         let _ = go.send(Go::Abort);
-        collect(outs, handles).await;
+        collect(outs).await;
         return Err(e);
     }
     let before = scrape(client).await;
@@ -770,7 +787,7 @@ pub async fn run_watched(
         chosen: threads.chosen.to_owned(),
         ..ClientCheck::default()
     };
-    for (k, out) in collect(outs, handles).await.into_iter().enumerate() {
+    for (k, out) in collect(outs).await.into_iter().enumerate() {
         if let Some(out) = out {
             rec.merge(out.rec);
             check.threads.push(out.check);
@@ -795,18 +812,11 @@ pub async fn run_watched(
 }
 
 /// What each client thread handed back (`None`: it ended without, a
-/// panic), once every thread has ended.
-async fn collect(
-    outs: Vec<oneshot::Receiver<ShardOut>>,
-    handles: Vec<std::thread::JoinHandle<()>>,
-) -> Vec<Option<ShardOut>> {
+/// panic), once every thread is done with the gate.
+async fn collect(outs: Vec<oneshot::Receiver<ShardOut>>) -> Vec<Option<ShardOut>> {
     let mut got = Vec::new();
     for out in outs {
         got.push(out.await.ok());
-    }
-    // Each has sent its figures (or died): what is left of it is its exit.
-    for h in handles {
-        let _ = h.join();
     }
     got
 }

@@ -144,19 +144,80 @@ pub fn allowed_cpus() -> Vec<usize> {
     Vec::new()
 }
 
-/// Pins the calling thread to `cpu`; whether it was.
+/// Lets the calling thread run on `cpus` only; whether it could.
 #[cfg(target_os = "linux")]
-pub fn pin(cpu: usize) -> bool {
+fn run_only_on(cpus: &[usize]) -> bool {
     use nix::sched::{CpuSet, sched_setaffinity};
     use nix::unistd::Pid;
     let mut set = CpuSet::new();
-    set.set(cpu).is_ok() && sched_setaffinity(Pid::from_raw(0), &set).is_ok()
+    !cpus.is_empty()
+        && cpus.iter().all(|&c| set.set(c).is_ok())
+        && sched_setaffinity(Pid::from_raw(0), &set).is_ok()
 }
 
-/// Pins the calling thread to `cpu` (not here).
+/// Lets the calling thread run on `cpus` only (not here).
 #[cfg(not(target_os = "linux"))]
-pub fn pin(_cpu: usize) -> bool {
+fn run_only_on(_cpus: &[usize]) -> bool {
     false
+}
+
+/// Places the calling client thread for a gate: pinned to `cpu`, or free
+/// to run on every CPU of `all` (it may have been pinned for an earlier
+/// gate). The CPU it is pinned to, if it is.
+pub fn place(cpu: Option<usize>, all: &[usize]) -> Option<usize> {
+    match cpu {
+        Some(c) if run_only_on(&[c]) => Some(c),
+        _ => {
+            run_only_on(all);
+            None
+        }
+    }
+}
+
+/// Work for a client thread.
+pub type Job = Box<dyn FnOnce() + Send>;
+
+/// The client threads of the process, kept from gate to gate: a thread
+/// started per gate would leave the allocator an arena per thread that
+/// came and went (resident memory stepping up over a long run), where a
+/// kept thread reuses its own.
+static WORKERS: std::sync::Mutex<Vec<std::sync::mpsc::Sender<Job>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Runs `job` on client thread `k`, started the first time it is asked
+/// for (or again, when a job panicked and took it down). `Err` when no
+/// thread can be started; the job is then dropped unrun, as it is when it
+/// reaches a thread on its way down. Gates run one at a time: a job for a
+/// thread still busy with another waits for it.
+pub fn run_on(k: usize, job: Job) -> Result<(), String> {
+    let start = |k: usize| -> Result<std::sync::mpsc::Sender<Job>, String> {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name(format!("servegate-client-{k}"))
+            .spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    job();
+                }
+            })
+            .map(|_| tx)
+            .map_err(|e| e.to_string())
+    };
+    let mut workers = WORKERS
+        .lock()
+        .map_err(|_| "the client threads' table is poisoned".to_owned())?;
+    while workers.len() <= k {
+        let next = start(workers.len())?;
+        workers.push(next);
+    }
+    match workers[k].send(job) {
+        Ok(()) => Ok(()),
+        Err(std::sync::mpsc::SendError(job)) => {
+            workers[k] = start(k)?;
+            workers[k]
+                .send(job)
+                .map_err(|_| format!("client thread {k} ended at once"))
+        }
+    }
 }
 
 /// The CPU time the calling thread has used.
@@ -326,6 +387,38 @@ mod tests {
             pins(allowed.len() + 1, Some(true)),
             vec![None; allowed.len() + 1]
         );
+    }
+
+    #[test]
+    fn client_threads_are_kept_and_replaced_when_a_job_takes_one_down() {
+        // Which thread runs a job on client thread 3; `None` when the job
+        // was dropped unrun (sent to a thread on its way down).
+        let name = || {
+            let (tx, rx) = std::sync::mpsc::channel();
+            run_on(
+                3,
+                Box::new(move || {
+                    let t = std::thread::current();
+                    let _ = tx.send((t.id(), t.name().map(str::to_owned)));
+                }),
+            )
+            .unwrap();
+            rx.recv().ok()
+        };
+        let (first, label) = name().unwrap();
+        assert_eq!(label.as_deref(), Some("servegate-client-3"));
+        assert_eq!(
+            name().unwrap().0,
+            first,
+            "the same thread serves the next gate"
+        );
+        run_on(3, Box::new(|| panic!("a job that panics"))).unwrap();
+        // The panic took the thread down; a later job gets a new one.
+        let replaced = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            name().is_some_and(|(id, _)| id != first)
+        });
+        assert!(replaced);
     }
 
     #[test]
