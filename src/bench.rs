@@ -45,11 +45,11 @@ pub struct BenchOptions {
 }
 
 /// A child process, killed when dropped.
-struct Child_ {
+struct Killed {
     child: Child,
 }
 
-impl Drop for Child_ {
+impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -58,7 +58,7 @@ impl Drop for Child_ {
 
 /// A simulator in a child process, killed when dropped.
 struct SimProcess {
-    _child: Child_,
+    _child: Killed,
     url: String,
 }
 
@@ -109,7 +109,7 @@ fn spawn_sim(
         .spawn()
         .map_err(|e| format!("failed to start the simulator process: {e}"))?;
     let stdout = child.stdout.take().ok_or("no simulator stdout")?;
-    let child = Child_ { child };
+    let child = Killed { child };
     let mut line = String::new();
     BufReader::new(stdout)
         .read_line(&mut line)
@@ -123,13 +123,13 @@ fn spawn_sim(
 }
 
 /// A process that burns a CPU until dropped.
-fn burner(cpu: usize) -> Result<Child_, String> {
+fn burner(cpu: usize) -> Result<Killed, String> {
     let cpu = cpu.to_string();
     Command::new("taskset")
         .args(["-c", &cpu, "sh", "-c", "while :; do :; done"])
         .stdout(Stdio::null())
         .spawn()
-        .map(|child| Child_ { child })
+        .map(|child| Killed { child })
         .map_err(|e| format!("failed to start a CPU burner on CPU {cpu}: {e}"))
 }
 

@@ -64,6 +64,14 @@ fn create_parent(path: &Path) -> Result<(), FileError> {
     }
 }
 
+/// Whether `c` may be part of a name that becomes part of a path
+/// (suite, probe and gate names, snapshot slugs): letters, digits, `_`,
+/// `-`, `.` — no separator, nothing a shell or a file system reads
+/// otherwise.
+pub fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')
+}
+
 /// Writes `text` to `path` (creating its directory) through a temporary file
 /// beside it and a rename: a reader, or a run killed mid-write, never sees
 /// half a file.

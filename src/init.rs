@@ -250,7 +250,7 @@ fn suite_name(out: &Path) -> String {
     let name: String = stem
         .chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+            if crate::files::is_name_char(c) {
                 c
             } else {
                 '-'

@@ -151,7 +151,7 @@ pub fn slug(model: &str) -> String {
         .replace('/', "--")
         .chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+            if crate::files::is_name_char(c) {
                 c
             } else {
                 '_'

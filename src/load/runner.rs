@@ -718,9 +718,9 @@ pub async fn run_watched(
     });
     let (go, going) = tokio::sync::watch::channel(Go::Wait);
     let (senders, pings) = threads::ping_channels(n);
-    let cpus = threads::pins(n, threads.pin);
     // Where an unpinned client thread may run: where this one may.
     let all = threads::allowed_cpus();
+    let cpus = threads::pins(n, threads.pin, &all);
     let mut outs = Vec::new();
     for (k, (cpu, pings)) in cpus.into_iter().zip(pings).enumerate() {
         let started = client

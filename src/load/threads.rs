@@ -103,12 +103,11 @@ pub fn auto(load: &Load, cores: usize) -> usize {
 }
 
 /// The CPUs `n` client threads are pinned to (`None`: not pinned): the
-/// highest of those this process may run on, one each, where `pin` says so
-/// — by default only where at least 8 CPUs are allowed and four times as
+/// highest of `allowed` (where this process may run), one each, where
+/// `pin` says so — by default only where at least 8 CPUs are allowed and four times as
 /// many as threads, so that the server keeps cores of its own and two
 /// runs on a small machine do not crowd one core.
-pub fn pins(n: usize, pin: Option<bool>) -> Vec<Option<usize>> {
-    let allowed = allowed_cpus();
+pub fn pins(n: usize, pin: Option<bool>, allowed: &[usize]) -> Vec<Option<usize>> {
     let yes = pin.unwrap_or(allowed.len() >= 8 && allowed.len() >= 4 * n);
     if !yes || allowed.len() < n {
         return vec![None; n];
@@ -376,15 +375,15 @@ mod tests {
 
     #[test]
     fn pinning_only_where_asked_or_where_there_is_room() {
-        assert_eq!(pins(2, Some(false)), vec![None, None]);
+        assert_eq!(pins(2, Some(false), &allowed_cpus()), vec![None, None]);
         let allowed = allowed_cpus();
         if allowed.is_empty() {
             return;
         }
-        let pinned = pins(1, Some(true));
+        let pinned = pins(1, Some(true), &allowed);
         assert_eq!(pinned, vec![allowed.last().copied()]);
         assert_eq!(
-            pins(allowed.len() + 1, Some(true)),
+            pins(allowed.len() + 1, Some(true), &allowed),
             vec![None; allowed.len() + 1]
         );
     }

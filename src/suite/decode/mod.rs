@@ -170,9 +170,7 @@ impl<'e> Decoder<'e> {
         // as of test names: never `.`, `..` or a hidden file.
         let valid = !name.is_empty()
             && !name.starts_with('.')
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+            && name.chars().all(crate::files::is_name_char);
         if valid {
             Some(name)
         } else {
