@@ -444,7 +444,7 @@ const CHUNKED_HEAD: &[u8] =
 
 #[tokio::test]
 async fn chunked_bodies_split_anywhere_with_extensions_and_trailers() {
-    let sse = "data: {\"choices\":[{\"delta\":{\"content\":\"hel\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"lo\"}}]}\n\ndata: [DONE]\n\n";
+    let sse = "data: {\"choices\":[{\"delta\":{\"content\":\"hel\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
     let body: &'static str = Box::leak(
         format!(
             "{:x};name=value\r\n{sse}\r\n0\r\nx-trailer: 1\r\n\r\n",
@@ -469,7 +469,7 @@ async fn chunked_bodies_split_anywhere_with_extensions_and_trailers() {
 #[tokio::test]
 async fn content_length_and_close_delimited_bodies() {
     const SSE: &[u8] =
-        b"data: {\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}\n\ndata: [DONE]\n\n";
+        b"data: {\"choices\":[{\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
     let with_length: &'static [u8] = Box::leak(
         format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", SSE.len())
             .into_bytes()
@@ -488,13 +488,16 @@ async fn content_length_and_close_delimited_bodies() {
 
 #[tokio::test]
 async fn keep_alive_connections_are_reused_and_a_stale_one_replaced() {
-    const ONE: &[u8] = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2f\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n\r\n\
+    // A gate's requests (`sample`, `measure`) keep their connections;
+    // a probe's (`complete`) has one of its own.
+    const ONE: &[u8] = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n46\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\n\r\n\
         e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n";
     // Two requests on one connection: one accept.
-    let (url, accepted) = raw_server(vec![vec![(0, ONE)], vec![(0, ONE)]], 2).await;
+    let (url, accepted) =
+        raw_server(vec![vec![(0, ONE)], vec![(0, ONE)], vec![(0, ONE)]], 2).await;
     let cl = client(&url, Api::OpenAiChat);
     for _ in 0..2 {
-        assert_eq!(cl.complete(&ask("x", 8, false)).await.unwrap().content, "a");
+        assert_eq!(cl.sample(&ask("x", 8, false)).await.unwrap().content, "a");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(
@@ -502,15 +505,55 @@ async fn keep_alive_connections_are_reused_and_a_stale_one_replaced() {
         1,
         "the second request reused the connection"
     );
+    // A probe's question goes out on a connection of its own.
+    assert_eq!(cl.complete(&ask("x", 8, false)).await.unwrap().content, "a");
+    assert_eq!(accepted.load(Ordering::SeqCst), 2, "the probe opened one");
     // A server that closes after each response: the pooled connection is
     // stale, and the request goes out again on a new one.
     let (url, accepted) = raw_server(vec![vec![(0, ONE)], vec![(0, ONE)]], 1).await;
     let cl = client(&url, Api::OpenAiChat);
     for _ in 0..2 {
-        assert_eq!(cl.complete(&ask("x", 8, false)).await.unwrap().content, "a");
+        assert_eq!(cl.sample(&ask("x", 8, false)).await.unwrap().content, "a");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
+}
+
+/// A server that writes a second, unasked response after the first one
+/// on a gate's kept-alive connection: those bytes are never read as the
+/// next answer. The idle connection is closed before reuse (counted), and the
+/// next request gets its own answer on a new one.
+#[tokio::test]
+async fn bytes_sent_unasked_on_an_idle_connection_are_never_the_next_answer() {
+    fn response(text: &str) -> &'static [u8] {
+        let sse = format!(
+            "data: {{\"choices\":[{{\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n"
+        );
+        Box::leak(
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{sse}\r\n0\r\n\r\n",
+                sse.len()
+            )
+            .into_bytes()
+            .into_boxed_slice(),
+        )
+    }
+    // The stale answer arrives 5 ms after the first one is complete (and
+    // pooled); the connection then stays open until the next accept.
+    let (url, accepted) = raw_server(
+        vec![
+            vec![(0, response("first")), (5, response("stale"))],
+            vec![(0, response("fresh"))],
+        ],
+        1,
+    )
+    .await;
+    let cl = client(&url, Api::OpenAiChat);
+    assert_eq!(cl.sample(&ask("x", 8, false)).await.unwrap().content, "first");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(cl.sample(&ask("x", 8, false)).await.unwrap().content, "fresh");
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(cl.unsolicited(), 1, "the stale connection is counted");
 }
 
 #[tokio::test]

@@ -859,3 +859,291 @@ fn a_page_or_a_compressed_body_names_what_came() {
         ],
     );
 }
+
+/// A gate of two requests asking for exactly 64 tokens (`ignore_eos`), on
+/// `api`, that must produce at least one output token per second.
+fn exact_gate(api: &str) -> String {
+    format!(
+        "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  api: {api}\n  timeouts: {{ connect: 2s, first_token: 5s, idle: 5s, total: 10s }}\nperformance:\n  - name: gate\n    load: {{ concurrency: 1, requests: 2, input_tokens: 8, output_tokens: 64, ignore_eos: true }}\n    thresholds: {{ output_tok_s: \">= 1\" }}\n"
+    )
+}
+
+/// SGLang's `/generate` chunk: cumulative `text`, `n` tokens so far, and
+/// the finish reason (JSON, `null` until the last chunk).
+fn generate_chunk(text: &str, n: u64, finish: &str) -> String {
+    format!(
+        "data: {{\"text\":\"{text}\",\"meta_info\":{{\"id\":\"r\",\"prompt_tokens\":8,\"completion_tokens\":{n},\"finish_reason\":{finish}}}}}\n\n"
+    )
+}
+
+/// Streams that end without completing pass no gate: an OpenAI chat
+/// stream aborted after 3 of 64 tokens (SGLang's `finish_reason: "abort"`,
+/// then `[DONE]`), a `/generate` stream cut after 3 chunks (no finish
+/// reason, no `[DONE]`), a `/generate` abort with SGLang's message, and a
+/// server that stops after one token when 64 were asked with `ignore_eos`.
+/// Each fails every request under a class of its own, with the server's
+/// words; none is a measured figure.
+#[test]
+fn aborted_cut_and_short_streams_fail_their_gates() {
+    let chat_abort = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            stream_head(conn);
+            let _ = conn.write_all(
+                b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n\
+                  data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]}\n\n\
+                  data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"c\"}}]}\n\n\
+                  data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"abort\"}]}\n\n\
+                  data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":3}}\n\n\
+                  data: [DONE]\n\n",
+            );
+        }
+    }));
+    let generate = |end: &'static str| {
+        serve(Arc::new(move |req, conn| {
+            if req.path != "/generate" {
+                discovery(req, conn);
+                return;
+            }
+            stream_head(conn);
+            for (n, text) in [(1, "a"), (2, "ab")] {
+                let _ = conn.write_all(generate_chunk(text, n, "null").as_bytes());
+            }
+            let _ = conn.write_all(end.as_bytes());
+        }))
+    };
+    let cut = generate("data: {\"text\":\"abc\",\"meta_info\":{\"completion_tokens\":3,\"finish_reason\":null}}\n\n");
+    let aborted = generate(
+        "data: {\"text\":\"abc\",\"meta_info\":{\"completion_tokens\":3,\"finish_reason\":{\"type\":\"abort\",\"message\":\"Abort before prefill\",\"status_code\":null}}}\n\ndata: [DONE]\n\n",
+    );
+    let short = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            stream_head(conn);
+            let _ = conn.write_all(
+                b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"},\"finish_reason\":\"stop\"}]}\n\n\
+                  data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":1}}\n\n\
+                  data: [DONE]\n\n",
+            );
+        }
+    }));
+    let cases: [(&str, u16, &str, &[&str]); 4] = [
+        (
+            "chat-abort",
+            chat_abort,
+            "openai-chat",
+            &[
+                "aborted ×2",
+                "the server aborted the request: finish_reason `abort` after 3 tokens (",
+            ],
+        ),
+        (
+            "generate-cut",
+            cut,
+            "sglang-generate",
+            &[
+                "transport ×2",
+                "the server closed the connection after 3 tokens (",
+                "without `data: [DONE]`",
+            ],
+        ),
+        (
+            "generate-abort",
+            aborted,
+            "sglang-generate",
+            &[
+                "aborted ×2",
+                "finish_reason `abort` (\"Abort before prefill\") after 3 tokens",
+            ],
+        ),
+        (
+            "short",
+            short,
+            "openai-chat",
+            &[
+                "short ×2",
+                "short answer: 1 of the 64 tokens asked with ignore_eos (the server stopped early or ignores ignore_eos); finish_reason `stop`, counted by server usage",
+            ],
+        ),
+    ];
+    for (tag, port, api, needles) in cases {
+        let o = run(tag, &exact_gate(api), port, &[]);
+        assert_eq!(o.code, Some(1), "{tag}: {}", o.stdout);
+        let gate = failure_of(&o.stdout, "hostile::performance::gate");
+        assert_has(&gate, &["could not measure: all 2 requests failed"]);
+        assert_has(&gate, needles);
+    }
+}
+
+/// Text after the choice's finish ("4", stop, then " and more") and a
+/// second choice merged into the first (index 1 "4", index 0 "5") are not
+/// the answer a probe reads: each is a protocol error naming the field,
+/// where the probe would have passed on the merged text.
+#[test]
+fn text_after_the_finish_and_a_second_choice_are_protocol_errors() {
+    let after = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            stream_head(conn);
+            let _ = conn.write_all(
+                b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"4\"},\"finish_reason\":\"stop\"}]}\n\n\
+                  data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" and more\"}}]}\n\n\
+                  data: [DONE]\n\n",
+            );
+        }
+    }));
+    let second = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            stream_head(conn);
+            let _ = conn.write_all(
+                b"data: {\"choices\":[{\"index\":1,\"delta\":{\"content\":\"4\"}}]}\n\n\
+                  data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"5\"},\"finish_reason\":\"stop\"}]}\n\n\
+                  data: [DONE]\n\n",
+            );
+        }
+    }));
+    let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\ncorrectness:\n  - name: probe\n    prompt: \"What is 2+2?\"\n    expect: [{regex: '^4'}]\n";
+    for (tag, port, needle) in [
+        (
+            "after-finish",
+            after,
+            "malformed response: text after the choice's finish_reason `stop`: \"{\\\"choices\\\":[{\\\"index\\\":0,\\\"delta\\\":{\\\"content\\\":\\\" and more\\\"}}]}\"",
+        ),
+        (
+            "second-choice",
+            second,
+            "malformed response: `choices[].index` = 1 where one choice was asked (index 0): ",
+        ),
+    ] {
+        let o = run(tag, suite, port, &[]);
+        assert_eq!(o.code, Some(1), "{tag}: {}", o.stdout);
+        assert_has(
+            &failure_of(&o.stdout, "hostile::correctness::probe"),
+            &["error: request failed: ", needle],
+        );
+    }
+}
+
+/// llama.cpp's own timings that cannot be true of the stream that carried
+/// them: a decode time of 1e-300 ms for tokens that arrived 20 ms apart
+/// (3.6e9 tok/s by the server's account), a negative prompt time. Each
+/// fails the request as a protocol error; neither becomes a figure.
+#[test]
+fn server_timings_that_cannot_be_true_are_protocol_errors() {
+    let llama = |timings: &'static str| {
+        serve(Arc::new(move |req, conn| {
+            if req.path != "/completion" {
+                discovery(req, conn);
+                return;
+            }
+            stream_head(conn);
+            for n in 1..=3 {
+                let _ = write!(
+                    conn,
+                    "data: {{\"content\":\"x\",\"stop\":false,\"tokens_predicted\":{n},\"tokens_evaluated\":8}}\n\n"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = write!(
+                conn,
+                "data: {{\"content\":\"\",\"stop\":true,\"stop_type\":\"limit\",\"tokens_predicted\":3,\"tokens_evaluated\":8,\"timings\":{timings}}}\n\n"
+            );
+        }))
+    };
+    let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  api: llamacpp-completion\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\nperformance:\n  - name: gate\n    load: { concurrency: 1, requests: 2, input_tokens: 8, output_tokens: 3 }\n    thresholds: { server_decode_tok_s.mean: \">= 1\" }\n";
+    for (tag, port, needle) in [
+        (
+            "decode-1e-300",
+            llama(r#"{"prompt_n":8,"prompt_ms":1.0,"predicted_n":3,"predicted_ms":1e-300}"#),
+            "timings.predicted_ms = 1e-300 is implausible: the tokens' arrivals were spread over ",
+        ),
+        (
+            "prompt-negative",
+            llama(r#"{"prompt_n":8,"prompt_ms":-5,"predicted_n":3,"predicted_ms":40.0}"#),
+            "timings.prompt_ms = -5 is implausible: not a duration",
+        ),
+    ] {
+        let o = run(tag, suite, port, &[]);
+        assert_eq!(o.code, Some(1), "{tag}: {}", o.stdout);
+        let gate = failure_of(&o.stdout, "hostile::performance::gate");
+        assert_has(&gate, &["protocol ×2", needle]);
+        assert!(!gate.contains("NaN"), "{tag}: {gate}");
+    }
+}
+
+/// A kept-alive server that writes a second, unasked answer ("6") after
+/// its first, then answers the next question wrongly ("7"): the next probe
+/// reads its own answer on a new connection and fails, where reading the
+/// stale bytes would have passed it.
+#[test]
+fn an_answer_sent_unasked_is_never_the_next_probes_answer() {
+    fn answer(conn: &mut TcpStream, text: &str) {
+        let sse = format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n"
+        );
+        let _ = write!(
+            conn,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{sse}\r\n0\r\n\r\n",
+            sse.len()
+        );
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut conn = conn;
+                // Requests one after another on this connection.
+                loop {
+                    let mut first = String::new();
+                    if reader.read_line(&mut first).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    let _ = reader.read_exact(&mut body);
+                    if first.starts_with("GET /v1/models") {
+                        let models = r#"{"data":[{"id":"hostile"}]}"#;
+                        let _ = write!(
+                            conn,
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{models}",
+                            models.len()
+                        );
+                        continue;
+                    }
+                    let body = String::from_utf8_lossy(&body);
+                    if body.contains("2+3") {
+                        answer(&mut conn, "5");
+                        std::thread::sleep(Duration::from_millis(5));
+                        answer(&mut conn, "6");
+                    } else if body.contains("3+3") {
+                        answer(&mut conn, "7");
+                    } else {
+                        answer(&mut conn, "ok");
+                    }
+                }
+            });
+        }
+    });
+    let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\ncorrectness:\n  - name: first\n    prompt: \"What is 2+3?\"\n    expect: [{regex: '^5$'}]\n  - name: second\n    prompt: \"What is 3+3?\"\n    expect: [{regex: '^6$'}]\n";
+    let o = run("unsolicited", suite, port, &[]);
+    assert_eq!(o.code, Some(1), "{}", o.stdout);
+    assert!(
+        o.stdout
+            .lines()
+            .any(|l| l.starts_with("test hostile::correctness::first ") && l.ends_with(" ok")),
+        "{}",
+        o.stdout
+    );
+    assert_has(
+        &failure_of(&o.stdout, "hostile::correctness::second"),
+        &["\"7\""],
+    );
+}

@@ -212,7 +212,7 @@ async fn stalling_server() -> String {
                     tokio::time::sleep_until(to).await;
                 }
                 "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n\
-                 data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n\
+                 data: {\"choices\":[{\"delta\":{\"content\":\"b\"},\"finish_reason\":\"length\"}]}\n\n\
                  data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n"
             }
         }),

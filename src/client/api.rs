@@ -181,6 +181,9 @@ impl OpenAiChunk<'_> {
 /// One choice of a chunk.
 #[derive(Debug, Deserialize)]
 pub struct OpenAiChoice<'a> {
+    /// Which choice (servegate asks for one: `n` = 1, index 0).
+    #[serde(default)]
+    pub index: Option<u64>,
     /// Chat delta.
     #[serde(default, borrow)]
     pub delta: Option<Delta<'a>>,

@@ -48,6 +48,19 @@ pub enum ErrorKind {
     /// More than servegate reads of one answer or document (the server
     /// would not stop sending).
     Oversize,
+    /// The server ended the request itself: a finish reason its dialect
+    /// documents as an error (SGLang's `abort` for a retracted, cancelled
+    /// or failed request), with the server's words.
+    Aborted,
+    /// Asked for exactly `asked` tokens (`ignore_eos`), the stream ended
+    /// complete with `got`: a server that does not honour `ignore_eos` (or
+    /// stops early) would otherwise inflate every per-token figure.
+    Short {
+        /// Tokens asked (`max_tokens` with `ignore_eos`).
+        asked: u64,
+        /// Tokens the server counted (or the client, without a count).
+        got: u64,
+    },
 }
 
 /// A failed call.
@@ -81,6 +94,8 @@ impl CallError {
             ErrorKind::Protocol => "protocol",
             ErrorKind::Transport => "transport",
             ErrorKind::Oversize => "oversize",
+            ErrorKind::Aborted => "aborted",
+            ErrorKind::Short { .. } => "short",
         }
     }
 }
@@ -108,6 +123,12 @@ impl fmt::Display for CallError {
             ErrorKind::Protocol => write!(f, "malformed response: {detail}")?,
             ErrorKind::Transport => write!(f, "connection broken: {detail}")?,
             ErrorKind::Oversize => write!(f, "{detail}")?,
+            ErrorKind::Aborted => write!(f, "the server aborted the request: {detail}")?,
+            ErrorKind::Short { asked, got } => write!(
+                f,
+                "short answer: {got} of the {asked} tokens asked with ignore_eos (the server stopped early or ignores ignore_eos){}{detail}",
+                if self.detail.is_empty() { "" } else { "; " }
+            )?,
         }
         if !self.partial.is_empty() {
             write!(

@@ -6,6 +6,7 @@
 //! which at hundreds of streams costs more than the token itself. `https://`
 //! targets and the small administrative requests keep using reqwest.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -54,7 +55,11 @@ impl Endpoint {
 #[derive(Debug, Clone)]
 pub struct Pool {
     endpoint: Endpoint,
-    idle: Arc<Mutex<Vec<TcpStream>>>,
+    /// With when their last bytes were read.
+    idle: Arc<Mutex<Vec<(TcpStream, std::time::Instant)>>>,
+    /// Connections closed because the server had sent bytes on them that
+    /// no request asked for; shared by every pool made `empty_like` this.
+    unsolicited: Arc<AtomicU64>,
 }
 
 /// Most idle connections kept.
@@ -70,24 +75,47 @@ impl Pool {
         Self {
             endpoint,
             idle: Arc::default(),
+            unsolicited: Arc::default(),
         }
     }
 
-    /// A pool for the same endpoint with no connections of its own.
+    /// A pool for the same endpoint with no connections of its own (and
+    /// the same count of unsolicited bytes).
     #[must_use]
     pub fn empty_like(&self) -> Self {
-        Self::new(self.endpoint.clone())
+        Self {
+            idle: Arc::default(),
+            ..self.clone()
+        }
     }
 
-    fn take_idle(&self) -> Option<TcpStream> {
-        self.idle.lock().ok()?.pop()
+    /// Connections closed so far because bytes no request asked for were
+    /// waiting on them: a server bug (an extra response, or the next one
+    /// sent early) that would otherwise be read as the next answer.
+    pub fn unsolicited(&self) -> u64 {
+        self.unsolicited.load(Ordering::Relaxed)
     }
 
-    fn give_back(&self, conn: TcpStream) {
+    /// An idle connection with nothing waiting on it: one the server has
+    /// closed is dropped, and so is one with bytes waiting (counted).
+    fn take_idle(&self) -> Option<(TcpStream, std::time::Instant)> {
+        loop {
+            let (conn, read) = self.idle.lock().ok()?.pop()?;
+            match waiting(&conn) {
+                Waiting::Nothing => return Some((conn, read)),
+                Waiting::Closed => {}
+                Waiting::Bytes => {
+                    self.unsolicited.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    fn give_back(&self, conn: TcpStream, read: std::time::Instant) {
         if let Ok(mut idle) = self.idle.lock()
             && idle.len() < MAX_IDLE
         {
-            idle.push(conn);
+            idle.push((conn, read));
         }
     }
 
@@ -114,7 +142,10 @@ impl Pool {
     }
 
     /// Sends `POST path` and reads the response head. A pooled connection
-    /// the server has closed meanwhile is replaced once.
+    /// the server has closed meanwhile is replaced once. Without `reuse`
+    /// the request goes out on a connection of its own, closed after it
+    /// (`Connection: close`): nothing the server sent before the question
+    /// can be taken for its answer.
     pub async fn post(
         &self,
         path: &str,
@@ -122,6 +153,7 @@ impl Pool {
         auth: Option<(&str, &str)>,
         connect: Duration,
         head_deadline: Instant,
+        reuse: bool,
     ) -> Result<Response, HeadError> {
         let mut request = format!(
             "POST {}{path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: {}\r\n",
@@ -135,14 +167,21 @@ impl Pool {
             request.push_str(value);
             request.push_str("\r\n");
         }
+        if !reuse {
+            request.push_str("Connection: close\r\n");
+        }
         request.push_str("\r\n");
         let mut bytes = request.into_bytes();
         bytes.extend_from_slice(body);
-        if let Some(conn) = self.take_idle() {
-            match Response::exchange(conn, &bytes, head_deadline).await {
+        if reuse && let Some((conn, read)) = self.take_idle() {
+            match Response::exchange(conn, read, &bytes, head_deadline).await {
                 Ok(r) => return Ok(r),
                 // Closed while idle: nothing was processed; try a fresh one.
                 Err(HeadError::Stale) => {}
+                Err(HeadError::Early) => {
+                    self.unsolicited.fetch_add(1, Ordering::Relaxed);
+                    return Err(HeadError::Early);
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -152,17 +191,62 @@ impl Pool {
             .await
             .map_err(HeadError::Call)?;
         let opened = opening.elapsed();
-        match Response::exchange(conn, &bytes, head_deadline).await {
+        match Response::exchange(conn, opening, &bytes, head_deadline).await {
             Err(HeadError::Stale) => Err(HeadError::Call(CallError::new(
                 ErrorKind::Transport,
                 "the server closed the connection without a response",
             ))),
             Ok(mut r) => {
                 r.connect = Some(opened);
+                r.keep_alive &= reuse;
                 Ok(r)
             }
             other => other,
         }
+    }
+}
+
+/// What waits on an idle connection.
+#[derive(Debug, PartialEq, Eq)]
+enum Waiting {
+    Nothing,
+    /// The server closed it (or it broke).
+    Closed,
+    /// Bytes no request asked for.
+    Bytes,
+}
+
+/// Looks at an idle connection without reading from it: a non-blocking
+/// `MSG_PEEK` of one byte, a system call of its own (tokio's readiness
+/// would miss bytes its reactor has not polled yet).
+#[cfg(unix)]
+fn waiting(conn: &TcpStream) -> Waiting {
+    use std::os::fd::AsRawFd as _;
+
+    use nix::errno::Errno;
+    use nix::sys::socket::{MsgFlags, recv};
+    let mut byte = [0u8; 1];
+    match recv(
+        conn.as_raw_fd(),
+        &mut byte,
+        MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT,
+    ) {
+        Ok(0) => Waiting::Closed,
+        Ok(_) => Waiting::Bytes,
+        Err(Errno::EAGAIN | Errno::EINTR) => Waiting::Nothing,
+        Err(_) => Waiting::Closed,
+    }
+}
+
+/// Looks at an idle connection (readiness only, where there is no peek).
+#[cfg(not(unix))]
+fn waiting(conn: &TcpStream) -> Waiting {
+    let mut byte = [0u8; 1];
+    match conn.try_read(&mut byte) {
+        Ok(0) => Waiting::Closed,
+        Ok(_) => Waiting::Bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Waiting::Nothing,
+        Err(_) => Waiting::Closed,
     }
 }
 
@@ -173,6 +257,9 @@ pub enum HeadError {
     Stale,
     /// The head deadline passed.
     Deadline,
+    /// The response's head had reached this host before the request was
+    /// written: bytes the server sent unasked (counted by the pool).
+    Early,
     /// Anything else.
     Call(CallError),
 }
@@ -205,11 +292,15 @@ fn transport(e: &std::io::Error) -> CallError {
 }
 
 impl Response {
+    /// Writes `request` on `conn` (whose bytes were last read at `read`)
+    /// and reads the response's head.
     async fn exchange(
         mut conn: TcpStream,
+        read: std::time::Instant,
         request: &[u8],
         deadline: Instant,
     ) -> Result<Self, HeadError> {
+        let writing = std::time::Instant::now();
         match timeout_at(deadline, conn.write_all(request)).await {
             Err(_) => return Err(HeadError::Deadline),
             Ok(Err(_)) => return Err(HeadError::Stale),
@@ -223,7 +314,10 @@ impl Response {
             buf: vec![0; 16 * 1024],
             filled: 0,
             pos: 0,
-            arrived: std::time::Instant::now(),
+            // Bytes may have come since the last read: the kernel's stamp
+            // says when, which tells an answer from bytes sent before the
+            // question.
+            arrived: read,
             status: 0,
             content: super::stream::ContentHeaders::default(),
             body: Decoder::new(Framing::UntilClose),
@@ -250,6 +344,10 @@ impl Response {
             let mut headers = [httparse::EMPTY_HEADER; 64];
             let mut head = httparse::Response::new(&mut headers);
             match head.parse(&response.buf[..response.filled]) {
+                // Stamped before the request began to go out: not its answer.
+                Ok(httparse::Status::Complete(_)) if response.arrived < writing => {
+                    return Err(HeadError::Early);
+                }
                 Ok(httparse::Status::Complete(len)) => {
                     let header = |name: &str| {
                         head.headers
@@ -404,9 +502,7 @@ impl Response {
             }
         }
         if self.done() {
-            if self.pos == self.filled {
-                pool.give_back(self.conn);
-            }
+            self.give_back_clean(pool);
             return;
         }
         let pool = pool.clone();
@@ -419,10 +515,18 @@ impl Response {
                     _ => return,
                 }
             }
-            if self.pos == self.filled {
-                pool.give_back(self.conn);
-            }
+            self.give_back_clean(&pool);
         });
+    }
+
+    /// Pools the connection of a complete body, unless bytes came after
+    /// the body's end (counted as unsolicited, and the connection closed).
+    fn give_back_clean(self, pool: &Pool) {
+        if self.pos == self.filled {
+            pool.give_back(self.conn, self.arrived);
+        } else {
+            pool.unsolicited.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 

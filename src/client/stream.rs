@@ -235,6 +235,13 @@ impl Client {
         self.dialect.discovery()
     }
 
+    /// Kept-alive connections closed so far, by this client and every one
+    /// made [`Self::for_thread`] from it, because bytes no request asked
+    /// for were waiting on them.
+    pub fn unsolicited(&self) -> u64 {
+        self.raw.as_ref().map_or(0, raw::Pool::unsolicited)
+    }
+
     /// The server root.
     pub fn base_url(&self) -> &str {
         &self.base_url
@@ -323,19 +330,32 @@ impl Client {
         Ok((status, text))
     }
 
-    /// Sends one streaming request and reads it to the end.
+    /// Sends one streaming request and reads it to the end, on a
+    /// connection of its own (`http://` targets): a probe's answer is never
+    /// bytes a server sent before the question.
     pub async fn complete(&self, req: &CallRequest) -> Result<Completion, CallError> {
-        self.call(req, true).await
+        self.call(req, true, false).await
+    }
+
+    /// Sends one streaming request of a gate, on a kept-alive connection
+    /// (checked for waiting bytes before its reuse), keeping its text.
+    pub async fn sample(&self, req: &CallRequest) -> Result<Completion, CallError> {
+        self.call(req, true, true).await
     }
 
     /// Sends one streaming request for its timing and token counts only: the
     /// answer's text is counted (against its cap), not kept, so a gate's
     /// memory does not grow with its concurrency times the answer.
     pub async fn measure(&self, req: &CallRequest) -> Result<Completion, CallError> {
-        self.call(req, false).await
+        self.call(req, false, true).await
     }
 
-    async fn call(&self, req: &CallRequest, keep_text: bool) -> Result<Completion, CallError> {
+    async fn call(
+        &self,
+        req: &CallRequest,
+        keep_text: bool,
+        reuse: bool,
+    ) -> Result<Completion, CallError> {
         let body = serde_json::to_vec(&self.body(req))
             .map_err(|e| CallError::new(ErrorKind::Protocol, e.to_string()))?;
         let t = self.timeouts;
@@ -356,6 +376,10 @@ impl Client {
         let head_deadline = deadlines.first_at.min(deadlines.total_at);
         let mut reader = StreamReader::new(self.dialect, sent, self.limits.answer, body.len());
         reader.keep_text = keep_text;
+        reader.max_tokens = req.sampling.max_tokens.map(u64::from);
+        if req.ignore_eos && req.sampling.stop.as_ref().is_none_or(Vec::is_empty) {
+            reader.exact = reader.max_tokens;
+        }
         reader.max_marks = req
             .sampling
             .max_tokens
@@ -368,6 +392,7 @@ impl Client {
                     self.auth.as_ref().map(|(n, v)| (*n, v.as_str())),
                     t.connect,
                     head_deadline,
+                    reuse,
                 )
                 .await
             {
@@ -376,6 +401,12 @@ impl Client {
                 Err(raw::HeadError::Call(e)) => return Err(e),
                 Err(raw::HeadError::Stale) => {
                     return Err(CallError::new(ErrorKind::Transport, "connection closed"));
+                }
+                Err(raw::HeadError::Early) => {
+                    return Err(CallError::new(
+                        ErrorKind::Protocol,
+                        "the response's head reached this host before the request was written: the server sent it unasked (the connection was closed)",
+                    ));
                 }
             };
             reader.timing.headers = sent.elapsed();
@@ -664,6 +695,10 @@ struct StreamReader {
     body_head: Vec<u8>,
     /// The body ended with the connection (no framing said where).
     closed: bool,
+    /// Tokens the request asked for exactly (`ignore_eos`, no stop
+    /// strings), and the most it allows (`max_tokens`).
+    exact: Option<u64>,
+    max_tokens: Option<u64>,
 }
 
 /// Bytes of the body kept to show what came instead of a stream.
@@ -681,7 +716,16 @@ struct EventSaid {
     completion: Option<u64>,
     /// Why it cannot be true, when it cannot.
     broken: Option<CallError>,
+    /// The error finish it gave (`abort`), with the server's words.
+    aborted: Option<String>,
 }
+
+/// Finish reasons that end a request without completing it: SGLang's
+/// `abort` (a retracted, cancelled or failed request; `FINISH_ABORT` in
+/// SGLang 0.5.23's `srt/managers/schedule_batch.py`, sent as the chat
+/// chunk's `finish_reason` when it has no status code) and vLLM's `abort`
+/// and `error`.
+const ERROR_FINISHES: &[&str] = &["abort", "error"];
 
 /// Most token-bearing chunks kept per request (16 bytes each): a million is
 /// far past any real answer.
@@ -722,7 +766,13 @@ impl Events for StreamReader {
         self.event.reasoning = true;
     }
 
-    fn finish(&mut self, reason: &str) {
+    fn finish(&mut self, reason: &str, message: Option<&str>) {
+        if ERROR_FINISHES.contains(&reason) {
+            self.event.aborted = Some(format!(
+                "finish_reason `{reason}`{}",
+                message.map_or_else(String::new, |m| format!(" ({})", excerpt(m, 300)))
+            ));
+        }
         self.finish_reason = Some(reason.to_owned());
     }
 
@@ -785,6 +835,8 @@ impl StreamReader {
             headers: ContentHeaders::default(),
             body_head: Vec::new(),
             closed: false,
+            exact: None,
+            max_tokens: None,
         }
     }
 
@@ -810,11 +862,11 @@ impl StreamReader {
                 )
             },
         );
-        let marker = self
-            .dialect
-            .end_marker()
-            .filter(|_| !self.done)
-            .map_or_else(String::new, |m| format!(", without {m}"));
+        let marker = if self.done {
+            String::new()
+        } else {
+            format!(", without {}", self.dialect.end_marker())
+        };
         format!(
             "after {tokens} token{} ({} after the request was sent, {last}){marker}",
             if tokens == 1 { "" } else { "s" },
@@ -864,6 +916,102 @@ impl StreamReader {
                     "{field} = {n} is implausible: more than {carried_by} bytes carried it (a broken or lying server)"
                 ),
             ));
+        }
+        Ok(())
+    }
+
+    /// `Err` when a complete stream's count breaks what was asked: fewer
+    /// tokens than `ignore_eos` asked for (`short`), or more than
+    /// `max_tokens` by the server's own count. Without a server count a
+    /// chunk may carry several tokens, so only a stream the server ended
+    /// itself (`stop`) with fewer chunks than asked is short.
+    fn check_count(&self, got: u64, source: TokenSource, finish: &str) -> Result<(), CallError> {
+        let counted = source != TokenSource::ChunkCount;
+        if let Some(asked) = self.exact
+            && got < asked
+            && (counted || finish == "stop")
+        {
+            return Err(CallError::new(
+                ErrorKind::Short { asked, got },
+                format!(
+                    "finish_reason `{finish}`, {} by {}",
+                    if counted { "counted" } else { "chunks counted" },
+                    source.name()
+                ),
+            ));
+        }
+        if let Some(max) = self.max_tokens
+            && counted
+            && got > max
+        {
+            return Err(CallError::new(
+                ErrorKind::Protocol,
+                format!(
+                    "{} = {got} for max_tokens {max}: more tokens than a request may generate",
+                    source.name()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `Err` when the server's own timings cannot be true of this stream:
+    /// not finite or negative; more time on the prompt than passed before
+    /// the first token reached the client, or on the whole request than it
+    /// lasted (the server cannot have worked longer than it was asked);
+    /// less decode time than half the spread of the tokens' arrivals
+    /// (delivery can bunch tokens a server spread out, by the transit of
+    /// the first and last of them, but not spread tokens it produced at
+    /// once). Each bound allows 10 ms and 10% for clocks and transit.
+    fn check_timings(&self) -> Result<(), CallError> {
+        let Some(t) = self.server_timings else {
+            return Ok(());
+        };
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let slack = |v: f64| v * 1.1 + 10.0;
+        let e2e = ms(self.timing.end);
+        let first = self.timing.first_token.map_or(e2e, ms);
+        let spread = match (self.timing.marks.first(), self.timing.marks.last()) {
+            (Some(a), Some(b)) => ms(b.at.saturating_sub(a.at)),
+            _ => 0.0,
+        };
+        let wrong = |field: &str, v: f64, why: String| {
+            // 1e-300 as written, not as 301 digits.
+            let shown = if v == 0.0 || (1e-3..1e9).contains(&v.abs()) {
+                format!("{v}")
+            } else {
+                format!("{v:e}")
+            };
+            Err(CallError::new(
+                ErrorKind::Protocol,
+                format!("timings.{field} = {shown} is implausible: {why}"),
+            ))
+        };
+        for (field, v) in [("prompt_ms", t.prompt_ms), ("predicted_ms", t.predicted_ms)] {
+            if !v.is_finite() || v < 0.0 {
+                return wrong(field, v, "not a duration".into());
+            }
+        }
+        if t.prompt_ms > slack(first) {
+            return wrong(
+                "prompt_ms",
+                t.prompt_ms,
+                format!("the first token reached the client {first:.1} ms after the request"),
+            );
+        }
+        if t.prompt_ms + t.predicted_ms > slack(e2e) {
+            return wrong(
+                "predicted_ms",
+                t.predicted_ms,
+                format!("the whole request lasted {e2e:.1} ms"),
+            );
+        }
+        if t.predicted_ms < spread / 2.0 - 10.0 {
+            return wrong(
+                "predicted_ms",
+                t.predicted_ms,
+                format!("the tokens' arrivals were spread over {spread:.1} ms"),
+            );
         }
         Ok(())
     }
@@ -920,6 +1068,7 @@ impl StreamReader {
         }
         let shown = |max: usize| excerpt(&String::from_utf8_lossy(trimmed), max);
         self.event = EventSaid::default();
+        let finished = self.finish_reason.clone();
         let dialect = self.dialect;
         match dialect.event(trimmed, self) {
             // An `event: error` whose data is not a chunk is still an error.
@@ -933,11 +1082,27 @@ impl StreamReader {
                 ));
             }
             Err(EventError::Server(m)) => return Err(CallError::new(ErrorKind::InStream, m)),
+            Err(EventError::Contract(m)) => {
+                return Err(CallError::new(
+                    ErrorKind::Protocol,
+                    format!("{m}: {}", shown(200)),
+                ));
+            }
             Ok(()) => {}
         }
         let said = std::mem::take(&mut self.event);
         if let Some(e) = said.broken {
             return Err(e);
+        }
+        // The finish ends the choice: text in a later event is not part of
+        // the answer the server says it gave ("4" … stop, then " and more").
+        if let Some(reason) = finished
+            && (said.content || said.reasoning)
+        {
+            return Err(CallError::new(
+                ErrorKind::Protocol,
+                format!("text after the choice's finish_reason `{reason}`: {}", shown(200)),
+            ));
         }
         let before = self.reported;
         if let Some(n) = said.completion {
@@ -965,6 +1130,19 @@ impl StreamReader {
                 }
             }
         }
+        // Counted with the event's own tokens: "after 3 tokens" of an abort
+        // chunk that carried the third.
+        if let Some(finish) = said.aborted {
+            let tokens = self.chunk_tokens.max(self.reported.unwrap_or(0));
+            return Err(CallError::new(
+                ErrorKind::Aborted,
+                format!(
+                    "{finish} after {tokens} token{} ({} after the request was sent)",
+                    if tokens == 1 { "" } else { "s" },
+                    format_duration(now),
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -986,9 +1164,7 @@ impl StreamReader {
                 self.event(ev.data, false, now)?;
             }
         }
-        let marker = self.dialect.end_marker();
         if !self.done
-            && (marker.is_some() || self.chunk_tokens == 0)
             && let Some(other) = self.headers.not_event_stream()
         {
             return Err(CallError::new(
@@ -1000,7 +1176,7 @@ impl StreamReader {
                 ),
             ));
         }
-        if marker.is_some() && !self.done {
+        if !self.done {
             return Err(if self.closed {
                 CallError::new(
                     ErrorKind::Transport,
@@ -1028,10 +1204,22 @@ impl StreamReader {
             ),
             (_, None) => (self.chunk_tokens, TokenSource::ChunkCount),
         };
+        let Some(finish_reason) = self.finish_reason.take() else {
+            return Err(CallError::new(
+                ErrorKind::Protocol,
+                format!(
+                    "the stream ended ({}) {}, but no event gave a finish reason: a complete answer cannot be told from a cut one",
+                    self.dialect.end_marker(),
+                    self.so_far()
+                ),
+            ));
+        };
+        self.check_count(completion_tokens, token_source, &finish_reason)?;
+        self.check_timings()?;
         Ok(Completion {
             content: std::mem::take(&mut self.content),
             reasoning: std::mem::take(&mut self.reasoning),
-            finish_reason: self.finish_reason.take(),
+            finish_reason: Some(finish_reason),
             usage: self.usage,
             completion_tokens,
             token_source,

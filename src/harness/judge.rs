@@ -253,6 +253,21 @@ pub fn judge(
             "  = the figures measured before it stopped are in the record; `load.abort_after` sets how many (0: never stop)\n"
         );
     }
+    // Bytes sent unasked on a kept-alive connection: an answer read on
+    // one may have been another request's, so no figure of it is sure.
+    let unsolicited: u64 = repeats.iter().map(|m| m.unsolicited).sum();
+    if unsolicited > 0 {
+        let _ = writeln!(
+            out,
+            "error: the server sent bytes no request asked for on {unsolicited} kept-alive connection{}: an answer read on one may have been another request's",
+            if unsolicited == 1 { "" } else { "s" }
+        );
+        render_location(&mut out, &file.display(), &file.text, gate.loc);
+        let _ = writeln!(
+            out,
+            "  = servegate closed each such connection without reading them as an answer; the server (or a proxy before it) wrote a response, or part of one, before it was asked\n"
+        );
+    }
     // Its row comes after the thresholds'.
     let self_check = self_check(suite, gate, repeats, refs, &mut out);
     let mode = if repeats.len() > 1 {

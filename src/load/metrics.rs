@@ -252,6 +252,7 @@ impl Recorder {
             usage_tokens: self.usage_tokens,
             chunk_tokens: self.chunk_tokens,
             token_sources: self.token_sources,
+            unsolicited: 0,
             server: Err("the server's /metrics was not read".to_owned()),
             wall,
         }
@@ -311,6 +312,10 @@ pub struct GateMetrics {
     pub usage_tokens: u64,
     /// Tokens counted from chunks, over the same requests.
     pub chunk_tokens: u64,
+    /// Kept-alive connections closed before their reuse in the window
+    /// because the server had sent bytes on them that no request asked
+    /// for (they were not read as an answer).
+    pub unsolicited: u64,
     /// The server's own `/metrics` view of the window, or why there is none.
     pub server: Result<ServerView, String>,
     /// The measured window.
@@ -517,6 +522,15 @@ impl GateMetrics {
                 sources.join(", ")
             },
         );
+        if self.unsolicited > 0 {
+            let _ = writeln!(
+                out,
+                "    {} kept-alive connection{} closed before reuse: the server had sent bytes on {} that no request asked for (a server bug; they were not read as an answer)",
+                self.unsolicited,
+                if self.unsolicited == 1 { "" } else { "s" },
+                if self.unsolicited == 1 { "it" } else { "them" },
+            );
+        }
         if let Some(good) = self.good_requests {
             let _ = writeln!(
                 out,

@@ -168,7 +168,7 @@ async fn send(
     // The measured window starts after the warm-up's requests.
     let measured = window_first == gate.load.warmup && watch.wants(i);
     let result = if measured {
-        client.complete(&req).await
+        client.sample(&req).await
     } else {
         client.measure(&req).await
     };
@@ -776,6 +776,7 @@ pub async fn run_watched(
         return Err(e);
     }
     let before = scrape(client).await;
+    let unsolicited = client.unsolicited();
     let start = Instant::now();
     let progress = Progress::start(&gate.name, load.requests, load.duration, &shared.finished);
     watch.set_measuring(true);
@@ -806,6 +807,7 @@ pub async fn run_watched(
     let mut metrics = rec.finish(wall);
     metrics.stopped_early = breaker.tripped();
     metrics.client = check.judged(metrics.itl.stat(Stat::P50));
+    metrics.unsolicited = client.unsolicited().saturating_sub(unsolicited);
     let after = scrape(client).await;
     metrics.server = before.and_then(|b| after.map(|a| ServerView::between(&b, &a)));
     Ok(metrics)

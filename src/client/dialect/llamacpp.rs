@@ -102,10 +102,13 @@ impl Dialect for Completion {
             out.completion_tokens("tokens_predicted", n);
         }
         if chunk.stop {
-            out.finish(match chunk.stop_type.as_deref() {
-                Some("limit") => "length",
-                _ => "stop",
-            });
+            out.finish(
+                match chunk.stop_type.as_deref() {
+                    Some("limit") => "length",
+                    _ => "stop",
+                },
+                None,
+            );
             if let Some(t) = chunk.timings {
                 out.timings(ServerTimings {
                     prompt_n: t.prompt_n,
@@ -127,7 +130,7 @@ impl Dialect for Completion {
         TokenSource::TokensPredicted
     }
 
-    fn end_marker(&self) -> Option<&'static str> {
-        Some("an event with `\"stop\": true`")
+    fn end_marker(&self) -> &'static str {
+        "an event with `\"stop\": true`"
     }
 }

@@ -37,8 +37,9 @@ pub trait Events {
     fn content_so_far(&mut self, text: &str);
     /// New reasoning text.
     fn reasoning(&mut self, text: &str);
-    /// The finish reason (`stop`, `length`).
-    fn finish(&mut self, reason: &str);
+    /// The finish reason (`stop`, `length`, `abort`), with the server's
+    /// words where the dialect carries them (SGLang's abort `message`).
+    fn finish(&mut self, reason: &str, message: Option<&str>);
     /// The prompt's tokens, as the server's field `field` reports them.
     fn prompt_tokens(&mut self, field: &'static str, n: u64);
     /// Tokens generated so far in the request (cumulative), as the server's
@@ -57,6 +58,9 @@ pub enum EventError {
     NotJson(serde_json::Error),
     /// The server sent an error in the stream.
     Server(String),
+    /// Valid JSON that breaks the dialect's contract (a choice servegate
+    /// did not ask for): what is wrong, naming the field.
+    Contract(String),
 }
 
 impl From<serde_json::Error> for EventError {
@@ -98,10 +102,10 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     }
     /// Reads one event's data (not `[DONE]`) into `out`.
     fn event(&self, data: &[u8], out: &mut dyn Events) -> Result<(), EventError>;
-    /// What a whole stream ends with (a stream that ends without it was cut
-    /// short); `None` when it ends with the connection.
-    fn end_marker(&self) -> Option<&'static str> {
-        Some("`data: [DONE]`")
+    /// What a whole stream ends with: a stream that ends without it was cut
+    /// short, whatever it carried.
+    fn end_marker(&self) -> &'static str {
+        "`data: [DONE]`"
     }
     /// How token counts come.
     fn counts(&self) -> Counts {

@@ -76,7 +76,20 @@ impl Dialect for OpenAi {
         if let Some(message) = chunk.error_message() {
             return Err(EventError::Server(message));
         }
+        // One choice was asked (no `n`): a second one, or an index other
+        // than 0, would be merged into the answer and its timing.
+        if chunk.choices.len() > 1 {
+            return Err(EventError::Contract(format!(
+                "a chunk carried {} choices where one was asked (`choices` has more than one element)",
+                chunk.choices.len()
+            )));
+        }
         for choice in &chunk.choices {
+            if let Some(i) = choice.index.filter(|&i| i != 0) {
+                return Err(EventError::Contract(format!(
+                    "`choices[].index` = {i} where one choice was asked (index 0)"
+                )));
+            }
             if let Some(d) = &choice.delta {
                 for r in [&d.reasoning_content, &d.reasoning].into_iter().flatten() {
                     if !r.is_empty() {
@@ -95,7 +108,7 @@ impl Dialect for OpenAi {
                 out.content(t);
             }
             if let Some(f) = &choice.finish_reason {
-                out.finish(f);
+                out.finish(f, None);
             }
         }
         if let Some(u) = chunk.usage {

@@ -1,7 +1,9 @@
 //! SGLang's native dialect: `POST /generate` with `sampling_params`,
 //! streamed as cumulative `text` and `meta_info` (counts in every chunk,
-//! the finish reason as an object), ending when the connection does (a
-//! `[DONE]` may come, as after an error, and is read as the end).
+//! the finish reason as an object: `{"type": "abort", "message": …}` for an
+//! aborted request) and `data: [DONE]` at the end, after an error too
+//! (SGLang 0.5.23, `srt/entrypoints/http_server.py` `stream_results`, and
+//! `FINISH_*.to_json` in `srt/managers/schedule_batch.py`).
 
 use std::borrow::Cow;
 
@@ -87,6 +89,7 @@ impl Dialect for Generate {
                         .and_then(|t| t.as_str())
                         .or_else(|| f.as_str())
                         .unwrap_or("unknown"),
+                    f.get("message").and_then(|m| m.as_str()),
                 );
             }
         }
@@ -94,10 +97,6 @@ impl Dialect for Generate {
             out.content_so_far(text);
         }
         Ok(())
-    }
-
-    fn end_marker(&self) -> Option<&'static str> {
-        None
     }
 
     fn counts(&self) -> Counts {
