@@ -220,6 +220,22 @@ fn wrong_answer_fails_its_probe_and_gates_performance() {
     assert!(out.contains("(no performance gate measured)"), "{out}");
 }
 
+/// `one_of: [yes, no]` (the docs' own example), `[on, off]` and
+/// `[1.0, 2.0]` unquoted: the choices are the strings as written, not
+/// YAML 1.1's `true`/`false` or the number 1, so each probe passes on the
+/// answer it names.
+#[test]
+fn unquoted_yes_on_and_numbers_stay_strings() {
+    let out = run_expecting(&["run", "tests/suites/plain-scalars.yaml"], 0);
+    for name in ["yes_no", "on_off", "version"] {
+        assert_eq!(
+            verdict(&out, &format!("plain_scalars::correctness::{name}")),
+            "ok",
+            "{out}"
+        );
+    }
+}
+
 #[test]
 fn a_filtered_performance_gate_still_runs_the_probes_first() {
     let out = run_expecting(

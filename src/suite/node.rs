@@ -65,6 +65,10 @@ pub struct Yaml {
     pub node: Node,
     /// Where it starts.
     pub loc: Loc,
+    /// A boolean or number as written (`yes`, `on`, `1.0`): where a suite
+    /// expects a string, the scalar stays what the file says, never its
+    /// YAML 1.1 reading (`one_of: [yes, no]` is "yes" and "no").
+    pub written: Option<String>,
 }
 
 /// A mapping key with its location.
@@ -184,15 +188,37 @@ impl<'de> Deserialize<'de> for RawNode {
     }
 }
 
-fn convert(raw: Spanned<RawNode>) -> Yaml {
+/// The text of a scalar at `location` in `src`, as written.
+fn written(src: &str, location: &serde_saphyr::Location) -> Option<String> {
+    let span = location.span();
+    let at = |v: u64| usize::try_from(v).ok();
+    let text = if let (Some(o), Some(n)) = (span.byte_offset(), span.byte_len()) {
+        src.get(at(o)?..at(o)?.checked_add(at(n)?)?)?
+    } else {
+        let start = src.char_indices().nth(at(span.offset())?)?.0;
+        let rest = &src[start..];
+        let end = rest
+            .char_indices()
+            .nth(at(span.len())?)
+            .map_or(rest.len(), |(i, _)| i);
+        &rest[..end]
+    };
+    Some(text.trim().to_owned()).filter(|t| !t.is_empty())
+}
+
+fn convert(raw: Spanned<RawNode>, src: &str) -> Yaml {
     let loc = Loc::of(&raw.referenced);
+    let written = match raw.value {
+        RawNode::Bool(_) | RawNode::Int(_) | RawNode::Float(_) => written(src, &raw.referenced),
+        _ => None,
+    };
     let node = match raw.value {
         RawNode::Null => Node::Null,
         RawNode::Bool(b) => Node::Bool(b),
         RawNode::Int(i) => Node::Int(i),
         RawNode::Float(f) => Node::Float(f),
         RawNode::Str(s) => Node::Str(s),
-        RawNode::Seq(items) => Node::Seq(items.into_iter().map(convert).collect()),
+        RawNode::Seq(items) => Node::Seq(items.into_iter().map(|i| convert(i, src)).collect()),
         RawNode::Map(entries) => Node::Map(
             entries
                 .into_iter()
@@ -201,12 +227,12 @@ fn convert(raw: Spanned<RawNode>) -> Yaml {
                         loc: Loc::of(&k.referenced),
                         name: k.value,
                     };
-                    (key, convert(v))
+                    (key, convert(v, src))
                 })
                 .collect(),
         ),
     };
-    Yaml { node, loc }
+    Yaml { node, loc, written }
 }
 
 /// Input limits for suite files: a suite is a few kilobytes; these stop alias
@@ -237,7 +263,7 @@ pub struct ParseError {
 /// Parses YAML text into a located tree.
 pub fn parse(text: &str) -> Result<Yaml, ParseError> {
     match serde_saphyr::from_str_with_options::<Spanned<RawNode>>(text, options()) {
-        Ok(raw) => Ok(convert(raw)),
+        Ok(raw) => Ok(convert(raw, text)),
         Err(err) => {
             let loc = err.location().map_or(
                 Loc {
@@ -299,6 +325,32 @@ mod tests {
         let err = parse("a: 1\nb: [1, 2\nc: 3\n").unwrap_err();
         assert!(err.loc.line >= 2, "{err:?}");
         assert!(!err.message.starts_with("error"), "{}", err.message);
+    }
+
+    #[test]
+    fn booleans_and_numbers_keep_the_text_they_were_written_as() {
+        let y = parse("a: [yes, no, on, 1.0, 0x1F, True, \"yes\", x]\nb: 1.50 # note\n").unwrap();
+        let Node::Map(entries) = &y.node else {
+            panic!("not a map")
+        };
+        let Node::Seq(items) = &entries[0].1.node else {
+            panic!("not a seq")
+        };
+        let written: Vec<Option<&str>> = items.iter().map(|i| i.written.as_deref()).collect();
+        assert_eq!(
+            written,
+            [
+                Some("yes"),
+                Some("no"),
+                Some("on"),
+                Some("1.0"),
+                Some("0x1F"),
+                Some("True"),
+                None,
+                None
+            ]
+        );
+        assert_eq!(entries[1].1.written.as_deref(), Some("1.50"));
     }
 
     #[test]

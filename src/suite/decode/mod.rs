@@ -149,10 +149,15 @@ impl<'e> Decoder<'e> {
         v
     }
 
-    /// A scalar as text: YAML `4` is the text "4" where text is expected.
+    /// A scalar as text, as it is written: YAML `4` is the text "4", `yes`
+    /// is "yes" (not YAML 1.1's `true`) and `1.0` is "1.0" where text is
+    /// expected.
     fn text(&mut self, y: &Yaml, what: &str) -> Option<String> {
         match &y.node {
             Node::Str(s) => Some(s.clone()),
+            Node::Int(_) | Node::Float(_) | Node::Bool(_) if y.written.is_some() => {
+                y.written.clone()
+            }
             Node::Int(i) => Some(i.to_string()),
             Node::Float(f) => Some(f.to_string()),
             Node::Bool(b) => Some(b.to_string()),
