@@ -297,6 +297,10 @@ pub struct Row {
     /// Whether the 95% intervals of this and the first variant are apart;
     /// `None` when either ran once (no interval).
     pub beyond_noise: Option<bool>,
+    /// Why this variant cannot be the best (a probe or this gate failed, or
+    /// it was gated): its figure is shown, never chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<String>,
 }
 
 /// One figure of one gate across the variants.

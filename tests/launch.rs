@@ -324,6 +324,35 @@ fn a_configuration_mismatch_fails_its_check_and_gates_every_later_stage() {
     run.assert_no_survivors();
 }
 
+/// The fastest variant failed its gate: the table shows its figure, says
+/// why it is no candidate, and names the best of those that passed.
+#[test]
+fn a_variant_that_failed_is_never_the_best() {
+    let run = Run::new("ab-failed");
+    let (code, text) = run.run(&["run", "tests/suites/launch/ab-failed.yaml"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(
+        verdict(&text, "ab_failed[fast]::performance::decode"),
+        "FAILED"
+    );
+    assert_has(
+        &text,
+        &[
+            "variants of ab_failed::performance::decode (delta against `slow`):",
+            "(no candidate: `ab_failed[fast]::performance::decode` failed)",
+            "best: `mid`",
+        ],
+    );
+    let c = &run.figures()["comparisons"][0];
+    assert_eq!(c["best"], "mid", "{c}");
+    assert_eq!(c["rows"][2]["variant"], "fast", "{c}");
+    assert!(
+        c["rows"][2]["value"].as_f64() > c["rows"][1]["value"].as_f64(),
+        "{c}"
+    );
+    run.assert_no_survivors();
+}
+
 #[test]
 fn variants_run_on_their_own_servers_and_the_table_names_the_faster() {
     let run = Run::new("ab");

@@ -34,13 +34,14 @@ pub fn compare(runs: &[Arc<SuiteRun>]) -> Vec<Comparison> {
                     continue;
                 }
                 let higher = matches!(t.threshold.op, Op::Ge | Op::Gt);
-                let estimates: Vec<(String, Estimate)> = variants
+                let estimates: Vec<(String, Estimate, Option<String>)> = variants
                     .iter()
                     .filter_map(|r| {
                         let f = r.figures().into_iter().find(|f| f.gate == gate.name)?;
                         let values = f.repeat_values.get(&figure)?.clone();
                         let name = r.variant.as_ref()?.name.clone();
-                        (!values.is_empty()).then(|| (name, Estimate::of(values)))
+                        (!values.is_empty())
+                            .then(|| (name, Estimate::of(values), excluded(r, &gate.name)))
                     })
                     .collect();
                 if estimates.is_empty() {
@@ -50,7 +51,7 @@ pub fn compare(runs: &[Arc<SuiteRun>]) -> Vec<Comparison> {
                 let rows: Vec<Row> = estimates
                     .iter()
                     .enumerate()
-                    .map(|(i, (variant, e))| Row {
+                    .map(|(i, (variant, e, excluded))| Row {
                         variant: variant.clone(),
                         value: e.mean,
                         shown: format_value(t.threshold.key.metric, e.mean),
@@ -66,6 +67,7 @@ pub fn compare(runs: &[Arc<SuiteRun>]) -> Vec<Comparison> {
                                 _ => None,
                             }
                         },
+                        excluded: excluded.clone(),
                     })
                     .collect();
                 let (best, no_best) = match pick_best(&rows, higher) {
@@ -88,15 +90,49 @@ pub fn compare(runs: &[Arc<SuiteRun>]) -> Vec<Comparison> {
     out
 }
 
+/// Why variant run `r` cannot be the best of gate `gate`: a trial before
+/// the gates (a config check, a probe, a snapshot) or the gate itself did
+/// not pass; `None` when it is a candidate.
+fn excluded(r: &SuiteRun, gate: &str) -> Option<String> {
+    let own = format!("::performance::{gate}");
+    r.outcomes()
+        .iter()
+        .find(|t| !t.outcome.passed() && (t.stage != "performance" || t.name.ends_with(&own)))
+        .map(|t| format!("`{}` {}", t.name, t.outcome.name()))
+}
+
 /// The best of several variants' rows (`None` for fewer than two): `Ok`
-/// with its name when it stands out, `Err` with why none does — a tie as
-/// shown, or 95% intervals that overlap the runner-up's (within noise).
-/// Without intervals (one repeat) the better mean wins.
+/// with its name when it stands out, `Err` with why none does — a variant
+/// that failed or was gated is no candidate; fewer than two candidates, a
+/// tie as shown, no interval (one repeat: a difference cannot be told from
+/// noise), or 95% intervals that overlap the runner-up's (within noise).
 fn pick_best(rows: &[Row], higher: bool) -> Option<Result<String, String>> {
     if rows.len() < 2 {
         return None;
     }
-    let mut order: Vec<&Row> = rows.iter().collect();
+    let out: Vec<String> = rows
+        .iter()
+        .filter(|r| r.excluded.is_some())
+        .map(|r| format!("`{}`", r.variant))
+        .collect();
+    let mut order: Vec<&Row> = rows.iter().filter(|r| r.excluded.is_none()).collect();
+    if order.len() < 2 {
+        let left = order.first().map_or_else(
+            || "no variant is left to compare".to_owned(),
+            |r| {
+                format!(
+                    "only `{}` is left, with nothing to compare it with",
+                    r.variant
+                )
+            },
+        );
+        return Some(Err(format!(
+            "{} failed or {} gated, so {} no candidate; {left}",
+            and_list(&out),
+            if out.len() == 1 { "was" } else { "were" },
+            if out.len() == 1 { "it is" } else { "they are" },
+        )));
+    }
     order.sort_by(|a, b| {
         let by = a.value.total_cmp(&b.value);
         if higher { by.reverse() } else { by }
@@ -109,6 +145,14 @@ fn pick_best(rows: &[Row], higher: bool) -> Option<Result<String, String>> {
         .collect();
     if tied.len() > 1 {
         return Some(Err(format!("{} tie at {}", and_list(&tied), best.shown)));
+    }
+    if let Some(once) = order.iter().find(|r| r.ci95.is_none()) {
+        return Some(Err(format!(
+            "`{}` ran {} time{}: without an interval a difference cannot be told from noise (set the gate's `repeats: 3` or more)",
+            once.variant,
+            once.repeats,
+            if once.repeats == 1 { "" } else { "s" }
+        )));
     }
     if let (Some((lo, hi)), Some((rlo, rhi))) = (best.ci95, runner_up.ci95)
         && lo <= rhi
@@ -155,9 +199,13 @@ pub fn render(comparisons: &[Comparison]) -> String {
                 };
                 format!(" {d:+.1}% ({noise})")
             });
+            let excluded = r
+                .excluded
+                .as_ref()
+                .map_or_else(String::new, |why| format!("  (no candidate: {why})"));
             let _ = writeln!(
                 out,
-                "      {:<16} {:>14}  (n={}){delta}",
+                "      {:<16} {:>14}  (n={}){delta}{excluded}",
                 r.variant, r.shown, r.repeats
             );
         }
@@ -184,6 +232,7 @@ mod tests {
             ci95,
             delta_pct: None,
             beyond_noise: None,
+            excluded: None,
         }
     }
 
@@ -217,12 +266,26 @@ mod tests {
             pick_best(&tie, false),
             Some(Err("`a`, `b` and `c` tie at 0".into()))
         );
-        // One repeat each: no interval, the better mean wins.
+        // One repeat each: no interval, so no winner however far apart.
         let once = [
             row("a", 1.0, "1.0 tok/s", None),
             row("b", 2.0, "2.0 tok/s", None),
         ];
-        assert_eq!(pick_best(&once, true), Some(Ok("b".into())));
+        assert_eq!(
+            pick_best(&once, true),
+            Some(Err("`b` ran 1 time: without an interval a difference cannot be told from noise (set the gate's `repeats: 3` or more)".into()))
+        );
         assert_eq!(pick_best(&once[..1], true), None);
+        // The fastest failed its probes: never the best, whatever its figure.
+        let mut failed = apart.clone();
+        failed[1].excluded = Some("`s[b]::correctness::p` failed".into());
+        assert_eq!(
+            pick_best(&failed, true),
+            Some(Err("`b` failed or was gated, so it is no candidate; only `a` is left, with nothing to compare it with".into()))
+        );
+        let mut three = apart.to_vec();
+        three.push(row("c", 150.0, "150.0 tok/s", Some((149.0, 151.0))));
+        three[2].excluded = Some("`s[c]::performance::g` gated".into());
+        assert_eq!(pick_best(&three, true), Some(Ok("b".into())));
     }
 }
