@@ -493,8 +493,7 @@ async fn keep_alive_connections_are_reused_and_a_stale_one_replaced() {
     const ONE: &[u8] = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n46\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\n\r\n\
         e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n";
     // Two requests on one connection: one accept.
-    let (url, accepted) =
-        raw_server(vec![vec![(0, ONE)], vec![(0, ONE)], vec![(0, ONE)]], 2).await;
+    let (url, accepted) = raw_server(vec![vec![(0, ONE)], vec![(0, ONE)], vec![(0, ONE)]], 2).await;
     let cl = client(&url, Api::OpenAiChat);
     for _ in 0..2 {
         assert_eq!(cl.sample(&ask("x", 8, false)).await.unwrap().content, "a");
@@ -549,9 +548,15 @@ async fn bytes_sent_unasked_on_an_idle_connection_are_never_the_next_answer() {
     )
     .await;
     let cl = client(&url, Api::OpenAiChat);
-    assert_eq!(cl.sample(&ask("x", 8, false)).await.unwrap().content, "first");
+    assert_eq!(
+        cl.sample(&ask("x", 8, false)).await.unwrap().content,
+        "first"
+    );
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(cl.sample(&ask("x", 8, false)).await.unwrap().content, "fresh");
+    assert_eq!(
+        cl.sample(&ask("x", 8, false)).await.unwrap().content,
+        "fresh"
+    );
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
     assert_eq!(cl.unsolicited(), 1, "the stale connection is counted");
 }

@@ -911,7 +911,9 @@ fn aborted_cut_and_short_streams_fail_their_gates() {
             let _ = conn.write_all(end.as_bytes());
         }))
     };
-    let cut = generate("data: {\"text\":\"abc\",\"meta_info\":{\"completion_tokens\":3,\"finish_reason\":null}}\n\n");
+    let cut = generate(
+        "data: {\"text\":\"abc\",\"meta_info\":{\"completion_tokens\":3,\"finish_reason\":null}}\n\n",
+    );
     let aborted = generate(
         "data: {\"text\":\"abc\",\"meta_info\":{\"completion_tokens\":3,\"finish_reason\":{\"type\":\"abort\",\"message\":\"Abort before prefill\",\"status_code\":null}}}\n\ndata: [DONE]\n\n",
     );

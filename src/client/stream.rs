@@ -376,10 +376,6 @@ impl Client {
         let head_deadline = deadlines.first_at.min(deadlines.total_at);
         let mut reader = StreamReader::new(self.dialect, sent, self.limits.answer, body.len());
         reader.keep_text = keep_text;
-        reader.max_tokens = req.sampling.max_tokens.map(u64::from);
-        if req.ignore_eos && req.sampling.stop.as_ref().is_none_or(Vec::is_empty) {
-            reader.exact = reader.max_tokens;
-        }
         reader.max_marks = req
             .sampling
             .max_tokens
@@ -695,10 +691,6 @@ struct StreamReader {
     body_head: Vec<u8>,
     /// The body ended with the connection (no framing said where).
     closed: bool,
-    /// Tokens the request asked for exactly (`ignore_eos`, no stop
-    /// strings), and the most it allows (`max_tokens`).
-    exact: Option<u64>,
-    max_tokens: Option<u64>,
 }
 
 /// Bytes of the body kept to show what came instead of a stream.
@@ -835,8 +827,6 @@ impl StreamReader {
             headers: ContentHeaders::default(),
             body_head: Vec::new(),
             closed: false,
-            exact: None,
-            max_tokens: None,
         }
     }
 
@@ -914,41 +904,6 @@ impl StreamReader {
                 ErrorKind::Protocol,
                 format!(
                     "{field} = {n} is implausible: more than {carried_by} bytes carried it (a broken or lying server)"
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    /// `Err` when a complete stream's count breaks what was asked: fewer
-    /// tokens than `ignore_eos` asked for (`short`), or more than
-    /// `max_tokens` by the server's own count. Without a server count a
-    /// chunk may carry several tokens, so only a stream the server ended
-    /// itself (`stop`) with fewer chunks than asked is short.
-    fn check_count(&self, got: u64, source: TokenSource, finish: &str) -> Result<(), CallError> {
-        let counted = source != TokenSource::ChunkCount;
-        if let Some(asked) = self.exact
-            && got < asked
-            && (counted || finish == "stop")
-        {
-            return Err(CallError::new(
-                ErrorKind::Short { asked, got },
-                format!(
-                    "finish_reason `{finish}`, {} by {}",
-                    if counted { "counted" } else { "chunks counted" },
-                    source.name()
-                ),
-            ));
-        }
-        if let Some(max) = self.max_tokens
-            && counted
-            && got > max
-        {
-            return Err(CallError::new(
-                ErrorKind::Protocol,
-                format!(
-                    "{} = {got} for max_tokens {max}: more tokens than a request may generate",
-                    source.name()
                 ),
             ));
         }
@@ -1101,7 +1056,10 @@ impl StreamReader {
         {
             return Err(CallError::new(
                 ErrorKind::Protocol,
-                format!("text after the choice's finish_reason `{reason}`: {}", shown(200)),
+                format!(
+                    "text after the choice's finish_reason `{reason}`: {}",
+                    shown(200)
+                ),
             ));
         }
         let before = self.reported;
@@ -1214,7 +1172,6 @@ impl StreamReader {
                 ),
             ));
         };
-        self.check_count(completion_tokens, token_source, &finish_reason)?;
         self.check_timings()?;
         Ok(Completion {
             content: std::mem::take(&mut self.content),

@@ -12,7 +12,9 @@ use crate::load::metrics::GateMetrics;
 use crate::suite::diagnostics::render_location;
 use crate::suite::metric::{Metric, MetricKey, format_value};
 use crate::suite::threshold::{Bound, Op, Threshold};
-use crate::suite::{Curve, Gate, LocatedThreshold, OnClientLimited, Suite, VerdictMode};
+use crate::suite::{
+    Curve, Gate, LocatedThreshold, OnClientLimited, SourceFile, Suite, VerdictMode,
+};
 
 /// A gate's verdict and one line per threshold for the summary.
 pub struct Judgement {
@@ -217,18 +219,10 @@ fn self_check(
     Some((format!("{}{warned}", check.summary()), !fails))
 }
 
-/// Judges a gate from the figures of its repeats (at least one).
-pub fn judge(
-    suite: &Suite,
-    gate: &Gate,
-    repeats: &[GateMetrics],
-    refs: &References<'_>,
-) -> Judgement {
-    let baseline = refs.baseline;
-    let file = &suite.file;
-    let last = repeats.last().expect("at least one repeat");
-    let mut out = String::new();
-    let mut checks = Vec::new();
+/// What makes a gate's figures unsure whatever its thresholds say: a
+/// repeat in which every request failed, a load cut short, bytes the
+/// server sent unasked.
+fn unmeasurable(file: &SourceFile, gate: &Gate, repeats: &[GateMetrics], out: &mut String) {
     if let Some(empty) = repeats.iter().position(|m| m.completed == 0) {
         let which = if repeats.len() > 1 {
             format!(" of repeat {}", empty + 1)
@@ -240,14 +234,14 @@ pub fn judge(
             "error: could not measure: all {} requests{which} failed, so no figure exists",
             repeats[empty].errors
         );
-        render_location(&mut out, &file.display(), &file.text, gate.loc);
+        render_location(out, &file.display(), &file.text, gate.loc);
         out.push('\n');
     }
     // A gate cut short never passes: its figures are what it measured
     // before it stopped, kept in the record, but its load did not run.
     if let Some(why) = repeats.iter().find_map(|m| m.stopped_early.as_deref()) {
         let _ = writeln!(out, "error: {why}");
-        render_location(&mut out, &file.display(), &file.text, gate.loc);
+        render_location(out, &file.display(), &file.text, gate.loc);
         let _ = writeln!(
             out,
             "  = the figures measured before it stopped are in the record; `load.abort_after` sets how many (0: never stop)\n"
@@ -262,12 +256,27 @@ pub fn judge(
             "error: the server sent bytes no request asked for on {unsolicited} kept-alive connection{}: an answer read on one may have been another request's",
             if unsolicited == 1 { "" } else { "s" }
         );
-        render_location(&mut out, &file.display(), &file.text, gate.loc);
+        render_location(out, &file.display(), &file.text, gate.loc);
         let _ = writeln!(
             out,
             "  = servegate closed each such connection without reading them as an answer; the server (or a proxy before it) wrote a response, or part of one, before it was asked\n"
         );
     }
+}
+
+/// Judges a gate from the figures of its repeats (at least one).
+pub fn judge(
+    suite: &Suite,
+    gate: &Gate,
+    repeats: &[GateMetrics],
+    refs: &References<'_>,
+) -> Judgement {
+    let baseline = refs.baseline;
+    let file = &suite.file;
+    let last = repeats.last().expect("at least one repeat");
+    let mut out = String::new();
+    let mut checks = Vec::new();
+    unmeasurable(file, gate, repeats, &mut out);
     // Its row comes after the thresholds'.
     let self_check = self_check(suite, gate, repeats, refs, &mut out);
     let mode = if repeats.len() > 1 {

@@ -19,7 +19,7 @@ use super::prometheus::{Scrape, ServerView};
 use super::selfcheck::{ClientCheck, ThreadCheck};
 use super::threads::{self, Pinger, Pings, Threads};
 use super::workload;
-use crate::client::{CallError, CallRequest, Client, Completion, ErrorKind};
+use crate::client::{CallError, CallRequest, Client, Completion, ErrorKind, TokenSource};
 use crate::random::SplitMix;
 use crate::suite::metric::Stat;
 use crate::suite::{Arrival, Gate, Input, Pace};
@@ -36,15 +36,54 @@ fn request(gate: &Gate, index: u32) -> CallRequest {
     }
 }
 
-/// A request that generated nothing is a failure: no figure can come of it.
-fn checked(result: Result<Completion, CallError>) -> Result<Completion, CallError> {
-    match result {
-        Ok(c) if c.completion_tokens == 0 => Err(CallError::new(
+/// A gate's request that did not generate what it asked is a failure: no
+/// figure can come of it. Nothing at all; fewer tokens than `ignore_eos`
+/// asked for (`short`: per-token figures of a server that ignores it would
+/// be another length's); more than `max_tokens` by the server's count.
+/// Without a server count a chunk may carry several tokens, so only a
+/// stream the server itself ended (`stop`) with fewer chunks is short.
+fn checked(
+    result: Result<Completion, CallError>,
+    req: &CallRequest,
+) -> Result<Completion, CallError> {
+    let c = result?;
+    if c.completion_tokens == 0 {
+        return Err(CallError::new(
             ErrorKind::Protocol,
             "the stream ended without generating a token",
-        )),
-        other => other,
+        ));
     }
+    let got = c.completion_tokens;
+    let counted = c.token_source != TokenSource::ChunkCount;
+    let finish = c.finish_reason.as_deref().unwrap_or("none");
+    let max = req.sampling.max_tokens.map(u64::from);
+    let exact = req.ignore_eos && req.sampling.stop.as_ref().is_none_or(Vec::is_empty);
+    if let Some(asked) = max.filter(|_| exact)
+        && got < asked
+        && (counted || finish == "stop")
+    {
+        return Err(CallError::new(
+            ErrorKind::Short { asked, got },
+            format!(
+                "finish_reason `{finish}`, {} by {}",
+                if counted { "counted" } else { "chunks counted" },
+                c.token_source.name()
+            ),
+        ));
+    }
+    if let Some(max) = max
+        && counted
+        && got > max
+    {
+        return Err(CallError::new(
+            ErrorKind::Protocol,
+            format!(
+                "{} = {got} for max_tokens {max}: more tokens than the request may generate",
+                c.token_source.name()
+            ),
+        ));
+    }
+    Ok(c)
 }
 
 /// A measured (or warm-up) window: when it stops, the index of its first
@@ -172,7 +211,7 @@ async fn send(
     } else {
         client.measure(&req).await
     };
-    let result = checked(result);
+    let result = checked(result, &req);
     if measured && let Ok(c) = &result {
         watch.keep(window_first + i, c);
     }

@@ -127,7 +127,11 @@ async fn connection(mut sock: TcpStream, ttft: Duration, itl: Duration) {
                 return;
             }
         }
-        let tail = format!("{}0\r\n\r\n", frame("data: [DONE]\n\n"));
+        let tail = format!(
+            "{}{}0\r\n\r\n",
+            frame("data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\n\n"),
+            frame("data: [DONE]\n\n")
+        );
         if sock.write_all(tail.as_bytes()).await.is_err() {
             return;
         }
