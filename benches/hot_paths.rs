@@ -76,6 +76,7 @@ fn figures(c: &mut Criterion) {
                     .map(|i| TokenMark {
                         at: Duration::from_micros(20_000 + i * 4_000 + (i * r) % 300),
                         tokens: 1,
+                        early_us: 0,
                     })
                     .collect(),
                 end: Duration::from_millis(2_100),
@@ -95,14 +96,14 @@ fn figures(c: &mut Criterion) {
     group.throughput(Throughput::Elements(512));
     let mut rec = Recorder::new(Slo::default());
     group.bench_function("record_512_tokens", |b| {
-        b.iter(|| rec.record(black_box(&completions[0]), Duration::ZERO));
+        b.iter(|| rec.record(black_box(&completions[0]), Duration::ZERO, Duration::ZERO));
     });
     group.finish();
     // Merging the shards of a gate: histograms with realistic contents.
     let filled = |n: usize| {
         let mut r = Recorder::new(Slo::default());
         for c in &completions[..n] {
-            r.record(c, Duration::ZERO);
+            r.record(c, Duration::ZERO, Duration::ZERO);
         }
         r
     };

@@ -4,11 +4,14 @@
 //! beside the client's threads — so that only the client's work is counted.
 //!
 //! One row per pacing, client threads and streams: tokens per second held,
-//! the client threads' CPU per token (their thread clocks over the
-//! window), their busy share and loop lag (the gate's self-check), and the
-//! timing error against the simulator's own stamps: each request's TTFT
-//! against the server's (first token sent − request read) and each gap
-//! between tokens against the gap between their send stamps.
+//! the whole process's CPU per token, the client threads' busy share and
+//! time waiting for a CPU, the share of token chunks a late read merged,
+//! and the timing error against the simulator's own stamps — each
+//! request's TTFT against the server's (first token sent − request read)
+//! and each gap between tokens against the gap between their send stamps —
+//! beside the most the self-check says the client can have moved each p99.
+//! `--contention` adds other work (a busy host, or a real-time thread that
+//! starves the client's core): the self-check judged as a classifier.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
@@ -19,6 +22,7 @@ use std::time::Duration;
 use crate::client::Client;
 use crate::load::metrics::GateMetrics;
 use crate::load::runner::{Sample as Answer, Watch, run_gate, run_watched};
+use crate::load::selfcheck::ClientCheck;
 use crate::load::threads::Threads;
 use crate::suite::Slo;
 use crate::suite::node::Loc;
@@ -39,9 +43,39 @@ pub struct BenchOptions {
     pub tokens: u32,
     /// Measured window per row.
     pub duration: Duration,
-    /// A CPU-burning process pinned to the client's first core: the
-    /// self-check must see the client starved.
-    pub starve: bool,
+    /// Other work beside the client during every row.
+    pub contention: Contention,
+}
+
+/// Other work beside the client: what the self-check must tell apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Contention {
+    /// Nothing else.
+    None,
+    /// A busy host: a worker at normal priority on every core, spinning
+    /// and sweeping 32 MiB (the CPU, its caches and memory bandwidth
+    /// shared, as a GPU host's own processes share them). The client keeps
+    /// its share and its stamps keep the figures true.
+    Host,
+    /// A starved client: a real-time (`SCHED_FIFO`) thread on the
+    /// client's core, 20 ms on and 5 ms off, as a busy-polling scheduler
+    /// thread takes it. The client's figures move; the self-check must
+    /// say so.
+    Starved,
+}
+
+impl Contention {
+    fn words(self) -> &'static str {
+        match self {
+            Contention::None => "",
+            Contention::Host => {
+                "; contention: a worker at normal priority on every core (spinning, sweeping 32 MiB)"
+            }
+            Contention::Starved => {
+                "; contention: a real-time thread on the client's core, 20 ms on, 5 ms off"
+            }
+        }
+    }
 }
 
 /// A child process, killed when dropped.
@@ -122,15 +156,141 @@ fn spawn_sim(
     Ok(SimProcess { _child: child, url })
 }
 
-/// A process that burns a CPU until dropped.
-fn burner(cpu: usize) -> Result<Killed, String> {
-    let cpu = cpu.to_string();
-    Command::new("taskset")
-        .args(["-c", &cpu, "sh", "-c", "while :; do :; done"])
+/// Threads of other work, stopped and joined when dropped.
+struct Contenders {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    /// Each one's CPU time so far, ns, as it last said (every few tens of
+    /// microseconds to 25 ms): not the client's, so left out of its cost.
+    cpu: Arc<Vec<std::sync::atomic::AtomicU64>>,
+}
+
+impl Contenders {
+    /// Their CPU time so far.
+    fn cpu(&self) -> Duration {
+        Duration::from_nanos(
+            self.cpu
+                .iter()
+                .map(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+                .sum(),
+        )
+    }
+}
+
+impl Drop for Contenders {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Keeps the calling thread on `cpu` (again: `pin_self` moves every
+/// thread of the process).
+#[cfg(target_os = "linux")]
+fn stay_on(cpu: usize) {
+    use nix::sched::{CpuSet, sched_setaffinity};
+    let mut set = CpuSet::new();
+    if set.set(cpu).is_ok() {
+        let _ = sched_setaffinity(nix::unistd::Pid::from_raw(0), &set);
+    }
+}
+
+/// Makes the calling thread real-time (`SCHED_FIFO`, priority 10) with
+/// util-linux's `chrt` (as `taskset` pins); `Err` with why not.
+#[cfg(target_os = "linux")]
+fn realtime() -> Result<(), String> {
+    let tid = nix::unistd::gettid().to_string();
+    let out = Command::new("chrt")
+        .args(["-f", "-p", "10", &tid])
         .stdout(Stdio::null())
-        .spawn()
-        .map(|child| Killed { child })
-        .map_err(|e| format!("failed to start a CPU burner on CPU {cpu}: {e}"))
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| format!("chrt: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+    }
+}
+
+/// Starts the contention of `kind` on `cpus` (the client's first, for a
+/// starved client); `None` for none.
+#[cfg(target_os = "linux")]
+fn contend(kind: Contention, cpus: &[usize]) -> Result<Option<Contenders>, String> {
+    use std::sync::atomic::Ordering;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut threads = Vec::new();
+    let on: Vec<usize> = match kind {
+        Contention::None => return Ok(None),
+        Contention::Host => cpus.to_vec(),
+        Contention::Starved => cpus.first().copied().into_iter().collect(),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let used: Arc<Vec<std::sync::atomic::AtomicU64>> = Arc::new(
+        on.iter()
+            .map(|_| std::sync::atomic::AtomicU64::new(0))
+            .collect(),
+    );
+    for (k, cpu) in on.into_iter().enumerate() {
+        let (stop, tx, used) = (Arc::clone(&stop), tx.clone(), Arc::clone(&used));
+        let say = move || {
+            let ns = crate::load::threads::thread_cpu().map_or(0, |d| d.as_nanos());
+            used[k].store(u64::try_from(ns).unwrap_or(u64::MAX), Ordering::Relaxed);
+        };
+        threads.push(std::thread::spawn(move || {
+            stay_on(cpu);
+            if kind == Contention::Starved {
+                let _ = tx.send(realtime());
+                while !stop.load(Ordering::Relaxed) {
+                    say();
+                    stay_on(cpu);
+                    let on = std::time::Instant::now();
+                    while on.elapsed() < Duration::from_millis(20) {
+                        std::hint::spin_loop();
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            } else {
+                let _ = tx.send(Ok(()));
+                let mut sweep = vec![0u8; 32 << 20];
+                let mut i = 0usize;
+                while !stop.load(Ordering::Relaxed) {
+                    say();
+                    stay_on(cpu);
+                    for _ in 0..4096 {
+                        sweep[i] = sweep[i].wrapping_add(1);
+                        i = (i + 4099) % sweep.len();
+                    }
+                    std::hint::black_box(&sweep);
+                }
+            }
+        }));
+    }
+    drop(tx);
+    let contenders = Contenders {
+        stop,
+        threads,
+        cpu: used,
+    };
+    // Each thread says once whether it started as asked.
+    for started in rx.iter().take(contenders.threads.len()) {
+        started.map_err(|e| {
+            format!("--contention starved needs a real-time thread (SCHED_FIFO), which this machine refused: {e}")
+        })?;
+    }
+    Ok(Some(contenders))
+}
+
+/// Other work beside the client (none here: the threads it needs are
+/// Linux's).
+#[cfg(not(target_os = "linux"))]
+fn contend(kind: Contention, _cpus: &[usize]) -> Result<Option<Contenders>, String> {
+    match kind {
+        Contention::None => Ok(None),
+        _ => Err("--contention needs Linux".into()),
+    }
 }
 
 /// Whether `taskset` can pin processes here.
@@ -279,8 +439,30 @@ fn p99(values: &[f64]) -> String {
 struct Row {
     metrics: GateMetrics,
     truth: Truth,
-    /// The client threads' CPU over the window, by their thread clocks.
-    cpu: Option<Duration>,
+    /// The whole process's CPU (every thread servegate started) per token
+    /// it received, warm-up included.
+    per_token: Option<Duration>,
+    /// The self-check of the row's TTFT p99 and ITL p99, as a gate
+    /// gating them would judge it.
+    check: ClientCheck,
+}
+
+/// This process's CPU time so far (user and system, every thread).
+fn process_cpu() -> Option<Duration> {
+    #[cfg(unix)]
+    {
+        use nix::sys::resource::{UsageWho, getrusage};
+        let u = getrusage(UsageWho::RUSAGE_SELF).ok()?;
+        let secs = |t: nix::sys::time::TimeVal| {
+            Duration::new(
+                u64::try_from(t.tv_sec()).unwrap_or(0),
+                u32::try_from(t.tv_usec()).unwrap_or(0) * 1000,
+            )
+        };
+        Some(secs(u.user_time()) + secs(u.system_time()))
+    }
+    #[cfg(not(unix))]
+    None
 }
 
 fn measure_row(
@@ -289,6 +471,7 @@ fn measure_row(
     streams: u32,
     threads: usize,
     opts: &BenchOptions,
+    others: Option<&Contenders>,
 ) -> Result<Row, String> {
     let client = client(url)?;
     let watch = Arc::new(Watch::keeping(KEEP));
@@ -299,23 +482,26 @@ fn measure_row(
         pin: Some(false),
     };
     let g = gate(streams, opts.tokens, opts.duration);
+    // Servegate's own: the process's, less the contention's.
+    let own =
+        || process_cpu().map(|c| c.saturating_sub(others.map_or(Duration::ZERO, Contenders::cpu)));
+    let before = own();
     let metrics = rt.block_on(run_watched(&client, &g, threads, &watch))?;
+    let used = own().zip(before).map(|(a, b)| a.saturating_sub(b));
+    let tokens = metrics.output_tokens + u64::from(g.load.warmup) * u64::from(opts.tokens);
+    let per_token = used.map(|cpu| cpu / u32::try_from(tokens.max(1)).unwrap_or(u32::MAX));
     let mut truth = Truth::default();
     for a in watch.samples() {
         truth.add(&a);
     }
-    let wall = metrics.wall.as_secs_f64();
-    let cpu = metrics
-        .client
-        .threads
-        .iter()
-        .map(|t| t.busy.map(|b| b * wall))
-        .sum::<Option<f64>>()
-        .map(Duration::from_secs_f64);
+    let keys = ["ttft.p99", "itl.p99"].map(|k| k.parse().expect("metric key"));
+    let (figures, _) = metrics.client_bounds(&keys);
+    let check = metrics.client.clone().judged(figures, false);
     Ok(Row {
         metrics,
         truth,
-        cpu,
+        per_token,
+        check,
     })
 }
 
@@ -345,18 +531,22 @@ impl Row {
             .unwrap_or(0.0)
     }
 
+    /// The self-check's bound on a figure of the row, as shown.
+    fn bound(&self, figure: &str) -> String {
+        self.check
+            .figures
+            .iter()
+            .find(|f| f.figure == figure)
+            .and_then(|f| f.bound)
+            .map_or_else(|| "-".into(), format_secs)
+    }
+
     /// Its line of the main table and of the TTFT breakdown.
     fn lines(&self, threads: usize, itl: Duration, streams: u32, placed: bool) -> (String, String) {
         let m = &self.metrics;
-        #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
-        let per_token = self.cpu.map_or_else(
+        let per_token = self.per_token.map_or_else(
             || "n/a".into(),
-            |cpu| {
-                format!(
-                    "{:.2}µs",
-                    cpu.as_secs_f64() * 1e6 / m.output_tokens.max(1) as f64
-                )
-            },
+            |cpu| format!("{:.2}µs", cpu.as_secs_f64() * 1e6),
         );
         let worst = |f: fn(&crate::load::selfcheck::ThreadCheck) -> Option<f64>| {
             m.client
@@ -365,19 +555,30 @@ impl Row {
                 .filter_map(f)
                 .fold(f64::NAN, f64::max)
         };
+        #[expect(clippy::cast_precision_loss, reason = "token counts")]
+        let merged = if m.bounds.marks == 0 {
+            "n/a".to_owned()
+        } else {
+            format!(
+                "{:.1}%",
+                100.0 * m.bounds.merged as f64 / m.bounds.marks as f64
+            )
+        };
         let t = &self.truth;
         let main = format!(
-            "{threads:>7} {:>6} {streams:>7} {:>10.0} {per_token:>9} {:>6} {:>9} {:>21} {:>10} {:>21} {:>10} {:>6}  {}{}",
+            "{threads:>7} {:>6} {streams:>7} {:>10.0} {per_token:>9} {:>6} {:>6} {merged:>7} {:>21} {:>10} {:>10} {:>21} {:>10} {:>10} {:>6}  {}{}",
             gap(itl),
             self.rate(),
             or_na(worst(|t| t.busy), |b| format!("{:.0}%", 100.0 * b)),
-            or_na(worst(|t| t.lag_p99), format_secs),
+            or_na(worst(|t| t.waited), |w| format!("{:.0}%", 100.0 * w)),
             format!("{} ({})", p99(&t.ttft), p99(&t.ttft_true)),
             p99(&t.ttft_err),
+            self.bound("ttft.p99"),
             format!("{} ({})", p99(&t.itl), p99(&t.itl_true)),
             p99(&t.itl_err),
+            self.bound("itl.p99"),
             m.errors + t.unreadable,
-            if m.client.limited.is_some() {
+            if self.check.limited.is_some() {
                 "LIMITED"
             } else {
                 "ok"
@@ -410,30 +611,29 @@ fn header(opts: &BenchOptions) -> String {
         "servegate bench-client: stamped simulator in its own process; {} tokens per stream, {} per row{}\n",
         opts.tokens,
         format_secs(opts.duration.as_secs_f64()),
-        if opts.starve {
-            "; a CPU burner pinned to the client's first core"
-        } else {
-            ""
-        }
+        opts.contention.words()
     );
     let _ = writeln!(
         out,
-        "truth: the simulator's stamps (TTFT: first token sent − request read; ITL: gap between send stamps); |err| per request and per gap, over the first {KEEP} answers\n"
+        "truth: the simulator's stamps (TTFT: first token sent − request read; ITL: gap between send stamps); |err| per request and per gap, over the first {KEEP} answers; bound: the most the self-check says the client can have moved the p99 (LIMITED past 2%, at least 0.1ms); CPU/token: the whole process, warm-up included\n"
     );
     let _ = writeln!(
         out,
-        "{:>7} {:>6} {:>7} {:>10} {:>9} {:>6} {:>9} {:>21} {:>10} {:>21} {:>10} {:>6}  self-check",
+        "{:>7} {:>6} {:>7} {:>10} {:>9} {:>6} {:>6} {:>7} {:>21} {:>10} {:>10} {:>21} {:>10} {:>10} {:>6}  self-check",
         "threads",
         "ITL",
         "streams",
         "tokens/s",
         "CPU/token",
         "busy",
-        "lag p99",
+        "waited",
+        "merged",
         "TTFT p99 (true)",
         "|err| p99",
+        "bound",
         "ITL p99 (true)",
         "|err| p99",
+        "bound",
         "errors",
     );
     out
@@ -454,14 +654,10 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
         .build()
         .map_err(|e| e.to_string())?;
     let mut out = header(opts);
-    let _burner = if opts.starve {
-        if !can_pin {
-            return Err("--starve needs `taskset` and two CPUs".into());
-        }
-        Some(burner(cpus[0])?)
-    } else {
-        None
-    };
+    if opts.contention != Contention::None && !can_pin {
+        return Err("--contention needs `taskset` and two CPUs".into());
+    }
+    let contenders = contend(opts.contention, &cpus)?;
     let mut held: Vec<(Duration, u32, usize, f64)> = Vec::new();
     let mut parts = String::new();
     for &itl in &opts.itl {
@@ -480,7 +676,7 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
             };
             let sim = spawn_sim(ttft, itl, true, cpus.last().copied().filter(|_| own))?;
             for &streams in &opts.streams {
-                let row = measure_row(&rt, &sim.url, streams, threads, opts)?;
+                let row = measure_row(&rt, &sim.url, streams, threads, opts, contenders.as_ref())?;
                 held.push((itl, streams, threads, row.rate()));
                 let (main, part) = row.lines(threads, itl, streams, placed);
                 let _ = writeln!(out, "{main}");

@@ -97,25 +97,33 @@ struct GateSpec {
     name: String,
     load: String,
     what: String,
+    /// The figures its thresholds bound: rates first, then latencies.
+    keys: &'static [&'static str],
 }
 
 fn gates(concurrency: u32) -> [GateSpec; 2] {
     [
         GateSpec {
             name: "single_stream".into(),
-            load: "{ concurrency: 1, requests: 5, warmup: 1, input_tokens: 128, output_tokens: 128, ignore_eos: true }".into(),
+            load: "{ concurrency: 1, requests: 3, warmup: 1, input_tokens: 128, output_tokens: 128, ignore_eos: true }".into(),
             what: "a single stream".into(),
+            keys: &["decode_tok_s.mean", "ttft.p99"],
         },
         GateSpec {
             name: format!("concurrency_{concurrency}"),
             load: format!(
                 "{{ concurrency: {concurrency}, requests: {}, warmup: {concurrency}, input_tokens: 256, output_tokens: 64, ignore_eos: true }}",
-                4 * concurrency
+                2 * concurrency
             ),
             what: format!("{concurrency} concurrent streams"),
+            keys: &["output_tok_s", "ttft.p99", "itl.p99"],
         },
     ]
 }
+
+/// Runs of each calibration gate: a bound from one run is a bound on one
+/// moment of a busy machine, which the suite's own next run may not meet.
+const CALIBRATION_RUNS: u32 = 3;
 
 /// `text` as a YAML double-quoted scalar that interpolation leaves alone.
 fn quoted(text: &str) -> String {
@@ -196,8 +204,8 @@ struct Measured {
     /// The contract checks that held, and those that broke with why.
     held: Vec<Contract>,
     broke: Vec<(Contract, String)>,
-    /// Each gate's figures.
-    figures: Vec<std::collections::BTreeMap<String, f64>>,
+    /// Each gate's figures, every run's value.
+    figures: Vec<std::collections::BTreeMap<String, Vec<f64>>>,
 }
 
 fn say(line: &str) {
@@ -341,9 +349,22 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
     let mut gate_body = String::from("performance:\n");
     let specs = gates(o.concurrency);
     for g in &specs {
+        // Each figure a threshold will bound is named by one here, which
+        // any value meets, so that every run's value is kept.
+        let measured: String = g
+            .keys
+            .iter()
+            .map(|k| {
+                if k.ends_with("tok_s") || k.ends_with("tok_s.mean") {
+                    format!(", {k}: \">= 0\"")
+                } else {
+                    format!(", {k}: \"<= 1h\"")
+                }
+            })
+            .collect();
         let _ = write!(
             gate_body,
-            "  - name: {}\n    load: {}\n    thresholds: {{ errors: \"== 0\" }}\n",
+            "  - name: {}\n    repeats: {CALIBRATION_RUNS}\n    load: {}\n    thresholds: {{ errors: \"== 0\"{measured} }}\n",
             g.name, g.load
         );
     }
@@ -362,7 +383,7 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
             .figures()
             .into_iter()
             .find(|f| f.gate == g.name)
-            .map(|f| f.figures)
+            .map(|f| f.repeat_values)
             .unwrap_or_default();
         figures.push(measured);
     }
@@ -427,9 +448,10 @@ fn render(o: &Options, base_url: &str, name: &str, m: &Measured) -> String {
         out,
         "# A first suite for {}, written by `servegate init`\n\
          # at {stamp} against:\n#   {}\n\
-         # The thresholds come from what it measured then: 80% of the throughput,\n\
-         # twice the latency p99 (at least +100ms for TTFT, +50ms for ITL). Tighten\n\
-         # or loosen them as you learn the server; `servegate run {}` checks it.\n",
+         # The thresholds come from what it measured then, {CALIBRATION_RUNS} runs of each\n\
+         # gate: 80% of the lowest throughput, twice the highest latency p99 (at\n\
+         # least +100ms for TTFT, +50ms for ITL). Tighten or loosen them as you\n\
+         # learn the server; `servegate run {}` checks it.\n",
         m.server,
         m.description,
         o.out.display()
@@ -472,34 +494,49 @@ fn render(o: &Options, base_url: &str, name: &str, m: &Measured) -> String {
             "  - name: {}                  # {}\n    load: {}\n    thresholds:\n",
             g.name, g.what, g.load
         );
-        let figure = |key: &str| f.get(key).copied().unwrap_or(0.0);
-        let rate = |key: &str| {
-            let v = figure(key);
-            threshold(
-                key,
-                &format!(">= {}", at_least(0.8, v)),
-                &format!("measured {v:.1} tok/s ({}): 80%", m.server),
-            )
+        // The lowest and highest of the runs, and how they spread.
+        let runs = |key: &str| {
+            let v = f.get(key).map_or(&[][..], Vec::as_slice);
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            if v.is_empty() {
+                (0.0, 0.0, 0)
+            } else {
+                (lo, hi, v.len())
+            }
         };
-        let latency = |key: &str, floor_ms: f64| {
-            let v = figure(key);
+        let rate = |key: &str| {
+            let (lo, hi, n) = runs(key);
             threshold(
                 key,
-                &format!("<= {}", at_most(v, floor_ms)),
+                &format!(">= {}", at_least(0.8, lo)),
                 &format!(
-                    "measured {} ({}): 2x, at least +{floor_ms}ms",
-                    crate::units::format_secs(v),
+                    "measured {lo:.1}–{hi:.1} tok/s in {n} runs ({}): 80% of the lowest",
                     m.server
                 ),
             )
         };
-        if g.name == "single_stream" {
-            out.push_str(&rate("decode_tok_s.mean"));
-            out.push_str(&latency("ttft.p99", 100.0));
-        } else {
-            out.push_str(&rate("output_tok_s"));
-            out.push_str(&latency("ttft.p99", 100.0));
-            out.push_str(&latency("itl.p99", 50.0));
+        let latency = |key: &str, floor_ms: f64| {
+            let (lo, hi, n) = runs(key);
+            threshold(
+                key,
+                &format!("<= {}", at_most(hi, floor_ms)),
+                &format!(
+                    "measured {}–{} in {n} runs ({}): 2x the highest, at least +{floor_ms}ms",
+                    crate::units::format_secs(lo),
+                    crate::units::format_secs(hi),
+                    m.server
+                ),
+            )
+        };
+        for key in g.keys {
+            if key.starts_with("ttft") {
+                out.push_str(&latency(key, 100.0));
+            } else if key.starts_with("itl") {
+                out.push_str(&latency(key, 50.0));
+            } else {
+                out.push_str(&rate(key));
+            }
         }
         out.push_str(&threshold("errors", "== 0", "no request may fail"));
     }

@@ -202,10 +202,11 @@ enum Command {
         /// Measured window per row.
         #[arg(long, value_parser = servegate::units::parse_duration, default_value = "5s")]
         duration: Duration,
-        /// Pin a CPU-burning process to the client's first core: the
-        /// self-check must see the client starved.
-        #[arg(long)]
-        starve: bool,
+        /// Other work beside the client during every row: `host` (a
+        /// worker at normal priority on every core), `starved` (a
+        /// real-time thread on the client's core, 20 ms on, 5 ms off).
+        #[arg(long, value_enum, default_value = "none")]
+        contention: bench::Contention,
     },
     /// The code-probe sandbox's helper: servegate re-executes itself with
     /// this to contain model-written code (never shown in `--help`).
@@ -381,7 +382,7 @@ fn main() -> ExitCode {
             itl,
             tokens,
             duration,
-            starve,
+            contention,
         } => {
             let opts = BenchOptions {
                 streams,
@@ -389,7 +390,7 @@ fn main() -> ExitCode {
                 itl,
                 tokens,
                 duration,
-                starve,
+                contention,
             };
             match bench::run(&opts) {
                 Ok(table) => {

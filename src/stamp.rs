@@ -109,6 +109,129 @@ fn arrival(stamp: Option<std::time::SystemTime>, floor: Instant) -> Instant {
         .clamp(floor.min(now), now)
 }
 
+/// When the bytes of one read arrived, and since when the others read with
+/// them can have been waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrival {
+    /// The newest packet's arrival (its kernel stamp): the time every byte
+    /// of the read is dated with.
+    pub at: Instant,
+    /// The earliest any older byte of the read can have arrived: the
+    /// connection's previous read that emptied it, or the thread's last
+    /// wake ([`woke`]), whichever is later. Bytes dated `at` that were
+    /// really earlier were early by at most `at − since`.
+    pub since: Instant,
+}
+
+/// When this thread last woke from sleep: the earliest any bytes it reads
+/// before it sleeps again can have arrived. A thread asleep in
+/// `epoll_wait` had nothing to read when it fell asleep and is woken by the
+/// first packet for it; until it sleeps again, every packet it reads came
+/// at or after that wake. Two tokens read together (one stamp for both,
+/// the newer) were therefore apart by at most their stamp less this — the
+/// bound on what a late read moved. A park that did not sleep (something
+/// was ready already) continues the same stretch, and keeps its wake.
+///
+/// The wake is the resume less the time the thread then waited for a CPU
+/// (the kernel's run-queue delay, `/proc/thread-self/schedstat`): a thread
+/// woken by a packet and kept off its core by other work still woke when
+/// the packet came. Where the delay cannot be read the wake is taken as the
+/// moment it fell asleep — earlier, so the bound only grows. `None` on a
+/// thread whose runtime does not call [`parking`] and [`unparked`], or
+/// where a thread cannot tell whether it slept.
+pub fn woke() -> Option<Instant> {
+    WAKE.with(|w| w.get().woke)
+}
+
+/// Call as the thread goes idle (tokio's `on_thread_park`).
+pub fn parking() {
+    let (sleeps, delay) = (sleeps(), run_delay());
+    WAKE.with(|w| {
+        let mut s = w.get();
+        s.parked = Some(Instant::now());
+        s.sleeps = sleeps;
+        s.run_delay = delay;
+        w.set(s);
+    });
+}
+
+/// Call as the thread resumes (tokio's `on_thread_unpark`).
+pub fn unparked() {
+    let (sleeps, delay) = (sleeps(), run_delay());
+    let now = Instant::now();
+    WAKE.with(|w| {
+        let mut s = w.get();
+        let slept = matches!((sleeps, s.sleeps), (Some(a), Some(b)) if a > b);
+        if slept && let Some(parked) = s.parked {
+            let waited = match (delay, s.run_delay) {
+                (Some(d), Some(before)) => {
+                    std::time::Duration::from_nanos(d.saturating_sub(before))
+                }
+                _ => now.saturating_duration_since(parked),
+            };
+            // Not before it fell asleep (what woke it came after).
+            s.woke = Some(now.checked_sub(waited).map_or(parked, |w| w.max(parked)));
+        }
+        w.set(s);
+    });
+}
+
+/// A thread's sleep and wake.
+#[derive(Debug, Clone, Copy, Default)]
+struct Wake {
+    parked: Option<Instant>,
+    woke: Option<Instant>,
+    /// Its voluntary context switches as it went idle.
+    sleeps: Option<u64>,
+    /// Its run-queue delay as it went idle, ns.
+    run_delay: Option<u64>,
+}
+
+thread_local! {
+    static WAKE: std::cell::Cell<Wake> = std::cell::Cell::new(Wake::default());
+    #[cfg(target_os = "linux")]
+    static SCHEDSTAT: Option<std::fs::File> = std::fs::File::open("/proc/thread-self/schedstat").ok();
+}
+
+/// How often this thread has blocked (voluntary context switches).
+#[cfg(target_os = "linux")]
+fn sleeps() -> Option<u64> {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let n = getrusage(UsageWho::RUSAGE_THREAD)
+        .ok()?
+        .voluntary_context_switches();
+    u64::try_from(n).ok()
+}
+
+/// How often this thread has blocked (not known here).
+#[cfg(not(target_os = "linux"))]
+fn sleeps() -> Option<u64> {
+    None
+}
+
+/// The time this thread has spent runnable but waiting for a CPU, ns:
+/// the second field of `/proc/thread-self/schedstat`.
+#[cfg(target_os = "linux")]
+pub fn run_delay() -> Option<u64> {
+    use std::os::unix::fs::FileExt as _;
+    SCHEDSTAT.with(|f| {
+        let mut buf = [0u8; 96];
+        let n = f.as_ref()?.read_at(&mut buf, 0).ok()?;
+        std::str::from_utf8(&buf[..n])
+            .ok()?
+            .split_ascii_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    })
+}
+
+/// The time this thread has waited for a CPU (not known here).
+#[cfg(not(target_os = "linux"))]
+pub fn run_delay() -> Option<u64> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, SystemTime};

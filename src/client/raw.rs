@@ -274,6 +274,10 @@ pub struct Response {
     pos: usize,
     /// When the bytes of the latest read reached this host.
     arrived: std::time::Instant,
+    /// Since when the bytes of the latest read can have waited.
+    since: std::time::Instant,
+    /// When the latest read that emptied the socket returned.
+    emptied: std::time::Instant,
     /// How long opening its connection took, when it opened one.
     pub connect: Option<std::time::Duration>,
     /// When the request's last byte was handed to the kernel.
@@ -318,6 +322,8 @@ impl Response {
             // says when, which tells an answer from bytes sent before the
             // question.
             arrived: read,
+            since: writing,
+            emptied: writing,
             status: 0,
             content: super::stream::ContentHeaders::default(),
             body: Decoder::new(Framing::UntilClose),
@@ -415,11 +421,17 @@ impl Response {
             // Only a head or a size line longer than the buffer gets here.
             self.buf.resize(self.buf.len() * 2, 0);
         }
+        let room = self.buf.len() - self.filled;
         let (n, at) = stamp::recv(&self.conn, &mut self.buf[self.filled..], self.arrived)
             .await
             .map_err(|e| transport(&e))?;
         self.filled += n;
         self.arrived = at;
+        self.since = stamp::woke().map_or(self.emptied, |w| w.max(self.emptied));
+        // A read that filled the buffer may have left older bytes behind.
+        if n < room {
+            self.emptied = std::time::Instant::now();
+        }
         Ok(n)
     }
 
@@ -433,10 +445,14 @@ impl Response {
     /// The next piece of the body and when it reached this host; `Ok(None)`
     /// when the body is complete. Waits for the socket: the caller bounds it
     /// with its deadlines.
-    pub async fn next(&mut self) -> Result<Option<(&[u8], std::time::Instant)>, CallError> {
+    pub async fn next(&mut self) -> Result<Option<(&[u8], stamp::Arrival)>, CallError> {
         loop {
             if let Some(range) = self.step()? {
-                return Ok(Some((&self.buf[range.0..range.1], self.arrived)));
+                let arrival = stamp::Arrival {
+                    at: self.arrived,
+                    since: self.since.min(self.arrived),
+                };
+                return Ok(Some((&self.buf[range.0..range.1], arrival)));
             }
             if self.done() {
                 return Ok(None);

@@ -11,6 +11,7 @@ use super::dialect::{self, Counts, Dialect, EventError, Events, ServerTimings};
 use super::error::{CallError, Deadline, ErrorKind, excerpt, source_chain};
 use super::raw;
 use super::sse::SseParser;
+use crate::stamp::Arrival;
 use crate::suite::{Api, ReadLimits, Timeouts};
 use crate::units::{format_bytes, format_duration};
 
@@ -51,6 +52,18 @@ pub struct TokenMark {
     pub at: Duration,
     /// Tokens in the chunk.
     pub tokens: u32,
+    /// How much earlier than `at` it may really have arrived, µs: 0 but
+    /// for a chunk read together with a later one (both carry the newer
+    /// packet's stamp), when the client read late. The bound of the
+    /// client's error on this mark ([`crate::stamp::Arrival`]).
+    pub early_us: u32,
+}
+
+impl TokenMark {
+    /// [`Self::early_us`] as a duration.
+    pub fn early(&self) -> Duration {
+        Duration::from_micros(u64::from(self.early_us))
+    }
 }
 
 /// Monotonic timestamps of one call, relative to the moment it was sent.
@@ -445,6 +458,7 @@ impl Client {
         let mut body = ReqwestBody {
             stream: response.bytes_stream(),
             current: bytes::Bytes::new(),
+            last: sent,
         };
         read_body(&mut reader, &mut body, deadlines).await?;
         reader.finish().map_err(|e| reader.fail(e))
@@ -536,7 +550,7 @@ impl Deadlines {
 /// A response body read piece by piece.
 trait BodySource {
     /// The next piece and when it arrived; `Ok(None)` at the end.
-    async fn piece(&mut self) -> Result<Option<(&[u8], Instant)>, CallError>;
+    async fn piece(&mut self) -> Result<Option<(&[u8], Arrival)>, CallError>;
 
     /// Whether the end of the body is the server closing the connection.
     fn ends_with_connection(&self) -> bool {
@@ -545,7 +559,7 @@ trait BodySource {
 }
 
 impl BodySource for raw::Response {
-    async fn piece(&mut self) -> Result<Option<(&[u8], Instant)>, CallError> {
+    async fn piece(&mut self) -> Result<Option<(&[u8], Arrival)>, CallError> {
         self.next().await
     }
 
@@ -554,23 +568,27 @@ impl BodySource for raw::Response {
     }
 }
 
-/// reqwest's body stream, for `https://` servers.
+/// reqwest's body stream, for `https://` servers: read in hyper's task,
+/// dated when it reaches this one, older bytes since the piece before.
 struct ReqwestBody<S> {
     stream: S,
     current: bytes::Bytes,
+    last: Instant,
 }
 
 impl<S> BodySource for ReqwestBody<S>
 where
     S: futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin,
 {
-    async fn piece(&mut self) -> Result<Option<(&[u8], Instant)>, CallError> {
+    async fn piece(&mut self) -> Result<Option<(&[u8], Arrival)>, CallError> {
         match self.stream.next().await {
             None => Ok(None),
             Some(Err(e)) => Err(CallError::new(ErrorKind::Transport, e.to_string())),
             Some(Ok(b)) => {
                 self.current = b;
-                Ok(Some((&self.current, Instant::now())))
+                let at = Instant::now();
+                let since = std::mem::replace(&mut self.last, at);
+                Ok(Some((&self.current, Arrival { at, since })))
             }
         }
     }
@@ -613,7 +631,7 @@ async fn read_body<B: BodySource>(
             Err(e) => return Err(reader.fail(e)),
             Ok(Some((chunk, arrived))) => {
                 // The arrival serves both the deadline and the timing.
-                last = tokio::time::Instant::from_std(arrived);
+                last = tokio::time::Instant::from_std(arrived.at);
                 if let Err(e) = reader.feed(chunk, arrived) {
                     return Err(reader.fail(e));
                 }
@@ -691,6 +709,10 @@ struct StreamReader {
     body_head: Vec<u8>,
     /// The body ended with the connection (no framing said where).
     closed: bool,
+    /// Since when the bytes of the read being parsed can have waited, and
+    /// when the latest bytes arrived (both relative to the send).
+    since: Duration,
+    last_arrival: Option<Duration>,
 }
 
 /// Bytes of the body kept to show what came instead of a stream.
@@ -827,6 +849,8 @@ impl StreamReader {
             headers: ContentHeaders::default(),
             body_head: Vec::new(),
             closed: false,
+            since: Duration::ZERO,
+            last_arrival: None,
         }
     }
 
@@ -978,8 +1002,10 @@ impl StreamReader {
         e
     }
 
-    fn feed(&mut self, bytes: &[u8], arrived: Instant) -> Result<(), CallError> {
-        let now = arrived.saturating_duration_since(self.sent);
+    fn feed(&mut self, bytes: &[u8], arrived: Arrival) -> Result<(), CallError> {
+        let now = arrived.at.saturating_duration_since(self.sent);
+        self.since = arrived.since.saturating_duration_since(self.sent);
+        self.last_arrival = Some(now);
         self.timing.first_byte.get_or_insert(now);
         if self.body_head.len() < BODY_HEAD {
             let room = BODY_HEAD - self.body_head.len();
@@ -1105,13 +1131,25 @@ impl StreamReader {
     }
 
     fn mark(&mut self, at: Duration, tokens: u64, content: bool) {
+        // Read together with this one, the previous chunk carries this
+        // one's stamp: it came at most `at − since` earlier.
+        if let Some(prev) = self.timing.marks.last_mut()
+            && prev.at == at
+        {
+            prev.early_us =
+                u32::try_from(at.saturating_sub(self.since).as_micros()).unwrap_or(u32::MAX);
+        }
         self.timing.first_token.get_or_insert(at);
         if content {
             self.timing.first_content.get_or_insert(at);
         }
         self.chunk_tokens = self.chunk_tokens.saturating_add(tokens);
         let tokens = u32::try_from(tokens).unwrap_or(u32::MAX);
-        self.timing.marks.push(TokenMark { at, tokens });
+        self.timing.marks.push(TokenMark {
+            at,
+            tokens,
+            early_us: 0,
+        });
     }
 
     fn finish(&mut self) -> Result<Completion, CallError> {
@@ -1147,7 +1185,8 @@ impl StreamReader {
                 )
             });
         }
-        self.timing.end = now;
+        // The end is when its last bytes arrived, not when they were read.
+        self.timing.end = self.last_arrival.unwrap_or(now).min(now);
         Self::plausible(
             "the tokens the stream's chunks carried",
             self.chunk_tokens,

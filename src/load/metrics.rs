@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::distribution::Distribution;
 use super::prometheus::ServerView;
-use super::selfcheck::ClientCheck;
+use super::selfcheck::{ClientCheck, FigureBound};
 use crate::client::{CallError, Completion, TokenSource};
 pub use crate::suite::Slo;
 use crate::suite::metric::{Metric, MetricKey, Stat, format_value};
@@ -49,6 +49,78 @@ pub struct Recorder {
     /// When each request finished, with its TTFT and E2E (seconds), for
     /// latency over time; at most [`SERIES_MAX`] points.
     series: Vec<(std::time::Instant, f32, f32)>,
+    bounds: Bounds,
+}
+
+/// Each figure's samples moved as far as the client can have moved them
+/// (the self-check's evidence): the true value of every sample lies
+/// between its `lo` and `hi`, so every statistic's true value lies between
+/// that statistic of the two ([`super::selfcheck`]). Figures the client
+/// can only have inflated keep a `lo`, those it can only have deflated a
+/// `hi`.
+#[derive(Debug, Clone)]
+pub struct Bounds {
+    /// TTFT less its client error (the send, a late wake, a first token
+    /// read with a later one).
+    pub ttft_lo: Distribution,
+    /// TTFT to content, the same way.
+    pub ttft_content_lo: Distribution,
+    /// E2E less the send and a late wake.
+    pub e2e_lo: Distribution,
+    /// Each ITL gap less the error of its later end, and plus that of its
+    /// earlier one.
+    pub itl_lo: Distribution,
+    /// See `itl_lo`.
+    pub itl_hi: Distribution,
+    /// TPOT with the first token as early as it can have come.
+    pub tpot_hi: Distribution,
+    /// The decode rate the same way.
+    pub decode_tok_s_lo: Distribution,
+    /// Token chunks read together with a later one, and all of them.
+    pub merged: u64,
+    /// See `merged`.
+    pub marks: u64,
+}
+
+impl Bounds {
+    fn new() -> Self {
+        Self {
+            ttft_lo: Distribution::seconds(),
+            ttft_content_lo: Distribution::seconds(),
+            e2e_lo: Distribution::seconds(),
+            itl_lo: Distribution::seconds(),
+            itl_hi: Distribution::seconds(),
+            tpot_hi: Distribution::seconds(),
+            decode_tok_s_lo: Distribution::rate(),
+            merged: 0,
+            marks: 0,
+        }
+    }
+
+    fn merge(&mut self, other: &Bounds) {
+        self.ttft_lo.merge(&other.ttft_lo);
+        self.ttft_content_lo.merge(&other.ttft_content_lo);
+        self.e2e_lo.merge(&other.e2e_lo);
+        self.itl_lo.merge(&other.itl_lo);
+        self.itl_hi.merge(&other.itl_hi);
+        self.tpot_hi.merge(&other.tpot_hi);
+        self.decode_tok_s_lo.merge(&other.decode_tok_s_lo);
+        self.merged += other.merged;
+        self.marks += other.marks;
+    }
+
+    /// The (low, high) samples of `metric`, where the client can move it.
+    fn of(&self, metric: Metric) -> Option<(Option<&Distribution>, Option<&Distribution>)> {
+        Some(match metric {
+            Metric::Ttft => (Some(&self.ttft_lo), None),
+            Metric::TtftContent => (Some(&self.ttft_content_lo), None),
+            Metric::E2e => (Some(&self.e2e_lo), None),
+            Metric::Itl => (Some(&self.itl_lo), Some(&self.itl_hi)),
+            Metric::Tpot => (None, Some(&self.tpot_hi)),
+            Metric::DecodeTokS => (Some(&self.decode_tok_s_lo), None),
+            _ => return None,
+        })
+    }
 }
 
 /// Start later than this after the intended time and a request counts as
@@ -85,13 +157,16 @@ impl Recorder {
             first_errors: Vec::new(),
             token_sources: BTreeMap::new(),
             slo,
+            bounds: Bounds::new(),
         }
     }
 
     /// Records a successful request that was sent `late` after its intended
-    /// start (zero in a closed loop): TTFT and E2E count from the intended
-    /// start, so a stalled server cannot hide behind a stalled client.
-    pub fn record(&mut self, c: &Completion, late: Duration) {
+    /// start (zero in a closed loop), `own` of it the client's own late
+    /// wake: TTFT and E2E count from the intended start, so a stalled
+    /// server cannot hide behind a stalled client.
+    pub fn record(&mut self, c: &Completion, late: Duration, own: Duration) {
+        self.bound(c, late, own);
         let t = &c.timing;
         if late > LATE_START {
             self.late_starts += 1;
@@ -165,6 +240,49 @@ impl Recorder {
         }
     }
 
+    /// Records how far the client can have moved each sample of `c`.
+    fn bound(&mut self, c: &Completion, late: Duration, own: Duration) {
+        let t = &c.timing;
+        let secs = Duration::as_secs_f64;
+        // The send: from taking the start to the request written, less
+        // the connect (the server's accept); and a late wake of its own.
+        let send = t.written.map_or(Duration::ZERO, |w| {
+            w.saturating_sub(t.connect.unwrap_or_default())
+        }) + own;
+        let early = |at: Option<Duration>| {
+            at.and_then(|at| t.marks.iter().find(|m| m.at == at))
+                .map_or(Duration::ZERO, crate::client::TokenMark::early)
+        };
+        let first = t.first_token.unwrap_or(t.end);
+        let b = &mut self.bounds;
+        b.ttft_lo.record(secs(
+            &(late + first).saturating_sub(send + early(t.first_token)),
+        ));
+        if let Some(fc) = t.first_content {
+            b.ttft_content_lo
+                .record(secs(&(late + fc).saturating_sub(send + early(Some(fc)))));
+        }
+        b.e2e_lo.record(secs(&(late + t.end).saturating_sub(send)));
+        let decode = t.end.saturating_sub(first);
+        if c.completion_tokens > 1 && !decode.is_zero() {
+            #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
+            let after_first = (c.completion_tokens - 1) as f64;
+            let longest = secs(&(decode + early(t.first_token)));
+            b.tpot_hi.record(longest / after_first);
+            b.decode_tok_s_lo.record(after_first / longest);
+        }
+        b.marks += t.marks.len() as u64;
+        b.merged += t.marks.iter().filter(|m| m.early_us > 0).count() as u64;
+        for pair in t.marks.windows(2) {
+            let gap = pair[1].at.saturating_sub(pair[0].at);
+            let k = pair[1].tokens.max(1);
+            let lo = secs(&gap.saturating_sub(pair[1].early())) / f64::from(k);
+            let hi = secs(&(gap + pair[0].early())) / f64::from(k);
+            b.itl_lo.record_n(lo, u64::from(k));
+            b.itl_hi.record_n(hi, u64::from(k));
+        }
+    }
+
     /// Records a failed request.
     pub fn fail(&mut self, e: &CallError) {
         self.errors += 1;
@@ -207,6 +325,7 @@ impl Recorder {
         for (k, v) in other.token_sources {
             *self.token_sources.entry(k).or_insert(0) += v;
         }
+        self.bounds.merge(&other.bounds);
     }
 
     /// The figures of a window of `wall` duration.
@@ -255,6 +374,7 @@ impl Recorder {
             unsolicited: 0,
             server: Err("the server's /metrics was not read".to_owned()),
             wall,
+            bounds: self.bounds,
         }
     }
 }
@@ -320,6 +440,8 @@ pub struct GateMetrics {
     pub server: Result<ServerView, String>,
     /// The measured window.
     pub wall: Duration,
+    /// How far the client can have moved each sample.
+    pub bounds: Bounds,
     /// Per request, in completion order: seconds since the first completion,
     /// TTFT and E2E in seconds (at most [`SERIES_MAX`]).
     pub series: Vec<(f64, f64, f64)>,
@@ -333,7 +455,7 @@ impl GateMetrics {
     pub fn compute(done: &[Completion], failed: &[CallError], wall: Duration) -> Self {
         let mut r = Recorder::new(Slo::default());
         for c in done {
-            r.record(c, Duration::ZERO);
+            r.record(c, Duration::ZERO, Duration::ZERO);
         }
         for e in failed {
             r.fail(e);
@@ -360,6 +482,56 @@ impl GateMetrics {
     fn per_sec(&self, n: u64) -> Option<f64> {
         let secs = self.wall.as_secs_f64();
         (self.completed > 0 && secs > 0.0).then(|| n as f64 / secs)
+    }
+
+    /// The gated figures `keys` the client can move, each with the most it
+    /// can have moved it; and whether a rate is among them (judged by the
+    /// client threads' room, not by stamps).
+    pub fn client_bounds(&self, keys: &[MetricKey]) -> (Vec<FigureBound>, bool) {
+        let mut figures: Vec<FigureBound> = Vec::new();
+        let mut rates = false;
+        for &key in keys {
+            let name = key.to_string();
+            if figures.iter().any(|f| f.figure == name) {
+                continue;
+            }
+            let Some(value) = self.value(key) else {
+                continue;
+            };
+            if matches!(
+                key.metric,
+                Metric::OutputTokS
+                    | Metric::InputTokS
+                    | Metric::TotalTokS
+                    | Metric::RequestsPerS
+                    | Metric::GoodputRequestsPerS
+                    | Metric::GoodputTokS
+            ) {
+                rates = true;
+                continue;
+            }
+            let Some((lo, hi)) = self.bounds.of(key.metric) else {
+                continue;
+            };
+            let stat = key.stat.unwrap_or(Stat::Mean);
+            // A standard deviation is no order statistic: not bounded so.
+            if stat == Stat::Stddev {
+                continue;
+            }
+            let down = lo
+                .and_then(|d| d.stat(stat))
+                .map_or(0.0, |v| (value - v).max(0.0));
+            let up = hi
+                .and_then(|d| d.stat(stat))
+                .map_or(0.0, |v| (v - value).max(0.0));
+            figures.push(FigureBound::new(
+                name,
+                value,
+                Some(down.max(up)),
+                key.metric != Metric::DecodeTokS,
+            ));
+        }
+        (figures, rates)
     }
 
     /// The measured value of a key; `None` when nothing could be measured.
@@ -598,18 +770,22 @@ mod tests {
                     TokenMark {
                         at: ms(100),
                         tokens: 1,
+                        early_us: 0,
                     },
                     TokenMark {
                         at: ms(110),
                         tokens: 1,
+                        early_us: 0,
                     },
                     TokenMark {
                         at: ms(120),
                         tokens: 2,
+                        early_us: 0,
                     },
                     TokenMark {
                         at: ms(150),
                         tokens: 1,
+                        early_us: 0,
                     },
                 ],
                 end: ms(150),
@@ -650,8 +826,8 @@ mod tests {
             e2e: None,
         };
         let mut r = Recorder::new(slo);
-        r.record(&completion(), Duration::ZERO);
-        r.record(&completion(), ms(500));
+        r.record(&completion(), Duration::ZERO, Duration::ZERO);
+        r.record(&completion(), ms(500), Duration::ZERO);
         let m = r.finish(Duration::from_secs(2));
         assert_eq!(m.late_starts, 1);
         assert!(

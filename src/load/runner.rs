@@ -12,16 +12,15 @@ use std::time::Duration;
 use tokio::sync::{Notify, Semaphore, oneshot};
 use tokio::time::Instant;
 
-use super::distribution::Distribution;
 use super::metrics::{GateMetrics, LATE_START, Recorder, Slo};
 use super::progress::Progress;
 use super::prometheus::{Scrape, ServerView};
 use super::selfcheck::{ClientCheck, ThreadCheck};
-use super::threads::{self, Pinger, Pings, Threads};
+use super::threads::{self, Threads};
 use super::workload;
 use crate::client::{CallError, CallRequest, Client, Completion, ErrorKind, TokenSource};
 use crate::random::SplitMix;
-use crate::suite::metric::Stat;
+use crate::suite::metric::MetricKey;
 use crate::suite::{Arrival, Gate, Input, Pace};
 
 fn request(gate: &Gate, index: u32) -> CallRequest {
@@ -351,7 +350,7 @@ async fn closed(
                 breaker.note(&result);
                 if let Ok(mut rec) = rec.lock() {
                     match result {
-                        Ok(c) => rec.record(&c, Duration::ZERO),
+                        Ok(c) => rec.record(&c, Duration::ZERO, Duration::ZERO),
                         Err(e) => rec.fail(&e),
                     }
                 }
@@ -445,6 +444,9 @@ async fn open(
         if Instant::now().saturating_duration_since(intended.max(freed)) > LATE_START {
             late_wakes += 1;
         }
+        // The part of the start's delay that is the server's: the wait
+        // for a request in flight to end.
+        let mut server_wait = Duration::ZERO;
         let permit = match &shard.limit {
             Some(s) => {
                 if let Ok(permit) = Arc::clone(s).try_acquire_owned() {
@@ -452,6 +454,7 @@ async fn open(
                 } else {
                     let permit = Arc::clone(s).acquire_owned().await.ok();
                     freed = Instant::now();
+                    server_wait = freed.saturating_duration_since(intended);
                     permit
                 }
             }
@@ -469,7 +472,7 @@ async fn open(
             finished.fetch_add(1, Ordering::Relaxed);
             if let Ok(mut rec) = rec.lock() {
                 match result {
-                    Ok(c) => rec.record(&c, late),
+                    Ok(c) => rec.record(&c, late, late.saturating_sub(server_wait)),
                     Err(e) => rec.fail(&e),
                 }
             }
@@ -574,16 +577,19 @@ fn client_thread(
     client: Client,
     shared: &Arc<Shared>,
     go: tokio::sync::watch::Receiver<Go>,
-    (cpu, all, pings): (Option<usize>, &[usize], Option<Pings>),
+    (cpu, all): (Option<usize>, &[usize]),
     mut warming: Warming,
 ) -> ShardOut {
     let cpu = threads::place(cpu, all);
+    // Its sleeps and wakes date what it reads (`stamp::woke`).
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .on_thread_park(crate::stamp::parking)
+        .on_thread_unpark(crate::stamp::unparked)
         .build()
     {
         Ok(rt) => {
-            let out = rt.block_on(shard(k, &client, shared, go, (cpu, pings), &mut warming));
+            let out = rt.block_on(shard(k, &client, shared, go, cpu, &mut warming));
             drop(client);
             drop(rt);
             out
@@ -608,7 +614,7 @@ async fn shard(
     client: &Client,
     shared: &Arc<Shared>,
     mut go: tokio::sync::watch::Receiver<Go>,
-    (cpu, pings): (Option<usize>, Option<Pings>),
+    cpu: Option<usize>,
     warming: &mut Warming,
 ) -> ShardOut {
     let (gate, n) = (&shared.gate, shared.threads);
@@ -652,9 +658,8 @@ async fn shard(
         breaker: Arc::clone(&shared.breaker),
         watch: Arc::clone(&shared.watch),
     };
-    let (stop, stopped) = oneshot::channel();
-    let probe = pings.map(|p| tokio::spawn(threads::lag_probe(p, stopped)));
     let cpu_before = threads::thread_cpu();
+    let delay_before = crate::stamp::run_delay();
     let (rec, streams, starts, late_starts) = match load.pace {
         Pace::Closed { concurrency } => {
             let total = load
@@ -693,22 +698,18 @@ async fn shard(
         .map(|(after, before)| after.saturating_sub(before).as_secs_f64())
         .filter(|_| wall > 0.0)
         .map(|cpu| (cpu / wall).min(1.0));
-    let _ = stop.send(());
-    let lag = match probe {
-        Some(p) => p.await.ok(),
-        None => None,
-    };
-    let lag_at = |s| lag.as_ref().and_then(|l| l.stat(s));
+    #[expect(clippy::cast_precision_loss, reason = "nanoseconds of a window")]
+    let waited = crate::stamp::run_delay()
+        .zip(delay_before)
+        .filter(|_| wall > 0.0)
+        .map(|(after, before)| (after.saturating_sub(before) as f64 / 1e9 / wall).min(1.0));
     ShardOut {
         rec,
         check: ThreadCheck {
             streams,
             cpu,
             busy,
-            lag_p50: lag_at(Stat::P50),
-            lag_p99: lag_at(Stat::P99),
-            lag_max: lag_at(Stat::Max),
-            lag_samples: lag.as_ref().map_or(0, Distribution::len),
+            waited,
             starts,
             late_starts,
         },
@@ -756,12 +757,11 @@ pub async fn run_watched(
         warmed: Notify::new(),
     });
     let (go, going) = tokio::sync::watch::channel(Go::Wait);
-    let (senders, pings) = threads::ping_channels(n);
     // Where an unpinned client thread may run: where this one may.
     let all = threads::allowed_cpus();
     let cpus = threads::pins(n, threads.pin, &all);
     let mut outs = Vec::new();
-    for (k, (cpu, pings)) in cpus.into_iter().zip(pings).enumerate() {
+    for (k, cpu) in cpus.into_iter().enumerate() {
         let started = client
             .for_thread()
             .map_err(|e| e.to_string())
@@ -773,14 +773,8 @@ pub async fn run_watched(
                 threads::run_on(
                     k,
                     Box::new(move || {
-                        let out = client_thread(
-                            k,
-                            thread_client,
-                            &shared,
-                            going,
-                            (cpu, &all, pings),
-                            warming,
-                        );
+                        let out =
+                            client_thread(k, thread_client, &shared, going, (cpu, &all), warming);
                         let _ = tx.send(out);
                     }),
                 )
@@ -819,8 +813,6 @@ pub async fn run_watched(
     let start = Instant::now();
     let progress = Progress::start(&gate.name, load.requests, load.duration, &shared.finished);
     watch.set_measuring(true);
-    // Pings start with the window: none waits through the warm-up.
-    let pinger = Pinger::start(senders);
     let _ = go.send(Go::Measure(start));
     let mut rec = Recorder::new(gate.slo);
     let mut check = ClientCheck {
@@ -840,12 +832,15 @@ pub async fn run_watched(
         }
     }
     let wall = start.elapsed();
-    drop(pinger);
     watch.set_measuring(false);
     progress.finish();
     let mut metrics = rec.finish(wall);
     metrics.stopped_early = breaker.tripped();
-    metrics.client = check.judged(metrics.itl.stat(Stat::P50));
+    let keys: Vec<MetricKey> = gate.thresholds.iter().map(|t| t.threshold.key).collect();
+    let (figures, rates) = metrics.client_bounds(&keys);
+    check.merged = metrics.bounds.merged;
+    check.marks = metrics.bounds.marks;
+    metrics.client = check.judged(figures, rates);
     metrics.unsolicited = client.unsolicited().saturating_sub(unsolicited);
     let after = scrape(client).await;
     metrics.server = before.and_then(|b| after.map(|a| ServerView::between(&b, &a)));
