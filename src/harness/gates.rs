@@ -258,16 +258,32 @@ impl SuiteRun {
                 if !watch.started().await {
                     return asked;
                 }
-                for _ in 0..ROUNDS {
-                    let round = requests.iter().map(|(i, req)| async {
+                for round in 0..ROUNDS {
+                    let watch = &watch;
+                    let round = requests.iter().map(|(i, req)| async move {
+                        // Counted while the window runs (the server's
+                        // counters see it); the first round is asked even
+                        // after a window too short for it.
+                        let counted = watch.side_started();
+                        if !counted && round > 0 {
+                            return None;
+                        }
                         let answer = client.complete(req).await;
-                        recheck::Asked {
+                        if counted {
+                            watch.side_finished(answer.as_ref().map_or(0, |c| c.completion_tokens));
+                        }
+                        Some(recheck::Asked {
                             probe: *i,
                             answer,
                             under_load: watch.measuring(),
-                        }
+                        })
                     });
-                    asked.extend(futures_util::future::join_all(round).await);
+                    asked.extend(
+                        futures_util::future::join_all(round)
+                            .await
+                            .into_iter()
+                            .flatten(),
+                    );
                     if !watch.measuring() {
                         break;
                     }

@@ -371,6 +371,7 @@ impl Recorder {
             usage_tokens: self.usage_tokens,
             chunk_tokens: self.chunk_tokens,
             token_sources: self.token_sources,
+            side_tokens: 0,
             unsolicited: 0,
             server: Err("the server's /metrics was not read".to_owned()),
             wall,
@@ -432,6 +433,10 @@ pub struct GateMetrics {
     pub usage_tokens: u64,
     /// Tokens counted from chunks, over the same requests.
     pub chunk_tokens: u64,
+    /// Tokens received by requests beside the load between the two reads
+    /// of the server's `/metrics` (a recheck of the probes): its counter
+    /// has them too.
+    pub side_tokens: u64,
     /// Kept-alive connections closed before their reuse in the window
     /// because the server had sent bytes on them that no request asked
     /// for (they were not read as an answer).
@@ -546,9 +551,9 @@ impl GateMetrics {
             }),
             Metric::TokenDriftMetrics => {
                 let served = self.server.as_ref().ok()?.generation_tokens?;
-                (self.output_tokens > 0).then(|| {
-                    100.0 * (served - self.output_tokens as f64).abs() / self.output_tokens as f64
-                })
+                let received = self.output_tokens.saturating_add(self.side_tokens) as f64;
+                (self.output_tokens > 0)
+                    .then(|| 100.0 * (served - received).abs() / self.output_tokens as f64)
             }
             Metric::OutputTokS => self.per_sec(self.output_tokens),
             Metric::InputTokS => self.input_tokens.and_then(|n| self.per_sec(n)),
@@ -597,8 +602,13 @@ impl GateMetrics {
                 )
             }
             Metric::TokenDriftMetrics => format!(
-                "{} output tokens received, {} by the server's counter",
+                "{} output tokens received{}, {} by the server's counter",
                 self.output_tokens,
+                if self.side_tokens > 0 {
+                    format!(" (and {} by the recheck beside the load)", self.side_tokens)
+                } else {
+                    String::new()
+                },
                 self.server
                     .as_ref()
                     .ok()

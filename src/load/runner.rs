@@ -117,6 +117,13 @@ pub struct Watch {
     /// without having started).
     changed: Notify,
     samples: Mutex<Vec<Sample>>,
+    /// Requests of the check beside the load under way, and the tokens the
+    /// finished ones received: the server counts them in its `/metrics`
+    /// between the window's two reads, so they are waited for before the
+    /// second and added to what the client received.
+    side: AtomicU64,
+    side_tokens: AtomicU64,
+    side_done: Notify,
 }
 
 /// One answer of a gate's load, kept whole.
@@ -165,6 +172,40 @@ impl Watch {
     pub fn end(&self) {
         self.ended.store(true, Ordering::SeqCst);
         self.set_measuring(false);
+    }
+
+    /// A request of the check beside the load may start: `false` (and it
+    /// must not) once the measured window is over.
+    pub fn side_started(&self) -> bool {
+        self.side.fetch_add(1, Ordering::SeqCst);
+        // Counted before looking: a window that ends after this look waits
+        // for this request before its last read of the server's counters.
+        if self.measuring() {
+            true
+        } else {
+            self.side_finished(0);
+            false
+        }
+    }
+
+    /// A request of the check beside the load ended with `tokens` tokens
+    /// received.
+    pub fn side_finished(&self, tokens: u64) {
+        self.side_tokens.fetch_add(tokens, Ordering::SeqCst);
+        self.side.fetch_sub(1, Ordering::SeqCst);
+        self.side_done.notify_waiters();
+    }
+
+    /// Waits until no request of the check beside the load is under way
+    /// (each is bounded by its own deadlines).
+    async fn side_quiet(&self) {
+        loop {
+            let done = self.side_done.notified();
+            if self.side.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            done.await;
+        }
     }
 
     /// The answers kept.
@@ -842,6 +883,9 @@ pub async fn run_watched(
     check.marks = metrics.bounds.marks;
     metrics.client = check.judged(figures, rates);
     metrics.unsolicited = client.unsolicited().saturating_sub(unsolicited);
+    // Tokens the check beside the load asked for are the server's too.
+    watch.side_quiet().await;
+    metrics.side_tokens = watch.side_tokens.swap(0, Ordering::SeqCst);
     let after = scrape(client).await;
     metrics.server = before.and_then(|b| after.map(|a| ServerView::between(&b, &a)));
     Ok(metrics)

@@ -349,7 +349,7 @@ mod tests {
         ThreadCheck {
             streams: 8,
             busy: Some(busy),
-            waited: Some(0.01),
+            waited: Some(0.001),
             ..ThreadCheck::default()
         }
     }
