@@ -1149,3 +1149,62 @@ fn an_answer_sent_unasked_is_never_the_next_probes_answer() {
         &["\"7\""],
     );
 }
+
+/// A token of white space sent at once and the answer 300 ms later (chat),
+/// and llama.cpp's first event carrying a count but no text: neither is the
+/// answer's first token, so `ttft_content` waits for the text and a bound
+/// of 100 ms fails, where stopping at the first event passed it.
+#[test]
+fn white_space_or_a_bare_count_does_not_start_the_answer() {
+    let chat = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            stream_head(conn);
+            let _ = conn.write_all(
+                b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\\n\\n\"}}]}\n\n",
+            );
+            std::thread::sleep(Duration::from_millis(300));
+            let _ = conn.write_all(
+                b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"4\"},\"finish_reason\":\"stop\"}]}\n\n\
+                  data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":2}}\n\n\
+                  data: [DONE]\n\n",
+            );
+        }
+    }));
+    let llama = serve(Arc::new(|req, conn| {
+        if req.path != "/completion" {
+            discovery(req, conn);
+            return;
+        }
+        stream_head(conn);
+        let _ = conn.write_all(
+            b"data: {\"content\":\"\",\"stop\":false,\"tokens_predicted\":1,\"tokens_evaluated\":8}\n\n",
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = conn.write_all(
+            b"data: {\"content\":\"4\",\"stop\":false,\"tokens_predicted\":2,\"tokens_evaluated\":8}\n\n\
+              data: {\"content\":\"\",\"stop\":true,\"stop_type\":\"eos\",\"tokens_predicted\":2,\"tokens_evaluated\":8}\n\n",
+        );
+    }));
+    for (tag, port, api) in [
+        ("white-space", chat, "openai-chat"),
+        ("bare-count", llama, "llamacpp-completion"),
+    ] {
+        let suite = format!(
+            "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  api: {api}\n  timeouts: {{ connect: 2s, first_token: 5s, idle: 5s, total: 10s }}\nperformance:\n  - name: gate\n    load: {{ concurrency: 1, requests: 2, input_tokens: 8, output_tokens: 2 }}\n    thresholds: {{ ttft_content.p50: \"<= 100ms\" }}\n"
+        );
+        let o = run(tag, &suite, port, &[]);
+        assert_eq!(o.code, Some(1), "{tag}: {}", o.stdout);
+        let gate = failure_of(&o.stdout, "hostile::performance::gate");
+        assert_has(
+            &gate,
+            &["error: threshold failed: ttft_content.p50 <= 100.00ms"],
+        );
+        let measured = gate
+            .lines()
+            .find_map(|l| l.strip_prefix("measured: ttft_content.p50 = "))
+            .unwrap_or_else(|| panic!("{tag}: {gate}"));
+        let secs = servegate::units::parse_duration(measured.trim())
+            .unwrap_or_else(|e| panic!("{measured}: {e}"));
+        assert!(secs >= Duration::from_millis(290), "{tag}: {gate}");
+    }
+}

@@ -80,7 +80,8 @@ pub struct Timing {
     pub first_byte: Option<Duration>,
     /// First token of any kind (reasoning or content).
     pub first_token: Option<Duration>,
-    /// First content token.
+    /// First token of the answer's text: not white space, nor a count
+    /// without text.
     pub first_content: Option<Duration>,
     /// Every token-bearing chunk.
     pub marks: Vec<TokenMark>,
@@ -724,6 +725,8 @@ const BODY_HEAD: usize = 200;
 struct EventSaid {
     /// New answer text came.
     content: bool,
+    /// Some of it was more than white space: the answer has begun.
+    visible: bool,
     /// New reasoning text came.
     reasoning: bool,
     /// The completion count it reported.
@@ -756,6 +759,7 @@ impl Events for StreamReader {
             self.content.push_str(text);
         }
         self.event.content = true;
+        self.event.visible |= !text.trim().is_empty();
     }
 
     fn content_so_far(&mut self, text: &str) {
@@ -1102,7 +1106,7 @@ impl StreamReader {
             // The count is cumulative: its rise is this chunk's tokens; text
             // whose count did not rise is one token.
             Counts::Usage if said.content || said.reasoning => {
-                self.mark(now, rise.map_or(1, |r| r.max(1)), said.content);
+                self.mark(now, rise.map_or(1, |r| r.max(1)), said.visible);
             }
             Counts::Usage => {}
             // A count in every chunk: a rise without new text is a token too
@@ -1110,7 +1114,7 @@ impl StreamReader {
             Counts::EveryChunk => {
                 let tokens = rise.unwrap_or(u64::from(said.content || said.reasoning));
                 if tokens > 0 {
-                    self.mark(now, tokens, !said.reasoning);
+                    self.mark(now, tokens, said.visible);
                 }
             }
         }
@@ -1130,7 +1134,10 @@ impl StreamReader {
         Ok(())
     }
 
-    fn mark(&mut self, at: Duration, tokens: u64, content: bool) {
+    /// A token-bearing event at `at`; `visible` when it began the answer's
+    /// text (TTFT to content stops at it, not at white space or a count
+    /// without text).
+    fn mark(&mut self, at: Duration, tokens: u64, visible: bool) {
         // Read together with this one, the previous chunk carries this
         // one's stamp: it came at most `at − since` earlier.
         if let Some(prev) = self.timing.marks.last_mut()
@@ -1140,7 +1147,7 @@ impl StreamReader {
                 u32::try_from(at.saturating_sub(self.since).as_micros()).unwrap_or(u32::MAX);
         }
         self.timing.first_token.get_or_insert(at);
-        if content {
+        if visible {
             self.timing.first_content.get_or_insert(at);
         }
         self.chunk_tokens = self.chunk_tokens.saturating_add(tokens);

@@ -209,12 +209,16 @@ impl Recorder {
         }
         let decode_secs = t.end.saturating_sub(first).as_secs_f64();
         let mut tpot = None;
-        if c.completion_tokens > 1 && decode_secs > 0.0 {
+        // Tokens that all arrived with the first took no time per token
+        // after it; their rate has no figure.
+        if c.completion_tokens > 1 {
             #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
             let after_first = (c.completion_tokens - 1) as f64;
             tpot = Some(decode_secs / after_first);
             self.tpot.record(decode_secs / after_first);
-            self.decode_tok_s.record(after_first / decode_secs);
+            if decode_secs > 0.0 {
+                self.decode_tok_s.record(after_first / decode_secs);
+            }
         }
         if let Some(s) = c.server_timings {
             self.server_prompt.record(s.prompt_ms / 1000.0);
@@ -264,12 +268,14 @@ impl Recorder {
         }
         b.e2e_lo.record(secs(&(late + t.end).saturating_sub(send)));
         let decode = t.end.saturating_sub(first);
-        if c.completion_tokens > 1 && !decode.is_zero() {
+        if c.completion_tokens > 1 {
             #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
             let after_first = (c.completion_tokens - 1) as f64;
             let longest = secs(&(decode + early(t.first_token)));
             b.tpot_hi.record(longest / after_first);
-            b.decode_tok_s_lo.record(after_first / longest);
+            if !decode.is_zero() {
+                b.decode_tok_s_lo.record(after_first / longest);
+            }
         }
         b.marks += t.marks.len() as u64;
         b.merged += t.marks.iter().filter(|m| m.early_us > 0).count() as u64;

@@ -272,7 +272,10 @@ impl ClientCheck {
                 100.0 * waited
             )
         } else {
-            "it read tokens late without being busy or kept from a CPU: give it cores of its own, or run it on a quieter host".to_owned()
+            format!(
+                "its threads were kept from a CPU when a request went out or tokens came ({:.1}% of the window in all): give servegate cores of its own, or run it on a quieter host",
+                100.0 * waited
+            )
         }
     }
 
@@ -394,7 +397,7 @@ mod tests {
         );
         let failure = c.failure().unwrap();
         assert!(
-            failure.contains("it read tokens late without being busy"),
+            failure.contains("kept from a CPU when a request went out"),
             "{failure}"
         );
     }

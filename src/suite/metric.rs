@@ -14,7 +14,8 @@ use super::names::{Named as _, names};
 pub enum Metric {
     /// Time to first token (any token, reasoning included).
     Ttft,
-    /// Time to the first content token (after any reasoning).
+    /// Time to the first token of the answer's text (after any reasoning; not
+    /// white space, nor a count without text).
     TtftContent,
     /// Time from the moment the request was written to the first token:
     /// TTFT without the connect, the request's write and any late start.

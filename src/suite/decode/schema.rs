@@ -754,7 +754,9 @@ fn contract_doc(contract: Contract) -> &'static str {
 fn metric_doc(metric: Metric) -> &'static str {
     match metric {
         Metric::Ttft => "send → first token of any kind (reasoning counts)",
-        Metric::TtftContent => "send → first content token (after reasoning)",
+        Metric::TtftContent => {
+            "send → first token of the answer's text (after reasoning; not white space, nor a count without text)"
+        }
         Metric::TtftFromSend => {
             "request written → first token (TTFT without connect, write or late start)"
         }
@@ -771,7 +773,7 @@ fn metric_doc(metric: Metric) -> &'static str {
             "the same, counting only requests that met every `slo:` objective (`ttft`, `tpot`, `e2e`)"
         }
         Metric::Errors => {
-            "failed requests (counted by class: connect, timeout, http, in-stream error, protocol, transport)"
+            "failed requests (counted by class: connect, timeout, http, in-stream error, protocol, transport, oversize, aborted, short)"
         }
         Metric::LateStarts => "open loop: requests that started more than 5 ms late",
         Metric::TokenDriftChunks => {
