@@ -29,7 +29,8 @@ pub fn enable(conn: &TcpStream) {
 pub fn enable(_conn: &TcpStream) {}
 
 /// Reads what is there into `buf`: the byte count (0 at the end of the
-/// stream) and when those bytes arrived. The arrival is kept within
+/// stream), when those bytes arrived, and when the read that took them
+/// began. The arrival is kept within
 /// `[floor, now]`, `floor` being when the previous read returned (anything
 /// that was there then was read then), so a step of the wall clock between
 /// the kernel's stamp and this read cannot produce a time outside the
@@ -39,7 +40,7 @@ pub async fn recv(
     conn: &TcpStream,
     buf: &mut [u8],
     floor: Instant,
-) -> io::Result<(usize, Instant)> {
+) -> io::Result<(usize, Instant, Instant)> {
     use std::io::IoSliceMut;
     use std::os::fd::AsRawFd as _;
 
@@ -48,6 +49,9 @@ pub async fn recv(
 
     let fd = conn.as_raw_fd();
     conn.async_io(Interest::READABLE, || {
+        // Taken before the call that empties the socket: whatever arrives
+        // after it is left for the next read, stamped later than this.
+        let began = Instant::now();
         // Room for one `struct timespec` control message.
         let mut control = [0u8; 64];
         let mut iov = [IoSliceMut::new(&mut *buf)];
@@ -63,7 +67,7 @@ pub async fn recv(
             let nanos = u32::try_from(ts.tv_nsec()).ok()?;
             Some(std::time::UNIX_EPOCH + std::time::Duration::new(secs, nanos))
         });
-        Ok((msg.bytes, arrival(at, floor)))
+        Ok((msg.bytes, arrival(at, floor), began))
     })
     .await
 }
@@ -75,11 +79,12 @@ pub async fn recv(
     conn: &TcpStream,
     buf: &mut [u8],
     floor: Instant,
-) -> io::Result<(usize, Instant)> {
+) -> io::Result<(usize, Instant, Instant)> {
     loop {
         conn.readable().await?;
+        let began = Instant::now();
         match conn.try_read(buf) {
-            Ok(n) => return Ok((n, arrival(None, floor))),
+            Ok(n) => return Ok((n, arrival(None, floor), began)),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(e),
         }
@@ -145,32 +150,44 @@ pub fn woke() -> Option<Instant> {
 
 /// Call as the thread goes idle (tokio's `on_thread_park`).
 pub fn parking() {
-    let (sleeps, delay) = (sleeps(), run_delay());
+    let (sleeps, sched) = (sleeps(), schedstat());
     WAKE.with(|w| {
         let mut s = w.get();
         s.parked = Some(Instant::now());
         s.sleeps = sleeps;
-        s.run_delay = delay;
+        s.sched = sched;
         w.set(s);
     });
 }
 
+/// What a wake is dated less, beyond the time the thread is known to have
+/// waited and run: the kernel's own path from a packet's stamp to the
+/// thread made runnable (protocol processing, a deferred softirq).
+const WAKE_SLACK: std::time::Duration = std::time::Duration::from_micros(50);
+
 /// Call as the thread resumes (tokio's `on_thread_unpark`).
 pub fn unparked() {
-    let (sleeps, delay) = (sleeps(), run_delay());
+    let (sleeps, sched) = (sleeps(), schedstat());
     let now = Instant::now();
     WAKE.with(|w| {
         let mut s = w.get();
         let slept = matches!((sleeps, s.sleeps), (Some(a), Some(b)) if a > b);
         if slept && let Some(parked) = s.parked {
-            let waited = match (delay, s.run_delay) {
-                (Some(d), Some(before)) => {
-                    std::time::Duration::from_nanos(d.saturating_sub(before))
+            // Since it fell asleep: the time it then waited for a CPU, and
+            // the time it ran (to fall asleep, and from its wake to here).
+            let since_woken = match (sched, s.sched) {
+                (Some((ran, waited)), Some((ran0, waited0))) => {
+                    std::time::Duration::from_nanos(
+                        ran.saturating_sub(ran0) + waited.saturating_sub(waited0),
+                    ) + WAKE_SLACK
                 }
                 _ => now.saturating_duration_since(parked),
             };
             // Not before it fell asleep (what woke it came after).
-            s.woke = Some(now.checked_sub(waited).map_or(parked, |w| w.max(parked)));
+            s.woke = Some(
+                now.checked_sub(since_woken)
+                    .map_or(parked, |w| w.max(parked)),
+            );
         }
         w.set(s);
     });
@@ -183,8 +200,8 @@ struct Wake {
     woke: Option<Instant>,
     /// Its voluntary context switches as it went idle.
     sleeps: Option<u64>,
-    /// Its run-queue delay as it went idle, ns.
-    run_delay: Option<u64>,
+    /// Its CPU time and run-queue delay as it went idle, ns.
+    sched: Option<(u64, u64)>,
 }
 
 thread_local! {
@@ -209,27 +226,30 @@ fn sleeps() -> Option<u64> {
     None
 }
 
-/// The time this thread has spent runnable but waiting for a CPU, ns:
-/// the second field of `/proc/thread-self/schedstat`.
+/// The time this thread has run on a CPU and spent runnable but waiting
+/// for one, ns: the first two fields of `/proc/thread-self/schedstat`.
 #[cfg(target_os = "linux")]
-pub fn run_delay() -> Option<u64> {
+fn schedstat() -> Option<(u64, u64)> {
     use std::os::unix::fs::FileExt as _;
     SCHEDSTAT.with(|f| {
         let mut buf = [0u8; 96];
         let n = f.as_ref()?.read_at(&mut buf, 0).ok()?;
-        std::str::from_utf8(&buf[..n])
+        let mut fields = std::str::from_utf8(&buf[..n])
             .ok()?
-            .split_ascii_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()
+            .split_ascii_whitespace();
+        Some((fields.next()?.parse().ok()?, fields.next()?.parse().ok()?))
     })
 }
 
-/// The time this thread has waited for a CPU (not known here).
+/// This thread's CPU and run-queue times (not known here).
 #[cfg(not(target_os = "linux"))]
-pub fn run_delay() -> Option<u64> {
+fn schedstat() -> Option<(u64, u64)> {
     None
+}
+
+/// The time this thread has spent runnable but waiting for a CPU, ns.
+pub fn run_delay() -> Option<u64> {
+    schedstat().map(|(_, waited)| waited)
 }
 
 #[cfg(test)]
@@ -275,7 +295,7 @@ mod tests {
         let written = Instant::now();
         tokio::time::sleep(Duration::from_millis(200)).await;
         let mut buf = [0u8; 64];
-        let (n, at) = recv(&client, &mut buf, floor).await.unwrap();
+        let (n, at, _) = recv(&client, &mut buf, floor).await.unwrap();
         assert_eq!(&buf[..n], b"token");
         let late = at.saturating_duration_since(written);
         assert!(

@@ -422,15 +422,18 @@ impl Response {
             self.buf.resize(self.buf.len() * 2, 0);
         }
         let room = self.buf.len() - self.filled;
-        let (n, at) = stamp::recv(&self.conn, &mut self.buf[self.filled..], self.arrived)
+        let (n, at, began) = stamp::recv(&self.conn, &mut self.buf[self.filled..], self.arrived)
             .await
             .map_err(|e| transport(&e))?;
         self.filled += n;
         self.arrived = at;
-        self.since = stamp::woke().map_or(self.emptied, |w| w.max(self.emptied));
+        let woke = stamp::woke().map_or(self.emptied, |w| w.max(self.emptied));
+        // A wake dated after the bytes it read is no bound: the emptying
+        // read alone is.
+        self.since = if woke <= at { woke } else { self.emptied };
         // A read that filled the buffer may have left older bytes behind.
         if n < room {
-            self.emptied = std::time::Instant::now();
+            self.emptied = began;
         }
         Ok(n)
     }

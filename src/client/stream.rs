@@ -85,6 +85,10 @@ pub struct Timing {
     pub first_content: Option<Duration>,
     /// Every token-bearing chunk.
     pub marks: Vec<TokenMark>,
+    /// Whether arrivals were dated where bytes came off the socket (the
+    /// `http://` transport); through reqwest (`https://`) they are dated
+    /// when hyper hands them over, and the client's error is not bounded.
+    pub stamped: bool,
     /// End of the stream.
     pub end: Duration,
 }
@@ -420,6 +424,7 @@ impl Client {
                 }
             };
             reader.timing.headers = sent.elapsed();
+            reader.timing.stamped = true;
             reader.timing.connect = response.connect;
             reader.timing.written = Some(response.written.saturating_duration_since(sent));
             if !(200..300).contains(&response.status) {
@@ -1031,6 +1036,9 @@ impl StreamReader {
             }
         }
         self.sse = sse;
+        if self.sse.pending() > 0 {
+            self.later_bytes(now);
+        }
         result?;
         self.check_size()?;
         if self.sse.pending() > 16 * 1024 * 1024 {
@@ -1043,6 +1051,33 @@ impl StreamReader {
     }
 
     fn event(&mut self, data: &[u8], is_error_event: bool, now: Duration) -> Result<(), CallError> {
+        let marks = self.timing.marks.len();
+        let result = self.event_of(data, is_error_event, now);
+        if self.timing.marks.len() == marks {
+            self.later_bytes(now);
+        }
+        result
+    }
+
+    /// Bytes after the last token in the read that carried it (a finish
+    /// chunk, usage, `[DONE]`, part of the next event) date it with their
+    /// packet: it came at most `at − since` earlier.
+    fn later_bytes(&mut self, now: Duration) {
+        if let Some(m) = self.timing.marks.last_mut()
+            && m.at == now
+            && m.early_us == 0
+        {
+            m.early_us =
+                u32::try_from(now.saturating_sub(self.since).as_micros()).unwrap_or(u32::MAX);
+        }
+    }
+
+    fn event_of(
+        &mut self,
+        data: &[u8],
+        is_error_event: bool,
+        now: Duration,
+    ) -> Result<(), CallError> {
         let trimmed = data.trim_ascii();
         if trimmed == b"[DONE]" {
             self.done = true;

@@ -91,13 +91,15 @@ pub fn compare(runs: &[Arc<SuiteRun>]) -> Vec<Comparison> {
 }
 
 /// Why variant run `r` cannot be the best of gate `gate`: a trial before
-/// the gates (a config check, a probe, a snapshot) or the gate itself did
-/// not pass; `None` when it is a candidate.
+/// the gates (a config check, a probe, a snapshot), the gate itself or its
+/// recheck did not pass; `None` when it is a candidate.
 fn excluded(r: &SuiteRun, gate: &str) -> Option<String> {
+    // The gate's trial, and its own (`::recheck`, a curve's levels).
     let own = format!("::performance::{gate}");
+    let mine = |name: &str| name.ends_with(&own) || name.contains(&format!("{own}::"));
     r.outcomes()
         .iter()
-        .find(|t| !t.outcome.passed() && (t.stage != "performance" || t.name.ends_with(&own)))
+        .find(|t| !t.outcome.passed() && (t.stage != "performance" || mine(&t.name)))
         .map(|t| format!("`{}` {}", t.name, t.outcome.name()))
 }
 

@@ -65,6 +65,9 @@ pub struct Bounds {
     pub ttft_lo: Distribution,
     /// TTFT to content, the same way.
     pub ttft_content_lo: Distribution,
+    /// TTFT from the request's write, less a first token read with a
+    /// later one.
+    pub ttft_from_send_lo: Distribution,
     /// E2E less the send and a late wake.
     pub e2e_lo: Distribution,
     /// Each ITL gap less the error of its later end, and plus that of its
@@ -80,6 +83,9 @@ pub struct Bounds {
     pub merged: u64,
     /// See `merged`.
     pub marks: u64,
+    /// Requests whose arrivals were not dated where bytes came off the
+    /// socket (`https://`): no figure of them is bounded.
+    pub unstamped: u64,
 }
 
 impl Bounds {
@@ -87,6 +93,7 @@ impl Bounds {
         Self {
             ttft_lo: Distribution::seconds(),
             ttft_content_lo: Distribution::seconds(),
+            ttft_from_send_lo: Distribution::seconds(),
             e2e_lo: Distribution::seconds(),
             itl_lo: Distribution::seconds(),
             itl_hi: Distribution::seconds(),
@@ -94,12 +101,14 @@ impl Bounds {
             decode_tok_s_lo: Distribution::rate(),
             merged: 0,
             marks: 0,
+            unstamped: 0,
         }
     }
 
     fn merge(&mut self, other: &Bounds) {
         self.ttft_lo.merge(&other.ttft_lo);
         self.ttft_content_lo.merge(&other.ttft_content_lo);
+        self.ttft_from_send_lo.merge(&other.ttft_from_send_lo);
         self.e2e_lo.merge(&other.e2e_lo);
         self.itl_lo.merge(&other.itl_lo);
         self.itl_hi.merge(&other.itl_hi);
@@ -107,6 +116,7 @@ impl Bounds {
         self.decode_tok_s_lo.merge(&other.decode_tok_s_lo);
         self.merged += other.merged;
         self.marks += other.marks;
+        self.unstamped += other.unstamped;
     }
 
     /// The (low, high) samples of `metric`, where the client can move it.
@@ -114,6 +124,10 @@ impl Bounds {
         Some(match metric {
             Metric::Ttft => (Some(&self.ttft_lo), None),
             Metric::TtftContent => (Some(&self.ttft_content_lo), None),
+            Metric::TtftFromSend => (Some(&self.ttft_from_send_lo), None),
+            // The client's own part of a connect (its wake for the
+            // accept) is in it, and no stamp tells how much.
+            Metric::Connect => (None, None),
             Metric::E2e => (Some(&self.e2e_lo), None),
             Metric::Itl => (Some(&self.itl_lo), Some(&self.itl_hi)),
             Metric::Tpot => (None, Some(&self.tpot_hi)),
@@ -266,7 +280,15 @@ impl Recorder {
             b.ttft_content_lo
                 .record(secs(&(late + fc).saturating_sub(send + early(Some(fc)))));
         }
+        if let Some(w) = t.written {
+            b.ttft_from_send_lo.record(secs(
+                &first.saturating_sub(w).saturating_sub(early(t.first_token)),
+            ));
+        }
         b.e2e_lo.record(secs(&(late + t.end).saturating_sub(send)));
+        if !t.stamped {
+            b.unstamped += 1;
+        }
         let decode = t.end.saturating_sub(first);
         if c.completion_tokens > 1 {
             #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
@@ -525,8 +547,11 @@ impl GateMetrics {
                 continue;
             };
             let stat = key.stat.unwrap_or(Stat::Mean);
-            // A standard deviation is no order statistic: not bounded so.
-            if stat == Stat::Stddev {
+            let time = key.metric != Metric::DecodeTokS;
+            // A standard deviation is no order statistic, and a connect or
+            // an unstamped arrival has no bound: shown as not bounded.
+            if stat == Stat::Stddev || (lo.is_none() && hi.is_none()) || self.bounds.unstamped > 0 {
+                figures.push(FigureBound::new(name, value, None, time));
                 continue;
             }
             let down = lo
@@ -535,12 +560,7 @@ impl GateMetrics {
             let up = hi
                 .and_then(|d| d.stat(stat))
                 .map_or(0.0, |v| (v - value).max(0.0));
-            figures.push(FigureBound::new(
-                name,
-                value,
-                Some(down.max(up)),
-                key.metric != Metric::DecodeTokS,
-            ));
+            figures.push(FigureBound::new(name, value, Some(down.max(up)), time));
         }
         (figures, rates)
     }

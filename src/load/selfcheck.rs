@@ -88,8 +88,9 @@ pub struct FigureBound {
     pub figure: String,
     /// Its value as measured.
     pub value: f64,
-    /// How far the client can have moved it, in its unit; `None` for a
-    /// rate, judged by the threads' room instead.
+    /// How far the client can have moved it, in its unit; `None` where
+    /// nothing bounds it (a connect, a standard deviation, arrivals of an
+    /// `https://` target, dated when hyper hands them over).
     pub bound: Option<f64>,
     /// The error allowed.
     pub tolerance: f64,
@@ -138,7 +139,7 @@ impl FigureBound {
                 self.show(b),
                 self.show(self.tolerance)
             ),
-            None => format!("{} {}", self.figure, self.show(self.value)),
+            None => format!("{} {} (not bounded)", self.figure, self.show(self.value)),
         }
     }
 }
@@ -316,8 +317,10 @@ impl ClientCheck {
         let judged: Vec<String> = self
             .figures
             .iter()
-            .filter(|f| f.bound.is_some())
-            .map(|f| format!("{} ±{}", f.figure, f.show(f.bound.unwrap_or(0.0))))
+            .map(|f| match f.bound {
+                Some(b) => format!("{} ±{}", f.figure, f.show(b)),
+                None => format!("{} not bounded", f.figure),
+            })
             .collect();
         if !judged.is_empty() {
             let _ = write!(s, ", client error {}", judged.join(", "));
@@ -329,6 +332,9 @@ impl ClientCheck {
             None if self.figures.is_empty() => {
                 s.push_str(": no gated figure the client can move");
             }
+            None if self.figures.iter().any(|f| f.bound.is_none()) => s.push_str(
+                ": every bounded figure within 2% (0.1ms) of the server's; what is not bounded is not judged",
+            ),
             None => s.push_str(": every gated figure within 2% (0.1ms) of the server's"),
         }
         s

@@ -39,7 +39,7 @@ async fn read_more(sock: &TcpStream, buf: &mut Vec<u8>, arrived: &mut Instant) -
     let len = buf.len();
     buf.resize(len + 16 * 1024, 0);
     match stamp::recv(sock, &mut buf[len..], arrived.into_std()).await {
-        Ok((n, at)) if n > 0 => {
+        Ok((n, at, _)) if n > 0 => {
             buf.truncate(len + n);
             *arrived = Instant::from_std(at);
             Some(())
