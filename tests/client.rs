@@ -148,11 +148,14 @@ async fn reasoning_is_kept_apart_from_content_and_starts_ttft() {
     assert_eq!(c.content, "4");
     let t = &c.timing;
     let (first, content) = (t.first_token.unwrap(), t.first_content.unwrap());
-    // Five reasoning tokens, 2ms apart, come before the first content token.
-    assert!(
-        content >= first + Duration::from_millis(6),
-        "first {first:?}, content {content:?}"
-    );
+    // Five reasoning tokens come before the first content token: TTFT stops
+    // at the first of them, TTFT to content at the sixth token. Judged by
+    // the marks, not by their spacing: a loaded machine bunches a simulator
+    // that shares it.
+    assert_eq!(t.marks.len(), 6, "{:?}", t.marks);
+    assert_eq!(first, t.marks[0].at);
+    assert_eq!(content, t.marks[5].at);
+    assert!(content >= first, "first {first:?}, content {content:?}");
     assert_eq!(c.completion_tokens, 6);
 }
 
