@@ -359,7 +359,7 @@ async fn a_server_without_usage_is_counted_by_chunks_and_says_so() {
 #[tokio::test]
 async fn reasoning_delays_the_first_content_token() {
     let s = simulator(
-        "model: r\nttft: 5ms\nitl: 2ms\nreplies:\n  - match: '2\\+2'\n    reasoning: 'one two three four five six seven eight'\n    reply: '4'\n",
+        "model: r\nttft: 5ms\nitl: 20ms\nreplies:\n  - match: '2\\+2'\n    reasoning: 'one two three four five six seven eight'\n    reply: '4'\n",
     );
     let gate = one_gate(
         "{requests: 2, prompt: 'What is 2+2?', output_tokens: 64}",
@@ -367,8 +367,10 @@ async fn reasoning_delays_the_first_content_token() {
     );
     let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
     let (first, content) = (value(&m, "ttft.mean"), value(&m, "ttft_content.mean"));
+    // Eight reasoning tokens 20 ms apart: 160 ms, of which a loaded machine
+    // (bunching the simulator that shares it) leaves well over half.
     assert!(
-        content >= first + 0.012,
+        content >= first + 0.08,
         "ttft {first}, ttft_content {content}"
     );
 }

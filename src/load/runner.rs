@@ -451,6 +451,10 @@ struct OpenShard {
     threads: usize,
     start: Instant,
     limit: Option<Arc<Semaphore>>,
+    /// When the last request to free its place under `limit` ended (its
+    /// last bytes' arrival): a start that waited for it waited for the
+    /// server until then, and for the client after.
+    freed_end: Arc<Mutex<Option<Instant>>>,
 }
 
 /// Starts this thread's requests of the open-loop schedule; its record,
@@ -495,7 +499,15 @@ async fn open(
                 } else {
                     let permit = Arc::clone(s).acquire_owned().await.ok();
                     freed = Instant::now();
-                    server_wait = freed.saturating_duration_since(intended);
+                    // Until the freeing request's last bytes came: what
+                    // the client took to read them is its own.
+                    let ended = shard
+                        .freed_end
+                        .lock()
+                        .ok()
+                        .and_then(|e| *e)
+                        .map_or(freed, |e| e.min(freed));
+                    server_wait = ended.saturating_duration_since(intended);
                     permit
                 }
             }
@@ -505,10 +517,21 @@ async fn open(
         let finished = Arc::clone(&window.finished);
         let breaker = Arc::clone(&window.breaker);
         let watch = Arc::clone(&window.watch);
+        let freed_end = Arc::clone(&shard.freed_end);
         tasks.spawn(async move {
-            let late = Instant::now().saturating_duration_since(intended);
+            let sent = Instant::now();
+            let late = sent.saturating_duration_since(intended);
             let result = send(&client, &gate, first, i, &watch).await;
             breaker.note(&result);
+            if permit.is_some()
+                && let Ok(mut e) = freed_end.lock()
+            {
+                *e = Some(
+                    result
+                        .as_ref()
+                        .map_or_else(|_| Instant::now(), |c| sent + c.timing.end),
+                );
+            }
             drop(permit);
             finished.fetch_add(1, Ordering::Relaxed);
             if let Ok(mut rec) = rec.lock() {
@@ -548,6 +571,7 @@ struct Shared {
     watch: Arc<Watch>,
     finished: Arc<AtomicU64>,
     limit: Option<Arc<Semaphore>>,
+    freed_end: Arc<Mutex<Option<Instant>>>,
     warm: AtomicUsize,
     warmed: Notify,
 }
@@ -722,6 +746,7 @@ async fn shard(
                 threads: n,
                 start,
                 limit: shared.limit.clone(),
+                freed_end: Arc::clone(&shared.freed_end),
             };
             let (rec, starts, late) =
                 open(client, gate, (rate, arrival, seed), part, &window).await;
@@ -794,6 +819,7 @@ pub async fn run_watched(
         watch: Arc::clone(watch),
         finished: Arc::default(),
         limit,
+        freed_end: Arc::default(),
         warm: AtomicUsize::new(0),
         warmed: Notify::new(),
     });
