@@ -97,8 +97,9 @@ struct GateSpec {
     name: String,
     load: String,
     what: String,
-    /// The figures its thresholds bound: rates first, then latencies.
-    keys: &'static [&'static str],
+    /// The figures its thresholds bound, each with its floor above what
+    /// was measured (ms) for a latency, `None` for a rate.
+    keys: &'static [(&'static str, Option<f64>)],
 }
 
 fn gates(concurrency: u32) -> [GateSpec; 2] {
@@ -107,7 +108,7 @@ fn gates(concurrency: u32) -> [GateSpec; 2] {
             name: "single_stream".into(),
             load: "{ concurrency: 1, requests: 3, warmup: 1, input_tokens: 128, output_tokens: 128, ignore_eos: true }".into(),
             what: "a single stream".into(),
-            keys: &["decode_tok_s.mean", "ttft.p99"],
+            keys: &[("decode_tok_s.mean", None), ("ttft.p99", Some(100.0))],
         },
         GateSpec {
             name: format!("concurrency_{concurrency}"),
@@ -116,7 +117,11 @@ fn gates(concurrency: u32) -> [GateSpec; 2] {
                 2 * concurrency
             ),
             what: format!("{concurrency} concurrent streams"),
-            keys: &["output_tok_s", "ttft.p99", "itl.p99"],
+            keys: &[
+                ("output_tok_s", None),
+                ("ttft.p99", Some(100.0)),
+                ("itl.p99", Some(50.0)),
+            ],
         },
     ]
 }
@@ -354,12 +359,9 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
         let measured: String = g
             .keys
             .iter()
-            .map(|k| {
-                if k.ends_with("tok_s") || k.ends_with("tok_s.mean") {
-                    format!(", {k}: \">= 0\"")
-                } else {
-                    format!(", {k}: \"<= 1h\"")
-                }
+            .map(|(k, floor)| match floor {
+                None => format!(", {k}: \">= 0\""),
+                Some(_) => format!(", {k}: \"<= 1h\""),
             })
             .collect();
         let _ = write!(
@@ -529,14 +531,8 @@ fn render(o: &Options, base_url: &str, name: &str, m: &Measured) -> String {
                 ),
             )
         };
-        for key in g.keys {
-            if key.starts_with("ttft") {
-                out.push_str(&latency(key, 100.0));
-            } else if key.starts_with("itl") {
-                out.push_str(&latency(key, 50.0));
-            } else {
-                out.push_str(&rate(key));
-            }
+        for (key, floor) in g.keys {
+            out.push_str(&floor.map_or_else(|| rate(key), |ms| latency(key, ms)));
         }
         out.push_str(&threshold("errors", "== 0", "no request may fail"));
     }

@@ -173,24 +173,28 @@ pub fn unparked() {
         let mut s = w.get();
         let slept = matches!((sleeps, s.sleeps), (Some(a), Some(b)) if a > b);
         if slept && let Some(parked) = s.parked {
-            // Since it fell asleep: the time it then waited for a CPU, and
-            // the time it ran (to fall asleep, and from its wake to here).
-            let since_woken = match (sched, s.sched) {
-                (Some((ran, waited)), Some((ran0, waited0))) => {
-                    std::time::Duration::from_nanos(
-                        ran.saturating_sub(ran0) + waited.saturating_sub(waited0),
-                    ) + WAKE_SLACK
-                }
-                _ => now.saturating_duration_since(parked),
-            };
-            // Not before it fell asleep (what woke it came after).
-            s.woke = Some(
-                now.checked_sub(since_woken)
-                    .map_or(parked, |w| w.max(parked)),
-            );
+            s.woke = Some(dated_wake(now, parked, sched.zip(s.sched)));
         }
         w.set(s);
     });
+}
+
+/// When a thread that fell asleep at `parked` and resumed at `now` was
+/// woken: `now` less the time it ran and waited for a CPU since it fell
+/// asleep (schedstat `(ran, waited)` now and then) and [`WAKE_SLACK`];
+/// never before it fell asleep. Where the kernel does not say (no
+/// schedstat), the moment it fell asleep: earlier, so a bound only grows.
+fn dated_wake(now: Instant, parked: Instant, sched: Option<((u64, u64), (u64, u64))>) -> Instant {
+    let since_woken = match sched {
+        Some(((ran, waited), (ran0, waited0))) => {
+            std::time::Duration::from_nanos(
+                ran.saturating_sub(ran0) + waited.saturating_sub(waited0),
+            ) + WAKE_SLACK
+        }
+        None => now.saturating_duration_since(parked),
+    };
+    now.checked_sub(since_woken)
+        .map_or(parked, |w| w.max(parked))
 }
 
 /// A thread's sleep and wake.
@@ -257,6 +261,26 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::*;
+
+    /// With the kernel's schedstat, a wake is dated less the time the
+    /// thread waited and ran since it fell asleep; on a kernel without it
+    /// (simulated: `None`), at the moment it fell asleep; never earlier.
+    #[test]
+    fn a_wake_is_dated_by_schedstat_or_by_the_sleep() {
+        let parked = Instant::now();
+        let now = parked + Duration::from_millis(30);
+        // Slept 20 ms, then waited 8 ms for a CPU and ran 1 ms.
+        let sched = Some(((5_000_000, 9_000_000), (4_000_000, 1_000_000)));
+        assert_eq!(
+            dated_wake(now, parked, sched),
+            now.checked_sub(Duration::from_millis(9) + WAKE_SLACK)
+                .unwrap()
+        );
+        assert_eq!(dated_wake(now, parked, None), parked);
+        // More time accounted than passed: no earlier than the sleep.
+        let huge = Some(((u64::MAX / 2, 0), (0, 0)));
+        assert_eq!(dated_wake(now, parked, huge), parked);
+    }
 
     #[test]
     fn a_stamp_becomes_a_monotonic_instant_in_the_window() {

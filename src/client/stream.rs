@@ -1059,13 +1059,12 @@ impl StreamReader {
         result
     }
 
-    /// Bytes after the last token in the read that carried it (a finish
-    /// chunk, usage, `[DONE]`, part of the next event) date it with their
-    /// packet: it came at most `at − since` earlier.
+    /// More bytes in the read that carried the last token (a later token,
+    /// a finish chunk, usage, `[DONE]`, part of the next event) date it
+    /// with their packet: it came at most `at − since` earlier.
     fn later_bytes(&mut self, now: Duration) {
         if let Some(m) = self.timing.marks.last_mut()
             && m.at == now
-            && m.early_us == 0
         {
             m.early_us =
                 u32::try_from(now.saturating_sub(self.since).as_micros()).unwrap_or(u32::MAX);
@@ -1174,13 +1173,8 @@ impl StreamReader {
     /// without text).
     fn mark(&mut self, at: Duration, tokens: u64, visible: bool) {
         // Read together with this one, the previous chunk carries this
-        // one's stamp: it came at most `at − since` earlier.
-        if let Some(prev) = self.timing.marks.last_mut()
-            && prev.at == at
-        {
-            prev.early_us =
-                u32::try_from(at.saturating_sub(self.since).as_micros()).unwrap_or(u32::MAX);
-        }
+        // one's stamp.
+        self.later_bytes(at);
         self.timing.first_token.get_or_insert(at);
         if visible {
             self.timing.first_content.get_or_insert(at);

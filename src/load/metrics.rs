@@ -547,7 +547,7 @@ impl GateMetrics {
                 continue;
             };
             let stat = key.stat.unwrap_or(Stat::Mean);
-            let time = key.metric != Metric::DecodeTokS;
+            let time = key.metric.is_duration();
             // A standard deviation is no order statistic, and a connect or
             // an unstamped arrival has no bound: shown as not bounded.
             if stat == Stat::Stddev || (lo.is_none() && hi.is_none()) || self.bounds.unstamped > 0 {
