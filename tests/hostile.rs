@@ -975,6 +975,140 @@ fn aborted_cut_and_short_streams_fail_their_gates() {
     }
 }
 
+/// A chat server that streams `chunks` (text, its true tokens), counting
+/// `times` each chunk's tokens in the continuous usage and in its
+/// `/metrics`, then an unprinted end-of-sequence token; it asserts that a
+/// request with `ignore_eos` asks `skip_special_tokens: false`.
+fn counting_server(chunks: &'static [(&'static str, u64)], times: u64) -> u16 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let generated = Arc::new(AtomicU64::new(0));
+    serve(Arc::new(move |req, conn| {
+        if req.path == "/metrics" {
+            let body = format!(
+                "# TYPE sglang:generation_tokens_total counter\nsglang:generation_tokens_total {}\n",
+                generated.load(Ordering::SeqCst)
+            );
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            return;
+        }
+        if discovery(req, conn) {
+            return;
+        }
+        assert!(
+            !req.body.contains("ignore_eos") || req.body.contains("\"skip_special_tokens\":false"),
+            "{}",
+            req.body
+        );
+        stream_head(conn);
+        let mut n = 0;
+        for (text, tokens) in chunks {
+            n += tokens * times;
+            let _ = write!(
+                conn,
+                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{n}}}}}\n\n"
+            );
+        }
+        n += 1;
+        generated.fetch_add(n, Ordering::SeqCst);
+        let _ = write!(
+            conn,
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"length\"}}],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{n}}}}}\n\ndata: [DONE]\n\n"
+        );
+    }))
+}
+
+/// A throughput gate of two requests with `token_accounting`, its load's
+/// other keys `load`.
+fn counted_gate(load: &str) -> String {
+    format!(
+        "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: {{ connect: 2s, first_token: 5s, idle: 5s, total: 10s }}\nperformance:\n  - name: gate\n    load: {{ concurrency: 1, requests: 2, input_tokens: 8, {load}, client_limited: warn }}\n    thresholds: {{ output_tok_s: \">= 1\", errors: \"== 0\" }}\n    token_accounting: {{ tolerance: 50% }}\n"
+    )
+}
+
+/// Token counts are evidence, not claims: a server that counts 20 tokens
+/// for each one-byte chunk it sends (under the bytes its JSON took), in
+/// the chunks' continuous usage and in a `/metrics` counter that agrees,
+/// fails every request of a throughput gate (it passed with `errors 0` and
+/// 20× the true rate, and its `token_drift_chunks` read 0%: the drift came
+/// from the usage deltas); the same stream counted honestly (a multi-byte
+/// character of three tokens, an unprinted end-of-sequence token) passes,
+/// with the drift taken from the events that arrived. A gate's
+/// `ignore_eos` request asks `skip_special_tokens: false`, so repeated end
+/// tokens print.
+#[test]
+fn token_counts_the_stream_does_not_bear_out_fail_as_protocol_errors() {
+    // The emoji is 4 bytes: honestly up to 4 tokens.
+    const CHUNKS: &[(&str, u64)] = &[("a", 1), ("b", 1), ("\u{1F642}", 3)];
+    let o = run(
+        "forged-count",
+        &counted_gate("output_tokens: 512"),
+        counting_server(CHUNKS, 20),
+        &[],
+    );
+    assert_eq!(o.code, Some(1), "{}", o.stdout);
+    let gate = failure_of(&o.stdout, "hostile::performance::gate");
+    assert_has(
+        &gate,
+        &[
+            "could not measure: all 2 requests failed",
+            "protocol ×2",
+            "the server counts 101 completion tokens, but the stream carried 6 bytes of text in 4 events: at most 14 tokens can have been sent",
+        ],
+    );
+    let o = run(
+        "honest-count",
+        &counted_gate("output_tokens: 6, ignore_eos: true"),
+        counting_server(CHUNKS, 1),
+        &[],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stdout);
+}
+
+/// With the suite's tokenizer, a count within the bytes' bound is still
+/// checked: eight one-word chunks counted as two tokens each (the bytes
+/// allow five) fail the requests the tokenizer splits, naming it; the same
+/// words counted one each pass.
+#[test]
+fn a_suite_tokenizer_checks_the_servers_count() {
+    const WORDS: &[(&str, u64)] = &[
+        (" time", 1),
+        (" year", 1),
+        (" people", 1),
+        (" way", 1),
+        (" day", 1),
+        (" man", 1),
+        (" thing", 1),
+        (" woman", 1),
+    ];
+    let tokenizer = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tokenizers/words.json");
+    let load = format!("output_tokens: 64, tokenizer: {}", tokenizer.display());
+    let o = run(
+        "tokenizer-forged",
+        &counted_gate(&load),
+        counting_server(WORDS, 2),
+        &[],
+    );
+    assert_eq!(o.code, Some(1), "{}", o.stdout);
+    assert_has(
+        &failure_of(&o.stdout, "hostile::performance::gate"),
+        &[
+            "the server counts 17 completion tokens, but the suite's tokenizer (",
+            "words.json) splits the text that came into 8: at most 14 can have been sent",
+        ],
+    );
+    let o = run(
+        "tokenizer-honest",
+        &counted_gate(&load),
+        counting_server(WORDS, 1),
+        &[],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stdout);
+}
+
 /// Text after the choice's finish ("4", stop, then " and more") and a
 /// second choice merged into the first (index 1 "4", index 0 "5") are not
 /// the answer a probe reads: each is a protocol error naming the field,

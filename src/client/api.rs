@@ -36,7 +36,9 @@ pub struct SamplingNames {
 
 /// Sets the sampling parameters `req` has on the JSON object `obj`, named
 /// as `names` says; `ignore_eos` is an extension SGLang, vLLM and llama.cpp
-/// all honour.
+/// all honour, and with it `skip_special_tokens: false` (SGLang's and
+/// vLLM's sampling parameter; llama.cpp ignores it, its `ignore_eos` never
+/// samples an end-of-generation token).
 pub fn put_sampling(obj: &mut Value, req: &CallRequest, names: SamplingNames) {
     let s = &req.sampling;
     if let Some(t) = s.temperature {
@@ -56,6 +58,9 @@ pub fn put_sampling(obj: &mut Value, req: &CallRequest, names: SamplingNames) {
     }
     if req.ignore_eos {
         obj["ignore_eos"] = json!(true);
+        // A model that samples its end-of-sequence token again and again
+        // would print nothing for it: printed, every token counted shows.
+        obj["skip_special_tokens"] = json!(false);
     }
 }
 

@@ -394,6 +394,13 @@ impl Client {
         let head_deadline = deadlines.first_at.min(deadlines.total_at);
         let mut reader = StreamReader::new(self.dialect, sent, self.limits.answer, body.len());
         reader.keep_text = keep_text;
+        reader.stop_bytes = req
+            .sampling
+            .stop
+            .iter()
+            .flatten()
+            .map(|s| s.len() as u64)
+            .sum();
         reader.max_marks = req
             .sampling
             .max_tokens
@@ -708,6 +715,12 @@ struct StreamReader {
     /// beyond what they could carry are implausible.
     sent_bytes: u64,
     received: u64,
+    /// Events that brought text or a rise of the count: each is evidence of
+    /// a token even when what it carried prints nothing.
+    token_events: u64,
+    /// Bytes of the request's stop sequences, whose tokens the server counts
+    /// but cuts from the text.
+    stop_bytes: u64,
     /// The status and what the headers said the body is.
     status: u16,
     headers: ContentHeaders,
@@ -752,6 +765,11 @@ const ERROR_FINISHES: &[&str] = &["abort", "error"];
 /// Most token-bearing chunks kept per request (16 bytes each): a million is
 /// far past any real answer.
 const MAX_MARKS: usize = 1 << 20;
+
+/// Completion tokens a stream may be counted beyond what its text and
+/// events bear out: an end-of-sequence token and a reasoning model's think
+/// markers print nothing.
+pub const UNPRINTED_TOKENS: u64 = 4;
 
 /// Prompt tokens a request can be charged beyond one per byte sent (chat
 /// templates add tokens the request does not carry).
@@ -854,6 +872,8 @@ impl StreamReader {
             max_marks: MAX_MARKS,
             sent_bytes: sent_bytes as u64,
             received: 0,
+            token_events: 0,
+            stop_bytes: 0,
             status: 0,
             headers: ContentHeaders::default(),
             body_head: Vec::new(),
@@ -937,6 +957,44 @@ impl StreamReader {
                 ErrorKind::Protocol,
                 format!(
                     "{field} = {n} is implausible: more than {carried_by} bytes carried it (a broken or lying server)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `Err` when the server counts more completion tokens than the stream
+    /// can have carried: every token prints at least one byte of text (a
+    /// byte-level or byte-fallback vocabulary splits a character into at
+    /// most one token per byte) except those that print nothing — at most
+    /// one per event that brought text or a rise of the count, the tokens
+    /// of the request's stop sequences (at most one per byte), and
+    /// [`UNPRINTED_TOKENS`] more (the end-of-sequence token, a reasoning
+    /// model's think markers). Gates that ask for `ignore_eos` also ask
+    /// `skip_special_tokens: false`, so a model that samples its
+    /// end-of-sequence token again and again prints it.
+    fn evidenced(&self, counted: u64) -> Result<(), CallError> {
+        let text = (self.content_len as u64).saturating_add(self.reasoning_len as u64);
+        let bound = text
+            .saturating_add(self.token_events)
+            .saturating_add(self.stop_bytes)
+            .saturating_add(UNPRINTED_TOKENS);
+        if counted > bound {
+            return Err(CallError::new(
+                ErrorKind::Protocol,
+                format!(
+                    "the server counts {counted} completion tokens, but the stream carried {text} bytes of text in {} events{}: at most {bound} tokens can have been sent (one per byte of text, one unprinted per event{}, {UNPRINTED_TOKENS} more) — a count the stream does not bear out",
+                    self.token_events,
+                    if self.stop_bytes > 0 {
+                        format!(" and {} bytes of stop sequences", self.stop_bytes)
+                    } else {
+                        String::new()
+                    },
+                    if self.stop_bytes > 0 {
+                        ", one per stop byte"
+                    } else {
+                        ""
+                    },
                 ),
             ));
         }
@@ -1136,6 +1194,9 @@ impl StreamReader {
         let rise = said
             .completion
             .map(|n| n.saturating_sub(before.unwrap_or(0)));
+        if said.content || said.reasoning || rise.is_some_and(|r| r > 0) {
+            self.token_events += 1;
+        }
         match dialect.counts() {
             // The count is cumulative: its rise is this chunk's tokens; text
             // whose count did not rise is one token.
@@ -1237,6 +1298,9 @@ impl StreamReader {
             ),
             (_, None) => (self.chunk_tokens, TokenSource::ChunkCount),
         };
+        if token_source != TokenSource::ChunkCount {
+            self.evidenced(completion_tokens)?;
+        }
         let Some(finish_reason) = self.finish_reason.take() else {
             return Err(CallError::new(
                 ErrorKind::Protocol,

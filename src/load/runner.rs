@@ -243,19 +243,82 @@ async fn send(
     i: u32,
     watch: &Watch,
 ) -> Result<Completion, CallError> {
-    let req = request(gate, window_first + i);
+    let index = window_first + i;
+    let req = request(gate, index);
     // The measured window starts after the warm-up's requests.
     let measured = window_first == gate.load.warmup && watch.wants(i);
-    let result = if measured {
+    let audited = gate
+        .load
+        .tokenizer
+        .as_ref()
+        .filter(|_| index.is_multiple_of(AUDIT_EVERY));
+    let result = if measured || audited.is_some() {
         client.sample(&req).await
     } else {
         client.measure(&req).await
     };
-    let result = checked(result, &req);
+    let mut result = checked(result, &req);
+    if let (Some(tokenizer), Ok(c)) = (audited, &result)
+        && let Err(e) = audit(tokenizer, c, &req).await
+    {
+        result = Err(e);
+    }
     if measured && let Ok(c) = &result {
-        watch.keep(window_first + i, c);
+        watch.keep(index, c);
     }
     result
+}
+
+/// One request in this many of a gate whose load names a tokenizer (the
+/// first of them request 0) keeps its text, which the tokenizer then
+/// splits: the server's count is checked against it.
+const AUDIT_EVERY: u32 = 16;
+
+/// `Err` when the server counts more completion tokens than the suite's
+/// tokenizer finds in the text that came, beyond what a sampled token
+/// sequence can differ from the tokenizer's own split of its text (a
+/// quarter), the stop sequences' tokens (one per byte) and the
+/// end-of-sequence and think markers that print nothing. The split runs
+/// off the client thread's loop.
+async fn audit(
+    tokenizer: &crate::suite::Tokenizer,
+    c: &Completion,
+    req: &CallRequest,
+) -> Result<(), CallError> {
+    if c.token_source == TokenSource::ChunkCount {
+        return Ok(());
+    }
+    let t = tokenizer.clone();
+    let (content, reasoning) = (c.content.clone(), c.reasoning.clone());
+    let split =
+        tokio::task::spawn_blocking(move || Some(t.count(&content)? + t.count(&reasoning)?))
+            .await
+            .ok()
+            .flatten();
+    let Some(split) = split else {
+        return Ok(());
+    };
+    let stop: u64 = req
+        .sampling
+        .stop
+        .iter()
+        .flatten()
+        .map(|s| s.len() as u64)
+        .sum();
+    let split = split as u64;
+    let bound = split + split / 4 + stop + crate::client::UNPRINTED_TOKENS;
+    if c.completion_tokens > bound {
+        return Err(CallError::new(
+            ErrorKind::Protocol,
+            format!(
+                "the server counts {} completion tokens, but the suite's tokenizer ({}) splits the text that came into {split}: at most {bound} can have been sent (a quarter more for a sampled split, {} unprinted) — a count the text does not bear out",
+                c.completion_tokens,
+                tokenizer.path().display(),
+                stop + crate::client::UNPRINTED_TOKENS,
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Ends a gate once `after` requests in a row failed the same way with a

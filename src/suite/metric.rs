@@ -47,7 +47,8 @@ pub enum Metric {
     /// Open loop: requests that started more than 5 ms after their intended time.
     LateStarts,
     /// Percent difference between server-reported output tokens and the
-    /// tokens counted from chunks, over requests with server counts.
+    /// token-bearing events that arrived (one token each), over requests
+    /// with server counts.
     TokenDriftChunks,
     /// Percent difference between the server's `/metrics` generation-token
     /// counter delta and the output tokens the client received.

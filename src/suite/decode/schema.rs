@@ -777,7 +777,7 @@ fn metric_doc(metric: Metric) -> &'static str {
         }
         Metric::LateStarts => "open loop: requests that started more than 5 ms late",
         Metric::TokenDriftChunks => {
-            "% difference between server-reported output tokens and tokens counted from chunks"
+            "% difference between server-reported output tokens and the token-bearing events that arrived (one token each)"
         }
         Metric::TokenDriftMetrics => {
             "% difference between the server's `/metrics` generation-token delta and the tokens received"
