@@ -90,7 +90,10 @@ pub fn add_from_environment() {
     }
 }
 
-/// `text` with every registered secret replaced by [`REDACTED`].
+/// `text` with every registered secret replaced by [`REDACTED`], and any
+/// part of one that a cut left at an edge of it (the start of the text; its
+/// end, or the `…` or `"…` of an excerpt): shortened text must be cut
+/// after it is scrubbed ([`cut`]), and this holds where it was not.
 pub fn scrub(text: &str) -> Cow<'_, str> {
     let Ok(known) = KNOWN.read() else {
         return Cow::Borrowed(text);
@@ -101,7 +104,60 @@ pub fn scrub(text: &str) -> Cow<'_, str> {
             out = Cow::Owned(out.replace(secret.as_str(), REDACTED));
         }
     }
+    for secret in known.iter() {
+        if let Some(clean) = scrub_cut(&out, secret) {
+            out = Cow::Owned(clean);
+        }
+    }
     out
+}
+
+/// `text` with a part of `secret` of at least [`MIN_LEN`] characters
+/// replaced where a cut leaves one: its head at the end of the text or
+/// before an ellipsis (`…`, `"…`), its tail at the start; `None` when
+/// there is none. Only those edges are looked at, so its cost is the
+/// ellipses' count times the secret's length, not the text's.
+fn scrub_cut(text: &str, secret: &str) -> Option<String> {
+    let heads: Vec<&str> = secret
+        .char_indices()
+        .map(|(i, _)| &secret[..i])
+        .skip(MIN_LEN)
+        .collect();
+    let edges = text
+        .match_indices('…')
+        .map(|(at, _)| at)
+        .chain(std::iter::once(text.len()));
+    for edge in edges {
+        let before = &text[..edge];
+        let before = before.strip_suffix('"').unwrap_or(before);
+        if let Some(head) = heads.iter().rev().find(|h| before.ends_with(**h)) {
+            let at = before.len() - head.len();
+            return Some(format!(
+                "{}{REDACTED}{}",
+                &text[..at],
+                &text[before.len()..]
+            ));
+        }
+    }
+    secret
+        .char_indices()
+        .skip(1)
+        .map(|(i, _)| &secret[i..])
+        .find(|tail| tail.chars().count() >= MIN_LEN && text.starts_with(tail))
+        .map(|tail| format!("{REDACTED}{}", &text[tail.len()..]))
+}
+
+/// At most `max` characters of `text`, scrubbed before it is cut (a cut
+/// never shows part of a secret), and how many characters there were in
+/// all when it was cut.
+pub fn cut(text: &str, max: usize) -> (String, Option<usize>) {
+    let clean = scrub(text);
+    let count = clean.chars().count();
+    if count <= max {
+        (clean.into_owned(), None)
+    } else {
+        (clean.chars().take(max).collect(), Some(count))
+    }
 }
 
 /// Scrubs every string of a JSON document in place, keys included.
@@ -171,6 +227,25 @@ pub fn json(value: &serde_json::Value) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_never_shows_part_of_a_secret() {
+        let key = "sk-cut-0123456789abcdefghijklmnopqrstuv";
+        add(key);
+        let body = format!("{} {key} and more", "x".repeat(480));
+        let (shown, all) = cut(&body, 495);
+        assert_eq!(all, Some(500), "{shown}");
+        assert!(shown.ends_with(" <redacted> and"), "{shown}");
+        // Cut before it was scrubbed: the part at an edge still goes.
+        let early: String = body.chars().take(500).collect();
+        assert_eq!(scrub(&early), format!("{} <redacted>", "x".repeat(480)));
+        let quoted = format!("{early:?}… (520 chars in all)");
+        assert!(!scrub(&quoted).contains("sk-cut-01"), "{}", scrub(&quoted));
+        assert!(scrub(&body[490..]).starts_with("<redacted> and more"));
+        // Fewer characters than a secret is scrubbed by stay.
+        assert_eq!(scrub("it ends in sk-cu"), "it ends in sk-cu");
+        assert_eq!(scrub("mid sk-cut-0123 text"), "mid sk-cut-0123 text");
+    }
 
     #[test]
     fn secret_names_are_whole_words() {

@@ -442,9 +442,10 @@ fn server_text_cannot_forge_log_lines() {
     );
 }
 
-/// A server that echoes the API key (in an answer, in a 401 body) and
-/// reports it in its server info, reached through a URL with a password:
-/// neither secret is in anything servegate prints or writes.
+/// A server that echoes the API key (in an answer, in a 401 body, each
+/// also where servegate cuts such text to show it) and reports it in its
+/// server info, reached through a URL with a password: neither secret, nor
+/// any part of one, is in anything servegate prints or writes.
 #[test]
 fn echoed_secrets_reach_no_sink() {
     // Characters each format escapes its own way (XML, HTML, annotations'
@@ -462,6 +463,27 @@ fn echoed_secrets_reach_no_sink() {
                 &format!(
                     r#"{{"version":"0.5.0","api_key":"{key}","admin_api_key":"outcome","tp_size":1}}"#
                 ),
+            );
+        }
+        // The key where an excerpt is cut, all of it but its last
+        // character before the cut: at character 500 of an error body that
+        // is not JSON and 1,200 of an answer.
+        "/v1/chat/completions" if req.body.contains("Cut refusal") => {
+            let key = req.authorization.trim_start_matches("Bearer ");
+            let body = format!("{} bad key Bearer {key}", "x".repeat(485 - key.len()));
+            let _ = write!(
+                conn,
+                "HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+        "/v1/chat/completions" if req.body.contains("Cut answer") => {
+            let key = req.authorization.trim_start_matches("Bearer ").to_owned();
+            stream_head(conn);
+            let _ = write!(
+                conn,
+                "data: {{\"choices\":[{{\"delta\":{{\"content\":\"{} {key}\"}}}}]}}\n\ndata: {{\"choices\":[{{\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n",
+                "y".repeat(1200 - 1 - key.len())
             );
         }
         "/v1/chat/completions" if req.body.contains("Refuse") => json(
@@ -495,7 +517,7 @@ fn echoed_secrets_reach_no_sink() {
     let snapshots = dir.join("snapshots");
     let _ = std::fs::create_dir_all(&dir);
     let suite = format!(
-        "suite: hostile\ntarget:\n  base_url: http://bob:{password}@127.0.0.1:PORT\n  api_key_env: SERVEGATE_HOSTILE_KEY\n  timeouts: {{ connect: 2s, first_token: 5s, idle: 5s, total: 10s }}\nexpect_server:\n  server_info: {{ tp_size: 1 }}\ncorrectness:\n  - name: echo\n    prompt: \"Hi.\"\n    snapshot: true\n    expect: [{{contains: \"nothing like this\"}}]\n  - name: refused\n    prompt: \"Refuse me.\"\n    expect: [{{min_chars: 1}}]\nperformance:\n  - name: gate\n    load: {{ concurrency: 1, requests: 1, input_tokens: 8, output_tokens: 8 }}\n    thresholds: {{ errors: \"== 0\" }}\n"
+        "suite: hostile\ntarget:\n  base_url: http://bob:{password}@127.0.0.1:PORT\n  api_key_env: SERVEGATE_HOSTILE_KEY\n  timeouts: {{ connect: 2s, first_token: 5s, idle: 5s, total: 10s }}\nexpect_server:\n  server_info: {{ tp_size: 1 }}\ncorrectness:\n  - name: echo\n    prompt: \"Hi.\"\n    snapshot: true\n    expect: [{{contains: \"nothing like this\"}}]\n  - name: refused\n    prompt: \"Refuse me.\"\n    expect: [{{min_chars: 1}}]\n  - name: cut-refusal\n    prompt: \"Cut refusal.\"\n    expect: [{{min_chars: 1}}]\n  - name: cut-answer\n    prompt: \"Cut answer.\"\n    expect: [{{contains: \"nothing like this\"}}]\nperformance:\n  - name: gate\n    load: {{ concurrency: 1, requests: 1, input_tokens: 8, output_tokens: 8 }}\n    thresholds: {{ errors: \"== 0\" }}\n"
     );
     let o = run(
         "secrets",
@@ -519,7 +541,9 @@ fn echoed_secrets_reach_no_sink() {
             "bob:<redacted>@127.0.0.1",
         ],
     );
-    for secret in [&tail, &password] {
+    // The key's head, as a cut made before the scrub would show it.
+    let head = format!("{}-ech", std::process::id());
+    for secret in [&tail, &password, &head] {
         assert!(
             !text.contains(secret.as_str()),
             "`{secret}` printed:\n{text}"

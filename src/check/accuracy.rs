@@ -81,7 +81,7 @@ pub fn grade_item(
             (
                 extracted,
                 correct,
-                c.content.chars().take(300).collect(),
+                crate::secrets::cut(&c.content, 300).0,
                 false,
             )
         }

@@ -255,8 +255,9 @@ fn chars_before(text: &str, at: usize) -> usize {
     text[..at].chars().count()
 }
 
-/// `text[from..to]` widened to character boundaries, at most 80
-/// characters, quoted and escaped (a server's text never starts a line).
+/// `text[from..to]` widened to character boundaries, secrets hidden, at
+/// most 80 characters, quoted and escaped (a server's text never starts a
+/// line).
 fn excerpt(text: &str, from: usize, to: usize) -> String {
     let mut from = from.min(text.len());
     while !text.is_char_boundary(from) {
@@ -266,12 +267,10 @@ fn excerpt(text: &str, from: usize, to: usize) -> String {
     while !text.is_char_boundary(to) {
         to += 1;
     }
-    let part = &text[from..to];
-    let cut: String = part.chars().take(80).collect();
-    if cut.len() < part.len() {
-        format!("{cut:?}…")
-    } else {
-        format!("{cut:?}")
+    // Scrubbed as a text of its own: a secret its edges split is hidden.
+    match crate::secrets::cut(&text[from..to], 80) {
+        (cut, Some(_)) => format!("{cut:?}…"),
+        (part, None) => format!("{part:?}"),
     }
 }
 

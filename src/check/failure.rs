@@ -24,11 +24,9 @@ impl Sent {
     /// Appends `sent:` and the body to a failure message.
     pub fn write_to(&self, out: &mut String) {
         let body = serde_json::to_string(&self.body).unwrap_or_default();
-        let shown = if body.chars().count() > 600 {
-            let cut: String = body.chars().take(600).collect();
-            format!("{cut}… ({} bytes)", body.len())
-        } else {
-            body
+        let shown = match crate::secrets::cut(&body, 600) {
+            (shown, None) => shown,
+            (cut, Some(_)) => format!("{cut}… ({} bytes)", body.len()),
         };
         let _ = writeln!(out, "sent:     POST {}", self.url);
         let _ = writeln!(out, "          {shown}");

@@ -87,7 +87,7 @@ pub fn grade(
             return item;
         }
     };
-    item.answer = answer.chars().take(300).collect();
+    item.answer = crate::secrets::cut(answer, 300).0;
     let (program, _source) = program(problem, answer, chat);
     let outcome = match sandbox::run(&program, limits) {
         Ok(o) => o,

@@ -143,14 +143,12 @@ impl fmt::Display for CallError {
 
 impl std::error::Error for CallError {}
 
-/// At most `max` characters of `text`, quoted, with an ellipsis when cut.
+/// At most `max` characters of `text`, secrets hidden before it is cut,
+/// quoted, with an ellipsis when cut.
 pub fn excerpt(text: &str, max: usize) -> String {
-    let count = text.chars().count();
-    if count <= max {
-        format!("{text:?}")
-    } else {
-        let cut: String = text.chars().take(max).collect();
-        format!("{cut:?}… ({count} chars in all)")
+    match crate::secrets::cut(text, max) {
+        (shown, None) => format!("{shown:?}"),
+        (cut, Some(count)) => format!("{cut:?}… ({count} chars in all)"),
     }
 }
 
