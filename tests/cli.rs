@@ -1391,8 +1391,9 @@ fn code_probes_run_the_answer_against_its_tests_in_a_sandbox() {
             "--> tests/suites/code.yaml:19:9",
             "found:    failed test: assert not is_prime(91)",
             "the program exited with code 1",
-            "code run (from the ```python block), tests from line 4:",
-            "      2 |     return n % 2 == 1",
+            "code run (from the ```python block), tests from line 5:",
+            "      1 | __name__ = \"servegate_probe\"  # a main guard does not run; the tests do",
+            "      3 |     return n % 2 == 1",
             "    | AssertionError",
         ],
     );
@@ -1980,7 +1981,10 @@ fn humaneval_problems_run_against_their_own_tests() {
         program.contains("    \"\"\"\n    return [x for x in xs if x % 2 == 0]\n"),
         "{program}"
     );
-    assert!(program.ends_with("check(evens)\n"), "{program}");
+    assert!(
+        program.contains("check(evens)\nprint(\"servegate: every test ran\", "),
+        "{program}"
+    );
     assert!(
         items
             .iter()

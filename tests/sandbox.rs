@@ -26,6 +26,11 @@ struct World {
     outside: PathBuf,
     listener: TcpListener,
     secret: String,
+    /// A host file servegate is started with open for writing on fd 7,
+    /// and a 0600 file holding the secret open on fd 8 (as a CI runner,
+    /// `time -o` or a parent shell leave descriptors open).
+    host_file: PathBuf,
+    secret_file: PathBuf,
 }
 
 impl World {
@@ -41,12 +46,23 @@ impl World {
         std::fs::create_dir_all(&outside).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
+        let secret = format!("sk-canary-{tag}-{}", std::process::id());
+        let (host_file, secret_file) = (root.join("host-file"), root.join("secret-file"));
+        std::fs::write(&host_file, "").unwrap();
+        std::fs::write(&secret_file, &secret).unwrap();
+        std::fs::set_permissions(
+            &secret_file,
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .unwrap();
         Self {
             root,
             tmp,
             outside,
             listener,
-            secret: format!("sk-canary-{tag}-{}", std::process::id()),
+            secret,
+            host_file,
+            secret_file,
         }
     }
 
@@ -231,6 +247,56 @@ print('survived', chain)",
             ..case("infinite_loop", "while True:\n    pass")
         },
     ]
+    .into_iter()
+    .chain(verdict_cases())
+    .collect()
+}
+
+/// Programs that try to decide their own verdict, and one that reaches for
+/// the descriptors servegate was started with.
+fn verdict_cases() -> Vec<Case> {
+    vec![
+        case("inherited_fds", INHERITED_FDS),
+        Case {
+            tests: IS_PRIME_TESTS,
+            ..case(
+                "exit_before_tests",
+                &format!("{WRONG_IS_PRIME}\nimport os\nos._exit(0)"),
+            )
+        },
+        Case {
+            tests: IS_PRIME_TESTS,
+            ..case(
+                "atexit_exit0",
+                &format!(
+                    "{WRONG_IS_PRIME}\nimport atexit, os\natexit.register(lambda: os._exit(0))"
+                ),
+            )
+        },
+        Case {
+            tests: IS_PRIME_TESTS,
+            ..case(
+                "excepthook_exit0",
+                &format!(
+                    "{WRONG_IS_PRIME}\nimport os, sys\nsys.excepthook = lambda *a: os._exit(0)"
+                ),
+            )
+        },
+        Case {
+            tests: IS_PRIME_TESTS,
+            ..case(
+                "main_guard_wrong",
+                &format!("{WRONG_IS_PRIME}\n{MAIN_GUARD}"),
+            )
+        },
+        Case {
+            tests: IS_PRIME_TESTS,
+            ..case(
+                "main_guard_right",
+                &format!("{RIGHT_IS_PRIME}\n{MAIN_GUARD}"),
+            )
+        },
+    ]
 }
 
 /// Forks exponentially (each process keeps forking, up to 2^8 of them
@@ -332,6 +398,33 @@ t.start()
 t.join()
 print(wrong, ran)
 assert not wrong and ran == [1], wrong";
+
+/// Descriptors servegate was started with (7 on a host file, 8 on the
+/// secret): the program reaches neither.
+const INHERITED_FDS: &str = r"import os
+reached = []
+for fd in (7, 8):
+    try:
+        os.fstat(fd)
+        reached.append(fd)
+    except OSError:
+        pass
+for write in (lambda: os.write(7, b'escaped through fd 7'), lambda: print(os.read(8, 200))):
+    try:
+        write()
+    except OSError:
+        pass
+print('reached', reached)
+assert not reached, reached";
+
+const IS_PRIME_TESTS: &[&str] = &["assert is_prime(97)", "assert not is_prime(91)"];
+const WRONG_IS_PRIME: &str = "def is_prime(n):\n    return False";
+const RIGHT_IS_PRIME: &str =
+    "def is_prime(n):\n    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))";
+/// What models write routinely: run as a script, it would exit before the
+/// tests appended after it.
+const MAIN_GUARD: &str =
+    "import sys\ndef main():\n    return 0\nif __name__ == '__main__':\n    sys.exit(main())";
 
 /// Writes the suite and its simulator profile for `cases`.
 fn project(world: &World, cases: &[Case], policy: &str) -> PathBuf {
@@ -454,10 +547,19 @@ sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))";
 /// it ends.
 fn servegate(world: &World, suite: &Path, how: &How) -> Run {
     let out = world.root.join("out");
-    let exe = env!("CARGO_BIN_EXE_servegate");
+    // servegate itself starts with the world's descriptors 7 and 8 open.
+    let inherit = [
+        "/bin/sh",
+        "-c",
+        "exec 7>>\"$1\" 8<\"$2\" && shift 2 && exec \"$@\"",
+        "sh",
+        world.host_file.to_str().unwrap(),
+        world.secret_file.to_str().unwrap(),
+        env!("CARGO_BIN_EXE_servegate"),
+    ];
     let mut command = if how.tty {
         let mut c = Command::new("python3");
-        c.args(["-c", WITH_A_TTY, exe]);
+        c.args(["-c", WITH_A_TTY]).args(inherit);
         c
     } else if let Some(mounts) = how.mounts {
         let mut c = Command::new("unshare");
@@ -470,11 +572,13 @@ fn servegate(world: &World, suite: &Path, how: &How) -> Run {
             "-c",
             &script,
             "sh",
-            exe,
-        ]);
+        ])
+        .args(inherit);
         c
     } else {
-        Command::new(exe)
+        let mut c = Command::new(inherit[0]);
+        c.args(&inherit[1..]);
+        c
     };
     command
         .args([
@@ -495,6 +599,9 @@ fn servegate(world: &World, suite: &Path, how: &How) -> Run {
         .stderr(Stdio::piped());
     if let Some(id) = how.user {
         use std::os::unix::process::CommandExt as _;
+        for f in [&world.host_file, &world.secret_file] {
+            std::os::unix::fs::chown(f, Some(id), Some(id)).unwrap();
+        }
         command.uid(id).gid(id);
     }
     let mut child = command.spawn().unwrap();
@@ -555,6 +662,22 @@ fn servegate(world: &World, suite: &Path, how: &How) -> Run {
         record,
         out,
     }
+}
+
+/// The program reached neither descriptor servegate inherited: the host
+/// file is unwritten and the probe saw neither open.
+fn assert_inherited_fds_unreached(world: &World, run: &Run) {
+    assert_eq!(
+        run.verdict("inherited_fds"),
+        "ok",
+        "{}",
+        run.message("inherited_fds")
+    );
+    assert_eq!(
+        std::fs::read_to_string(&world.host_file).unwrap(),
+        "",
+        "the program wrote the host file through fd 7"
+    );
 }
 
 /// Processes of the run: any whose working directory is in its TMPDIR, or
@@ -648,6 +771,24 @@ fn hostile_programs_are_contained() {
             assert!(message.contains(n), "{name}: `{n}` not in:\n{message}");
         }
     };
+    assert_inherited_fds_unreached(&world, &run);
+    // The code cannot decide its own verdict: each exits 0 with a wrong
+    // is_prime (each passed before); a main guard no longer skips the tests.
+    let early = "the program exited 0 before its tests finished";
+    contained("exit_before_tests", &[early]);
+    contained("atexit_exit0", &["failed test: assert is_prime(97)", early]);
+    // Its hook prints no traceback: no test to name.
+    contained("excepthook_exit0", &[early]);
+    contained(
+        "main_guard_wrong",
+        &["failed test: assert is_prime(97)", "AssertionError"],
+    );
+    assert_eq!(
+        run.verdict("main_guard_right"),
+        "ok",
+        "{}",
+        run.message("main_guard_right")
+    );
     contained("write_outside", &["Error: [Errno"]);
     contained("connect", &["Error: [Errno"]);
     assert_eq!(
@@ -746,6 +887,8 @@ fn without_namespaces_the_fallback_layers_hold() {
         "setsid_daemon",
         "fork_bomb",
         "tty",
+        "inherited_fds",
+        "exit_before_tests",
     ];
     let cases: Vec<Case> = all
         .into_iter()
@@ -773,6 +916,8 @@ fn without_namespaces_the_fallback_layers_hold() {
     assert_eq!(run.verdict("good_is_prime"), "ok");
     // servegate had a controlling terminal; the program has none.
     assert_eq!(run.verdict("tty"), "ok", "{}", run.message("tty"));
+    assert_inherited_fds_unreached(&world, &run);
+    assert_eq!(run.verdict("exit_before_tests"), "FAILED");
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
     assert_clean(&world, &run);
     if run.has("landlock") {

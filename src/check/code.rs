@@ -74,16 +74,93 @@ pub fn extract(text: &str, language: &str) -> (String, String) {
     )
 }
 
-/// The program run: the code, a blank line, then one test per line.
-fn program(code: &str, tests: &[String]) -> (String, usize) {
-    let mut p = code.trim_end().to_owned();
+/// The program run: the seal's head, the code, a blank line, one test per
+/// line, then the seal's tail.
+fn program(code: &str, tests: &[String], seal: Option<&Seal>) -> (String, usize) {
+    let mut p = seal.map_or("", |s| s.head).to_owned();
+    p.push_str(code.trim_end());
     p.push_str("\n\n");
     let first_test_line = p.lines().count() + 1;
     for t in tests {
         p.push_str(t);
         p.push('\n');
     }
+    if let Some(s) = seal {
+        p.push_str(&s.tail);
+    }
     (p, first_test_line)
+}
+
+/// What keeps a program's code from deciding its own verdict. Its head
+/// keeps a main guard from running (Python: `__name__` is not
+/// `"__main__"`, so the routine `if __name__ == "__main__":
+/// sys.exit(main())` leaves the tests to run); its tail, after the last
+/// test, prints a number the program's source does not hold (two random
+/// numbers' XOR, drawn for each program), and a run passes only when
+/// that line came. A program that exits 0 before its tests finished
+/// (`os._exit(0)`, `sys.exit(0)`, an `atexit` hook or a `sys.excepthook`
+/// that exits 0, `process.exit(0)`) never prints it. Shell has no seal
+/// (a failed test does not stop a script: its verdict is its last
+/// command's status), nor has an interpreter of a `run:` of another
+/// language: those are judged by exit status alone. What the seal does not
+/// stop: a program written to read its own source and compute the line.
+#[derive(Debug, Clone)]
+pub struct Seal {
+    head: &'static str,
+    tail: String,
+    printed: String,
+}
+
+impl Seal {
+    /// A new seal for a program in `language`; `None` for a language that
+    /// has none.
+    pub fn new(language: &str) -> Option<Self> {
+        use std::hash::{BuildHasher as _, Hasher as _};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        let bits = h.finish();
+        // Two 31-bit numbers: exact in every language's integer XOR.
+        let (a, b) = ((bits >> 33) | 1, (bits & 0x7FFF_FFFF) | 2);
+        let said = "servegate: every test ran";
+        let printed = format!("{said} {}", a ^ b);
+        let (head, tail) = match language {
+            "python" => (
+                "__name__ = \"servegate_probe\"  # a main guard does not run; the tests do\n",
+                format!("print(\"{said}\", {a} ^ {b}, flush=True)\n"),
+            ),
+            "javascript" => ("", format!("console.log(\"{said}\", {a} ^ {b});\n")),
+            _ => return None,
+        };
+        Some(Self {
+            head,
+            tail,
+            printed,
+        })
+    }
+
+    /// The program's first line.
+    pub fn head(&self) -> &str {
+        self.head
+    }
+
+    /// The program's last line.
+    pub fn tail(&self) -> &str {
+        &self.tail
+    }
+
+    /// Whether the run printed the seal's line: every test before it ran.
+    pub fn held(&self, stdout: &str) -> bool {
+        stdout.lines().any(|l| l.trim_end() == self.printed)
+    }
+
+    /// Why a run that exited 0 without the seal's line failed.
+    pub fn broken(&self) -> &'static str {
+        "the program exited 0 before its tests finished: the line after the last test never printed (its code ended the run: `os._exit`, `sys.exit`, an `atexit` hook or exception hook that exits 0)"
+    }
 }
 
 /// The line of the program's file a Python traceback ends in: the last
@@ -160,7 +237,8 @@ pub fn check(
         if spec.tests.len() == 1 { "" } else { "s" }
     );
     let (code, source) = extract(text, &spec.language);
-    let (program, first_test_line) = program(&code, &spec.tests);
+    let seal = Seal::new(&spec.language);
+    let (program, first_test_line) = program(&code, &spec.tests, seal.as_ref());
     let fail = |found: String| {
         Err(Mismatch {
             expected: expected.clone(),
@@ -177,10 +255,17 @@ pub fn check(
         elapsed_s: outcome.elapsed.as_secs_f64(),
         contained: stopped.iter().chain(&outcome.contained).cloned().collect(),
     });
-    if outcome.passed() {
+    let sealed = seal.as_ref().is_none_or(|s| s.held(&outcome.stdout));
+    if outcome.passed() && sealed {
         return Ok(());
     }
     let mut found = String::new();
+    let failed = failed_test(
+        &outcome.stderr,
+        &spec.limits.file_name,
+        first_test_line,
+        &spec.tests,
+    );
     match (outcome.status, stopped) {
         (_, Some(line)) => {
             let _ = writeln!(found, "{line}");
@@ -189,13 +274,12 @@ pub fn check(
             let _ = writeln!(found, "the program ended without a status");
         }
         (Some(status), None) => {
-            if let Some(t) = failed_test(
-                &outcome.stderr,
-                &spec.limits.file_name,
-                first_test_line,
-                &spec.tests,
-            ) {
+            if let Some(t) = failed {
                 let _ = writeln!(found, "failed test: {t}");
+            }
+            if outcome.passed() {
+                let broken = seal.as_ref().map_or("", Seal::broken);
+                let _ = writeln!(found, "{broken}");
             }
             let exit = crate::process::ExitInfo::new(status);
             let why = match status.code() {
@@ -267,9 +351,15 @@ mod tests {
     #[test]
     fn finds_the_failing_test_in_a_traceback() {
         let tests = vec!["assert f(1)".to_owned(), "assert not f(2)".to_owned()];
-        let (p, first) = program("def f(x):\n    return True", &tests);
+        let (p, first) = program("def f(x):\n    return True", &tests, None);
         assert_eq!(first, 4);
         assert!(p.ends_with("assert f(1)\nassert not f(2)\n"));
+        let seal = Seal::new("python").unwrap();
+        let (p, first) = program("def f(x):\n    return True", &tests, Some(&seal));
+        assert_eq!(first, 5);
+        assert!(p.starts_with("__name__ = \"servegate_probe\""), "{p}");
+        assert!(!seal.held(&p), "the source holds the line it prints:\n{p}");
+        assert!(Seal::new("bash").is_none());
         let stderr = "Traceback (most recent call last):\n  File \"probe.py\", line 5, in <module>\n    assert not f(2)\nAssertionError\n";
         assert_eq!(
             failed_test(stderr, "probe.py", first, &tests),

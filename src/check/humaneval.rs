@@ -35,7 +35,12 @@ pub fn prompt(problem: &CodeProblem, chat: bool) -> String {
 /// its docstring for a body, is redefined by the answer's; a block holding
 /// only the body continues it); a completion continues the prompt up to
 /// the first stop sequence.
-pub fn program(problem: &CodeProblem, answer: &str, chat: bool) -> (String, String) {
+pub fn program(
+    problem: &CodeProblem,
+    answer: &str,
+    chat: bool,
+    seal: Option<&code::Seal>,
+) -> (String, String) {
     let (code, source) = if chat {
         let (code, source) = code::extract(answer, "python");
         let defines = code.contains(&format!("def {}(", problem.entry_point));
@@ -53,8 +58,12 @@ pub fn program(problem: &CodeProblem, answer: &str, chat: bool) -> (String, Stri
         )
     };
     let program = format!(
-        "{}{code}\n\n\n{}\n\ncheck({})\n",
-        problem.prompt, problem.test, problem.entry_point
+        "{}{}{code}\n\n\n{}\n\ncheck({})\n{}",
+        seal.map_or("", code::Seal::head),
+        problem.prompt,
+        problem.test,
+        problem.entry_point,
+        seal.map_or("", code::Seal::tail),
     );
     (program, source)
 }
@@ -88,7 +97,8 @@ pub fn grade(
         }
     };
     item.answer = crate::secrets::cut(answer, 300).0;
-    let (program, _source) = program(problem, answer, chat);
+    let seal = code::Seal::new("python");
+    let (program, _source) = program(problem, answer, chat, seal.as_ref());
     let outcome = match sandbox::run(&program, limits) {
         Ok(o) => o,
         Err(e) => {
@@ -102,11 +112,13 @@ pub fn grade(
         elapsed_s: outcome.elapsed.as_secs_f64(),
         contained: stopped.iter().chain(&outcome.contained).cloned().collect(),
     });
-    item.correct = outcome.passed();
+    item.correct = outcome.passed() && seal.as_ref().is_none_or(|s| s.held(&outcome.stdout));
     item.failure = if item.correct {
         None
     } else if let Some(s) = stopped {
         Some(s)
+    } else if outcome.passed() {
+        seal.as_ref().map(|s| s.broken().to_owned())
     } else {
         let line = code::traceback_line(&outcome.stderr, &limits.file_name)
             .and_then(|n| program.lines().nth(n.checked_sub(1)?))
@@ -145,6 +157,7 @@ mod tests {
             &problem(),
             "    return sum(xs)\n\n\ndef other():\n    pass\n",
             false,
+            None,
         );
         assert!(p.contains("\"\"\"Sum.\"\"\"\n    return sum(xs)\n"), "{p}");
         assert!(p.find("return sum").unwrap() < p.find("def check(").unwrap());
@@ -155,14 +168,14 @@ mod tests {
     #[test]
     fn a_chat_answer_redefines_the_function_or_continues_its_body() {
         let whole = "Here:\n```python\ndef total(xs):\n    return sum(xs)\n```\n";
-        let (p, source) = program(&problem(), whole, true);
+        let (p, source) = program(&problem(), whole, true, None);
         assert_eq!(source, "the ```python block");
         assert!(
             p.contains("\"\"\"Sum.\"\"\"\n\n\ndef total(xs):\n    return sum(xs)\n"),
             "{p}"
         );
         let body = "```python\n    return sum(xs)\n```";
-        let (p, _) = program(&problem(), body, true);
+        let (p, _) = program(&problem(), body, true, None);
         assert!(p.contains("\"\"\"Sum.\"\"\"\n    return sum(xs)\n"), "{p}");
         assert!(prompt(&problem(), true).starts_with(INSTRUCTION));
         assert_eq!(prompt(&problem(), false), problem().prompt);

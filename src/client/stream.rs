@@ -394,13 +394,7 @@ impl Client {
         let head_deadline = deadlines.first_at.min(deadlines.total_at);
         let mut reader = StreamReader::new(self.dialect, sent, self.limits.answer, body.len());
         reader.keep_text = keep_text;
-        reader.stop_bytes = req
-            .sampling
-            .stop
-            .iter()
-            .flatten()
-            .map(|s| s.len() as u64)
-            .sum();
+        reader.stop_bytes = req.sampling.stop_bytes();
         reader.max_marks = req
             .sampling
             .max_tokens

@@ -298,13 +298,7 @@ async fn audit(
     let Some(split) = split else {
         return Ok(());
     };
-    let stop: u64 = req
-        .sampling
-        .stop
-        .iter()
-        .flatten()
-        .map(|s| s.len() as u64)
-        .sum();
+    let stop = req.sampling.stop_bytes();
     let split = split as u64;
     let bound = split + split / 4 + stop + crate::client::UNPRINTED_TOKENS;
     if c.completion_tokens > bound {

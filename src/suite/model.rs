@@ -322,6 +322,12 @@ pub struct Sampling {
 }
 
 impl Sampling {
+    /// Bytes of the stop sequences: their tokens (at most one per byte)
+    /// are counted by a server and cut from the text it sends.
+    pub fn stop_bytes(&self) -> u64 {
+        self.stop.iter().flatten().map(|s| s.len() as u64).sum()
+    }
+
     /// `self` with every unset field taken from `defaults`.
     #[must_use]
     pub fn or(&self, defaults: &Sampling) -> Sampling {
