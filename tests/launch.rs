@@ -34,8 +34,15 @@ impl Run {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_servegate"));
-        cmd.args(args)
+        self.command_via(&[env!("CARGO_BIN_EXE_servegate")], args)
+    }
+
+    /// [`Run::command`], started through `prefix` (a program and its
+    /// arguments that end in servegate's path).
+    fn command_via(&self, prefix: &[&str], args: &[&str]) -> Command {
+        let mut cmd = Command::new(prefix[0]);
+        cmd.args(&prefix[1..])
+            .args(args)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .env("SERVEGATE_BIN", env!("CARGO_BIN_EXE_servegate"))
             .env("SERVEGATE_MARKER", &self.marker)
@@ -206,6 +213,28 @@ fn a_launched_server_is_checked_measured_recorded_and_stopped_with_its_group() {
         .or_else(|_| std::fs::read_to_string(log))
         .unwrap();
     assert!(log_text.contains(&run.marker), "{log_text}");
+    run.assert_no_survivors();
+}
+
+/// servegate started holding descriptors 7 and 8 (as a CI runner or a
+/// shell's `7>file` leave them): the server it launches holds neither, or
+/// it would refuse to start.
+#[test]
+fn a_launched_server_reaches_no_descriptor_servegate_inherited() {
+    let run = Run::new("fds");
+    let host = run.dir.join("host-file");
+    std::fs::write(&host, "").unwrap();
+    let host = host.to_str().unwrap();
+    let via = [
+        "/bin/sh",
+        "-c",
+        "exec 7>>\"$0\" 8<\"$0\" && exec \"$@\"",
+        host,
+        env!("CARGO_BIN_EXE_servegate"),
+    ];
+    let (code, text) = merged(run.command_via(&via, &["run", "tests/suites/launch/fds.yaml"]));
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(verdict(&text, "fds::correctness::answers"), "ok");
     run.assert_no_survivors();
 }
 

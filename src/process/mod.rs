@@ -14,6 +14,32 @@ pub use reaper::{interrupted, on_interrupt};
 use std::fmt;
 use std::process::ExitStatus;
 
+/// Closes every descriptor above stderr this process was started with,
+/// called first in a re-executed servegate (a code probe's sandbox helper,
+/// a launched server's start) where it holds none of its own yet: what
+/// servegate's parent left open (a CI runner's, a shell's `7<file`,
+/// `time -o`) is nothing a program or server servegate starts may reach.
+/// Without `/proc` every number below the hard open-file limit is tried.
+#[cfg(unix)]
+pub fn close_inherited() {
+    let open: Vec<i32> = std::fs::read_dir("/proc/self/fd").map_or_else(
+        |_| {
+            let (_, hard) =
+                nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+                    .unwrap_or((0, 1 << 16));
+            (3..i32::try_from(hard.min(1 << 20)).unwrap_or(1 << 16)).collect()
+        },
+        |dir| {
+            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        },
+    );
+    for fd in open.into_iter().filter(|&fd| fd > 2) {
+        // The directory's own descriptor is closed already: EBADF.
+        let _ = nix::unistd::close(fd);
+    }
+}
+
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExitInfo(ExitStatus);

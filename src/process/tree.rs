@@ -112,6 +112,7 @@ fn exec_mode(args: &[String]) -> String {
         if nix::unistd::getppid().as_raw() != parent {
             return "servegate ended before the server started".to_owned();
         }
+        super::close_inherited();
         let err = Command::new(&command[0]).args(&command[1..]).exec();
         format!("could not start `{}`: {err}", command[0])
     }

@@ -45,30 +45,6 @@ pub fn main(role: &str) -> ExitCode {
     }
 }
 
-/// Closes every descriptor above stderr this process was started with:
-/// servegate's own are close-on-exec, so any left are what servegate's
-/// parent left open (a CI runner's, a shell's `7<file`, `time -o`), and the
-/// program must reach none of them. Its job comes on stdin. Without
-/// `/proc` every number below the hard open-file limit is tried.
-fn close_inherited() {
-    let open: Vec<i32> = std::fs::read_dir("/proc/self/fd").map_or_else(
-        |_| {
-            let (_, hard) =
-                nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-                    .unwrap_or((0, 1 << 16));
-            (3..i32::try_from(hard.min(1 << 20)).unwrap_or(1 << 16)).collect()
-        },
-        |dir| {
-            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        },
-    );
-    for fd in open.into_iter().filter(|&fd| fd > 2) {
-        // The directory's own descriptor is closed already: EBADF.
-        let _ = nix::unistd::close(fd);
-    }
-}
-
 /// For binaries other than `servegate` that run suites (the
 /// `sglang_suite` test harness): runs the helper and gives its exit code
 /// when this process was started as one.
@@ -82,7 +58,10 @@ pub fn main_if_asked() -> Option<ExitCode> {
 }
 
 fn supervise() -> ExitCode {
-    close_inherited();
+    // servegate's own descriptors are close-on-exec: any left are what its
+    // parent left open, and the program must reach none of them. The job
+    // comes on stdin.
+    crate::process::close_inherited();
     let Some((mut up, job)) = protocol::job_from_parent() else {
         return ExitCode::from(125);
     };
