@@ -1944,7 +1944,7 @@ fn humaneval_problems_run_against_their_own_tests() {
             "error: threshold failed: pass_at_1 >= 0.6",
             "--> tests/suites/humaneval.yaml:",
             "measured: pass_at_1 0.500 (2/4 passed, Wilson 95% interval 0.150–0.850); sandbox time ",
-            "Mini/1 (line 2): AssertionError at `assert candidate('one') == 'one'`",
+            "Mini/1 (line 2): the program exited 0 before its tests finished: the line after the last test never printed (its code ended the run: `os._exit`, `sys.exit`, an `atexit` hook or exception hook that exits 0); AssertionError at `assert candidate('one') == 'one'`",
             "Mini/3 (line 4): killed at the 2s wall-clock limit (an endless loop?)",
             "Complete the following Python function.",
         ],

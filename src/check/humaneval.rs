@@ -117,18 +117,22 @@ pub fn grade(
         None
     } else if let Some(s) = stopped {
         Some(s)
-    } else if outcome.passed() {
-        seal.as_ref().map(|s| s.broken().to_owned())
     } else {
         let line = code::traceback_line(&outcome.stderr, &limits.file_name)
             .and_then(|n| program.lines().nth(n.checked_sub(1)?))
             .map(str::trim);
         let last = outcome.stderr.lines().rev().find(|l| !l.trim().is_empty());
-        Some(match (line, last) {
+        let why = match (line, last) {
             (Some(l), Some(e)) => format!("{e} at `{l}`"),
             (Some(l), None) => format!("failed at `{l}`"),
             (None, Some(e)) => e.trim().to_owned(),
             (None, None) => "the program failed without a message".to_owned(),
+        };
+        // Exited 0 without the seal's line: its code ended the run.
+        Some(match seal.as_ref().filter(|_| outcome.passed()) {
+            Some(s) if line.is_some() || last.is_some() => format!("{}; {why}", s.broken()),
+            Some(s) => s.broken().to_owned(),
+            None => why,
         })
     };
     item.extracted = Some(program);
