@@ -320,7 +320,9 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
             |v| format!("server {v}")
         )
     );
-    let description = connected.description.clone();
+    // Server strings go into comments: one line each, whatever they hold.
+    let server = crate::text::printable(&server).into_owned();
+    let description = crate::text::printable(&connected.description).into_owned();
     let mut results = Vec::new();
     for (i, text) in starters.iter().enumerate() {
         let verdict = probes.probe(i);

@@ -59,9 +59,69 @@ pub fn for_log(text: &str) -> String {
     out
 }
 
+/// Untrusted text for Markdown outside code (GitHub's step summary): every
+/// character Markdown or the HTML it allows could read as markup is
+/// escaped, so a model id `<img src=…>` or `[link](…)` stays text.
+pub fn for_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in printable(text).chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            // What starts markup inside a line (this text never starts
+            // one: a list, a heading or a quote would need that).
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Untrusted text as a Markdown code span: fenced by one backtick more
+/// than the longest run of them it holds (with a space inside each fence
+/// where one would touch a backtick of the text), its pipes escaped (a
+/// table cell ends at one even inside a span).
+pub fn md_code(text: &str) -> String {
+    let text = printable(text);
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    // A space inside each fence only where a backtick would touch it.
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{}{pad}{fence}", text.replace('|', "\\|"))
+}
+
+/// Text for XML 1.0, which cannot hold every character: C0 controls other
+/// than tab, newline and carriage return, and the non-characters U+FFFE and
+/// U+FFFF, become U+FFFD (a JUnit file with one is not well-formed, and a
+/// CI reader drops the whole report).
+pub fn for_xml(text: &str) -> Cow<'_, str> {
+    let bad = |c: char| matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}');
+    if !text.chars().any(bad) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .map(|c| if bad(c) { '\u{fffd}' } else { c })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{for_log, printable};
+    use super::{for_log, for_markdown, for_xml, md_code, printable};
 
     #[test]
     fn forged_lines_are_broken_and_controls_escaped() {
@@ -81,5 +141,21 @@ mod tests {
         assert_eq!(printable("plain ü\ttab"), "plain ü\ttab");
         assert_eq!(printable("a\nb\r\u{1b}[2K"), "a\\nb\\r\\u{1b}[2K");
         assert_eq!(printable("x\u{202e}y"), "x\\u{202e}y");
+    }
+
+    #[test]
+    fn markup_and_xml_breakers_stay_text() {
+        assert_eq!(
+            for_markdown("<img src=x> [a](b)"),
+            "&lt;img src=x&gt; \\[a\\](b)"
+        );
+        assert_eq!(md_code("a`b``c|d"), "```a`b``c\\|d```");
+        assert_eq!(md_code("`x"), "`` `x ``");
+        assert_eq!(md_code("plain::name"), "`plain::name`");
+        assert_eq!(for_xml("ok\tfine\n"), "ok\tfine\n");
+        assert_eq!(
+            for_xml("a\u{fffe}b\u{ffff}\u{1}"),
+            "a\u{fffd}b\u{fffd}\u{fffd}"
+        );
     }
 }

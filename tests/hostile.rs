@@ -1366,3 +1366,311 @@ fn white_space_or_a_bare_count_does_not_start_the_answer() {
         assert!(secs >= Duration::from_millis(290), "{tag}: {gate}");
     }
 }
+
+/// Redirects are never followed across origins: a `/get_server_info` that
+/// answers 302 to another port's JSON (with a database password in it) is
+/// not recorded as the server's configuration and passes no
+/// `expect_server` (it did, and the password was stored); a request's
+/// `307` says where it points instead of `HTTP 307: ""`.
+#[test]
+fn redirects_to_another_origin_are_not_followed() {
+    let password = format!("pw-other-origin-{}", std::process::id());
+    let other = {
+        let password = password.clone();
+        serve(Arc::new(move |_, conn| {
+            json(
+                conn,
+                200,
+                &format!(r#"{{"tp_size":1,"db_url":"postgres://u:{password}@db/x"}}"#),
+            );
+        }))
+    };
+    let port = serve(Arc::new(move |req, conn| match req.path.as_str() {
+        "/get_server_info" => {
+            let _ = write!(
+                conn,
+                "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{other}/get_server_info\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+        }
+        "/v1/chat/completions" => {
+            let _ = write!(
+                conn,
+                "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:{other}/v1/chat/completions\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+        }
+        _ => {
+            discovery(req, conn);
+        }
+    }));
+    let config = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\nexpect_server:\n  server_info: { tp_size: 1 }\ncorrectness:\n  - name: p\n    prompt: \"Hi.\"\n    expect: [{min_chars: 1}]\n";
+    let o = run("redirect-config", config, port, &[]);
+    assert_eq!(o.code, Some(1), "{}", o.stdout);
+    assert_has(
+        &failure_of(&o.stdout, "hostile::config::server_info.tp_size"),
+        &[&format!(
+            "the server redirected to http://127.0.0.1:{other}/get_server_info, another origin: not followed"
+        )],
+    );
+    let record = std::fs::read_to_string(o.out_dir.join("latest/report.json")).unwrap();
+    assert!(!record.contains(&password), "{record}");
+    assert!(!record.contains("db_url"), "{record}");
+    let o = run(
+        "redirect-request",
+        &probe_suite("{ connect: 2s, first_token: 5s, idle: 5s, total: 10s }"),
+        port,
+        &[],
+    );
+    assert_eq!(o.code, Some(1), "{}", o.stdout);
+    let probe = failure_of(&o.stdout, "hostile::correctness::probe");
+    assert_has(
+        &probe,
+        &[&format!(
+            "the server redirects this request to \"http://127.0.0.1:{other}/v1/chat/completions\" (Location)"
+        )],
+    );
+    assert!(!probe.contains("HTTP 307: \"\""), "{probe}");
+}
+
+/// A chat stream of one chunk of `text`, finished, with usage.
+fn one_chunk(conn: &mut TcpStream, text: &str) {
+    stream_head(conn);
+    let text = serde_json::to_string(text).unwrap();
+    let _ = write!(
+        conn,
+        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{text}}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n"
+    );
+}
+
+/// Each sink escapes for its own format: a model id that is HTML and a
+/// Markdown link stays text in the step summary; U+FFFE and U+FFFF in an
+/// answer leave junit.xml well-formed; a 1 MiB snapshot answer is an
+/// excerpt everywhere but its file (it was copied whole into stdout, an
+/// annotation, the summary and JUnit).
+#[test]
+fn every_sink_escapes_for_its_own_format_and_a_long_answer_is_an_excerpt() {
+    const MODEL: &str = "<img src=x onerror=alert(1)>[click](http://evil.example)";
+    let port = serve(Arc::new(|req, conn| match req.path.as_str() {
+        "/v1/models" => json(
+            conn,
+            200,
+            &format!(
+                r#"{{"data":[{{"id":{}}}]}}"#,
+                serde_json::to_string(MODEL).unwrap()
+            ),
+        ),
+        "/v1/chat/completions" if req.body.contains("Long") => {
+            one_chunk(conn, &"x".repeat(1 << 20));
+        }
+        "/v1/chat/completions" => one_chunk(conn, "5\u{fffe}\u{ffff}"),
+        _ => {
+            discovery(req, conn);
+        }
+    }));
+    let dir = std::env::temp_dir().join(format!("servegate-hostile-sinks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let summary = dir.join("summary.md");
+    let snapshots = dir.join("snapshots");
+    let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\ncorrectness:\n  - name: sum\n    prompt: \"What is 2+2?\"\n    expect: [{contains: \"4\"}]\n  - name: long\n    prompt: \"Long answer.\"\n    snapshot: true\n";
+    let o = run(
+        "sinks",
+        suite,
+        port,
+        &[
+            ("GITHUB_ACTIONS", "true"),
+            ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap()),
+            ("SERVEGATE_SNAPSHOTS", snapshots.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(o.code, Some(1), "{}", o.stdout);
+    let md = std::fs::read_to_string(&summary).unwrap();
+    // Outside fenced code (which Markdown shows as it is), no markup.
+    let prose: String = md.split("```").step_by(2).collect::<Vec<_>>().join("");
+    assert!(
+        !prose.contains("<img") && !prose.contains("[click](http"),
+        "{md}"
+    );
+    assert!(
+        md.contains("&lt;img src=x onerror=alert(1)&gt;\\[click\\](http://evil.example)"),
+        "{md}"
+    );
+    let junit = o.out_dir.join("latest/junit.xml");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(!xml.contains('\u{fffe}') && !xml.contains('\u{ffff}'));
+    let parsed = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])",
+        ])
+        .arg(&junit)
+        .output()
+        .unwrap();
+    assert!(
+        parsed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&parsed.stderr)
+    );
+    for (sink, text) in [("stdout", &o.stdout), ("summary", &md), ("junit", &xml)] {
+        assert!(text.len() < 64 * 1024, "{sink}: {} bytes", text.len());
+    }
+    assert_has(
+        &o.stdout,
+        &[
+            "… (1048576 chars in all)",
+            "bytes of answer in all; the whole is in its file)",
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `103 Early Hints` before the response is skipped, not taken for it.
+#[test]
+fn an_informational_answer_before_the_response_is_skipped() {
+    let port = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            let _ = conn
+                .write_all(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n");
+            good_stream(conn);
+        }
+    }));
+    let o = run(
+        "early-hints",
+        &probe_suite("{ connect: 2s, first_token: 5s, idle: 5s, total: 10s }"),
+        port,
+        &[],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stdout);
+}
+
+/// A key whose value ends in a newline is named with its variable, not
+/// `failed to parse header value`.
+#[test]
+fn a_key_a_header_cannot_carry_names_its_variable() {
+    let port = serve(Arc::new(|req, conn| {
+        if !discovery(req, conn) {
+            good_stream(conn);
+        }
+    }));
+    let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  api_key_env: SERVEGATE_HOSTILE_KEY\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\ncorrectness:\n  - name: probe\n    prompt: \"Hi.\"\n    expect: [{min_chars: 1}]\n";
+    let o = run(
+        "key-newline",
+        suite,
+        port,
+        &[("SERVEGATE_HOSTILE_KEY", "sk-newline-key-1234\n")],
+    );
+    // 3: the suite could not run (as an unset key)
+    assert_eq!(o.code, Some(3), "{}", o.stdout);
+    assert_has(
+        &format!("{}{}", o.stdout, o.stderr),
+        &[
+            "target.api_key_env names `SERVEGATE_HOSTILE_KEY`, whose value holds a newline at byte 19 of 20",
+        ],
+    );
+    assert!(
+        !o.stdout.contains("failed to parse header value"),
+        "{}",
+        o.stdout
+    );
+}
+
+/// `servegate init` against a server whose model id holds a newline and a
+/// YAML key, and which sends every token of an answer in one chunk: it
+/// writes a suite that loads (it panicked, exit 101), the id shown on one
+/// line, and no bound of 0 (it wrote `decode_tok_s.mean >= 0.0000`, which
+/// any server passes).
+#[test]
+fn init_never_panics_on_server_strings() {
+    let port = serve(Arc::new(|req, conn| match req.path.as_str() {
+        "/v1/models" => json(conn, 200, r#"{"data":[{"id":"evil\nmodel: injected"}]}"#),
+        "/v1/chat/completions" => {
+            // Every token asked for: one, then 2 ms later the rest.
+            let body: serde_json::Value = serde_json::from_str(&req.body).unwrap();
+            let n = body["max_tokens"].as_u64().unwrap_or(16);
+            stream_head(conn);
+            let _ = conn.write_all(
+                b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"4 \"}}]}\n\n",
+            );
+            std::thread::sleep(Duration::from_millis(2));
+            let _ = write!(
+                conn,
+                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{}\"}},\"finish_reason\":\"length\"}}],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{n}}}}}\n\ndata: [DONE]\n\n",
+                "4 ".repeat(usize::try_from(n).unwrap() - 1)
+            );
+        }
+        _ => {
+            discovery(req, conn);
+        }
+    }));
+    let dir = std::env::temp_dir().join(format!("servegate-hostile-init-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("first.yaml");
+    let o = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args([
+            "init",
+            "--target",
+            &format!("http://127.0.0.1:{port}"),
+            "--client-limited",
+            "warn",
+            "--out",
+        ])
+        .arg(&file)
+        .current_dir(&dir)
+        .env_remove("SERVEGATE_TARGET")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let suite = std::fs::read_to_string(&file).unwrap();
+    assert!(suite.contains(r"evil\nmodel: injected"), "{suite}");
+    assert!(!suite.contains("\nmodel: injected"), "{suite}");
+    let listed = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .arg("run")
+        .arg(&file)
+        .args(["--", "--list"])
+        .current_dir(&dir)
+        .env_remove("SERVEGATE_TARGET")
+        .output()
+        .unwrap();
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Discovery has one deadline: a server that answers each discovery GET
+/// just inside `first_token` (a slow drip of 404s) took that long for each
+/// of its seven GETs; now the run starts its probe within one.
+#[test]
+fn discovery_has_one_deadline_not_one_per_get() {
+    let port = serve(Arc::new(|req, conn| {
+        if req.path.starts_with("/v1/chat") {
+            good_stream(conn);
+        } else {
+            std::thread::sleep(Duration::from_millis(900));
+            json(conn, 404, r#"{"error":{"message":"no such endpoint"}}"#);
+        }
+    }));
+    let o = run(
+        "slow-discovery",
+        &probe_suite("{ connect: 2s, first_token: 1s, idle: 5s, total: 10s }"),
+        port,
+        &[],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stdout);
+    // Seven GETs of 0.9 s each took 6.3 s; one deadline of 1 s, and the
+    // probe, take less than half of that even on a loaded machine.
+    assert!(
+        o.took < Duration::from_secs(3),
+        "took {:?}:\n{}",
+        o.took,
+        o.stdout
+    );
+    assert_has(&o.stderr, &["served model unknown"]);
+}

@@ -360,7 +360,8 @@ mod tests {
         assert!(p.starts_with("__name__ = \"servegate_probe\""), "{p}");
         assert!(!seal.held(&p), "the source holds the line it prints:\n{p}");
         assert!(Seal::new("bash").is_none());
-        let stderr = "Traceback (most recent call last):\n  File \"probe.py\", line 5, in <module>\n    assert not f(2)\nAssertionError\n";
+        // The seal's head is line 1: the second test is on line 6.
+        let stderr = "Traceback (most recent call last):\n  File \"probe.py\", line 6, in <module>\n    assert not f(2)\nAssertionError\n";
         assert_eq!(
             failed_test(stderr, "probe.py", first, &tests),
             Some("assert not f(2)")

@@ -297,14 +297,10 @@ impl Changed {
                 .context_radius(3)
                 .header("stored", "received")
                 .to_string();
-            for line in diff.lines() {
-                let _ = writeln!(out, "{}", printable(line));
-            }
+            show_lines(&mut out, "", diff.lines(), self.received.len());
         } else {
             let _ = writeln!(out, "received:");
-            for line in self.received.lines() {
-                let _ = writeln!(out, "  | {}", printable(line));
-            }
+            show_lines(&mut out, "  | ", self.received.lines(), self.received.len());
         }
         match &self.pending {
             Ok(p) => {
@@ -328,6 +324,49 @@ impl Changed {
             }
         );
         out
+    }
+}
+
+/// Most of an answer (or of its diff) a snapshot's failure message shows:
+/// the message reaches the terminal, an annotation, the step summary and
+/// JUnit, and the whole answer is in its file for review.
+const SHOWN_LINES: usize = 60;
+const SHOWN_BYTES: usize = 4096;
+
+/// Writes `lines` after `prefix`, each made printable, until
+/// [`SHOWN_LINES`] or [`SHOWN_BYTES`]; then how much was left out of the
+/// `total` bytes of the answer.
+fn show_lines<'a>(
+    out: &mut String,
+    prefix: &str,
+    lines: impl Iterator<Item = &'a str>,
+    total: usize,
+) {
+    let mut bytes = 0;
+    let mut lines = lines.peekable();
+    let mut shown = 0;
+    while let Some(line) = lines.peek() {
+        if shown == SHOWN_LINES || bytes >= SHOWN_BYTES {
+            break;
+        }
+        let (line, cut) = crate::secrets::cut(line, SHOWN_BYTES - bytes);
+        bytes += line.len();
+        let more = cut.map_or_else(String::new, |n| format!("… ({n} chars in all)"));
+        let _ = writeln!(out, "{prefix}{}{more}", printable(&line));
+        lines.next();
+        shown += 1;
+    }
+    let left = lines.count();
+    if left > 0 || bytes >= SHOWN_BYTES {
+        let rest = match left {
+            0 => "the rest".to_owned(),
+            1 => "1 more line".to_owned(),
+            n => format!("{n} more lines"),
+        };
+        let _ = writeln!(
+            out,
+            "{prefix}… {rest} not shown ({total} bytes of answer in all; the whole is in its file)"
+        );
     }
 }
 

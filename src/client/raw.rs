@@ -347,60 +347,78 @@ impl Response {
                     ))
                 });
             }
-            let mut headers = [httparse::EMPTY_HEADER; 64];
-            let mut head = httparse::Response::new(&mut headers);
-            match head.parse(&response.buf[..response.filled]) {
-                // Stamped before the request began to go out: not its answer.
-                Ok(httparse::Status::Complete(_)) if response.arrived < writing => {
-                    return Err(HeadError::Early);
-                }
-                Ok(httparse::Status::Complete(len)) => {
-                    let header = |name: &str| {
-                        head.headers
-                            .iter()
-                            .find(|h| h.name.eq_ignore_ascii_case(name))
-                            .and_then(|h| std::str::from_utf8(h.value).ok())
-                            .map(str::trim)
-                    };
-                    let chunked = header("transfer-encoding")
-                        .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
-                    let length = header("content-length").and_then(|v| v.parse::<u64>().ok());
-                    let close = header("connection")
-                        .is_some_and(|v| v.eq_ignore_ascii_case("close"))
-                        || head.version == Some(0);
-                    let framing = match (chunked, length) {
-                        (true, _) => Framing::Chunked,
-                        (false, Some(n)) => Framing::Length(n),
-                        (false, None) => Framing::UntilClose,
-                    };
-                    response.status = head.code.unwrap_or(0);
-                    response.content = super::stream::ContentHeaders {
-                        content_type: header("content-type").map(str::to_owned),
-                        content_encoding: header("content-encoding").map(str::to_owned),
-                    };
-                    response.pos = len;
-                    response.body = Decoder::new(framing);
-                    response.keep_alive = !close && framing != Framing::UntilClose;
-                    return Ok(response);
-                }
-                Ok(httparse::Status::Partial) if response.filled < MAX_HEAD => {}
-                Ok(httparse::Status::Partial) => {
-                    return Err(HeadError::Call(CallError::new(
-                        ErrorKind::Protocol,
-                        "response head over 64 KiB",
-                    )));
-                }
-                Err(e) => {
-                    return Err(HeadError::Call(CallError::new(
-                        ErrorKind::Protocol,
-                        format!(
-                            "not an HTTP response ({e}): {}",
-                            excerpt(
-                                &String::from_utf8_lossy(&response.buf[..response.filled]),
-                                200
-                            )
-                        ),
-                    )));
+            // A read may hold more than one head: parsed until one is
+            // the response's or more bytes are needed.
+            loop {
+                let mut headers = [httparse::EMPTY_HEADER; 64];
+                let mut head = httparse::Response::new(&mut headers);
+                match head.parse(&response.buf[..response.filled]) {
+                    // An informational answer (`100 Continue`, `103 Early
+                    // Hints`) comes before the response: skipped.
+                    Ok(httparse::Status::Complete(len))
+                        if head
+                            .code
+                            .is_some_and(|c| (100..200).contains(&c) && c != 101) =>
+                    {
+                        response.buf.copy_within(len..response.filled, 0);
+                        response.filled -= len;
+                        if response.filled == 0 {
+                            break;
+                        }
+                    }
+                    // Stamped before the request began to go out: not its answer.
+                    Ok(httparse::Status::Complete(_)) if response.arrived < writing => {
+                        return Err(HeadError::Early);
+                    }
+                    Ok(httparse::Status::Complete(len)) => {
+                        let header = |name: &str| {
+                            head.headers
+                                .iter()
+                                .find(|h| h.name.eq_ignore_ascii_case(name))
+                                .and_then(|h| std::str::from_utf8(h.value).ok())
+                                .map(str::trim)
+                        };
+                        let chunked = header("transfer-encoding")
+                            .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+                        let length = header("content-length").and_then(|v| v.parse::<u64>().ok());
+                        let close = header("connection")
+                            .is_some_and(|v| v.eq_ignore_ascii_case("close"))
+                            || head.version == Some(0);
+                        let framing = match (chunked, length) {
+                            (true, _) => Framing::Chunked,
+                            (false, Some(n)) => Framing::Length(n),
+                            (false, None) => Framing::UntilClose,
+                        };
+                        response.status = head.code.unwrap_or(0);
+                        response.content = super::stream::ContentHeaders {
+                            content_type: header("content-type").map(str::to_owned),
+                            content_encoding: header("content-encoding").map(str::to_owned),
+                            location: header("location").map(str::to_owned),
+                        };
+                        response.pos = len;
+                        response.body = Decoder::new(framing);
+                        response.keep_alive = !close && framing != Framing::UntilClose;
+                        return Ok(response);
+                    }
+                    Ok(httparse::Status::Partial) if response.filled < MAX_HEAD => break,
+                    Ok(httparse::Status::Partial) => {
+                        return Err(HeadError::Call(CallError::new(
+                            ErrorKind::Protocol,
+                            "response head over 64 KiB",
+                        )));
+                    }
+                    Err(e) => {
+                        return Err(HeadError::Call(CallError::new(
+                            ErrorKind::Protocol,
+                            format!(
+                                "not an HTTP response ({e}): {}",
+                                excerpt(
+                                    &String::from_utf8_lossy(&response.buf[..response.filled]),
+                                    200
+                                )
+                            ),
+                        )));
+                    }
                 }
             }
         }

@@ -121,6 +121,8 @@ pub struct ContentHeaders {
     pub content_type: Option<String>,
     /// `Content-Encoding`.
     pub content_encoding: Option<String>,
+    /// `Location`, of a redirect.
+    pub location: Option<String>,
 }
 
 impl ContentHeaders {
@@ -134,7 +136,22 @@ impl ContentHeaders {
         Self {
             content_type: get(reqwest::header::CONTENT_TYPE),
             content_encoding: get(reqwest::header::CONTENT_ENCODING),
+            location: get(reqwest::header::LOCATION),
         }
+    }
+
+    /// What a non-success answer says: the message of its error body, the
+    /// body itself, or, for a redirect, where it points (a request's
+    /// redirect is not followed: its body would be sent to another place).
+    fn failure(&self, status: u16, body: &str) -> CallError {
+        let detail = match (&self.location, (300..400).contains(&status)) {
+            (Some(to), true) => format!(
+                "the server redirects this request to {} (Location), and servegate does not follow a request's redirects: set `base_url` to where it points",
+                excerpt(&crate::secrets::url(to), 300)
+            ),
+            _ => error_message_of(body).unwrap_or_else(|| excerpt(body, 500)),
+        };
+        CallError::new(ErrorKind::Http(status), detail)
     }
 
     /// `Err` when the body is compressed: the client asks for none and
@@ -181,12 +198,41 @@ fn http_client(timeouts: Timeouts) -> Result<reqwest::Client, CallError> {
     // through a proxy, make it the base URL).
     reqwest::Client::builder()
         .no_proxy()
+        .redirect(reqwest::redirect::Policy::custom(same_origin))
         .connect_timeout(timeouts.connect)
         .pool_max_idle_per_host(1024)
         .tcp_nodelay(true)
         .build()
         .map_err(|e| CallError::new(ErrorKind::Transport, e.to_string()))
 }
+
+/// Redirects a small request follows: within the origin it was sent to,
+/// at most [`MAX_REDIRECTS`] hops. Another origin's answer is never taken
+/// for the server's (a `/get_server_info` sent to another port would be
+/// recorded as its configuration): the request fails naming where it was
+/// sent.
+fn same_origin(attempt: reqwest::redirect::Attempt<'_>) -> reqwest::redirect::Action {
+    let first = attempt.previous().first().map(reqwest::Url::origin);
+    let to = attempt.url().clone();
+    if first.is_some_and(|o| o != to.origin()) {
+        let message = format!(
+            "the server redirected to {}, another origin: not followed (nothing another server sends is taken for this one's)",
+            crate::secrets::url(to.as_str())
+        );
+        return attempt.error(message);
+    }
+    if attempt.previous().len() > MAX_REDIRECTS {
+        let message = format!(
+            "more than {MAX_REDIRECTS} redirects, the last to {}",
+            to.path()
+        );
+        return attempt.error(message);
+    }
+    attempt.follow()
+}
+
+/// Redirects followed within the server's origin.
+const MAX_REDIRECTS: usize = 3;
 
 /// A client for one server and API.
 #[derive(Debug, Clone)]
@@ -430,8 +476,7 @@ impl Client {
             reader.timing.written = Some(response.written.saturating_duration_since(sent));
             if !(200..300).contains(&response.status) {
                 let text = response.text(deadlines.total_at).await;
-                let detail = error_message_of(&text).unwrap_or_else(|| excerpt(&text, 500));
-                return Err(CallError::new(ErrorKind::Http(response.status), detail));
+                return Err(response.content.failure(response.status, &text));
             }
             reader.answered(response.status, std::mem::take(&mut response.content))?;
             read_body(&mut reader, &mut response, deadlines).await?;
@@ -455,11 +500,11 @@ impl Client {
         reader.timing.headers = sent.elapsed();
         let status = response.status();
         if !status.is_success() {
+            let headers = ContentHeaders::of(response.headers());
             let text = bounded_text(response, ERROR_BODY, deadlines.total_at, "")
                 .await
                 .unwrap_or_else(|e| e.detail);
-            let detail = error_message_of(&text).unwrap_or_else(|| excerpt(&text, 500));
-            return Err(CallError::new(ErrorKind::Http(status.as_u16()), detail));
+            return Err(headers.failure(status.as_u16(), &text));
         }
         reader.answered(status.as_u16(), ContentHeaders::of(response.headers()))?;
         let mut body = ReqwestBody {

@@ -228,8 +228,12 @@ impl SuiteRun {
             ));
             if let Ok(c) = &connected {
                 // Kept for the run record, whether or not a check reads them.
+                // By discovery's deadline: one a check needs is read again.
                 for source in [ConfigSource::ServerInfo, ConfigSource::ModelInfo] {
-                    let _ = self.runtime.block_on(self.documents.get(&c.client, source));
+                    let read = self.documents.get(&c.client, source);
+                    let _ = self
+                        .runtime
+                        .block_on(async { tokio::time::timeout_at(c.discovery_ends, read).await });
                 }
             }
             let line = match &connected {

@@ -30,6 +30,9 @@ pub struct Connected {
     pub model_id: String,
     /// The server's version, when it reports one.
     pub server_version: Option<String>,
+    /// When discovery's one deadline (a first token's) ends: the documents
+    /// kept for the record are read by it too.
+    pub discovery_ends: tokio::time::Instant,
 }
 
 /// The base URL a suite uses after the override.
@@ -66,6 +69,40 @@ pub struct LaunchPlace<'a> {
     pub variant: Option<&'a Variant>,
 }
 
+/// The API key from the variable `api_key_env` names: it must be set and
+/// be what an HTTP header can carry (visible ASCII, spaces, tabs).
+fn api_key(api_key_env: Option<&str>) -> Result<Option<String>, String> {
+    Ok(match api_key_env {
+        None => None,
+        Some(name) => match std::env::var(name) {
+            Ok(v) if !v.is_empty() => {
+                crate::secrets::add(&v);
+                // What an HTTP header can carry: visible ASCII, spaces, tabs.
+                if let Some((i, c)) = v
+                    .char_indices()
+                    .find(|&(_, c)| !(c == ' ' || c == '\t' || c.is_ascii_graphic()))
+                {
+                    return Err(format!(
+                        "target.api_key_env names `{name}`, whose value holds {} at byte {i} of {}: an HTTP header cannot carry it (a key read with `$(cat file)` keeps no newline, one pasted may)",
+                        match c {
+                            '\n' => "a newline".to_owned(),
+                            '\r' => "a carriage return".to_owned(),
+                            c => format!("the character {}", c.escape_unicode()),
+                        },
+                        v.len()
+                    ));
+                }
+                Some(v)
+            }
+            _ => {
+                return Err(format!(
+                    "target.api_key_env names `{name}`, which is not set in the environment"
+                ));
+            }
+        },
+    })
+}
+
 /// Starts or reaches the target and finds the served model. An `Err` is the
 /// message every trial of the suite fails with.
 pub async fn connect(
@@ -79,25 +116,18 @@ pub async fn connect(
             crate::secrets::add(&v);
         }
     }
-    let api_key = match &t.api_key_env {
-        None => None,
-        Some(name) => match std::env::var(name) {
-            Ok(v) if !v.is_empty() => {
-                crate::secrets::add(&v);
-                Some(v)
-            }
-            _ => {
-                return Err(format!(
-                    "target.api_key_env names `{name}`, which is not set in the environment"
-                ));
-            }
-        },
-    };
+    let api_key = api_key(t.api_key_env.as_deref())?;
     let mut launched = None;
     let (base, sim, what) = match effective_base(suite, override_target)? {
         _ if launches(suite, override_target) => {
             let launch = t.launch.as_ref().expect("launches() checked it");
-            let suite_dir = suite.file.path.parent().unwrap_or(Path::new("."));
+            // `suite.yaml` in the working directory has the parent "".
+            let suite_dir = suite
+                .file
+                .path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
             let s = Server::spawn(launch, place.variant, suite_dir, place.dir, place.label)
                 .map_err(|e| format!("launch failed: {e}"))?;
             let line = format!(
@@ -152,7 +182,13 @@ pub async fn connect(
         .map_err(|e| e.to_string())?
         .with_limits(t.limits);
     let asked = std::time::Instant::now();
-    let served = served_model(&probe).await.map_err(|e| match e.kind {
+    // Discovery's GETs (the model, the version, the documents kept for the
+    // record) share one deadline, a first token's: each bounded alone, a
+    // server that answers every one just in time would take it that many
+    // times over.
+    let budget = t.timeouts.first_token.min(t.timeouts.total);
+    let ends = tokio::time::Instant::now() + budget;
+    let served = served_model(&probe, ends, budget).await.map_err(|e| match e.kind {
         ErrorKind::Connect | ErrorKind::Timeout(Deadline::Connect, _) => {
             format!("target {shown} is unreachable: {e}")
         }
@@ -183,12 +219,16 @@ pub async fn connect(
             |s| format!("{s:?}")
         ),
     );
-    let version = server_version(&probe).await.map(|v| {
-        crate::text::printable(&v)
-            .chars()
-            .take(200)
-            .collect::<String>()
-    });
+    let version = tokio::time::timeout_at(ends, server_version(&probe))
+        .await
+        .ok()
+        .flatten()
+        .map(|v| {
+            crate::text::printable(&v)
+                .chars()
+                .take(200)
+                .collect::<String>()
+        });
     let fingerprint = format!(
         "{}, model {}, server {}",
         t.api.name(),
@@ -206,6 +246,7 @@ pub async fn connect(
         server: launched,
         model_id: served.unwrap_or(model),
         server_version: version,
+        discovery_ends: ends,
     })
 }
 
@@ -239,10 +280,28 @@ async fn server_version(client: &Client) -> Option<String> {
 /// The served model id where the dialect names it (`/v1/models`
 /// `data[0].id`, SGLang's `/get_model_info` `model_path`, llama.cpp's
 /// `/props`); `Ok(None)` when the server answers but has none of them.
-async fn served_model(client: &Client) -> Result<Option<String>, CallError> {
-    for &(path, pointer) in client.discovery() {
-        if let Some(body) = get_json(client, path).await?
-            && let Some(id) = body.pointer(pointer).and_then(|v| v.as_str())
+/// All by `ends`: once a GET was answered, a budget spent leaves the model
+/// unknown; with none answered, the server is not answering.
+async fn served_model(
+    client: &Client,
+    ends: tokio::time::Instant,
+    budget: std::time::Duration,
+) -> Result<Option<String>, CallError> {
+    for (i, &(path, pointer)) in client.discovery().iter().enumerate() {
+        let body = match tokio::time::timeout_at(ends, get_json(client, path)).await {
+            Ok(body) => body?,
+            Err(_) if i > 0 => return Ok(None),
+            Err(_) => {
+                return Err(CallError::new(
+                    ErrorKind::Timeout(Deadline::FirstToken, budget),
+                    format!("GET {path}"),
+                ));
+            }
+        };
+        if let Some(id) = body
+            .as_ref()
+            .and_then(|b| b.pointer(pointer))
+            .and_then(|v| v.as_str())
         {
             return Ok(Some(id.to_owned()));
         }

@@ -708,10 +708,20 @@ impl GateMetrics {
             })
             .map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"))
         };
+        // A server's count passed only where the text that came bears it
+        // out (`StreamReader::evidenced`): said beside it.
+        let chunks = TokenSource::ChunkCount.name();
         let sources: Vec<String> = self
             .token_sources
             .iter()
-            .map(|(s, n)| format!("{s} ×{n}"))
+            .map(|(s, n)| {
+                let checked = if *s == chunks {
+                    ""
+                } else {
+                    ", borne out by the text"
+                };
+                format!("{s} ×{n}{checked}")
+            })
             .collect();
         let _ = writeln!(
             out,

@@ -7,6 +7,7 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 use crate::record::RunRecord;
+use crate::text::for_xml;
 
 /// The record as JUnit XML.
 pub fn render(record: &RunRecord) -> Result<String, String> {
@@ -18,14 +19,14 @@ pub fn render(record: &RunRecord) -> Result<String, String> {
         }
     }
     for label in labels {
-        let mut suite = TestSuite::new(label);
+        let mut suite = TestSuite::new(for_xml(label));
         for t in record.trials.iter().filter(|t| t.suite == label) {
             let status = match &t.message {
                 None => TestCaseStatus::success(),
                 Some(message) => {
                     let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                    s.set_message(message.lines().next().unwrap_or(""));
-                    s.set_description(message.as_str());
+                    s.set_message(for_xml(message.lines().next().unwrap_or("")));
+                    s.set_description(for_xml(message));
                     s
                 }
             };
@@ -34,14 +35,15 @@ pub fn render(record: &RunRecord) -> Result<String, String> {
                 .strip_prefix(label)
                 .and_then(|n| n.strip_prefix("::"))
                 .unwrap_or(&t.name);
-            let mut case = TestCase::new(short, status);
-            case.set_classname(label);
+            let mut case = TestCase::new(for_xml(short), status);
+            case.set_classname(for_xml(label));
             case.set_time(Duration::from_secs_f64(t.duration_s.max(0.0)));
             // `file` and `line` as attributes are what GitHub's and GitLab's
             // test reporters read; the properties stay for older readers.
-            case.extra.insert("file".into(), t.file.as_str().into());
+            case.extra
+                .insert("file".into(), for_xml(&t.file).as_ref().into());
             case.extra.insert("line".into(), t.line.to_string().into());
-            case.add_property(("file", t.file.as_str()));
+            case.add_property(("file", for_xml(&t.file).as_ref()));
             case.add_property(("line", t.line.to_string().as_str()));
             suite.add_test_case(case);
         }

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use super::counts;
 use crate::record::{RunRecord, TrialOutcome, TrialRecord};
 use crate::suite::metric::{KEY_FIGURES, format_figure};
+use crate::text::{for_markdown, md_code};
 
 /// The record as Markdown.
 pub fn render(record: &RunRecord) -> String {
@@ -23,15 +24,20 @@ pub fn render(record: &RunRecord) -> String {
         }
     );
     for s in &record.suites {
-        let _ = writeln!(out, "- `{}` against {}", s.suite, s.target);
+        let _ = writeln!(
+            out,
+            "- {} against {}",
+            md_code(&s.suite),
+            for_markdown(&s.target)
+        );
     }
     out.push('\n');
     let _ = writeln!(out, "| trial | outcome | time |\n|---|---|---|");
     for t in &record.trials {
         let _ = writeln!(
             out,
-            "| `{}` | {} | {:.2}s |",
-            t.name,
+            "| {} | {} | {:.2}s |",
+            md_code(&t.name),
             mark(t.outcome),
             t.duration_s
         );
@@ -40,8 +46,9 @@ pub fn render(record: &RunRecord) -> String {
         for g in &s.gates {
             let _ = writeln!(
                 out,
-                "\n### `{}::performance::{}`\n\n{}\n",
-                s.suite, g.gate, g.load
+                "\n### {}\n\n{}\n",
+                md_code(&format!("{}::performance::{}", s.suite, g.gate)),
+                for_markdown(&g.load)
             );
             if g.repeats > 1 {
                 let _ = writeln!(out, "(means over {} repeats)\n", g.repeats);
@@ -92,8 +99,12 @@ pub fn render(record: &RunRecord) -> String {
                 };
                 let _ = writeln!(
                     out,
-                    "| `{}` | {} ({} is better) | {}{best} | {} | {delta} | {noise} |",
-                    c.gate, c.figure, c.better, r.variant, r.shown
+                    "| {} | {} ({} is better) | {}{best} | {} | {delta} | {noise} |",
+                    md_code(&c.gate),
+                    c.figure,
+                    c.better,
+                    r.variant,
+                    r.shown
                 );
             }
         }
@@ -106,7 +117,13 @@ pub fn render(record: &RunRecord) -> String {
             out.push('\n');
         }
         for (c, why) in no_best {
-            let _ = writeln!(out, "- `{}` {}: no best variant: {why}", c.gate, c.figure);
+            // Servegate's words around the suite's variant names.
+            let _ = writeln!(
+                out,
+                "- {} {}: no best variant: {why}",
+                md_code(&c.gate),
+                c.figure
+            );
         }
     }
     let failures: Vec<_> = record
@@ -132,13 +149,14 @@ pub fn render(record: &RunRecord) -> String {
 pub(super) fn failure(out: &mut String, name: &str, t: &TrialRecord) {
     let _ = writeln!(
         out,
-        "\n<details><summary><code>{name}</code> {}({}:{})</summary>\n\n```\n{}\n```\n\n</details>",
+        "\n<details><summary><code>{}</code> {}({}:{})</summary>\n\n```\n{}\n```\n\n</details>",
+        super::html::esc(name),
         if t.outcome == TrialOutcome::Gated {
             "gated "
         } else {
             ""
         },
-        t.file,
+        super::html::esc(&t.file),
         t.line,
         t.message
             .as_deref()
