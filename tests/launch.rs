@@ -238,6 +238,25 @@ fn a_launched_server_reaches_no_descriptor_servegate_inherited() {
     run.assert_no_survivors();
 }
 
+/// A suite named by its bare file name in the working directory, whose
+/// launch has no `cwd`: the server starts in that directory (it failed
+/// `chdir("")`, the suite path's empty parent).
+#[test]
+fn a_suite_in_the_working_directory_launches_its_server_there() {
+    let run = Run::new("bare");
+    let suite = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suites/launch/fds.yaml"),
+    )
+    .unwrap();
+    std::fs::write(run.dir.join("suite.yaml"), suite).unwrap();
+    let mut cmd = run.command(&["run", "suite.yaml"]);
+    cmd.current_dir(&run.dir);
+    let (code, text) = merged(cmd);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(verdict(&text, "fds::correctness::answers"), "ok");
+    run.assert_no_survivors();
+}
+
 #[test]
 fn a_start_up_that_hangs_fails_at_its_deadline_with_the_last_answer_and_the_log() {
     let run = Run::new("hang");
