@@ -10,7 +10,7 @@
 //! read back; elsewhere the stamp is the clock read after `read` returns.
 
 use std::io;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::net::TcpStream;
 
@@ -65,7 +65,7 @@ pub async fn recv(
         let at = stamp.and_then(|ts| {
             let secs = u64::try_from(ts.tv_sec()).ok()?;
             let nanos = u32::try_from(ts.tv_nsec()).ok()?;
-            Some(std::time::UNIX_EPOCH + std::time::Duration::new(secs, nanos))
+            Some(std::time::UNIX_EPOCH + Duration::new(secs, nanos))
         });
         Ok((msg.bytes, arrival(at, floor), began))
     })
@@ -94,21 +94,47 @@ pub async fn recv(
 /// A monotonic instant as microseconds since the epoch (the wall clock
 /// read now, less the time since `at`).
 pub fn epoch_micros(at: Instant) -> u128 {
-    let wall = std::time::SystemTime::now() - at.elapsed();
+    let (now, wall) = clocks();
+    let wall = wall - now.saturating_duration_since(at);
     wall.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_micros())
+}
+
+/// The monotonic clock and the wall clock at one moment: the wall clock
+/// read on both sides of the monotonic one, the tightest of three tries. A
+/// thread preempted between two plain reads would shift by that pause
+/// every stamp converted with them (a response head dated before the
+/// request it answers was written).
+fn clocks() -> (Instant, std::time::SystemTime) {
+    let mut best: Option<(Duration, Instant, std::time::SystemTime)> = None;
+    for _ in 0..3 {
+        let before = std::time::SystemTime::now();
+        let mono = Instant::now();
+        let after = std::time::SystemTime::now();
+        // A wall clock stepped back between the reads: the widest gap.
+        let gap = after.duration_since(before).unwrap_or(Duration::MAX);
+        let wall = before + gap.min(Duration::from_secs(1)) / 2;
+        if best.as_ref().is_none_or(|(g, ..)| gap < *g) {
+            best = Some((gap, mono, wall));
+        }
+        if gap < Duration::from_micros(5) {
+            break;
+        }
+    }
+    best.map_or_else(
+        || (Instant::now(), std::time::SystemTime::now()),
+        |(_, mono, wall)| (mono, wall),
+    )
 }
 
 /// The monotonic instant of a wall-clock stamp, within `[floor, now]`;
 /// now when there is no stamp.
 fn arrival(stamp: Option<std::time::SystemTime>, floor: Instant) -> Instant {
-    let now = Instant::now();
     let Some(stamp) = stamp else {
-        return now;
+        return Instant::now();
     };
-    let ago = std::time::SystemTime::now()
-        .duration_since(stamp)
-        .unwrap_or_default();
+    let (now, wall) = clocks();
+    let ago = wall.duration_since(stamp).unwrap_or_default();
     now.checked_sub(ago)
         .unwrap_or(floor)
         .clamp(floor.min(now), now)
@@ -163,7 +189,7 @@ pub fn parking() {
 /// What a wake is dated less, beyond the time the thread is known to have
 /// waited and run: the kernel's own path from a packet's stamp to the
 /// thread made runnable (protocol processing, a deferred softirq).
-const WAKE_SLACK: std::time::Duration = std::time::Duration::from_micros(50);
+const WAKE_SLACK: Duration = Duration::from_micros(50);
 
 /// Call as the thread resumes (tokio's `on_thread_unpark`).
 pub fn unparked() {
@@ -187,9 +213,8 @@ pub fn unparked() {
 fn dated_wake(now: Instant, parked: Instant, sched: Option<((u64, u64), (u64, u64))>) -> Instant {
     let since_woken = match sched {
         Some(((ran, waited), (ran0, waited0))) => {
-            std::time::Duration::from_nanos(
-                ran.saturating_sub(ran0) + waited.saturating_sub(waited0),
-            ) + WAKE_SLACK
+            Duration::from_nanos(ran.saturating_sub(ran0) + waited.saturating_sub(waited0))
+                + WAKE_SLACK
         }
         None => now.saturating_duration_since(parked),
     };
