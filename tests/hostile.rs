@@ -1675,3 +1675,37 @@ fn discovery_has_one_deadline_not_one_per_get() {
     );
     assert_has(&o.stderr, &["served model unknown"]);
 }
+
+/// Memory is bounded per run, not only per request: 32 streams each sent
+/// a 15 MiB SSE line that never ends took 32 × 15 MiB (499 MiB peak); with
+/// the streams' buffers sharing `target.limits.buffers: 64 MiB` the
+/// requests past it fail as `oversize` naming the budget, and servegate's
+/// peak stays under the run's bound (`PEAK_KIB`).
+#[test]
+fn answer_buffers_share_one_budget_across_the_streams_in_flight() {
+    let port = serve(Arc::new(|req, conn| {
+        if discovery(req, conn) {
+            return;
+        }
+        stream_head(conn);
+        let _ = conn.write_all(b"data: ");
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..15 {
+            if conn.write_all(&chunk).is_err() {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }));
+    let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 20s, idle: 20s, total: 30s }\n  limits: { buffers: 64 MiB }\nperformance:\n  - name: gate\n    load: { concurrency: 32, requests: 32, input_tokens: 8, output_tokens: 8, abort_after: 0 }\n    thresholds: { errors: \"== 0\" }\n";
+    let o = run("buffers", suite, port, &[]);
+    assert_eq!(o.code, Some(1), "{}", o.stdout);
+    assert_has(
+        &failure_of(&o.stdout, "hostile::performance::gate"),
+        &[
+            "the run's answer buffers passed 64",
+            "(target.limits.buffers)",
+        ],
+    );
+    println!("peak {} MiB", o.peak_kib / 1024);
+}

@@ -52,6 +52,11 @@ impl SseParser {
         self.buf.extend_from_slice(bytes);
     }
 
+    /// The bytes its buffers hold (their capacity): what it costs in memory.
+    pub fn held(&self) -> usize {
+        self.buf.capacity() + self.data.capacity() + self.event.capacity()
+    }
+
     /// Bytes received but not yet part of a complete line.
     pub fn pending(&self) -> usize {
         self.buf.len() - self.start

@@ -1,6 +1,7 @@
 //! One timed streaming call: request out, chunks in, every deadline enforced,
 //! timestamps taken where bytes arrive.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
@@ -440,6 +441,7 @@ impl Client {
         let head_deadline = deadlines.first_at.min(deadlines.total_at);
         let mut reader = StreamReader::new(self.dialect, sent, self.limits.answer, body.len());
         reader.keep_text = keep_text;
+        reader.max_buffers = self.limits.buffers;
         reader.stop_bytes = req.sampling.stop_bytes();
         reader.max_marks = req
             .sampling
@@ -743,6 +745,10 @@ struct StreamReader {
     event: EventSaid,
     /// Cap on content and reasoning together.
     max_answer: u64,
+    /// Cap on what every stream in flight holds together ([`HELD`]), and
+    /// what this one counts in it.
+    max_buffers: u64,
+    held: u64,
     /// Whether the text is kept (probes) or only counted (gates).
     keep_text: bool,
     /// Bytes of content and of reasoning received so far.
@@ -771,6 +777,16 @@ struct StreamReader {
     /// when the latest bytes arrived (both relative to the send).
     since: Duration,
     last_arrival: Option<Duration>,
+}
+
+/// What the buffers of every stream in flight in this process hold: a run's
+/// streams share one budget (`target.limits.buffers`).
+static HELD: AtomicU64 = AtomicU64::new(0);
+
+impl Drop for StreamReader {
+    fn drop(&mut self) {
+        HELD.fetch_sub(self.held, Ordering::Relaxed);
+    }
 }
 
 /// Bytes of the body kept to show what came instead of a stream.
@@ -905,6 +921,8 @@ impl StreamReader {
             done: false,
             event: EventSaid::default(),
             max_answer,
+            max_buffers: u64::MAX,
+            held: 0,
             keep_text: true,
             content_len: 0,
             reasoning_len: 0,
@@ -957,6 +975,38 @@ impl StreamReader {
     }
 
     /// `Err` when the answer grew past its cap.
+    /// Counts what this stream's buffers hold (the SSE parser's, the text
+    /// kept) against the run's budget, shared by every stream in flight:
+    /// `Err` when the streams together hold more. A cap per answer alone
+    /// lets 256 streams of 15 MiB lines take 4 GiB.
+    fn hold(&mut self) -> Result<(), CallError> {
+        let kept = if self.keep_text {
+            self.content.capacity() + self.reasoning.capacity()
+        } else {
+            0
+        };
+        let now = (self.sse.held() + kept + self.body_head.capacity()) as u64;
+        if now <= self.held {
+            return Ok(());
+        }
+        let more = now - self.held;
+        self.held = now;
+        let total = HELD.fetch_add(more, Ordering::Relaxed) + more;
+        if total > self.max_buffers {
+            return Err(CallError::new(
+                ErrorKind::Oversize,
+                format!(
+                    "the run's answer buffers passed {} (target.limits.buffers): {} held by the streams in flight, {} of them by this one {}",
+                    format_bytes(self.max_buffers),
+                    format_bytes(total),
+                    format_bytes(now),
+                    self.so_far()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn check_size(&self) -> Result<(), CallError> {
         let size = (self.content_len + self.reasoning_len) as u64;
         if size > self.max_answer {
@@ -1138,6 +1188,7 @@ impl StreamReader {
         }
         result?;
         self.check_size()?;
+        self.hold()?;
         if self.sse.pending() > 16 * 1024 * 1024 {
             return Err(CallError::new(
                 ErrorKind::Protocol,

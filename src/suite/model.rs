@@ -153,6 +153,8 @@ pub struct ReadLimits {
     pub answer: u64,
     /// Body of one small GET (`/v1/models`, info, health, `/metrics`).
     pub document: u64,
+    /// What the streams in flight hold together (line buffers, kept text).
+    pub buffers: u64,
 }
 
 impl Default for ReadLimits {
@@ -160,6 +162,7 @@ impl Default for ReadLimits {
         Self {
             answer: 8 << 20,
             document: 4 << 20,
+            buffers: 256 << 20,
         }
     }
 }

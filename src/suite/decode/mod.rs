@@ -42,7 +42,7 @@ pub(super) const TARGET: &[&str] = &[
     "launch",
 ];
 pub(super) const TIMEOUTS: &[&str] = &["connect", "first_token", "idle", "total"];
-pub(super) const LIMITS: &[&str] = &["answer", "document"];
+pub(super) const LIMITS: &[&str] = &["answer", "document", "buffers"];
 pub(super) const SIM: &[&str] = &["profile"];
 pub(super) const SAMPLING: &[&str] = &[
     "temperature",
@@ -609,7 +609,11 @@ impl<'e> Decoder<'e> {
         let f = self.fields(y, "target.limits", LIMITS)?;
         let mut l = ReadLimits::default();
         let mut ok = true;
-        for (name, slot) in [("answer", &mut l.answer), ("document", &mut l.document)] {
+        for (name, slot) in [
+            ("answer", &mut l.answer),
+            ("document", &mut l.document),
+            ("buffers", &mut l.buffers),
+        ] {
             if let Some(v) = f.get(name) {
                 let text = match &v.node {
                     Node::Int(n) => n.to_string(),

@@ -294,6 +294,12 @@ fn target() -> Value {
                                     "document",
                                     size("The most read of one GET body (default `4 MiB`)."),
                                 ),
+                                (
+                                    "buffers",
+                                    size(
+                                        "The most the streams in flight hold together: their line buffers and kept text (default `256 MiB`).",
+                                    ),
+                                ),
                             ],
                         ),
                         "The most servegate reads from the server.",
