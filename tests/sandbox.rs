@@ -255,8 +255,13 @@ print('survived', chain)",
 /// Programs that try to decide their own verdict, and one that reaches for
 /// the descriptors servegate was started with.
 fn verdict_cases() -> Vec<Case> {
+    let checkout = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
     vec![
         case("inherited_fds", INHERITED_FDS),
+        case(
+            "read_host_files",
+            &READ_HOST_FILES.replace("CHECKOUT", checkout),
+        ),
         Case {
             tests: IS_PRIME_TESTS,
             ..case(
@@ -416,6 +421,29 @@ for write in (lambda: os.write(7, b'escaped through fd 7'), lambda: print(os.rea
         pass
 print('reached', reached)
 assert not reached, reached";
+
+/// Files the program's uid may read on the host, that are no business of
+/// it: the project checkout, a file in `/tmp` beside its work directory
+/// (its parent), `/etc/hostname`, servegate's home. Landlock lets it read
+/// the system's and the interpreter's files only.
+const READ_HOST_FILES: &str = r"import os
+work = os.getcwd()
+tries = ['CHECKOUT', '/etc/hostname', '/root/.bashrc', os.path.join(os.path.dirname(work), 'nope')]
+tries += [os.path.join(os.path.dirname(work), n) for n in os.listdir(os.path.dirname(work))]
+read = []
+for p in tries:
+    if p == work:
+        continue
+    try:
+        with open(p, 'rb') as f:
+            f.read(64)
+        read.append(p)
+    except (IsADirectoryError, FileNotFoundError):
+        pass
+    except PermissionError:
+        pass
+print('read', read)
+assert not read, read";
 
 const IS_PRIME_TESTS: &[&str] = &["assert is_prime(97)", "assert not is_prime(91)"];
 const WRONG_IS_PRIME: &str = "def is_prime(n):\n    return False";
@@ -772,6 +800,16 @@ fn hostile_programs_are_contained() {
         }
     };
     assert_inherited_fds_unreached(&world, &run);
+    if run.has("landlock") {
+        assert_eq!(
+            run.verdict("read_host_files"),
+            "ok",
+            "{}",
+            run.message("read_host_files")
+        );
+    } else {
+        skip("read_host_files: no Landlock here, the program reads what its uid may");
+    }
     // The code cannot decide its own verdict: each exits 0 with a wrong
     // is_prime (each passed before); a main guard no longer skips the tests.
     let early = "the program exited 0 before its tests finished";
@@ -1491,4 +1529,41 @@ fn unix_sockets_outside_are_out_of_reach() {
             "{message}"
         );
     }
+}
+
+/// `sandbox: { read: [dir] }` lets the program read what the suite names
+/// (and still nothing else of the host's).
+#[test]
+fn a_suite_names_what_else_the_program_may_read() {
+    let world = World::new("read");
+    std::fs::write(world.outside.join("allowed.txt"), "data the suite shares").unwrap();
+    let outside = world.outside.display().to_string();
+    let mut cases: Vec<Case> = cases(&world)
+        .into_iter()
+        .filter(|c| c.name == "good_is_prime")
+        .collect();
+    cases.push(case(
+        "reads_what_it_may",
+        &format!(
+            "print(open('{outside}/allowed.txt').read())\ntry:\n    open('{}/Cargo.toml').read()\n    raise SystemExit('read the checkout')\nexcept PermissionError:\n    pass",
+            env!("CARGO_MANIFEST_DIR")
+        ),
+    ));
+    let suite = project(
+        &world,
+        &cases,
+        &format!("{{ policy: best, read: ['{outside}'] }}"),
+    );
+    let run = servegate(&world, &suite, &How::default());
+    if !run.has("landlock") {
+        skip("sandbox.read: no Landlock here, the program reads what its uid may");
+        return;
+    }
+    assert_eq!(
+        run.verdict("reads_what_it_may"),
+        "ok",
+        "{}\n{}",
+        run.message("reads_what_it_may"),
+        run.stderr
+    );
 }

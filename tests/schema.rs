@@ -365,6 +365,7 @@ fn the_decoder_and_the_schema_agree_on_every_key() {
         "not_degenerate",
         "number",
         "probe",
+        "sandbox",
         "shared_prefix",
         "sim",
         "slo",

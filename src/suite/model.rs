@@ -698,6 +698,8 @@ pub struct ProgramLimits {
     pub memory_mib: u64,
     /// What the suite demands of the sandbox.
     pub policy: SandboxPolicy,
+    /// Paths the program may read beyond the system's (`sandbox.read`).
+    pub read: Vec<std::path::PathBuf>,
 }
 
 /// `recheck: [arithmetic, is_prime]` or `recheck: all`: the suite's probes

@@ -211,7 +211,17 @@ fn restrict(
     } else {
         // Without a pid namespace the host's processes are in /proc.
         let own_pid = job.namespaces.is_none().then(std::process::id);
-        if let Err(e) = super::landlock::restrict(&job.work, own_pid, layers) {
+        let path = job
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map_or("", |(_, v)| v.as_str());
+        let reach = super::landlock::Reach {
+            argv: &job.argv,
+            path,
+            read: &job.read,
+        };
+        if let Err(e) = super::landlock::restrict(&job.work, own_pid, &reach, layers) {
             layers.not_available("landlock", e);
         }
     }

@@ -7,7 +7,7 @@
 //! Landlock also keeps the program from ptracing or reading the memory or
 //! `/proc/<pid>/environ` of processes outside it (servegate included).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::Layers;
 
@@ -15,6 +15,104 @@ use ::landlock::{
     ABI, Access, AccessFs, AccessNet, LandlockStatus, Ruleset, RulesetAttr, RulesetCreatedAttr,
     RulesetStatus, Scope, path_beneath_rules,
 };
+
+/// What the program may read besides its work directory: the system's
+/// programs and libraries, a few files of `/etc` the loader and the
+/// interpreters read, the interpreter's own tree, and what the suite names.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Reach<'a> {
+    /// The program's argv (its interpreter first).
+    pub argv: &'a [String],
+    /// The `PATH` the interpreter is found on.
+    pub path: &'a str,
+    /// The suite's `sandbox.read`.
+    pub read: &'a [PathBuf],
+}
+
+/// Top-level directories of the system's own files.
+const SYSTEM: &[&str] = &[
+    "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/dev", "/sys", "/nix", "/gnu",
+];
+
+/// What of `/etc` a loader, a libc and an interpreter read; entries whose
+/// names begin `python` too (Debian's `sitecustomize`).
+const ETC: &[&str] = &[
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "ld.so.preload",
+    "localtime",
+    "timezone",
+    "alternatives",
+    "nsswitch.conf",
+    "passwd",
+    "group",
+    "host.conf",
+    "gai.conf",
+    "mime.types",
+    "ssl",
+    "ca-certificates",
+    "os-release",
+    "debian_version",
+    "locale.alias",
+    "locale.conf",
+];
+
+/// Every path the program may read (some may not exist here): not the
+/// home directories, the project checkout, `/tmp`, `/var`, `/srv`, `/mnt`,
+/// `/opt` or `/run`, unless the interpreter lives there or the suite names
+/// them. The interpreter's tree is the directory above the one it was
+/// found in, before and after its links are resolved (a venv's root, and
+/// the Python it links to; a pyenv shim's root), never `/` itself.
+fn readable(reach: &Reach<'_>) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
+    let etc: Vec<PathBuf> = std::fs::read_dir("/etc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            ETC.contains(&name.as_ref()) || name.starts_with("python")
+        })
+        .map(|e| e.path())
+        .collect();
+    paths.extend(etc);
+    // `env python3` runs what PATH finds for python3.
+    let named = match reach.argv {
+        [env, program, ..] if Path::new(env).file_name().is_some_and(|n| n == "env") => {
+            vec![env, program]
+        }
+        [interpreter, ..] => vec![interpreter],
+        [] => vec![],
+    };
+    for program in named {
+        let Some(found) = find(program, reach.path) else {
+            continue;
+        };
+        let resolved = std::fs::canonicalize(&found).ok();
+        for p in std::iter::once(found).chain(resolved) {
+            if let Some(tree) = p.parent().and_then(Path::parent)
+                && tree.parent().is_some()
+            {
+                paths.push(tree.to_path_buf());
+            }
+        }
+    }
+    paths.extend(reach.read.iter().cloned());
+    paths
+}
+
+/// Where `program` is: itself when it names a path, else the first
+/// executable of that name on `path`.
+fn find(program: &str, path: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(PathBuf::from(program));
+    }
+    std::env::split_paths(path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
 
 /// The newest ABI whose rights are asked for; older kernels get what they
 /// support (the crate's best-effort mode), and the layer says which.
@@ -30,27 +128,25 @@ const TARGET: ABI = ABI::V9;
 pub(super) fn restrict(
     work: &Path,
     own_pid: Option<u32>,
+    reach: &Reach<'_>,
     layers: &mut Layers,
 ) -> Result<(), String> {
     let fail = |e: ::landlock::RulesetError| format!("failed to set up Landlock: {e}");
-    let readable: Vec<std::path::PathBuf> = match own_pid {
-        None => vec!["/".into()],
-        Some(pid) => std::fs::read_dir("/")
-            .map_err(|e| format!("failed to list /: {e}"))?
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p != Path::new("/proc"))
-            .chain(
-                [
-                    format!("/proc/{pid}"),
-                    "/proc/cpuinfo".into(),
-                    "/proc/meminfo".into(),
-                ]
-                .map(std::path::PathBuf::from),
-            )
-            .filter(|p| p.exists())
-            .collect(),
+    let proc: Vec<PathBuf> = match own_pid {
+        None => vec!["/proc".into()],
+        Some(pid) => [
+            format!("/proc/{pid}"),
+            "/proc/cpuinfo".into(),
+            "/proc/meminfo".into(),
+        ]
+        .map(PathBuf::from)
+        .to_vec(),
     };
+    let readable: Vec<PathBuf> = readable(reach)
+        .into_iter()
+        .chain(proc)
+        .filter(|p| p.exists())
+        .collect();
     let status = Ruleset::default()
         .handle_access(AccessFs::from_all(TARGET))
         .map_err(fail)?

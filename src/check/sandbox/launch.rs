@@ -69,6 +69,7 @@ pub(super) fn run(
     let job = Job {
         work: work.path().to_path_buf(),
         argv,
+        read: limits.read.clone(),
         env: environment(work.path()),
         timeout_ms: u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
         memory_mib: limits.memory_mib,

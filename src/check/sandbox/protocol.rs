@@ -22,6 +22,8 @@ pub(super) struct Job {
     pub work: PathBuf,
     /// The interpreter's argv with the program's file appended.
     pub argv: Vec<String>,
+    /// Paths the program may read beyond the system's (`sandbox.read`).
+    pub read: Vec<PathBuf>,
     /// The program's whole environment.
     pub env: Vec<(String, String)>,
     /// Wall-clock limit, milliseconds.

@@ -43,6 +43,7 @@ pub(super) const TARGET: &[&str] = &[
 ];
 pub(super) const TIMEOUTS: &[&str] = &["connect", "first_token", "idle", "total"];
 pub(super) const LIMITS: &[&str] = &["answer", "document", "buffers"];
+pub(super) const SANDBOX: &[&str] = &["policy", "read"];
 pub(super) const SIM: &[&str] = &["profile"];
 pub(super) const SAMPLING: &[&str] = &[
     "temperature",
@@ -85,8 +86,10 @@ pub(crate) struct Decoder<'e> {
     errors: Vec<Diagnostic>,
     env: &'e dyn Fn(&str) -> Option<String>,
     suite_dir: PathBuf,
-    /// The suite's `sandbox:` policy, given to its code checks.
+    /// The suite's `sandbox:` policy and `sandbox.read`, given to its code
+    /// checks.
     sandbox: SandboxPolicy,
+    sandbox_read: Vec<PathBuf>,
 }
 
 impl<'e> Decoder<'e> {
@@ -99,6 +102,7 @@ impl<'e> Decoder<'e> {
                 .map(Path::to_path_buf)
                 .unwrap_or_default(),
             sandbox: SandboxPolicy::default(),
+            sandbox_read: Vec::new(),
         }
     }
 
@@ -248,9 +252,32 @@ impl<'e> Decoder<'e> {
         }
     }
 
-    /// `sandbox: best | strict`.
-    fn sandbox_policy(&mut self, y: &Yaml) -> Option<SandboxPolicy> {
-        self.pick(y, "sandbox")
+    /// `sandbox: best | strict`, or `sandbox: { policy: …, read: [paths] }`:
+    /// the policy, and what the program may read beyond the system's
+    /// (each path relative to the suite's directory or a parent, as a
+    /// fixture is).
+    fn sandbox(&mut self, y: &Yaml) -> Option<(SandboxPolicy, Vec<PathBuf>)> {
+        if !matches!(y.node, Node::Map(_)) {
+            return Some((self.pick(y, "sandbox")?, Vec::new()));
+        }
+        let f = self.fields(y, "sandbox", SANDBOX)?;
+        let policy = f
+            .get("policy")
+            .map_or(Some(SandboxPolicy::default()), |v| {
+                self.pick(v, "sandbox.policy")
+            })?;
+        let read = match f.get("read") {
+            None => Vec::new(),
+            Some(list) => self
+                .list(list, "sandbox.read")?
+                .iter()
+                .map(|item| {
+                    let found = self.file(item, "sandbox.read")?;
+                    Some(std::fs::canonicalize(&found).unwrap_or(found))
+                })
+                .collect::<Option<Vec<_>>>()?,
+        };
+        Some((policy, read))
     }
 
     fn duration(&mut self, y: &Yaml, what: &str) -> Option<Duration> {
@@ -393,7 +420,7 @@ impl<'e> Decoder<'e> {
             .unwrap_or_default();
         let api = target.as_ref().map_or(Api::OpenAiChat, |t| t.api);
         if let Some(y) = f.get("sandbox") {
-            self.sandbox = self.sandbox_policy(y).unwrap_or_default();
+            (self.sandbox, self.sandbox_read) = self.sandbox(y).unwrap_or_default();
         }
         let probes = f.get("correctness").map_or(Vec::new(), |y| {
             self.items(y, "correctness", |d, item| {

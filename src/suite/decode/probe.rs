@@ -732,6 +732,7 @@ impl Decoder<'_> {
             timeout: timeout?,
             memory_mib: memory_mib?,
             policy: self.sandbox,
+            read: self.sandbox_read.clone(),
         })
     }
 }

@@ -21,7 +21,7 @@ use super::probe::{
     NUMBER, PASS_AT_1, ROLES, assertion_keys, probe_keys,
 };
 use super::server::{EXPECTS, LAUNCH, READY, VARIANT};
-use super::{LIMITS, SAMPLING, SIM, TARGET, TIMEOUTS, TOP, defaults_keys};
+use super::{LIMITS, SAMPLING, SANDBOX, SIM, TARGET, TIMEOUTS, TOP, defaults_keys};
 use crate::suite::metric::{Metric, Stat, all_keys};
 use crate::suite::model::{
     Api, ConfigSource, Contract, Field, SandboxPolicy, SnapshotMode, VerdictMode,
@@ -92,8 +92,14 @@ pub fn schema() -> Value {
             (
                 "sandbox",
                 described(
-                    names::<SandboxPolicy>(),
-                    "Code probes: `best` uses the sandbox layers the host allows; `strict` fails a code probe whose host lacks one.",
+                    json!({"anyOf": [
+                        names::<SandboxPolicy>(),
+                        object("sandbox", SANDBOX, vec![
+                            ("policy", described(names::<SandboxPolicy>(), "`best` or `strict`, as `sandbox: best`.")),
+                            ("read", described(array(string()), "Paths the program may read beyond the system's (the interpreter's tree, `/usr`, a few files of `/etc`), relative to the suite's directory or a parent.")),
+                        ]),
+                    ]}),
+                    "Code probes: `best` uses the sandbox layers the host allows; `strict` fails a code probe whose host lacks one; `{policy, read}` also names paths the program may read.",
                 ),
             ),
         ],
