@@ -105,7 +105,12 @@ pub fn scrub(text: &str) -> Cow<'_, str> {
         }
     }
     for secret in known.iter() {
-        if let Some(clean) = scrub_cut(&out, secret) {
+        // Each pass hides one edge: a text cut at both ends, or at several
+        // ellipses, has more (bounded: each pass shortens what is left).
+        for _ in 0..16 {
+            let Some(clean) = scrub_cut(&out, secret) else {
+                break;
+            };
             out = Cow::Owned(clean);
         }
     }
@@ -183,6 +188,17 @@ pub fn scrub_json(value: &mut serde_json::Value) {
 /// A URL with the password of its userinfo registered and hidden:
 /// `http://user:pw@host` → `http://user:<redacted>@host`.
 pub fn url(url: &str) -> String {
+    hide_userinfo(url, true)
+}
+
+/// A URL a server sent (a redirect's `Location`) with its userinfo hidden
+/// but not registered: a server must not choose what the scrubber blanks
+/// (`http://u:outcome@h/` would blank every "outcome"), nor grow its list.
+pub fn url_from_server(url: &str) -> String {
+    hide_userinfo(url, false)
+}
+
+fn hide_userinfo(url: &str, register: bool) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
@@ -191,10 +207,14 @@ pub fn url(url: &str) -> String {
         return url.to_owned();
     };
     let shown = if let Some((user, password)) = userinfo.split_once(':') {
-        add(password);
+        if register {
+            add(password);
+        }
         format!("{user}:{REDACTED}")
     } else {
-        add(userinfo);
+        if register {
+            add(userinfo);
+        }
         REDACTED.to_owned()
     };
     format!("{scheme}://{shown}@{host}{}", &rest[authority_end..])
@@ -242,6 +262,9 @@ mod tests {
         let quoted = format!("{early:?}… (520 chars in all)");
         assert!(!scrub(&quoted).contains("sk-cut-01"), "{}", scrub(&quoted));
         assert!(scrub(&body[490..]).starts_with("<redacted> and more"));
+        // Both edges at once, and two ellipses.
+        let both = format!("{}…{}", &key[10..], &key[..20]);
+        assert_eq!(scrub(&both), "<redacted>…<redacted>");
         // Fewer characters than a secret is scrubbed by stay.
         assert_eq!(scrub("it ends in sk-cu"), "it ends in sk-cu");
         assert_eq!(scrub("mid sk-cut-0123 text"), "mid sk-cut-0123 text");

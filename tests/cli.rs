@@ -1392,7 +1392,7 @@ fn code_probes_run_the_answer_against_its_tests_in_a_sandbox() {
             "found:    failed test: assert not is_prime(91)",
             "the program exited with code 1",
             "code run (from the ```python block), tests from line 5:",
-            "      1 | __name__ = \"servegate_probe\"  # a main guard does not run; the tests do",
+            "      1 | __name__ = \"servegate_probe\"; __import__(\"sys\").modules[__name__] = __import__(\"sys\").modules[\"__main__\"]  # a main guard does not run; the tests do",
             "      3 |     return n % 2 == 1",
             "    | AssertionError",
         ],
@@ -1982,7 +1982,7 @@ fn humaneval_problems_run_against_their_own_tests() {
         "{program}"
     );
     assert!(
-        program.contains("check(evens)\nprint(\"servegate: every test ran\", "),
+        program.contains("check(evens)\nprint(\"\\nservegate: every test ran\", "),
         "{program}"
     );
     assert!(

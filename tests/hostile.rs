@@ -1093,9 +1093,9 @@ fn token_counts_the_stream_does_not_bear_out_fail_as_protocol_errors() {
 }
 
 /// With the suite's tokenizer, a count within the bytes' bound is still
-/// checked: eight one-word chunks counted as two tokens each (the bytes
-/// allow five) fail the requests the tokenizer splits, naming it; the same
-/// words counted one each pass.
+/// checked: eight one-word chunks counted as four tokens each (the bytes
+/// allow five or more) fail the requests the tokenizer splits, naming it;
+/// the same words counted one each pass.
 #[test]
 fn a_suite_tokenizer_checks_the_servers_count() {
     const WORDS: &[(&str, u64)] = &[
@@ -1113,15 +1113,15 @@ fn a_suite_tokenizer_checks_the_servers_count() {
     let o = run(
         "tokenizer-forged",
         &counted_gate(&load),
-        counting_server(WORDS, 2),
+        counting_server(WORDS, 4),
         &[],
     );
     assert_eq!(o.code, Some(1), "{}", o.stdout);
     assert_has(
         &failure_of(&o.stdout, "hostile::performance::gate"),
         &[
-            "the server counts 17 completion tokens, but the suite's tokenizer (",
-            "words.json) splits the text that came into 8: at most 14 can have been sent",
+            "the server counts 33 completion tokens, but the suite's tokenizer (",
+            "words.json) splits the text that came into 8: at most 26 can have been sent",
         ],
     );
     let o = run(

@@ -77,7 +77,9 @@ pub fn extract(text: &str, language: &str) -> (String, String) {
 /// The program run: the seal's head, the code, a blank line, one test per
 /// line, then the seal's tail.
 fn program(code: &str, tests: &[String], seal: Option<&Seal>) -> (String, usize) {
-    let mut p = seal.map_or("", |s| s.head).to_owned();
+    let (future, code) = split_future(code);
+    let mut p = future;
+    p.push_str(seal.map_or("", |s| s.head));
     p.push_str(code.trim_end());
     p.push_str("\n\n");
     let first_test_line = p.lines().count() + 1;
@@ -89,6 +91,23 @@ fn program(code: &str, tests: &[String], seal: Option<&Seal>) -> (String, usize)
         p.push_str(&s.tail);
     }
     (p, first_test_line)
+}
+
+/// A Python program's `from __future__ import …` lines (at the top level),
+/// and the rest: such imports must open a file, so they go above the
+/// seal's head.
+pub fn split_future(code: &str) -> (String, String) {
+    let (mut future, mut rest) = (String::new(), String::new());
+    for line in code.lines() {
+        let to = if line.starts_with("from __future__ import") {
+            &mut future
+        } else {
+            &mut rest
+        };
+        to.push_str(line);
+        to.push('\n');
+    }
+    (future, rest)
 }
 
 /// What keeps a program's code from deciding its own verdict. Its head
@@ -128,11 +147,14 @@ impl Seal {
         let said = "servegate: every test ran";
         let printed = format!("{said} {}", a ^ b);
         let (head, tail) = match language {
+            // Registered under its new name too: dataclasses and pickle
+            // look the module up by `__name__`.
             "python" => (
-                "__name__ = \"servegate_probe\"  # a main guard does not run; the tests do\n",
-                format!("print(\"{said}\", {a} ^ {b}, flush=True)\n"),
+                "__name__ = \"servegate_probe\"; __import__(\"sys\").modules[__name__] = __import__(\"sys\").modules[\"__main__\"]  # a main guard does not run; the tests do\n",
+                // On a line of its own even after output without a newline.
+                format!("print(\"\\n{said}\", {a} ^ {b}, flush=True)\n"),
             ),
-            "javascript" => ("", format!("console.log(\"{said}\", {a} ^ {b});\n")),
+            "javascript" => ("", format!("console.log(\"\\n{said}\", {a} ^ {b});\n")),
             _ => return None,
         };
         Some(Self {
@@ -358,6 +380,15 @@ mod tests {
         let (p, first) = program("def f(x):\n    return True", &tests, Some(&seal));
         assert_eq!(first, 5);
         assert!(p.starts_with("__name__ = \"servegate_probe\""), "{p}");
+        let (p, _) = program(
+            "from __future__ import annotations\ndef f(x):\n    return True",
+            &tests,
+            Some(&seal),
+        );
+        assert!(
+            p.starts_with("from __future__ import annotations\n__name__ = "),
+            "{p}"
+        );
         assert!(!seal.held(&p), "the source holds the line it prints:\n{p}");
         assert!(Seal::new("bash").is_none());
         // The seal's head is line 1: the second test is on line 6.

@@ -57,10 +57,10 @@ pub fn program(
             "the completion, up to the first stop sequence".to_owned(),
         )
     };
+    let (future, prompt) = code::split_future(&problem.prompt);
     let program = format!(
-        "{}{}{code}\n\n\n{}\n\ncheck({})\n{}",
+        "{future}{}{prompt}{code}\n\n\n{}\n\ncheck({})\n{}",
         seal.map_or("", code::Seal::head),
-        problem.prompt,
         problem.test,
         problem.entry_point,
         seal.map_or("", code::Seal::tail),

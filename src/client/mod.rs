@@ -11,4 +11,4 @@ pub mod stream;
 
 pub use api::{CallRequest, Usage};
 pub use error::{CallError, Deadline, ErrorKind};
-pub use stream::{Client, Completion, Timing, TokenMark, TokenSource, UNPRINTED_TOKENS};
+pub use stream::{Client, Completion, Timing, TokenMark, TokenSource};

@@ -366,6 +366,14 @@ impl Response {
                             break;
                         }
                     }
+                    // A protocol switch is no answer to a completion request,
+                    // and its body would be read until the connection closed.
+                    Ok(httparse::Status::Complete(_)) if head.code == Some(101) => {
+                        return Err(HeadError::Call(CallError::new(
+                            ErrorKind::Protocol,
+                            "the server switched protocols (HTTP 101) instead of answering",
+                        )));
+                    }
                     // Stamped before the request began to go out: not its answer.
                     Ok(httparse::Status::Complete(_)) if response.arrived < writing => {
                         return Err(HeadError::Early);

@@ -148,7 +148,7 @@ impl ContentHeaders {
         let detail = match (&self.location, (300..400).contains(&status)) {
             (Some(to), true) => format!(
                 "the server redirects this request to {} (Location), and servegate does not follow a request's redirects: set `base_url` to where it points",
-                excerpt(&crate::secrets::url(to), 300)
+                excerpt(&crate::secrets::url_from_server(to), 300)
             ),
             _ => error_message_of(body).unwrap_or_else(|| excerpt(body, 500)),
         };
@@ -218,7 +218,7 @@ fn same_origin(attempt: reqwest::redirect::Attempt<'_>) -> reqwest::redirect::Ac
     if first.is_some_and(|o| o != to.origin()) {
         let message = format!(
             "the server redirected to {}, another origin: not followed (nothing another server sends is taken for this one's)",
-            crate::secrets::url(to.as_str())
+            crate::secrets::url_from_server(to.as_str())
         );
         return attempt.error(message);
     }
@@ -802,6 +802,8 @@ struct EventSaid {
     visible: bool,
     /// New reasoning text came.
     reasoning: bool,
+    /// Bytes of text (answer and reasoning) it brought.
+    bytes: usize,
     /// The completion count it reported.
     completion: Option<u64>,
     /// Why it cannot be true, when it cannot.
@@ -824,7 +826,7 @@ const MAX_MARKS: usize = 1 << 20;
 /// Completion tokens a stream may be counted beyond what its text and
 /// events bear out: an end-of-sequence token and a reasoning model's think
 /// markers print nothing.
-pub const UNPRINTED_TOKENS: u64 = 4;
+const UNPRINTED_TOKENS: u64 = 4;
 
 /// Prompt tokens a request can be charged beyond one per byte sent (chat
 /// templates add tokens the request does not carry).
@@ -837,6 +839,7 @@ impl Events for StreamReader {
             self.content.push_str(text);
         }
         self.event.content = true;
+        self.event.bytes += text.len();
         self.event.visible |= !text.trim().is_empty();
     }
 
@@ -860,6 +863,7 @@ impl Events for StreamReader {
             self.reasoning.push_str(text);
         }
         self.event.reasoning = true;
+        self.event.bytes += text.len();
     }
 
     fn finish(&mut self, reason: &str, message: Option<&str>) {
@@ -1287,17 +1291,21 @@ impl StreamReader {
         if said.content || said.reasoning || rise.is_some_and(|r| r > 0) {
             self.token_events += 1;
         }
+        // What a chunk carried: the count's rise, at most one token per byte
+        // of its text and one that prints nothing (a count that rises by 20
+        // for one byte carried 2, whatever it says).
+        let carried = |r: u64| r.min(said.bytes as u64 + 1);
         match dialect.counts() {
             // The count is cumulative: its rise is this chunk's tokens; text
             // whose count did not rise is one token.
             Counts::Usage if said.content || said.reasoning => {
-                self.mark(now, rise.map_or(1, |r| r.max(1)), said.visible);
+                self.mark(now, rise.map_or(1, |r| carried(r.max(1))), said.visible);
             }
             Counts::Usage => {}
             // A count in every chunk: a rise without new text is a token too
             // (an end-of-sequence token, a special token).
             Counts::EveryChunk => {
-                let tokens = rise.unwrap_or(u64::from(said.content || said.reasoning));
+                let tokens = rise.map_or(u64::from(said.content || said.reasoning), carried);
                 if tokens > 0 {
                     self.mark(now, tokens, said.visible);
                 }

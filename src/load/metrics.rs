@@ -215,10 +215,14 @@ impl Recorder {
         *self.token_sources.entry(c.token_source.name()).or_insert(0) += 1;
         if c.token_source != TokenSource::ChunkCount {
             self.usage_tokens = self.usage_tokens.saturating_add(c.completion_tokens);
-            // What arrived, one token per token-bearing event, never the
-            // server's own count per chunk (a count that rises by 100 per
-            // chunk would agree with itself).
-            self.chunk_tokens = self.chunk_tokens.saturating_add(t.marks.len() as u64);
+            // What the chunks carried, each at most its text's bytes and
+            // one more (`StreamReader::event_of`): never the server's own
+            // count per chunk, which would agree with itself.
+            let chunked = t
+                .marks
+                .iter()
+                .fold(0u64, |n, m| n.saturating_add(u64::from(m.tokens)));
+            self.chunk_tokens = self.chunk_tokens.saturating_add(chunked);
         }
         let decode_secs = t.end.saturating_sub(first).as_secs_f64();
         let mut tpot = None;

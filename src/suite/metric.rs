@@ -46,9 +46,9 @@ pub enum Metric {
     GoodputTokS,
     /// Open loop: requests that started more than 5 ms after their intended time.
     LateStarts,
-    /// Percent difference between server-reported output tokens and the
-    /// token-bearing events that arrived (one token each), over requests
-    /// with server counts.
+    /// Percent difference between server-reported output tokens and what
+    /// the chunks carried (each chunk's rise, at most its text's bytes and
+    /// one more), over requests with server counts.
     TokenDriftChunks,
     /// Percent difference between the server's `/metrics` generation-token
     /// counter delta and the output tokens the client received.

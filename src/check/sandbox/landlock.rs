@@ -56,14 +56,18 @@ const ETC: &[&str] = &[
     "debian_version",
     "locale.alias",
     "locale.conf",
+    // Fedora's and RHEL's OpenSSL configuration (Node reads it at start).
+    "pki",
+    "crypto-policies",
 ];
 
 /// Every path the program may read (some may not exist here): not the
 /// home directories, the project checkout, `/tmp`, `/var`, `/srv`, `/mnt`,
 /// `/opt` or `/run`, unless the interpreter lives there or the suite names
-/// them. The interpreter's tree is the directory above the one it was
-/// found in, before and after its links are resolved (a venv's root, and
-/// the Python it links to; a pyenv shim's root), never `/` itself.
+/// them. The interpreter's tree is the directory above the one it is in
+/// once its links are resolved (a pyenv shim's root, a conda install), and
+/// for a venv (a `pyvenv.cfg` above the one it was found in) the venv's
+/// root and the base Python its `home` names; never `/` itself.
 fn readable(reach: &Reach<'_>) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
     let etc: Vec<PathBuf> = std::fs::read_dir("/etc")
@@ -86,17 +90,35 @@ fn readable(reach: &Reach<'_>) -> Vec<PathBuf> {
         [interpreter, ..] => vec![interpreter],
         [] => vec![],
     };
+    let tree = |p: &Path| {
+        p.parent()
+            .and_then(Path::parent)
+            .filter(|t| t.parent().is_some())
+            .map(Path::to_path_buf)
+    };
     for program in named {
         let Some(found) = find(program, reach.path) else {
             continue;
         };
-        let resolved = std::fs::canonicalize(&found).ok();
-        for p in std::iter::once(found).chain(resolved) {
-            if let Some(tree) = p.parent().and_then(Path::parent)
-                && tree.parent().is_some()
-            {
-                paths.push(tree.to_path_buf());
-            }
+        if let Some(t) = std::fs::canonicalize(&found).ok().as_deref().and_then(tree) {
+            paths.push(t);
+        }
+        // A venv: its own root (not the tree of any symlink to a Python:
+        // `~/bin/python3` must not open `~`), and the Python its
+        // `pyvenv.cfg` names (`home = …`, a copied venv links to nothing).
+        if let Some(venv) = tree(&found)
+            && let Ok(cfg) = std::fs::read_to_string(venv.join("pyvenv.cfg"))
+        {
+            let home = cfg.lines().find_map(|l| {
+                let (k, v) = l.split_once('=')?;
+                (k.trim() == "home").then(|| PathBuf::from(v.trim()))
+            });
+            paths.extend(
+                home.as_deref()
+                    .and_then(|h| h.parent())
+                    .map(Path::to_path_buf),
+            );
+            paths.push(venv);
         }
     }
     paths.extend(reach.read.iter().cloned());

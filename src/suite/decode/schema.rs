@@ -789,7 +789,7 @@ fn metric_doc(metric: Metric) -> &'static str {
         }
         Metric::LateStarts => "open loop: requests that started more than 5 ms late",
         Metric::TokenDriftChunks => {
-            "% difference between server-reported output tokens and the token-bearing events that arrived (one token each)"
+            "% difference between server-reported output tokens and what the chunks carried (each chunk's rise of the count, at most its text's bytes + 1)"
         }
         Metric::TokenDriftMetrics => {
             "% difference between the server's `/metrics` generation-token delta and the tokens received"
