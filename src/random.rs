@@ -1,5 +1,17 @@
 //! The seeded generator of load shapes: Poisson arrivals and synthetic
-//! prompts draw from it, so a run is reproducible from its seed.
+//! prompts draw from it, so a run is reproducible from its seed; and
+//! [`unpredictable`], for values no other run or program may guess.
+
+/// A value no other run, and no program servegate starts, can guess: std's
+/// per-process random hash keys, each call's own (a counter).
+pub fn unpredictable() -> u64 {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(NEXT.fetch_add(1, Ordering::Relaxed));
+    h.finish()
+}
 
 /// A seeded 64-bit generator (splitmix64): small, fast, reproducible.
 #[derive(Debug, Clone)]

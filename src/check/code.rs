@@ -134,14 +134,7 @@ impl Seal {
     /// A new seal for a program in `language`; `None` for a language that
     /// has none.
     pub fn new(language: &str) -> Option<Self> {
-        use std::hash::{BuildHasher as _, Hasher as _};
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos()),
-        );
-        let bits = h.finish();
+        let bits = crate::random::unpredictable();
         // Two 31-bit numbers: exact in every language's integer XOR.
         let (a, b) = ((bits >> 33) | 1, (bits & 0x7FFF_FFFF) | 2);
         let said = "servegate: every test ran";
@@ -180,9 +173,7 @@ impl Seal {
     }
 
     /// Why a run that exited 0 without the seal's line failed.
-    pub fn broken(&self) -> &'static str {
-        "the program exited 0 before its tests finished: the line after the last test never printed (its code ended the run: `os._exit`, `sys.exit`, an `atexit` hook or exception hook that exits 0)"
-    }
+    pub const BROKEN: &'static str = "the program exited 0 before its tests finished: the line after the last test never printed (its code ended the run: `os._exit`, `sys.exit`, an `atexit` hook or exception hook that exits 0)";
 }
 
 /// The line of the program's file a Python traceback ends in: the last
@@ -299,9 +290,9 @@ pub fn check(
             if let Some(t) = failed {
                 let _ = writeln!(found, "failed test: {t}");
             }
+            // Exited 0, so only a seal can have failed it.
             if outcome.passed() {
-                let broken = seal.as_ref().map_or("", Seal::broken);
-                let _ = writeln!(found, "{broken}");
+                let _ = writeln!(found, "{}", Seal::BROKEN);
             }
             let exit = crate::process::ExitInfo::new(status);
             let why = match status.code() {

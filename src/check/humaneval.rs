@@ -129,10 +129,10 @@ pub fn grade(
             (None, None) => "the program failed without a message".to_owned(),
         };
         // Exited 0 without the seal's line: its code ended the run.
-        Some(match seal.as_ref().filter(|_| outcome.passed()) {
-            Some(s) if line.is_some() || last.is_some() => format!("{}; {why}", s.broken()),
-            Some(s) => s.broken().to_owned(),
-            None => why,
+        Some(match (outcome.passed(), line.is_some() || last.is_some()) {
+            (true, true) => format!("{}; {why}", code::Seal::BROKEN),
+            (true, false) => code::Seal::BROKEN.to_owned(),
+            (false, _) => why,
         })
     };
     item.extracted = Some(program);

@@ -339,22 +339,18 @@ const SHOWN_BYTES: usize = 4096;
 fn show_lines<'a>(
     out: &mut String,
     prefix: &str,
-    lines: impl Iterator<Item = &'a str>,
+    mut lines: impl Iterator<Item = &'a str>,
     total: usize,
 ) {
     let mut bytes = 0;
-    let mut lines = lines.peekable();
-    let mut shown = 0;
-    while let Some(line) = lines.peek() {
-        if shown == SHOWN_LINES || bytes >= SHOWN_BYTES {
-            break;
-        }
+    for (shown, line) in lines.by_ref().enumerate() {
         let (line, cut) = crate::secrets::cut(line, SHOWN_BYTES - bytes);
         bytes += line.len();
         let more = cut.map_or_else(String::new, |n| format!("… ({n} chars in all)"));
         let _ = writeln!(out, "{prefix}{}{more}", printable(&line));
-        lines.next();
-        shown += 1;
+        if shown + 1 == SHOWN_LINES || bytes >= SHOWN_BYTES {
+            break;
+        }
     }
     let left = lines.count();
     if left > 0 || bytes >= SHOWN_BYTES {

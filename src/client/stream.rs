@@ -978,7 +978,6 @@ impl StreamReader {
         )
     }
 
-    /// `Err` when the answer grew past its cap.
     /// Counts what this stream's buffers hold (the SSE parser's, the text
     /// kept) against the run's budget, shared by every stream in flight:
     /// `Err` when the streams together hold more. A cap per answer alone
@@ -1011,6 +1010,7 @@ impl StreamReader {
         Ok(())
     }
 
+    /// `Err` when the answer grew past its cap.
     fn check_size(&self) -> Result<(), CallError> {
         let size = (self.content_len + self.reasoning_len) as u64;
         if size > self.max_answer {
@@ -1073,21 +1073,19 @@ impl StreamReader {
             .saturating_add(self.stop_bytes)
             .saturating_add(UNPRINTED_TOKENS);
         if counted > bound {
+            let (stops, per_stop) = if self.stop_bytes > 0 {
+                (
+                    format!(" and {} bytes of stop sequences", self.stop_bytes),
+                    ", one per stop byte",
+                )
+            } else {
+                (String::new(), "")
+            };
             return Err(CallError::new(
                 ErrorKind::Protocol,
                 format!(
-                    "the server counts {counted} completion tokens, but the stream carried {text} bytes of text in {} events{}: at most {bound} tokens can have been sent (one per byte of text, one unprinted per event{}, {UNPRINTED_TOKENS} more) — a count the stream does not bear out",
+                    "the server counts {counted} completion tokens, but the stream carried {text} bytes of text in {} events{stops}: at most {bound} tokens can have been sent (one per byte of text, one unprinted per event{per_stop}, {UNPRINTED_TOKENS} more) — a count the stream does not bear out",
                     self.token_events,
-                    if self.stop_bytes > 0 {
-                        format!(" and {} bytes of stop sequences", self.stop_bytes)
-                    } else {
-                        String::new()
-                    },
-                    if self.stop_bytes > 0 {
-                        ", one per stop byte"
-                    } else {
-                        ""
-                    },
                 ),
             ));
         }

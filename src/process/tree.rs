@@ -16,7 +16,7 @@
 //!   [`spawn`].)
 
 use std::process::{Child, Command};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::{Mutex, Once};
 
@@ -29,11 +29,11 @@ pub const EXEC_MODE: &str = "__servegate-exec";
 /// A marker value unique to one launch: random, so that no other run (one
 /// with this pid, long ago) shares it.
 pub fn new_marker() -> String {
-    use std::hash::{BuildHasher as _, Hasher as _};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(NEXT.fetch_add(1, Ordering::Relaxed));
-    format!("{}-{:016x}", std::process::id(), h.finish())
+    format!(
+        "{}-{:016x}",
+        std::process::id(),
+        crate::random::unpredictable()
+    )
 }
 
 /// Whether this process reaps its orphaned descendants (then a child of its
