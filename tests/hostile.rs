@@ -1583,14 +1583,17 @@ fn init_never_panics_on_server_strings() {
     let port = serve(Arc::new(|req, conn| match req.path.as_str() {
         "/v1/models" => json(conn, 200, r#"{"data":[{"id":"evil\nmodel: injected"}]}"#),
         "/v1/chat/completions" => {
-            // Every token asked for: one, then 2 ms later the rest.
+            // Every token asked for: one, then 40 ms later the rest. (At
+            // 2 ms a loaded machine's late read took both chunks at once in
+            // every request of a repeat: no decode figure, rightly a failed
+            // calibration, and this test red under load.)
             let body: serde_json::Value = serde_json::from_str(&req.body).unwrap();
             let n = body["max_tokens"].as_u64().unwrap_or(16);
             stream_head(conn);
             let _ = conn.write_all(
                 b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"4 \"}}]}\n\n",
             );
-            std::thread::sleep(Duration::from_millis(2));
+            std::thread::sleep(Duration::from_millis(40));
             let _ = write!(
                 conn,
                 "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{}\"}},\"finish_reason\":\"length\"}}],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{n}}}}}\n\ndata: [DONE]\n\n",
