@@ -7,6 +7,7 @@
 //! without running it again.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -208,16 +209,30 @@ pub struct TrialRecord {
     pub exchange: Option<Exchange>,
 }
 
-/// What a probe sent and what came back.
+/// What a probe sent and what came back. An answer is kept scrubbed, and
+/// as an excerpt of its first [`KEPT_CHARS`] characters when longer: its
+/// length and hash say what the whole was.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Exchange {
     /// The request body.
     pub request: serde_json::Value,
-    /// The answer.
+    /// The answer (scrubbed; its first [`KEPT_CHARS`] characters).
     pub content: String,
-    /// The reasoning, when the server separated it.
+    /// Characters of the whole (scrubbed) answer.
+    #[serde(default)]
+    pub content_chars: usize,
+    /// SHA-256 of the whole scrubbed answer's UTF-8, lower-case hex.
+    #[serde(default)]
+    pub content_sha256: String,
+    /// The reasoning, when the server separated it (kept as the answer is).
     #[serde(default)]
     pub reasoning: String,
+    /// Characters of the whole reasoning.
+    #[serde(default)]
+    pub reasoning_chars: usize,
+    /// SHA-256 of the whole scrubbed reasoning.
+    #[serde(default)]
+    pub reasoning_sha256: String,
     /// The finish reason.
     #[serde(default)]
     pub finish_reason: Option<String>,
@@ -225,6 +240,74 @@ pub struct Exchange {
     /// each, how long it ran, what the sandbox stopped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sandbox: Vec<crate::check::code::CodeRun>,
+}
+
+impl Exchange {
+    /// What the record keeps of a probe's request and answer.
+    #[must_use]
+    pub fn new(
+        request: serde_json::Value,
+        answer: &crate::client::Completion,
+        sandbox: Vec<crate::check::code::CodeRun>,
+    ) -> Exchange {
+        let content = Kept::of(&answer.content);
+        let reasoning = Kept::of(&answer.reasoning);
+        Exchange {
+            request,
+            content: content.text,
+            content_chars: content.chars,
+            content_sha256: content.sha256,
+            reasoning: reasoning.text,
+            reasoning_chars: reasoning.chars,
+            reasoning_sha256: reasoning.sha256,
+            finish_reason: answer.finish_reason.clone(),
+            sandbox,
+        }
+    }
+
+    /// The answer as kept.
+    #[must_use]
+    pub fn answer(&self) -> Kept {
+        Kept {
+            text: self.content.clone(),
+            chars: self.content_chars,
+            sha256: self.content_sha256.clone(),
+        }
+    }
+}
+
+/// The most characters of an answer a record keeps (4,096, the excerpt of
+/// a snapshot's answer).
+pub const KEPT_CHARS: usize = 4096;
+
+/// A text as a record keeps it: scrubbed, then cut to [`KEPT_CHARS`], with
+/// the whole one's length and hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// The excerpt (the whole text when it is short enough).
+    pub text: String,
+    /// Characters of the whole scrubbed text.
+    pub chars: usize,
+    /// SHA-256 of the whole scrubbed text, lower-case hex.
+    pub sha256: String,
+}
+
+impl Kept {
+    /// Keeps `text`.
+    #[must_use]
+    pub fn of(text: &str) -> Kept {
+        let clean = crate::secrets::scrub(text);
+        let (excerpt, whole) = crate::secrets::cut(&clean, KEPT_CHARS);
+        let digest = ring::digest::digest(&ring::digest::SHA256, clean.as_bytes());
+        Kept {
+            chars: whole.unwrap_or_else(|| excerpt.chars().count()),
+            text: excerpt,
+            sha256: digest.as_ref().iter().fold(String::new(), |mut hex, b| {
+                let _ = write!(hex, "{b:02x}");
+                hex
+            }),
+        }
+    }
 }
 
 /// Everything a run leaves behind (`target/servegate/runs/<run>/report.json`,

@@ -1445,7 +1445,9 @@ fn one_chunk(conn: &mut TcpStream, text: &str) {
 /// Markdown link stays text in the step summary; U+FFFE and U+FFFF in an
 /// answer leave junit.xml well-formed; a 1 MiB snapshot answer is an
 /// excerpt everywhere but its file (it was copied whole into stdout, an
-/// annotation, the summary and JUnit).
+/// annotation, the summary and JUnit); the run record and its journal keep
+/// its first 4,096 characters, its length and its SHA-256 (they kept it
+/// whole).
 #[test]
 fn every_sink_escapes_for_its_own_format_and_a_long_answer_is_an_excerpt() {
     const MODEL: &str = "<img src=x onerror=alert(1)>[click](http://evil.example)";
@@ -1510,7 +1512,43 @@ fn every_sink_escapes_for_its_own_format_and_a_long_answer_is_an_excerpt() {
         "{}",
         String::from_utf8_lossy(&parsed.stderr)
     );
-    for (sink, text) in [("stdout", &o.stdout), ("summary", &md), ("junit", &xml)] {
+    // The record keeps an excerpt, the whole one's length and its hash.
+    let latest = o.out_dir.join("latest");
+    let json = std::fs::read_to_string(latest.join("report.json")).unwrap();
+    let record: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let long = record["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "hostile::correctness::long")
+        .expect("the long probe's trial");
+    let kept = &long["exchange"];
+    assert_eq!(kept["content"].as_str().unwrap(), "x".repeat(4096));
+    assert_eq!(kept["content_chars"], 1 << 20);
+    // python3 -c "import hashlib; print(hashlib.sha256(b'x' * (1 << 20)).hexdigest())"
+    assert_eq!(
+        kept["content_sha256"],
+        "8f990ba0b577b51cf009ea049368c16bbda1b21e1b93be07a824758bb253c39b"
+    );
+    let run_dir = std::fs::read_dir(o.out_dir.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("trials.jsonl").exists())
+        .expect("the run's directory");
+    let journal = std::fs::read_to_string(run_dir.join("trials.jsonl")).unwrap();
+    let html = std::fs::read_to_string(latest.join("report.html")).unwrap();
+    assert!(
+        html.contains("… (1048576 characters in all; the record keeps the first 4096)"),
+        "{html}"
+    );
+    for (sink, text) in [
+        ("stdout", &o.stdout),
+        ("summary", &md),
+        ("junit", &xml),
+        ("report.json", &json),
+        ("trials.jsonl", &journal),
+        ("report.html", &html),
+    ] {
         assert!(text.len() < 64 * 1024, "{sink}: {} bytes", text.len());
     }
     assert_has(

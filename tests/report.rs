@@ -48,6 +48,23 @@ fn validate(schema: &Value, value: &Value, path: &str, errors: &mut Vec<String>)
     {
         errors.push(format!("{path}: {value} is not one of {options:?}"));
     }
+    if let Value::String(text) = value {
+        if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
+            && text.chars().count() as u64 > max
+        {
+            errors.push(format!("{path}: longer than {max} characters"));
+        }
+        if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
+            && !regex::Regex::new(pattern).unwrap().is_match(text)
+        {
+            errors.push(format!("{path}: {text:?} does not match {pattern}"));
+        }
+    }
+    if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
+        && value.as_f64().is_some_and(|v| v < min)
+    {
+        errors.push(format!("{path}: {value} is below {min}"));
+    }
     if let Value::Object(map) = value {
         for key in schema
             .get("required")

@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use super::assertion::evaluate;
 use super::degenerate;
 use crate::client::{CallError, Completion};
+use crate::record::{KEPT_CHARS, Kept};
 use crate::suite::diagnostics::render_location;
 use crate::suite::{Degeneracy, Probe, SourceFile};
 
@@ -43,7 +44,7 @@ pub struct Context<'a> {
     /// The suite's probes.
     pub probes: &'a [Probe],
     /// Each probe's idle answer, where it ran.
-    pub idle: &'a [Option<String>],
+    pub idle: &'a [Option<Kept>],
     /// The load, in words (`concurrency 8, 40 requests`).
     pub load: &'a str,
     /// Where `recheck` is written.
@@ -136,14 +137,8 @@ fn problems_of(cx: &Context<'_>, probe: &Probe, a: &Asked) -> Option<String> {
                 }
             }
             let greedy = probe.sampling.temperature == Some(0.0);
-            if let (true, Some(idle)) = (greedy, &cx.idle[a.probe])
-                && *idle != c.content
-            {
-                let _ = writeln!(
-                    out,
-                    "    the greedy answer changed (- alone, + under load):"
-                );
-                out.push_str(&diff(idle, &c.content));
+            if let (true, Some(idle)) = (greedy, &cx.idle[a.probe]) {
+                out.push_str(&changed(idle, &c.content));
             }
         }
     }
@@ -164,6 +159,25 @@ fn degenerate_load_answer(s: &LoadAnswer) -> Option<degenerate::Finding> {
         }
     };
     degenerate::find(&s.content, &limits)
+}
+
+/// How a greedy answer differs from the idle one the record kept (an
+/// excerpt, its length and hash); empty when it does not.
+fn changed(idle: &Kept, answer: &str) -> String {
+    let now = Kept::of(answer);
+    if now.sha256 == idle.sha256 {
+        return String::new();
+    }
+    let mut out = String::from("    the greedy answer changed (- alone, + under load):\n");
+    let lines = diff(&idle.text, &now.text);
+    if lines.is_empty() {
+        let _ = writeln!(
+            out,
+            "    (after their first {KEPT_CHARS} characters: {} alone, {} under load)",
+            idle.chars, now.chars
+        );
+    }
+    out + &lines
 }
 
 fn first_line(text: &str) -> &str {
@@ -190,4 +204,30 @@ fn diff(old: &str, new: &str) -> String {
         shown += 1;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_greedy_answer_is_compared_whole_though_only_its_start_is_kept() {
+        let start = "a\n".repeat(KEPT_CHARS);
+        let idle = Kept::of(&format!("{start}tail"));
+        assert_eq!(idle.text.chars().count(), KEPT_CHARS);
+        assert_eq!(changed(&idle, &format!("{start}tail")), "");
+        assert_eq!(
+            changed(&idle, &format!("{start}other tail")),
+            format!(
+                "    the greedy answer changed (- alone, + under load):\n    (after their first {KEPT_CHARS} characters: {} alone, {} under load)\n",
+                2 * KEPT_CHARS + 4,
+                2 * KEPT_CHARS + 10
+            )
+        );
+        let short = Kept::of("4");
+        assert_eq!(
+            changed(&short, "!"),
+            "    the greedy answer changed (- alone, + under load):\n    - \"4\"\n    + \"!\"\n"
+        );
+    }
 }

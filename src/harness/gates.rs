@@ -292,7 +292,7 @@ impl SuiteRun {
             };
             tokio::join!(load, ask)
         });
-        let idle: Vec<Option<String>> = self
+        let idle: Vec<Option<crate::record::Kept>> = self
             .suite
             .probes
             .iter()
@@ -300,7 +300,7 @@ impl SuiteRun {
                 let ex = self.exchanges.lock().ok()?;
                 ex.iter()
                     .find(|(name, _)| *name == p.name)
-                    .map(|(_, e)| e.content.clone())
+                    .map(|(_, e)| e.answer())
             })
             .collect();
         let samples: Vec<recheck::LoadAnswer> = watch

@@ -120,13 +120,7 @@ impl SuiteRun {
         if let Ok(mut ex) = self.exchanges.lock() {
             ex.push((
                 probe.name.clone(),
-                crate::record::Exchange {
-                    request: sent.body.clone(),
-                    content: completion.content.clone(),
-                    reasoning: completion.reasoning.clone(),
-                    finish_reason: completion.finish_reason.clone(),
-                    sandbox: code_runs,
-                },
+                crate::record::Exchange::new(sent.body.clone(), &completion, code_runs),
             ));
         }
         let ask = |r: &CallRequest| self.runtime.block_on(target.client.complete(r));

@@ -393,7 +393,7 @@ pub fn render(record: &RunRecord) -> String {
                 if t.outcome.passed() { "pass" } else { "fail" },
                 esc(&t.name),
                 esc(&prompt_of(&ex.request)),
-                esc(&ex.content),
+                esc(&kept_answer(ex)),
                 t.outcome.name()
             );
         }
@@ -409,6 +409,20 @@ pub fn render(record: &RunRecord) -> String {
     variants(&mut out, record);
     out.push_str("</body></html>\n");
     out
+}
+
+/// A probe's answer as the record kept it, saying so when that is an
+/// excerpt.
+fn kept_answer(ex: &crate::record::Exchange) -> String {
+    let kept = ex.content.chars().count();
+    if ex.content_chars > kept {
+        format!(
+            "{}… ({} characters in all; the record keeps the first {kept})",
+            ex.content, ex.content_chars
+        )
+    } else {
+        ex.content.clone()
+    }
 }
 
 /// Throughput against concurrency for gates named `<gate>::concurrency_N`.
