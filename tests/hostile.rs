@@ -1750,3 +1750,29 @@ fn answer_buffers_share_one_budget_across_the_streams_in_flight() {
     );
     println!("peak {} MiB", o.peak_kib / 1024);
 }
+
+/// A `/get_server_info` of 4 MiB holding 250,000 keys (under the document
+/// cap) is refused before it is parsed: its tree took ~170 MiB.
+#[test]
+fn a_document_of_too_many_values_is_refused_unparsed() {
+    let port = serve(Arc::new(|req, conn| match req.path.as_str() {
+        "/get_server_info" => {
+            let mut body = String::from("{");
+            for i in 0..250_000 {
+                let _ = std::fmt::Write::write_fmt(&mut body, format_args!("\"k{i:06}\":{i},"));
+            }
+            body.push_str("\"tp_size\":1}");
+            json(conn, 200, &body);
+        }
+        _ => {
+            discovery(req, conn);
+        }
+    }));
+    let config = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\nexpect_server:\n  server_info: { tp_size: 1 }\ncorrectness:\n  - name: p\n    prompt: \"Hi.\"\n    expect: [{min_chars: 1}]\n";
+    let o = run("many-values", config, port, &[]);
+    eprintln!(
+        "a 4 MiB document of 250,000 keys: servegate peaked at {} MiB",
+        o.peak_kib / 1024
+    );
+    assert_eq!(o.code, Some(1), "{}", o.stdout);
+}

@@ -56,16 +56,14 @@ async fn fetch(client: &Client, source: ConfigSource) -> Fetched {
     for path in source.paths() {
         match client.get(path).await {
             Ok((status, text)) if (200..300).contains(&status) => {
-                return serde_json::from_str(&text)
+                return crate::client::stream::document(&text)
                     .map(|v| {
                         // Its secret-looking values are scrubbed wherever
                         // the server echoes them later.
                         let _ = crate::secrets::json(&v);
                         ((*path).to_owned(), v)
                     })
-                    .map_err(|e| {
-                        format!("GET {path} answered {status} with a body that is not JSON ({e})")
-                    });
+                    .map_err(|e| format!("GET {path} answered {status} with {e}"));
             }
             Ok((status, _)) => tried.push(format!("GET {path}: {status}")),
             Err(e) => tried.push(format!("GET {path}: {e}")),

@@ -255,7 +255,7 @@ async fn get_json(client: &Client, path: &str) -> Result<Option<serde_json::Valu
     Ok(client
         .get_text(path)
         .await?
-        .and_then(|text| serde_json::from_str(&text).ok()))
+        .and_then(|text| crate::client::stream::document(&text).ok()))
 }
 
 /// The server's version: SGLang's `/get_server_info` (or `/server_info`),
