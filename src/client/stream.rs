@@ -191,15 +191,39 @@ fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// The reqwest client of `https://` targets and small requests.
-fn http_client(timeouts: Timeouts) -> Result<reqwest::Client, CallError> {
+/// The reqwest clients: of small requests, which follow redirects within
+/// the server's origin ([`same_origin`]), and of `https://` targets'
+/// generation requests, which follow none — as the raw transport of
+/// `http://` targets, they fail saying where the redirect points (a
+/// followed one would turn a POST into a GET, or put a second request's
+/// round trip into the figures).
+#[derive(Debug, Clone)]
+struct Http {
+    small: reqwest::Client,
+    stream: reqwest::Client,
+}
+
+impl Http {
+    fn new(timeouts: Timeouts) -> Result<Http, CallError> {
+        Ok(Http {
+            small: http_client(timeouts, reqwest::redirect::Policy::custom(same_origin))?,
+            stream: http_client(timeouts, reqwest::redirect::Policy::none())?,
+        })
+    }
+}
+
+/// A reqwest client with its redirect policy.
+fn http_client(
+    timeouts: Timeouts,
+    redirects: reqwest::redirect::Policy,
+) -> Result<reqwest::Client, CallError> {
     // One proxy policy for both transports: none. The raw transport
     // connects directly, and a proxy between client and server would be
     // in every figure; `HTTP(S)_PROXY` and `NO_PROXY` are ignored (to go
     // through a proxy, make it the base URL).
     reqwest::Client::builder()
         .no_proxy()
-        .redirect(reqwest::redirect::Policy::custom(same_origin))
+        .redirect(redirects)
         .connect_timeout(timeouts.connect)
         .pool_max_idle_per_host(1024)
         .tcp_nodelay(true)
@@ -238,7 +262,7 @@ const MAX_REDIRECTS: usize = 3;
 /// A client for one server and API.
 #[derive(Debug, Clone)]
 pub struct Client {
-    http: reqwest::Client,
+    http: Http,
     base_url: String,
     dialect: &'static dyn Dialect,
     model: String,
@@ -260,7 +284,7 @@ impl Client {
         timeouts: Timeouts,
     ) -> Result<Self, CallError> {
         install_crypto_provider();
-        let http = http_client(timeouts)?;
+        let http = Http::new(timeouts)?;
         let dialect = dialect::of(api);
         Ok(Self {
             http,
@@ -280,7 +304,7 @@ impl Client {
     /// `block_on`).
     pub fn for_thread(&self) -> Result<Self, CallError> {
         Ok(Self {
-            http: http_client(self.timeouts)?,
+            http: Http::new(self.timeouts)?,
             raw: self.raw.as_ref().map(raw::Pool::empty_like),
             ..self.clone()
         })
@@ -364,7 +388,9 @@ impl Client {
     pub async fn post_admin(&self, path: &str) -> Result<(), CallError> {
         let url = format!("{}{path}", self.base_url);
         let deadline = tokio::time::Instant::now() + self.small_deadline().1;
-        let resp = self.send_small(self.http.post(url), path, deadline).await?;
+        let resp = self
+            .send_small(self.http.small.post(url), path, deadline)
+            .await?;
         let status = resp.status();
         if status.is_success() {
             return Ok(());
@@ -389,7 +415,9 @@ impl Client {
     pub async fn get(&self, path: &str) -> Result<(u16, String), CallError> {
         let url = format!("{}{path}", self.base_url);
         let deadline = tokio::time::Instant::now() + self.small_deadline().1;
-        let resp = self.send_small(self.http.get(url), path, deadline).await?;
+        let resp = self
+            .send_small(self.http.small.get(url), path, deadline)
+            .await?;
         let status = resp.status().as_u16();
         let text = bounded_text(resp, self.limits.document, deadline, path).await?;
         Ok((status, text))
@@ -487,6 +515,7 @@ impl Client {
         }
         let mut builder = self
             .http
+            .stream
             .post(self.url())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "text/event-stream")
@@ -1466,6 +1495,67 @@ impl StreamReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// reqwest, the transport of `https://` targets, follows no redirect of
+    /// a generation request (it followed a same-origin 307, a second round
+    /// trip in the figures; a 302 would have turned the POST into a GET):
+    /// the request fails saying where it points, as over the raw transport.
+    /// Plain HTTP here, the raw transport set aside: the policy is the
+    /// client's, not TLS's.
+    #[tokio::test]
+    async fn a_generation_request_through_reqwest_follows_no_redirect() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let mut asked = Vec::new();
+            while let Ok(Ok((mut sock, _))) =
+                tokio::time::timeout(Duration::from_secs(2), listener.accept()).await
+            {
+                let mut head = vec![0u8; 64 * 1024];
+                let n = sock.read(&mut head).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&head[..n]).into_owned();
+                asked.push(head.lines().next().unwrap_or("").to_owned());
+                let answer = if head.starts_with("POST /v1/chat/completions") {
+                    "HTTP/1.1 307 Temporary Redirect\r\nLocation: /elsewhere\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned()
+                } else {
+                    let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"4\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                };
+                let _ = sock.write_all(answer.as_bytes()).await;
+            }
+            asked
+        });
+        let timeouts = Timeouts {
+            connect: Duration::from_secs(2),
+            first_token: Duration::from_secs(5),
+            idle: Duration::from_secs(5),
+            total: Duration::from_secs(10),
+        };
+        let mut client =
+            Client::new(&base, crate::suite::Api::OpenAiChat, "m", None, timeouts).unwrap();
+        client.raw = None;
+        let req = CallRequest {
+            input: crate::suite::Input::Prompt {
+                system: None,
+                prompt: "What is 2+2?".into(),
+            },
+            sampling: crate::suite::Sampling::default(),
+            ignore_eos: false,
+        };
+        let e = client.complete(&req).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Http(307), "{e}");
+        assert!(
+            e.detail
+                .contains("the server redirects this request to \"/elsewhere\" (Location)"),
+            "{e}"
+        );
+        let asked = server.await.unwrap();
+        assert_eq!(asked, ["POST /v1/chat/completions HTTP/1.1"]);
+    }
 
     #[test]
     fn values_are_counted_outside_strings_only() {
