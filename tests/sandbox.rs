@@ -800,6 +800,16 @@ fn hostile_programs_are_contained() {
         }
     };
     assert_inherited_fds_unreached(&world, &run);
+    // Closed, and listed again to be sure: fds 7 and 8 (and whatever else
+    // the test's own parent left).
+    let closed = layers
+        .iter()
+        .find_map(|l| {
+            l.strip_prefix("descriptors(closed ")?
+                .strip_suffix(" inherited)")
+        })
+        .and_then(|n| n.parse::<usize>().ok());
+    assert!(closed.is_some_and(|n| n >= 2), "{layers:?}");
     if run.has("landlock") {
         assert_eq!(
             run.verdict("read_host_files"),
@@ -1027,6 +1037,43 @@ fn strict_refuses_without_every_layer() {
         message.contains("not run: `sandbox: strict` needs every layer; unavailable here: ")
             && message.contains("seccomp: refused (SERVEGATE_SANDBOX_REFUSE)"),
         "{message}"
+    );
+    assert_clean(&world, &run);
+}
+
+/// Descriptors servegate inherited are a layer of their own: with their
+/// closing refused (a host where it failed), `best` runs the program, which
+/// reaches fds 7 and 8 (so it is the closing that keeps them out of
+/// reach), and `strict` refuses to run it, naming the layer.
+#[test]
+fn inherited_descriptors_left_open_are_a_missing_layer() {
+    let world = World::new("descriptors");
+    let how = How {
+        env: &[(servegate::check::sandbox::REFUSE_ENV, "descriptors")],
+        ..How::default()
+    };
+    let cases: Vec<Case> = cases(&world)
+        .into_iter()
+        .filter(|c| ["good_is_prime", "inherited_fds"].contains(&c.name))
+        .collect();
+    let run = servegate(&world, &project(&world, &cases, "best"), &how);
+    assert!(!run.has("descriptors"), "{:?}", run.layers());
+    assert_eq!(run.verdict("inherited_fds"), "FAILED", "{}", run.stdout);
+    let message = run.message("inherited_fds");
+    assert!(message.contains("reached [7, 8]"), "{message}");
+    assert_clean(&world, &run);
+    std::fs::write(&world.host_file, "").unwrap();
+    let run = servegate(&world, &project(&world, &cases, "strict"), &how);
+    let message = run.message("good_is_prime");
+    assert!(
+        message.contains("not run: `sandbox: strict` needs every layer; unavailable here: ")
+            && message.contains("descriptors: refused (SERVEGATE_SANDBOX_REFUSE)"),
+        "{message}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&world.host_file).unwrap(),
+        "",
+        "strict ran the program"
     );
     assert_clean(&world, &run);
 }

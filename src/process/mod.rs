@@ -21,23 +21,50 @@ use std::process::ExitStatus;
 /// `time -o`) is nothing a program or server servegate starts may reach.
 /// Without `/proc` every number below the hard open-file limit is tried.
 #[cfg(unix)]
-pub fn close_inherited() {
-    let open: Vec<i32> = std::fs::read_dir("/proc/self/fd").map_or_else(
-        |_| {
-            let (_, hard) =
-                nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-                    .unwrap_or((0, 1 << 16));
-            (3..i32::try_from(hard.min(1 << 20)).unwrap_or(1 << 16)).collect()
-        },
-        |dir| {
-            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        },
-    );
-    for fd in open.into_iter().filter(|&fd| fd > 2) {
-        // The directory's own descriptor is closed already: EBADF.
-        let _ = nix::unistd::close(fd);
+pub fn close_inherited() -> Inherited {
+    let listed = open_descriptors();
+    let numbers = listed.clone().unwrap_or_else(|| {
+        let (_, hard) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+            .unwrap_or((0, 1 << 16));
+        (3..i32::try_from(hard.min(1 << 20)).unwrap_or(1 << 16)).collect()
+    });
+    // Not open: EBADF.
+    let closed = numbers
+        .into_iter()
+        .filter(|&fd| nix::unistd::close(fd).is_ok())
+        .count();
+    Inherited {
+        closed,
+        left: listed.and_then(|_| open_descriptors()),
     }
+}
+
+/// What [`close_inherited`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inherited {
+    /// Descriptors it closed.
+    pub closed: usize,
+    /// Those open above stderr after it, listed again; `None` without a
+    /// `/proc/self/fd` to list them (it could not be verified).
+    pub left: Option<Vec<i32>>,
+}
+
+/// The descriptors above stderr this process holds, from
+/// `/proc/self/fd` (less the one of that listing); `None` without it.
+#[cfg(unix)]
+fn open_descriptors() -> Option<Vec<i32>> {
+    let dir = std::fs::read_dir("/proc/self/fd").ok()?;
+    let listing = std::path::PathBuf::from(format!("/proc/{}/fd", std::process::id()));
+    Some(
+        dir.filter_map(|e| {
+            let e = e.ok()?;
+            let fd: i32 = e.file_name().to_str()?.parse().ok()?;
+            // The listing's own descriptor points at the directory listed.
+            let own = std::fs::read_link(e.path()).is_ok_and(|to| to == listing);
+            (fd > 2 && !own).then_some(fd)
+        })
+        .collect(),
+    )
 }
 
 /// How a process ended.

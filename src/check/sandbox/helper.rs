@@ -35,10 +35,14 @@ pub(super) const LAST_REPORTS: Duration = Duration::from_secs(1);
 /// milliseconds; the cgroup's kill, where there is one, comes after).
 pub(super) const CLEANUP: Duration = Duration::from_secs(2);
 
-/// Runs a helper stage: `supervise`, `init` or `exec`.
+/// Runs a helper stage: `supervise` (or `supervise-keeping-descriptors`),
+/// `init` or `exec`.
 pub fn main(role: &str) -> ExitCode {
     match role {
-        "supervise" => supervise(),
+        "supervise" => supervise(true),
+        // Descriptors refused (SERVEGATE_SANDBOX_REFUSE): a host where
+        // closing them failed.
+        "supervise-keeping-descriptors" => supervise(false),
         // Named apart for whoever reads a process list; the job says which.
         "init" | "exec" => super::init::main(),
         _ => ExitCode::from(2),
@@ -57,16 +61,19 @@ pub fn main_if_asked() -> Option<ExitCode> {
     Some(main(&role.to_string_lossy()))
 }
 
-fn supervise() -> ExitCode {
+fn supervise(close: bool) -> ExitCode {
     // servegate's own descriptors are close-on-exec: any left are what its
     // parent left open, and the program must reach none of them. The job
     // comes on stdin.
-    crate::process::close_inherited();
+    let inherited = close.then(crate::process::close_inherited);
     let Some((mut up, job)) = protocol::job_from_parent() else {
         return ExitCode::from(125);
     };
     let job = match job {
-        Ok(Some(job)) => job,
+        Ok(Some(mut job)) => {
+            descriptors(&mut job.layers, inherited.as_ref());
+            job
+        }
         Ok(None) => return ExitCode::from(125),
         Err(e) => {
             let finished = Finished {
@@ -88,6 +95,30 @@ fn supervise() -> ExitCode {
         super::workdir::remove(&job.work);
     }
     ExitCode::SUCCESS
+}
+
+/// The `descriptors` layer: in force where every descriptor servegate
+/// inherited was closed and a listing of what is open says so.
+fn descriptors(layers: &mut super::Layers, inherited: Option<&crate::process::Inherited>) {
+    match inherited {
+        None => layers.not_available("descriptors", "refused (SERVEGATE_SANDBOX_REFUSE)"),
+        Some(i) => match &i.left {
+            Some(left) if left.is_empty() => layers
+                .active
+                .push(format!("descriptors(closed {} inherited)", i.closed)),
+            Some(left) => layers.not_available(
+                "descriptors",
+                format!("{left:?} still open after closing what servegate inherited"),
+            ),
+            None => layers.not_available(
+                "descriptors",
+                format!(
+                    "{} inherited closed, but no /proc/self/fd lists what is left open",
+                    i.closed
+                ),
+            ),
+        },
+    }
 }
 
 fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {

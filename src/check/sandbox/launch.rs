@@ -104,8 +104,13 @@ fn supervise(job: &Job, cgroup: &Cgroup, timeout: Duration) -> Result<Outcome, S
     let (mut ours, theirs) =
         UnixStream::pair().map_err(|e| format!("failed to make a socket pair: {e}"))?;
     let started = Instant::now();
+    let role = if job.refuse.iter().any(|r| r == "descriptors") {
+        "supervise-keeping-descriptors"
+    } else {
+        "supervise"
+    };
     let mut child = Command::new("/proc/self/exe")
-        .args([super::helper::SUBCOMMAND, "supervise"])
+        .args([super::helper::SUBCOMMAND, role])
         .env_clear()
         .stdin(Stdio::from(OwnedFd::from(theirs)))
         .stdout(Stdio::piped())

@@ -48,7 +48,7 @@ mod seccomp;
 mod sockets;
 
 /// The environment variable naming layers to treat as refused by the host
-/// (`namespaces,landlock,seccomp,cgroup`): how the fallback layers are
+/// (`namespaces,landlock,seccomp,cgroup,descriptors`): how the fallback layers are
 /// proven on a host that has them all.
 pub const REFUSE_ENV: &str = "SERVEGATE_SANDBOX_REFUSE";
 
@@ -79,8 +79,11 @@ pub const OPEN_FILES: u64 = 256;
 /// program's signals from servegate and the server (a pid namespace,
 /// Landlock scoping, or a uid of its own); `unix sockets` where something
 /// keeps the host's Unix sockets (session bus, agents, `docker.sock`) out
-/// of its reach (the mount view, Landlock from ABI 9, or seccomp).
-pub const REQUIRED: [(&str, &[&str]); 7] = [
+/// of its reach (the mount view, Landlock from ABI 9, or seccomp);
+/// `descriptors` where every descriptor servegate inherited was closed and
+/// `/proc/self/fd` shows none left.
+pub const REQUIRED: [(&str, &[&str]); 8] = [
+    ("descriptors", &[]),
     ("namespaces", &["pid", "net", "mount", "proc"]),
     ("cgroup", &["memory", "pids"]),
     ("rlimits", &["cpu", "as", "fsize", "nofile", "core"]),
@@ -281,6 +284,7 @@ mod tests {
     fn layers_name_what_holds_and_what_strict_misses() {
         let layers = Layers {
             active: vec![
+                "descriptors(closed 2 inherited)".into(),
                 "namespaces(user,pid,net,mount,proc,ipc,uts)".into(),
                 "rlimits(cpu,as,fsize,nofile,core)".into(),
                 "landlock(fs,tcp,scope) abi 7".into(),
@@ -303,7 +307,9 @@ mod tests {
         assert_eq!(first.len(), 1);
         assert!(announcement(&mut last, &layers).is_empty());
         let mut fewer = layers.clone();
-        fewer.active.retain(|l| !l.starts_with("namespaces"));
+        fewer
+            .active
+            .retain(|l| !l.starts_with("namespaces") && !l.starts_with("descriptors"));
         fewer.active.retain(|l| !l.starts_with("landlock"));
         let again = announcement(&mut last, &fewer);
         assert!(
@@ -313,7 +319,7 @@ mod tests {
         assert!(again[1].starts_with("warning: "), "{again:?}");
         assert_eq!(
             layers.summary(),
-            "namespaces(user,pid,net,mount,proc,ipc,uts) + rlimits(cpu,as,fsize,nofile,core) + landlock(fs,tcp,scope) abi 7 + signals(pid namespace,landlock scope) + unix sockets(mount view); seccomp unavailable (refused by the host)"
+            "descriptors(closed 2 inherited) + namespaces(user,pid,net,mount,proc,ipc,uts) + rlimits(cpu,as,fsize,nofile,core) + landlock(fs,tcp,scope) abi 7 + signals(pid namespace,landlock scope) + unix sockets(mount view); seccomp unavailable (refused by the host)"
         );
     }
 
@@ -330,6 +336,7 @@ mod tests {
                 "seccomp".into(),
             ],
             unavailable: vec![
+                "descriptors: [7] still open after closing what servegate inherited".into(),
                 "namespaces mount: failed to make / read-only: EPERM".into(),
                 "cgroup pids: v1 pids at /sys/fs/cgroup/pids: EACCES".into(),
                 "landlock fs: partial at ABI 4 (no rules for device ioctls: ABI 5, Linux 6.10)"
@@ -344,6 +351,7 @@ mod tests {
         assert_eq!(
             layers.missing_required(),
             [
+                "descriptors: [7] still open after closing what servegate inherited",
                 "namespaces mount: failed to make / read-only: EPERM",
                 "namespaces proc: not in force",
                 "cgroup pids: v1 pids at /sys/fs/cgroup/pids: EACCES",
