@@ -7,7 +7,6 @@
 //! without running it again.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -46,6 +45,36 @@ pub struct GateRecord {
     /// whether it, not the server, set the figures (`limited`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientCheck>,
+    /// The sweep this gate is a level of, and the level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepPoint>,
+}
+
+impl GateRecord {
+    /// Its name as a file's path: the gate's, or its sweep's and level.
+    pub fn file_parts(&self) -> Vec<&str> {
+        crate::suite::file_parts(
+            &self.gate,
+            self.sweep
+                .as_ref()
+                .map(|s| (s.sweep.as_str(), s.level.as_str())),
+        )
+    }
+}
+
+/// One level of a sweep.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SweepPoint {
+    /// The sweep's name (its gates' without the level).
+    pub sweep: String,
+    /// The level, as the gate's name ends: `concurrency_8`, `rate_2_5`.
+    pub level: String,
+    /// The closed loop's concurrency at this level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+    /// The open loop's rate at this level, requests per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
 }
 
 /// One threshold of a gate and its verdict.
@@ -181,15 +210,114 @@ pub enum FailureKind {
     Server,
 }
 
+/// The stages of a suite's run, in their order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// `expect_server` checks.
+    Config,
+    /// Correctness probes.
+    Correctness,
+    /// Snapshot comparisons of the probes' answers.
+    Snapshot,
+    /// Performance gates, their rechecks and curves.
+    Performance,
+}
+
+impl Stage {
+    /// As a trial's name and the record write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Config => "config",
+            Stage::Correctness => "correctness",
+            Stage::Snapshot => "snapshot",
+            Stage::Performance => "performance",
+        }
+    }
+}
+
+/// The trial of a gate other than the gate itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Part {
+    /// `<gate>::recheck`: the probes asked again under the gate's load.
+    Recheck,
+    /// `<sweep>::curve`: how a figure moves across a sweep's levels.
+    Curve,
+}
+
+impl Part {
+    /// As a trial's name writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Recheck => "recheck",
+            Part::Curve => "curve",
+        }
+    }
+}
+
+/// Which trial: built once from the suite, its name rendered from it and
+/// never parsed back.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TrialId {
+    /// `<suite>` or `<suite>[<variant>]`.
+    pub suite: String,
+    /// Its stage.
+    pub stage: Stage,
+    /// The item of the suite (a check, probe or gate; a sweep's level
+    /// gate is `<sweep>::concurrency_8`, a curve's item its sweep).
+    #[serde(default)]
+    pub item: String,
+    /// What of the item, when not the item itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<Part>,
+}
+
+impl TrialId {
+    /// The item itself.
+    pub fn new(suite: &str, stage: Stage, item: &str) -> TrialId {
+        TrialId {
+            suite: suite.to_owned(),
+            stage,
+            item: item.to_owned(),
+            part: None,
+        }
+    }
+
+    /// A part of the item.
+    #[must_use]
+    pub fn part(mut self, part: Part) -> TrialId {
+        self.part = Some(part);
+        self
+    }
+
+    /// The libtest name: `<suite>::<stage>::<item>[::<part>]`.
+    pub fn name(&self) -> String {
+        let mut name = format!("{}::{}::{}", self.suite, self.stage.name(), self.item);
+        if let Some(p) = self.part {
+            name.push_str("::");
+            name.push_str(p.name());
+        }
+        name
+    }
+
+    /// The item with its part, as the name writes them after the stage.
+    pub fn within_stage(&self) -> String {
+        match self.part {
+            Some(p) => format!("{}::{}", self.item, p.name()),
+            None => self.item.clone(),
+        }
+    }
+}
+
 /// How one trial ended.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TrialRecord {
     /// The libtest name (`suite[variant]::stage::item`).
     pub name: String,
-    /// `<suite>` or `<suite>[<variant>]`.
-    pub suite: String,
-    /// `config`, `correctness`, `snapshot` or `performance`.
-    pub stage: String,
+    /// Which trial: `suite`, `stage`, `item` and `part`.
+    #[serde(flatten)]
+    pub id: TrialId,
     /// How it ended.
     pub outcome: TrialOutcome,
     /// What failed, for a failed trial.
@@ -210,13 +338,13 @@ pub struct TrialRecord {
 }
 
 /// What a probe sent and what came back. An answer is kept scrubbed, and
-/// as an excerpt of its first [`KEPT_CHARS`] characters when longer: its
+/// as an excerpt of its first [`crate::text::KEPT_CHARS`] characters when longer: its
 /// length and hash say what the whole was.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Exchange {
     /// The request body.
     pub request: serde_json::Value,
-    /// The answer (scrubbed; its first [`KEPT_CHARS`] characters).
+    /// The answer (scrubbed; its first [`crate::text::KEPT_CHARS`] characters).
     pub content: String,
     /// Characters of the whole (scrubbed) answer.
     #[serde(default)]
@@ -250,8 +378,8 @@ impl Exchange {
         answer: &crate::client::Completion,
         sandbox: Vec<crate::check::code::CodeRun>,
     ) -> Exchange {
-        let content = Kept::of(&answer.content);
-        let reasoning = Kept::of(&answer.reasoning);
+        let content = crate::text::Kept::of(&answer.content);
+        let reasoning = crate::text::Kept::of(&answer.reasoning);
         Exchange {
             request,
             content: content.text,
@@ -267,45 +395,11 @@ impl Exchange {
 
     /// The answer as kept.
     #[must_use]
-    pub fn answer(&self) -> Kept {
-        Kept {
+    pub fn answer(&self) -> crate::text::Kept {
+        crate::text::Kept {
             text: self.content.clone(),
             chars: self.content_chars,
             sha256: self.content_sha256.clone(),
-        }
-    }
-}
-
-/// The most characters of an answer a record keeps (4,096, the excerpt of
-/// a snapshot's answer).
-pub const KEPT_CHARS: usize = 4096;
-
-/// A text as a record keeps it: scrubbed, then cut to [`KEPT_CHARS`], with
-/// the whole one's length and hash.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kept {
-    /// The excerpt (the whole text when it is short enough).
-    pub text: String,
-    /// Characters of the whole scrubbed text.
-    pub chars: usize,
-    /// SHA-256 of the whole scrubbed text, lower-case hex.
-    pub sha256: String,
-}
-
-impl Kept {
-    /// Keeps `text`.
-    #[must_use]
-    pub fn of(text: &str) -> Kept {
-        let clean = crate::secrets::scrub(text);
-        let (excerpt, whole) = crate::secrets::cut(&clean, KEPT_CHARS);
-        let digest = ring::digest::digest(&ring::digest::SHA256, clean.as_bytes());
-        Kept {
-            chars: whole.unwrap_or_else(|| excerpt.chars().count()),
-            text: excerpt,
-            sha256: digest.as_ref().iter().fold(String::new(), |mut hex, b| {
-                let _ = write!(hex, "{b:02x}");
-                hex
-            }),
         }
     }
 }
@@ -566,9 +660,9 @@ pub fn write(info: &RunInfo, record: &RunRecord) -> Result<PathBuf, FileError> {
 
 /// Counts a finished trial of `stage` in `(trials, at the last rewrite)`;
 /// whether the record is to be rewritten now.
-pub fn rewrite_due(counts: &mut (u64, u64), stage: &str) -> bool {
+pub fn rewrite_due(counts: &mut (u64, u64), stage: Stage) -> bool {
     counts.0 += 1;
-    let due = stage == "performance" || counts.0 - counts.1 >= counts.1.max(1);
+    let due = stage == Stage::Performance || counts.0 - counts.1 >= counts.1.max(1);
     if due {
         counts.1 = counts.0;
     }
@@ -645,7 +739,7 @@ pub fn accept(out: &Path) -> Result<Vec<PathBuf>, String> {
             .as_ref()
             .map_or_else(|| baseline::dir(&working_project()), PathBuf::from);
         for gate in &suite.gates {
-            let file = baseline::path(&dir, &suite.suite, &gate.gate);
+            let file = baseline::path(&dir, &suite.suite, &gate.file_parts());
             let entry = Entry {
                 saved_unix: figures.finished_unix,
                 servegate: env!("CARGO_PKG_VERSION").to_owned(),
@@ -668,7 +762,7 @@ pub fn accept(out: &Path) -> Result<Vec<PathBuf>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::rewrite_due;
+    use super::{Stage, rewrite_due};
 
     /// A thousand probes rewrite the record ten times (after 1, 2, 4, …,
     /// 512 trials); each gate rewrites it once more.
@@ -676,11 +770,11 @@ mod tests {
     fn rewrites_are_logarithmic_in_probes_and_one_per_gate() {
         let mut state = (0, 0);
         let probes = (0..1000)
-            .filter(|_| rewrite_due(&mut state, "correctness"))
+            .filter(|_| rewrite_due(&mut state, Stage::Correctness))
             .count();
         assert_eq!(probes, 10);
         let gates = (0..5)
-            .filter(|_| rewrite_due(&mut state, "performance"))
+            .filter(|_| rewrite_due(&mut state, Stage::Performance))
             .count();
         assert_eq!(gates, 5);
     }

@@ -1,7 +1,9 @@
 //! Text a server or a model wrote, made safe to show: on a terminal or in a
-//! CI log it must not move the cursor, colour, hide or rewrite lines.
+//! CI log it must not move the cursor, colour, hide or rewrite lines; in a
+//! record it is kept scrubbed, as an excerpt with its length and hash.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 /// Whether `c` would act on a terminal or a log rather than print: C0 and
 /// C1 controls (escape, carriage return, …), DEL, line and paragraph
@@ -117,6 +119,40 @@ pub fn for_xml(text: &str) -> Cow<'_, str> {
             .map(|c| if bad(c) { '\u{fffd}' } else { c })
             .collect(),
     )
+}
+
+/// The most characters of an answer a record keeps (4,096, the excerpt of
+/// a snapshot's answer).
+pub const KEPT_CHARS: usize = 4096;
+
+/// A text as a record keeps it: scrubbed, then cut to [`KEPT_CHARS`], with
+/// the whole one's length and hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// The excerpt (the whole text when it is short enough).
+    pub text: String,
+    /// Characters of the whole scrubbed text.
+    pub chars: usize,
+    /// SHA-256 of the whole scrubbed text, lower-case hex.
+    pub sha256: String,
+}
+
+impl Kept {
+    /// Keeps `text`.
+    #[must_use]
+    pub fn of(text: &str) -> Kept {
+        let clean = crate::secrets::scrub(text);
+        let (excerpt, whole) = crate::secrets::cut(&clean, KEPT_CHARS);
+        let digest = ring::digest::digest(&ring::digest::SHA256, clean.as_bytes());
+        Kept {
+            chars: whole.unwrap_or_else(|| excerpt.chars().count()),
+            text: excerpt,
+            sha256: digest.as_ref().iter().fold(String::new(), |mut hex, b| {
+                let _ = write!(hex, "{b:02x}");
+                hex
+            }),
+        }
+    }
 }
 
 #[cfg(test)]

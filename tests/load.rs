@@ -61,7 +61,8 @@ const FAST: &str = "model: m\nttft: 5ms\nitl: 1ms\n";
 fn sweeps_become_one_gate_per_level() {
     let g = gates(
         "  - name: sweep\n    load: {concurrency: [1, 4], requests: 4, input_tokens: 8, output_tokens: 8}\n    thresholds: {errors: \"== 0\"}\n\
-         \x20 - name: rates\n    load: {rate: [5, 2.5], concurrency: 8, requests: 4, input_tokens: 8, output_tokens: 8}\n    thresholds: {errors: \"== 0\"}\n",
+         \x20 - name: rates\n    load: {rate: [5, 2.5], concurrency: 8, requests: 4, input_tokens: 8, output_tokens: 8}\n    thresholds: {errors: \"== 0\"}\n\
+         \x20 - name: solo\n    load: {concurrency: [4], requests: 4, input_tokens: 8, output_tokens: 8}\n    thresholds: {errors: \"== 0\"}\n",
     );
     let names: Vec<&str> = g.iter().map(|g| g.name.as_str()).collect();
     assert_eq!(
@@ -70,10 +71,29 @@ fn sweeps_become_one_gate_per_level() {
             "sweep::concurrency_1",
             "sweep::concurrency_4",
             "rates::rate_5",
-            "rates::rate_2_5"
+            "rates::rate_2_5",
+            "solo"
         ]
     );
     assert_eq!(g[1].load.pace, Pace::Closed { concurrency: 4 });
+    let sweeps: Vec<Option<(&str, &str)>> = g
+        .iter()
+        .map(|g| {
+            g.sweep
+                .as_ref()
+                .map(|s| (s.sweep.as_str(), s.level.as_str()))
+        })
+        .collect();
+    assert_eq!(
+        sweeps,
+        [
+            Some(("sweep", "concurrency_1")),
+            Some(("sweep", "concurrency_4")),
+            Some(("rates", "rate_5")),
+            Some(("rates", "rate_2_5")),
+            None
+        ]
+    );
     assert!(
         matches!(g[3].load.pace, Pace::Open { rate, max_in_flight: Some(8), .. } if (rate - 2.5).abs() < 1e-12)
     );

@@ -10,9 +10,9 @@ use std::fmt::Write as _;
 use super::assertion::evaluate;
 use super::degenerate;
 use crate::client::{CallError, Completion};
-use crate::record::{KEPT_CHARS, Kept};
 use crate::suite::diagnostics::render_location;
 use crate::suite::{Degeneracy, Probe, SourceFile};
+use crate::text::{KEPT_CHARS, Kept};
 
 /// One probe asked again during the load.
 #[derive(Debug)]

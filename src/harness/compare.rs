@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::session::SuiteRun;
 use crate::load::estimate::Estimate;
-use crate::record::{Comparison, Row};
+use crate::record::{Comparison, Row, Stage};
 use crate::suite::metric::format_value;
 use crate::suite::threshold::Op;
 
@@ -94,12 +94,10 @@ pub fn compare(runs: &[Arc<SuiteRun>]) -> Vec<Comparison> {
 /// the gates (a config check, a probe, a snapshot), the gate itself or its
 /// recheck did not pass; `None` when it is a candidate.
 fn excluded(r: &SuiteRun, gate: &str) -> Option<String> {
-    // The gate's trial, and its own (`::recheck`, a curve's levels).
-    let own = format!("::performance::{gate}");
-    let mine = |name: &str| name.ends_with(&own) || name.contains(&format!("{own}::"));
+    // The gate's trial, and its own (its recheck).
     r.outcomes()
         .iter()
-        .find(|t| !t.outcome.passed() && (t.stage != "performance" || mine(&t.name)))
+        .find(|t| !t.outcome.passed() && (t.id.stage != Stage::Performance || t.id.item == gate))
         .map(|t| format!("`{}` {}", t.name, t.outcome.name()))
 }
 

@@ -92,10 +92,10 @@ impl SuiteRun {
                     ),
                 ));
             };
-            let label = level
-                .strip_prefix(curve.gate.as_str())
-                .and_then(|l| l.strip_prefix("::"))
-                .unwrap_or(level);
+            let label = self.suite.gates[i]
+                .sweep
+                .as_ref()
+                .map_or(level.as_str(), |s| s.level.as_str());
             rows.push((label, f.metrics));
         }
         judge_curve(&self.suite, curve, &rows).map_err(|m| Stop::failed(FailureKind::Gate, m))
@@ -155,7 +155,7 @@ impl SuiteRun {
         let baseline = Lookup::find(
             &baseline::dir(&self.suite.file.root),
             &self.label,
-            &gate.name,
+            &gate.file_parts(),
             &target.fingerprint,
         );
         let variants: Vec<VariantFigures> = gate
@@ -292,7 +292,7 @@ impl SuiteRun {
             };
             tokio::join!(load, ask)
         });
-        let idle: Vec<Option<crate::record::Kept>> = self
+        let idle: Vec<Option<crate::text::Kept>> = self
             .suite
             .probes
             .iter()

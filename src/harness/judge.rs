@@ -492,7 +492,7 @@ mod tests {
     }
 
     fn no_baseline() -> Lookup {
-        Lookup::find(Path::new("/nonexistent"), "n", "g", "test")
+        Lookup::find(Path::new("/nonexistent"), "n", &["g"], "test")
     }
 
     fn refs(baseline: &Lookup) -> References<'_> {

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use libtest_mimic::{Arguments, Conclusion, Trial};
 
-use crate::record;
+use crate::record::{self, Part, Stage, TrialId};
 
 pub use outcome::{Stop, Verdict};
 pub use session::{GateFigures, Plan, SuiteRun};
@@ -180,57 +180,57 @@ fn display_path(path: &Path) -> PathBuf {
         .unwrap_or_else(|| path.to_path_buf())
 }
 
-/// Trial names of one run of a suite (`label`: `<suite>` or
+/// Trials of one run of a suite (`label`: `<suite>` or
 /// `<suite>[<variant>]`), in run order: config checks, each probe followed
 /// by its snapshot, gates, then sweep curves.
 struct Names {
-    configs: Vec<String>,
-    probes: Vec<String>,
+    configs: Vec<TrialId>,
+    probes: Vec<TrialId>,
     /// Each snapshot trial with its probe's index.
-    snapshots: Vec<(usize, String)>,
-    gates: Vec<String>,
+    snapshots: Vec<(usize, TrialId)>,
+    gates: Vec<TrialId>,
     /// Each recheck trial with its gate's index.
-    rechecks: Vec<(usize, String)>,
-    curves: Vec<String>,
+    rechecks: Vec<(usize, TrialId)>,
+    curves: Vec<TrialId>,
 }
 
 impl Names {
     fn of(suite: &Suite, label: &str) -> Self {
-        let name = |kind: &str, item: &str| format!("{label}::{kind}::{item}");
+        let id = |stage, item: &str| TrialId::new(label, stage, item);
         Self {
             configs: suite
                 .expect_server
                 .iter()
-                .map(|c| name("config", &c.name))
+                .map(|c| id(Stage::Config, &c.name))
                 .collect(),
             probes: suite
                 .probes
                 .iter()
-                .map(|p| name("correctness", &p.name))
+                .map(|p| id(Stage::Correctness, &p.name))
                 .collect(),
             snapshots: suite
                 .probes
                 .iter()
                 .enumerate()
                 .filter(|(_, p)| p.snapshot != SnapshotMode::Off)
-                .map(|(i, p)| (i, name("snapshot", &p.name)))
+                .map(|(i, p)| (i, id(Stage::Snapshot, &p.name)))
                 .collect(),
             gates: suite
                 .gates
                 .iter()
-                .map(|g| name("performance", &g.name))
+                .map(|g| id(Stage::Performance, &g.name))
                 .collect(),
             rechecks: suite
                 .gates
                 .iter()
                 .enumerate()
                 .filter(|(_, g)| g.recheck.is_some())
-                .map(|(i, g)| (i, name("performance", &format!("{}::recheck", g.name))))
+                .map(|(i, g)| (i, id(Stage::Performance, &g.name).part(Part::Recheck)))
                 .collect(),
             curves: suite
                 .curves
                 .iter()
-                .map(|c| name("performance", &format!("{}::curve", c.gate)))
+                .map(|c| id(Stage::Performance, &c.gate).part(Part::Curve))
                 .collect(),
         }
     }
@@ -249,8 +249,8 @@ impl Names {
 
     /// Every trial in run order: its name, where its item is written, what
     /// runs it and the item's index in its list.
-    fn in_order(self, suite: &Suite) -> Vec<(String, Loc, Each, usize)> {
-        let mut out: Vec<(String, Loc, Each, usize)> = Vec::new();
+    fn in_order(self, suite: &Suite) -> Vec<(TrialId, Loc, Each, usize)> {
+        let mut out: Vec<(TrialId, Loc, Each, usize)> = Vec::new();
         for (i, name) in self.configs.into_iter().enumerate() {
             out.push((name, suite.expect_server[i].loc, SuiteRun::config, i));
         }
@@ -631,10 +631,10 @@ fn add_run(
 ) {
     let (runtime, book) = (ctx.runtime, ctx.book);
     let names = Names::of(suite, label);
-    let selected = |n: &String| !ctx.args.is_filtered_out(&Trial::test(n.clone(), || Ok(())));
-    let count = |list: &[String]| list.iter().filter(|n| selected(n)).count();
-    let snapshot_names: Vec<String> = names.snapshots.iter().map(|(_, n)| n.clone()).collect();
-    let recheck_names: Vec<String> = names.rechecks.iter().map(|(_, n)| n.clone()).collect();
+    let selected = |id: &TrialId| !ctx.args.is_filtered_out(&Trial::test(id.name(), || Ok(())));
+    let count = |list: &[TrialId]| list.iter().filter(|n| selected(n)).count();
+    let snapshot_names: Vec<TrialId> = names.snapshots.iter().map(|(_, n)| n.clone()).collect();
+    let recheck_names: Vec<TrialId> = names.rechecks.iter().map(|(_, n)| n.clone()).collect();
     // A recheck, like a curve, needs its gate's load: both count as gates'
     // dependants.
     let (configs, probes, snapshots, gates, curves) = (
@@ -711,16 +711,17 @@ fn add_run(
             "note: suite `{label}`: the gates of its {unrun} selected recheck(s) run first: a recheck asks during its gate's load"
         );
     }
-    for (name, loc, each, i) in names.in_order(suite) {
+    for (id, loc, each, i) in names.in_order(suite) {
+        let name = id.name();
         let turn = ctx.turn(&name);
         if turn.is_some() {
             run.expect_trial();
         }
         let (r, book, info) = (Arc::clone(&run), Arc::clone(book), ctx.info.clone());
         let (turns, checkpoints) = (Arc::clone(&ctx.turns.0), Arc::clone(&ctx.checkpoints));
-        trials.push(Trial::test(name.clone(), move || {
+        trials.push(Trial::test(name, move || {
             let body = || {
-                let verdict = r.trial(&name, loc, || each(&r, i));
+                let verdict = r.trial(&id, loc, || each(&r, i));
                 // After every trial: an interrupted run leaves its record.
                 if let (Ok(runs), Some(done)) = (book.lock(), r.last_outcome()) {
                     checkpoints.after_trial(&info, &runs, &done);
@@ -744,7 +745,7 @@ fn listing(loaded: &Loaded) -> Vec<Trial> {
         Loaded::Suite(suite) => Names::labels(suite)
             .into_iter()
             .flat_map(|(label, _)| Names::of(suite, &label).in_order(suite))
-            .map(|(n, ..)| Trial::test(n, || Ok(())))
+            .map(|(id, ..)| Trial::test(id.name(), || Ok(())))
             .collect(),
     }
 }

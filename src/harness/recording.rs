@@ -52,6 +52,7 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
                         .figures()
                         .into_iter()
                         .map(|f| GateRecord {
+                            sweep: sweep_point(&run.suite, &f.gate),
                             gate: f.gate,
                             load: f.load,
                             repeats: f.repeats,
@@ -172,9 +173,25 @@ impl Checkpoints {
         let due = self
             .state
             .lock()
-            .is_ok_and(|mut s| rewrite_due(&mut s, &trial.stage));
+            .is_ok_and(|mut s| rewrite_due(&mut s, trial.id.stage));
         if due && let Err(e) = write(info, &collect(info, runs, false)) {
             eprintln!("warning: {e}");
         }
     }
+}
+
+/// The sweep level a gate of `suite` is, from the suite's own model.
+fn sweep_point(suite: &crate::suite::Suite, gate: &str) -> Option<crate::record::SweepPoint> {
+    let g = suite.gates.iter().find(|g| g.name == gate)?;
+    let (concurrency, rate) = match g.load.pace {
+        crate::suite::Pace::Closed { concurrency } => (Some(concurrency), None),
+        crate::suite::Pace::Open { rate, .. } => (None, Some(rate)),
+    };
+    let of = g.sweep.as_ref()?;
+    Some(crate::record::SweepPoint {
+        sweep: of.sweep.clone(),
+        level: of.level.clone(),
+        concurrency,
+        rate,
+    })
 }

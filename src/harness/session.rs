@@ -284,38 +284,34 @@ impl SuiteRun {
         self.outcomes.lock().ok()?.last().cloned()
     }
 
-    /// Runs one trial named `name` (its item written at `loc`): fails fast
-    /// once the server is lost, checks the server after the trial, records
-    /// the outcome, stops the server after the last trial.
+    /// Runs one trial (its item written at `loc`): fails fast once the
+    /// server is lost, checks the server after the trial, records the
+    /// outcome, stops the server after the last trial.
     pub fn trial(
         &self,
-        name: &str,
+        id: &crate::record::TrialId,
         loc: crate::suite::node::Loc,
         body: impl FnOnce() -> Verdict,
     ) -> Verdict {
         let started = std::time::Instant::now();
+        let name = id.name();
         // Whatever a server put in the message is made safe for a terminal
         // and a CI log, its secrets scrubbed, before libtest prints it.
         let verdict = self
-            .trial_inner(name, body)
+            .trial_inner(&name, body)
             .map_err(|stop| stop.map_text(crate::text::for_log));
-        let exchange = name
-            .strip_prefix(self.label.as_str())
-            .and_then(|r| r.strip_prefix("::correctness::"))
-            .and_then(|probe| {
+        let exchange = (id.stage == crate::record::Stage::Correctness && id.part.is_none())
+            .then(|| {
                 let ex = self.exchanges.lock().ok()?;
-                ex.iter().find(|(p, _)| p == probe).map(|(_, e)| e.clone())
-            });
+                ex.iter()
+                    .find(|(p, _)| *p == id.item)
+                    .map(|(_, e)| e.clone())
+            })
+            .flatten();
         if let Ok(mut o) = self.outcomes.lock() {
             o.push(crate::record::TrialRecord {
-                name: name.to_owned(),
-                suite: self.label.clone(),
-                stage: name
-                    .strip_prefix(self.label.as_str())
-                    .and_then(|r| r.strip_prefix("::"))
-                    .and_then(|r| r.split("::").next())
-                    .unwrap_or("")
-                    .to_owned(),
+                name,
+                id: id.clone(),
                 outcome: verdict
                     .as_ref()
                     .map_or_else(Stop::outcome, |()| TrialOutcome::Passed),

@@ -64,7 +64,7 @@ fn render(runs: &[Arc<SuiteRun>]) -> String {
                 let _ = writeln!(out, "    {} {check}", if *pass { "pass" } else { "FAIL" });
             }
         }
-        out.push_str(&sweep_tables(&run.label, &run.figures()));
+        out.push_str(&sweep_tables(&run.suite, &run.label, &run.figures()));
     }
     out.push_str(&super::compare::render(&super::compare::compare(runs)));
     out
@@ -72,12 +72,18 @@ fn render(runs: &[Arc<SuiteRun>]) -> String {
 
 /// One row per level of each sweep (`<gate>::concurrency_N`, `<gate>::rate_R`),
 /// so a curve reads at a glance.
-fn sweep_tables(suite: &str, figures: &[GateFigures]) -> String {
+fn sweep_tables(of: &crate::suite::Suite, suite: &str, figures: &[GateFigures]) -> String {
     let mut sweeps: Vec<(&str, Vec<(&str, &GateFigures)>)> = Vec::new();
     for f in figures {
-        let Some((gate, level)) = f.gate.split_once("::") else {
+        let Some(crate::suite::SweepLevel { sweep: gate, level }) = of
+            .gates
+            .iter()
+            .find(|g| g.name == f.gate)
+            .and_then(|g| g.sweep.as_ref())
+        else {
             continue;
         };
+        let (gate, level) = (gate.as_str(), level.as_str());
         match sweeps.iter_mut().find(|(g, _)| *g == gate) {
             Some((_, rows)) => rows.push((level, f)),
             None => sweeps.push((gate, vec![(level, f)])),

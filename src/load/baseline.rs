@@ -23,10 +23,11 @@ pub fn dir(project: &Path) -> PathBuf {
         )
 }
 
-/// The file of a gate's baselines (`::` in sweep names becomes a directory).
-pub fn path(dir: &Path, suite: &str, gate: &str) -> PathBuf {
+/// The file of a gate's baselines: `gate` is its name, or a sweep's name
+/// and the level (a directory per sweep).
+pub fn path(dir: &Path, suite: &str, gate: &[&str]) -> PathBuf {
     let mut p = dir.join(suite);
-    for part in gate.split("::") {
+    for part in gate {
         p.push(part);
     }
     p.set_extension("json");
@@ -107,7 +108,7 @@ pub struct Lookup {
 
 impl Lookup {
     /// Looks up the baseline of a gate for a fingerprint.
-    pub fn find(dir: &Path, suite: &str, gate: &str, fingerprint: &str) -> Self {
+    pub fn find(dir: &Path, suite: &str, gate: &[&str], fingerprint: &str) -> Self {
         let path = path(dir, suite, gate);
         let entry = match read(&path) {
             Err(e) => Err(e.to_string()),
@@ -151,7 +152,11 @@ mod tests {
     #[test]
     fn sweep_gates_get_nested_files() {
         assert_eq!(
-            path(Path::new("baselines"), "sglang", "sweep::concurrency_8"),
+            path(
+                Path::new("baselines"),
+                "sglang",
+                &["sweep", "concurrency_8"]
+            ),
             PathBuf::from("baselines/sglang/sweep/concurrency_8.json")
         );
     }

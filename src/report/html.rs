@@ -425,16 +425,21 @@ fn kept_answer(ex: &crate::record::Exchange) -> String {
     }
 }
 
-/// Throughput against concurrency for gates named `<gate>::concurrency_N`.
+/// Throughput against concurrency for the levels of each concurrency sweep.
 fn sweeps(out: &mut String, suite: &str, gates: &[GateRecord]) {
     let mut sweeps: Vec<(&str, Vec<(f64, f64)>)> = Vec::new();
     for g in gates {
-        let Some((name, level)) = g.gate.split_once("::concurrency_") else {
+        let Some((name, level)) = g
+            .sweep
+            .as_ref()
+            .and_then(|s| Some((s.sweep.as_str(), s.concurrency?)))
+        else {
             continue;
         };
-        let (Ok(n), Some(tps)) = (level.parse::<f64>(), g.figures.get("output_tok_s")) else {
+        let Some(tps) = g.figures.get("output_tok_s") else {
             continue;
         };
+        let n = f64::from(level);
         match sweeps.iter_mut().find(|(s, _)| *s == name) {
             Some((_, pts)) => pts.push((n, *tps)),
             None => sweeps.push((name, vec![(n, *tps)])),
@@ -525,6 +530,46 @@ fn variants(out: &mut String, record: &RunRecord) {
 mod tests {
     use super::*;
 
+    fn gate(name: &str, sweep: Option<(&str, u32)>, tok_s: f64) -> GateRecord {
+        GateRecord {
+            gate: name.into(),
+            load: String::new(),
+            repeats: 1,
+            figures: [("output_tok_s".to_owned(), tok_s)].into_iter().collect(),
+            series: Vec::new(),
+            samples: std::collections::BTreeMap::new(),
+            token_sources: std::collections::BTreeMap::new(),
+            thresholds: Vec::new(),
+            client: None,
+            sweep: sweep.map(|(s, c)| crate::record::SweepPoint {
+                sweep: s.into(),
+                level: format!("concurrency_{c}"),
+                concurrency: Some(c),
+                rate: None,
+            }),
+        }
+    }
+
+    /// A sweep's chart comes from the record's sweep points, never from
+    /// gate names: gates named like levels but not a sweep's draw none.
+    #[test]
+    fn a_sweep_is_drawn_from_its_levels_not_from_names() {
+        let mut out = String::new();
+        let levels = [
+            gate("odd name", Some(("load", 1)), 100.0),
+            gate("odd name 2", Some(("load", 8)), 500.0),
+            gate("fake::concurrency_1", None, 100.0),
+            gate("fake::concurrency_8", None, 500.0),
+        ];
+        sweeps(&mut out, "s", &levels);
+        assert!(
+            out.contains("sweep <code>s::performance::load</code>"),
+            "{out}"
+        );
+        assert!(!out.contains("fake"), "{out}");
+        assert_eq!(xs(&out).len(), 2, "{out}");
+    }
+
     /// The `cx` of every point of an SVG, in order.
     fn xs(svg: &str) -> Vec<f64> {
         svg.split("<circle cx=\"")
@@ -558,6 +603,7 @@ mod tests {
             token_sources: std::collections::BTreeMap::new(),
             thresholds: Vec::new(),
             client: None,
+            sweep: None,
         };
         let svg = percentile_chart(&g);
         let x = xs(&svg);

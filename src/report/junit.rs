@@ -14,13 +14,13 @@ pub fn render(record: &RunRecord) -> Result<String, String> {
     let mut report = Report::new(format!("servegate {}", record.run_id));
     let mut labels: Vec<&str> = Vec::new();
     for t in &record.trials {
-        if !labels.contains(&t.suite.as_str()) {
-            labels.push(&t.suite);
+        if !labels.contains(&t.id.suite.as_str()) {
+            labels.push(&t.id.suite);
         }
     }
     for label in labels {
         let mut suite = TestSuite::new(for_xml(label));
-        for t in record.trials.iter().filter(|t| t.suite == label) {
+        for t in record.trials.iter().filter(|t| t.id.suite == label) {
             let status = match &t.message {
                 None => TestCaseStatus::success(),
                 Some(message) => {
@@ -30,12 +30,9 @@ pub fn render(record: &RunRecord) -> Result<String, String> {
                     s
                 }
             };
-            let short = t
-                .name
-                .strip_prefix(label)
-                .and_then(|n| n.strip_prefix("::"))
-                .unwrap_or(&t.name);
-            let mut case = TestCase::new(for_xml(short), status);
+            // Within its suite's test suite: `<stage>::<item>`.
+            let short = format!("{}::{}", t.id.stage.name(), t.id.within_stage());
+            let mut case = TestCase::new(for_xml(&short), status);
             case.set_classname(for_xml(label));
             case.set_time(Duration::from_secs_f64(t.duration_s.max(0.0)));
             // `file` and `line` as attributes are what GitHub's and GitLab's

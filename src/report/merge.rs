@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::html::{esc, trial_row};
-use crate::record::{GateRecord, RunRecord, TrialOutcome};
+use crate::record::{GateRecord, RunRecord, Stage, TrialOutcome};
 use crate::suite::metric::{KEY_FIGURES, format_figure};
 
 /// One run record of the merge and the node it ran on.
@@ -96,7 +96,7 @@ pub fn combined(nodes: &[Node]) -> RunRecord {
         out.trials.extend(n.record.trials.iter().map(|t| {
             let mut t = t.clone();
             t.name = on(&t.name);
-            t.suite = on(&t.suite);
+            t.id.suite = on(&t.id.suite);
             t
         }));
         out.suites.extend(n.record.suites.iter().map(|s| {
@@ -151,18 +151,18 @@ fn suite_rows(nodes: &[Node]) -> Vec<SuiteRow<'_>> {
         for t in &n.record.trials {
             let i = rows
                 .iter()
-                .position(|r| r.node == n.label && r.suite == t.suite)
+                .position(|r| r.node == n.label && r.suite == t.id.suite)
                 .unwrap_or_else(|| {
                     let target = n
                         .record
                         .suites
                         .iter()
-                        .find(|s| s.suite == t.suite)
+                        .find(|s| s.suite == t.id.suite)
                         .map_or("not reached", |s| s.target.as_str());
                     rows.push(SuiteRow {
                         node: &n.label,
                         gpus: gpus(&n.record),
-                        suite: &t.suite,
+                        suite: &t.id.suite,
                         target,
                         tally: Tally::default(),
                     });
@@ -188,7 +188,7 @@ struct Cell<'a> {
 /// One gate of one suite across the nodes, a cell per node label.
 struct GateRow<'a> {
     suite: &'a str,
-    gate: &'a str,
+    gate: String,
     cells: Vec<Option<Cell<'a>>>,
 }
 
@@ -207,21 +207,20 @@ fn gate_rows(nodes: &[Node]) -> Vec<GateRow<'_>> {
     let labels = labels(nodes);
     let mut rows: Vec<GateRow> = Vec::new();
     for n in nodes {
-        for t in n.record.trials.iter().filter(|t| t.stage == "performance") {
-            let Some(gate) = t
-                .name
-                .strip_prefix(t.suite.as_str())
-                .and_then(|g| g.strip_prefix("::performance::"))
-            else {
-                continue;
-            };
+        for t in n
+            .record
+            .trials
+            .iter()
+            .filter(|t| t.id.stage == Stage::Performance)
+        {
+            let gate = t.id.within_stage();
             let i = rows
                 .iter()
-                .position(|r| r.suite == t.suite && r.gate == gate)
+                .position(|r| r.suite == t.id.suite && r.gate == gate)
                 .unwrap_or_else(|| {
                     rows.push(GateRow {
-                        suite: &t.suite,
-                        gate,
+                        suite: &t.id.suite,
+                        gate: gate.clone(),
                         cells: labels.iter().map(|_| None).collect(),
                     });
                     rows.len() - 1
@@ -234,7 +233,7 @@ fn gate_rows(nodes: &[Node]) -> Vec<GateRow<'_>> {
                 .record
                 .suites
                 .iter()
-                .filter(|s| s.suite == t.suite)
+                .filter(|s| s.suite == t.id.suite)
                 .flat_map(|s| &s.gates)
                 .find(|g| g.gate == gate);
             rows[i].cells[column] = Some(Cell {
@@ -394,7 +393,7 @@ pub fn html(nodes: &[Node]) -> String {
             out,
             "<h3><code>{}::performance::{}</code></h3><table><tr><th></th>{header}</tr><tr><td>outcome</td>",
             esc(row.suite),
-            esc(row.gate)
+            esc(&row.gate)
         );
         for c in &row.cells {
             let class = match c.as_ref().map(|c| c.outcome) {

@@ -735,6 +735,35 @@ pub struct Gate {
     pub verdict: VerdictMode,
     /// Probes asked again while the load runs (`recheck:`).
     pub recheck: Option<Recheck>,
+    /// The sweep this gate is a level of.
+    pub sweep: Option<SweepLevel>,
+}
+
+impl Gate {
+    /// Its name as a file's path: the gate's, or its sweep's and level.
+    pub fn file_parts(&self) -> Vec<&str> {
+        file_parts(
+            &self.name,
+            self.sweep
+                .as_ref()
+                .map(|s| (s.sweep.as_str(), s.level.as_str())),
+        )
+    }
+}
+
+/// A gate's name as a file's path: `[gate]`, or `[sweep, level]` for a
+/// level of a sweep (a directory per sweep).
+pub fn file_parts<'a>(gate: &'a str, sweep: Option<(&'a str, &'a str)>) -> Vec<&'a str> {
+    sweep.map_or_else(|| vec![gate], |(s, l)| vec![s, l])
+}
+
+/// A gate that is one level of a sweep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepLevel {
+    /// The sweep's own name (the gate's is `<sweep>::<level>`).
+    pub sweep: String,
+    /// The level: `concurrency_8`, `rate_2_5`.
+    pub level: String,
 }
 
 /// How the repeats of a gate are judged against a bound.

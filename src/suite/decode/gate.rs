@@ -12,7 +12,7 @@ use crate::suite::model::{
 };
 use crate::suite::node::{Node, Yaml};
 use crate::suite::threshold::{Bound, Op, Threshold, parse_comparison};
-use crate::suite::{Slo, Tokenizer};
+use crate::suite::{Slo, SweepLevel, Tokenizer};
 
 pub(super) const GATE: &[&str] = &[
     "name",
@@ -173,7 +173,12 @@ impl Decoder<'_> {
             .map(|level| Gate {
                 name: level
                     .suffix
+                    .as_ref()
                     .map_or_else(|| name.clone(), |s| format!("{name}::{s}")),
+                sweep: level.suffix.map(|level| SweepLevel {
+                    sweep: name.clone(),
+                    level,
+                }),
                 loc: y.loc,
                 load: Load {
                     pace: level.pace,
