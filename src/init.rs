@@ -55,12 +55,14 @@ pub enum Error {
 }
 
 impl Error {
-    /// The exit code: 2 for what was asked, 3 an unreachable server, 1 else.
-    pub fn exit_code(&self) -> u8 {
+    /// How `servegate init` ends: what was asked cannot be done, the server
+    /// is unreachable, or the calibration or the writing failed.
+    pub fn exit(&self) -> crate::exit::Exit {
+        use crate::exit::Exit;
         match self {
-            Error::Exists(_) | Error::Target(_) => 2,
-            Error::Unreachable(_) => 3,
-            Error::Calibration(_) | Error::Write(..) => 1,
+            Error::Exists(_) | Error::Target(_) => Exit::Usage,
+            Error::Unreachable(_) => Exit::Unreachable,
+            Error::Calibration(_) | Error::Write(..) => Exit::Failed,
         }
     }
 }

@@ -8,6 +8,7 @@
 pub mod bench;
 pub mod check;
 pub mod client;
+pub mod exit;
 pub mod files;
 pub mod harness;
 pub mod init;
@@ -52,7 +53,7 @@ pub fn test_main(manifest_dir: &str) -> std::process::ExitCode {
         Ok(both) => both,
         Err(e) => {
             eprintln!("error: {e}");
-            return std::process::ExitCode::from(2);
+            return exit::Exit::Usage.into();
         }
     };
     let options = harness::RunOptions {
@@ -69,7 +70,7 @@ pub fn test_main(manifest_dir: &str) -> std::process::ExitCode {
     };
     let outcome = harness::run(&paths, &options, libtest_mimic::Arguments::from_args());
     if outcome.interrupted {
-        return std::process::ExitCode::from(130);
+        return exit::Exit::Interrupted.into();
     }
     outcome.conclusion.exit_code()
 }

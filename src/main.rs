@@ -10,6 +10,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use libtest_mimic::Arguments;
 use servegate::bench::{self, BenchOptions};
+use servegate::exit::Exit;
 use servegate::harness::{self, RunOptions, target::TARGET_ENV};
 use servegate::record::{DEFAULT_KEEP_RUNS, KEEP_RUNS_ENV};
 use servegate::report::Format;
@@ -258,11 +259,11 @@ fn accept_baselines(out_dir: Option<&Path>) -> ExitCode {
             for f in files {
                 eprintln!("servegate: baseline written to {}", f.display());
             }
-            ExitCode::SUCCESS
+            ExitCode::from(Exit::Passed)
         }
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(Exit::Failed)
         }
     }
 }
@@ -287,7 +288,7 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Run(args) => {
             let (suites, options, libtest) = args.split(false);
-            harness::run(&suites, &options, libtest).cli_exit_code()
+            harness::run(&suites, &options, libtest).exit().into()
         }
         Command::Review {
             paths,
@@ -312,14 +313,14 @@ fn main() -> ExitCode {
             Ok((text, held)) => {
                 print!("{text}");
                 if held {
-                    ExitCode::SUCCESS
+                    ExitCode::from(Exit::Passed)
                 } else {
-                    ExitCode::FAILURE
+                    ExitCode::from(Exit::Failed)
                 }
             }
             Err(e) => {
                 eprintln!("error: {e}");
-                ExitCode::FAILURE
+                ExitCode::from(Exit::Failed)
             }
         },
         Command::Baseline { action } => match action {
@@ -329,11 +330,11 @@ fn main() -> ExitCode {
                 // that fails records nothing.
                 let (suites, options, libtest) = args.split(true);
                 let outcome = harness::run(&suites, &options, libtest);
-                if outcome.cli_code() != 0 {
+                if outcome.exit() != Exit::Passed {
                     eprintln!(
                         "error: the run failed: no baseline recorded (the figures of a failed run are no reference; `servegate baseline accept` records a run you reviewed)"
                     );
-                    return outcome.cli_exit_code();
+                    return outcome.exit().into();
                 }
                 let project = harness::first_project(&suites);
                 let out =
@@ -351,7 +352,7 @@ fn main() -> ExitCode {
                 },
                 libtest_args(std::iter::once("--list".to_owned()).chain(libtest)),
             );
-            outcome.cli_exit_code()
+            outcome.exit().into()
         }
         Command::Sim(args) => serve_sim(&args),
         Command::Init {
@@ -372,7 +373,7 @@ fn main() -> ExitCode {
         Command::Schema => {
             // A closed pipe (`| head`) is no error worth a panic.
             let _ = std::io::Write::write_all(&mut std::io::stdout(), schema_text().as_bytes());
-            ExitCode::SUCCESS
+            ExitCode::from(Exit::Passed)
         }
         #[cfg(target_os = "linux")]
         Command::Sandbox { role } => servegate::check::sandbox::helper::main(&role),
@@ -395,11 +396,11 @@ fn main() -> ExitCode {
             match bench::run(&opts) {
                 Ok(table) => {
                     print!("{table}");
-                    ExitCode::SUCCESS
+                    ExitCode::from(Exit::Passed)
                 }
                 Err(e) => {
                     eprintln!("error: {e}");
-                    ExitCode::FAILURE
+                    ExitCode::from(Exit::Failed)
                 }
             }
         }
@@ -414,11 +415,11 @@ fn init(options: &servegate::init::Options) -> ExitCode {
                 "servegate init: wrote {0}: run it with `servegate run {0}`",
                 path.display()
             );
-            ExitCode::SUCCESS
+            ExitCode::from(Exit::Passed)
         }
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(e.exit_code())
+            e.exit().into()
         }
     }
 }
@@ -466,10 +467,10 @@ fn review(
     };
     let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
     match servegate::review::review(&options, &mut stdin.lock(), &mut stdout.lock()) {
-        Ok(_) => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(Exit::Passed),
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(Exit::Failed)
         }
     }
 }
@@ -530,7 +531,7 @@ fn serve_sim(set: &SimArgs) -> ExitCode {
         Ok(p) => p.unwrap_or_default(),
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(2);
+            return Exit::Usage.into();
         }
     };
     profile.ttft = set.ttft.unwrap_or(profile.ttft);
@@ -547,7 +548,7 @@ fn serve_sim(set: &SimArgs) -> ExitCode {
     for field in &set.server_info {
         let Some((key, value)) = field.split_once('=') else {
             eprintln!("error: --server-info `{field}`: expected KEY=VALUE");
-            return ExitCode::from(2);
+            return Exit::Usage.into();
         };
         let value = serde_json::from_str(value)
             .unwrap_or_else(|_| serde_json::Value::String(value.to_owned()));
@@ -560,7 +561,7 @@ fn serve_sim(set: &SimArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: failed to start the async runtime: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(Exit::Failed);
         }
     };
     let stamp_tokens = set.stamp_tokens;
@@ -579,11 +580,11 @@ fn serve_sim(set: &SimArgs) -> ExitCode {
                     running.base_url()
                 );
                 let _ = tokio::signal::ctrl_c().await;
-                ExitCode::SUCCESS
+                ExitCode::from(Exit::Passed)
             }
             Err(e) => {
                 eprintln!("error: failed to bind {addr}: {e}");
-                ExitCode::FAILURE
+                ExitCode::from(Exit::Failed)
             }
         }
     })
@@ -601,11 +602,11 @@ fn merge_reports(records: &[String], out_dir: &Path) -> ExitCode {
                 out_dir.display(),
                 merge::FILES.join(", ")
             );
-            ExitCode::from(u8::from(merge::counts(&nodes).1 > 0))
+            Exit::failed_if(merge::counts(&nodes).1 > 0).into()
         }
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(2)
+            Exit::Usage.into()
         }
     }
 }
@@ -630,7 +631,7 @@ fn report(path: &Path, format: ReportFormat) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(2);
+            return Exit::Usage.into();
         }
     };
     let format = match format {
@@ -644,11 +645,11 @@ fn report(path: &Path, format: ReportFormat) -> ExitCode {
     match text {
         Ok(t) => {
             print!("{t}");
-            ExitCode::SUCCESS
+            ExitCode::from(Exit::Passed)
         }
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(Exit::Failed)
         }
     }
 }

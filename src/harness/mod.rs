@@ -18,12 +18,12 @@ mod summary;
 pub mod target;
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use libtest_mimic::{Arguments, Conclusion, Trial};
 
+use crate::exit::Exit;
 use crate::record::{self, Part, Stage, TrialId};
 
 pub use outcome::{Stop, Verdict};
@@ -87,10 +87,6 @@ pub struct Outcome {
     pub unmatched: bool,
 }
 
-/// The exit code of a filter that selects no trial (nextest has one of its
-/// own for this too): never 0, so that a typo in a filter is never green.
-pub const NO_MATCH_EXIT: u8 = 4;
-
 impl Outcome {
     /// An outcome in which nothing ran.
     fn nothing_ran(conclusion: Conclusion, load_failures: usize) -> Self {
@@ -103,26 +99,20 @@ impl Outcome {
         }
     }
 
-    /// The exit status of `servegate run`: 0 all passed, 1 a trial failed,
-    /// 2 a suite file is invalid, 3 a target could not be reached, 4 the
-    /// filter selected no trial, 130 interrupted.
-    pub fn cli_code(&self) -> u8 {
+    /// The exit of `servegate run`: interrupted, a suite file invalid, a
+    /// target unreachable, the filter selected nothing, a trial failed.
+    pub fn exit(&self) -> Exit {
         if self.interrupted {
-            130
+            Exit::Interrupted
         } else if self.load_failures > 0 {
-            2
+            Exit::Usage
         } else if self.unreachable > 0 {
-            3
+            Exit::Unreachable
         } else if self.unmatched {
-            NO_MATCH_EXIT
+            Exit::NoMatch
         } else {
-            u8::from(self.conclusion.has_failed())
+            Exit::failed_if(self.conclusion.has_failed())
         }
-    }
-
-    /// [`Outcome::cli_code`] as the process's exit code.
-    pub fn cli_exit_code(&self) -> ExitCode {
-        ExitCode::from(self.cli_code())
     }
 }
 

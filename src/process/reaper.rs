@@ -176,7 +176,7 @@ fn stop_all_and_exit(signal: &str) -> ! {
             });
         let _ = wait.recv_timeout(Duration::from_secs(5));
     }
-    std::process::exit(130)
+    std::process::exit(crate::exit::Exit::Interrupted.code().into())
 }
 
 /// Installs the signal watcher once, on a thread of its own (the harness's
