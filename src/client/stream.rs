@@ -1509,9 +1509,11 @@ mod tests {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let server = tokio::spawn(async move {
             let mut asked = Vec::new();
-            while let Ok(Ok((mut sock, _))) =
-                tokio::time::timeout(Duration::from_secs(2), listener.accept()).await
-            {
+            // The request may be slow to come on a loaded machine; a
+            // followed redirect would come at once after it.
+            let mut wait = Duration::from_secs(30);
+            while let Ok(Ok((mut sock, _))) = tokio::time::timeout(wait, listener.accept()).await {
+                wait = Duration::from_secs(1);
                 let mut head = vec![0u8; 64 * 1024];
                 let n = sock.read(&mut head).await.unwrap_or(0);
                 let head = String::from_utf8_lossy(&head[..n]).into_owned();
