@@ -918,7 +918,7 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
     );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    let entry = &json["entries"]["openai-chat, model sim-wrong, server servegate-sim 0.1.0"];
+    let entry = &json["entries"]["openai-chat, model sim-steady, server servegate-sim 0.1.0"];
     assert!(
         entry["figures"]["decode_tok_s.mean"].as_f64().unwrap() > 0.0,
         "{json}"
@@ -943,7 +943,7 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
         &[
             "bound:    output_tok_s >= baseline * 10 = ",
             " from baseline ",
-            "relative/tenfold.json, configuration openai-chat, model sim-wrong",
+            "relative/tenfold.json, configuration openai-chat, model sim-steady",
         ],
     );
 
