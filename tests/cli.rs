@@ -752,13 +752,24 @@ fn server_timings_hold_a_gate_only_where_the_dialect_reports_them() {
     );
 }
 
-/// A bench-client row's figures: the self-check's verdict, and each p99
+/// A bench-client row's figures: the self-check's verdict, each p99
 /// (TTFT, ITL) as measured, as the simulator's stamps say it was, and as
-/// far as the self-check says the client can have moved it.
+/// far as the self-check says the client can have moved it; and the p99 of
+/// the TTFT error that lies outside the simulator (the client's write, the
+/// wire, the client's stamps: the second table), the client's own share.
 struct BenchRow {
     verdict: String,
     ttft: (f64, f64, f64),
     itl: (f64, f64, f64),
+    ttft_outside: f64,
+}
+
+/// A table's rows: their words (the first is a count of threads).
+fn words(table: &str, min: usize) -> impl Iterator<Item = Vec<&str>> {
+    table
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(move |w| w.len() >= min && w[0].parse::<usize>().is_ok())
 }
 
 fn bench_rows(out: &str) -> Vec<BenchRow> {
@@ -767,32 +778,50 @@ fn bench_rows(out: &str) -> Vec<BenchRow> {
             .unwrap_or_else(|e| panic!("{w}: {e}\n{out}"))
             .as_secs_f64()
     };
-    out.lines()
-        .take_while(|l| !l.starts_with("where the TTFT error goes"))
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .filter(|w| w.len() >= 18 && w[0].parse::<usize>().is_ok())
-        .map(|w| BenchRow {
+    let (main, parts) = out
+        .split_once("where the TTFT error goes")
+        .unwrap_or_else(|| panic!("no TTFT breakdown in:\n{out}"));
+    // threads ITL streams |err| p50 / p99, queue p50 / p99, outside p50 / p99, …
+    let outside: Vec<f64> = words(parts, 15).map(|w| secs(w[11])).collect();
+    let rows: Vec<BenchRow> = words(main, 18)
+        .zip(&outside)
+        .map(|(w, &ttft_outside)| BenchRow {
             verdict: w[17].to_owned(),
             ttft: (secs(w[8]), secs(w[9]), secs(w[11])),
             itl: (secs(w[12]), secs(w[13]), secs(w[15])),
+            ttft_outside,
         })
-        .collect()
+        .collect();
+    assert_eq!(
+        rows.len(),
+        outside.len(),
+        "a row without its TTFT breakdown:\n{out}"
+    );
+    rows
 }
 
 /// The self-check judged as a classifier against known truth (the stamped
-/// simulator's own send times), in both directions. A client whose core a
-/// real-time thread takes 20 ms of every 25 reads tokens late and together:
-/// its ITL p99 is wrong by about a stall, and the gate says LIMITED with a
-/// bound that covers the error. A client on a host whose every core is busy
-/// at normal priority keeps its share and its stamps: its figures stay
-/// within the tolerance, and the gate says ok. Every ok row's figures are
-/// within the tolerance of the truth (no false green).
+/// simulator's own stamps), in both directions, row by row: a row is `ok`
+/// exactly when the client moved neither p99 past the tolerance. For TTFT
+/// the client's share is the error outside the simulator (the request
+/// waiting in the simulator's socket is the server's time); for ITL, the
+/// p99's distance from the stamps' p99.
+///
+/// A client whose core a real-time thread takes 20 ms of every 25 reads
+/// tokens late and together: every row is LIMITED, wrong by far more than
+/// the tolerance, with a bound that covers the error. A client on a host
+/// whose every core is busy at normal priority keeps its share and its
+/// stamps, and its rows are `ok` — unless the machine running the tests is
+/// loaded past that (CI's under-load run): then a row the client truly
+/// delayed (its write of a request descheduled for 18 ms) is LIMITED, and
+/// that is right. No `ok` row is off (no false green); no LIMITED row is
+/// within the tolerance (no false red).
 #[test]
 fn the_self_check_is_right_both_ways_against_the_stamped_simulator() {
     // 2% of the figure, at least 0.1 ms; and the wire between the
     // simulator's stamps and the client's, which no client removes.
     let tolerance = |truth: f64| (0.02 * truth).max(0.000_1) + 0.000_1;
-    for (contention, itl, expect) in [("host", "20ms", "ok"), ("starved", "10ms", "LIMITED")] {
+    for (contention, itl) in [("host", "20ms"), ("starved", "10ms")] {
         let o = servegate(&[
             "bench-client",
             "--streams",
@@ -818,23 +847,35 @@ fn the_self_check_is_right_both_ways_against_the_stamped_simulator() {
         assert_eq!(rows.len(), 2, "{}", o.out);
         for r in &rows {
             eprintln!(
-                "{contention}: ITL p99 {:.3}ms (true {:.3}ms, bound {:.3}ms), TTFT p99 {:.3}ms (true {:.3}ms, bound {:.3}ms): {}",
+                "{contention}: ITL p99 {:.3}ms (true {:.3}ms, bound {:.3}ms), TTFT p99 {:.3}ms (true {:.3}ms, bound {:.3}ms, outside the simulator {:.3}ms): {}",
                 r.itl.0 * 1e3,
                 r.itl.1 * 1e3,
                 r.itl.2 * 1e3,
                 r.ttft.0 * 1e3,
                 r.ttft.1 * 1e3,
                 r.ttft.2 * 1e3,
+                r.ttft_outside * 1e3,
                 r.verdict
             );
-            let moved = (r.itl.0 - r.itl.1).abs();
-            assert_eq!(r.verdict, expect, "{contention}: {}", o.out);
-            if r.verdict == "ok" {
-                assert!(moved <= tolerance(r.itl.1), "a false green:\n{}", o.out);
-            } else {
-                // Wrong by far more than the tolerance, and the bound says so.
-                assert!(moved > 5.0 * tolerance(r.itl.1), "{}", o.out);
-                assert!(r.itl.2 + tolerance(r.itl.1) >= moved, "{}", o.out);
+            let itl_moved = (r.itl.0 - r.itl.1).abs();
+            let (itl_tol, ttft_tol) = (tolerance(r.itl.1), tolerance(r.ttft.1));
+            let moved = itl_moved > itl_tol || r.ttft_outside > ttft_tol;
+            let label = if moved { "LIMITED" } else { "ok" };
+            assert_eq!(
+                r.verdict,
+                label,
+                "{contention}: the verdict is not the truth's (a false {}):\n{}",
+                if moved { "green" } else { "red" },
+                o.out
+            );
+            if r.verdict == "LIMITED" {
+                // The bound covers what the client moved.
+                assert!(r.itl.2 + itl_tol >= itl_moved, "{}", o.out);
+                assert!(r.ttft.2 + ttft_tol >= r.ttft_outside, "{}", o.out);
+            }
+            if contention == "starved" {
+                // Starved, every row is wrong by far more than the tolerance.
+                assert!(itl_moved > 5.0 * itl_tol, "{}", o.out);
             }
         }
     }
@@ -864,11 +905,7 @@ fn bench_client_prints_its_rows_timing_error_and_scaling() {
     let (main, parts) = out
         .split_once("where the TTFT error goes")
         .unwrap_or_else(|| panic!("no TTFT breakdown in:\n{out}"));
-    let rows: Vec<Vec<&str>> = main
-        .lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .filter(|w| w.len() > 10 && w[0].parse::<usize>().is_ok())
-        .collect();
+    let rows: Vec<Vec<&str>> = words(main, 11).collect();
     let keys: Vec<(&str, &str)> = rows.iter().map(|w| (w[0], w[1])).collect();
     assert_eq!(
         keys,
@@ -884,14 +921,7 @@ fn bench_client_prints_its_rows_timing_error_and_scaling() {
         );
         assert!(w[4].ends_with("µs"), "CPU per token: {w:?}");
     }
-    assert_eq!(
-        parts
-            .lines()
-            .filter(|l| l.trim_start().starts_with("1 ") || l.trim_start().starts_with("2 "))
-            .count(),
-        4,
-        "{out}"
-    );
+    assert_eq!(words(parts, 15).count(), 4, "{out}");
     assert_has(
         &out,
         &[
