@@ -180,17 +180,6 @@ fn suite_run(
     SuiteRun::new(suite, plan, Arc::clone(runtime))
 }
 
-/// The first line of a failure, for a comment.
-fn first_line(stop: &crate::harness::Stop) -> String {
-    let text = stop.to_string();
-    text.lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("failed")
-        .trim()
-        .trim_start_matches("error: ")
-        .to_owned()
-}
-
 /// `text` with every line commented out.
 fn commented(text: &str) -> String {
     text.lines().fold(String::new(), |mut out, l| {
@@ -328,7 +317,7 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
     let mut results = Vec::new();
     for (i, text) in starters.iter().enumerate() {
         let verdict = probes.probe(i);
-        let why = verdict.as_ref().err().map(first_line);
+        let why = verdict.as_ref().err().map(crate::harness::Stop::headline);
         say(&format!(
             "probe {}: {}",
             probes.suite.probes[i].name,
@@ -340,7 +329,7 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
     for (j, c) in Contract::ALL.iter().map(|(_, c)| *c).enumerate() {
         match probes.probe(starters.len() + j) {
             Ok(()) => held.push(c),
-            Err(stop) => broke.push((c, first_line(&stop))),
+            Err(stop) => broke.push((c, stop.headline())),
         }
     }
     say(&format!(

@@ -329,6 +329,10 @@ pub struct TrialRecord {
     pub file: String,
     /// The 1-based line of the item in it.
     pub line: u32,
+    /// The 1-based line in `file` its failure points at (the assertion
+    /// or threshold that failed), where it points at one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points_at: Option<u32>,
     /// The whole failure message, for a failed trial.
     #[serde(default)]
     pub message: Option<String>,

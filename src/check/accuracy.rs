@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::assertion::last_number;
 use super::code::CodeRun;
+use super::message::Message;
 use crate::client::error::excerpt;
-use crate::suite::diagnostics::render_location;
 use crate::suite::{AccuracyStat, DatasetProbe, DatasetTask, Extract, QaItem, QaTask, SourceFile};
 
 /// The reference answer as compared: GSM8K's `reasoning #### 42` is `42`.
@@ -162,7 +162,7 @@ pub fn sandbox_time(results: &[ItemResult]) -> Option<String> {
 
 /// The verdict on the dataset's thresholds; `Err` lists what failed and
 /// the first wrong items.
-pub fn judge(file: &SourceFile, ds: &DatasetProbe, results: &[ItemResult]) -> Result<(), String> {
+pub fn judge(file: &SourceFile, ds: &DatasetProbe, results: &[ItemResult]) -> Result<(), Message> {
     let n = results.len();
     let k = results.iter().filter(|r| r.correct).count();
     let errors = results.iter().filter(|r| r.error).count();
@@ -184,9 +184,9 @@ pub fn judge(file: &SourceFile, ds: &DatasetProbe, results: &[ItemResult]) -> Re
         },
         sandbox_time(results).map_or_else(String::new, |t| format!("; {t}"))
     );
-    let mut out = String::new();
+    let mut out = Message::new();
     if errors == n {
-        let _ = writeln!(out, "error: could not measure: all {n} requests failed");
+        out.error(format_args!("could not measure: all {n} requests failed"));
     }
     for t in &ds.thresholds {
         let (name, value) = match t.stat {
@@ -196,13 +196,12 @@ pub fn judge(file: &SourceFile, ds: &DatasetProbe, results: &[ItemResult]) -> Re
         if errors < n && t.op.holds(value, t.bound) {
             continue;
         }
-        let _ = writeln!(
-            out,
-            "error: threshold failed: {name} {} {}",
+        out.error(format_args!(
+            "threshold failed: {name} {} {}",
             t.op.symbol(),
             t.bound
-        );
-        render_location(&mut out, &file.display(), &file.text, t.loc);
+        ))
+        .at(file, t.loc);
         let _ = writeln!(out, "measured: {summary}");
     }
     if out.is_empty() {

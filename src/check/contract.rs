@@ -4,6 +4,7 @@
 //! judge.
 
 use super::failure::{Problem, Sent, request_failed};
+use super::message::Message;
 use crate::client::error::excerpt;
 use crate::client::{CallError, CallRequest, Client, Completion};
 use crate::suite::node::Loc;
@@ -27,7 +28,7 @@ pub fn contract(
     probe: &Probe,
     req: &CallRequest,
     c: &Completion,
-) -> Result<Vec<Problem>, String> {
+) -> Result<Vec<Problem>, Message> {
     let file = a.file;
     let ask = |req: &CallRequest| {
         let sent = Sent {
@@ -37,7 +38,8 @@ pub fn contract(
         (a.ask)(req).map_err(|e| request_failed(file, probe.loc, &sent, &e))
     };
     let broken = |what: &str, why: String| Problem {
-        message: format!("error: contract broken: {what}: {why}"),
+        error: format!("contract broken: {what}: {why}"),
+        detail: String::new(),
         loc: probe.loc,
     };
     let max = u64::from(probe.sampling.max_tokens.unwrap_or(0));
@@ -120,16 +122,8 @@ pub fn contract(
                         ..req.clone()
                     };
                     let first = ask(&greedy)?;
-                    if let Some(p) = determinism(a, &greedy, &first, 2, probe.loc)? {
-                        problems.push(Problem {
-                            message: p.message.replacen(
-                                "error: answers differ: ask 2 of 2 differs from the first",
-                                "error: contract broken: cache_determinism: at temperature 0 the same request, asked again (a prefix-cache hit), answered differently",
-                                1,
-                            ),
-                            loc: p.loc,
-                        });
-                    }
+                    let head = "contract broken: cache_determinism: at temperature 0 the same request, asked again (a prefix-cache hit), answered differently";
+                    problems.extend(determinism(a, &greedy, &first, 2, probe.loc, Some(head))?);
                 }
                 Contract::MaxTokens => {}
             }
@@ -137,14 +131,17 @@ pub fn contract(
     Ok(problems)
 }
 
-/// Asks `n - 1` more times; a problem when any answer differs from the first.
+/// Asks `n - 1` more times; a problem when any answer differs from the
+/// first, its error `head` (else `answers differ: ask k of n differs from
+/// the first`) and where.
 pub fn determinism(
     a: &Asker<'_>,
     req: &CallRequest,
     first: &Completion,
     n: u32,
     loc: Loc,
-) -> Result<Option<Problem>, String> {
+    head: Option<&str>,
+) -> Result<Option<Problem>, Message> {
     let file = a.file;
     let sent = Sent {
         url: a.client.url(),
@@ -174,12 +171,13 @@ pub fn determinism(
                 excerpt(&piece, 100)
             )
         };
+        let head = head.map_or_else(
+            || format!("answers differ: ask {k} of {n} differs from the first"),
+            str::to_owned,
+        );
         return Ok(Some(Problem {
-            message: format!(
-                "error: answers differ: ask {k} of {n} differs from the first in its {what} at character {at}\nfirst:    {}\nask {k}:    {}\n",
-                around(a),
-                around(b)
-            ),
+            error: format!("{head} in its {what} at character {at}"),
+            detail: format!("first:    {}\nask {k}:    {}\n", around(a), around(b)),
             loc,
         }));
     }

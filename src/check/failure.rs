@@ -4,9 +4,9 @@
 use std::fmt::Write as _;
 
 use super::assertion::{Mismatch, text_of};
+use super::message::{Label, Message};
 use crate::client::error::excerpt;
 use crate::client::{CallError, Completion};
-use crate::suite::diagnostics::render_location;
 use crate::suite::node::Loc;
 use crate::suite::{Assertion, Field, SourceFile};
 use crate::units::format_duration;
@@ -22,7 +22,7 @@ pub struct Sent {
 
 impl Sent {
     /// Appends `sent:` and the body to a failure message.
-    pub fn write_to(&self, out: &mut String) {
+    pub fn write_to(&self, out: &mut Message) {
         let body = serde_json::to_string(&self.body).unwrap_or_default();
         let shown = match crate::secrets::cut(&body, 600) {
             (shown, None) => shown,
@@ -34,11 +34,13 @@ impl Sent {
 }
 
 /// A check of the whole answer that failed (a snapshot, determinism):
-/// its message, the first line the error, and where it is written.
+/// what is wrong, what it found, and where it is written.
 #[derive(Debug, Clone)]
 pub struct Problem {
-    /// `error: …` and any lines after it.
-    pub message: String,
+    /// What is wrong: the `error:` line.
+    pub error: String,
+    /// The lines after it (what differs).
+    pub detail: String,
     /// Where the probe (or its key) is written.
     pub loc: Loc,
 }
@@ -50,57 +52,52 @@ pub fn assertions_failed(
     completion: &Completion,
     failed: &[(&Assertion, Mismatch)],
     problems: &[Problem],
-) -> String {
-    let mut out = String::new();
+) -> Message {
+    let mut out = Message::new();
     for (i, p) in problems.iter().enumerate() {
         if i > 0 {
-            out.push('\n');
+            let _ = writeln!(out);
         }
-        let (first, rest) = p.message.split_once('\n').unwrap_or((&p.message, ""));
-        let _ = writeln!(out, "{first}");
-        render_location(&mut out, &file.display(), &file.text, p.loc);
-        out.push_str(rest);
-        if !rest.is_empty() && !rest.ends_with('\n') {
-            out.push('\n');
+        out.error(&p.error).at(file, p.loc);
+        let _ = write!(out, "{}", p.detail);
+        if !p.detail.is_empty() && !p.detail.ends_with('\n') {
+            let _ = writeln!(out);
         }
     }
     for (i, (assertion, mismatch)) in failed.iter().enumerate() {
         if i > 0 || !problems.is_empty() {
-            out.push('\n');
+            let _ = writeln!(out);
         }
-        let _ = writeln!(
-            out,
-            "error: assertion failed: expected {}",
+        out.error(format_args!(
+            "assertion failed: expected {}",
             mismatch.expected
-        );
-        render_location(&mut out, &file.display(), &file.text, assertion.loc);
+        ))
+        .at(file, assertion.loc);
         if let Some(found) = &mismatch.found {
-            let _ = writeln!(out, "found:    {found}");
+            out.line(Label::Found, found);
         }
     }
     let answer_in_reasoning =
         completion.content.trim().is_empty() && !completion.reasoning.trim().is_empty();
     if answer_in_reasoning && completion.finish_reason.as_deref() == Some("length") {
-        let _ = writeln!(
-            out,
-            "note:     the model spent all {} tokens reasoning and wrote no answer (finish_reason length); raise max_tokens or disable thinking (`chat_template_kwargs: {{enable_thinking: false}}`)",
+        out.line(Label::Note, format_args!(
+            "the model spent all {} tokens reasoning and wrote no answer (finish_reason length); raise max_tokens or disable thinking (`chat_template_kwargs: {{enable_thinking: false}}`)",
             completion.completion_tokens
-        );
+        ));
     } else if answer_in_reasoning && failed.iter().any(|(a, _)| a.field == Field::Content) {
-        let _ = writeln!(
-            out,
-            "help:     content is empty and the answer is in reasoning ({} chars); to check it there, add `in: reasoning` (or `in: all`) to the assertion",
+        out.line(Label::Help, format_args!(
+            "content is empty and the answer is in reasoning ({} chars); to check it there, add `in: reasoning` (or `in: all`) to the assertion",
             completion.reasoning.chars().count()
-        );
+        ));
     }
-    out.push('\n');
+    let _ = writeln!(out);
     sent.write_to(&mut out);
     write_received(&mut out, completion, failed.iter().map(|(a, _)| *a));
     out
 }
 
 fn write_received<'a>(
-    out: &mut String,
+    out: &mut Message,
     c: &Completion,
     assertions: impl Iterator<Item = &'a Assertion>,
 ) {
@@ -108,33 +105,33 @@ fn write_received<'a>(
         .timing
         .first_token
         .map_or_else(|| "none".into(), format_duration);
-    let _ = writeln!(
-        out,
-        "received: {} completion token{} ({}), finish_reason {}, first token after {ttft}, done after {}",
-        c.completion_tokens,
-        if c.completion_tokens == 1 { "" } else { "s" },
-        c.token_source.name(),
-        crate::text::printable(c.finish_reason.as_deref().unwrap_or("absent")),
-        format_duration(c.timing.end),
+    out.line(
+        Label::Received,
+        format_args!(
+            "{} completion token{} ({}), finish_reason {}, first token after {ttft}, done after {}",
+            c.completion_tokens,
+            if c.completion_tokens == 1 { "" } else { "s" },
+            c.token_source.name(),
+            crate::text::printable(c.finish_reason.as_deref().unwrap_or("absent")),
+            format_duration(c.timing.end),
+        ),
     );
     let mut fields: Vec<_> = assertions.map(|a| a.field).collect();
     fields.dedup();
-    let _ = writeln!(out, "  content:   {}", excerpt(&c.content, 1200));
+    out.line(Label::Content, excerpt(&c.content, 1200));
     if !c.reasoning.is_empty() || fields.iter().any(|f| f.name() != "content") {
-        let _ = writeln!(
-            out,
-            "  reasoning: {}",
-            excerpt(&text_of(Field::Reasoning, c), 1200)
+        out.line(
+            Label::Reasoning,
+            excerpt(&text_of(Field::Reasoning, c), 1200),
         );
     }
 }
 
 /// The message of a probe whose request failed.
-pub fn request_failed(file: &SourceFile, loc: Loc, sent: &Sent, error: &CallError) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "error: request failed: {error}");
-    render_location(&mut out, &file.display(), &file.text, loc);
-    out.push('\n');
+pub fn request_failed(file: &SourceFile, loc: Loc, sent: &Sent, error: &CallError) -> Message {
+    let mut out = Message::of_error(format_args!("request failed: {error}"));
+    out.at(file, loc);
+    let _ = writeln!(out);
     sent.write_to(&mut out);
     out
 }

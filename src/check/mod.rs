@@ -8,6 +8,7 @@ pub mod contract;
 pub mod degenerate;
 pub mod failure;
 pub mod humaneval;
+pub mod message;
 pub mod recheck;
 pub mod sandbox;
 pub mod snapshot;

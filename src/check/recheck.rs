@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 
 use super::assertion::evaluate;
 use super::degenerate;
+use super::message::Message;
 use crate::client::{CallError, Completion};
-use crate::suite::diagnostics::render_location;
 use crate::suite::{Degeneracy, Probe, SourceFile};
 use crate::text::{KEPT_CHARS, Kept};
 
@@ -52,8 +52,8 @@ pub struct Context<'a> {
 }
 
 /// The verdict; `Err` with every problem found.
-pub fn judge(cx: &Context<'_>, asked: &[Asked], samples: &[LoadAnswer]) -> Result<(), String> {
-    let mut problems = String::new();
+pub fn judge(cx: &Context<'_>, asked: &[Asked], samples: &[LoadAnswer]) -> Result<(), Message> {
+    let mut problems = Message::new();
     let under: Vec<&Asked> = asked.iter().filter(|a| a.under_load).collect();
     if under.is_empty() {
         let _ = writeln!(
@@ -67,19 +67,19 @@ pub fn judge(cx: &Context<'_>, asked: &[Asked], samples: &[LoadAnswer]) -> Resul
     // the first of them shows.
     for (i, probe) in cx.probes.iter().enumerate() {
         let answers: Vec<&&Asked> = under.iter().filter(|a| a.probe == i).collect();
-        let wrong: Vec<String> = answers
+        let wrong: Vec<Message> = answers
             .iter()
             .filter_map(|a| problems_of(cx, probe, a))
             .collect();
-        if let Some(first) = wrong.first() {
+        let count = wrong.len();
+        if let Some(first) = wrong.into_iter().next() {
             let _ = writeln!(
                 problems,
-                "  probe {}: {} of its {} answer(s) under load went wrong; the first:",
+                "  probe {}: {count} of its {} answer(s) under load went wrong; the first:",
                 probe.name,
-                wrong.len(),
                 answers.len()
             );
-            problems.push_str(first);
+            problems.append(first);
         }
     }
     let mut degenerate: Vec<(u32, degenerate::Finding)> = samples
@@ -101,8 +101,8 @@ pub fn judge(cx: &Context<'_>, asked: &[Asked], samples: &[LoadAnswer]) -> Resul
     if problems.is_empty() {
         return Ok(());
     }
-    let mut out = String::from("error: correctness under load failed\n");
-    render_location(&mut out, &cx.file.display(), &cx.file.text, cx.loc);
+    let mut out = Message::of_error("correctness under load failed");
+    out.at(cx.file, cx.loc);
     let _ = writeln!(
         out,
         "load:     {}; {} probe answer(s) during it, {} load answer(s) kept whole",
@@ -110,13 +110,13 @@ pub fn judge(cx: &Context<'_>, asked: &[Asked], samples: &[LoadAnswer]) -> Resul
         under.len(),
         samples.len()
     );
-    out.push_str(&problems);
+    out.append(problems);
     Err(out)
 }
 
 /// What went wrong with one answer under load, if anything.
-fn problems_of(cx: &Context<'_>, probe: &Probe, a: &Asked) -> Option<String> {
-    let mut out = String::new();
+fn problems_of(cx: &Context<'_>, probe: &Probe, a: &Asked) -> Option<Message> {
+    let mut out = Message::new();
     match &a.answer {
         Err(e) => {
             let _ = writeln!(out, "    the request failed: {e}");
@@ -133,12 +133,12 @@ fn problems_of(cx: &Context<'_>, probe: &Probe, a: &Asked) -> Option<String> {
                             .map(|f| format!("; found: {}", first_line(&f)))
                             .unwrap_or_default()
                     );
-                    render_location(&mut out, &cx.file.display(), &cx.file.text, assertion.loc);
+                    out.at(cx.file, assertion.loc);
                 }
             }
             let greedy = probe.sampling.temperature == Some(0.0);
             if let (true, Some(idle)) = (greedy, &cx.idle[a.probe]) {
-                out.push_str(&changed(idle, &c.content));
+                let _ = write!(out, "{}", changed(idle, &c.content));
             }
         }
     }

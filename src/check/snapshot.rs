@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use crate::files::write_atomically;
 use insta::internals::{SnapshotContents, TextSnapshotContents};
 
+use super::message::Message;
 use crate::client::Completion;
 use crate::suite::SourceFile;
-use crate::suite::diagnostics::render_location;
 use crate::suite::node::Loc;
 use crate::text::printable;
 
@@ -274,21 +274,14 @@ impl Changed {
     /// The failure message of the snapshot trial: which file, where the
     /// probe is written, the diff (or the whole answer when there is no
     /// snapshot yet), where the answer went for review.
-    pub fn message(&self, file: &SourceFile, loc: Loc, gates: bool) -> String {
-        let mut out = String::new();
+    pub fn message(&self, file: &SourceFile, loc: Loc, gates: bool) -> Message {
         let shown = shown_path(&self.path);
-        match &self.stored {
-            None => {
-                let _ = writeln!(out, "error: no snapshot yet: {shown}");
-            }
-            Some(Err(e)) => {
-                let _ = writeln!(out, "error: snapshot unreadable: {shown}: {e}");
-            }
-            Some(Ok(_)) => {
-                let _ = writeln!(out, "error: snapshot changed: {shown}");
-            }
-        }
-        render_location(&mut out, &file.display(), &file.text, loc);
+        let mut out = Message::of_error(match &self.stored {
+            None => format!("no snapshot yet: {shown}"),
+            Some(Err(e)) => format!("snapshot unreadable: {shown}: {e}"),
+            Some(Ok(_)) => format!("snapshot changed: {shown}"),
+        });
+        out.at(file, loc);
         if let Some(Ok(old)) = &self.stored {
             let (old, new) = (format!("{old}\n"), format!("{}\n", self.received));
             let diff = similar::TextDiff::from_lines(old.as_str(), new.as_str());
@@ -337,7 +330,7 @@ const SHOWN_BYTES: usize = 4096;
 /// [`SHOWN_LINES`] or [`SHOWN_BYTES`]; then how much was left out of the
 /// `total` bytes of the answer.
 fn show_lines<'a>(
-    out: &mut String,
+    out: &mut Message,
     prefix: &str,
     mut lines: impl Iterator<Item = &'a str>,
     total: usize,

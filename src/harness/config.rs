@@ -2,15 +2,16 @@
 //! (`/get_server_info`, `/get_model_info`, `/v1/models`), checked against a
 //! suite's `expect_server:` as the first stage and kept for the run record.
 
+use std::fmt::Write as _;
 use std::sync::Mutex;
 
 use serde_json::Value;
 
 use super::outcome::Stop;
 use super::session::{SuiteRun, Verdict, once};
+use crate::check::message::Message;
 use crate::client::Client;
 use crate::record::FailureKind;
-use crate::suite::diagnostics::render_location;
 use crate::suite::{ConfigCheck, ConfigExpect, ConfigSource};
 
 /// The documents fetched so far: each source's body, or why it is missing.
@@ -134,9 +135,9 @@ impl SuiteRun {
         let target = self.connected()?;
         let file = &self.suite.file;
         let fail = |what: String, note: String| {
-            let mut out = format!("error: {what}\n");
-            render_location(&mut out, &file.display(), &file.text, check.loc);
-            out.push_str(&note);
+            let mut out = Message::of_error(what);
+            out.at(file, check.loc);
+            let _ = write!(out, "{note}");
             Stop::failed(FailureKind::Config, out)
         };
         let (path, doc) = self

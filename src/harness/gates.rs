@@ -5,12 +5,13 @@
 use std::collections::BTreeMap;
 
 use super::judge::{References, VariantFigures, judge, judge_curve};
-use super::outcome::{Cause, Stop, Verdict, gist};
+use super::outcome::{Cause, Stop, Verdict};
 use super::session::{GateFigures, SuiteRun, once};
 use crate::load::baseline::{self, Lookup};
 use std::sync::Arc;
 
 use super::target::Connected;
+use crate::check::message::Message;
 use crate::check::recheck;
 use crate::client::CallRequest;
 use crate::load::metrics::GateMetrics;
@@ -18,7 +19,6 @@ use crate::load::runner::{Watch, run_gate, run_watched};
 use crate::load::threads::Threads;
 use crate::load::workload::PROMPT_APPROXIMATION;
 use crate::record::FailureKind;
-use crate::suite::diagnostics::render_location;
 use crate::suite::threshold::Bound;
 use crate::suite::{Arrival, Gate, LoadPrompt, OnClientLimited, Pace, Recheck, SnapshotMode};
 use crate::units::format_duration;
@@ -108,7 +108,7 @@ impl SuiteRun {
         let (probes, why): (Vec<String>, Vec<String>) = (0..self.suite.probes.len())
             .filter_map(|i| {
                 let stop = self.probe(i).err()?;
-                Some((self.suite.probes[i].name.clone(), gist(&stop.to_string())))
+                Some((self.suite.probes[i].name.clone(), stop.gist()))
             })
             .unzip();
         if !probes.is_empty() {
@@ -141,13 +141,8 @@ impl SuiteRun {
                 )),
             };
             let metrics = measured.map_err(|e| {
-                let mut out = format!("error: {e}\n");
-                render_location(
-                    &mut out,
-                    &self.suite.file.display(),
-                    &self.suite.file.text,
-                    gate.loc,
-                );
+                let mut out = Message::of_error(e);
+                out.at(&self.suite.file, gate.loc);
                 Stop::failed(FailureKind::Gate, out)
             })?;
             repeats.push(metrics);

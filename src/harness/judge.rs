@@ -6,10 +6,10 @@ use std::fmt::Write as _;
 use super::gates::describe_load;
 use std::collections::BTreeMap;
 
+use crate::check::message::Message;
 use crate::load::baseline::Lookup;
 use crate::load::estimate::Estimate;
 use crate::load::metrics::GateMetrics;
-use crate::suite::diagnostics::render_location;
 use crate::suite::metric::{Metric, MetricKey, format_value};
 use crate::suite::threshold::{Bound, Op, Threshold};
 use crate::suite::{
@@ -19,7 +19,7 @@ use crate::suite::{
 /// A gate's verdict and one line per threshold for the summary.
 pub struct Judgement {
     /// `Err`: the whole failure message.
-    pub result: Result<(), String>,
+    pub result: Result<(), Message>,
     /// Each threshold with what was measured, and whether it held.
     pub checks: Vec<(String, bool)>,
 }
@@ -193,7 +193,7 @@ fn self_check(
     gate: &Gate,
     repeats: &[GateMetrics],
     refs: &References<'_>,
-    out: &mut String,
+    out: &mut Message,
 ) -> Option<(String, bool)> {
     let last = repeats.last()?;
     let check = repeats
@@ -209,8 +209,8 @@ fn self_check(
         ""
     };
     if let Some(why) = failure.filter(|_| fails) {
-        let _ = writeln!(out, "error: {why}");
-        render_location(out, &suite.file.display(), &suite.file.text, gate.loc);
+        out.error(why);
+        out.at(&suite.file, gate.loc);
         let _ = writeln!(
             out,
             "  = `load.client_threads: N` or `--client-threads N` adds threads; `load.client_limited: warn` judges these figures anyway, marked client-limited\n"
@@ -222,26 +222,25 @@ fn self_check(
 /// What makes a gate's figures unsure whatever its thresholds say: a
 /// repeat in which every request failed, a load cut short, bytes the
 /// server sent unasked.
-fn unmeasurable(file: &SourceFile, gate: &Gate, repeats: &[GateMetrics], out: &mut String) {
+fn unmeasurable(file: &SourceFile, gate: &Gate, repeats: &[GateMetrics], out: &mut Message) {
     if let Some(empty) = repeats.iter().position(|m| m.completed == 0) {
         let which = if repeats.len() > 1 {
             format!(" of repeat {}", empty + 1)
         } else {
             String::new()
         };
-        let _ = writeln!(
-            out,
-            "error: could not measure: all {} requests{which} failed, so no figure exists",
+        out.error(format_args!(
+            "could not measure: all {} requests{which} failed, so no figure exists",
             repeats[empty].errors
-        );
-        render_location(out, &file.display(), &file.text, gate.loc);
-        out.push('\n');
+        ));
+        out.at(file, gate.loc);
+        let _ = writeln!(out);
     }
     // A gate cut short never passes: its figures are what it measured
     // before it stopped, kept in the record, but its load did not run.
     if let Some(why) = repeats.iter().find_map(|m| m.stopped_early.as_deref()) {
-        let _ = writeln!(out, "error: {why}");
-        render_location(out, &file.display(), &file.text, gate.loc);
+        out.error(why);
+        out.at(file, gate.loc);
         let _ = writeln!(
             out,
             "  = the figures measured before it stopped are in the record; `load.abort_after` sets how many (0: never stop)\n"
@@ -251,12 +250,10 @@ fn unmeasurable(file: &SourceFile, gate: &Gate, repeats: &[GateMetrics], out: &m
     // one may have been another request's, so no figure of it is sure.
     let unsolicited: u64 = repeats.iter().map(|m| m.unsolicited).sum();
     if unsolicited > 0 {
-        let _ = writeln!(
-            out,
-            "error: the server sent bytes no request asked for on {unsolicited} kept-alive connection{}: an answer read on one may have been another request's",
+        out.error(format_args!("the server sent bytes no request asked for on {unsolicited} kept-alive connection{}: an answer read on one may have been another request's",
             if unsolicited == 1 { "" } else { "s" }
-        );
-        render_location(out, &file.display(), &file.text, gate.loc);
+        ));
+        out.at(file, gate.loc);
         let _ = writeln!(
             out,
             "  = servegate closed each such connection without reading them as an answer; the server (or a proxy before it) wrote a response, or part of one, before it was asked\n"
@@ -274,7 +271,7 @@ pub fn judge(
     let baseline = refs.baseline;
     let file = &suite.file;
     let last = repeats.last().expect("at least one repeat");
-    let mut out = String::new();
+    let mut out = Message::new();
     let mut checks = Vec::new();
     unmeasurable(file, gate, repeats, &mut out);
     // Its row comes after the thresholds'.
@@ -313,17 +310,16 @@ pub fn judge(
             continue;
         }
         let implicit = !gate.thresholds.iter().any(|g| g.threshold == *t);
-        let _ = writeln!(
-            out,
-            "error: threshold failed: {t}{}{}",
+        out.error(format_args!(
+            "threshold failed: {t}{}{}",
             mode.map_or_else(String::new, |m| format!(" (verdict: {})", m.name())),
             if implicit {
                 " (implicit: a gate fails on any error unless it states an `errors` bound)"
             } else {
                 ""
             }
-        );
-        render_location(&mut out, &file.display(), &file.text, lt.loc);
+        ));
+        out.at(file, lt.loc);
         let _ = writeln!(out, "measured: {} = {measured}", t.key);
         if repeats.len() > 1 {
             let each: Vec<String> = repeats
@@ -371,7 +367,7 @@ pub fn judge(
             last.sample_size(t.key),
             if repeats.len() > 1 { " per repeat" } else { "" }
         );
-        out.push('\n');
+        let _ = writeln!(out);
     }
     checks.extend(self_check);
     if out.is_empty() {
@@ -409,9 +405,9 @@ pub fn judge_curve(
     suite: &Suite,
     curve: &Curve,
     rows: &[(&str, GateMetrics)],
-) -> Result<(), String> {
+) -> Result<(), Message> {
     let file = &suite.file;
-    let mut out = String::new();
+    let mut out = Message::new();
     for check in &curve.checks {
         let values: Vec<(&str, Option<f64>)> =
             rows.iter().map(|(l, m)| (*l, m.value(check.key))).collect();
@@ -450,9 +446,8 @@ pub fn judge_curve(
             } else {
                 "non_increasing"
             };
-            let _ = writeln!(
-                out,
-                "error: curve failed: {} should be {direction}{} across the levels of `{}`",
+            out.error(format_args!(
+                "curve failed: {} should be {direction}{} across the levels of `{}`",
                 check.key,
                 if check.tolerance > 0.0 {
                     format!(" within {}%", check.tolerance)
@@ -460,8 +455,8 @@ pub fn judge_curve(
                     String::new()
                 },
                 curve.gate
-            );
-            render_location(&mut out, &file.display(), &file.text, check.loc);
+            ));
+            out.at(file, check.loc);
             let _ = writeln!(out, "levels:   {}", shown.join(" → "));
             let _ = writeln!(out, "broken:   {step}\n");
         }
@@ -537,7 +532,8 @@ mod tests {
         let (suite, gate) = noisy_gate("strict");
         let message = judge(&suite, &gate, &repeats, &refs(&no_baseline()))
             .result
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             message.starts_with(
                 "error: threshold failed: output_tok_s >= 500.0 tok/s (verdict: strict)"

@@ -5,7 +5,9 @@
 
 use std::fmt;
 
+use crate::check::message::Message;
 use crate::record::{FailureKind, TrialOutcome};
+use crate::suite::node::Loc;
 
 /// Why a trial did not pass.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,8 +24,8 @@ pub struct Failure {
     /// What failed.
     pub kind: FailureKind,
     /// Where in which file, what was sent, what came back, what was
-    /// expected: the whole message.
-    pub message: String,
+    /// expected: the whole message, its gist and places marked.
+    pub message: Message,
 }
 
 /// What a gated trial waited for.
@@ -36,8 +38,8 @@ pub enum Cause {
         label: String,
         /// The checks that failed.
         checks: Vec<String>,
-        /// The gist of each one's failure ([`gist`]), in the same order:
-        /// a filtered run may not show their trials.
+        /// The gist of each one's failure ([`Stop::gist`]), in the same
+        /// order: a filtered run may not show their trials.
         why: Vec<String>,
     },
     /// Correctness probes failed: a gate never passes on such a server.
@@ -46,7 +48,7 @@ pub enum Cause {
         label: String,
         /// The probes that failed.
         probes: Vec<String>,
-        /// The gist of each one's failure ([`gist`]), in the same order.
+        /// The gist of each one's failure ([`Stop::gist`]), in the same order.
         why: Vec<String>,
     },
     /// Answers under `snapshot: gate` changed.
@@ -74,7 +76,7 @@ pub type Verdict = Result<(), Stop>;
 
 impl Stop {
     /// A failure of `kind` with its message.
-    pub fn failed(kind: FailureKind, message: impl Into<String>) -> Self {
+    pub fn failed(kind: FailureKind, message: impl Into<Message>) -> Self {
         Stop::Failed(Failure {
             kind,
             message: message.into(),
@@ -97,13 +99,40 @@ impl Stop {
         }
     }
 
+    /// The gist of a failure, for the trials it gates: the lines its
+    /// message marks as gist; a gated trial's first line.
+    pub fn gist(&self) -> String {
+        match self {
+            Stop::Failed(f) => f.message.gist(),
+            Stop::Gated(cause) => cause.to_string().lines().next().unwrap_or("").to_owned(),
+        }
+    }
+
+    /// What went wrong in one line: a failure's first `error:` (without
+    /// the label), a gated trial's first line.
+    pub fn headline(&self) -> String {
+        match self {
+            Stop::Failed(f) => f.message.headline(),
+            Stop::Gated(cause) => cause.to_string().lines().next().unwrap_or("").to_owned(),
+        }
+    }
+
+    /// The place in the trial's suite file a failure points at: the
+    /// assertion or threshold that failed.
+    pub fn points_at(&self) -> Option<Loc> {
+        match self {
+            Stop::Failed(f) => f.message.points_at(),
+            Stop::Gated(_) => None,
+        }
+    }
+
     /// The same stop with the text that may hold a server's words passed
     /// through `f` (made safe for a log, secrets scrubbed).
     #[must_use]
     pub fn map_text(self, f: impl Fn(&str) -> String) -> Self {
         match self {
             Stop::Failed(failure) => Stop::Failed(Failure {
-                message: f(&failure.message),
+                message: failure.message.map_text(&f),
                 ..failure
             }),
             Stop::Gated(Cause::ServerLost(text)) => Stop::Gated(Cause::ServerLost(f(&text))),
@@ -130,7 +159,7 @@ impl Stop {
 impl fmt::Display for Stop {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Stop::Failed(failure) => f.write_str(&failure.message),
+            Stop::Failed(failure) => failure.message.fmt(f),
             Stop::Gated(cause) => cause.fmt(f),
         }
     }
@@ -143,37 +172,6 @@ fn names(label: &str, stage: &str, items: &[String]) -> (String, String) {
         .map(|n| format!("{label}::{stage}::{n}"))
         .collect();
     (items.join(", "), trials.join(", "))
-}
-
-/// Lines of a failure kept in its gist: what went wrong, where, what was
-/// found and what came back; not the source snippet or the request.
-const GIST: [&str; 8] = [
-    "error:",
-    "-->",
-    "found:",
-    "note:",
-    "help:",
-    "received:",
-    "content:",
-    "reasoning:",
-];
-
-/// At most this many lines of each failure in a gated trial's message.
-const GIST_LINES: usize = 12;
-
-/// The gist of a failure message, for the trials it gates: its `error:`
-/// and `-->` lines, what was found and what came back, as written.
-pub fn gist(message: &str) -> String {
-    let lines: Vec<&str> = message
-        .lines()
-        .filter(|l| GIST.iter().any(|p| l.trim_start().starts_with(p)))
-        .take(GIST_LINES)
-        .collect();
-    if lines.is_empty() {
-        message.lines().next().unwrap_or("").to_owned()
-    } else {
-        lines.join("\n")
-    }
 }
 
 /// Each failed item's trial and the gist of its failure, indented under
@@ -231,7 +229,35 @@ impl fmt::Display for Cause {
 
 #[cfg(test)]
 mod tests {
+    use std::fmt::Write as _;
+    use std::path::PathBuf;
+
     use super::*;
+    use crate::check::message::Label;
+    use crate::suite::SourceFile;
+
+    /// A probe's failure: an assertion at line 3, what was sent, what
+    /// came back.
+    fn wrong() -> Message {
+        let file = SourceFile {
+            path: PathBuf::from("s.yaml"),
+            text: "a:\nb:\n    x\n".into(),
+            root: PathBuf::from("."),
+        };
+        let mut m = Message::of_error("wrong");
+        m.at(
+            &file,
+            Loc {
+                line: 3,
+                column: 5,
+                len: 1,
+            },
+        );
+        let _ = writeln!(m, "\nsent:     POST u\n          {{}}");
+        m.line(Label::Received, "1 token")
+            .line(Label::Content, "\"5\"");
+        m
+    }
 
     #[test]
     fn causes_render_their_trials() {
@@ -239,10 +265,8 @@ mod tests {
             label: "s".into(),
             probes: vec!["a".into(), "b".into()],
             why: vec![
-                gist(
-                    "error: wrong\n --> s.yaml:3:5\n  |\n3 | x\n\nsent:     POST u\n          {}\nreceived: 1 token\n  content:   \"5\"\n",
-                ),
-                gist("no line of the gist"),
+                Stop::failed(FailureKind::Probe, wrong()).gist(),
+                Stop::failed(FailureKind::Probe, "no line of the gist").gist(),
             ],
         };
         assert_eq!(

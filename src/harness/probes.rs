@@ -2,14 +2,16 @@
 //! assertions, its contract and determinism checks, or its dataset), and
 //! the snapshot of its answer as a trial of its own.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use futures_util::StreamExt as _;
 
-use super::outcome::{Cause, Stop, Verdict, gist};
+use super::outcome::{Cause, Stop, Verdict};
 use super::session::{SuiteRun, once};
 use super::target::Connected;
 use crate::check::failure::{Sent, assertions_failed, request_failed};
+use crate::check::message::Message;
 use crate::check::{accuracy, contract, evaluate, humaneval, snapshot};
 use crate::client::CallRequest;
 use crate::record::FailureKind;
@@ -73,7 +75,7 @@ impl SuiteRun {
         let (failed, why): (Vec<String>, Vec<String>) = (0..checks.len())
             .filter_map(|i| {
                 let stop = self.config(i).err()?;
-                Some((checks[i].name.clone(), gist(&stop.to_string())))
+                Some((checks[i].name.clone(), stop.gist()))
             })
             .unzip();
         if failed.is_empty() {
@@ -133,7 +135,7 @@ impl SuiteRun {
             contract::contract(&asker, probe, &req, &completion).map_err(probe_failed)?;
         if let Some(n) = probe.deterministic {
             problems.extend(
-                contract::determinism(&asker, &req, &completion, n, probe.loc)
+                contract::determinism(&asker, &req, &completion, n, probe.loc, None)
                     .map_err(probe_failed)?,
             );
         }
@@ -222,7 +224,7 @@ impl SuiteRun {
         };
         let verdict = accuracy::judge(&self.suite.file, ds, &results).map_err(|mut out| {
             if let Some(first) = requests.first() {
-                out.push('\n');
+                let _ = writeln!(out);
                 Sent {
                     url: client.url(),
                     body: client.body(first),
@@ -239,6 +241,6 @@ impl SuiteRun {
 }
 
 /// A probe that ran and failed, with its whole message.
-fn probe_failed(message: String) -> Stop {
+fn probe_failed(message: Message) -> Stop {
     Stop::failed(FailureKind::Probe, message)
 }

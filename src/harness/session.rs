@@ -4,6 +4,7 @@
 //! `gates.rs`; a gate runs only on a server whose correctness probes all
 //! passed in this run.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -12,6 +13,7 @@ use tokio::runtime::Runtime;
 
 use super::config;
 use super::target::{self, Connected, LaunchPlace};
+use crate::check::message::Message;
 use crate::check::{accuracy, snapshot};
 use crate::load::metrics::GateMetrics;
 use crate::suite::{ConfigSource, DatasetProbe, Suite, Timeouts, Variant};
@@ -319,6 +321,11 @@ impl SuiteRun {
                 duration_s: started.elapsed().as_secs_f64(),
                 file: self.suite.file.display(),
                 line: loc.line,
+                points_at: verdict
+                    .as_ref()
+                    .err()
+                    .and_then(Stop::points_at)
+                    .map(|at| at.line),
                 message: verdict.as_ref().err().map(ToString::to_string),
                 exchange,
             });
@@ -384,13 +391,20 @@ impl SuiteRun {
             cause.lines().next().unwrap_or(""),
             self.label
         ));
-        let own = verdict.err().map_or_else(String::new, |e| {
-            format!("\n  the trial's own failure:\n{e}")
-        });
-        Err(Stop::failed(
-            FailureKind::Server,
-            format!("error: {cause}{own}"),
-        ))
+        // The trial's own failure keeps its marks and places: an
+        // annotation still points at its assertion.
+        let mut message = Message::of_error(&cause);
+        match verdict {
+            Err(Stop::Failed(own)) => {
+                let _ = writeln!(message, "  the trial's own failure:");
+                message.append(own.message);
+            }
+            Err(gated) => {
+                let _ = write!(message, "  the trial's own failure:\n{gated}");
+            }
+            Ok(()) => {}
+        }
+        Err(Stop::failed(FailureKind::Server, message))
     }
 
     /// `Some(cause)` when `GET /health` gets no HTTP answer within 10 s.

@@ -15,19 +15,6 @@ fn property(text: &str) -> String {
     data(text).replace(':', "%3A").replace(',', "%2C")
 }
 
-/// The line the message points at (its first `--> file:line:col` in the
-/// trial's own file: the failing assertion or threshold), else `line`.
-fn pointed_line(message: &str, file: &str, line: u32) -> u32 {
-    message
-        .lines()
-        .filter_map(|l| l.trim_start().strip_prefix("--> "))
-        .find_map(|at| {
-            let rest = at.strip_prefix(file)?.strip_prefix(':')?;
-            rest.split(':').next()?.parse().ok()
-        })
-        .unwrap_or(line)
-}
-
 /// One `::error file=…,line=…,title=…::…` line per failed trial, at the
 /// line of the assertion or threshold that failed; a gated trial's at its
 /// own item (the lines its message points at are what gated it).
@@ -40,7 +27,7 @@ pub fn render(record: &RunRecord) -> Vec<String> {
             let line = if t.outcome == TrialOutcome::Gated {
                 t.line
             } else {
-                pointed_line(message, &t.file, t.line)
+                t.points_at.unwrap_or(t.line)
             };
             Some(format!(
                 "::error file={},line={line},title={}::{}",
