@@ -1,0 +1,482 @@
+//! One timed streaming call: request out, chunks in, every deadline enforced,
+//! timestamps taken where bytes arrive. The client and what a call returns
+//! are here; the reading is in the submodules.
+
+mod deadlines;
+mod document;
+mod events;
+mod headers;
+mod http;
+mod plausibility;
+mod reader;
+
+use std::time::{Duration, Instant};
+
+use tokio::time::timeout_at;
+
+use super::api::{CallRequest, Usage};
+use super::dialect::{self, Dialect, ServerTimings};
+use super::error::{CallError, Deadline, ErrorKind, excerpt};
+use super::raw;
+use crate::suite::{Api, ReadLimits, Timeouts};
+use deadlines::{Deadlines, ReqwestBody, read_body};
+pub use document::{DOCUMENT_VALUES, document};
+pub use headers::ContentHeaders;
+use http::{ERROR_BODY, Http, bounded_text, classify_send_error, install_crypto_provider};
+use reader::{MAX_MARKS, StreamReader};
+
+/// Where a completion's token count came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// The server's count at the end of the stream (`usage` of an
+    /// OpenAI-compatible stream, `tokens_predicted` of llama.cpp's).
+    ServerUsage,
+    /// The count in every chunk of SGLang's native stream (`meta_info`).
+    MetaInfo,
+    /// The count in every event of llama.cpp's native stream
+    /// (`tokens_predicted`).
+    TokensPredicted,
+    /// Token-bearing chunks counted by the client (no server count).
+    #[default]
+    ChunkCount,
+}
+
+impl TokenSource {
+    /// How reports name the source.
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenSource::ServerUsage => "server usage",
+            TokenSource::MetaInfo => "meta_info",
+            TokenSource::TokensPredicted => "tokens_predicted",
+            TokenSource::ChunkCount => "chunk count",
+        }
+    }
+}
+
+/// A chunk that carried tokens: when it arrived (since the request was sent)
+/// and how many tokens it carried (1 when the server does not say).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenMark {
+    /// Arrival, relative to the send.
+    pub at: Duration,
+    /// Tokens in the chunk.
+    pub tokens: u32,
+    /// How much earlier than `at` it may really have arrived, µs: 0 but
+    /// for a chunk read together with a later one (both carry the newer
+    /// packet's stamp), when the client read late. The bound of the
+    /// client's error on this mark ([`crate::stamp::Arrival`]).
+    pub early_us: u32,
+}
+
+impl TokenMark {
+    /// [`Self::early_us`] as a duration.
+    pub fn early(&self) -> Duration {
+        Duration::from_micros(u64::from(self.early_us))
+    }
+}
+
+/// Monotonic timestamps of one call, relative to the moment it was sent.
+#[derive(Debug, Clone, Default)]
+pub struct Timing {
+    /// Opening the connection, when the call opened one (`http://`
+    /// targets; a pooled connection opens none).
+    pub connect: Option<Duration>,
+    /// The request's last byte handed to the kernel (`http://` targets).
+    pub written: Option<Duration>,
+    /// Response headers received.
+    pub headers: Duration,
+    /// First body byte received.
+    pub first_byte: Option<Duration>,
+    /// First token of any kind (reasoning or content).
+    pub first_token: Option<Duration>,
+    /// First token of the answer's text: not white space, nor a count
+    /// without text.
+    pub first_content: Option<Duration>,
+    /// Every token-bearing chunk.
+    pub marks: Vec<TokenMark>,
+    /// Whether arrivals were dated where bytes came off the socket (the
+    /// `http://` transport); through reqwest (`https://`) they are dated
+    /// when hyper hands them over, and the client's error is not bounded.
+    pub stamped: bool,
+    /// End of the stream.
+    pub end: Duration,
+}
+
+/// The result of a successful call.
+#[derive(Debug, Clone, Default)]
+pub struct Completion {
+    /// The answer.
+    pub content: String,
+    /// The reasoning, when the server separates it.
+    pub reasoning: String,
+    /// `stop`, `length`, …
+    pub finish_reason: Option<String>,
+    /// What the server reported.
+    pub usage: Option<Usage>,
+    /// Generated tokens, from the best source available.
+    pub completion_tokens: u64,
+    /// Where `completion_tokens` came from.
+    pub token_source: TokenSource,
+    /// The server's own timings, where its dialect reports them.
+    pub server_timings: Option<ServerTimings>,
+    /// Timestamps.
+    pub timing: Timing,
+}
+
+/// A client for one server and API.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: Http,
+    base_url: String,
+    dialect: &'static dyn Dialect,
+    model: String,
+    /// The header that carries the API key, when there is one.
+    auth: Option<(&'static str, String)>,
+    timeouts: Timeouts,
+    limits: ReadLimits,
+    /// Keep-alive connections for `http://` servers; `None` sends through reqwest.
+    raw: Option<raw::Pool>,
+}
+
+impl Client {
+    /// A client for `base_url` (the server root).
+    pub fn new(
+        base_url: &str,
+        api: Api,
+        model: &str,
+        api_key: Option<String>,
+        timeouts: Timeouts,
+    ) -> Result<Self, CallError> {
+        install_crypto_provider();
+        let http = Http::new(timeouts)?;
+        let dialect = dialect::of(api);
+        Ok(Self {
+            http,
+            base_url: base_url.to_owned(),
+            dialect,
+            model: model.to_owned(),
+            auth: api_key.map(|k| dialect.authorization(&k)),
+            timeouts,
+            limits: ReadLimits::default(),
+            raw: raw::Endpoint::parse(base_url).map(raw::Pool::new),
+        })
+    }
+
+    /// The same client with connections of its own: a client thread's
+    /// sockets belong to that thread's runtime, the only one that drives
+    /// them (a current-thread runtime polls its sockets only inside its own
+    /// `block_on`).
+    pub fn for_thread(&self) -> Result<Self, CallError> {
+        Ok(Self {
+            http: Http::new(self.timeouts)?,
+            raw: self.raw.as_ref().map(raw::Pool::empty_like),
+            ..self.clone()
+        })
+    }
+
+    /// The same client with other byte caps.
+    #[must_use]
+    pub fn with_limits(&self, limits: ReadLimits) -> Self {
+        Self {
+            limits,
+            ..self.clone()
+        }
+    }
+
+    /// Where the served model's id is asked (the dialect's paths).
+    pub fn discovery(&self) -> &'static [(&'static str, &'static str)] {
+        self.dialect.discovery()
+    }
+
+    /// Kept-alive connections closed so far, by this client and every one
+    /// made [`Self::for_thread`] from it, because bytes no request asked
+    /// for were waiting on them.
+    pub fn unsolicited(&self) -> u64 {
+        self.raw.as_ref().map_or(0, raw::Pool::unsolicited)
+    }
+
+    /// The server root.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The same client with other deadlines (sharing its connections).
+    #[must_use]
+    pub fn with_timeouts(&self, timeouts: Timeouts) -> Self {
+        Self {
+            timeouts,
+            ..self.clone()
+        }
+    }
+
+    /// The full URL requests go to.
+    pub fn url(&self) -> String {
+        format!("{}{}", self.base_url, self.dialect.path())
+    }
+
+    /// The JSON body a request sends, for failure messages.
+    pub fn body(&self, req: &CallRequest) -> serde_json::Value {
+        self.dialect.body(&self.model, req)
+    }
+
+    /// How long a small request (not a generation) may take in all: its
+    /// answer is due within the first-token deadline (and the total one).
+    fn small_deadline(&self) -> (Deadline, Duration) {
+        let t = self.timeouts;
+        if t.first_token < t.total {
+            (Deadline::FirstToken, t.first_token)
+        } else {
+            (Deadline::Total, t.total)
+        }
+    }
+
+    /// Sends a small request (not a generation) with the key, bounded by
+    /// [`Self::small_deadline`].
+    async fn send_small(
+        &self,
+        mut req: reqwest::RequestBuilder,
+        path: &str,
+        deadline: tokio::time::Instant,
+    ) -> Result<reqwest::Response, CallError> {
+        if let Some((name, value)) = &self.auth {
+            req = req.header(*name, value);
+        }
+        let (which, limit) = self.small_deadline();
+        timeout_at(deadline, req.send())
+            .await
+            .map_err(|_| CallError::new(ErrorKind::Timeout(which, limit), format!("GET {path}")))?
+            .map_err(|e| classify_send_error(&e, self.timeouts.connect))
+    }
+
+    /// `POST`s to an administrative endpoint such as SGLang's `/flush_cache`.
+    pub async fn post_admin(&self, path: &str) -> Result<(), CallError> {
+        let url = format!("{}{path}", self.base_url);
+        let deadline = tokio::time::Instant::now() + self.small_deadline().1;
+        let resp = self
+            .send_small(self.http.small.post(url), path, deadline)
+            .await?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let text = bounded_text(resp, ERROR_BODY, deadline, path)
+            .await
+            .unwrap_or_else(|e| e.detail);
+        Err(CallError::new(
+            ErrorKind::Http(status.as_u16()),
+            format!("{path}: {}", excerpt(&text, 300)),
+        ))
+    }
+
+    /// GETs a text endpoint such as `/metrics`; `Ok(None)` when the server
+    /// answers but not with success (it has no such endpoint).
+    pub async fn get_text(&self, path: &str) -> Result<Option<String>, CallError> {
+        let (status, text) = self.get(path).await?;
+        Ok((200..300).contains(&status).then_some(text))
+    }
+
+    /// GETs a path: the status code and the body as text.
+    pub async fn get(&self, path: &str) -> Result<(u16, String), CallError> {
+        let url = format!("{}{path}", self.base_url);
+        let deadline = tokio::time::Instant::now() + self.small_deadline().1;
+        let resp = self
+            .send_small(self.http.small.get(url), path, deadline)
+            .await?;
+        let status = resp.status().as_u16();
+        let text = bounded_text(resp, self.limits.document, deadline, path).await?;
+        Ok((status, text))
+    }
+
+    /// Sends one streaming request and reads it to the end, on a
+    /// connection of its own (`http://` targets): a probe's answer is never
+    /// bytes a server sent before the question.
+    pub async fn complete(&self, req: &CallRequest) -> Result<Completion, CallError> {
+        self.call(req, true, false).await
+    }
+
+    /// Sends one streaming request of a gate, on a kept-alive connection
+    /// (checked for waiting bytes before its reuse), keeping its text.
+    pub async fn sample(&self, req: &CallRequest) -> Result<Completion, CallError> {
+        self.call(req, true, true).await
+    }
+
+    /// Sends one streaming request for its timing and token counts only: the
+    /// answer's text is counted (against its cap), not kept, so a gate's
+    /// memory does not grow with its concurrency times the answer.
+    pub async fn measure(&self, req: &CallRequest) -> Result<Completion, CallError> {
+        self.call(req, false, true).await
+    }
+
+    async fn call(
+        &self,
+        req: &CallRequest,
+        keep_text: bool,
+        reuse: bool,
+    ) -> Result<Completion, CallError> {
+        let body = serde_json::to_vec(&self.body(req))
+            .map_err(|e| CallError::new(ErrorKind::Protocol, e.to_string()))?;
+        let t = self.timeouts;
+        let sent = Instant::now();
+        let deadlines = Deadlines {
+            t,
+            total_at: tokio::time::Instant::from_std(sent + t.total),
+            first_at: tokio::time::Instant::from_std(sent + t.first_token),
+        };
+        let head_timeout = || {
+            let which = if deadlines.first_at <= deadlines.total_at {
+                (Deadline::FirstToken, t.first_token)
+            } else {
+                (Deadline::Total, t.total)
+            };
+            CallError::new(ErrorKind::Timeout(which.0, which.1), "no response headers")
+        };
+        let head_deadline = deadlines.first_at.min(deadlines.total_at);
+        let mut reader = StreamReader::new(self.dialect, sent, self.limits.answer, body.len());
+        reader.keep_text = keep_text;
+        reader.max_buffers = self.limits.buffers;
+        reader.stop_bytes = req.sampling.stop_bytes();
+        reader.max_marks = req
+            .sampling
+            .max_tokens
+            .map_or(MAX_MARKS, |m| (2 * m as usize + 16).min(MAX_MARKS));
+        if let Some(pool) = &self.raw {
+            let mut response = match pool
+                .post(
+                    self.dialect.path(),
+                    &body,
+                    self.auth.as_ref().map(|(n, v)| (*n, v.as_str())),
+                    t.connect,
+                    head_deadline,
+                    reuse,
+                )
+                .await
+            {
+                Ok(r) => r,
+                Err(raw::HeadError::Deadline) => return Err(head_timeout()),
+                Err(raw::HeadError::Call(e)) => return Err(e),
+                Err(raw::HeadError::Stale) => {
+                    return Err(CallError::new(ErrorKind::Transport, "connection closed"));
+                }
+                Err(raw::HeadError::Early) => {
+                    return Err(CallError::new(
+                        ErrorKind::Protocol,
+                        "the response's head reached this host before the request was written: the server sent it unasked (the connection was closed)",
+                    ));
+                }
+            };
+            reader.timing.headers = sent.elapsed();
+            reader.timing.stamped = true;
+            reader.timing.connect = response.connect;
+            reader.timing.written = Some(response.written.saturating_duration_since(sent));
+            if !(200..300).contains(&response.status) {
+                let text = response.text(deadlines.total_at).await;
+                return Err(response.content.failure(response.status, &text));
+            }
+            reader.answered(response.status, std::mem::take(&mut response.content))?;
+            read_body(&mut reader, &mut response, deadlines).await?;
+            response.release(pool);
+            return reader.finish().map_err(|e| reader.fail(e));
+        }
+        let mut builder = self
+            .http
+            .stream
+            .post(self.url())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .body(body);
+        if let Some((name, value)) = &self.auth {
+            builder = builder.header(*name, value);
+        }
+        let response = match timeout_at(head_deadline, builder.send()).await {
+            Err(_) => return Err(head_timeout()),
+            Ok(Err(e)) => return Err(classify_send_error(&e, t.connect)),
+            Ok(Ok(r)) => r,
+        };
+        reader.timing.headers = sent.elapsed();
+        let status = response.status();
+        if !status.is_success() {
+            let headers = ContentHeaders::of(response.headers());
+            let text = bounded_text(response, ERROR_BODY, deadlines.total_at, "")
+                .await
+                .unwrap_or_else(|e| e.detail);
+            return Err(headers.failure(status.as_u16(), &text));
+        }
+        reader.answered(status.as_u16(), ContentHeaders::of(response.headers()))?;
+        let mut body = ReqwestBody {
+            stream: response.bytes_stream(),
+            current: bytes::Bytes::new(),
+            last: sent,
+        };
+        read_body(&mut reader, &mut body, deadlines).await?;
+        reader.finish().map_err(|e| reader.fail(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// reqwest, the transport of `https://` targets, follows no redirect of
+    /// a generation request (it followed a same-origin 307, a second round
+    /// trip in the figures; a 302 would have turned the POST into a GET):
+    /// the request fails saying where it points, as over the raw transport.
+    /// Plain HTTP here, the raw transport set aside: the policy is the
+    /// client's, not TLS's.
+    #[tokio::test]
+    async fn a_generation_request_through_reqwest_follows_no_redirect() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let mut asked = Vec::new();
+            // The request may be slow to come on a loaded machine; a
+            // followed redirect would come at once after it.
+            let mut wait = Duration::from_secs(30);
+            while let Ok(Ok((mut sock, _))) = tokio::time::timeout(wait, listener.accept()).await {
+                wait = Duration::from_secs(1);
+                let mut head = vec![0u8; 64 * 1024];
+                let n = sock.read(&mut head).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&head[..n]).into_owned();
+                asked.push(head.lines().next().unwrap_or("").to_owned());
+                let answer = if head.starts_with("POST /v1/chat/completions") {
+                    "HTTP/1.1 307 Temporary Redirect\r\nLocation: /elsewhere\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned()
+                } else {
+                    let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"4\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                };
+                let _ = sock.write_all(answer.as_bytes()).await;
+            }
+            asked
+        });
+        let timeouts = Timeouts {
+            connect: Duration::from_secs(2),
+            first_token: Duration::from_secs(5),
+            idle: Duration::from_secs(5),
+            total: Duration::from_secs(10),
+        };
+        let mut client =
+            Client::new(&base, crate::suite::Api::OpenAiChat, "m", None, timeouts).unwrap();
+        client.raw = None;
+        let req = CallRequest {
+            input: crate::suite::Input::Prompt {
+                system: None,
+                prompt: "What is 2+2?".into(),
+            },
+            sampling: crate::suite::Sampling::default(),
+            ignore_eos: false,
+        };
+        let e = client.complete(&req).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Http(307), "{e}");
+        assert!(
+            e.detail
+                .contains("the server redirects this request to \"/elsewhere\" (Location)"),
+            "{e}"
+        );
+        let asked = server.await.unwrap();
+        assert_eq!(asked, ["POST /v1/chat/completions HTTP/1.1"]);
+    }
+}

@@ -1,0 +1,137 @@
+//! Whether what a server reported can be true of the stream it sent: its
+//! token counts against the bytes and events that carried them, its own
+//! timings against the arrivals.
+
+use std::time::Duration;
+
+use super::reader::StreamReader;
+use crate::client::error::{CallError, ErrorKind};
+
+/// Completion tokens a stream may be counted beyond what its text and
+/// events bear out: an end-of-sequence token and a reasoning model's think
+/// markers print nothing.
+const UNPRINTED_TOKENS: u64 = 4;
+
+/// Prompt tokens a request can be charged beyond one per byte sent (chat
+/// templates add tokens the request does not carry).
+pub(super) const PROMPT_SLACK: u64 = 65_536;
+
+impl StreamReader {
+    /// `Err` when a token count the server reported cannot be true: beyond
+    /// 2^32 per request, or more tokens than the bytes that carried them
+    /// (`slack` more for a prompt).
+    pub(super) fn plausible(
+        field: &str,
+        n: u64,
+        carried_by: u64,
+        slack: u64,
+    ) -> Result<(), CallError> {
+        let bound = carried_by.saturating_add(slack);
+        if n > u64::from(u32::MAX) || n > bound {
+            return Err(CallError::new(
+                ErrorKind::Protocol,
+                format!(
+                    "{field} = {n} is implausible: more than {carried_by} bytes carried it (a broken or lying server)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `Err` when the server counts more completion tokens than the stream
+    /// can have carried: every token prints at least one byte of text (a
+    /// byte-level or byte-fallback vocabulary splits a character into at
+    /// most one token per byte) except those that print nothing — at most
+    /// one per event that brought text or a rise of the count, the tokens
+    /// of the request's stop sequences (at most one per byte), and
+    /// [`UNPRINTED_TOKENS`] more (the end-of-sequence token, a reasoning
+    /// model's think markers). Gates that ask for `ignore_eos` also ask
+    /// `skip_special_tokens: false`, so a model that samples its
+    /// end-of-sequence token again and again prints it.
+    pub(super) fn evidenced(&self, counted: u64) -> Result<(), CallError> {
+        let text = (self.content_len as u64).saturating_add(self.reasoning_len as u64);
+        let bound = text
+            .saturating_add(self.token_events)
+            .saturating_add(self.stop_bytes)
+            .saturating_add(UNPRINTED_TOKENS);
+        if counted > bound {
+            let (stops, per_stop) = if self.stop_bytes > 0 {
+                (
+                    format!(" and {} bytes of stop sequences", self.stop_bytes),
+                    ", one per stop byte",
+                )
+            } else {
+                (String::new(), "")
+            };
+            return Err(CallError::new(
+                ErrorKind::Protocol,
+                format!(
+                    "the server counts {counted} completion tokens, but the stream carried {text} bytes of text in {} events{stops}: at most {bound} tokens can have been sent (one per byte of text, one unprinted per event{per_stop}, {UNPRINTED_TOKENS} more) — a count the stream does not bear out",
+                    self.token_events,
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `Err` when the server's own timings cannot be true of this stream:
+    /// not finite or negative; more time on the prompt than passed before
+    /// the first token reached the client, or on the whole request than it
+    /// lasted (the server cannot have worked longer than it was asked);
+    /// less decode time than half the spread of the tokens' arrivals
+    /// (delivery can bunch tokens a server spread out, by the transit of
+    /// the first and last of them, but not spread tokens it produced at
+    /// once). Each bound allows 10 ms and 10% for clocks and transit.
+    pub(super) fn check_timings(&self) -> Result<(), CallError> {
+        let Some(t) = self.server_timings else {
+            return Ok(());
+        };
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let slack = |v: f64| v * 1.1 + 10.0;
+        let e2e = ms(self.timing.end);
+        let first = self.timing.first_token.map_or(e2e, ms);
+        let spread = match (self.timing.marks.first(), self.timing.marks.last()) {
+            (Some(a), Some(b)) => ms(b.at.saturating_sub(a.at)),
+            _ => 0.0,
+        };
+        let wrong = |field: &str, v: f64, why: String| {
+            // 1e-300 as written, not as 301 digits.
+            let shown = if v == 0.0 || (1e-3..1e9).contains(&v.abs()) {
+                format!("{v}")
+            } else {
+                format!("{v:e}")
+            };
+            Err(CallError::new(
+                ErrorKind::Protocol,
+                format!("timings.{field} = {shown} is implausible: {why}"),
+            ))
+        };
+        for (field, v) in [("prompt_ms", t.prompt_ms), ("predicted_ms", t.predicted_ms)] {
+            if !v.is_finite() || v < 0.0 {
+                return wrong(field, v, "not a duration".into());
+            }
+        }
+        if t.prompt_ms > slack(first) {
+            return wrong(
+                "prompt_ms",
+                t.prompt_ms,
+                format!("the first token reached the client {first:.1} ms after the request"),
+            );
+        }
+        if t.prompt_ms + t.predicted_ms > slack(e2e) {
+            return wrong(
+                "predicted_ms",
+                t.predicted_ms,
+                format!("the whole request lasted {e2e:.1} ms"),
+            );
+        }
+        if t.predicted_ms < spread / 2.0 - 10.0 {
+            return wrong(
+                "predicted_ms",
+                t.predicted_ms,
+                format!("the tokens' arrivals were spread over {spread:.1} ms"),
+            );
+        }
+        Ok(())
+    }
+}

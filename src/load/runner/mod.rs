@@ -1,0 +1,267 @@
+//! The load generator. Closed loop: `concurrency` workers, each sending its
+//! next request when the previous one ends. Open loop: requests start on a
+//! schedule (constant or seeded Poisson) whether or not earlier ones ended,
+//! and latency counts from each request's intended start, so a stalled
+//! server shows in the figures instead of silently slowing the client
+//! (no coordinated omission). Warm-up requests go first, outside every figure.
+//!
+//! Here a gate's run over its client threads and what they share; a
+//! thread's work is in `shard.rs`, its loops in `loops.rs`, one request in
+//! `request.rs`.
+
+mod breaker;
+mod loops;
+mod request;
+mod shard;
+mod watch;
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{Notify, Semaphore, oneshot};
+use tokio::time::Instant;
+
+use super::metrics::{GateMetrics, Recorder};
+use super::progress::Progress;
+use super::prometheus::{Scrape, ServerView};
+use super::selfcheck::{ClientCheck, ThreadCheck};
+use super::threads::{self, Threads};
+use crate::client::{CallError, Client, ErrorKind};
+use crate::suite::metric::MetricKey;
+use crate::suite::{Gate, Pace};
+pub use breaker::Breaker;
+pub use loops::schedule;
+use shard::client_thread;
+pub use watch::{Sample, Watch};
+
+/// What the gate's threads share: the load, the request counters, the
+/// breaker and the watch, and the hand-over between the warm-up (on every
+/// thread) and the measured window (started by the gate once every thread
+/// is warm).
+struct Shared {
+    gate: Arc<Gate>,
+    threads: usize,
+    warm_concurrency: u32,
+    next: Arc<AtomicU32>,
+    breaker: Arc<Breaker>,
+    watch: Arc<Watch>,
+    finished: Arc<AtomicU64>,
+    limit: Option<Arc<Semaphore>>,
+    freed_end: Arc<Mutex<Option<Instant>>>,
+    warm: AtomicUsize,
+    warmed: Notify,
+}
+
+/// The gate's word to its threads once they are warm.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Go {
+    /// Not yet.
+    Wait,
+    /// Measure, from this start.
+    Measure(Instant),
+    /// Stop: the warm-up failed or the gate could not be set up.
+    Abort,
+}
+
+/// See [`Shared::warming`].
+struct Warming(Option<Arc<Shared>>);
+
+impl Warming {
+    fn done(&mut self) {
+        if let Some(shared) = self.0.take() {
+            shared.arrive();
+        }
+    }
+}
+
+impl Drop for Warming {
+    fn drop(&mut self) {
+        self.done();
+    }
+}
+
+/// What a client thread hands back: its record and its self-check.
+struct ShardOut {
+    rec: Recorder,
+    check: ThreadCheck,
+}
+
+impl Shared {
+    fn arrive(&self) {
+        self.warm.fetch_add(1, Ordering::SeqCst);
+        self.warmed.notify_waiters();
+    }
+
+    /// A client thread's word that it is warm, given when it says so or
+    /// when it ends (a runtime that did not start, a panic): the gate never
+    /// waits for a thread that is gone.
+    fn warming(self: &Arc<Self>) -> Warming {
+        Warming(Some(Arc::clone(self)))
+    }
+
+    async fn all_warm(&self) {
+        loop {
+            let warmed = self.warmed.notified();
+            if self.warm.load(Ordering::SeqCst) >= self.threads {
+                return;
+            }
+            warmed.await;
+        }
+    }
+}
+
+/// Applies a gate's load on `threads` client threads and measures it;
+/// `Err` when the gate could not be set up (a `flush_cache` the server
+/// refused).
+pub async fn run_gate(
+    client: &Client,
+    gate: &Gate,
+    threads: Threads,
+) -> Result<GateMetrics, String> {
+    run_watched(client, gate, threads, &Arc::new(Watch::default())).await
+}
+
+/// [`run_gate`], showing the measured window to `watch`.
+pub async fn run_watched(
+    client: &Client,
+    gate: &Gate,
+    threads: Threads,
+    watch: &Arc<Watch>,
+) -> Result<GateMetrics, String> {
+    let load = &gate.load;
+    let n = threads.count.max(1);
+    let (warm_concurrency, limit) = match load.pace {
+        Pace::Closed { concurrency } => (concurrency, None),
+        Pace::Open { max_in_flight, .. } => (
+            max_in_flight.unwrap_or(1),
+            max_in_flight.map(|m| Arc::new(Semaphore::new(m as usize))),
+        ),
+    };
+    let breaker = Arc::new(Breaker::new(load.abort_after));
+    let shared = Arc::new(Shared {
+        gate: Arc::new(gate.clone()),
+        threads: n,
+        warm_concurrency,
+        next: Arc::default(),
+        breaker: Arc::clone(&breaker),
+        watch: Arc::clone(watch),
+        finished: Arc::default(),
+        limit,
+        freed_end: Arc::default(),
+        warm: AtomicUsize::new(0),
+        warmed: Notify::new(),
+    });
+    let (go, going) = tokio::sync::watch::channel(Go::Wait);
+    // Where an unpinned client thread may run: where this one may.
+    let all = threads::allowed_cpus();
+    let cpus = threads::pins(n, threads.pin, &all);
+    let mut outs = Vec::new();
+    for (k, cpu) in cpus.into_iter().enumerate() {
+        let started = client
+            .for_thread()
+            .map_err(|e| e.to_string())
+            .and_then(|thread_client| {
+                let (tx, rx) = oneshot::channel();
+                let (shared, going, all) = (Arc::clone(&shared), going.clone(), all.clone());
+                // Made here, so that a job dropped unrun still says so.
+                let warming = shared.warming();
+                threads::run_on(
+                    k,
+                    Box::new(move || {
+                        let out =
+                            client_thread(k, thread_client, &shared, going, (cpu, &all), warming);
+                        let _ = tx.send(out);
+                    }),
+                )
+                .map(|()| rx)
+            });
+        match started {
+            Ok(rx) => outs.push(rx),
+            Err(e) => {
+                // The threads already started stop their warm-up and end
+                // before the gate does: none works past it.
+                breaker.stop(format!("client thread {k} could not start: {e}"));
+                let _ = go.send(Go::Abort);
+                collect(outs).await;
+                return Err(format!("failed to start client thread {k}: {e}"));
+            }
+        }
+    }
+    shared.all_warm().await;
+    let set_up = if let Some(why) = breaker.tripped() {
+        Err(format!("{why}, during the warm-up; nothing was measured"))
+    } else if load.flush_cache {
+        client
+            .post_admin("/flush_cache")
+            .await
+            .map_err(|e| format!("flush_cache failed before measuring: {e}"))
+    } else {
+        Ok(())
+    };
+    if let Err(e) = set_up {
+        let _ = go.send(Go::Abort);
+        collect(outs).await;
+        return Err(e);
+    }
+    let before = scrape(client).await;
+    let unsolicited = client.unsolicited();
+    let start = Instant::now();
+    let progress = Progress::start(&gate.name, load.requests, load.duration, &shared.finished);
+    watch.set_measuring(true);
+    let _ = go.send(Go::Measure(start));
+    let mut rec = Recorder::new(gate.slo);
+    let mut check = ClientCheck {
+        chosen: threads.chosen.to_owned(),
+        ..ClientCheck::default()
+    };
+    for (k, out) in collect(outs).await.into_iter().enumerate() {
+        if let Some(out) = out {
+            rec.merge(out.rec);
+            check.threads.push(out.check);
+        } else {
+            rec.fail(&CallError::new(
+                ErrorKind::Transport,
+                format!("client thread {k} ended without its figures (it panicked)"),
+            ));
+            check.threads.push(ThreadCheck::default());
+        }
+    }
+    let wall = start.elapsed();
+    watch.set_measuring(false);
+    progress.finish();
+    let mut metrics = rec.finish(wall);
+    metrics.stopped_early = breaker.tripped();
+    let keys: Vec<MetricKey> = gate.thresholds.iter().map(|t| t.threshold.key).collect();
+    let (figures, rates) = metrics.client_bounds(&keys);
+    check.merged = metrics.bounds.merged;
+    check.marks = metrics.bounds.marks;
+    metrics.client = check.judged(figures, rates);
+    metrics.unsolicited = client.unsolicited().saturating_sub(unsolicited);
+    // Tokens the check beside the load asked for are the server's too.
+    watch.side_quiet().await;
+    metrics.side_tokens = watch.side_tokens.swap(0, Ordering::SeqCst);
+    let after = scrape(client).await;
+    metrics.server = before.and_then(|b| after.map(|a| ServerView::between(&b, &a)));
+    Ok(metrics)
+}
+
+/// What each client thread handed back (`None`: it ended without, a
+/// panic), once every thread is done with the gate.
+async fn collect(outs: Vec<oneshot::Receiver<ShardOut>>) -> Vec<Option<ShardOut>> {
+    let mut got = Vec::new();
+    for out in outs {
+        got.push(out.await.ok());
+    }
+    got
+}
+
+/// The server's `/metrics`, or why there are none.
+async fn scrape(client: &Client) -> Result<Scrape, String> {
+    match client.get("/metrics").await {
+        Ok((status, text)) if (200..300).contains(&status) => Ok(Scrape::parse(&text)),
+        Ok((status, _)) => Err(format!(
+            "the server has no /metrics (GET /metrics answered HTTP {status})"
+        )),
+        Err(e) => Err(format!("GET /metrics failed: {e}")),
+    }
+}

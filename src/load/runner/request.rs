@@ -1,0 +1,155 @@
+//! One request of a gate: built from its workload, sent, and checked for
+//! what it generated (the tokens it asked for, the tokenizer's audit).
+
+use super::watch::Watch;
+use crate::client::{CallError, CallRequest, Client, Completion, ErrorKind, TokenSource};
+use crate::load::workload;
+use crate::suite::{Gate, Input};
+
+fn request(gate: &Gate, index: u32) -> CallRequest {
+    let prompt = workload::prompt(&gate.load, index);
+    CallRequest {
+        input: Input::Prompt {
+            system: None,
+            prompt,
+        },
+        sampling: gate.sampling.clone(),
+        ignore_eos: gate.load.ignore_eos,
+    }
+}
+
+/// A gate's request that did not generate what it asked is a failure: no
+/// figure can come of it. Nothing at all; fewer tokens than `ignore_eos`
+/// asked for (`short`: per-token figures of a server that ignores it would
+/// be another length's); more than `max_tokens` by the server's count.
+/// Without a server count a chunk may carry several tokens, so only a
+/// stream the server itself ended (`stop`) with fewer chunks is short.
+fn checked(
+    result: Result<Completion, CallError>,
+    req: &CallRequest,
+) -> Result<Completion, CallError> {
+    let c = result?;
+    if c.completion_tokens == 0 {
+        return Err(CallError::new(
+            ErrorKind::Protocol,
+            "the stream ended without generating a token",
+        ));
+    }
+    let got = c.completion_tokens;
+    let counted = c.token_source != TokenSource::ChunkCount;
+    let finish = c.finish_reason.as_deref().unwrap_or("none");
+    let max = req.sampling.max_tokens.map(u64::from);
+    let exact = req.ignore_eos && req.sampling.stop.as_ref().is_none_or(Vec::is_empty);
+    if let Some(asked) = max.filter(|_| exact)
+        && got < asked
+        && (counted || finish == "stop")
+    {
+        return Err(CallError::new(
+            ErrorKind::Short { asked, got },
+            format!(
+                "finish_reason `{finish}`, {} by {}",
+                if counted { "counted" } else { "chunks counted" },
+                c.token_source.name()
+            ),
+        ));
+    }
+    if let Some(max) = max
+        && counted
+        && got > max
+    {
+        return Err(CallError::new(
+            ErrorKind::Protocol,
+            format!(
+                "{} = {got} for max_tokens {max}: more tokens than the request may generate",
+                c.token_source.name()
+            ),
+        ));
+    }
+    Ok(c)
+}
+
+/// Sends request `first + i` of a window: whole when its watch keeps it.
+pub(super) async fn send(
+    client: &Client,
+    gate: &Gate,
+    window_first: u32,
+    i: u32,
+    watch: &Watch,
+) -> Result<Completion, CallError> {
+    let index = window_first + i;
+    let req = request(gate, index);
+    // The measured window starts after the warm-up's requests.
+    let measured = window_first == gate.load.warmup && watch.wants(i);
+    let audited = gate
+        .load
+        .tokenizer
+        .as_ref()
+        .filter(|_| index.is_multiple_of(AUDIT_EVERY));
+    let result = if measured || audited.is_some() {
+        client.sample(&req).await
+    } else {
+        client.measure(&req).await
+    };
+    let mut result = checked(result, &req);
+    if let (Some(tokenizer), Ok(c)) = (audited, &result)
+        && let Err(e) = audit(tokenizer, c, &req).await
+    {
+        result = Err(e);
+    }
+    if measured && let Ok(c) = &result {
+        watch.keep(index, c);
+    }
+    result
+}
+
+/// One request in this many of a gate whose load names a tokenizer (the
+/// first of them request 0) keeps its text, which the tokenizer then
+/// splits: the server's count is checked against it.
+const AUDIT_EVERY: u32 = 16;
+
+/// Tokens an answer may hold that print nothing, for the tokenizer's
+/// check: a chat format's own markers (gpt-oss's harmony has about ten).
+const AUDIT_UNPRINTED: u64 = 16;
+
+/// `Err` when the server counts more completion tokens than the suite's
+/// tokenizer finds in the text that came, beyond what a sampled token
+/// sequence can differ from the tokenizer's own split of its text (a
+/// quarter), the stop sequences' tokens (one per byte) and the
+/// end-of-sequence and think markers that print nothing. The split runs
+/// off the client thread's loop.
+async fn audit(
+    tokenizer: &crate::suite::Tokenizer,
+    c: &Completion,
+    req: &CallRequest,
+) -> Result<(), CallError> {
+    // A model held past its end repeats tokens the tokenizer would merge
+    // ("\n" × 200 splits into a few): no split bounds what it sampled.
+    if c.token_source == TokenSource::ChunkCount || req.ignore_eos {
+        return Ok(());
+    }
+    let t = tokenizer.clone();
+    let (content, reasoning) = (c.content.clone(), c.reasoning.clone());
+    let split =
+        tokio::task::spawn_blocking(move || Some(t.count(&content)? + t.count(&reasoning)?))
+            .await
+            .ok()
+            .flatten();
+    let Some(split) = split else {
+        return Ok(());
+    };
+    let stop = req.sampling.stop_bytes();
+    let split = split as u64;
+    let bound = split + split / 4 + stop + AUDIT_UNPRINTED;
+    if c.completion_tokens > bound {
+        return Err(CallError::new(
+            ErrorKind::Protocol,
+            format!(
+                "the server counts {} completion tokens, but the suite's tokenizer ({}) splits the text that came into {split}: at most {bound} can have been sent (a quarter more for a sampled split, {} unprinted) — a count the text does not bear out",
+                c.completion_tokens,
+                tokenizer.path().display(),
+                stop + AUDIT_UNPRINTED,
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! One client thread of a gate: its own runtime, its share of the warm-up,
+//! then its shard of the measured window and the self-check of it.
+
+use std::sync::Arc;
+
+use super::loops::{Bound, OpenShard, Window, closed, open};
+use super::{Go, ShardOut, Shared, Warming};
+use crate::client::{CallError, Client, ErrorKind};
+use crate::load::metrics::Recorder;
+use crate::load::selfcheck::ThreadCheck;
+use crate::load::threads;
+use crate::suite::Pace;
+
+/// Thread `thread` of `threads`'s share of `total` workers.
+fn share(total: u32, thread: usize, threads: usize) -> u32 {
+    let n = u32::try_from(threads).unwrap_or(u32::MAX).max(1);
+    let k = u32::try_from(thread).unwrap_or(u32::MAX);
+    total / n + u32::from(k < total % n)
+}
+
+/// Client thread `k`: its own runtime, its warm-up share, then its shard
+/// of the measured window. Its connections close before it hands its
+/// figures back: a gate leaves no socket behind.
+pub(super) fn client_thread(
+    k: usize,
+    client: Client,
+    shared: &Arc<Shared>,
+    go: tokio::sync::watch::Receiver<Go>,
+    (cpu, all): (Option<usize>, &[usize]),
+    mut warming: Warming,
+) -> ShardOut {
+    let cpu = threads::place(cpu, all);
+    // Its sleeps and wakes date what it reads (`stamp::woke`).
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .on_thread_park(crate::stamp::parking)
+        .on_thread_unpark(crate::stamp::unparked)
+        .build()
+    {
+        Ok(rt) => {
+            let out = rt.block_on(shard(k, &client, shared, go, cpu, &mut warming));
+            drop(client);
+            drop(rt);
+            out
+        }
+        Err(e) => {
+            warming.done();
+            let mut rec = Recorder::new(shared.gate.slo);
+            rec.fail(&CallError::new(
+                ErrorKind::Transport,
+                format!("client thread {k} could not start its runtime: {e}"),
+            ));
+            ShardOut {
+                rec,
+                check: ThreadCheck::default(),
+            }
+        }
+    }
+}
+
+async fn shard(
+    k: usize,
+    client: &Client,
+    shared: &Arc<Shared>,
+    mut go: tokio::sync::watch::Receiver<Go>,
+    cpu: Option<usize>,
+    warming: &mut Warming,
+) -> ShardOut {
+    let (gate, n) = (&shared.gate, shared.threads);
+    let load = &gate.load;
+    if load.warmup > 0 {
+        // Each thread warms its own workers' connections with its share of
+        // the warm-up, whenever it starts: a thread that started late
+        // would otherwise find the warm-up taken by the others.
+        let warm = Window {
+            bound: Bound {
+                count: Some(share(load.warmup, k, n)),
+                deadline: None,
+            },
+            first: 0,
+            stride: (
+                u32::try_from(k).unwrap_or(u32::MAX),
+                u32::try_from(n).unwrap_or(u32::MAX),
+            ),
+            finished: Arc::default(),
+            breaker: Arc::clone(&shared.breaker),
+            watch: Arc::clone(&shared.watch),
+        };
+        let workers = share(shared.warm_concurrency.min(load.warmup), k, n);
+        closed(client, gate, workers, &Arc::default(), &warm).await;
+    }
+    warming.done();
+    let Ok(Go::Measure(start)) = go.wait_for(|g| *g != Go::Wait).await.map(|g| *g) else {
+        return ShardOut {
+            rec: Recorder::new(gate.slo),
+            check: ThreadCheck::default(),
+        };
+    };
+    let window = Window {
+        bound: Bound {
+            count: load.requests,
+            deadline: load.duration.map(|d| start + d),
+        },
+        first: load.warmup,
+        stride: (0, 1),
+        finished: Arc::clone(&shared.finished),
+        breaker: Arc::clone(&shared.breaker),
+        watch: Arc::clone(&shared.watch),
+    };
+    let cpu_before = threads::thread_cpu();
+    let delay_before = crate::stamp::run_delay();
+    let (rec, streams, starts, late_starts) = match load.pace {
+        Pace::Closed { concurrency } => {
+            let total = load
+                .requests
+                .map_or(concurrency, |c| concurrency.min(c))
+                .max(1);
+            let workers = share(total, k, n);
+            let rec = closed(client, gate, workers, &shared.next, &window).await;
+            (rec, workers, 0, 0)
+        }
+        Pace::Open {
+            rate,
+            arrival,
+            seed,
+            max_in_flight,
+        } => {
+            let part = OpenShard {
+                thread: k,
+                threads: n,
+                start,
+                limit: shared.limit.clone(),
+                freed_end: Arc::clone(&shared.freed_end),
+            };
+            let (rec, starts, late) =
+                open(client, gate, (rate, arrival, seed), part, &window).await;
+            (
+                rec,
+                max_in_flight.map_or(0, |m| share(m, k, n)),
+                starts,
+                late,
+            )
+        }
+    };
+    let wall = start.elapsed().as_secs_f64();
+    let busy = threads::thread_cpu()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before).as_secs_f64())
+        .filter(|_| wall > 0.0)
+        .map(|cpu| (cpu / wall).min(1.0));
+    #[expect(clippy::cast_precision_loss, reason = "nanoseconds of a window")]
+    let waited = crate::stamp::run_delay()
+        .zip(delay_before)
+        .filter(|_| wall > 0.0)
+        .map(|(after, before)| (after.saturating_sub(before) as f64 / 1e9 / wall).min(1.0));
+    ShardOut {
+        rec,
+        check: ThreadCheck {
+            streams,
+            cpu,
+            busy,
+            waited,
+            starts,
+            late_starts,
+        },
+    }
+}
