@@ -20,8 +20,8 @@ use super::probe::{
     ACCURACY, CHECKS, CODE, DATASET, DEGENERATE, EXTRACT_REGEX, EXTRACTS, FORMATS, JSON, MESSAGE,
     NUMBER, PASS_AT_1, ROLES, assertion_keys, probe_keys,
 };
-use super::server::{EXPECTS, LAUNCH, READY, VARIANT};
-use super::{LIMITS, SAMPLING, SANDBOX, SIM, TARGET, TIMEOUTS, TOP, defaults_keys};
+use super::server::{EXPECTS, LAUNCH, LIMITS, READY, TARGET, TIMEOUTS, VARIANT};
+use super::{SAMPLING, SANDBOX, SIM, TOP, defaults_keys};
 use crate::suite::metric::{Metric, Stat, all_keys};
 use crate::suite::model::{
     Api, ConfigSource, Contract, Field, SandboxPolicy, SnapshotMode, VerdictMode,
