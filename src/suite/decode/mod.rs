@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+mod assertion;
+mod dataset;
 mod gate;
 mod probe;
 pub(super) mod schema;

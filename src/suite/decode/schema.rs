@@ -13,13 +13,12 @@
 
 use serde_json::{Map, Value, json};
 
+use super::assertion::{CHECKS, CODE, DEGENERATE, JSON, NUMBER, assertion_keys};
+use super::dataset::{ACCURACY, DATASET, EXTRACT_REGEX, EXTRACTS, FORMATS, PASS_AT_1};
 use super::gate::{
     ARRIVALS, CLIENT_LIMITED, GATE, LOAD, MAX_CLIENT_THREADS, SHARED_PREFIX, SLO, TOKEN_ACCOUNTING,
 };
-use super::probe::{
-    ACCURACY, CHECKS, CODE, DATASET, DEGENERATE, EXTRACT_REGEX, EXTRACTS, FORMATS, JSON, MESSAGE,
-    NUMBER, PASS_AT_1, ROLES, assertion_keys, probe_keys,
-};
+use super::probe::{MESSAGE, ROLES, probe_keys};
 use super::server::{EXPECTS, LAUNCH, LIMITS, READY, TARGET, TIMEOUTS, VARIANT};
 use super::{SAMPLING, SANDBOX, SIM, TOP, defaults_keys};
 use crate::suite::metric::{Metric, Stat, all_keys};
