@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 mod assertion;
 mod dataset;
 mod gate;
+mod load;
 mod probe;
 pub(super) mod schema;
 mod server;

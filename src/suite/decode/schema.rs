@@ -15,9 +15,8 @@ use serde_json::{Map, Value, json};
 
 use super::assertion::{CHECKS, CODE, DEGENERATE, JSON, NUMBER, assertion_keys};
 use super::dataset::{ACCURACY, DATASET, EXTRACT_REGEX, EXTRACTS, FORMATS, PASS_AT_1};
-use super::gate::{
-    ARRIVALS, CLIENT_LIMITED, GATE, LOAD, MAX_CLIENT_THREADS, SHARED_PREFIX, SLO, TOKEN_ACCOUNTING,
-};
+use super::gate::{GATE, SLO, TOKEN_ACCOUNTING};
+use super::load::{ARRIVALS, CLIENT_LIMITED, LOAD, MAX_CLIENT_THREADS, SHARED_PREFIX};
 use super::probe::{MESSAGE, ROLES, probe_keys};
 use super::server::{EXPECTS, LAUNCH, LIMITS, READY, TARGET, TIMEOUTS, VARIANT};
 use super::{SAMPLING, SANDBOX, SIM, TOP, defaults_keys};
