@@ -1,14 +1,29 @@
-//! Decoding what concerns the server's life: `target.launch`,
-//! `expect_server:` and `variants:`.
+//! Decoding the server under test: `target:` (its URL, API, deadlines and
+//! read caps), `target.launch`, `expect_server:` and `variants:`.
 
 use std::time::Duration;
 
 use super::{Decoder, Fields, quoted_list};
 use crate::suite::diagnostics::Diagnostic;
-use crate::suite::model::{Api, ConfigCheck, ConfigExpect, ConfigSource, Launch, Ready, Variant};
+use crate::suite::model::{
+    Api, BaseUrl, ConfigCheck, ConfigExpect, ConfigSource, Launch, ReadLimits, Ready, Target,
+    Timeouts, Variant,
+};
 use crate::suite::names::Named as _;
 use crate::suite::node::{Node, Yaml};
 
+pub(super) const TARGET: &[&str] = &[
+    "base_url",
+    "api",
+    "model",
+    "api_key_env",
+    "timeouts",
+    "limits",
+    "secrets",
+    "launch",
+];
+pub(super) const TIMEOUTS: &[&str] = &["connect", "first_token", "idle", "total"];
+pub(super) const LIMITS: &[&str] = &["answer", "document", "buffers"];
 pub(super) const LAUNCH: &[&str] = &[
     "command",
     "env",
@@ -22,6 +37,162 @@ pub(super) const LAUNCH: &[&str] = &[
 pub(super) const READY: &[&str] = &["path", "interval", "timeout"];
 pub(super) const VARIANT: &[&str] = &["name", "env", "args"];
 pub(super) const EXPECTS: &[&str] = &["equals", "contains", "matches", "one_of"];
+
+impl Decoder<'_> {
+    pub(super) fn target(&mut self, y: &Yaml) -> Option<Target> {
+        let f = self.fields(y, "target", TARGET)?;
+        let base_url = match f.get("base_url") {
+            None => Some(BaseUrl::Sim),
+            Some(v) => self.base_url(v),
+        };
+        let api = match f.get("api") {
+            None => Some(Api::OpenAiChat),
+            Some(v) => self.pick(v, "api"),
+        };
+        let model = f
+            .get("model")
+            .and_then(|v| self.interpolated(v, "target.model"));
+        let api_key_env = f.get("api_key_env").and_then(|v| {
+            let name = self.text(v, "api_key_env")?;
+            let valid =
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if valid {
+                Some(name)
+            } else {
+                self.error(
+                    Diagnostic::new(
+                        v.loc,
+                        "api_key_env must be the NAME of an environment variable",
+                    )
+                    .expected(
+                        "a name such as `SGLANG_API_KEY`; never write the key itself in a suite",
+                    ),
+                );
+                None
+            }
+        });
+        let timeouts = f
+            .get("timeouts")
+            .map_or(Some(Timeouts::default()), |v| self.timeouts(v));
+        let limits = f
+            .get("limits")
+            .map_or(Some(ReadLimits::default()), |v| self.limits(v));
+        let secrets = f.get("secrets").map_or_else(Vec::new, |v| {
+            self.items(v, "secrets", |d, item| {
+                let name = d.text(item, "secrets")?;
+                let valid =
+                    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !valid {
+                    d.error(
+                        Diagnostic::new(item.loc, "secrets lists NAMES of environment variables")
+                            .expected(
+                                "a name such as `MY_CREDS`; never write a secret itself in a suite",
+                            ),
+                    );
+                    return None;
+                }
+                Some(name)
+            })
+        });
+        let launch = match f.get("launch") {
+            None => None,
+            Some(v) => {
+                if let Some(k) = f.key("base_url") {
+                    self.error(
+                        Diagnostic::new(k.loc, "`base_url` and `launch` are both set")
+                            .expected("one of them: a launched server is reached at http://<launch.host>:<port>"),
+                    );
+                }
+                Some(self.launch(v, api.unwrap_or(Api::OpenAiChat))?)
+            }
+        };
+        Some(Target {
+            base_url: base_url?,
+            api: api?,
+            model,
+            api_key_env,
+            timeouts: timeouts?,
+            limits: limits?,
+            secrets,
+            launch,
+            loc: y.loc,
+        })
+    }
+
+    fn base_url(&mut self, y: &Yaml) -> Option<BaseUrl> {
+        let url = self.interpolated(y, "target.base_url")?;
+        let url = url.trim();
+        if url.is_empty() || url == "sim" {
+            return Some(BaseUrl::Sim);
+        }
+        match normalize_url(url) {
+            Ok(u) => Some(BaseUrl::Url(u)),
+            Err(e) => {
+                self.error(
+                    Diagnostic::new(y.loc, format!("invalid base_url `{url}`: {e}"))
+                        .expected("`sim` or an http(s) URL such as `http://127.0.0.1:30000`"),
+                );
+                None
+            }
+        }
+    }
+
+    fn timeouts(&mut self, y: &Yaml) -> Option<Timeouts> {
+        let f = self.fields(y, "target.timeouts", TIMEOUTS)?;
+        let mut t = Timeouts::default();
+        let mut ok = true;
+        for (name, slot) in [
+            ("connect", &mut t.connect),
+            ("first_token", &mut t.first_token),
+            ("idle", &mut t.idle),
+            ("total", &mut t.total),
+        ] {
+            if let Some(v) = f.get(name) {
+                match self.duration(v, &format!("timeouts.{name}")) {
+                    Some(d) => *slot = d,
+                    None => ok = false,
+                }
+            }
+        }
+        ok.then_some(t)
+    }
+
+    fn limits(&mut self, y: &Yaml) -> Option<ReadLimits> {
+        let f = self.fields(y, "target.limits", LIMITS)?;
+        let mut l = ReadLimits::default();
+        let mut ok = true;
+        for (name, slot) in [
+            ("answer", &mut l.answer),
+            ("document", &mut l.document),
+            ("buffers", &mut l.buffers),
+        ] {
+            if let Some(v) = f.get(name) {
+                let text = match &v.node {
+                    Node::Int(n) => n.to_string(),
+                    _ => self.text(v, &format!("limits.{name}"))?,
+                };
+                match crate::units::parse_bytes(&text) {
+                    Ok(n) if n >= 1024 => *slot = n,
+                    Ok(_) => {
+                        self.error(
+                            Diagnostic::new(v.loc, format!("limits.{name} must be at least 1 KiB"))
+                                .expected("a size such as `8 MiB`"),
+                        );
+                        ok = false;
+                    }
+                    Err(e) => {
+                        self.error(
+                            Diagnostic::new(v.loc, format!("invalid limits.{name}: {e}"))
+                                .expected("a size such as `8 MiB`, `512 KiB` or `1 GiB`"),
+                        );
+                        ok = false;
+                    }
+                }
+            }
+        }
+        ok.then_some(l)
+    }
+}
 
 impl Decoder<'_> {
     pub(super) fn launch(&mut self, y: &Yaml, api: Api) -> Option<Launch> {
@@ -282,5 +453,32 @@ impl Decoder<'_> {
                 ))
             }
         }
+    }
+}
+
+/// `http://host:port[/v1][/]` → `http://host:port`: the client adds API paths.
+fn normalize_url(url: &str) -> Result<String, String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or("the scheme must be http:// or https://")?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err("no host".into());
+    }
+    let trimmed = url.trim_end_matches('/');
+    let trimmed = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
+    Ok(trimmed.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_url;
+
+    #[test]
+    fn urls_are_normalized_to_the_server_root() {
+        assert_eq!(normalize_url("http://h:1/v1/").unwrap(), "http://h:1");
+        assert_eq!(normalize_url("https://h").unwrap(), "https://h");
+        assert!(normalize_url("h:1").is_err());
+        assert!(normalize_url("http://").is_err());
     }
 }

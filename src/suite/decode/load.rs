@@ -1,0 +1,320 @@
+//! Decoding a gate's `load:`: its pace (closed loop, open loop, or a sweep
+//! of levels), its window, its workload (a prompt, synthetic tokens with a
+//! shared prefix, or a dataset of prompts), its tokenizer and its client
+//! threads.
+
+use std::sync::Arc;
+
+use super::{Decoder, Fields};
+use crate::suite::Tokenizer;
+use crate::suite::dataset;
+use crate::suite::diagnostics::Diagnostic;
+use crate::suite::model::{Arrival, ClientThreads, Load, LoadPrompt, OnClientLimited, Pace};
+use crate::suite::node::{Node, Yaml};
+
+pub(super) const LOAD: &[&str] = &[
+    "concurrency",
+    "rate",
+    "arrival",
+    "seed",
+    "requests",
+    "duration",
+    "warmup",
+    "prompt",
+    "input_tokens",
+    "output_tokens",
+    "ignore_eos",
+    "flush_cache",
+    "abort_after",
+    "client_threads",
+    "client_limited",
+    "dataset",
+    "shared_prefix",
+    "tokenizer",
+];
+pub(super) const SHARED_PREFIX: &[&str] = &["tokens", "groups"];
+/// Largest dataset read into memory.
+const MAX_DATASET_BYTES: u64 = 64 * 1024 * 1024;
+pub(super) const ARRIVALS: &[&str] = &["constant", "poisson"];
+pub(super) const CLIENT_LIMITED: &[&str] = &["fail", "warn"];
+/// Most client threads a suite may ask for.
+pub(super) const MAX_CLIENT_THREADS: u32 = 256;
+
+/// A sweep level: `concurrency: [1, 8]` or `rate: [5, 10]` gives one gate
+/// per value, named `<gate>::concurrency_8`.
+pub(super) struct Level {
+    pub(super) suffix: Option<String>,
+    pub(super) pace: Pace,
+}
+
+impl Decoder<'_> {
+    /// Integers, or a list of them (a sweep).
+    fn levels_of<T>(
+        &mut self,
+        y: &Yaml,
+        what: &str,
+        one: impl Fn(&mut Self, &Yaml) -> Option<T>,
+    ) -> Option<Vec<T>> {
+        match &y.node {
+            Node::Seq(items) if items.is_empty() => {
+                self.error(Diagnostic::new(y.loc, format!("`{what}` sweep is empty")));
+                None
+            }
+            Node::Seq(items) => items.iter().map(|i| one(self, i)).collect(),
+            _ => one(self, y).map(|v| vec![v]),
+        }
+    }
+
+    fn pace(&mut self, f: &Fields<'_>) -> Option<Vec<Level>> {
+        let concurrency = f.get("concurrency");
+        let Some(rate) = f.get("rate") else {
+            for key in ["arrival", "seed"] {
+                if let Some(k) = f.key(key) {
+                    self.error(
+                        Diagnostic::new(k.loc, format!("`{key}` applies to an open loop only"))
+                            .expected("a `rate:` in this load"),
+                    );
+                }
+            }
+            let levels = match concurrency {
+                None => vec![1],
+                Some(v) => {
+                    self.levels_of(v, "concurrency", |d, i| d.count::<u32>(i, "concurrency", 1))?
+                }
+            };
+            let sweep = levels.len() > 1;
+            return Some(
+                levels
+                    .into_iter()
+                    .map(|c| Level {
+                        suffix: sweep.then(|| format!("concurrency_{c}")),
+                        pace: Pace::Closed { concurrency: c },
+                    })
+                    .collect(),
+            );
+        };
+        let max_in_flight = match concurrency {
+            None => None,
+            Some(v) if matches!(v.node, Node::Seq(_)) => {
+                self.error(Diagnostic::new(
+                    v.loc,
+                    "with `rate`, `concurrency` is one cap on requests in flight, not a sweep",
+                ));
+                return None;
+            }
+            Some(v) => Some(self.count::<u32>(v, "concurrency", 1)?),
+        };
+        let arrival = match f.get("arrival") {
+            None => Arrival::Constant,
+            Some(v) => match self.one_of(v, "arrival", ARRIVALS)?.as_str() {
+                "poisson" => Arrival::Poisson,
+                _ => Arrival::Constant,
+            },
+        };
+        let seed = f
+            .get("seed")
+            .map_or(Some(0), |v| self.count(v, "seed", 0))?;
+        let rates = self.levels_of(rate, "rate", |d, i| {
+            let r = d.float(i, "rate")?;
+            if r > 0.0 {
+                Some(r)
+            } else {
+                d.error(
+                    Diagnostic::new(i.loc, format!("rate must be above 0, found {r}"))
+                        .expected("requests per second, e.g. `rate: 20`"),
+                );
+                None
+            }
+        })?;
+        let sweep = rates.len() > 1;
+        Some(
+            rates
+                .into_iter()
+                .map(|rate| Level {
+                    suffix: sweep.then(|| format!("rate_{}", rate.to_string().replace('.', "_"))),
+                    pace: Pace::Open {
+                        rate,
+                        arrival,
+                        seed,
+                        max_in_flight,
+                    },
+                })
+                .collect(),
+        )
+    }
+
+    /// Exactly one of `prompt`, `input_tokens` or `dataset`; `shared_prefix`
+    /// goes with `input_tokens` (the length of each request's own suffix).
+    fn workload(&mut self, f: &Fields<'_>, y: &Yaml) -> Option<LoadPrompt> {
+        let given: Vec<&str> = ["prompt", "input_tokens", "dataset"]
+            .into_iter()
+            .filter(|k| f.get(k).is_some())
+            .collect();
+        match given.as_slice() {
+            [] => {
+                self.error(
+                    Diagnostic::new(y.loc, "missing field `prompt`, `input_tokens` or `dataset` in load")
+                        .expected("`input_tokens: 128` (a synthetic prompt), `prompt: \"…\"` or `dataset: fixtures/datasets/….jsonl`"),
+                );
+                return None;
+            }
+            [_, second, ..] => {
+                let k = f.key(second).map_or(y.loc, |k| k.loc);
+                self.error(Diagnostic::new(
+                    k,
+                    format!("give one of `prompt`, `input_tokens` or `dataset`, not `{}` and `{second}`", given[0]),
+                ));
+                return None;
+            }
+            [_] => {}
+        }
+        if let Some(p) = f.get("prompt") {
+            if let Some(k) = f.key("shared_prefix") {
+                self.error(Diagnostic::new(
+                    k.loc,
+                    "`shared_prefix` goes with `input_tokens`, not a fixed prompt",
+                ));
+            }
+            return self.text(p, "prompt").map(LoadPrompt::Text);
+        }
+        if let Some(d) = f.get("dataset") {
+            return self.dataset(d);
+        }
+        let tokens = f
+            .get("input_tokens")
+            .and_then(|n| self.count(n, "input_tokens", 1))?;
+        let Some(sp) = f.get("shared_prefix") else {
+            return Some(LoadPrompt::Tokens(tokens));
+        };
+        let sf = self.fields(sp, "shared_prefix", SHARED_PREFIX)?;
+        let prefix_tokens = self
+            .required(&sf, "tokens", "shared_prefix")
+            .and_then(|v| self.count(v, "shared_prefix.tokens", 1));
+        let groups = sf
+            .get("groups")
+            .map_or(Some(1), |v| self.count(v, "shared_prefix.groups", 1));
+        Some(LoadPrompt::SharedPrefix {
+            prefix_tokens: prefix_tokens?,
+            groups: groups?,
+            suffix_tokens: tokens,
+        })
+    }
+
+    fn tokenizer(&mut self, y: &Yaml) -> Option<Tokenizer> {
+        let path = self.file(y, "tokenizer")?;
+        match Tokenizer::load(&path) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.error(Diagnostic::new(y.loc, e.message).expected(e.expected));
+                None
+            }
+        }
+    }
+
+    fn dataset(&mut self, y: &Yaml) -> Option<LoadPrompt> {
+        let path = self.file(y, "dataset")?;
+        let text = match std::fs::metadata(&path) {
+            Ok(m) if m.len() > MAX_DATASET_BYTES => Err(format!(
+                "it is {} bytes; the limit is {MAX_DATASET_BYTES}",
+                m.len()
+            )),
+            _ => std::fs::read_to_string(&path).map_err(|e| e.to_string()),
+        };
+        match text.and_then(|t| dataset::prompts(&t)) {
+            Ok(prompts) => Some(LoadPrompt::Dataset {
+                path,
+                prompts: Arc::new(prompts),
+            }),
+            Err(e) => {
+                self.error(
+                    Diagnostic::new(y.loc, format!("invalid dataset {}: {e}", path.display())).expected(
+                        "JSONL lines of `{\"prompt\": \"…\"}` or ShareGPT `{\"conversations\": [{\"from\": \"human\", \"value\": \"…\"}]}`",
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    pub(super) fn load(&mut self, y: &Yaml) -> Option<(Load, Vec<Level>)> {
+        let f = self.fields(y, "load", LOAD)?;
+        let levels = self.pace(&f);
+        let requests = f.get("requests").map(|v| self.count(v, "requests", 1));
+        let duration = f.get("duration").map(|v| self.duration(v, "duration"));
+        if requests.is_none() && duration.is_none() {
+            self.error(
+                Diagnostic::new(y.loc, "missing field `requests` or `duration` in load")
+                    .expected("`requests: 100`, `duration: 60s`, or both (whichever ends first)"),
+            );
+        }
+        let warmup = f
+            .get("warmup")
+            .map_or(Some(0), |v| self.count(v, "warmup", 0));
+        let output_tokens = self
+            .required(&f, "output_tokens", "load")
+            .and_then(|v| self.count(v, "output_tokens", 1));
+        let ignore_eos = f
+            .get("ignore_eos")
+            .map_or(Some(false), |v| self.boolean(v, "ignore_eos"));
+        let flush_cache = f
+            .get("flush_cache")
+            .map_or(Some(false), |v| self.boolean(v, "flush_cache"));
+        let abort_after = f
+            .get("abort_after")
+            .map_or(Some(3), |v| self.count(v, "abort_after", 0));
+        let client_threads = f
+            .get("client_threads")
+            .map_or(Some(ClientThreads::Auto), |v| self.client_threads(v));
+        let client_limited = match f.get("client_limited") {
+            None => Some(None),
+            Some(v) => self
+                .one_of(v, "client_limited", CLIENT_LIMITED)
+                .map(|w| OnClientLimited::parse(&w)),
+        };
+        let prompt = self.workload(&f, y);
+        let tokenizer = f
+            .get("tokenizer")
+            .map_or(Some(None), |v| self.tokenizer(v).map(Some));
+        // Outer `None`: not given; inner `None`: given but invalid (reported).
+        let (requests, duration) = match (requests, duration) {
+            (None, None) | (Some(None), _) | (_, Some(None)) => return None,
+            (r, d) => (r.flatten(), d.flatten()),
+        };
+        let load = Load {
+            pace: Pace::Closed { concurrency: 1 },
+            requests,
+            duration,
+            warmup: warmup?,
+            prompt: prompt?,
+            output_tokens: output_tokens?,
+            ignore_eos: ignore_eos?,
+            flush_cache: flush_cache?,
+            tokenizer: tokenizer?,
+            abort_after: abort_after?,
+            client_threads: client_threads?,
+            client_limited: client_limited?,
+        };
+        Some((load, levels?))
+    }
+
+    /// `client_threads: auto` or a count.
+    fn client_threads(&mut self, y: &Yaml) -> Option<ClientThreads> {
+        match &y.node {
+            Node::Str(s) if s == "auto" => Some(ClientThreads::Auto),
+            Node::Int(n) => match u32::try_from(*n) {
+                Ok(n) if (1..=MAX_CLIENT_THREADS).contains(&n) => Some(ClientThreads::Fixed(n)),
+                _ => {
+                    self.error(
+                        Diagnostic::new(y.loc, format!("client_threads is out of range: {n}"))
+                            .expected(format!("`auto` or 1 to {MAX_CLIENT_THREADS}")),
+                    );
+                    None
+                }
+            },
+            _ => {
+                self.type_error(y, "client_threads", "`auto` or a number of threads");
+                None
+            }
+        }
+    }
+}

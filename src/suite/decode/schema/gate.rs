@@ -1,0 +1,235 @@
+//! The schema of a performance gate: its thresholds and curve (every
+//! metric key, described by the README's cells), SLOs, repeats, recheck
+//! and its `load`.
+
+use serde_json::{Map, Value, json};
+
+use super::vocabulary::{
+    boolean, comparison, count, described, duration, name, names, non_empty, object, one_of,
+    one_of_required, string, text, with_min_properties, with_required,
+};
+use crate::suite::decode::gate::{GATE, SLO, TOKEN_ACCOUNTING};
+use crate::suite::decode::load::{
+    ARRIVALS, CLIENT_LIMITED, LOAD, MAX_CLIENT_THREADS, SHARED_PREFIX,
+};
+use crate::suite::metric::{Metric, Stat, all_keys};
+use crate::suite::model::VerdictMode;
+
+/// The README's "what" cell of each metric.
+fn metric_doc(metric: Metric) -> &'static str {
+    match metric {
+        Metric::Ttft => "send → first token of any kind (reasoning counts)",
+        Metric::TtftContent => {
+            "send → first token of the answer's text (after reasoning; not white space, nor a count without text)"
+        }
+        Metric::TtftFromSend => {
+            "request written → first token (TTFT without connect, write or late start)"
+        }
+        Metric::Connect => "time to open a connection (requests that opened one)",
+        Metric::Itl => "gap between tokens; a chunk of k tokens gives k gaps of gap/k",
+        Metric::Tpot => "(e2e − ttft) / (tokens − 1) per request",
+        Metric::E2e => "send → end of stream",
+        Metric::DecodeTokS => "(tokens − 1) / (e2e − ttft) per request",
+        Metric::OutputTokS | Metric::InputTokS | Metric::TotalTokS => {
+            "aggregate over the window (input from server-reported prompt tokens)"
+        }
+        Metric::RequestsPerS => "completed requests over the window",
+        Metric::GoodputRequestsPerS | Metric::GoodputTokS => {
+            "the same, counting only requests that met every `slo:` objective (`ttft`, `tpot`, `e2e`)"
+        }
+        Metric::Errors => {
+            "failed requests (counted by class: connect, timeout, http, in-stream error, protocol, transport, oversize, aborted, short)"
+        }
+        Metric::LateStarts => "open loop: requests that started more than 5 ms late",
+        Metric::TokenDriftChunks => {
+            "% difference between server-reported output tokens and what the chunks carried (each chunk's rise of the count, at most its text's bytes + 1)"
+        }
+        Metric::TokenDriftMetrics => {
+            "% difference between the server's `/metrics` generation-token delta and the tokens received"
+        }
+        Metric::ServerDecodeTokS => {
+            "the server's own decode rate per request, `predicted_n / predicted_ms` of llama.cpp's `timings` (`api: llamacpp-completion`); set it beside `decode_tok_s` to see what the transport and the client cost"
+        }
+    }
+}
+
+fn stat_doc(stat: Stat) -> &'static str {
+    match stat {
+        Stat::Mean => "the mean",
+        Stat::Stddev => "the standard deviation",
+        Stat::Min => "the smallest",
+        Stat::P50 => "the median",
+        Stat::P90 => "the 90th percentile",
+        Stat::P95 => "the 95th percentile",
+        Stat::P99 => "the 99th percentile",
+        Stat::P999 => "the 99.9th percentile",
+        Stat::Max => "the largest",
+    }
+}
+
+/// An object of every metric key (`ttft.p99`, `output_tok_s`, …), each
+/// described and valued by `value`.
+fn metric_keys(value: impl Fn(&str) -> Value) -> Value {
+    let mut properties = Map::new();
+    for key in all_keys() {
+        let parsed: crate::suite::metric::MetricKey =
+            key.parse().expect("all_keys() names metric keys");
+        let doc = metric_doc(parsed.metric);
+        let what = match parsed.stat {
+            Some(s) => format!("{} of `{}`: {doc}", stat_doc(s), parsed.metric.name()),
+            None => format!("`{}`: {doc}", parsed.metric.name()),
+        };
+        properties.insert(key.clone(), described(value(&key), &what));
+    }
+    json!({"type": "object", "properties": properties, "additionalProperties": false})
+}
+
+pub(super) fn gate() -> Value {
+    let thresholds = metric_keys(|key| {
+        comparison(&format!(
+            "A bound on `{key}`, such as `\">= 12.5\"`, `\"<= 2s\"`, `\"== 0\"`, `\"<= baseline + 10%\"` or `\">= variant(base) * 1.05\"`."
+        ))
+    });
+    let curve = metric_keys(|_| {
+        json!({
+            "type": "string",
+            "pattern": "^\\s*(non_decreasing|non_increasing)(\\s+within\\s+[0-9.]+\\s*%?)?\\s*$",
+        })
+    });
+    described(
+        with_required(
+            object(
+                "gate",
+                GATE,
+                vec![
+                    (
+                        "name",
+                        described(name(), "The gate's name: `<suite>::performance::<name>`."),
+                    ),
+                    ("load", load()),
+                    (
+                        "thresholds",
+                        described(
+                            with_min_properties(thresholds),
+                            "Bounds on the figures measured: metric (`ttft.p99`, `decode_tok_s.mean`, `output_tok_s`, `errors`) to comparison.",
+                        ),
+                    ),
+                    (
+                        "slo",
+                        described(
+                            with_min_properties(object(
+                                "slo",
+                                SLO,
+                                SLO.iter().map(|k| (*k, duration())).collect(),
+                            )),
+                            "Per-request objectives (`ttft`, `tpot`, `e2e`) that `goodput_*` counts.",
+                        ),
+                    ),
+                    (
+                        "repeats",
+                        described(
+                            count(1),
+                            "Run the load N times and judge the repeats together.",
+                        ),
+                    ),
+                    (
+                        "verdict",
+                        described(
+                            names::<VerdictMode>(),
+                            "With repeats: `mean` (default) compares the mean, `lenient` fails only when the whole 95% interval is past the bound, `strict` passes only when the whole interval meets it.",
+                        ),
+                    ),
+                    (
+                        "token_accounting",
+                        described(
+                            object(
+                                "token_accounting",
+                                TOKEN_ACCOUNTING,
+                                vec![(
+                                    "tolerance",
+                                    json!({
+                                        "type": ["string", "number"],
+                                        "pattern": "^\\s*[0-9.]+\\s*%?\\s*$",
+                                        "description": "A percentage such as `1%` (default)."
+                                    }),
+                                )],
+                            ),
+                            "Adds `token_drift_chunks` and `token_drift_metrics` bounds at this tolerance.",
+                        ),
+                    ),
+                    (
+                        "recheck",
+                        described(
+                            json!({"anyOf": [{"const": "all"}, non_empty(name())]}),
+                            "Probes asked again while the load runs (`all`, or their names); a trial `<gate>::recheck` judges them and the load's answers.",
+                        ),
+                    ),
+                    (
+                        "curve",
+                        described(
+                            curve,
+                            "With a sweep: metric to `non_decreasing` or `non_increasing`, optionally `within 5%`, checked from one level to the next.",
+                        ),
+                    ),
+                ],
+            ),
+            &["name", "load", "thresholds"],
+        ),
+        "A performance gate: a load, and bounds on what it measured.",
+    )
+}
+
+fn load() -> Value {
+    let levels = |one: Value, d: &str| json!({"anyOf": [one.clone(), {"type": "array", "items": one, "minItems": 1}], "description": d});
+    let props = LOAD
+        .iter()
+        .map(|k| {
+            let v = match *k {
+                "concurrency" => levels(count(1), "Closed loop: N workers, each sending its next request when the previous ends; a list sweeps (one trial per level). With `rate`: a cap on requests in flight."),
+                "rate" => levels(json!({"type": "number", "exclusiveMinimum": 0}), "Open loop: requests per second, started on a schedule; a list sweeps."),
+                "arrival" => described(one_of(ARRIVALS), "Spacing of the open-loop schedule (default `constant`)."),
+                "seed" => described(count(0), "Seed of the Poisson schedule."),
+                "requests" => described(count(1), "The measured window ends after N requests (or at `duration`)."),
+                "duration" => described(duration(), "The measured window ends at this duration (or after `requests`)."),
+                "warmup" => described(count(0), "Requests sent first and left out of every figure."),
+                "prompt" => described(text(), "A fixed prompt for every request."),
+                "input_tokens" => described(count(1), "A synthetic prompt of about N tokens, different per request."),
+                "output_tokens" => described(count(1), "`max_tokens` of every request."),
+                "ignore_eos" => described(boolean(), "The server generates exactly `output_tokens`."),
+                "flush_cache" => described(boolean(), "`POST /flush_cache` (SGLang) after the warm-up."),
+                "abort_after" => described(count(0), "Stop after this many consecutive stalls, timeouts or refusals (default 3; 0: never)."),
+                "client_threads" => described(
+                    json!({"anyOf": [{"const": "auto"}, {"type": "integer", "minimum": 1, "maximum": MAX_CLIENT_THREADS}]}),
+                    "Client threads driving the load, each owning a shard of the streams (default `auto`: from the load, within the machine's cores; `--client-threads` overrides).",
+                ),
+                "client_limited" => described(one_of(CLIENT_LIMITED), "When the self-check finds the client was the bottleneck: `fail` the gate or `warn` (figures marked client-limited, judged as they are); default: `fail` against a server, `warn` against the embedded simulator."),
+                "dataset" => described(string(), "A JSONL (or ShareGPT JSON) file of prompts, relative to the suite or a parent."),
+                "shared_prefix" => described(
+                    with_required(
+                        object(
+                            "shared_prefix",
+                            SHARED_PREFIX,
+                            vec![
+                                ("tokens", described(count(1), "Tokens of each shared prefix.")),
+                                ("groups", described(count(1), "How many prefixes (default 1).")),
+                            ],
+                        ),
+                        &["tokens"],
+                    ),
+                    "With `input_tokens`: one of G prefixes of about P tokens, then N unique tokens.",
+                ),
+                _ => described(string(), "A Hugging Face `tokenizer.json` that cuts synthetic prompts to exactly `input_tokens`."),
+            };
+            (*k, v)
+        })
+        .collect();
+    let mut load = one_of_required(
+        with_required(object("load", LOAD, props), &["output_tokens"]),
+        &[&["prompt"], &["input_tokens"], &["dataset"]],
+    );
+    load["anyOf"] = json!([{"required": ["requests"]}, {"required": ["duration"]}]);
+    described(
+        load,
+        "The load: its pace (`concurrency` or `rate`), its window (`requests` and/or `duration`) and its workload (one of `prompt`, `input_tokens`, `dataset`).",
+    )
+}

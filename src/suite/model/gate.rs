@@ -1,0 +1,295 @@
+//! Performance gates: the load a gate applies, its thresholds, SLOs and
+//! repeats, the levels of a sweep and the curve checks across them, and
+//! the probes rechecked under load.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Sampling, Tokenizer};
+use crate::suite::metric::MetricKey;
+use crate::suite::names::names;
+use crate::suite::node::Loc;
+use crate::suite::threshold::Threshold;
+
+/// Checks of how a figure moves across the levels of a sweep.
+#[derive(Debug, Clone)]
+pub struct Curve {
+    /// The sweep gate's name (without the level).
+    pub gate: String,
+    /// The names of its level gates, in sweep order.
+    pub levels: Vec<String>,
+    /// What must hold from each level to the next.
+    pub checks: Vec<CurveCheck>,
+    /// Where `curve:` is written.
+    pub loc: Loc,
+}
+
+/// One figure's direction across a sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CurveCheck {
+    /// The figure.
+    pub key: MetricKey,
+    /// `true`: must not fall from a level to the next; `false`: must not rise.
+    pub rising: bool,
+    /// Slack in percent of the previous level's value.
+    pub tolerance: f64,
+    /// Where the check is written.
+    pub loc: Loc,
+}
+
+/// `recheck: [arithmetic, is_prime]` or `recheck: all`: the suite's probes
+/// asked again, with their own requests, while a gate's load runs; judged
+/// as the idle probe was, compared with its answer, and the load's sampled
+/// answers checked for degenerate text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recheck {
+    /// Indexes of the probes in the suite's `correctness` list.
+    pub probes: Vec<usize>,
+    /// Where it is written.
+    pub loc: Loc,
+}
+
+/// A performance gate.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    /// Name, unique within the suite.
+    pub name: String,
+    /// Where the gate starts.
+    pub loc: Loc,
+    /// The load it applies.
+    pub load: Load,
+    /// The sampling used (suite defaults, output length from `load`).
+    pub sampling: Sampling,
+    /// What the figures must satisfy.
+    pub thresholds: Vec<LocatedThreshold>,
+    /// What a request must meet to count as goodput.
+    pub slo: Slo,
+    /// How many times the load runs; thresholds judge the repeats together.
+    pub repeats: u32,
+    /// How repeats are judged against a bound.
+    pub verdict: VerdictMode,
+    /// Probes asked again while the load runs (`recheck:`).
+    pub recheck: Option<Recheck>,
+    /// The sweep this gate is a level of.
+    pub sweep: Option<SweepLevel>,
+}
+
+impl Gate {
+    /// Its name as a file's path: the gate's, or its sweep's and level.
+    pub fn file_parts(&self) -> Vec<&str> {
+        file_parts(
+            &self.name,
+            self.sweep
+                .as_ref()
+                .map(|s| (s.sweep.as_str(), s.level.as_str())),
+        )
+    }
+}
+
+/// A gate's name as a file's path: `[gate]`, or `[sweep, level]` for a
+/// level of a sweep (a directory per sweep).
+pub fn file_parts<'a>(gate: &'a str, sweep: Option<(&'a str, &'a str)>) -> Vec<&'a str> {
+    sweep.map_or_else(|| vec![gate], |(s, l)| vec![s, l])
+}
+
+/// A gate that is one level of a sweep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepLevel {
+    /// The sweep's own name (the gate's is `<sweep>::<level>`).
+    pub sweep: String,
+    /// The level: `concurrency_8`, `rate_2_5`.
+    pub level: String,
+}
+
+/// How the repeats of a gate are judged against a bound.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum VerdictMode {
+    /// The mean of the repeats must meet the bound.
+    #[default]
+    Mean,
+    /// Fail only when the whole 95% interval of the mean is past the bound:
+    /// noise alone never fails the gate.
+    Lenient,
+    /// Pass only when the whole 95% interval meets the bound: noise alone
+    /// never passes the gate.
+    Strict,
+}
+
+names!(VerdictMode {
+    Mean => "mean",
+    Lenient => "lenient",
+    Strict => "strict",
+});
+
+/// A threshold and where it is written.
+#[derive(Debug, Clone)]
+pub struct LocatedThreshold {
+    /// The comparison.
+    pub threshold: Threshold,
+    /// Its YAML location.
+    pub loc: Loc,
+}
+
+/// What each request of a gate sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadPrompt {
+    /// This exact prompt.
+    Text(String),
+    /// A synthetic prompt of about this many tokens.
+    Tokens(u32),
+    /// Prompts from a JSONL dataset, in turn.
+    Dataset {
+        /// The file, for reports.
+        path: PathBuf,
+        /// Its prompts.
+        prompts: Arc<Vec<String>>,
+    },
+    /// A prefix shared by every request of a group, then a unique suffix.
+    SharedPrefix {
+        /// Tokens of each group's prefix.
+        prefix_tokens: u32,
+        /// How many distinct prefixes.
+        groups: u32,
+        /// Tokens of each request's own suffix.
+        suffix_tokens: u32,
+    },
+}
+
+/// How requests are paced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pace {
+    /// Closed loop: this many workers, each sending its next request when
+    /// the previous one ends.
+    Closed {
+        /// Requests in flight at once.
+        concurrency: u32,
+    },
+    /// Open loop: requests start on a schedule, whether or not earlier ones
+    /// have finished; latency counts from each request's intended start.
+    Open {
+        /// Requests per second.
+        rate: f64,
+        /// Spacing of the schedule.
+        arrival: Arrival,
+        /// Seed of a Poisson schedule.
+        seed: u64,
+        /// At most this many in flight; a request that must wait starts late.
+        max_in_flight: Option<u32>,
+    },
+}
+
+/// Spacing of an open-loop schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// Evenly spaced.
+    Constant,
+    /// Exponential gaps (a Poisson process), seeded.
+    Poisson,
+}
+
+/// The load of a performance gate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Load {
+    /// How requests are paced.
+    pub pace: Pace,
+    /// Measured requests; with `duration`, whichever ends first.
+    pub requests: Option<u32>,
+    /// Longest measured window: no request starts after it.
+    pub duration: Option<Duration>,
+    /// Requests sent first and left out of every figure.
+    pub warmup: u32,
+    /// What each request sends.
+    pub prompt: LoadPrompt,
+    /// Output tokens asked for (`max_tokens`).
+    pub output_tokens: u32,
+    /// Ask the server to ignore end-of-sequence so every request generates
+    /// exactly `output_tokens`.
+    pub ignore_eos: bool,
+    /// `POST /flush_cache` (SGLang) after the warm-up, before measuring.
+    pub flush_cache: bool,
+    /// Cuts synthetic prompts to their exact token counts.
+    pub tokenizer: Option<Tokenizer>,
+    /// Stop the gate after this many consecutive requests failed the same
+    /// way (timed out, stalled, or could not connect); 0 never stops.
+    pub abort_after: u32,
+    /// How many threads of the client drive the load.
+    pub client_threads: ClientThreads,
+    /// What a gate whose client was the bottleneck does; unset: fail
+    /// against a server, warn against the embedded simulator (it shares
+    /// the client's process and cores, so the check cannot tell the two
+    /// apart, and its figures are no server's).
+    pub client_limited: Option<OnClientLimited>,
+}
+
+impl Load {
+    /// A load of `pace` sending `prompt` for `output_tokens` each, with
+    /// every other setting at its default (no bound, no warm-up).
+    pub fn new(pace: Pace, prompt: LoadPrompt, output_tokens: u32) -> Self {
+        Self {
+            pace,
+            requests: None,
+            duration: None,
+            warmup: 0,
+            prompt,
+            output_tokens,
+            ignore_eos: false,
+            flush_cache: false,
+            tokenizer: None,
+            abort_after: 3,
+            client_threads: ClientThreads::Auto,
+            client_limited: None,
+        }
+    }
+}
+
+/// How many client threads drive a gate's load, each with a runtime of its
+/// own and a shard of the streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClientThreads {
+    /// Chosen from the load (its streams and expected tokens per second),
+    /// within the cores the machine has.
+    #[default]
+    Auto,
+    /// This many.
+    Fixed(u32),
+}
+
+/// What a gate does when its self-check finds that the client, not the
+/// server, set its figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnClientLimited {
+    /// The gate fails, whatever its thresholds say.
+    Fail,
+    /// The figures are marked `client-limited` and judged as they are.
+    Warn,
+}
+
+impl OnClientLimited {
+    /// `fail` or `warn`.
+    pub fn parse(word: &str) -> Option<Self> {
+        match word {
+            "fail" => Some(Self::Fail),
+            "warn" => Some(Self::Warn),
+            _ => None,
+        }
+    }
+}
+
+/// Service-level objectives a request must meet to count as goodput.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Slo {
+    /// Longest time to first token.
+    pub ttft: Option<Duration>,
+    /// Longest time per output token.
+    pub tpot: Option<Duration>,
+    /// Longest end-to-end latency.
+    pub e2e: Option<Duration>,
+}
+
+impl Slo {
+    /// Whether any objective is set.
+    pub fn is_set(&self) -> bool {
+        self.ttft.is_some() || self.tpot.is_some() || self.e2e.is_some()
+    }
+}

@@ -1,0 +1,125 @@
+//! Validated suite types. Every probe, assertion and threshold knows where it
+//! was written, so a failure can point at its YAML line.
+//!
+//! The suite itself, its file and what probes and gates share (sampling) are
+//! here; the server's types are in `server.rs`, the probes' (assertions,
+//! datasets, code checks) in `probe.rs`, the gates' (loads, thresholds,
+//! sweeps) in `gate.rs`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+mod gate;
+mod probe;
+mod server;
+
+pub use gate::*;
+pub use probe::*;
+pub use server::*;
+
+pub use super::tokenizer::Tokenizer;
+
+/// A loaded, validated suite file.
+#[derive(Debug, Clone)]
+pub struct Suite {
+    /// The suite's name (`suite:`), the first segment of its trial names.
+    pub name: String,
+    /// The file it came from.
+    pub file: SourceFile,
+    /// The server under test.
+    pub target: Target,
+    /// Simulator settings, used when the target is the embedded simulator.
+    pub sim: SimSpec,
+    /// Assertions on the configuration the server reports, checked first.
+    pub expect_server: Vec<ConfigCheck>,
+    /// Launch overrides: the suite runs once per variant, each on its own
+    /// freshly launched server. Empty: one run, no variant in trial names.
+    pub variants: Vec<Variant>,
+    /// Correctness probes, in file order.
+    pub probes: Vec<Probe>,
+    /// Performance gates, in file order (a sweep gives one per level).
+    pub gates: Vec<Gate>,
+    /// Checks across the levels of sweeps.
+    pub curves: Vec<Curve>,
+}
+
+/// A suite file's path (as given) and text, kept for diagnostics.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// The path as the user named it.
+    pub path: PathBuf,
+    /// The file's text.
+    pub text: Arc<str>,
+    /// Its project, absolute: where `snapshots/`, `baselines/` and
+    /// `target/servegate/` are (see [`project_root`](super::load::project_root)).
+    pub root: PathBuf,
+}
+
+impl SourceFile {
+    /// The path for messages, with `/` separators.
+    pub fn display(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// The path relative to its project (`suites/x.yaml`), as snapshots
+    /// record their source.
+    pub fn in_project(&self) -> String {
+        let abs = super::load::absolute(&self.path);
+        abs.strip_prefix(&self.root)
+            .unwrap_or(&abs)
+            .display()
+            .to_string()
+    }
+}
+
+/// Simulator settings of a suite.
+#[derive(Debug, Clone, Default)]
+pub struct SimSpec {
+    /// A profile file (`fixtures/sim/*.yaml`), resolved to a path that exists.
+    pub profile: Option<PathBuf>,
+}
+
+/// Sampling parameters; `None` leaves the server's default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sampling {
+    /// Temperature.
+    pub temperature: Option<f64>,
+    /// Output token limit.
+    pub max_tokens: Option<u32>,
+    /// Sampling seed.
+    pub seed: Option<u64>,
+    /// Nucleus sampling.
+    pub top_p: Option<f64>,
+    /// Stop sequences.
+    pub stop: Option<Vec<String>>,
+    /// Chat template arguments (`enable_thinking: false`), chat API only.
+    pub chat_template_kwargs: Option<serde_json::Value>,
+    /// SGLang's `separate_reasoning`: reasoning in `reasoning_content`
+    /// (true) or inline in the content (false). Chat API only.
+    pub separate_reasoning: Option<bool>,
+}
+
+impl Sampling {
+    /// Bytes of the stop sequences: their tokens (at most one per byte)
+    /// are counted by a server and cut from the text it sends.
+    pub fn stop_bytes(&self) -> u64 {
+        self.stop.iter().flatten().map(|s| s.len() as u64).sum()
+    }
+
+    /// `self` with every unset field taken from `defaults`.
+    #[must_use]
+    pub fn or(&self, defaults: &Sampling) -> Sampling {
+        Sampling {
+            temperature: self.temperature.or(defaults.temperature),
+            max_tokens: self.max_tokens.or(defaults.max_tokens),
+            seed: self.seed.or(defaults.seed),
+            top_p: self.top_p.or(defaults.top_p),
+            stop: self.stop.clone().or_else(|| defaults.stop.clone()),
+            chat_template_kwargs: self
+                .chat_template_kwargs
+                .clone()
+                .or_else(|| defaults.chat_template_kwargs.clone()),
+            separate_reasoning: self.separate_reasoning.or(defaults.separate_reasoning),
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! Correctness probes: what a probe sends, the assertions on its answer,
+//! its contract checks, snapshots, code checks and their sandbox, and
+//! dataset (accuracy) probes.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use regex::Regex;
+
+use super::Sampling;
+use crate::suite::names::names;
+use crate::suite::node::Loc;
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+}
+
+/// What a probe sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// A user prompt, with an optional system message.
+    Prompt {
+        /// System message (chat API only).
+        system: Option<String>,
+        /// User prompt.
+        prompt: String,
+    },
+    /// A whole conversation (chat API only).
+    Messages(Vec<Message>),
+}
+
+/// A correctness probe.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    /// Name, unique within the suite.
+    pub name: String,
+    /// Where the probe starts.
+    pub loc: Loc,
+    /// What is sent.
+    pub input: Input,
+    /// Suite defaults merged with the probe's overrides.
+    pub sampling: Sampling,
+    /// What the answer must satisfy.
+    pub expect: Vec<Assertion>,
+    /// Whether the answer is kept as a snapshot, and whether a changed
+    /// answer gates the performance gates.
+    pub snapshot: SnapshotMode,
+    /// Ask this many times (at the probe's sampling) and require the same
+    /// answer every time.
+    pub deterministic: Option<u32>,
+    /// A dataset accuracy probe: `input` is then its prompt template.
+    pub dataset: Option<DatasetProbe>,
+    /// Server-contract checks run with this probe's request.
+    pub contract: Vec<Contract>,
+}
+
+/// What a probe's snapshot is: `snapshot: false | true | review | gate`.
+///
+/// A snapshot comparison is a trial of its own, `<suite>::snapshot::<probe>`.
+/// `review` (also `true`): a changed answer fails that trial, a review item,
+/// and gates nothing. `gate`: it also gates the suite's performance gates,
+/// as a failed correctness probe does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SnapshotMode {
+    /// No snapshot.
+    #[default]
+    Off,
+    /// Compared and reported; gates nothing.
+    Review,
+    /// Compared; a changed answer gates the performance gates.
+    Gate,
+}
+
+impl SnapshotMode {
+    /// Every mode by its suite name (`true`/`false` are read as `review`/off).
+    pub const ALL: [(&'static str, SnapshotMode); 2] = [
+        ("review", SnapshotMode::Review),
+        ("gate", SnapshotMode::Gate),
+    ];
+}
+
+/// A promise of the serving API that a probe can check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contract {
+    /// No more tokens than `max_tokens`.
+    MaxTokens,
+    /// With `ignore_eos`, exactly `max_tokens` tokens.
+    IgnoreEos,
+    /// Usage reported and consistent with the stream.
+    Usage,
+    /// No stop sequence in the answer.
+    Stop,
+    /// At temperature 0 the same request twice (the second a prefix-cache
+    /// hit) gives the same answer.
+    CacheDeterminism,
+}
+
+names!(Contract {
+    MaxTokens => "max_tokens",
+    IgnoreEos => "ignore_eos",
+    Usage => "usage",
+    Stop => "stop",
+    CacheDeterminism => "cache_determinism",
+});
+
+/// One question of an accuracy dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QaItem {
+    /// The question.
+    pub question: String,
+    /// The reference answer (GSM8K's `… #### 42` form works).
+    pub answer: String,
+    /// Its 1-based line in the file.
+    pub line: usize,
+}
+
+/// How the answer is read from a completion.
+#[derive(Debug, Clone)]
+pub enum Extract {
+    /// The last number, compared as a number with the reference's last number.
+    LastNumber,
+    /// The whole answer, trimmed, compared with the reference, trimmed.
+    Exact,
+    /// The regex's first group (or whole match), compared with the reference.
+    Regex(Regex),
+}
+
+/// Which accuracy figure a threshold reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccuracyStat {
+    /// Correct / scored.
+    Point,
+    /// The lower end of the Wilson 95% interval.
+    Lower95,
+}
+
+/// `accuracy >= 0.62` / `accuracy.lower95 >= 0.55`.
+#[derive(Debug, Clone)]
+pub struct AccuracyThreshold {
+    /// The figure.
+    pub stat: AccuracyStat,
+    /// The comparison.
+    pub op: crate::suite::threshold::Op,
+    /// The bound, between 0 and 1.
+    pub bound: f64,
+    /// Where it is written.
+    pub loc: Loc,
+}
+
+/// A probe over a dataset: every scored item asked, graded, and the share
+/// right judged by thresholds.
+#[derive(Debug, Clone)]
+pub struct DatasetProbe {
+    /// The file.
+    pub path: PathBuf,
+    /// What its items are and how they are graded.
+    pub task: DatasetTask,
+    /// At most this many scored items.
+    pub limit: Option<usize>,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    /// What the share right must be.
+    pub thresholds: Vec<AccuracyThreshold>,
+}
+
+/// The kinds of dataset (`dataset.format`).
+#[derive(Debug, Clone)]
+pub enum DatasetTask {
+    /// Questions with reference answers (`format: qa`, the default).
+    Qa(QaTask),
+    /// Code problems run against their own tests in the sandbox
+    /// (`format: humaneval`).
+    HumanEval(CodeTask),
+}
+
+impl DatasetTask {
+    /// The name of the share right in thresholds and output: `accuracy`,
+    /// or `pass_at_1` for code.
+    pub fn figure(&self) -> &'static str {
+        match self {
+            DatasetTask::Qa(_) => "accuracy",
+            DatasetTask::HumanEval(_) => "pass_at_1",
+        }
+    }
+}
+
+/// A question/answer dataset.
+#[derive(Debug, Clone)]
+pub struct QaTask {
+    /// Its items (the first `shots` are the examples, not scored).
+    pub items: Arc<Vec<QaItem>>,
+    /// Few-shot examples taken from the start of the file.
+    pub shots: usize,
+    /// The prompt of one item: `{question}` is replaced.
+    pub template: String,
+    /// How the answer is read.
+    pub extract: Extract,
+}
+
+/// A code-generation dataset in `HumanEval`'s format.
+#[derive(Debug, Clone)]
+pub struct CodeTask {
+    /// Its problems.
+    pub problems: Arc<Vec<CodeProblem>>,
+    /// How each program runs in the sandbox.
+    pub limits: ProgramLimits,
+}
+
+/// One `HumanEval` problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeProblem {
+    /// `HumanEval/0`.
+    pub task_id: String,
+    /// The function's imports, signature and docstring.
+    pub prompt: String,
+    /// The function's name, passed to `check`.
+    pub entry_point: String,
+    /// Python defining `check(candidate)`.
+    pub test: String,
+    /// Its 1-based line in the (decompressed) file.
+    pub line: usize,
+}
+
+/// Which text of a completion an assertion reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// The answer (`content`).
+    Content,
+    /// The reasoning (`reasoning_content`).
+    Reasoning,
+    /// Reasoning, then content.
+    All,
+}
+
+names!(Field {
+    Content => "content",
+    Reasoning => "reasoning",
+    All => "all",
+});
+
+/// One assertion on a completion.
+#[derive(Debug, Clone)]
+pub struct Assertion {
+    /// What is checked.
+    pub check: Check,
+    /// Which text is checked.
+    pub field: Field,
+    /// Where the assertion is written.
+    pub loc: Loc,
+}
+
+/// The kinds of assertion.
+#[derive(Debug, Clone)]
+pub enum Check {
+    /// The text, trimmed, equals this.
+    Equals(String),
+    /// The text contains this.
+    Contains(String),
+    /// The text does not contain this.
+    NotContains(String),
+    /// The text matches.
+    Regex(Regex),
+    /// The text does not match.
+    NotRegex(Regex),
+    /// The text, leading whitespace trimmed, starts with this.
+    StartsWith(String),
+    /// The last number in the text is within `tolerance` of `value`.
+    Number {
+        /// Expected value.
+        value: f64,
+        /// Allowed absolute difference.
+        tolerance: f64,
+    },
+    /// The text, trimmed, equals one of these.
+    OneOf(Vec<String>),
+    /// The text is JSON; optionally the value at `pointer` equals `equals`.
+    Json {
+        /// A JSON pointer (`/a/0/b`) and the value expected there.
+        pointer: Option<(String, serde_json::Value)>,
+    },
+    /// The finish reason is this (`stop`, `length`).
+    FinishReason(String),
+    /// At least this many characters.
+    MinChars(usize),
+    /// At most this many characters.
+    MaxChars(usize),
+    /// The answer's code passes tests when run in the sandbox.
+    Code(CodeSpec),
+    /// The text is not degenerate (`crate::check::degenerate`).
+    NotDegenerate(Degeneracy),
+}
+
+/// What `not_degenerate` tolerates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Degeneracy {
+    /// The largest share of the text that may copy an earlier stretch of it
+    /// (judged from 64 characters).
+    pub max_repeat_share: f64,
+    /// The longest run of one non-whitespace character.
+    pub max_char_run: usize,
+    /// Replacement (U+FFFD) and control characters allowed.
+    pub max_bad_chars: usize,
+}
+
+impl Default for Degeneracy {
+    /// Prose repeats under 30% of itself, working code under 40%, a list
+    /// of similar asserts about 55%; a decode loop 90% and more. A run of 80
+    /// is a full line of `=`.
+    fn default() -> Self {
+        Self {
+            max_repeat_share: 0.6,
+            max_char_run: 80,
+            max_bad_chars: 0,
+        }
+    }
+}
+
+/// An executable code check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeSpec {
+    /// The language of the fenced block taken from the answer (`python`).
+    pub language: String,
+    /// Lines appended to the code (`assert is_prime(97)`).
+    pub tests: Vec<String>,
+    /// How it runs.
+    pub limits: ProgramLimits,
+}
+
+/// What a suite demands of the sandbox (`sandbox:` at its top level).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SandboxPolicy {
+    /// Use every layer the host allows.
+    #[default]
+    Best,
+    /// Refuse to run a program unless every layer the sandbox requires is active.
+    Strict,
+}
+
+names!(SandboxPolicy {
+    Best => "best",
+    Strict => "strict",
+});
+
+/// How a code check's program runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramLimits {
+    /// The interpreter's argv; the program's file is appended.
+    pub interpreter: Vec<String>,
+    /// The file name the program is written to (`probe.py`).
+    pub file_name: String,
+    /// Wall-clock limit.
+    pub timeout: Duration,
+    /// Address-space limit of each process and, where a cgroup is
+    /// available, of all of them together, in MiB.
+    pub memory_mib: u64,
+    /// What the suite demands of the sandbox.
+    pub policy: SandboxPolicy,
+    /// Paths the program may read beyond the system's (`sandbox.read`).
+    pub read: Vec<std::path::PathBuf>,
+}
