@@ -156,10 +156,15 @@ fn scrub_cut(text: &str, secret: &str) -> Option<String> {
 /// never shows part of a secret), and how many characters there were in
 /// all when it was cut.
 pub fn cut(text: &str, max: usize) -> (String, Option<usize>) {
-    let clean = scrub(text);
+    cut_scrubbed(&scrub(text), max)
+}
+
+/// [`cut`] of a text already scrubbed: its first `max` characters, and
+/// its length in characters when it was longer.
+pub fn cut_scrubbed(clean: &str, max: usize) -> (String, Option<usize>) {
     let count = clean.chars().count();
     if count <= max {
-        (clean.into_owned(), None)
+        (clean.to_owned(), None)
     } else {
         (clean.chars().take(max).collect(), Some(count))
     }

@@ -142,7 +142,7 @@ impl Kept {
     #[must_use]
     pub fn of(text: &str) -> Kept {
         let clean = crate::secrets::scrub(text);
-        let (excerpt, whole) = crate::secrets::cut(&clean, KEPT_CHARS);
+        let (excerpt, whole) = crate::secrets::cut_scrubbed(&clean, KEPT_CHARS);
         let digest = ring::digest::digest(&ring::digest::SHA256, clean.as_bytes());
         Kept {
             chars: whole.unwrap_or_else(|| excerpt.chars().count()),

@@ -1,0 +1,269 @@
+//! The run record (`servegate.run/2`): every trial's outcome, every figure,
+//! the configuration measured; where a run writes it
+//! (`<out>/runs/<run>/report.json`, `<out>/latest/report.json`, the journal
+//! `trials.jsonl`), how it is written (scrubbed, through a rename) and read
+//! back. The harness produces it, the writers of `crate::report` only read
+//! it, and `servegate baseline accept` turns a reviewed run into baselines
+//! without running it again.
+//!
+//! Here: the figures (a gate's, a suite's, the run's); `trial.rs`: a
+//! trial's id, outcome and exchange; `store.rs`: where records live and
+//! how they are written, journalled and read back.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::load::selfcheck::ClientCheck;
+
+mod store;
+mod trial;
+
+pub use store::*;
+pub use trial::*;
+
+/// The figures of one gate.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GateRecord {
+    /// The gate's name.
+    pub gate: String,
+    /// Its load, in words.
+    pub load: String,
+    /// Repeats behind each figure.
+    pub repeats: u32,
+    /// Every figure, the mean over repeats.
+    pub figures: BTreeMap<String, f64>,
+    /// Latency over time of the last repeat: per request in completion
+    /// order, seconds since the first completion, TTFT and E2E in seconds.
+    #[serde(default)]
+    pub series: Vec<(f64, f64, f64)>,
+    /// What stands behind each figure of the last repeat, keyed like
+    /// `figures` (`"5 requests in 5.24s"`, `"2555 samples"`).
+    #[serde(default)]
+    pub samples: BTreeMap<String, String>,
+    /// Where token counts came from (`server usage`, `chunks`, …), with
+    /// how many requests each, in the last repeat.
+    #[serde(default)]
+    pub token_sources: BTreeMap<String, u64>,
+    /// Every threshold the gate was judged by, passing ones too.
+    #[serde(default)]
+    pub thresholds: Vec<ThresholdRecord>,
+    /// The client's self-check of the last repeat: its threads, and
+    /// whether it, not the server, set the figures (`limited`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientCheck>,
+    /// The sweep this gate is a level of, and the level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepPoint>,
+}
+
+impl GateRecord {
+    /// Its name as a file's path: the gate's, or its sweep's and level.
+    pub fn file_parts(&self) -> Vec<&str> {
+        crate::suite::file_parts(
+            &self.gate,
+            self.sweep
+                .as_ref()
+                .map(|s| (s.sweep.as_str(), s.level.as_str())),
+        )
+    }
+}
+
+/// One level of a sweep.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SweepPoint {
+    /// The sweep's name (its gates' without the level).
+    pub sweep: String,
+    /// The level, as the gate's name ends: `concurrency_8`, `rate_2_5`.
+    pub level: String,
+    /// The closed loop's concurrency at this level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+    /// The open loop's rate at this level, requests per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+}
+
+/// One threshold of a gate and its verdict.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ThresholdRecord {
+    /// The threshold with its bound and what was measured, as the
+    /// terminal prints it (`decode_tok_s.mean >= 12.5 tok/s (measured
+    /// 500.1 tok/s)`).
+    pub check: String,
+    /// Whether it held.
+    pub passed: bool,
+}
+
+/// A server servegate launched: how, and what became of it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerRecord {
+    /// The argv.
+    pub argv: Vec<String>,
+    /// The environment variables servegate set (secret-looking values
+    /// redacted).
+    pub env: BTreeMap<String, String>,
+    /// Its log file.
+    pub log: String,
+    /// Start-up milestones.
+    pub timeline: serde_json::Value,
+}
+
+/// A dataset probe's outcome.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DatasetRecord {
+    /// The probe.
+    pub probe: String,
+    /// The dataset file.
+    pub file: String,
+    /// The name of the share right: `accuracy`, or `pass_at_1` for code.
+    #[serde(default = "accuracy_figure")]
+    pub figure: String,
+    /// Items scored.
+    pub scored: usize,
+    /// Items right.
+    pub correct: usize,
+    /// `correct / scored`.
+    pub accuracy: f64,
+    /// The Wilson 95% interval.
+    pub interval95: (f64, f64),
+    /// Every item.
+    pub items: Vec<crate::check::accuracy::ItemResult>,
+}
+
+fn accuracy_figure() -> String {
+    "accuracy".to_owned()
+}
+
+/// The figures of one suite against one configuration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SuiteRecord {
+    /// The suite's label: `<suite>` or `<suite>[<variant>]`.
+    pub suite: String,
+    /// The variant, if the suite has variants.
+    #[serde(default)]
+    pub variant: Option<String>,
+    /// The suite file's git commit (`+dirty` with local changes), when in a
+    /// git checkout.
+    #[serde(default)]
+    pub suite_commit: Option<String>,
+    /// The launched server.
+    #[serde(default)]
+    pub server: Option<ServerRecord>,
+    /// The server's `/get_server_info` as it answered.
+    #[serde(default)]
+    pub server_info: Option<serde_json::Value>,
+    /// The server's `/get_model_info` as it answered.
+    #[serde(default)]
+    pub model_info: Option<serde_json::Value>,
+    /// Dataset probes: accuracy and every graded item.
+    #[serde(default)]
+    pub datasets: Vec<DatasetRecord>,
+    /// The configuration measured (API, served model, server version).
+    pub fingerprint: String,
+    /// The baselines directory its gates compare with (its project's).
+    #[serde(default)]
+    pub baselines: Option<String>,
+    /// The target as printed.
+    pub target: String,
+    /// Gates that measured something.
+    pub gates: Vec<GateRecord>,
+}
+
+/// Everything a run leaves behind (`target/servegate/runs/<run>/report.json`,
+/// copied to `target/servegate/latest/report.json`): schema `servegate.run/2`,
+/// documented in `docs/src/run-record.md`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// `servegate.run/2`.
+    pub schema: String,
+    /// The run's directory name under `target/servegate/runs/`.
+    #[serde(default)]
+    pub run_id: String,
+    /// Seconds since the Unix epoch at the start of the run.
+    #[serde(default)]
+    pub started_unix: u64,
+    /// Seconds since the Unix epoch when the record was written.
+    pub finished_unix: u64,
+    /// Whether the run is over (`false` in a record written mid-run: the
+    /// last one of an interrupted run).
+    #[serde(default)]
+    pub complete: bool,
+    /// servegate's version.
+    #[serde(default)]
+    pub servegate: String,
+    /// `nvidia-smi --query-gpu=index,name,memory.total,driver_version`
+    /// lines, when that command exists.
+    #[serde(default)]
+    pub gpus: Option<Vec<String>>,
+    /// Every trial that ran, in run order.
+    #[serde(default)]
+    pub trials: Vec<TrialRecord>,
+    /// Suites whose target was reached.
+    pub suites: Vec<SuiteRecord>,
+    /// The A/B tables of suites with variants.
+    #[serde(default)]
+    pub comparisons: Vec<Comparison>,
+}
+
+impl RunRecord {
+    /// The record with every known secret replaced in every string, before
+    /// anything renders it: scrubbing a finished document would miss a
+    /// secret the format escaped (`&`, `"`, `%`) and could break the format
+    /// where a secret equals a word of it.
+    #[must_use]
+    pub fn scrubbed(&self) -> RunRecord {
+        let Ok(mut value) = serde_json::to_value(self) else {
+            return self.clone();
+        };
+        crate::secrets::scrub_json(&mut value);
+        serde_json::from_value(value).unwrap_or_else(|_| self.clone())
+    }
+}
+
+/// One variant's value of a figure.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    /// The variant.
+    pub variant: String,
+    /// The mean over its repeats.
+    pub value: f64,
+    /// The value with its unit.
+    pub shown: String,
+    /// Repeats behind the value.
+    pub repeats: usize,
+    /// The 95% interval of the mean, with two repeats or more.
+    #[serde(default)]
+    pub ci95: Option<(f64, f64)>,
+    /// Percent change against the first variant (`None` for the first).
+    pub delta_pct: Option<f64>,
+    /// Whether the 95% intervals of this and the first variant are apart;
+    /// `None` when either ran once (no interval).
+    pub beyond_noise: Option<bool>,
+    /// Why this variant cannot be the best (a probe or this gate failed, or
+    /// it was gated): its figure is shown, never chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<String>,
+}
+
+/// One figure of one gate across the variants.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The suite.
+    pub suite: String,
+    /// The gate.
+    pub gate: String,
+    /// The figure (`decode_tok_s.mean`).
+    pub figure: String,
+    /// `higher` or `lower`: which way is better, from the threshold.
+    pub better: String,
+    /// One row per variant that measured it, in variant order.
+    pub rows: Vec<Row>,
+    /// The best variant, when the figure was measured by more than one
+    /// and one stands out.
+    pub best: Option<String>,
+    /// Why none is best although several measured it: a tie as shown, or
+    /// 95% intervals that overlap (within noise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_best: Option<String>,
+}

@@ -1,0 +1,288 @@
+//! Where a run's record lives and how it is kept: the run directories
+//! (new, latest, pruned), the output directory, writing the record whole,
+//! the journal of trials a crash leaves behind, reading a record back and
+//! `servegate baseline accept`.
+
+use std::path::{Path, PathBuf};
+
+use super::{RunRecord, Stage, TrialRecord};
+use crate::files::{self, FileError};
+use crate::load::baseline::{self, Entry};
+
+/// The record format written by this version.
+pub const SCHEMA: &str = "servegate.run/2";
+
+/// What identifies a run in its record, and where it writes.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    /// The run's directory: `<out>/runs/<run-id>`.
+    pub dir: PathBuf,
+    /// servegate's output directory, holding `runs/` and `latest/`.
+    pub out: PathBuf,
+    /// Seconds since the Unix epoch at the start.
+    pub started_unix: u64,
+}
+
+impl RunInfo {
+    /// The copy of the latest run's record: `<out>/latest/report.json`.
+    pub fn latest(&self) -> PathBuf {
+        latest_in(&self.out)
+    }
+}
+
+/// `<out>/latest/report.json`.
+pub fn latest_in(out: &Path) -> PathBuf {
+    out.join("latest/report.json")
+}
+
+/// A new run's directory: `<out>/runs/<seconds since the epoch>-<pid>`.
+pub fn new_run_dir(out: &Path) -> PathBuf {
+    out.join("runs")
+        .join(format!("{}-{}", now_unix(), std::process::id()))
+}
+
+/// The variable that sets how many run directories are kept.
+pub const KEEP_RUNS_ENV: &str = "SERVEGATE_KEEP_RUNS";
+
+/// How many run directories are kept unless told otherwise.
+pub const DEFAULT_KEEP_RUNS: usize = 20;
+
+/// `SERVEGATE_KEEP_RUNS`, else the default; a value that is not a count
+/// is said and the default kept.
+pub fn keep_runs_from_env() -> usize {
+    match std::env::var(KEEP_RUNS_ENV) {
+        Ok(v) if !v.trim().is_empty() => v.trim().parse().unwrap_or_else(|_| {
+            eprintln!(
+                "warning: {KEEP_RUNS_ENV}={v:?} is not a count of run directories; keeping the newest {DEFAULT_KEEP_RUNS}"
+            );
+            DEFAULT_KEEP_RUNS
+        }),
+        _ => DEFAULT_KEEP_RUNS,
+    }
+}
+
+/// Removes the oldest run directories of `<out>/runs/` until `keep` are
+/// left (`0`: none removed), never `current` and never one whose process
+/// is still running (another run writing into the same directory). Only
+/// directories that are servegate's are touched: named `<secs>-<pid>` and
+/// holding a record or a journal. Returns how many were removed.
+pub fn prune_runs(out: &Path, keep: usize, current: &Path) -> usize {
+    if keep == 0 {
+        return 0;
+    }
+    let Ok(entries) = std::fs::read_dir(out.join("runs")) else {
+        return 0;
+    };
+    let mut runs: Vec<((u64, u32), PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let (secs, pid) = name.split_once('-')?;
+            let id = (secs.parse().ok()?, pid.parse().ok()?);
+            let path = e.path();
+            let ours = path.join("report.json").is_file() || path.join(JOURNAL).is_file();
+            ours.then_some((id, path))
+        })
+        .collect();
+    // Newest first; the current run counts as one of those kept.
+    runs.sort_by_key(|r| std::cmp::Reverse(r.0));
+    let mut kept = usize::from(runs.iter().all(|(_, p)| p != current));
+    let mut removed = 0;
+    for ((_, pid), path) in runs {
+        if path == current || kept < keep || process_alive(pid) {
+            kept += 1;
+            continue;
+        }
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => removed += 1,
+            Err(e) => eprintln!("warning: failed to remove {}: {e}", path.display()),
+        }
+    }
+    removed
+}
+
+/// Whether process `pid` exists (a run still writing its directory).
+fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(raw) = i32::try_from(pid) else {
+            return false;
+        };
+        // Signal 0 checks existence only; EPERM: it exists, as another user.
+        !matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None),
+            Err(nix::errno::Errno::ESRCH)
+        )
+    }
+    #[cfg(not(unix))]
+    {
+        pid == std::process::id()
+    }
+}
+
+/// servegate's output directory (it holds `runs/<run>/` and `latest/`):
+/// `--out-dir`, else `SERVEGATE_OUT`, else `$CARGO_TARGET_DIR/servegate`,
+/// else `<project>/target/servegate` where `project` is the first suite's
+/// project (or the working directory's, for commands that run no suite).
+pub fn out_dir(explicit: Option<&Path>, project: Option<&Path>) -> PathBuf {
+    if let Some(dir) = explicit {
+        return crate::suite::absolute(dir);
+    }
+    if let Some(dir) = std::env::var_os("SERVEGATE_OUT").filter(|v| !v.is_empty()) {
+        return crate::suite::absolute(Path::new(&dir));
+    }
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|v| !v.is_empty()) {
+        return crate::suite::absolute(Path::new(&dir)).join("servegate");
+    }
+    project
+        .map_or_else(working_project, Path::to_path_buf)
+        .join("target/servegate")
+}
+
+/// The project of the working directory: the nearest directory holding
+/// `snapshots/` or `.git`, else the working directory.
+pub fn working_project() -> PathBuf {
+    crate::suite::project_root(Path::new("servegate.yaml"))
+}
+
+/// Seconds since the Unix epoch now.
+pub fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Writes the record to the run's directory and to [`RunInfo::latest`], each
+/// through a temporary file renamed into place, so a reader (or a run
+/// killed mid-write) never sees half a record. Returns the run's copy.
+pub fn write(info: &RunInfo, record: &RunRecord) -> Result<PathBuf, FileError> {
+    let scrubbed = record.scrubbed();
+    let own = info.dir.join("report.json");
+    for path in [&own, &info.latest()] {
+        files::write_json(path, "the run record", &scrubbed)?;
+    }
+    Ok(own)
+}
+
+/// Counts a finished trial of `stage` in `(trials, at the last rewrite)`;
+/// whether the record is to be rewritten now.
+pub fn rewrite_due(counts: &mut (u64, u64), stage: Stage) -> bool {
+    counts.0 += 1;
+    let due = stage == Stage::Performance || counts.0 - counts.1 >= counts.1.max(1);
+    if due {
+        counts.1 = counts.0;
+    }
+    due
+}
+
+/// The journal of a run: one JSON line per finished trial.
+pub const JOURNAL: &str = "trials.jsonl";
+
+/// Appends one trial to the journal, its secrets scrubbed.
+pub fn append(path: &Path, trial: &TrialRecord) -> Result<(), FileError> {
+    let encode = |source| FileError::Encode {
+        path: path.to_path_buf(),
+        what: "a trial",
+        source,
+    };
+    let mut value = serde_json::to_value(trial).map_err(encode)?;
+    crate::secrets::scrub_json(&mut value);
+    let line = serde_json::to_string(&value).map_err(encode)? + "\n";
+    files::append(path, &line)
+}
+
+/// The trials of a run's journal that its record does not hold yet (the
+/// record of an interrupted run is its last checkpoint).
+pub fn merge_journal(record: &mut RunRecord, dir: &Path) {
+    let Ok(text) = std::fs::read_to_string(dir.join(JOURNAL)) else {
+        return;
+    };
+    for line in text.lines() {
+        if let Ok(t) = serde_json::from_str::<TrialRecord>(line)
+            && !record.trials.iter().any(|r| r.name == t.name)
+        {
+            record.trials.push(t);
+        }
+    }
+}
+
+/// Reads a record from `report.json` or a run directory holding one; an
+/// interrupted run's journal is merged into it.
+pub fn read(path: &Path) -> Result<RunRecord, FileError> {
+    let file = if path.is_dir() {
+        path.join("report.json")
+    } else {
+        path.to_path_buf()
+    };
+    let mut record: RunRecord = files::read_json(&file, "a servegate run record")?;
+    // An interrupted run's record is its last checkpoint: the trials after
+    // it are in the journal beside it.
+    if !record.complete
+        && let Some(dir) = file.parent()
+    {
+        merge_journal(&mut record, dir);
+    }
+    Ok(record)
+}
+
+/// Turns the latest run's figures (in output directory `out`) into
+/// baselines, each in the baselines directory of its suite's project;
+/// returns the files written.
+pub fn accept(out: &Path) -> Result<Vec<PathBuf>, String> {
+    let path = latest_in(out);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "no figures of a previous run at {} ({e}): run the suites first",
+            path.display()
+        )
+    })?;
+    let figures: RunRecord = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a figures file: {e}", path.display()))?;
+    let mut written = Vec::new();
+    for suite in &figures.suites {
+        let dir = suite
+            .baselines
+            .as_ref()
+            .map_or_else(|| baseline::dir(&working_project()), PathBuf::from);
+        for gate in &suite.gates {
+            let file = baseline::path(&dir, &suite.suite, &gate.file_parts());
+            let entry = Entry {
+                saved_unix: figures.finished_unix,
+                servegate: env!("CARGO_PKG_VERSION").to_owned(),
+                load: gate.load.clone(),
+                repeats: gate.repeats,
+                figures: gate.figures.clone(),
+            };
+            baseline::write(&file, &suite.fingerprint, entry).map_err(|e| e.to_string())?;
+            written.push(file);
+        }
+    }
+    if written.is_empty() {
+        return Err(format!(
+            "the run in {} measured no gate: no baseline written",
+            path.display()
+        ));
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Stage, rewrite_due};
+
+    /// A thousand probes rewrite the record ten times (after 1, 2, 4, …,
+    /// 512 trials); each gate rewrites it once more.
+    #[test]
+    fn rewrites_are_logarithmic_in_probes_and_one_per_gate() {
+        let mut state = (0, 0);
+        let probes = (0..1000)
+            .filter(|_| rewrite_due(&mut state, Stage::Correctness))
+            .count();
+        assert_eq!(probes, 10);
+        let gates = (0..5)
+            .filter(|_| rewrite_due(&mut state, Stage::Performance))
+            .count();
+        assert_eq!(gates, 5);
+    }
+}
