@@ -97,6 +97,70 @@ fn schema() -> Value {
         .unwrap()
 }
 
+/// Each threshold's verdict is in the record as data, beside its line as
+/// printed: what was compared, how, against what bound, what each repeat
+/// measured, where it is written; the implicit error bound says it is.
+#[test]
+fn the_record_keeps_each_threshold_verdict_as_data() {
+    let dir = std::env::temp_dir().join(format!("servegate-verdicts-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(["run", "tests/suites/repeats.yaml"])
+        .env("CARGO_TARGET_DIR", &dir)
+        .env_remove("SERVEGATE_TARGET")
+        .output()
+        .unwrap();
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("servegate/latest/report.json")).unwrap(),
+    )
+    .unwrap();
+    let mut errors = Vec::new();
+    validate(&schema(), &record, "$", &mut errors);
+    assert_eq!(errors, Vec::<String>::new());
+    let rows = record["suites"][0]["gates"][0]["thresholds"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{record}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let verdicts: Vec<&Value> = rows.iter().filter_map(|r| r.get("threshold")).collect();
+    let keys: Vec<(&str, &str, u64, bool)> = verdicts
+        .iter()
+        .map(|v| {
+            (
+                v["key"].as_str().unwrap(),
+                v["op"].as_str().unwrap(),
+                v["line"].as_u64().unwrap(),
+                v["implicit"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("decode_tok_s.mean", ">=", 10, false),
+            ("ttft.p99", "<=", 11, false),
+            ("errors", "==", 5, true)
+        ]
+    );
+    let decode = verdicts[0];
+    assert_eq!(
+        (decode["bound"].as_f64(), decode["unit"].as_str()),
+        (Some(10.0), Some("tok/s"))
+    );
+    let each: Vec<f64> = decode["repeats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(each.len(), 3, "{decode}");
+    let mean = each.iter().sum::<f64>() / 3.0;
+    assert!(
+        (decode["measured"].as_f64().unwrap() - mean).abs() < 1e-6 * mean,
+        "{decode}"
+    );
+    // Its printed line and its data say the same verdict.
+    assert_eq!(rows[0]["passed"], Value::Bool(mean >= 10.0), "{decode}");
+}
+
 #[test]
 fn the_record_of_a_real_run_matches_its_schema() {
     let dir = std::env::temp_dir().join(format!("servegate-record-{}", std::process::id()));
@@ -119,6 +183,8 @@ fn the_record_of_a_real_run_matches_its_schema() {
     assert_eq!(trials[0]["name"], "wrong::correctness::arithmetic");
     assert_eq!(trials[0]["outcome"], "failed");
     assert_eq!(trials[0]["line"], 10);
+    // Where its failure points: the assertion, three lines below.
+    assert_eq!(trials[0]["points_at"], 13);
     assert!(
         trials[0]["message"]
             .as_str()

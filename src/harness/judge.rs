@@ -10,6 +10,7 @@ use crate::check::message::Message;
 use crate::load::baseline::Lookup;
 use crate::load::estimate::Estimate;
 use crate::load::metrics::GateMetrics;
+use crate::record::{ThresholdRecord, ThresholdVerdict};
 use crate::suite::metric::{Metric, MetricKey, format_value};
 use crate::suite::threshold::{Bound, Op, Threshold};
 use crate::suite::{
@@ -20,26 +21,34 @@ use crate::suite::{
 pub struct Judgement {
     /// `Err`: the whole failure message.
     pub result: Result<(), Message>,
-    /// Each threshold with what was measured, and whether it held.
-    pub checks: Vec<(String, bool)>,
+    /// Each threshold's verdict (its line as printed and as data), then
+    /// the client self-check's row.
+    pub checks: Vec<ThresholdRecord>,
 }
 
-/// The thresholds that apply: the gate's, plus `errors == 0` unless the gate
-/// states its own error bound.
-fn thresholds(gate: &Gate) -> Vec<LocatedThreshold> {
-    let mut all = gate.thresholds.clone();
-    if !all.iter().any(|t| t.threshold.key.metric == Metric::Errors) {
-        all.push(LocatedThreshold {
-            threshold: Threshold {
-                key: MetricKey {
-                    metric: Metric::Errors,
-                    stat: None,
+/// The thresholds that apply, each with whether it is implicit: the
+/// gate's, plus `errors == 0` unless the gate states its own error bound.
+fn thresholds(gate: &Gate) -> Vec<(LocatedThreshold, bool)> {
+    let mut all: Vec<(LocatedThreshold, bool)> =
+        gate.thresholds.iter().map(|t| (t.clone(), false)).collect();
+    if !all
+        .iter()
+        .any(|(t, _)| t.threshold.key.metric == Metric::Errors)
+    {
+        all.push((
+            LocatedThreshold {
+                threshold: Threshold {
+                    key: MetricKey {
+                        metric: Metric::Errors,
+                        stat: None,
+                    },
+                    op: Op::Eq,
+                    bound: Bound::Value(0.0),
                 },
-                op: Op::Eq,
-                bound: Bound::Value(0.0),
+                loc: gate.loc,
             },
-            loc: gate.loc,
-        });
+            true,
+        ));
     }
     all
 }
@@ -261,6 +270,58 @@ fn unmeasurable(file: &SourceFile, gate: &Gate, repeats: &[GateMetrics], out: &m
     }
 }
 
+/// What a threshold was judged with.
+struct Figures<'a> {
+    bound: Option<f64>,
+    reference: Option<f64>,
+    est: Option<&'a Estimate>,
+    not_applied: Option<String>,
+}
+
+impl Figures<'_> {
+    /// The verdict on `lt` as data.
+    fn verdict(self, lt: &LocatedThreshold, implicit: bool) -> ThresholdVerdict {
+        let t = &lt.threshold;
+        ThresholdVerdict {
+            key: t.key.to_string(),
+            op: t.op.symbol().to_owned(),
+            bound: self.bound,
+            reference: self.reference,
+            measured: self.est.map(|e| e.mean),
+            repeats: self
+                .est
+                .filter(|e| e.values.len() > 1)
+                .map_or_else(Vec::new, |e| e.values.clone()),
+            unit: t.key.metric.unit().to_owned(),
+            line: lt.loc.line,
+            implicit,
+            not_applied: self.not_applied,
+        }
+    }
+}
+
+/// A failed gate's errors and the figures of its last repeat.
+fn write_figures(out: &mut Message, repeats: &[GateMetrics]) {
+    let last = repeats.last().expect("at least one repeat");
+    if last.errors > 0 {
+        let classes: Vec<String> = last
+            .error_classes
+            .iter()
+            .map(|(c, n)| format!("{c} ×{n}"))
+            .collect();
+        let _ = writeln!(out, "errors:   {} ({})", last.errors, classes.join(", "));
+        for e in &last.first_errors {
+            let _ = writeln!(out, "  - {}", e.replace('\n', "\n    "));
+        }
+    }
+    let which = if repeats.len() > 1 {
+        format!(" (repeat {} of {})", repeats.len(), repeats.len())
+    } else {
+        String::new()
+    };
+    let _ = write!(out, "figures{which}:\n{}", last.render());
+}
+
 /// Judges a gate from the figures of its repeats (at least one).
 pub fn judge(
     suite: &Suite,
@@ -281,10 +342,23 @@ pub fn judge(
     } else {
         None
     };
-    for lt in thresholds(gate) {
+    for (lt, implicit) in thresholds(gate) {
         let t = &lt.threshold;
+        let verdict = |bound, reference, est, not_applied| {
+            Figures {
+                bound,
+                reference,
+                est,
+                not_applied,
+            }
+            .verdict(&lt, implicit)
+        };
         if let Some(why) = refs.not_applied(t) {
-            checks.push((format!("{t} (not applied: {why})"), true));
+            checks.push(ThresholdRecord {
+                check: format!("{t} (not applied: {why})"),
+                passed: true,
+                threshold: Some(verdict(None, None, None, Some(why))),
+            });
             continue;
         }
         let est = estimate(t.key, repeats);
@@ -305,11 +379,19 @@ pub fn judge(
             .as_ref()
             .map_or_else(|| "nothing".into(), |e| describe(t.key.metric, e));
         let against = against(t, reference.as_ref(), resolved.as_ref().ok());
-        checks.push((format!("{t}{against} (measured {measured})"), pass));
+        checks.push(ThresholdRecord {
+            check: format!("{t}{against} (measured {measured})"),
+            passed: pass,
+            threshold: Some(verdict(
+                resolved.as_ref().ok().copied(),
+                reference.as_ref().and_then(|r| r.as_ref().ok()).copied(),
+                est.as_ref(),
+                None,
+            )),
+        });
         if pass {
             continue;
         }
-        let implicit = !gate.thresholds.iter().any(|g| g.threshold == *t);
         out.error(format_args!(
             "threshold failed: {t}{}{}",
             mode.map_or_else(String::new, |m| format!(" (verdict: {})", m.name())),
@@ -369,7 +451,11 @@ pub fn judge(
         );
         let _ = writeln!(out);
     }
-    checks.extend(self_check);
+    checks.extend(self_check.map(|(check, passed)| ThresholdRecord {
+        check,
+        passed,
+        threshold: None,
+    }));
     if out.is_empty() {
         return Judgement {
             result: Ok(()),
@@ -377,23 +463,7 @@ pub fn judge(
         };
     }
     let _ = writeln!(out, "load:     {}", describe_load(gate));
-    if last.errors > 0 {
-        let classes: Vec<String> = last
-            .error_classes
-            .iter()
-            .map(|(c, n)| format!("{c} ×{n}"))
-            .collect();
-        let _ = writeln!(out, "errors:   {} ({})", last.errors, classes.join(", "));
-        for e in &last.first_errors {
-            let _ = writeln!(out, "  - {}", e.replace('\n', "\n    "));
-        }
-    }
-    let which = if repeats.len() > 1 {
-        format!(" (repeat {} of {})", repeats.len(), repeats.len())
-    } else {
-        String::new()
-    };
-    let _ = write!(out, "figures{which}:\n{}", last.render());
+    write_figures(&mut out, repeats);
     Judgement {
         result: Err(out),
         checks,
@@ -518,10 +588,26 @@ mod tests {
         assert!(j.result.is_ok(), "{:?}", j.result);
         assert!(
             j.checks[0]
-                .0
+                .check
                 .contains("499.0 tok/s ± 16.0 tok/s (95% CI 479.2 tok/s … 518.8 tok/s, 5 repeats)"),
             "{:?}",
             j.checks
+        );
+        // The same verdict as data.
+        let v = j.checks[0].threshold.as_ref().expect("a threshold's row");
+        assert_eq!(
+            (v.key.as_str(), v.op.as_str(), v.bound, v.unit.as_str()),
+            ("output_tok_s", ">=", Some(500.0), "tok/s")
+        );
+        assert!((v.measured.unwrap() - 499.0).abs() < 1e-9, "{v:?}");
+        assert_eq!(v.repeats, [480.0, 520.0, 495.0, 510.0, 490.0]);
+        assert!(!v.implicit && v.not_applied.is_none());
+        let errors = j.checks[1].threshold.as_ref().expect("the implicit row");
+        assert_eq!((errors.key.as_str(), errors.implicit), ("errors", true));
+        assert_eq!(
+            j.checks.len(),
+            2,
+            "no self-check row without client threads"
         );
         let (suite, gate) = noisy_gate("mean");
         assert!(

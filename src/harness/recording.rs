@@ -9,8 +9,8 @@ use std::sync::Arc;
 use super::session::SuiteRun;
 use crate::load::baseline;
 use crate::record::{
-    GateRecord, JOURNAL, RunInfo, RunRecord, SCHEMA, ServerRecord, SuiteRecord, ThresholdRecord,
-    TrialRecord, append, now_unix, rewrite_due, write,
+    GateRecord, JOURNAL, RunInfo, RunRecord, SCHEMA, ServerRecord, SuiteRecord, TrialRecord,
+    append, now_unix, rewrite_due, write,
 };
 
 /// Collects the record of a run so far; `complete` once it is over.
@@ -74,11 +74,7 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
                             client: Some(f.metrics.client.clone())
                                 .filter(|c| !c.threads.is_empty()),
                             series: f.metrics.series,
-                            thresholds: f
-                                .checks
-                                .into_iter()
-                                .map(|(check, passed)| ThresholdRecord { check, passed })
-                                .collect(),
+                            thresholds: f.checks,
                         })
                         .collect(),
                 })

@@ -36,7 +36,7 @@ pub struct GateFigures {
     /// Every figure, the mean over repeats: what a baseline records.
     pub figures: std::collections::BTreeMap<String, f64>,
     /// Each threshold with its verdict.
-    pub checks: Vec<(String, bool)>,
+    pub checks: Vec<crate::record::ThresholdRecord>,
     /// The value of each repeat of every figure a threshold names.
     pub repeat_values: std::collections::BTreeMap<String, Vec<f64>>,
 }

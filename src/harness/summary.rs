@@ -60,8 +60,13 @@ fn render(runs: &[Arc<SuiteRun>]) -> String {
                 );
             }
             out.push_str(&f.metrics.render());
-            for (check, pass) in &f.checks {
-                let _ = writeln!(out, "    {} {check}", if *pass { "pass" } else { "FAIL" });
+            for c in &f.checks {
+                let _ = writeln!(
+                    out,
+                    "    {} {}",
+                    if c.passed { "pass" } else { "FAIL" },
+                    c.check
+                );
             }
         }
         out.push_str(&sweep_tables(&run.suite, &run.label, &run.figures()));

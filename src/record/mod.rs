@@ -93,6 +93,45 @@ pub struct ThresholdRecord {
     pub check: String,
     /// Whether it held.
     pub passed: bool,
+    /// The threshold as data (absent for the client self-check's row,
+    /// and in records written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<ThresholdVerdict>,
+}
+
+/// A threshold's verdict as data: what was compared, how, against what,
+/// what was measured, and where the threshold is written.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ThresholdVerdict {
+    /// The figure, as a suite names it: `ttft.p99`.
+    pub key: String,
+    /// The comparison: `>=`, `>`, `<=`, `<`, `==`.
+    pub op: String,
+    /// The bound the figure was held to, in `unit`; absent when a
+    /// relative bound had no reference (then it cannot pass).
+    pub bound: Option<f64>,
+    /// What a relative bound was made from (a baseline's or a variant's
+    /// figure), in `unit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<f64>,
+    /// The figure judged (the mean over repeats); absent when nothing
+    /// measured it.
+    pub measured: Option<f64>,
+    /// Each repeat's figure, when the gate repeated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<f64>,
+    /// The unit of `bound`, `reference` and `measured`: `s`, `tok/s`,
+    /// `req/s`, `%`, or empty for a count.
+    pub unit: String,
+    /// The 1-based line of the suite file it is written at (the gate's
+    /// own for the implicit error bound).
+    pub line: u32,
+    /// The `errors == 0` a gate gets when it states no error bound.
+    #[serde(default)]
+    pub implicit: bool,
+    /// Why it was not applied, when it was not (it then passes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_applied: Option<String>,
 }
 
 /// A server servegate launched: how, and what became of it.
