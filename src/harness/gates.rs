@@ -186,6 +186,7 @@ impl SuiteRun {
             self.variant.as_ref().map(|v| v.name.as_str()),
             GateFigures {
                 gate: gate.name.clone(),
+                sweep: super::recording::sweep_point(gate),
                 load: describe_load(gate),
                 checks: verdict.checks.clone(),
                 figures: baseline::figures(&repeats),

@@ -52,7 +52,7 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
                         .figures()
                         .into_iter()
                         .map(|f| GateRecord {
-                            sweep: sweep_point(&run.suite, &f.gate),
+                            sweep: f.sweep,
                             gate: f.gate,
                             load: f.load,
                             repeats: f.repeats,
@@ -176,9 +176,8 @@ impl Checkpoints {
     }
 }
 
-/// The sweep level a gate of `suite` is, from the suite's own model.
-fn sweep_point(suite: &crate::suite::Suite, gate: &str) -> Option<crate::record::SweepPoint> {
-    let g = suite.gates.iter().find(|g| g.name == gate)?;
+/// The sweep level a gate is, with its pace at that level.
+pub(super) fn sweep_point(g: &crate::suite::Gate) -> Option<crate::record::SweepPoint> {
     let (concurrency, rate) = match g.load.pace {
         crate::suite::Pace::Closed { concurrency } => (Some(concurrency), None),
         crate::suite::Pace::Open { rate, .. } => (None, Some(rate)),

@@ -39,6 +39,8 @@ pub struct GateFigures {
     pub checks: Vec<crate::record::ThresholdRecord>,
     /// The value of each repeat of every figure a threshold names.
     pub repeat_values: std::collections::BTreeMap<String, Vec<f64>>,
+    /// The sweep level the gate is, if it is one.
+    pub sweep: Option<crate::record::SweepPoint>,
 }
 
 /// What every gate of a harness run measured, by suite and variant: each
