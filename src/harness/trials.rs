@@ -1,0 +1,322 @@
+//! Building the trial list: each suite run's trials named and in run order
+//! ([`Names`]), the notes on prerequisites that run first, the turns that
+//! keep trials one at a time ([`Turns`]), and the list of `--list`.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use libtest_mimic::{Arguments, Trial};
+
+use super::loading::Loaded;
+use super::session::{self, Plan, SuiteRun};
+use super::{recording, target};
+use crate::record::{self, Part, Stage, TrialId};
+use crate::suite::node::Loc;
+use crate::suite::{LoadFailure, SnapshotMode, Suite};
+
+/// Trials of one run of a suite (`label`: `<suite>` or
+/// `<suite>[<variant>]`), in run order: config checks, each probe followed
+/// by its snapshot, gates, then sweep curves.
+pub(super) struct Names {
+    configs: Vec<TrialId>,
+    probes: Vec<TrialId>,
+    /// Each snapshot trial with its probe's index.
+    snapshots: Vec<(usize, TrialId)>,
+    gates: Vec<TrialId>,
+    /// Each recheck trial with its gate's index.
+    rechecks: Vec<(usize, TrialId)>,
+    curves: Vec<TrialId>,
+}
+
+impl Names {
+    fn of(suite: &Suite, label: &str) -> Self {
+        let id = |stage, item: &str| TrialId::new(label, stage, item);
+        Self {
+            configs: suite
+                .expect_server
+                .iter()
+                .map(|c| id(Stage::Config, &c.name))
+                .collect(),
+            probes: suite
+                .probes
+                .iter()
+                .map(|p| id(Stage::Correctness, &p.name))
+                .collect(),
+            snapshots: suite
+                .probes
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.snapshot != SnapshotMode::Off)
+                .map(|(i, p)| (i, id(Stage::Snapshot, &p.name)))
+                .collect(),
+            gates: suite
+                .gates
+                .iter()
+                .map(|g| id(Stage::Performance, &g.name))
+                .collect(),
+            rechecks: suite
+                .gates
+                .iter()
+                .enumerate()
+                .filter(|(_, g)| g.recheck.is_some())
+                .map(|(i, g)| (i, id(Stage::Performance, &g.name).part(Part::Recheck)))
+                .collect(),
+            curves: suite
+                .curves
+                .iter()
+                .map(|c| id(Stage::Performance, &c.gate).part(Part::Curve))
+                .collect(),
+        }
+    }
+
+    /// One label per run of the suite: its variants, or the suite alone.
+    pub(super) fn labels(suite: &Suite) -> Vec<(String, Option<crate::suite::Variant>)> {
+        if suite.variants.is_empty() {
+            return vec![(suite.name.clone(), None)];
+        }
+        suite
+            .variants
+            .iter()
+            .map(|v| (format!("{}[{}]", suite.name, v.name), Some(v.clone())))
+            .collect()
+    }
+
+    /// Every trial in run order: its name, where its item is written, what
+    /// runs it and the item's index in its list.
+    fn in_order(self, suite: &Suite) -> Vec<(TrialId, Loc, Each, usize)> {
+        let mut out: Vec<(TrialId, Loc, Each, usize)> = Vec::new();
+        for (i, name) in self.configs.into_iter().enumerate() {
+            out.push((name, suite.expect_server[i].loc, SuiteRun::config, i));
+        }
+        let mut snapshots = self.snapshots.into_iter().peekable();
+        for (i, name) in self.probes.into_iter().enumerate() {
+            let loc = suite.probes[i].loc;
+            out.push((name, loc, SuiteRun::probe, i));
+            if let Some((_, snap)) = snapshots.next_if(|(p, _)| *p == i) {
+                out.push((snap, loc, SuiteRun::snapshot, i));
+            }
+        }
+        let mut rechecks = self.rechecks.into_iter().peekable();
+        for (i, name) in self.gates.into_iter().enumerate() {
+            out.push((name, suite.gates[i].loc, SuiteRun::gate, i));
+            if let Some((_, recheck)) = rechecks.next_if(|(g, _)| *g == i) {
+                let loc = suite.gates[i]
+                    .recheck
+                    .as_ref()
+                    .map_or(suite.gates[i].loc, |r| r.loc);
+                out.push((recheck, loc, SuiteRun::recheck, i));
+            }
+        }
+        for (i, name) in self.curves.into_iter().enumerate() {
+            out.push((name, suite.curves[i].loc, SuiteRun::curve, i));
+        }
+        out
+    }
+}
+
+/// Trials taking turns: libtest-mimic runs them on two worker threads, so
+/// that it prints each `test … ok` line after its trial ended and what a
+/// trial prints (a server launched or stopped, a snapshot recorded) comes
+/// before that line, never inside it; the turns keep them one at a time and
+/// in order.
+#[derive(Default)]
+pub(super) struct Turns {
+    next: Mutex<usize>,
+    changed: std::sync::Condvar,
+}
+
+impl Turns {
+    /// Runs `f` once every trial with an earlier turn has ended.
+    pub(super) fn take<R>(&self, turn: usize, f: impl FnOnce() -> R) -> R {
+        /// Passes the turn on even when the trial panics.
+        struct Done<'a>(&'a Turns);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                if let Ok(mut next) = self.0.next.lock() {
+                    *next += 1;
+                }
+                self.0.changed.notify_all();
+            }
+        }
+        if let Ok(mut next) = self.next.lock() {
+            while *next < turn {
+                next = match self.changed.wait(next) {
+                    Ok(n) => n,
+                    Err(_) => break,
+                };
+            }
+        }
+        let _done = Done(self);
+        f()
+    }
+}
+
+/// What every suite run of a harness run shares.
+pub(super) struct Context<'a> {
+    pub(super) args: &'a Arguments,
+    pub(super) runtime: &'a Arc<tokio::runtime::Runtime>,
+    pub(super) book: &'a Arc<Mutex<Vec<Arc<SuiteRun>>>>,
+    /// Every gate's figures, by suite and variant.
+    pub(super) figures: &'a Arc<session::FigureBook>,
+    pub(super) dir: &'a Path,
+    pub(super) info: &'a record::RunInfo,
+    pub(super) target_override: Option<&'a str>,
+    /// The turns of the trials that run, and how many were handed out.
+    pub(super) turns: (Arc<Turns>, AtomicUsize),
+    /// What this run does with new and changed answers.
+    pub(super) snapshots: &'a crate::check::snapshot::Policy,
+    /// When the run's record is rewritten.
+    pub(super) checkpoints: Arc<recording::Checkpoints>,
+    /// `baseline save`: `baseline` bounds are not applied.
+    pub(super) recording_baselines: bool,
+    pub(super) client_threads: Option<u32>,
+    pub(super) client_limited: Option<crate::suite::OnClientLimited>,
+}
+
+impl Context<'_> {
+    /// Whether the trial `name` runs (not filtered out); then its turn.
+    pub(super) fn turn(&self, name: &str) -> Option<usize> {
+        let trial = Trial::test(name, || Ok(()));
+        (!self.args.is_filtered_out(&trial) && !self.args.is_ignored(&trial))
+            .then(|| self.turns.1.fetch_add(1, Ordering::SeqCst))
+    }
+}
+
+/// Runs item `index` of a stage of a suite run.
+type Each = fn(&SuiteRun, usize) -> session::Verdict;
+
+/// Adds the trials of one run of `suite` (one variant, or the suite alone).
+pub(super) fn add_run(
+    ctx: &Context<'_>,
+    suite: &Suite,
+    label: &str,
+    variant: Option<crate::suite::Variant>,
+    trials: &mut Vec<Trial>,
+) {
+    let (runtime, book) = (ctx.runtime, ctx.book);
+    let names = Names::of(suite, label);
+    let selected = |id: &TrialId| !ctx.args.is_filtered_out(&Trial::test(id.name(), || Ok(())));
+    let count = |list: &[TrialId]| list.iter().filter(|n| selected(n)).count();
+    let snapshot_names: Vec<TrialId> = names.snapshots.iter().map(|(_, n)| n.clone()).collect();
+    let recheck_names: Vec<TrialId> = names.rechecks.iter().map(|(_, n)| n.clone()).collect();
+    // A recheck, like a curve, needs its gate's load: both count as gates'
+    // dependants.
+    let (configs, probes, snapshots, gates, curves) = (
+        count(&names.configs),
+        count(&names.probes),
+        count(&snapshot_names),
+        count(&names.gates),
+        count(&names.curves) + count(&recheck_names),
+    );
+    if configs + probes + snapshots + gates + curves == 0 {
+        return;
+    }
+    let plan = Plan {
+        label: label.to_owned(),
+        target_override: ctx.target_override.map(str::to_owned),
+        variant,
+        run_dir: ctx.dir.to_path_buf(),
+        recording_baselines: ctx.recording_baselines,
+        client_threads: ctx.client_threads,
+        client_limited: ctx.client_limited,
+        snapshots: ctx.snapshots.update.clone(),
+        figures: Arc::clone(ctx.figures),
+    };
+    let run = Arc::new(SuiteRun::new(suite.clone(), plan, Arc::clone(runtime)));
+    if target::launches(suite, ctx.target_override) {
+        eprintln!(
+            "servegate: suite `{label}` → a server launched before its first trial (target.launch at {}:{})",
+            suite.file.display(),
+            suite.target.launch.as_ref().map_or(0, |l| l.loc.line)
+        );
+    } else {
+        if suite.target.launch.is_some() {
+            eprintln!(
+                "note: suite `{label}`: target.launch is skipped: the target is overridden (--target or {})",
+                target::TARGET_ENV
+            );
+        }
+        run.connect();
+    }
+    let earlier = |n: usize, total: usize, what: &str| {
+        if n < total && probes + snapshots + gates + curves > 0 {
+            eprintln!(
+                "note: suite `{label}`: its {total} {what} run first as prerequisites of the selected trials"
+            );
+        }
+    };
+    earlier(configs, names.configs.len(), "config check(s)");
+    if gates + curves > 0 {
+        earlier(probes, names.probes.len(), "correctness probe(s)");
+    } else if snapshots > 0 {
+        let unselected = names
+            .snapshots
+            .iter()
+            .filter(|(i, n)| selected(n) && !selected(&names.probes[*i]))
+            .count();
+        if unselected > 0 {
+            eprintln!(
+                "note: suite `{label}`: the correctness probes of its {unselected} selected snapshot(s) run first: a snapshot compares their answers"
+            );
+        }
+    }
+    if count(&names.curves) > 0 && gates < names.gates.len() {
+        eprintln!(
+            "note: suite `{label}`: the levels of its selected curves run first as prerequisites"
+        );
+    }
+    let unrun = names
+        .rechecks
+        .iter()
+        .filter(|(g, n)| selected(n) && !selected(&names.gates[*g]))
+        .count();
+    if unrun > 0 {
+        eprintln!(
+            "note: suite `{label}`: the gates of its {unrun} selected recheck(s) run first: a recheck asks during its gate's load"
+        );
+    }
+    for (id, loc, each, i) in names.in_order(suite) {
+        let name = id.name();
+        let turn = ctx.turn(&name);
+        if turn.is_some() {
+            run.expect_trial();
+        }
+        let (r, book, info) = (Arc::clone(&run), Arc::clone(book), ctx.info.clone());
+        let (turns, checkpoints) = (Arc::clone(&ctx.turns.0), Arc::clone(&ctx.checkpoints));
+        trials.push(Trial::test(name, move || {
+            let body = || {
+                let verdict = r.trial(&id, loc, || each(&r, i));
+                // After every trial: an interrupted run leaves its record.
+                if let (Ok(runs), Some(done)) = (book.lock(), r.last_outcome()) {
+                    checkpoints.after_trial(&info, &runs, &done);
+                }
+                verdict.map_err(Into::into)
+            };
+            match turn {
+                Some(turn) => turns.take(turn, body),
+                None => body(),
+            }
+        }));
+    }
+    if let Ok(mut runs) = book.lock() {
+        runs.push(run);
+    }
+}
+
+pub(super) fn listing(loaded: &Loaded) -> Vec<Trial> {
+    match loaded {
+        Loaded::Failed(failure) => vec![load_trial(failure.clone())],
+        Loaded::Suite(suite) => Names::labels(suite)
+            .into_iter()
+            .flat_map(|(label, _)| Names::of(suite, &label).in_order(suite))
+            .map(|(id, ..)| Trial::test(id.name(), || Ok(())))
+            .collect(),
+    }
+}
+
+fn load_trial(f: LoadFailure) -> Trial {
+    Trial::test(format!("{}::load", f.name), move || {
+        Err(f.message.clone().into())
+    })
+}
