@@ -663,6 +663,11 @@ fn searched_for(parsing: &regex::Regex, allowed: &[(&str, &str)]) -> Vec<String>
             files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
             continue;
         }
+        // A module of unit tests (`tests.rs`) is test code, as a
+        // `mod tests` at a file's end is.
+        if path.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
         let text = std::fs::read_to_string(&path).unwrap();
         let code = text.split("#[cfg(test)]\nmod tests").next().unwrap();
         let file = path.to_string_lossy().into_owned();
