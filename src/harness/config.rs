@@ -3,79 +3,14 @@
 //! suite's `expect_server:` as the first stage and kept for the run record.
 
 use std::fmt::Write as _;
-use std::sync::Mutex;
 
 use serde_json::Value;
 
 use super::outcome::Stop;
 use super::session::{SuiteRun, Verdict, once};
 use crate::check::message::Message;
-use crate::client::Client;
 use crate::record::FailureKind;
-use crate::suite::{ConfigCheck, ConfigExpect, ConfigSource};
-
-/// The documents fetched so far: each source's body, or why it is missing.
-#[derive(Debug, Default)]
-pub struct Documents(Mutex<Vec<(ConfigSource, Fetched)>>);
-
-/// The path that answered and its JSON body, or why there is none.
-type Fetched = Result<(String, Value), String>;
-
-impl Documents {
-    /// The document of `source` (fetched once): the path that answered and
-    /// its JSON body.
-    pub async fn get(&self, client: &Client, source: ConfigSource) -> Fetched {
-        if let Some(found) = self.cached(source) {
-            return found;
-        }
-        let fetched = fetch(client, source).await;
-        if let Ok(mut docs) = self.0.lock() {
-            docs.push((source, fetched.clone()));
-        }
-        fetched
-    }
-
-    fn cached(&self, source: ConfigSource) -> Option<Fetched> {
-        let docs = self.0.lock().ok()?;
-        docs.iter()
-            .find(|(s, _)| *s == source)
-            .map(|(_, d)| d.clone())
-    }
-
-    /// A fetched document's body, for the record: the values of
-    /// secret-looking fields (SGLang's `server_info` holds `api_key`)
-    /// redacted.
-    pub fn body(&self, source: ConfigSource) -> Option<Value> {
-        self.cached(source)?
-            .ok()
-            .map(|(_, v)| crate::secrets::json(&v))
-    }
-}
-
-async fn fetch(client: &Client, source: ConfigSource) -> Fetched {
-    let mut tried = Vec::new();
-    for path in source.paths() {
-        match client.get(path).await {
-            Ok((status, text)) if (200..300).contains(&status) => {
-                return crate::client::stream::document(&text)
-                    .map(|v| {
-                        // Its secret-looking values are scrubbed wherever
-                        // the server echoes them later.
-                        let _ = crate::secrets::json(&v);
-                        ((*path).to_owned(), v)
-                    })
-                    .map_err(|e| format!("GET {path} answered {status} with {e}"));
-            }
-            Ok((status, _)) => tried.push(format!("GET {path}: {status}")),
-            Err(e) => tried.push(format!("GET {path}: {e}")),
-        }
-    }
-    Err(format!(
-        "the server does not report its {}: {}",
-        source.name(),
-        tried.join("; ")
-    ))
-}
+use crate::suite::{ConfigCheck, ConfigExpect};
 
 /// The value at a dotted path: object keys, list indexes.
 fn lookup<'v>(doc: &'v Value, path: &[String]) -> Option<&'v Value> {

@@ -8,6 +8,7 @@
 
 mod compare;
 mod config;
+mod documents;
 mod gates;
 mod judge;
 mod loading;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::runtime::Runtime;
 
-use super::config;
+use super::documents::Documents;
 use super::target::{self, Connected, LaunchPlace};
 use crate::check::message::Message;
 use crate::check::{accuracy, snapshot};
@@ -141,7 +141,7 @@ pub struct SuiteRun {
     pub(super) exchanges: Mutex<Vec<(String, crate::record::Exchange)>>,
     pub(super) runtime: Arc<Runtime>,
     pub(super) configs: Mutex<Vec<Option<Verdict>>>,
-    pub(super) documents: config::Documents,
+    pub(super) documents: Documents,
     pub(super) probes: Mutex<Vec<Option<Verdict>>>,
     /// Each probe's answer as a snapshot stores it, once it came.
     pub(super) answers: Mutex<Vec<Option<(String, serde_json::Value)>>>,
@@ -168,7 +168,7 @@ impl SuiteRun {
             exchanges: Mutex::new(Vec::new()),
             runtime,
             configs: Mutex::new(vec![None; suite.expect_server.len()]),
-            documents: config::Documents::default(),
+            documents: Documents::default(),
             probes: Mutex::new(vec![None; suite.probes.len()]),
             answers: Mutex::new(vec![None; suite.probes.len()]),
             snapshots: Mutex::new(vec![None; suite.probes.len()]),

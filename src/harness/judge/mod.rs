@@ -3,17 +3,21 @@
 
 use std::fmt::Write as _;
 
-use super::gates::describe_load;
 use std::collections::BTreeMap;
 
 use crate::check::message::Message;
 use crate::load::baseline::Lookup;
 use crate::load::estimate::Estimate;
 use crate::load::metrics::GateMetrics;
+use crate::load::workload::PROMPT_APPROXIMATION;
 use crate::record::{ThresholdRecord, ThresholdVerdict};
 use crate::suite::metric::{Metric, MetricKey, format_value};
 use crate::suite::threshold::{Bound, Op, Threshold};
-use crate::suite::{Gate, LocatedThreshold, OnClientLimited, SourceFile, Suite, VerdictMode};
+use crate::suite::{
+    Arrival, Gate, LoadPrompt, LocatedThreshold, OnClientLimited, Pace, SourceFile, Suite,
+    VerdictMode,
+};
+use crate::units::format_duration;
 
 /// A gate's verdict and one line per threshold for the summary.
 pub struct Judgement {
@@ -466,6 +470,82 @@ pub fn judge(
         result: Err(out),
         checks,
     }
+}
+
+/// The load of a gate, in words, for output and failure messages.
+pub fn describe_load(gate: &Gate) -> String {
+    let l = &gate.load;
+    let mut parts = Vec::new();
+    parts.push(match l.pace {
+        Pace::Closed { concurrency } => format!("closed loop, concurrency {concurrency}"),
+        Pace::Open {
+            rate,
+            arrival,
+            seed,
+            max_in_flight,
+        } => {
+            let arrival = match arrival {
+                Arrival::Constant => "constant".to_owned(),
+                Arrival::Poisson => format!("poisson, seed {seed}"),
+            };
+            let cap =
+                max_in_flight.map_or_else(String::new, |n| format!(", at most {n} in flight"));
+            format!("open loop, {rate} req/s ({arrival}){cap}")
+        }
+    });
+    parts.push(match (l.requests, l.duration) {
+        (Some(n), None) => format!("{n} requests"),
+        (None, Some(d)) => format!("for {}", format_duration(d)),
+        (Some(n), Some(d)) => format!(
+            "{n} requests or {}, whichever ends first",
+            format_duration(d)
+        ),
+        (None, None) => "no bound".to_owned(),
+    });
+    if l.warmup > 0 {
+        parts.push(format!("after {} warm-up", l.warmup));
+    }
+    parts.push(format!(
+        "{} output tokens{}",
+        l.output_tokens,
+        if l.ignore_eos { " (ignore_eos)" } else { "" }
+    ));
+    parts.push(match &l.prompt {
+        LoadPrompt::Text(t) => format!("fixed prompt of {} chars", t.chars().count()),
+        LoadPrompt::Tokens(n) => match &l.tokenizer {
+            Some(t) => format!("{n} input tokens (synthetic, cut to length by {})", t.path().display()),
+            None => format!("~{n} input tokens ({PROMPT_APPROXIMATION})"),
+        },
+        LoadPrompt::Dataset { path, prompts } => {
+            format!("{} prompts from {}", prompts.len(), path.display())
+        }
+        LoadPrompt::SharedPrefix {
+            prefix_tokens,
+            groups,
+            suffix_tokens,
+        } => format!(
+            "{groups} shared prefix(es) of {prefix_tokens} tokens + {suffix_tokens} unique tokens ({})",
+            l.tokenizer.as_ref().map_or_else(
+                || PROMPT_APPROXIMATION.to_owned(),
+                |t| format!("cut to length by {}", t.path().display())
+            )
+        ),
+    });
+    if l.flush_cache {
+        parts.push("cache flushed before measuring".to_owned());
+    }
+    let slo: Vec<String> = [
+        ("ttft", gate.slo.ttft),
+        ("tpot", gate.slo.tpot),
+        ("e2e", gate.slo.e2e),
+    ]
+    .into_iter()
+    .filter_map(|(n, d)| d.map(|d| format!("{n} <= {}", format_duration(d))))
+    .collect();
+    if !slo.is_empty() {
+        parts.push(format!("SLO {}", slo.join(" and ")));
+    }
+    parts.join(", ")
 }
 
 mod curve;
