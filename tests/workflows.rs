@@ -768,3 +768,40 @@ fn no_import_circles_between_the_files_of_a_module() {
         "new import circles: {new:?}\nmended (take them off the list): {mended:?}"
     );
 }
+
+/// The layout page names every source file (by its file name, beside its
+/// directory's line), so a reader finds each one there.
+#[test]
+fn the_layout_page_names_every_source_file() {
+    let page = std::fs::read_to_string("docs/src/layout.md").unwrap();
+    let block = page
+        .split("```")
+        .nth(1)
+        .expect("docs/src/layout.md is the Layout page, with its block");
+    let mut missing = Vec::new();
+    let mut files = vec![std::path::PathBuf::from("src")];
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        // mod.rs, lib.rs, main.rs and a module's tests.rs are named by
+        // their directory's line.
+        if ["mod.rs", "lib.rs", "main.rs", "tests.rs"].contains(&name.as_str()) {
+            continue;
+        }
+        let named = regex::Regex::new(&format!(r"(^|[\s(/,:]){}\b", regex::escape(&name)))
+            .unwrap()
+            .is_match(block);
+        if !named {
+            missing.push(path.display().to_string());
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "not named in docs/src/layout.md:\n{}",
+        missing.join("\n")
+    );
+}
