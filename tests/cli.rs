@@ -4,66 +4,11 @@
 mod common;
 #[path = "common/golden.rs"]
 mod golden;
-#[path = "common/merged.rs"]
-mod merged;
-use common::{assert_has, failure_of};
+use common::run::{command, merged, run_expecting, servegate, servegate_with, streams};
+use common::verdicts::{assert_has, failure_of, verdict};
 use golden::golden;
-use merged::merged;
 use std::net::TcpListener;
-use std::process::{Command, Output};
-
-fn servegate(args: &[&str]) -> Run {
-    servegate_with(args, &[])
-}
-
-/// What a finished `servegate` printed, both streams in order, and its
-/// exit code.
-struct Run {
-    code: Option<i32>,
-    out: String,
-}
-
-fn command(args: &[&str], env: &[(&str, &std::path::Path)]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_servegate"));
-    cmd.args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env_remove("SERVEGATE_TARGET")
-        .env_remove("SGLANG_URL")
-        .env_remove("SERVEGATE_KEEP_RUNS")
-        .env_remove("SERVEGATE_CLIENT_THREADS")
-        .env_remove("SERVEGATE_CLIENT_LIMITED")
-        .env_remove("SERVEGATE_PIN_CLIENT")
-        .env_remove("SERVEGATE_TEST_UNSET_VARIABLE")
-        .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())));
-    cmd
-}
-
-fn servegate_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Run {
-    let (code, out) = merged(command(args, env));
-    Run { code, out }
-}
-
-/// Runs the binary and checks its exit code; what it printed.
-fn run_expecting(args: &[&str], code: i32) -> String {
-    let o = servegate(args);
-    assert_eq!(o.code, Some(code), "{}", o.out);
-    o.out
-}
-
-/// The binary's standard output alone (libtest's, or a report), and its
-/// standard error.
-fn streams(args: &[&str]) -> Output {
-    command(args, &[]).output().expect("servegate runs")
-}
-
-/// The verdict libtest printed for a trial: `ok` or `FAILED`.
-fn verdict<'a>(out: &'a str, name: &str) -> &'a str {
-    let prefix = format!("test {name} ");
-    out.lines()
-        .find_map(|l| l.strip_prefix(prefix.as_str()))
-        .and_then(|rest| rest.rsplit("... ").next())
-        .unwrap_or_else(|| panic!("no verdict for {name} in:\n{out}"))
-}
+use std::process::Command;
 
 /// Whether trial `a` ran before trial `b` in the run whose output is
 /// `out`, by its run record (trials in the order they ran). Not by where
@@ -509,10 +454,9 @@ fn external_sim(profile: &str) -> (Stopped, String) {
 /// [`external_sim`] with more `servegate sim` arguments.
 fn external_sim_with(profile: &str, args: &[&str]) -> (Stopped, String) {
     use std::io::{BufRead, BufReader};
-    let mut sim = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let mut sim = command(&[], &[])
         .args(["sim", "--port", "0", "--profile", profile])
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -1037,11 +981,9 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
 fn an_interrupted_run_leaves_the_figures_already_measured() {
     let dir = std::env::temp_dir().join(format!("servegate-interrupted-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let mut child = command(&[], &[])
         .args(["run", "tests/suites/interrupted.yaml"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("CARGO_TARGET_DIR", &dir)
-        .env_remove("SERVEGATE_TARGET")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -1083,11 +1025,9 @@ fn an_interrupted_run_leaves_the_figures_already_measured() {
 fn an_interrupted_run_keeps_every_finished_trial_in_its_journal() {
     let dir = std::env::temp_dir().join(format!("servegate-journal-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let mut child = command(&[], &[])
         .args(["run", "tests/suites/interrupted-probes.yaml", "--out-dir"])
         .arg(&dir)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env_remove("SERVEGATE_TARGET")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -1136,11 +1076,9 @@ fn an_interrupted_run_keeps_every_finished_trial_in_its_journal() {
 fn an_interrupted_run_writes_its_last_record_and_reports() {
     let dir = std::env::temp_dir().join(format!("servegate-sigint-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let child = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let child = command(&[], &[])
         .args(["run", "tests/suites/interrupted-probes.yaml", "--out-dir"])
         .arg(&dir)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env_remove("SERVEGATE_TARGET")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -1247,9 +1185,8 @@ fn an_unset_api_key_fails_the_suite_and_a_set_one_never_shows() {
     // Set, against the simulator (`--target sim` overrides the suite's URL):
     // the probe runs, fails on the wrong answer, and the key appears nowhere.
     let canary = "sk-canary-5f2d8a";
-    let o = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let o = command(&[], &[])
         .args(["run", "tests/suites/keyed.yaml", "--target", "sim"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("SERVEGATE_TEST_KEY", canary)
         .output()
         .unwrap();
@@ -1498,7 +1435,7 @@ fn servegate_in(
     args: &[&str],
     vars: &[(&str, &str)],
 ) -> (Option<i32>, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_servegate"));
+    let mut cmd = command(&[], &[]);
     cmd.args(args).current_dir(cwd);
     for v in [
         "CI",
@@ -1518,7 +1455,7 @@ fn servegate_in(
 
 /// `servegate review` in `project`, answering `answers` on stdin.
 fn review(project: &std::path::Path, args: &[&str], answers: &str) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let mut child = command(&[], &[])
         .arg("review")
         .args(args)
         .current_dir(project)
