@@ -4,6 +4,9 @@
 //! screenshot is taken. Where Chromium is not installed the trial is
 //! reported ignored, after a line that says why.
 
+#[allow(dead_code)] // each test binary uses a subset of the shared helpers
+mod common;
+use common::run::command;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -44,11 +47,9 @@ fn headless(browser: &Path, profile: &Path, args: &[&str]) -> Result<(String, St
 fn renders(browser: &Path) -> Result<(), Failed> {
     let dir = std::env::temp_dir().join(format!("servegate-browser-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let run = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let run = command(&[], &[])
         .args(["run", "suites/sglang.yaml"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("CARGO_TARGET_DIR", &dir)
-        .env_remove("SERVEGATE_TARGET")
         .output()
         .map_err(|e| e.to_string())?;
     if !run.status.success() {

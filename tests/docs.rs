@@ -8,10 +8,11 @@
 //! servegate's output must carry a marker, or say `<!-- measured … -->`
 //! when it records a measurement a test does not repeat (a benchmark).
 
+#[allow(dead_code)] // each test binary uses a subset of the shared helpers
+mod common;
 #[path = "common/markdown.rs"]
 mod markdown;
-#[path = "common/merged.rs"]
-mod merged;
+use common::run::merged;
 
 use regex::Regex;
 use std::path::Path;
@@ -93,7 +94,7 @@ fn run(command: &str) -> String {
         words.next();
     }
     assert_eq!(words.next(), Some("servegate"), "a sample runs servegate");
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_servegate"));
+    let mut cmd = common::run::command(&[], &[]);
     cmd.args(words)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         // Suites that launch servegate's own simulator name it so.
@@ -107,7 +108,7 @@ fn run(command: &str) -> String {
         .env_remove("SGLANG_URL")
         .env_remove("MY_SERVER_URL")
         .envs(vars);
-    let (code, out) = merged::merged(cmd);
+    let (code, out) = merged(cmd);
     assert!(code.is_some(), "{command}: killed by a signal");
     out
 }

@@ -9,9 +9,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-#[path = "common/merged.rs"]
-mod merged;
-use merged::merged;
+#[allow(dead_code)] // each test binary uses a subset of the shared helpers
+mod common;
+use common::run::{command, merged};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -63,7 +63,7 @@ fn humaneval() -> Result<PathBuf, String> {
 /// servegate's exit code and everything it printed (libtest's lines on
 /// stdout, its own on stderr), in order.
 fn servegate(args: &[&str], server: &PathBuf, model: &PathBuf) -> (Option<i32>, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_servegate"));
+    let mut cmd = command(&[], &[]);
     cmd.args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("SERVEGATE_LLAMA_SERVER", server)

@@ -3,8 +3,10 @@
 //! itself, fail the affected trial with a message naming the fault's
 //! class, write its run record, and never panic.
 
+#[allow(dead_code)] // each test binary uses a subset of the shared helpers
+mod common;
+use common::run::command;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// A fault and the words its failure must carry.
@@ -95,11 +97,10 @@ fn run(dir: &Path, case: &Case) -> Result<(), String> {
     )
     .map_err(|e| e.to_string())?;
     let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let out = command(&[], &[])
         .args(["run"])
         .arg(here.join("suite.yaml"))
         .env("CARGO_TARGET_DIR", here.join("target"))
-        .env_remove("SERVEGATE_TARGET")
         .output()
         .map_err(|e| e.to_string())?;
     let took = started.elapsed();
@@ -210,7 +211,7 @@ fn every_fault_fails_the_affected_trial_with_its_class_and_the_run_goes_on() {
 /// docs/src/client-performance.md records a longer run).
 #[test]
 fn a_thousand_streams_hold_without_errors_or_leaks() {
-    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let out = command(&[], &[])
         .args([
             "soak",
             "--streams",

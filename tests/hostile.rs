@@ -6,8 +6,10 @@
 //! and leak the canary key into nothing.
 #![cfg(target_os = "linux")]
 
+#[allow(dead_code)] // each test binary uses a subset of the shared helpers
 mod common;
-use common::{assert_has, failure_of};
+use common::run::command;
+use common::verdicts::{assert_has, failure_of};
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
@@ -149,13 +151,12 @@ fn run(tag: &str, suite: &str, port: u16, env: &[(&str, &str)]) -> Outcome {
     std::fs::write(&file, suite.replace("PORT", &port.to_string())).unwrap();
     let out_dir = dir.join("out");
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let mut child = command(&[], &[])
         .arg("run")
         .arg(&file)
         .arg("--out-dir")
         .arg(&out_dir)
         .current_dir(&dir)
-        .env_remove("SERVEGATE_TARGET")
         .env_remove("CI")
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
@@ -690,11 +691,10 @@ fn suite_names_cannot_collide_or_escape() {
     std::fs::write(dir.join("a.yaml"), format!("suite: twin\n{body}")).unwrap();
     std::fs::write(dir.join("b.yaml"), format!("suite: twin\n{body}")).unwrap();
     std::fs::write(dir.join("c.yaml"), format!("suite: ..\n{body}")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let out = command(&[], &[])
         .args(["run", "--out-dir"])
         .arg(dir.join("out"))
         .arg(&dir)
-        .env_remove("SERVEGATE_TARGET")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -1646,7 +1646,7 @@ fn init_never_panics_on_server_strings() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("first.yaml");
-    let o = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let o = command(&[], &[])
         .args([
             "init",
             "--target",
@@ -1657,7 +1657,6 @@ fn init_never_panics_on_server_strings() {
         ])
         .arg(&file)
         .current_dir(&dir)
-        .env_remove("SERVEGATE_TARGET")
         .output()
         .unwrap();
     let text = format!(
@@ -1669,12 +1668,11 @@ fn init_never_panics_on_server_strings() {
     let suite = std::fs::read_to_string(&file).unwrap();
     assert!(suite.contains(r"evil\nmodel: injected"), "{suite}");
     assert!(!suite.contains("\nmodel: injected"), "{suite}");
-    let listed = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let listed = command(&[], &[])
         .arg("run")
         .arg(&file)
         .args(["--", "--list"])
         .current_dir(&dir)
-        .env_remove("SERVEGATE_TARGET")
         .output()
         .unwrap();
     assert!(

@@ -4,11 +4,10 @@
 //! `/proc`, hence Linux only).
 #![cfg(target_os = "linux")]
 
+#[allow(dead_code)] // each test binary uses a subset of the shared helpers
 mod common;
-#[path = "common/merged.rs"]
-mod merged;
-use common::{assert_has, failure_of};
-use merged::merged;
+use common::run::merged;
+use common::verdicts::{assert_has, failure_of, verdict};
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -101,26 +100,6 @@ impl Drop for Run {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-/// The verdict libtest printed for `name`, skipping lines the trial printed.
-fn verdict<'a>(out: &'a str, name: &str) -> &'a str {
-    let start = out
-        .find(&format!("test {name} "))
-        .unwrap_or_else(|| panic!("no trial {name} in:\n{out}"));
-    let rest = &out[start..];
-    let first = rest.lines().next().unwrap_or("");
-    if let Some(v) = first
-        .rsplit("... ")
-        .next()
-        .filter(|v| *v == "ok" || *v == "FAILED")
-    {
-        return v;
-    }
-    rest.lines()
-        .skip(1)
-        .find(|l| *l == "ok" || *l == "FAILED")
-        .unwrap_or_else(|| panic!("no verdict for {name} in:\n{out}"))
 }
 
 /// Every file under `dir`.

@@ -2,11 +2,13 @@
 //! against `schemas/run-record.schema.json`; Markdown, JUnit and the GitHub
 //! annotations of a saved record are golden files; JUnit parses back.
 
+#[allow(dead_code)] // each test binary uses a subset of the shared helpers
+mod common;
 #[path = "common/golden.rs"]
 mod golden;
+use common::run::command;
 use golden::golden;
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 use servegate::record::RunRecord;
@@ -165,10 +167,9 @@ fn the_record_keeps_each_threshold_verdict_as_data() {
 fn the_record_of_a_real_run_matches_its_schema() {
     let dir = std::env::temp_dir().join(format!("servegate-record-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let out = command(&[], &[])
         .args(["run", "tests/suites/wrong_arithmetic.yaml"])
         .env("CARGO_TARGET_DIR", &dir)
-        .env_remove("SERVEGATE_TARGET")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -283,7 +284,7 @@ fn github_annotations_point_at_the_failing_line() {
 #[test]
 fn servegate_report_renders_a_saved_record() {
     let run = |format: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+        let out = command(&[], &[])
             .args([
                 "report",
                 "tests/fixtures/report/record.json",
@@ -304,7 +305,7 @@ fn servegate_report_renders_a_saved_record() {
     assert_eq!(run("junit"), report::junit::render(&fixture()).unwrap());
     let back: RunRecord = serde_json::from_str(&run("json")).unwrap();
     assert_eq!(back.trials, fixture().trials);
-    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let out = command(&[], &[])
         .args(["report", "tests/fixtures/report/nope.json"])
         .output()
         .unwrap();
@@ -350,9 +351,8 @@ fn report_merge_puts_two_nodes_side_by_side() {
     let dir = std::env::temp_dir().join(format!("servegate-merge-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let servegate = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_servegate"))
+        command(&[], &[])
             .args(args)
-            .env_remove("SERVEGATE_TARGET")
             .env_remove("GITHUB_STEP_SUMMARY")
             .output()
             .unwrap()

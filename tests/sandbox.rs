@@ -8,6 +8,9 @@
 //! have to stop are skipped with a line naming what was not proven.
 #![cfg(target_os = "linux")]
 
+#[allow(dead_code)] // each test binary uses a subset of the shared helpers
+mod common;
+use common::verdicts::verdict;
 use std::fmt::Write as _;
 use std::io::ErrorKind;
 use std::net::TcpListener;
@@ -499,12 +502,7 @@ struct Run {
 
 impl Run {
     fn verdict(&self, name: &str) -> &str {
-        let prefix = format!("test hostile::correctness::{name} ");
-        self.stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(prefix.as_str()))
-            .and_then(|rest| rest.rsplit("... ").next())
-            .unwrap_or_else(|| panic!("no verdict for {name} in:\n{}", self.stdout))
+        verdict(&self.stdout, &format!("hostile::correctness::{name}"))
     }
 
     fn message(&self, name: &str) -> String {

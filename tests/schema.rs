@@ -4,9 +4,11 @@
 //! decoder and the schema agree on the keys of every mapping of the format,
 //! and its descriptions are the README's table cells.
 
+#[allow(dead_code)] // each test binary uses a subset of the shared helpers
+mod common;
+use common::run::command;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 use servegate::suite::node::{Node, Yaml, parse};
@@ -36,7 +38,7 @@ fn schema_errors(v: &jsonschema::Validator, instance: &Value) -> Vec<String> {
 
 #[test]
 fn the_committed_schema_is_what_servegate_schema_prints() {
-    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
+    let out = command(&[], &[])
         .arg("schema")
         .output()
         .expect("servegate runs");

@@ -1,0 +1,260 @@
+//! Performance gates: the client's self-check (a saturated client, one
+//! with room), repeats and their interval, sweeps over a level, and
+//! `recheck:` probes asked again under load.
+
+use crate::common::run::{run_expecting, servegate};
+use crate::common::verdicts::{assert_has, failure_of, verdict};
+use crate::{external_sim_with, position, ran_before};
+
+/// A load one client thread cannot keep up with (tokens as fast as the
+/// server sends them, 32 streams): the gate fails, whatever its
+/// thresholds say, with the thread's own figures, and the record says why.
+#[test]
+fn a_saturated_client_fails_its_gate_and_says_it_was_the_bottleneck() {
+    let (sim, url) = external_sim_with(
+        "fixtures/sim/sglang.yaml",
+        &["--itl", "0ms", "--capacity", "100000"],
+    );
+    let dir = std::env::temp_dir().join(format!("servegate-starved-{}", std::process::id()));
+    let o = servegate(&[
+        "run",
+        "tests/suites/client/starved.yaml",
+        "--target",
+        &url,
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    drop(sim);
+    let out = o.out;
+    assert_eq!(o.code, Some(1), "{out}");
+    let failure = failure_of(&out, "starved::performance::flood");
+    let first = failure
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or("");
+    // No idle time: busy, or (on a loaded machine) waiting for a CPU; the
+    // advice fits which.
+    assert!(
+        first.starts_with("error: the client moved these figures beyond their tolerance (thread 0 busy ")
+            && (first.ends_with(
+                "): they measure servegate, not the server; its threads had no room: raise client_threads"
+            ) || first.ends_with("(other work on their cores): give servegate cores of its own (taskset, a cpuset) or run it on a quieter host")),
+        "{failure}"
+    );
+    assert_has(
+        &failure,
+        &[
+            " --> tests/suites/client/starved.yaml:8:5",
+            "`load.client_limited: warn` judges these figures anyway",
+            "    client thread 0: 32 streams, busy ",
+        ],
+    );
+    // The other thresholds held: the self-check alone failed the gate.
+    assert!(out.contains("pass output_tok_s >= 1.0 tok/s"), "{out}");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("latest/report.json")).unwrap())
+            .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let gate = &record["suites"][0]["gates"][0];
+    let client = &gate["client"];
+    assert_eq!(client["chosen"], "suite", "{gate}");
+    assert_eq!(
+        client["threads"].as_array().map(Vec::len),
+        Some(1),
+        "{gate}"
+    );
+    assert!(
+        client["limited"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("thread 0 ")),
+        "{gate}"
+    );
+    // Marked, but judged anyway, when the run says so.
+    let (sim, url) = external_sim_with(
+        "fixtures/sim/sglang.yaml",
+        &["--itl", "0ms", "--capacity", "100000"],
+    );
+    let warned = servegate(&[
+        "run",
+        "tests/suites/client/starved.yaml",
+        "--target",
+        &url,
+        "--client-limited",
+        "warn",
+    ]);
+    drop(sim);
+    assert_eq!(warned.code, Some(0), "{}", warned.out);
+    assert!(
+        warned.out.contains("CLIENT-LIMITED (thread 0 ")
+            && warned.out.contains("(client_limited: warn: judged anyway)"),
+        "{}",
+        warned.out
+    );
+}
+
+/// Four paced streams on two client threads: each thread owns two streams,
+/// their figures merge, and the self-check passes the gate.
+#[test]
+fn a_client_with_room_passes_its_self_check_on_two_threads() {
+    let (sim, url) = external_sim_with("fixtures/sim/sglang.yaml", &["--itl", "20ms"]);
+    let o = servegate(&["run", "tests/suites/client/paced.yaml", "--target", &url]);
+    drop(sim);
+    let out = o.out;
+    assert_eq!(o.code, Some(0), "{out}");
+    assert_has(
+        &out,
+        &[
+            "pass client self-check: 2 threads (suite), busy ≤ ",
+            ", client error itl.p50 ±",
+            ": every gated figure within 2% (0.1ms) of the server's",
+            "    client thread 0: 2 streams, busy ",
+            "    client thread 1: 2 streams, busy ",
+        ],
+    );
+}
+
+#[test]
+fn repeated_gates_report_the_interval_of_their_repeats() {
+    let out = run_expecting(&["run", "tests/suites/repeats.yaml"], 0);
+    assert!(
+        out.contains("(figures of the last of 3 repeats; verdicts over all of them)"),
+        "{out}"
+    );
+    let check = out
+        .lines()
+        .find(|l| l.contains("pass decode_tok_s.mean >= 10.0 tok/s"))
+        .unwrap_or_else(|| panic!("no decode check in:\n{out}"));
+    assert!(
+        check.contains("(95% CI ") && check.contains(", 3 repeats))"),
+        "{check}"
+    );
+}
+
+#[test]
+fn a_sweep_runs_one_trial_per_level_prints_its_curve_and_gates_it() {
+    let out = run_expecting(&["run", "tests/suites/sweep.yaml"], 1);
+    assert_eq!(
+        verdict(&out, "sweep::performance::scaling::concurrency_1"),
+        "ok",
+        "{out}"
+    );
+    assert_eq!(
+        verdict(&out, "sweep::performance::scaling::concurrency_4"),
+        "ok",
+        "{out}"
+    );
+    assert_eq!(
+        verdict(&out, "sweep::performance::scaling::curve"),
+        "FAILED",
+        "{out}"
+    );
+    let curve = failure_of(&out, "sweep::performance::scaling::curve");
+    assert!(
+        curve.starts_with("error: curve failed: requests_per_s should be non_increasing across the levels of `scaling`"),
+        "{curve}"
+    );
+    assert_has(
+        &curve,
+        &[
+            "--> tests/suites/sweep.yaml:13:7",
+            "levels:   concurrency_1 ",
+            "from concurrency_1 to concurrency_4",
+        ],
+    );
+    assert!(
+        !curve.contains("output_tok_s should"),
+        "throughput rose, as it should:\n{curve}"
+    );
+    let table = position(&out, "  sweep sweep::performance::scaling:");
+    let rows: Vec<&str> = out[table..].lines().skip(2).take(2).collect();
+    assert!(rows[0].trim_start().starts_with("concurrency_1 "), "{out}");
+    assert!(rows[1].trim_start().starts_with("concurrency_4 "), "{out}");
+    // The curve alone: its levels run first as prerequisites.
+    let o = servegate(&[
+        "run",
+        "tests/suites/sweep.yaml",
+        "--",
+        "--exact",
+        "sweep::performance::scaling::curve",
+    ]);
+    let out = o.out;
+    assert_has(
+        &out,
+        &[
+            "the levels of its selected curves run first as prerequisites",
+            "running 1 test",
+        ],
+    );
+    assert!(
+        failure_of(&out, "sweep::performance::scaling::curve").contains("requests_per_s"),
+        "{out}"
+    );
+}
+
+/// `recheck:` asks the suite's probes again while a gate's load runs: at a
+/// concurrency the simulator serves right they pass; past the batch size at
+/// which it turns answers to "!", the recheck trial fails naming the probe,
+/// the load, the failed assertion, the diff against the idle answer and the
+/// degenerate load answers — while the gate's own figures pass.
+#[test]
+fn recheck_catches_a_server_wrong_only_under_load() {
+    let out = run_expecting(&["run", "tests/suites/recheck.yaml"], 1);
+    for (name, want) in [
+        ("recheck::correctness::arithmetic", "ok"),
+        ("recheck::performance::calm", "ok"),
+        ("recheck::performance::calm::recheck", "ok"),
+        ("recheck::performance::busy", "ok"),
+        ("recheck::performance::busy::recheck", "FAILED"),
+    ] {
+        assert_eq!(verdict(&out, name), want, "{name}: {out}");
+    }
+    assert!(
+        ran_before(
+            &out,
+            "recheck::performance::busy",
+            "recheck::performance::busy::recheck"
+        ),
+        "{out}"
+    );
+    // The recheck's tokens beside the load are counted with the load's:
+    // the server's counter agrees with what the client received.
+    assert_has(
+        &out,
+        &["pass token_drift_metrics <= 1.00% (measured 0.00%)"],
+    );
+    assert_has(
+        &failure_of(&out, "recheck::performance::busy::recheck"),
+        &[
+            "error: correctness under load failed",
+            "--> tests/suites/recheck.yaml:30:14",
+            "load:     closed loop, concurrency 8, 48 requests,",
+            "probe arithmetic: ",
+            " answer(s) under load went wrong; the first:",
+            "    assertion failed: expected content matches regex `\\b4\\b`",
+            "--> tests/suites/recheck.yaml:14:9",
+            "    the greedy answer changed (- alone, + under load):\n    - \"4\"\n    + \"!\"",
+            "of the 8 load answers kept whole are degenerate:",
+            "a run of 96 × '!' (at most 80 allowed)",
+        ],
+    );
+    // Only the recheck selected: its gate runs first, and says so.
+    let out = run_expecting(
+        &[
+            "run",
+            "tests/suites/recheck.yaml",
+            "--",
+            "--exact",
+            "recheck::performance::calm::recheck",
+        ],
+        0,
+    );
+    assert!(
+        out.contains("the gates of its 1 selected recheck(s) run first"),
+        "{out}"
+    );
+    assert_eq!(
+        verdict(&out, "recheck::performance::calm::recheck"),
+        "ok",
+        "{out}"
+    );
+}

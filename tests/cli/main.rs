@@ -1,0 +1,94 @@
+//! End-to-end runs of the `servegate` binary against the embedded simulator
+//! (and `servegate sim` as an external server): exit codes, trial order,
+//! failure messages and the printed target. One test binary, a module per
+//! feature (tests/README.md says which); the helpers below are the ones
+//! several modules share, those of every test binary are in tests/common/.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../common/golden.rs"]
+mod golden;
+use common::run::command;
+
+mod assertions;
+mod baselines;
+mod bench_client;
+mod datasets;
+mod gates;
+mod init;
+mod list_and_filter;
+mod reasoning;
+mod reports;
+mod run;
+mod snapshots;
+mod targets;
+
+/// Whether trial `a` ran before trial `b` in the run whose output is
+/// `out`, by its run record (trials in the order they ran). Not by where
+/// libtest printed their lines: it prints a trial's line when its result
+/// reaches it, and on a loaded machine a quick next trial's can come first.
+fn ran_before(out: &str, a: &str, b: &str) -> bool {
+    let path = out
+        .lines()
+        .find_map(|l| l.strip_prefix("servegate: run record written to "))
+        .unwrap_or_else(|| panic!("no run record in:\n{out}"));
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path.trim()).unwrap()).unwrap();
+    let order: Vec<&str> = record["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    let at = |n: &str| {
+        order
+            .iter()
+            .position(|o| *o == n)
+            .unwrap_or_else(|| panic!("`{n}` not in the run record: {order:?}"))
+    };
+    at(a) < at(b)
+}
+
+/// Where `needle` is in `out`; a missing one fails the test.
+fn position(out: &str, needle: &str) -> usize {
+    out.find(needle)
+        .unwrap_or_else(|| panic!("`{needle}` not in:\n{out}"))
+}
+
+/// A process stopped when dropped, a failed assertion included (left
+/// running, it would hold the test's output open).
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `servegate sim` in a process of its own, standing in for a real
+/// server: the process and its URL.
+fn external_sim(profile: &str) -> (Stopped, String) {
+    external_sim_with(profile, &[])
+}
+
+/// [`external_sim`] with more `servegate sim` arguments.
+fn external_sim_with(profile: &str, args: &[&str]) -> (Stopped, String) {
+    use std::io::{BufRead, BufReader};
+    let mut sim = command(&[], &[])
+        .args(["sim", "--port", "0", "--profile", profile])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(sim.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    (Stopped(sim), url)
+}

@@ -1,0 +1,71 @@
+//! Running the `servegate` binary: one command line with the variables
+//! that would change a run removed, and what the run printed.
+
+use std::io::Read as _;
+use std::process::{Command, Output};
+
+/// The binary with `args`, in the repository's root, without the variables
+/// that would change what it runs against or how (a target, a kept run,
+/// client threads), plus `env`.
+pub fn command(args: &[&str], env: &[(&str, &std::path::Path)]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_servegate"));
+    cmd.args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("SERVEGATE_TARGET")
+        .env_remove("SGLANG_URL")
+        .env_remove("SERVEGATE_KEEP_RUNS")
+        .env_remove("SERVEGATE_CLIENT_THREADS")
+        .env_remove("SERVEGATE_CLIENT_LIMITED")
+        .env_remove("SERVEGATE_PIN_CLIENT")
+        .env_remove("SERVEGATE_TEST_UNSET_VARIABLE")
+        .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())));
+    cmd
+}
+
+/// A command's standard output and error through one pipe: servegate's
+/// own lines go to stderr and libtest's to stdout, and a test that checks
+/// their order reads both as they were printed. Runs `cmd` (taken whole,
+/// so that no copy of the pipe's write end stays open here) and returns
+/// its exit code and everything it printed.
+pub fn merged(mut cmd: Command) -> (Option<i32>, String) {
+    let (mut reader, writer) = std::io::pipe().expect("a pipe");
+    cmd.stdout(writer.try_clone().expect("a second write end"))
+        .stderr(writer);
+    let mut child = cmd.spawn().expect("the command starts");
+    drop(cmd);
+    let mut out = Vec::new();
+    reader.read_to_end(&mut out).expect("its output reads");
+    let status = child.wait().expect("it ends");
+    (status.code(), String::from_utf8_lossy(&out).into_owned())
+}
+
+/// What a finished `servegate` printed, both streams in order, and its
+/// exit code.
+pub struct Run {
+    pub code: Option<i32>,
+    pub out: String,
+}
+
+/// Runs the binary with `args` ([`command`]); what it printed.
+pub fn servegate(args: &[&str]) -> Run {
+    servegate_with(args, &[])
+}
+
+/// [`servegate`] with these variables added.
+pub fn servegate_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Run {
+    let (code, out) = merged(command(args, env));
+    Run { code, out }
+}
+
+/// Runs the binary and checks its exit code; what it printed.
+pub fn run_expecting(args: &[&str], code: i32) -> String {
+    let o = servegate(args);
+    assert_eq!(o.code, Some(code), "{}", o.out);
+    o.out
+}
+
+/// The binary's standard output alone (libtest's, or a report), and its
+/// standard error.
+pub fn streams(args: &[&str]) -> Output {
+    command(args, &[]).output().expect("servegate runs")
+}
