@@ -104,21 +104,7 @@ fn schema() -> Value {
 /// measured, where it is written; the implicit error bound says it is.
 #[test]
 fn the_record_keeps_each_threshold_verdict_as_data() {
-    let dir = std::env::temp_dir().join(format!("servegate-verdicts-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_servegate"))
-        .args(["run", "tests/suites/repeats.yaml"])
-        .env("CARGO_TARGET_DIR", &dir)
-        .env_remove("SERVEGATE_TARGET")
-        .output()
-        .unwrap();
-    let record: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("servegate/latest/report.json")).unwrap(),
-    )
-    .unwrap();
-    let mut errors = Vec::new();
-    validate(&schema(), &record, "$", &mut errors);
-    assert_eq!(errors, Vec::<String>::new());
+    let (_, out, record) = recorded_run("verdicts", "tests/suites/repeats.yaml");
     let rows = record["suites"][0]["gates"][0]["thresholds"]
         .as_array()
         .unwrap_or_else(|| panic!("{record}\n{}", String::from_utf8_lossy(&out.stderr)));
@@ -163,21 +149,36 @@ fn the_record_keeps_each_threshold_verdict_as_data() {
     assert_eq!(rows[0]["passed"], Value::Bool(mean >= 10.0), "{decode}");
 }
 
-#[test]
-fn the_record_of_a_real_run_matches_its_schema() {
-    let dir = std::env::temp_dir().join(format!("servegate-record-{}", std::process::id()));
+/// Runs `suite` with its own output directory (`servegate-<name>-<pid>`
+/// under the temp directory); its run directory, output and record, the
+/// record checked against the schema.
+fn recorded_run(name: &str, suite: &str) -> (std::path::PathBuf, std::process::Output, Value) {
+    let dir = std::env::temp_dir().join(format!("servegate-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let out = command(&[], &[])
-        .args(["run", "tests/suites/wrong_arithmetic.yaml"])
-        .env("CARGO_TARGET_DIR", &dir)
+    let out = command(&["run", suite], &[("CARGO_TARGET_DIR", &dir)])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
     let latest = dir.join("servegate/latest/report.json");
-    let record: Value = serde_json::from_str(&std::fs::read_to_string(&latest).unwrap()).unwrap();
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(&latest).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}\n{}",
+                latest.display(),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        }))
+        .unwrap();
     let mut errors = Vec::new();
     validate(&schema(), &record, "$", &mut errors);
     assert_eq!(errors, Vec::<String>::new());
+    (dir, out, record)
+}
+
+#[test]
+fn the_record_of_a_real_run_matches_its_schema() {
+    let (dir, out, record) = recorded_run("record", "tests/suites/wrong_arithmetic.yaml");
+    assert_eq!(out.status.code(), Some(1));
+    let latest = dir.join("servegate/latest/report.json");
     assert_eq!(record["complete"], true);
     let trials = record["trials"].as_array().unwrap();
     assert_eq!(trials.len(), 3);
