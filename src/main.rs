@@ -1,26 +1,35 @@
 //! `servegate`: run suites (`run`), list their trials (`list`), write a
 //! first one (`init`), print their schema (`schema`), or serve the
 //! simulator (`sim`).
+//!
+//! This file holds the commands and their dispatch; the arguments and glue
+//! of `sim` and `report` are in `src/cli/`.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+/// The binary's own modules: commands whose arguments and glue are a file
+/// of their own.
+mod cli {
+    pub mod report;
+    pub mod sim;
+}
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use cli::report::{ReportFormat, ReportMerge, merge_reports, report};
+use cli::sim::{SimArgs, serve_sim};
 use libtest_mimic::Arguments;
 use servegate::bench::{self, BenchOptions};
 use servegate::exit::Exit;
 use servegate::harness::{self, RunOptions, target::TARGET_ENV};
 use servegate::record::{DEFAULT_KEEP_RUNS, KEEP_RUNS_ENV};
-use servegate::report::Format;
 use servegate::suite::OnClientLimited;
 
 /// `--client-limited fail|warn`.
 fn parse_client_limited(word: &str) -> Result<OnClientLimited, String> {
     OnClientLimited::parse(word).ok_or_else(|| format!("`{word}`: expected `fail` or `warn`"))
 }
-use servegate::sim::{self, Profile};
 
 /// A cargo-test-style runner of declarative test suites for LLM inference servers.
 #[derive(Parser)]
@@ -216,24 +225,6 @@ enum Command {
     Sandbox {
         /// `supervise`, `init` or `exec`.
         role: String,
-    },
-}
-
-#[derive(Subcommand)]
-enum ReportMerge {
-    /// Merge the run records of several nodes (one CI job each) into one
-    /// report: `summary.md` (also printed), `junit.xml` and `report.html`,
-    /// a row per node and suite, the same gate across nodes side by side.
-    ///
-    /// Exit codes: 0 every trial passed, 1 one failed, 2 a record is unreadable.
-    Merge {
-        /// `LABEL=PATH` or `PATH` (labelled by its directory's name): a
-        /// `report.json`, a run directory, or an output directory holding `latest/`.
-        #[arg(required = true, value_name = "RECORD")]
-        records: Vec<String>,
-        /// Where the three files are written.
-        #[arg(long, default_value = "servegate-merged")]
-        out_dir: PathBuf,
     },
 }
 
@@ -468,185 +459,6 @@ fn review(
     let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
     match servegate::review::review(&options, &mut stdin.lock(), &mut stdout.lock()) {
         Ok(_) => ExitCode::from(Exit::Passed),
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(Exit::Failed)
-        }
-    }
-}
-
-/// `servegate sim`: the simulator as a server process.
-#[derive(Debug, clap::Args)]
-struct SimArgs {
-    /// Port to listen on (0 picks a free one).
-    #[arg(long, default_value_t = 30000)]
-    port: u16,
-    /// Address to bind; loopback unless you mean otherwise.
-    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
-    host: IpAddr,
-    /// A simulator profile (fixtures/sim/*.yaml).
-    #[arg(long)]
-    profile: Option<PathBuf>,
-    /// Time to first token, overriding the profile (e.g. `100ms`).
-    #[arg(long, env = "SERVEGATE_SIM_TTFT", value_parser = servegate::units::parse_duration)]
-    ttft: Option<Duration>,
-    /// Inter-token latency, overriding the profile (`0ms`: as fast as possible).
-    #[arg(long, env = "SERVEGATE_SIM_ITL", value_parser = servegate::units::parse_duration)]
-    itl: Option<Duration>,
-    /// Streams decoded at full speed, overriding the profile.
-    #[arg(long)]
-    capacity: Option<usize>,
-    /// Serve bench-client's truth instead of the simulator: a bare HTTP/1.1
-    /// streamer whose tokens are their own send times (µs since the epoch).
-    #[arg(long)]
-    stamp_tokens: bool,
-    /// Health checks answer 503 "Loading model" for this long after start.
-    #[arg(long, value_parser = servegate::units::parse_duration)]
-    loading: Option<Duration>,
-    /// Health checks never answer 200: a start-up that hangs.
-    #[arg(long)]
-    never_ready: bool,
-    /// Abort (SIGABRT) when a generation request arrives after this many.
-    #[arg(long)]
-    crash_after: Option<u64>,
-    /// Stop answering anything (health included) when a generation request
-    /// arrives after this many.
-    #[arg(long)]
-    hang_after: Option<u64>,
-    /// A `/get_server_info` field, as `KEY=VALUE` (VALUE read as JSON when
-    /// it parses, else as a string); repeatable.
-    #[arg(long = "server-info", value_name = "KEY=VALUE")]
-    server_info: Vec<String>,
-    /// A line written to stderr at start (log-pattern tests); repeatable.
-    #[arg(long, value_name = "LINE")]
-    say: Vec<String>,
-    /// A fault every generation request meets (`http_500`, `stall_mid_stream`, …).
-    #[arg(long)]
-    fault: Option<servegate::sim::fault::Fault>,
-}
-
-fn serve_sim(set: &SimArgs) -> ExitCode {
-    let addr = SocketAddr::new(set.host, set.port);
-    let mut profile = match set.profile.as_deref().map(Profile::load).transpose() {
-        Ok(p) => p.unwrap_or_default(),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Exit::Usage.into();
-        }
-    };
-    profile.ttft = set.ttft.unwrap_or(profile.ttft);
-    profile.itl = set.itl.unwrap_or(profile.itl);
-    profile.capacity = set.capacity.unwrap_or(profile.capacity).max(1);
-    profile.crash_after = set.crash_after;
-    profile.fault = set.fault.or(profile.fault);
-    profile.hang_after = set.hang_after;
-    profile.loading = if set.never_ready {
-        None
-    } else {
-        set.loading.or(profile.loading)
-    };
-    for field in &set.server_info {
-        let Some((key, value)) = field.split_once('=') else {
-            eprintln!("error: --server-info `{field}`: expected KEY=VALUE");
-            return Exit::Usage.into();
-        };
-        let value = serde_json::from_str(value)
-            .unwrap_or_else(|_| serde_json::Value::String(value.to_owned()));
-        profile.server_info.insert(key.to_owned(), value);
-    }
-    for line in &set.say {
-        eprintln!("{line}");
-    }
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: failed to start the async runtime: {e}");
-            return ExitCode::from(Exit::Failed);
-        }
-    };
-    let stamp_tokens = set.stamp_tokens;
-    runtime.block_on(async {
-        let model = profile.model.clone();
-        let (ttft, itl) = (profile.ttft, profile.itl);
-        let spawned = if stamp_tokens {
-            sim::listen(addr).and_then(|l| sim::stamped::spawn(l, ttft, itl))
-        } else {
-            sim::spawn(profile, addr)
-        };
-        match spawned {
-            Ok(running) => {
-                println!(
-                    "servegate sim: serving model {model:?} at {} (Ctrl-C to stop)",
-                    running.base_url()
-                );
-                let _ = tokio::signal::ctrl_c().await;
-                ExitCode::from(Exit::Passed)
-            }
-            Err(e) => {
-                eprintln!("error: failed to bind {addr}: {e}");
-                ExitCode::from(Exit::Failed)
-            }
-        }
-    })
-}
-
-/// `servegate report merge`.
-fn merge_reports(records: &[String], out_dir: &Path) -> ExitCode {
-    use servegate::report::merge;
-    match merge::write(records, out_dir) {
-        Ok(nodes) => {
-            print!("{}", merge::markdown(&nodes));
-            eprintln!(
-                "servegate: {} records merged into {}: {}",
-                nodes.len(),
-                out_dir.display(),
-                merge::FILES.join(", ")
-            );
-            Exit::failed_if(merge::counts(&nodes).1 > 0).into()
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            Exit::Usage.into()
-        }
-    }
-}
-
-/// What `servegate report` writes.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum ReportFormat {
-    /// Markdown summary.
-    Md,
-    /// JUnit XML.
-    Junit,
-    /// GitHub Actions annotations.
-    Annotations,
-    /// The self-contained HTML report.
-    Html,
-    /// The record itself.
-    Json,
-}
-
-fn report(path: &Path, format: ReportFormat) -> ExitCode {
-    let record = match servegate::record::read(path) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Exit::Usage.into();
-        }
-    };
-    let format = match format {
-        ReportFormat::Md => Format::Markdown,
-        ReportFormat::Html => Format::Html,
-        ReportFormat::Junit => Format::Junit,
-        ReportFormat::Annotations => Format::Annotations,
-        ReportFormat::Json => Format::Json,
-    };
-    let text = servegate::report::render(format, &record);
-    match text {
-        Ok(t) => {
-            print!("{t}");
-            ExitCode::from(Exit::Passed)
-        }
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(Exit::Failed)

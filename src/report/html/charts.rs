@@ -1,33 +1,24 @@
-//! A self-contained HTML report: no script, no network, inline CSS and
-//! SVG plots drawn here. Hand-written SVG rather than a plotting crate: the
-//! plots are a few lines, points and bars, and plotters would bring font
-//! rendering and image crates for nothing this report needs.
+//! The report's SVG plots: a chart of series with labelled axes, latency by
+//! percentile on a log tail axis, throughput against concurrency for a
+//! sweep, and variant bars with their 95% intervals.
 
 use std::fmt::Write as _;
 
-use super::counts;
-use crate::record::{GateRecord, RunRecord, TrialOutcome, TrialRecord};
-
-/// Escapes text for HTML.
-pub(super) fn esc(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use super::esc;
+use crate::record::{GateRecord, RunRecord};
 
 /// A value in a fitting unit: durations (seconds) as ms or s.
-fn secs(v: f64) -> String {
+pub(super) fn secs(v: f64) -> String {
     crate::units::format_secs(v)
 }
 
 /// One plotted series.
-struct Series<'a> {
-    name: &'a str,
-    color: &'a str,
-    points: Vec<(f64, f64)>,
+pub(super) struct Series<'a> {
+    pub(super) name: &'a str,
+    pub(super) color: &'a str,
+    pub(super) points: Vec<(f64, f64)>,
     /// Joined by a line (else dots).
-    line: bool,
+    pub(super) line: bool,
 }
 
 const W: f64 = 560.0;
@@ -37,7 +28,7 @@ const PAD: f64 = 48.0;
 const LEFT: f64 = 72.0;
 
 /// How a chart's x axis is labelled.
-enum XAxis<'a> {
+pub(super) enum XAxis<'a> {
     /// Five evenly spaced values.
     Linear,
     /// These positions, labelled so (and spanning at least them).
@@ -45,7 +36,7 @@ enum XAxis<'a> {
 }
 
 /// An SVG chart of `series` with labelled axes.
-fn chart(
+pub(super) fn chart(
     title: &str,
     (x_label, x_axis): (&str, XAxis<'_>),
     y_label: &str,
@@ -201,7 +192,7 @@ fn percentiles(g: &GateRecord, metric: &str) -> Vec<(f64, f64)> {
 }
 
 /// TTFT and ITL by percentile.
-fn percentile_chart(g: &GateRecord) -> String {
+pub(super) fn percentile_chart(g: &GateRecord) -> String {
     let dist = [("TTFT", "ttft", "#1f77b4"), ("ITL", "itl", "#d62728")]
         .iter()
         .map(|(name, metric, color)| Series {
@@ -226,207 +217,8 @@ fn percentile_chart(g: &GateRecord) -> String {
     )
 }
 
-fn gate_section(out: &mut String, suite: &str, g: &GateRecord) {
-    let _ = write!(
-        out,
-        "<section><h3><code>{}::performance::{}</code></h3><p class=\"load\">{}{}</p>",
-        esc(suite),
-        esc(&g.gate),
-        esc(&g.load),
-        if g.repeats > 1 {
-            format!(" — means over {} repeats", g.repeats)
-        } else {
-            String::new()
-        }
-    );
-    let shown = crate::suite::metric::format_figure;
-    let table = |out: &mut String, keys: &mut dyn Iterator<Item = (&String, &f64)>| {
-        out.push_str("<table class=\"figures\"><tr><th>figure</th><th>value</th></tr>");
-        for (k, v) in keys {
-            let _ = write!(
-                out,
-                "<tr><td>{}</td><td>{}</td></tr>",
-                esc(k),
-                esc(&shown(k, *v))
-            );
-        }
-        out.push_str("</table>");
-    };
-    table(
-        out,
-        &mut g.figures.iter().filter(|(k, _)| {
-            crate::suite::metric::KEY_FIGURES
-                .iter()
-                .any(|key| key.to_string() == **k)
-        }),
-    );
-    if !g.thresholds.is_empty() {
-        out.push_str("<table class=\"thresholds\"><tr><th>threshold</th><th>verdict</th></tr>");
-        for t in &g.thresholds {
-            let (class, verdict) = if t.passed {
-                ("pass", "pass")
-            } else {
-                ("fail", "FAIL")
-            };
-            let _ = write!(
-                out,
-                "<tr class=\"{class}\"><td>{}</td><td>{verdict}</td></tr>",
-                esc(&t.check)
-            );
-        }
-        out.push_str("</table>");
-    }
-    out.push_str("<details><summary>every figure</summary>");
-    table(out, &mut g.figures.iter());
-    out.push_str("</details><div class=\"charts\">");
-    out.push_str(&percentile_chart(g));
-    if !g.series.is_empty() {
-        let over_time = [
-            Series {
-                name: "E2E",
-                color: "#2ca02c",
-                points: g.series.iter().map(|&(t, _, e)| (t, e)).collect(),
-                line: false,
-            },
-            Series {
-                name: "TTFT",
-                color: "#1f77b4",
-                points: g.series.iter().map(|&(t, f, _)| (t, f)).collect(),
-                line: false,
-            },
-        ];
-        out.push_str(&chart(
-            "latency over time",
-            ("seconds since the first completion", XAxis::Linear),
-            "latency",
-            &secs,
-            &over_time,
-        ));
-    }
-    out.push_str("</div></section>");
-}
-
-/// The last user message (or prompt) of a request body.
-fn prompt_of(request: &serde_json::Value) -> String {
-    request["messages"]
-        .as_array()
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-        .and_then(|m| m["content"].as_str())
-        .or_else(|| request["prompt"].as_str())
-        .or_else(|| request["text"].as_str())
-        .unwrap_or("")
-        .to_owned()
-}
-
-/// A trial's row of the trials table, its failure message folded below it.
-pub(super) fn trial_row(out: &mut String, t: &TrialRecord) {
-    let (class, mark, why) = match t.outcome {
-        TrialOutcome::Passed => ("pass", "passed", "failure"),
-        TrialOutcome::Failed => ("fail", "FAILED", "failure"),
-        TrialOutcome::Gated => ("gated", "gated", "why it was gated"),
-    };
-    let _ = write!(
-        out,
-        "<tr class=\"{class}\"><td><code>{}</code></td><td>{mark}</td><td>{:.2}s</td><td>{}:{}</td></tr>",
-        esc(&t.name),
-        t.duration_s,
-        esc(&t.file),
-        t.line
-    );
-    if let Some(m) = &t.message {
-        let _ = write!(
-            out,
-            "<tr class=\"{class}\"><td colspan=\"4\"><details><summary>{why}</summary><pre>{}</pre></details></td></tr>",
-            esc(m)
-        );
-    }
-}
-
-/// The record as one HTML page.
-pub fn render(record: &RunRecord) -> String {
-    let (counted, failed) = counts(record);
-    let mut out = String::from(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>servegate report</title><style>\
-         body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}\
-         table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}\
-         tr.fail td{background:#fde8e8}tr.gated td{background:#fdf3e1}tr.pass td:nth-child(2){color:#176317}pre{white-space:pre-wrap;font-size:12px}\
-         .charts{display:flex;flex-wrap:wrap;gap:1em}.chart{border:1px solid #eee;background:#fff}.load{color:#555}\
-         h1 .fail{color:#b00}h1 .pass{color:#176317}</style></head><body>",
-    );
-    let _ = write!(
-        out,
-        "<h1>servegate: <span class=\"{}\">{counted}</span>{}</h1><p>run <code>{}</code>, servegate {}</p><ul>",
-        if failed { "fail" } else { "pass" },
-        if record.complete {
-            ""
-        } else {
-            " (interrupted)"
-        },
-        esc(&record.run_id),
-        esc(&record.servegate)
-    );
-    for s in &record.suites {
-        let _ = write!(
-            out,
-            "<li><code>{}</code> against {}</li>",
-            esc(&s.suite),
-            esc(&s.target)
-        );
-    }
-    out.push_str("</ul><h2>Trials</h2><table><tr><th>trial</th><th>outcome</th><th>time</th><th>where</th></tr>");
-    for t in &record.trials {
-        trial_row(&mut out, t);
-    }
-    out.push_str("</table>");
-    let probes: Vec<&TrialRecord> = record
-        .trials
-        .iter()
-        .filter(|t| t.exchange.is_some())
-        .collect();
-    if !probes.is_empty() {
-        out.push_str("<h2>Correctness probes</h2><table><tr><th>probe</th><th>prompt</th><th>answer</th><th>verdict</th></tr>");
-        for t in probes {
-            let ex = t.exchange.as_ref().expect("filtered");
-            let _ = write!(
-                out,
-                "<tr class=\"{}\"><td><code>{}</code></td><td><pre>{}</pre></td><td><pre>{}</pre></td><td>{}</td></tr>",
-                if t.outcome.passed() { "pass" } else { "fail" },
-                esc(&t.name),
-                esc(&prompt_of(&ex.request)),
-                esc(&kept_answer(ex)),
-                t.outcome.name()
-            );
-        }
-        out.push_str("</table>");
-    }
-    out.push_str("<h2>Performance</h2>");
-    for s in &record.suites {
-        for g in &s.gates {
-            gate_section(&mut out, &s.suite, g);
-        }
-        sweeps(&mut out, &s.suite, &s.gates);
-    }
-    variants(&mut out, record);
-    out.push_str("</body></html>\n");
-    out
-}
-
-/// A probe's answer as the record kept it, saying so when that is an
-/// excerpt.
-fn kept_answer(ex: &crate::record::Exchange) -> String {
-    let kept = ex.content.chars().count();
-    if ex.content_chars > kept {
-        format!(
-            "{}… ({} characters in all; the record keeps the first {kept})",
-            ex.content, ex.content_chars
-        )
-    } else {
-        ex.content.clone()
-    }
-}
-
 /// Throughput against concurrency for the levels of each concurrency sweep.
-fn sweeps(out: &mut String, suite: &str, gates: &[GateRecord]) {
+pub(super) fn sweeps(out: &mut String, suite: &str, gates: &[GateRecord]) {
     let mut sweeps: Vec<(&str, Vec<(f64, f64)>)> = Vec::new();
     for g in gates {
         let Some((name, level)) = g
@@ -469,7 +261,7 @@ fn sweeps(out: &mut String, suite: &str, gates: &[GateRecord]) {
 }
 
 /// Variant comparison bars with their 95% intervals.
-fn variants(out: &mut String, record: &RunRecord) {
+pub(super) fn variants(out: &mut String, record: &RunRecord) {
     if record.comparisons.is_empty() {
         return;
     }

@@ -1,0 +1,125 @@
+//! `servegate sim`: the simulator (or bench-client's stamped streamer) as
+//! a server process, its profile overridden by the command line.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use servegate::exit::Exit;
+use servegate::sim::{self, Profile};
+
+/// `servegate sim`: the simulator as a server process.
+#[derive(Debug, clap::Args)]
+pub(crate) struct SimArgs {
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 30000)]
+    port: u16,
+    /// Address to bind; loopback unless you mean otherwise.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    host: IpAddr,
+    /// A simulator profile (fixtures/sim/*.yaml).
+    #[arg(long)]
+    profile: Option<PathBuf>,
+    /// Time to first token, overriding the profile (e.g. `100ms`).
+    #[arg(long, env = "SERVEGATE_SIM_TTFT", value_parser = servegate::units::parse_duration)]
+    ttft: Option<Duration>,
+    /// Inter-token latency, overriding the profile (`0ms`: as fast as possible).
+    #[arg(long, env = "SERVEGATE_SIM_ITL", value_parser = servegate::units::parse_duration)]
+    itl: Option<Duration>,
+    /// Streams decoded at full speed, overriding the profile.
+    #[arg(long)]
+    capacity: Option<usize>,
+    /// Serve bench-client's truth instead of the simulator: a bare HTTP/1.1
+    /// streamer whose tokens are their own send times (µs since the epoch).
+    #[arg(long)]
+    stamp_tokens: bool,
+    /// Health checks answer 503 "Loading model" for this long after start.
+    #[arg(long, value_parser = servegate::units::parse_duration)]
+    loading: Option<Duration>,
+    /// Health checks never answer 200: a start-up that hangs.
+    #[arg(long)]
+    never_ready: bool,
+    /// Abort (SIGABRT) when a generation request arrives after this many.
+    #[arg(long)]
+    crash_after: Option<u64>,
+    /// Stop answering anything (health included) when a generation request
+    /// arrives after this many.
+    #[arg(long)]
+    hang_after: Option<u64>,
+    /// A `/get_server_info` field, as `KEY=VALUE` (VALUE read as JSON when
+    /// it parses, else as a string); repeatable.
+    #[arg(long = "server-info", value_name = "KEY=VALUE")]
+    server_info: Vec<String>,
+    /// A line written to stderr at start (log-pattern tests); repeatable.
+    #[arg(long, value_name = "LINE")]
+    say: Vec<String>,
+    /// A fault every generation request meets (`http_500`, `stall_mid_stream`, …).
+    #[arg(long)]
+    fault: Option<servegate::sim::fault::Fault>,
+}
+
+pub(crate) fn serve_sim(set: &SimArgs) -> ExitCode {
+    let addr = SocketAddr::new(set.host, set.port);
+    let mut profile = match set.profile.as_deref().map(Profile::load).transpose() {
+        Ok(p) => p.unwrap_or_default(),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Exit::Usage.into();
+        }
+    };
+    profile.ttft = set.ttft.unwrap_or(profile.ttft);
+    profile.itl = set.itl.unwrap_or(profile.itl);
+    profile.capacity = set.capacity.unwrap_or(profile.capacity).max(1);
+    profile.crash_after = set.crash_after;
+    profile.fault = set.fault.or(profile.fault);
+    profile.hang_after = set.hang_after;
+    profile.loading = if set.never_ready {
+        None
+    } else {
+        set.loading.or(profile.loading)
+    };
+    for field in &set.server_info {
+        let Some((key, value)) = field.split_once('=') else {
+            eprintln!("error: --server-info `{field}`: expected KEY=VALUE");
+            return Exit::Usage.into();
+        };
+        let value = serde_json::from_str(value)
+            .unwrap_or_else(|_| serde_json::Value::String(value.to_owned()));
+        profile.server_info.insert(key.to_owned(), value);
+    }
+    for line in &set.say {
+        eprintln!("{line}");
+    }
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: failed to start the async runtime: {e}");
+            return ExitCode::from(Exit::Failed);
+        }
+    };
+    let stamp_tokens = set.stamp_tokens;
+    runtime.block_on(async {
+        let model = profile.model.clone();
+        let (ttft, itl) = (profile.ttft, profile.itl);
+        let spawned = if stamp_tokens {
+            sim::listen(addr).and_then(|l| sim::stamped::spawn(l, ttft, itl))
+        } else {
+            sim::spawn(profile, addr)
+        };
+        match spawned {
+            Ok(running) => {
+                println!(
+                    "servegate sim: serving model {model:?} at {} (Ctrl-C to stop)",
+                    running.base_url()
+                );
+                let _ = tokio::signal::ctrl_c().await;
+                ExitCode::from(Exit::Passed)
+            }
+            Err(e) => {
+                eprintln!("error: failed to bind {addr}: {e}");
+                ExitCode::from(Exit::Failed)
+            }
+        }
+    })
+}

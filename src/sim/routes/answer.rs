@@ -1,0 +1,220 @@
+//! The bytes of an answer in each shape: the whole body of a request that
+//! does not stream, and the SSE chunks of one that does (token chunks
+//! formatted directly, the rest through JSON), with their usage, SGLang's
+//! `meta_info` and llama.cpp's last event.
+
+use std::time::Duration;
+
+use axum::body::Bytes;
+use serde_json::{Value, json};
+
+use super::Shape;
+use super::ask::Extras;
+use crate::sim::Profile;
+use crate::sim::engine::{Finish, Plan};
+
+/// The completion count the server reports: breaking `usage` makes it one
+/// that the stream contradicts.
+fn reported_tokens(plan: &Plan, profile: &Profile) -> u64 {
+    if profile.breaks("usage") {
+        1
+    } else {
+        plan.completion_tokens()
+    }
+}
+
+pub(super) fn usage(plan: &Plan, profile: &Profile) -> Value {
+    let completion = reported_tokens(plan, profile);
+    json!({
+        "prompt_tokens": plan.prompt_tokens,
+        "completion_tokens": completion,
+        "total_tokens": plan.prompt_tokens + completion,
+    })
+}
+
+pub(super) fn meta_info(plan: &Plan, id: &str, completion_tokens: u64, finished: bool) -> Value {
+    let finish = if finished {
+        match plan.finish {
+            Finish::Length => json!({"type": "length", "length": completion_tokens}),
+            Finish::Stop => json!({"type": "stop", "matched": 2}),
+        }
+    } else {
+        Value::Null
+    };
+    json!({
+        "id": id,
+        "finish_reason": finish,
+        "prompt_tokens": plan.prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "cached_tokens": 0,
+    })
+}
+
+/// llama.cpp's last event (and non-streaming body): the whole `content`
+/// there, counts, why it stopped and the server's timings, `prompt_ms` the
+/// time to the first token and `predicted_ms` the rest.
+pub(super) fn llama_stop(
+    plan: &Plan,
+    profile: &Profile,
+    content: &str,
+    first: Duration,
+    end: Duration,
+) -> Value {
+    let predicted = reported_tokens(plan, profile);
+    let predicted_ms = end.saturating_sub(first).as_secs_f64() * 1000.0;
+    #[expect(clippy::cast_precision_loss, reason = "small counts")]
+    let per_second = if predicted_ms > 0.0 {
+        predicted as f64 * 1000.0 / predicted_ms
+    } else {
+        0.0
+    };
+    json!({
+        "content": content,
+        "id_slot": 0,
+        "stop": true,
+        "model": profile.model,
+        "tokens_predicted": predicted,
+        "tokens_evaluated": plan.prompt_tokens,
+        "stop_type": match plan.finish {
+            Finish::Length => "limit",
+            Finish::Stop => "eos",
+        },
+        "timings": {
+            "prompt_n": plan.prompt_tokens,
+            "prompt_ms": first.as_secs_f64() * 1000.0,
+            "predicted_n": predicted,
+            "predicted_ms": predicted_ms,
+            "predicted_per_second": per_second,
+        },
+    })
+}
+
+/// Non-streaming body.
+pub(super) fn whole(
+    shape: Shape,
+    plan: &Plan,
+    profile: &Profile,
+    id: &str,
+    took: Duration,
+) -> Value {
+    let model = &profile.model;
+    let content = plan.content.concat();
+    let reasoning = plan.reasoning.concat();
+    match shape {
+        Shape::Chat => json!({
+            "id": id, "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": if content.is_empty() { Value::Null } else { Value::String(content) },
+                    "reasoning_content": if reasoning.is_empty() { Value::Null } else { Value::String(reasoning) },
+                },
+                "finish_reason": plan.finish.name(),
+            }],
+            "usage": usage(plan, profile),
+        }),
+        Shape::Completions => json!({
+            "id": id, "object": "text_completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "text": inline_reasoning(&reasoning, &content), "finish_reason": plan.finish.name()}],
+            "usage": usage(plan, profile),
+        }),
+        Shape::Generate => json!({
+            "text": inline_reasoning(&reasoning, &content),
+            "meta_info": meta_info(plan, id, plan.completion_tokens(), true),
+        }),
+        Shape::Llama => llama_stop(
+            plan,
+            profile,
+            &inline_reasoning(&reasoning, &content),
+            profile.ttft,
+            took,
+        ),
+    }
+}
+
+/// Completion-style APIs have no reasoning channel: the text carries it.
+fn inline_reasoning(reasoning: &str, content: &str) -> String {
+    if reasoning.is_empty() {
+        content.to_owned()
+    } else {
+        format!("<think>{reasoning}</think>{content}")
+    }
+}
+
+pub(super) fn sse(value: &Value) -> Bytes {
+    Bytes::from(format!("data: {value}\n\n"))
+}
+
+pub(super) fn chat_chunk(model: &str, id: &str, delta: &Value, finish: Option<&str>) -> Bytes {
+    sse(&json!({
+        "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+    }))
+}
+
+/// A JSON string literal.
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+/// The SSE bytes of one chunk of `tokens` tokens. Token chunks are the hot
+/// path of a benchmark, so they are formatted directly, not through a JSON
+/// tree.
+#[expect(clippy::too_many_arguments, reason = "one chunk is many small facts")]
+pub(super) fn token_chunk(
+    shape: Shape,
+    model: &str,
+    id: &str,
+    piece: &str,
+    reasoning: bool,
+    cumulative: &str,
+    plan: &Plan,
+    sent: u64,
+    extras: Extras,
+) -> Bytes {
+    let usage = if extras.continuous {
+        format!(
+            ",\"usage\":{{\"prompt_tokens\":{p},\"completion_tokens\":{sent},\"total_tokens\":{t}}}",
+            p = plan.prompt_tokens,
+            t = plan.prompt_tokens + sent
+        )
+    } else {
+        String::new()
+    };
+    let text = match shape {
+        Shape::Chat => {
+            let delta = if reasoning {
+                format!(
+                    "{{\"reasoning_content\":{},\"content\":null}}",
+                    quoted(piece)
+                )
+            } else {
+                format!("{{\"content\":{}}}", quoted(piece))
+            };
+            format!(
+                "data: {{\"id\":\"{id}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":{},\"choices\":[{{\"index\":0,\"delta\":{delta},\"logprobs\":null,\"finish_reason\":null}}]{usage}}}\n\n",
+                quoted(model)
+            )
+        }
+        Shape::Completions => format!(
+            "data: {{\"id\":\"{id}\",\"object\":\"text_completion\",\"created\":0,\"model\":{},\"choices\":[{{\"index\":0,\"text\":{},\"finish_reason\":null}}]{usage}}}\n\n",
+            quoted(model),
+            quoted(piece)
+        ),
+        Shape::Llama => format!(
+            "data: {{\"index\":0,\"content\":{},\"stop\":false,\"id_slot\":-1,\"tokens_predicted\":{sent},\"tokens_evaluated\":{}}}\n\n",
+            quoted(piece),
+            plan.prompt_tokens
+        ),
+        Shape::Generate => {
+            let done = sent == plan.completion_tokens();
+            format!(
+                "data: {{\"text\":{},\"meta_info\":{}}}\n\n",
+                quoted(cumulative),
+                meta_info(plan, id, sent, done)
+            )
+        }
+    };
+    Bytes::from(text)
+}

@@ -1,0 +1,128 @@
+//! What a generation request asks for, read from its body whatever its API:
+//! the prompt, the token limit, seed and sampling, stop sequences, the
+//! reasoning switches and what to stream besides tokens.
+
+use serde_json::{Value, json};
+
+use super::Shape;
+
+/// The reasoning switches of a chat request.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ReasoningAsk {
+    /// `chat_template_kwargs.enable_thinking` (default true).
+    pub(super) thinking: bool,
+    /// `separate_reasoning` (default true): false puts the reasoning in the
+    /// content, between `<think>` and `</think>`.
+    pub(super) separate: bool,
+}
+
+/// What a request asked for, whatever its API.
+pub(super) struct Ask {
+    pub(super) prompt: String,
+    pub(super) max_tokens: u32,
+    pub(super) ignore_eos: bool,
+    pub(super) seed: Option<u64>,
+    /// An explicit temperature above 0: unseeded filler then differs
+    /// from request to request, as sampling does.
+    pub(super) sampled: bool,
+    /// Stop sequences.
+    pub(super) stop: Vec<String>,
+    /// What the request asked of the reasoning.
+    pub(super) reasoning: ReasoningAsk,
+    pub(super) stream: bool,
+    pub(super) extras: Extras,
+}
+
+const DEFAULT_MAX_TOKENS: u32 = 256;
+
+/// What the client asked to receive besides tokens.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Extras {
+    /// A usage chunk at the end.
+    pub(super) usage: bool,
+    /// Usage on every chunk (`continuous_usage_stats`).
+    pub(super) continuous: bool,
+}
+
+fn u32_field(v: Option<&Value>) -> Option<u32> {
+    v.and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+}
+
+pub(super) fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
+    let flag = |pointer: &str, default: bool| {
+        body.pointer(pointer)
+            .and_then(Value::as_bool)
+            .unwrap_or(default)
+    };
+    let prompt = match shape {
+        Shape::Chat => body
+            .get("messages")
+            .and_then(Value::as_array)
+            .ok_or("`messages` must be a list")?
+            .iter()
+            .rev()
+            .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+            .and_then(|m| m.get("content"))
+            .and_then(Value::as_str)
+            .ok_or("no user message")?
+            .to_owned(),
+        Shape::Completions | Shape::Llama => body
+            .get("prompt")
+            .and_then(Value::as_str)
+            .ok_or("`prompt` must be a string")?
+            .to_owned(),
+        Shape::Generate => body
+            .get("text")
+            .and_then(Value::as_str)
+            .ok_or("`text` must be a string")?
+            .to_owned(),
+    };
+    let params = if shape == Shape::Generate {
+        body.get("sampling_params").cloned().unwrap_or(json!({}))
+    } else {
+        body.clone()
+    };
+    let max_tokens = match shape {
+        Shape::Generate => u32_field(params.get("max_new_tokens")),
+        // -1 (the default) is "until the end of the sequence".
+        Shape::Llama => u32_field(params.get("n_predict")),
+        _ => u32_field(params.get("max_tokens")).or(u32_field(params.get("max_completion_tokens"))),
+    }
+    .unwrap_or(DEFAULT_MAX_TOKENS);
+    let seed_key = if shape == Shape::Generate {
+        "sampling_seed"
+    } else {
+        "seed"
+    };
+    Ok(Ask {
+        prompt,
+        max_tokens,
+        ignore_eos: params
+            .get("ignore_eos")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        seed: params.get(seed_key).and_then(Value::as_u64),
+        sampled: params
+            .get("temperature")
+            .and_then(Value::as_f64)
+            .is_some_and(|t| t > 0.0),
+        reasoning: ReasoningAsk {
+            thinking: flag("/chat_template_kwargs/enable_thinking", true),
+            separate: flag("/separate_reasoning", true),
+        },
+        stop: match params.get("stop") {
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        },
+        stream: flag("/stream", false),
+        extras: Extras {
+            usage: flag("/stream_options/include_usage", false),
+            continuous: flag("/stream_options/continuous_usage_stats", false),
+        },
+    })
+}

@@ -1,0 +1,245 @@
+//! HTTP handlers of the simulator, speaking SGLang's dialect of the OpenAI
+//! API (role-only first chunk, `reasoning_content`, usage chunk with empty
+//! `choices`, `[DONE]`) and SGLang's native `/generate` (cumulative `text`,
+//! `meta_info`), and llama.cpp's native `/completion` (`content` events, a
+//! last `"stop": true` event with counts and the server's `timings`, no
+//! `[DONE]`).
+//!
+//! This file holds the generation route: a request read ([`ask`]), planned,
+//! broken as the profile says, then answered whole ([`answer`]) or streamed
+//! ([`stream`]); [`info`] holds the other endpoints (health, models, server
+//! info, metrics, cache flush).
+
+mod answer;
+mod ask;
+mod info;
+mod stream;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::Json;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, post};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::time::{Instant, sleep_until};
+
+use super::SimState;
+use super::engine::plan;
+use super::fault::Fault;
+use answer::whole;
+use ask::{Extras, parse_ask};
+pub(super) use info::{flush_cache, health, metrics, model_info, models, server_info};
+use stream::stream;
+
+/// Which response shape a request gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Shape {
+    /// OpenAI chat completions.
+    Chat,
+    /// OpenAI completions.
+    Completions,
+    /// SGLang's `/generate`.
+    Generate,
+    /// llama.cpp's `/completion`.
+    Llama,
+}
+
+/// Sent down a stream's channel to drop the connection mid-response.
+const ABORT: &[u8] = b"\0servegate-sim-abort";
+
+/// The faults that strike before a stream starts: an HTTP error, no byte
+/// ever, or headers late. `Some` is the response to send instead.
+async fn fault_before_stream(fault: Option<Fault>) -> Option<Response> {
+    let fault = fault?;
+    if let Some(code) = fault.status() {
+        let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = Json(
+            json!({"object": "error", "message": format!("simulated {fault}"), "type": "ServerError", "code": code}),
+        );
+        let mut r = (status, body).into_response();
+        if code == 429 {
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        }
+        return Some(r);
+    }
+    match fault {
+        Fault::HangBeforeFirstByte => std::future::pending().await,
+        Fault::SlowHeaders => tokio::time::sleep(Duration::from_secs(3)).await,
+        _ => {}
+    }
+    None
+}
+
+fn bad_request(message: &str) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        Json(
+            json!({"object": "error", "message": message, "type": "BadRequestError", "code": 400}),
+        ),
+    )
+        .into_response()
+}
+
+/// Counts a stream as running for as long as it lives.
+struct Running(Arc<SimState>);
+
+impl Running {
+    fn start(state: &Arc<SimState>) -> Self {
+        state.running.fetch_add(1, Ordering::SeqCst);
+        Self(Arc::clone(state))
+    }
+
+    /// The ITL now: the base ITL, stretched once streams exceed capacity.
+    fn itl(&self) -> Duration {
+        let running = self.0.running.load(Ordering::SeqCst).max(1);
+        let capacity = self.0.profile.capacity;
+        let base = self.0.profile.itl;
+        if running <= capacity {
+            base
+        } else {
+            #[expect(clippy::cast_precision_loss, reason = "small counts")]
+            base.mul_f64(running as f64 / capacity as f64)
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The route of a generation endpoint answering in `shape`.
+pub(super) fn generation(shape: Shape) -> MethodRouter<Arc<SimState>> {
+    post(
+        move |State(s): State<Arc<SimState>>, Json(body): Json<Value>| async move {
+            generate_response(s, shape, &body).await
+        },
+    )
+}
+
+async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> Response {
+    let ask = match parse_ask(shape, body) {
+        Ok(a) => a,
+        Err(e) => return bad_request(&e),
+    };
+    let before = state.requests.fetch_add(1, Ordering::Relaxed);
+    if let Some(r) = fault_before_stream(state.profile.fault).await {
+        return r;
+    }
+    let p = &state.profile;
+    let reseed = ask.sampled || p.breaks("determinism");
+    let seed = ask
+        .seed
+        .or_else(|| reseed.then(|| (before + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+    let unthinking;
+    let p = if ask.reasoning.thinking {
+        p
+    } else {
+        let mut q = p.clone();
+        for r in &mut q.replies {
+            r.reasoning = None;
+        }
+        unthinking = q;
+        &unthinking
+    };
+    let mut plan = plan(
+        p,
+        &ask.prompt,
+        ask.max_tokens,
+        ask.ignore_eos && !p.breaks("ignore_eos"),
+        seed,
+    );
+    if !ask.reasoning.separate && !plan.reasoning.is_empty() {
+        let mut inline = vec!["<think>".to_owned()];
+        inline.append(&mut plan.reasoning);
+        inline.push("</think>".to_owned());
+        inline.append(&mut plan.content);
+        inline.truncate(ask.max_tokens as usize);
+        plan.content = inline;
+    }
+    if !p.breaks("stop") {
+        plan.stop_at(&ask.stop);
+    }
+    if p.breaks("max_tokens") && plan.finish == super::engine::Finish::Length {
+        plan.content
+            .extend([" over", " the", " limit"].map(str::to_owned));
+    }
+    // A kernel wrong only in a large batch: every token of this request
+    // is garbage when it joins more streams than the profile allows.
+    if state
+        .profile
+        .corrupt_above
+        .is_some_and(|n| state.running.load(Ordering::SeqCst) + 1 > n)
+    {
+        plan.content.fill_with(|| "!".to_owned());
+    }
+    if state.profile.hang_after.is_some_and(|n| before >= n) {
+        eprintln!(
+            "servegate sim: simulated hang: no answer from now on (request {})",
+            before + 1
+        );
+        state.hung.store(true, Ordering::SeqCst);
+    }
+    if state.hung.load(Ordering::SeqCst) {
+        return std::future::pending().await;
+    }
+    if state.profile.crash_after.is_some_and(|n| before >= n) {
+        eprintln!(
+            "servegate sim: simulated crash: fatal error in decode (request {})",
+            before + 1
+        );
+        std::process::abort();
+    }
+    state
+        .prompt_tokens
+        .fetch_add(plan.prompt_tokens, Ordering::Relaxed);
+    let id = format!("sim-{}", state.requests.load(Ordering::Relaxed));
+    if ask.stream {
+        let (tx, rx) = mpsc::channel::<Bytes>(32);
+        tokio::spawn(stream(
+            Arc::clone(&state),
+            shape,
+            plan,
+            Extras {
+                usage: ask.extras.usage && state.profile.usage,
+                continuous: ask.extras.continuous && state.profile.usage,
+            },
+            id,
+            tx,
+        ));
+        // The abort marker ends the body with an error: the connection drops
+        // mid-response, as when a server process dies.
+        let body = Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
+            let b = rx.recv().await?;
+            if b == ABORT {
+                return Some((Err(std::io::Error::other("simulated disconnect")), rx));
+            }
+            Some((Ok(b), rx))
+        }));
+        return Response::builder()
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .header(header::CACHE_CONTROL, "no-cache")
+            .body(body)
+            .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response());
+    }
+    let running = Running::start(&state);
+    let started = Instant::now();
+    let mut at = started + state.profile.ttft;
+    for _ in 1..plan.completion_tokens() {
+        at += running.itl();
+    }
+    sleep_until(at).await;
+    drop(running);
+    state
+        .generation_tokens
+        .fetch_add(plan.completion_tokens(), Ordering::Relaxed);
+    Json(whole(shape, &plan, &state.profile, &id, started.elapsed())).into_response()
+}

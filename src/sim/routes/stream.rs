@@ -1,0 +1,200 @@
+//! A streamed answer: the tokens of a plan sent as SSE chunks at the
+//! profile's pace (stretched past its capacity), with the faults that break
+//! a stream once it started, and its closing events.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, sleep_until};
+
+use super::answer::{chat_chunk, llama_stop, meta_info, sse, token_chunk, usage};
+use super::ask::Extras;
+use super::{ABORT, Running, Shape};
+use crate::sim::SimState;
+use crate::sim::engine::Plan;
+use crate::sim::fault::Fault;
+
+/// Breaks a stream after its first tokens; `true` when the stream is over.
+async fn fault_mid_stream(fault: Fault, tx: &mpsc::Sender<Bytes>) -> bool {
+    match fault {
+        Fault::StallMidStream => std::future::pending().await,
+        Fault::DisconnectMidStream => {
+            let _ = tx.send(Bytes::from_static(ABORT)).await;
+        }
+        Fault::Huge => {
+            // 100 MB of one event that never ends its line.
+            let piece = Bytes::from(vec![b'x'; 1 << 20]);
+            if tx.send(Bytes::from_static(b"data: ")).await.is_ok() {
+                for _ in 0..100 {
+                    if tx.send(piece.clone()).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        other => {
+            if let Some(event) = other.event() {
+                let _ = tx.send(Bytes::from(event)).await;
+            }
+        }
+    }
+    true
+}
+
+pub(super) async fn stream(
+    state: Arc<SimState>,
+    shape: Shape,
+    plan: Plan,
+    extras: Extras,
+    id: String,
+    tx: mpsc::Sender<Bytes>,
+) {
+    let running = Running::start(&state);
+    let started = Instant::now();
+    let model = state.profile.model.clone();
+    let per_chunk = state.profile.tokens_per_chunk;
+    let mut at = Instant::now() + state.profile.ttft;
+    if shape == Shape::Chat {
+        // SGLang's role-only first chunk: not a token.
+        let first = chat_chunk(
+            &model,
+            &id,
+            &json!({"role": "assistant", "content": ""}),
+            None,
+        );
+        if tx.send(first).await.is_err() {
+            return;
+        }
+    }
+    let tokens: Vec<(&String, bool)> = plan
+        .reasoning
+        .iter()
+        .map(|t| (t, true))
+        .chain(plan.content.iter().map(|t| (t, false)))
+        .collect();
+    let mut cumulative = String::new();
+    let mut in_think = false;
+    let mut sent: u64 = 0;
+    let mut first = None;
+    let mut i = 0;
+    while i < tokens.len() {
+        // A chunk: up to `per_chunk` tokens of one kind, each costing an ITL.
+        let reasoning = tokens[i].1;
+        let mut piece = String::new();
+        if shape != Shape::Chat && reasoning != in_think {
+            piece.push_str(if reasoning { "<think>" } else { "</think>" });
+            in_think = reasoning;
+        }
+        let mut n = 0;
+        while i < tokens.len() && n < per_chunk && tokens[i].1 == reasoning {
+            if n > 0 {
+                at += running.itl();
+            }
+            piece.push_str(tokens[i].0);
+            i += 1;
+            n += 1;
+        }
+        if at > Instant::now() {
+            sleep_until(at).await;
+        }
+        at += running.itl();
+        sent += n as u64;
+        state
+            .generation_tokens
+            .fetch_add(n as u64, Ordering::Relaxed);
+        cumulative.push_str(&piece);
+        let chunk = token_chunk(
+            shape,
+            &model,
+            &id,
+            &piece,
+            reasoning,
+            &cumulative,
+            &plan,
+            sent,
+            extras,
+        );
+        if tx.send(chunk).await.is_err() {
+            return;
+        }
+        if sent == n as u64 {
+            let ttft = started.elapsed();
+            first = Some(ttft);
+            state.ttft.observe(ttft);
+        }
+        if let Some(f) = state.profile.fault.filter(|f| f.mid_stream())
+            && sent >= 3
+            && fault_mid_stream(f, &tx).await
+        {
+            return;
+        }
+    }
+    if state.profile.fault == Some(Fault::Endless) {
+        // max_tokens ignored: filler until the client goes away.
+        loop {
+            sleep_until(at).await;
+            at = Instant::now().max(at) + running.itl().max(Duration::from_millis(1));
+            sent += 1;
+            cumulative.push_str(" more");
+            let chunk = token_chunk(
+                shape,
+                &model,
+                &id,
+                " more",
+                false,
+                &cumulative,
+                &plan,
+                sent,
+                extras,
+            );
+            if tx.send(chunk).await.is_err() {
+                return;
+            }
+        }
+    }
+    let mut tail = Vec::new();
+    match shape {
+        Shape::Chat => tail.push(chat_chunk(
+            &model,
+            &id,
+            &json!({}),
+            Some(plan.finish.name()),
+        )),
+        Shape::Completions => tail.push(sse(&json!({
+            "id": id, "object": "text_completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "text": "", "finish_reason": plan.finish.name()}],
+        }))),
+        Shape::Generate if plan.completion_tokens() == 0 => {
+            tail.push(sse(
+                &json!({"text": "", "meta_info": meta_info(&plan, &id, 0, true)}),
+            ));
+        }
+        Shape::Generate => {}
+        Shape::Llama => tail.push(sse(&llama_stop(
+            &plan,
+            &state.profile,
+            "",
+            first.unwrap_or_else(|| started.elapsed()),
+            started.elapsed(),
+        ))),
+    }
+    if extras.usage && matches!(shape, Shape::Chat | Shape::Completions) {
+        tail.push(sse(&json!({
+            "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+            "choices": [], "usage": usage(&plan, &state.profile),
+        })));
+    }
+    if shape != Shape::Llama {
+        tail.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    }
+    for b in tail {
+        if tx.send(b).await.is_err() {
+            return;
+        }
+    }
+    state.e2e.observe(started.elapsed());
+}
