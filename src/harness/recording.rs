@@ -184,8 +184,7 @@ pub(super) fn sweep_point(g: &crate::suite::Gate) -> Option<crate::record::Sweep
     };
     let of = g.sweep.as_ref()?;
     Some(crate::record::SweepPoint {
-        sweep: of.sweep.clone(),
-        level: of.level.clone(),
+        of: of.clone(),
         concurrency,
         rate,
     })

@@ -64,7 +64,7 @@ impl GateRecord {
             &self.gate,
             self.sweep
                 .as_ref()
-                .map(|s| (s.sweep.as_str(), s.level.as_str())),
+                .map(|s| (s.of.sweep.as_str(), s.of.level.as_str())),
         )
     }
 }
@@ -72,10 +72,10 @@ impl GateRecord {
 /// One level of a sweep.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SweepPoint {
-    /// The sweep's name (its gates' without the level).
-    pub sweep: String,
-    /// The level, as the gate's name ends: `concurrency_8`, `rate_2_5`.
-    pub level: String,
+    /// The sweep and the level (`sweep`, `level`: `concurrency_8`,
+    /// `rate_2_5`), as the suite names them.
+    #[serde(flatten)]
+    pub of: crate::suite::SweepLevel,
     /// The closed loop's concurrency at this level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<u32>,

@@ -224,7 +224,7 @@ pub(super) fn sweeps(out: &mut String, suite: &str, gates: &[GateRecord]) {
         let Some((name, level)) = g
             .sweep
             .as_ref()
-            .and_then(|s| Some((s.sweep.as_str(), s.concurrency?)))
+            .and_then(|s| Some((s.of.sweep.as_str(), s.concurrency?)))
         else {
             continue;
         };
@@ -334,8 +334,10 @@ mod tests {
             thresholds: Vec::new(),
             client: None,
             sweep: sweep.map(|(s, c)| crate::record::SweepPoint {
-                sweep: s.into(),
-                level: format!("concurrency_{c}"),
+                of: crate::suite::SweepLevel {
+                    sweep: s.into(),
+                    level: format!("concurrency_{c}"),
+                },
                 concurrency: Some(c),
                 rate: None,
             }),

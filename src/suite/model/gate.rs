@@ -93,8 +93,9 @@ pub fn file_parts<'a>(gate: &'a str, sweep: Option<(&'a str, &'a str)>) -> Vec<&
     sweep.map_or_else(|| vec![gate], |(s, l)| vec![s, l])
 }
 
-/// A gate that is one level of a sweep.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A gate that is one level of a sweep (the record keeps it as written
+/// here: `sweep`, `level`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SweepLevel {
     /// The sweep's own name (the gate's is `<sweep>::<level>`).
     pub sweep: String,
