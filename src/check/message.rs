@@ -87,15 +87,10 @@ impl Message {
     /// after it (a log's tail) are detail.
     pub fn error(&mut self, what: impl fmt::Display) -> &mut Self {
         let what = what.to_string();
-        let (first, rest) = what.split_once('\n').unwrap_or((&what, ""));
-        self.push(true, format!("error: {first}\n"));
         if self.headline.is_none() {
-            self.headline = Some(first.to_owned());
+            self.headline = Some(what.lines().next().unwrap_or("").to_owned());
         }
-        if !rest.is_empty() {
-            self.push(false, format!("{rest}\n"));
-        }
-        self
+        self.labelled("error: ", &what)
     }
 
     /// Writes `-->` with the file, line and column (in the gist), then the
@@ -111,9 +106,19 @@ impl Message {
         self
     }
 
-    /// Writes a labelled line of the gist.
+    /// Writes a labelled line: its first line is in the gist, any lines
+    /// after it (a program's listing, its stderr) are detail.
     pub fn line(&mut self, label: Label, text: impl fmt::Display) -> &mut Self {
-        self.push(true, format!("{}{text}\n", label.prefix()));
+        self.labelled(label.prefix(), &text.to_string())
+    }
+
+    /// `prefix` and the first line of `text` as gist, the rest as detail.
+    fn labelled(&mut self, prefix: &str, text: &str) -> &mut Self {
+        let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+        self.push(true, format!("{prefix}{first}\n"));
+        if !rest.is_empty() {
+            self.push(false, format!("{rest}\n"));
+        }
         self
     }
 
@@ -257,6 +262,23 @@ mod tests {
         assert_eq!(m.points_at(), Some(loc(2)));
         assert_eq!(m.headline(), "wrong");
         assert_eq!(Message::from("\n  plain\n").headline(), "plain");
+    }
+
+    /// A long `found:` (a code check's program and its stderr) gives the
+    /// gist its first line only: the rest stays in the message.
+    #[test]
+    fn only_the_first_line_of_a_labelled_text_is_gist() {
+        let mut m = Message::new();
+        m.line(
+            Label::Found,
+            "test 2 failed\n  1 | def f():\n  2 |     return 1",
+        );
+        m.line(Label::Received, "1 token");
+        assert_eq!(m.gist(), "found:    test 2 failed\nreceived: 1 token");
+        assert!(
+            m.to_string()
+                .contains("  2 |     return 1\nreceived: 1 token\n")
+        );
     }
 
     /// A detail line that reads like a gist line stays detail: nothing is

@@ -3,6 +3,7 @@
 //! variant bounds, and the curves across a sweep's levels.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use super::judge::{References, VariantFigures, describe_load, judge, judge_curve};
 use super::outcome::{Cause, Stop, Verdict};
@@ -55,16 +56,16 @@ impl SuiteRun {
         }
         match gate {
             Err(Stop::Gated(cause)) => Err(Stop::Gated(cause)),
-            Err(e) => Err(Stop::failed(
-                FailureKind::Gate,
-                format!(
-                    "error: the gate's load did not run, so nothing was rechecked under it\n  ({})",
-                    e.to_string().lines().next().unwrap_or("")
-                ),
-            )),
+            Err(e) => {
+                let mut m = Message::of_error(
+                    "the gate's load did not run, so nothing was rechecked under it",
+                );
+                let _ = write!(m, "  ({})", e.to_string().lines().next().unwrap_or(""));
+                Err(Stop::failed(FailureKind::Gate, m))
+            }
             Ok(()) => Err(Stop::failed(
                 FailureKind::Gate,
-                "error: the gate ran without its recheck".to_owned(),
+                Message::of_error("the gate ran without its recheck"),
             )),
         }
     }
@@ -81,14 +82,12 @@ impl SuiteRun {
             let verdict = self.gate(i);
             let Some(f) = self.figures().into_iter().find(|f| &f.gate == level) else {
                 let why = verdict.err().map(|e| e.to_string()).unwrap_or_default();
-                let first = why.lines().next().unwrap_or("");
-                return Err(Stop::failed(
-                    FailureKind::Gate,
-                    format!(
-                        "error: the curve of `{}` cannot be judged: level `{level}` measured nothing\n  ({first})",
-                        curve.gate
-                    ),
+                let mut m = Message::of_error(format_args!(
+                    "the curve of `{}` cannot be judged: level `{level}` measured nothing",
+                    curve.gate
                 ));
+                let _ = write!(m, "  ({})", why.lines().next().unwrap_or(""));
+                return Err(Stop::failed(FailureKind::Gate, m));
             };
             let label = self.suite.gates[i]
                 .sweep

@@ -251,13 +251,13 @@ impl SuiteRun {
 
     pub(super) fn connected(&self) -> Result<&Connected, Stop> {
         self.connect().as_ref().map_err(|e| {
-            Stop::failed(
-                FailureKind::Target,
-                format!(
-                    "error: {e}\n  (suite `{}`, every trial of it fails)",
-                    self.label
-                ),
-            )
+            let mut message = Message::of_error(e);
+            let _ = write!(
+                message,
+                "  (suite `{}`, every trial of it fails)",
+                self.label
+            );
+            Stop::failed(FailureKind::Target, message)
         })
     }
 

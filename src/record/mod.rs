@@ -114,7 +114,8 @@ pub struct ThresholdVerdict {
     /// figure), in `unit`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<f64>,
-    /// The figure judged (the mean over repeats); absent when nothing
+    /// The figure judged, combined over repeats as its metric says (the
+    /// mean; the total for a count such as `errors`); absent when nothing
     /// measured it.
     pub measured: Option<f64>,
     /// Each repeat's figure, when the gate repeated.

@@ -277,6 +277,8 @@ struct Figures<'a> {
     bound: Option<f64>,
     reference: Option<f64>,
     est: Option<&'a Estimate>,
+    /// Each repeat's figure, when the gate repeated.
+    repeats: Vec<f64>,
     not_applied: Option<String>,
 }
 
@@ -290,10 +292,7 @@ impl Figures<'_> {
             bound: self.bound,
             reference: self.reference,
             measured: self.est.map(|e| e.mean),
-            repeats: self
-                .est
-                .filter(|e| e.values.len() > 1)
-                .map_or_else(Vec::new, |e| e.values.clone()),
+            repeats: self.repeats,
             unit: t.key.metric.unit().to_owned(),
             line: lt.loc.line,
             implicit,
@@ -346,11 +345,19 @@ pub fn judge(
     };
     for (lt, implicit) in thresholds(gate) {
         let t = &lt.threshold;
-        let verdict = |bound, reference, est, not_applied| {
+        // What each repeat measured, as the failure message lists it.
+        let each: Vec<f64> = if repeats.len() > 1 {
+            repeats.iter().filter_map(|m| m.value(t.key)).collect()
+        } else {
+            Vec::new()
+        };
+        let est = estimate(t.key, repeats);
+        let verdict = |bound, reference, not_applied| {
             Figures {
                 bound,
                 reference,
-                est,
+                est: est.as_ref(),
+                repeats: each.clone(),
                 not_applied,
             }
             .verdict(&lt, implicit)
@@ -359,11 +366,10 @@ pub fn judge(
             checks.push(ThresholdRecord {
                 check: format!("{t} (not applied: {why})"),
                 passed: true,
-                threshold: Some(verdict(None, None, None, Some(why))),
+                threshold: Some(verdict(None, None, Some(why))),
             });
             continue;
         }
-        let est = estimate(t.key, repeats);
         // A relative bound needs its reference figure; without it the
         // threshold cannot pass.
         let reference = refs.reference(t);
@@ -387,7 +393,6 @@ pub fn judge(
             threshold: Some(verdict(
                 resolved.as_ref().ok().copied(),
                 reference.as_ref().and_then(|r| r.as_ref().ok()).copied(),
-                est.as_ref(),
                 None,
             )),
         });
