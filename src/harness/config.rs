@@ -61,9 +61,12 @@ fn holds(expect: &ConfigExpect, value: &Value) -> Result<(), String> {
 impl SuiteRun {
     /// Runs config check `index` once; later calls return the first verdict.
     pub fn config(&self, index: usize) -> Verdict {
-        once(&self.configs, index, || {
-            self.run_config(&self.suite.expect_server[index])
-        })
+        once(
+            &self.configs,
+            index,
+            |c| c,
+            || self.run_config(&self.suite.expect_server[index]),
+        )
     }
 
     fn run_config(&self, check: &ConfigCheck) -> Verdict {

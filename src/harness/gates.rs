@@ -44,14 +44,19 @@ impl SuiteRun {
     /// Runs gate `index` once, after every probe of the suite; later calls
     /// (a curve's prerequisites) return the first verdict.
     pub fn gate(&self, index: usize) -> Verdict {
-        once(&self.gates, index, || self.run_gate(index))
+        once(
+            &self.gates,
+            index,
+            |g| &mut g.verdict,
+            || self.run_gate(index),
+        )
     }
 
     /// The recheck of gate `index` under its load: run with the gate (the
     /// gate runs first when it has not); gated as the gate was.
     pub fn recheck(&self, index: usize) -> Verdict {
         let gate = self.gate(index);
-        if let Some(done) = self.rechecks.lock().ok().and_then(|r| r[index].clone()) {
+        if let Some(done) = self.gates.read(index, |g| g.recheck.clone()).flatten() {
             return done;
         }
         match gate {
@@ -285,15 +290,13 @@ impl SuiteRun {
             };
             tokio::join!(load, ask)
         });
-        let idle: Vec<Option<crate::text::Kept>> = self
-            .suite
-            .probes
-            .iter()
-            .map(|p| {
-                let ex = self.exchanges.lock().ok()?;
-                ex.iter()
-                    .find(|(name, _)| *name == p.name)
-                    .map(|(_, e)| e.answer())
+        let idle: Vec<Option<crate::text::Kept>> = (0..self.suite.probes.len())
+            .map(|i| {
+                self.probes
+                    .read(i, |p| {
+                        p.exchange.as_ref().map(crate::record::Exchange::answer)
+                    })
+                    .flatten()
             })
             .collect();
         let samples: Vec<recheck::LoadAnswer> = watch
@@ -315,9 +318,7 @@ impl SuiteRun {
         };
         let verdict =
             recheck::judge(&cx, &asked, &samples).map_err(|m| Stop::failed(FailureKind::Gate, m));
-        if let Ok(mut r) = self.rechecks.lock() {
-            r[index] = Some(verdict);
-        }
+        self.gates.write(index, |g| g.recheck = Some(verdict));
         measured
     }
 }

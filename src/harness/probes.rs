@@ -15,58 +15,68 @@ use crate::check::message::Message;
 use crate::check::{accuracy, contract, evaluate, humaneval, snapshot};
 use crate::client::CallRequest;
 use crate::record::FailureKind;
-use crate::suite::{Api, DatasetProbe, DatasetTask, Input, Probe, Sampling, SnapshotMode};
+use crate::suite::{Api, DatasetProbe, DatasetTask, Input, Sampling, SnapshotMode};
 
 impl SuiteRun {
     /// Runs probe `index` once; later calls return the first verdict.
     pub fn probe(&self, index: usize) -> Verdict {
-        once(&self.probes, index, || self.run_probe(index))
+        once(
+            &self.probes,
+            index,
+            |p| &mut p.verdict,
+            || self.run_probe(index),
+        )
     }
 
     /// Compares probe `index`'s answer with its snapshot (running the probe
     /// first when it has not run); later calls return the first verdict.
     pub fn snapshot(&self, index: usize) -> Verdict {
-        once(&self.snapshots, index, || {
-            let probe = &self.suite.probes[index];
-            let target = self.connected()?;
-            let probe_verdict = self.probe(index);
-            let answer = self.answers.lock().ok().and_then(|a| a[index].clone());
-            let Some((text, info)) = answer else {
-                let why = probe_verdict
-                    .err()
-                    .map(|e| e.to_string())
-                    .unwrap_or_default();
-                return Err(Stop::Gated(Cause::NoAnswer {
-                    label: self.label.clone(),
-                    probe: probe.name.clone(),
-                    why: why.lines().next().unwrap_or("").to_owned(),
-                }));
-            };
-            let file = &self.suite.file;
-            let place = snapshot::Place {
-                root: snapshot::root(&file.root),
-                rel: PathBuf::from(&self.suite.name).join(snapshot::slug(&target.model_id)),
-                name: probe.name.clone(),
-                source: file.in_project(),
-                line: probe.loc.line,
-                description: format!("{}::snapshot::{}", self.label, probe.name),
-                info,
-            };
-            match snapshot::compare(&place, &text, &self.plan.snapshots) {
-                Ok(snapshot::Compared::Matched) => Ok(()),
-                Ok(snapshot::Compared::Recorded(path)) => {
-                    eprintln!(
-                        "servegate: snapshot recorded: {}",
-                        snapshot::shown_path(&path)
-                    );
-                    Ok(())
+        once(
+            &self.probes,
+            index,
+            |p| &mut p.snapshot,
+            || {
+                let probe = &self.suite.probes[index];
+                let target = self.connected()?;
+                let probe_verdict = self.probe(index);
+                let answer = self.probes.read(index, |p| p.answer.clone()).flatten();
+                let Some((text, info)) = answer else {
+                    let why = probe_verdict
+                        .err()
+                        .map(|e| e.to_string())
+                        .unwrap_or_default();
+                    return Err(Stop::Gated(Cause::NoAnswer {
+                        label: self.label.clone(),
+                        probe: probe.name.clone(),
+                        why: why.lines().next().unwrap_or("").to_owned(),
+                    }));
+                };
+                let file = &self.suite.file;
+                let place = snapshot::Place {
+                    root: snapshot::root(&file.root),
+                    rel: PathBuf::from(&self.suite.name).join(snapshot::slug(&target.model_id)),
+                    name: probe.name.clone(),
+                    source: file.in_project(),
+                    line: probe.loc.line,
+                    description: format!("{}::snapshot::{}", self.label, probe.name),
+                    info,
+                };
+                match snapshot::compare(&place, &text, &self.plan.snapshots) {
+                    Ok(snapshot::Compared::Matched) => Ok(()),
+                    Ok(snapshot::Compared::Recorded(path)) => {
+                        eprintln!(
+                            "servegate: snapshot recorded: {}",
+                            snapshot::shown_path(&path)
+                        );
+                        Ok(())
+                    }
+                    Err(changed) => Err(Stop::failed(
+                        FailureKind::Snapshot,
+                        changed.message(file, probe.loc, probe.snapshot == SnapshotMode::Gate),
+                    )),
                 }
-                Err(changed) => Err(Stop::failed(
-                    FailureKind::Snapshot,
-                    changed.message(file, probe.loc, probe.snapshot == SnapshotMode::Gate),
-                )),
-            }
-        })
+            },
+        )
     }
 
     /// `Err` when a config check failed: nothing after it is trusted.
@@ -93,7 +103,7 @@ impl SuiteRun {
         let target = self.connected()?;
         self.config_prerequisite()?;
         if let Some(ds) = &probe.dataset {
-            return self.run_dataset(target, probe, ds);
+            return self.run_dataset(index, target, ds);
         }
         let req = CallRequest {
             input: probe.input.clone(),
@@ -119,12 +129,8 @@ impl SuiteRun {
                     .map(|m| (a, m))
             })
             .collect();
-        if let Ok(mut ex) = self.exchanges.lock() {
-            ex.push((
-                probe.name.clone(),
-                crate::record::Exchange::new(sent.body.clone(), &completion, code_runs),
-            ));
-        }
+        let exchange = crate::record::Exchange::new(sent.body.clone(), &completion, code_runs);
+        self.probes.write(index, |p| p.exchange = Some(exchange));
         let ask = |r: &CallRequest| self.runtime.block_on(target.client.complete(r));
         let asker = contract::Asker {
             file,
@@ -139,10 +145,8 @@ impl SuiteRun {
                     .map_err(probe_failed)?,
             );
         }
-        if probe.snapshot != SnapshotMode::Off
-            && let Ok(mut answers) = self.answers.lock()
-        {
-            answers[index] = Some((
+        if probe.snapshot != SnapshotMode::Off {
+            let answer = (
                 snapshot::render(&completion),
                 serde_json::json!({
                     "request": sent.body,
@@ -150,7 +154,8 @@ impl SuiteRun {
                     "server_version": target.server_version,
                     "api": self.suite.target.api.name(),
                 }),
-            ));
+            );
+            self.probes.write(index, |p| p.answer = Some(answer));
         }
         if failed.is_empty() && problems.is_empty() {
             Ok(())
@@ -168,7 +173,8 @@ impl SuiteRun {
     /// Asks every scored item of a dataset, `concurrency` at a time, grades
     /// the answers (running a code dataset's programs in the sandbox) and
     /// judges the share right.
-    fn run_dataset(&self, target: &Connected, probe: &Probe, ds: &DatasetProbe) -> Verdict {
+    fn run_dataset(&self, index: usize, target: &Connected, ds: &DatasetProbe) -> Verdict {
+        let probe = &self.suite.probes[index];
         let system = match &probe.input {
             Input::Prompt { system, .. } => system.clone(),
             Input::Messages(_) => None,
@@ -233,9 +239,7 @@ impl SuiteRun {
             }
             out
         });
-        if let Ok(mut d) = self.datasets.lock() {
-            d.push((probe.name.clone(), ds.clone(), results));
-        }
+        self.probes.write(index, |p| p.graded = Some(results));
         verdict.map_err(probe_failed)
     }
 }

@@ -16,7 +16,7 @@ use super::target::{self, Connected, LaunchPlace};
 use crate::check::message::Message;
 use crate::check::{accuracy, snapshot};
 use crate::load::metrics::GateMetrics;
-use crate::suite::{ConfigSource, DatasetProbe, Suite, Timeouts, Variant};
+use crate::suite::{ConfigSource, Suite, Timeouts, Variant};
 
 pub use super::outcome::Verdict;
 use super::outcome::{Cause, Stop};
@@ -137,20 +137,62 @@ pub struct SuiteRun {
     lifecycle: Mutex<Lifecycle>,
     /// How each trial that ran ended.
     pub(super) outcomes: Mutex<Vec<crate::record::TrialRecord>>,
-    /// Each probe's request and answer, by probe name.
-    pub(super) exchanges: Mutex<Vec<(String, crate::record::Exchange)>>,
     pub(super) runtime: Arc<Runtime>,
-    pub(super) configs: Mutex<Vec<Option<Verdict>>>,
+    /// Each config check's verdict, once it ran.
+    pub(super) configs: Slots<Option<Verdict>>,
     pub(super) documents: Documents,
-    pub(super) probes: Mutex<Vec<Option<Verdict>>>,
-    /// Each probe's answer as a snapshot stores it, once it came.
-    pub(super) answers: Mutex<Vec<Option<(String, serde_json::Value)>>>,
-    pub(super) snapshots: Mutex<Vec<Option<Verdict>>>,
-    /// Every graded item of the dataset probes: probe, file, items.
-    pub(super) datasets: Mutex<Vec<(String, DatasetProbe, Vec<accuracy::ItemResult>)>>,
-    pub(super) gates: Mutex<Vec<Option<Verdict>>>,
-    /// Each gate's recheck under load, once its load ran.
-    pub(super) rechecks: Mutex<Vec<Option<Verdict>>>,
+    /// What each probe's trials settled.
+    pub(super) probes: Slots<ProbeState>,
+    /// What each gate's trials settled.
+    pub(super) gates: Slots<GateState>,
+}
+
+/// What a probe's trials have settled so far.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ProbeState {
+    /// Its correctness verdict, once it ran.
+    pub(super) verdict: Option<Verdict>,
+    /// Its request and answer, as the record keeps them.
+    pub(super) exchange: Option<crate::record::Exchange>,
+    /// Its answer as a snapshot stores it, and the snapshot's info.
+    pub(super) answer: Option<(String, serde_json::Value)>,
+    /// Its snapshot's verdict, once compared.
+    pub(super) snapshot: Option<Verdict>,
+    /// A dataset probe's graded items, once it ran.
+    pub(super) graded: Option<Vec<accuracy::ItemResult>>,
+}
+
+/// What a gate's trials have settled so far.
+#[derive(Debug, Clone, Default)]
+pub(super) struct GateState {
+    /// Its verdict, once its load ran and was judged.
+    pub(super) verdict: Option<Verdict>,
+    /// Its recheck's verdict under that load.
+    pub(super) recheck: Option<Verdict>,
+}
+
+/// One stage's state: a slot per item (a probe, a gate, a config check),
+/// in the suite's order.
+#[derive(Debug)]
+pub(super) struct Slots<T>(Mutex<Vec<T>>);
+
+impl<T: Clone + Default> Slots<T> {
+    fn new(items: usize) -> Self {
+        Self(Mutex::new(vec![T::default(); items]))
+    }
+
+    /// What `f` reads of item `index`'s slot (nothing when the lock is
+    /// poisoned: a trial panicked holding it).
+    pub(super) fn read<R>(&self, index: usize, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.0.lock().ok().map(|s| f(&s[index]))
+    }
+
+    /// Changes item `index`'s slot.
+    pub(super) fn write(&self, index: usize, f: impl FnOnce(&mut T)) {
+        if let Ok(mut s) = self.0.lock() {
+            f(&mut s[index]);
+        }
+    }
 }
 
 impl SuiteRun {
@@ -165,16 +207,11 @@ impl SuiteRun {
             target: OnceLock::new(),
             lifecycle: Mutex::default(),
             outcomes: Mutex::new(Vec::new()),
-            exchanges: Mutex::new(Vec::new()),
             runtime,
-            configs: Mutex::new(vec![None; suite.expect_server.len()]),
+            configs: Slots::new(suite.expect_server.len()),
             documents: Documents::default(),
-            probes: Mutex::new(vec![None; suite.probes.len()]),
-            answers: Mutex::new(vec![None; suite.probes.len()]),
-            snapshots: Mutex::new(vec![None; suite.probes.len()]),
-            datasets: Mutex::new(Vec::new()),
-            gates: Mutex::new(vec![None; suite.gates.len()]),
-            rechecks: Mutex::new(vec![None; suite.gates.len()]),
+            probes: Slots::new(suite.probes.len()),
+            gates: Slots::new(suite.gates.len()),
             suite,
         }
     }
@@ -189,10 +226,11 @@ impl SuiteRun {
 
     /// The dataset probes' outcomes so far, for the record.
     pub fn dataset_records(&self) -> Vec<crate::record::DatasetRecord> {
-        let Ok(d) = self.datasets.lock() else {
-            return Vec::new();
-        };
-        d.iter()
+        let graded = self.suite.probes.iter().enumerate().filter_map(|(i, p)| {
+            let ds = p.dataset.as_ref()?;
+            Some((&p.name, ds, self.probes.read(i, |s| s.graded.clone())??))
+        });
+        graded
             .map(|(probe, ds, items)| {
                 let correct = items.iter().filter(|i| i.correct).count();
                 #[expect(clippy::cast_precision_loss, reason = "dataset sizes are small")]
@@ -305,13 +343,9 @@ impl SuiteRun {
             .trial_inner(&name, body)
             .map_err(|stop| stop.map_text(crate::text::for_log));
         let exchange = (id.stage == crate::record::Stage::Correctness && id.part.is_none())
-            .then(|| {
-                let ex = self.exchanges.lock().ok()?;
-                ex.iter()
-                    .find(|(p, _)| *p == id.item)
-                    .map(|(_, e)| e.clone())
-            })
-            .flatten();
+            .then(|| self.suite.probes.iter().position(|p| p.name == id.item))
+            .flatten()
+            .and_then(|i| self.probes.read(i, |p| p.exchange.clone()).flatten());
         if let Ok(mut o) = self.outcomes.lock() {
             o.push(crate::record::TrialRecord {
                 name,
@@ -447,18 +481,24 @@ impl SuiteRun {
     }
 }
 
-/// The verdict in `slots[index]`, running `run` to fill it the first time.
-pub(super) fn once(
-    slots: &Mutex<Vec<Option<Verdict>>>,
+/// The verdict `field` picks of item `index`'s slot, running `run` to
+/// fill it the first time (the lock is not held while it runs: a trial
+/// runs others, which read their own slots).
+pub(super) fn once<T: Clone + Default>(
+    slots: &Slots<T>,
     index: usize,
+    field: fn(&mut T) -> &mut Option<Verdict>,
     run: impl FnOnce() -> Verdict,
 ) -> Verdict {
-    if let Some(done) = slots.lock().ok().and_then(|s| s[index].clone()) {
+    let done = slots
+        .0
+        .lock()
+        .ok()
+        .and_then(|mut s| field(&mut s[index]).clone());
+    if let Some(done) = done {
         return done;
     }
     let verdict = run();
-    if let Ok(mut s) = slots.lock() {
-        s[index] = Some(verdict.clone());
-    }
+    slots.write(index, |s| *field(s) = Some(verdict.clone()));
     verdict
 }
