@@ -201,7 +201,7 @@ struct Measured {
     held: Vec<Contract>,
     broke: Vec<(Contract, String)>,
     /// Each gate's figures, every run's value.
-    figures: Vec<std::collections::BTreeMap<String, Vec<f64>>>,
+    figures: Vec<crate::suite::figures::ByKey<Vec<f64>>>,
 }
 
 fn say(line: &str) {
@@ -491,7 +491,11 @@ fn render(o: &Options, base_url: &str, name: &str, m: &Measured) -> String {
         );
         // The lowest and highest of the runs, and how they spread.
         let runs = |key: &str| {
-            let v = f.get(key).map_or(&[][..], Vec::as_slice);
+            let v = key
+                .parse()
+                .ok()
+                .and_then(|k| f.get(k))
+                .map_or(&[][..], Vec::as_slice);
             let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             if v.is_empty() {

@@ -14,6 +14,7 @@ use crate::load::metrics::GateMetrics;
 use crate::load::runner::{Watch, run_watched};
 use crate::load::selfcheck::ClientCheck;
 use crate::load::threads::Threads;
+use crate::suite::metric::{Metric, MetricKey, Stat};
 use crate::units::{format_duration, format_secs};
 
 /// Answers kept whole per row for the timing error.
@@ -93,12 +94,12 @@ impl Row {
     /// Output tokens per second held.
     pub(super) fn rate(&self) -> f64 {
         self.metrics
-            .value("output_tok_s".parse().expect("metric"))
+            .value(MetricKey::single(Metric::OutputTokS))
             .unwrap_or(0.0)
     }
 
     /// The self-check's bound on a figure of the row, as shown.
-    fn bound(&self, figure: &str) -> String {
+    fn bound(&self, figure: MetricKey) -> String {
         self.check
             .figures
             .iter()
@@ -145,10 +146,10 @@ impl Row {
             or_na(worst(|t| t.waited), |w| format!("{:.0}%", 100.0 * w)),
             format!("{} ({})", p99(&t.ttft), p99(&t.ttft_true)),
             p99(&t.ttft_err),
-            self.bound("ttft.p99"),
+            self.bound(MetricKey::stat(Metric::Ttft, Stat::P99)),
             format!("{} ({})", p99(&t.itl), p99(&t.itl_true)),
             p99(&t.itl_err),
-            self.bound("itl.p99"),
+            self.bound(MetricKey::stat(Metric::Itl, Stat::P99)),
             m.errors + t.unreadable,
             if self.check.limited.is_some() {
                 "LIMITED"

@@ -27,7 +27,8 @@ pub fn compare(runs: &[Arc<SuiteRun>]) -> Vec<Comparison> {
             .collect();
         for gate in &suite.gates {
             for t in &gate.thresholds {
-                let figure = t.threshold.key.to_string();
+                let key = t.threshold.key;
+                let figure = key.to_string();
                 if out.iter().any(|c: &Comparison| {
                     c.suite == suite.name && c.gate == gate.name && c.figure == figure
                 }) {
@@ -38,7 +39,7 @@ pub fn compare(runs: &[Arc<SuiteRun>]) -> Vec<Comparison> {
                     .iter()
                     .filter_map(|r| {
                         let f = r.figures().into_iter().find(|f| f.gate == gate.name)?;
-                        let values = f.repeat_values.get(&figure)?.clone();
+                        let values = f.repeat_values.get(key)?.clone();
                         let name = r.variant.as_ref()?.name.clone();
                         (!values.is_empty())
                             .then(|| (name, Estimate::of(values), excluded(r, &gate.name)))

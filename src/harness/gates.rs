@@ -2,7 +2,6 @@
 //! probe passed), its repeats, its judgement against absolute, baseline and
 //! variant bounds, and the curves across a sweep's levels.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::judge::{References, VariantFigures, describe_load, judge, judge_curve};
@@ -19,12 +18,13 @@ use crate::load::metrics::GateMetrics;
 use crate::load::runner::{Watch, run_gate, run_watched};
 use crate::load::threads::Threads;
 use crate::record::FailureKind;
+use crate::suite::figures::Figures;
 use crate::suite::threshold::Bound;
 use crate::suite::{Gate, OnClientLimited, Recheck, SnapshotMode};
 
 impl SuiteRun {
     /// The figures gate `gate` measured in variant `name` of this suite.
-    fn variant_figures(&self, name: &str, gate: &str) -> Result<BTreeMap<String, f64>, String> {
+    fn variant_figures(&self, name: &str, gate: &str) -> Result<Figures, String> {
         let order = |n: &str| self.suite.variants.iter().position(|v| v.name == n);
         let this = self.variant.as_ref().and_then(|v| order(&v.name));
         if order(name) > this {
@@ -198,7 +198,7 @@ impl SuiteRun {
                     .map(|t| {
                         let key = t.threshold.key;
                         let values = repeats.iter().filter_map(|m| m.value(key)).collect();
-                        (key.to_string(), values)
+                        (key, values)
                     })
                     .collect(),
                 metrics: repeats.pop().expect("at least one repeat"),

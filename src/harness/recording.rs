@@ -60,10 +60,7 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
                             samples: f
                                 .figures
                                 .keys()
-                                .filter_map(|k| {
-                                    let key = k.parse().ok()?;
-                                    Some((k.clone(), f.metrics.sample_size(key)))
-                                })
+                                .map(|k| (k, f.metrics.sample_size(k)))
                                 .collect(),
                             token_sources: f
                                 .metrics

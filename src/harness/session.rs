@@ -34,11 +34,11 @@ pub struct GateFigures {
     /// How many repeats ran.
     pub repeats: u32,
     /// Every figure, the mean over repeats: what a baseline records.
-    pub figures: std::collections::BTreeMap<String, f64>,
+    pub figures: crate::suite::figures::Figures,
     /// Each threshold with its verdict.
     pub checks: Vec<crate::record::ThresholdRecord>,
     /// The value of each repeat of every figure a threshold names.
-    pub repeat_values: std::collections::BTreeMap<String, Vec<f64>>,
+    pub repeat_values: crate::suite::figures::ByKey<Vec<f64>>,
     /// The sweep level the gate is, if it is one.
     pub sweep: Option<crate::record::SweepPoint>,
 }

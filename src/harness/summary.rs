@@ -113,7 +113,7 @@ fn sweep_tables(of: &crate::suite::Suite, suite: &str, figures: &[GateFigures]) 
                 let shown = f
                     .metrics
                     .value(*key)
-                    .map_or_else(|| "-".to_owned(), |v| format_figure(&key.to_string(), v));
+                    .map_or_else(|| "-".to_owned(), |v| format_figure(*key, v));
                 let _ = write!(out, " {shown:>17}");
             }
             out.push('\n');

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::metrics::GateMetrics;
-use crate::suite::metric::{Metric, MetricKey, Stat};
+use crate::suite::figures::Figures;
+use crate::suite::metric::MetricKey;
 
 /// The directory of baselines: `SERVEGATE_BASELINES`, else `baselines/` in
 /// the suite's project.
@@ -46,7 +47,7 @@ pub struct Entry {
     /// Repeats behind each figure.
     pub repeats: u32,
     /// Every figure (`ttft.p99`, `output_tok_s`, …): the mean over repeats.
-    pub figures: BTreeMap<String, f64>,
+    pub figures: Figures,
 }
 
 /// A gate's baselines file.
@@ -72,26 +73,16 @@ pub fn write(path: &Path, fingerprint: &str, entry: Entry) -> Result<(), FileErr
 }
 
 /// Every figure of a gate, each the mean of its repeats.
-pub fn figures(repeats: &[GateMetrics]) -> BTreeMap<String, f64> {
-    let mut out = BTreeMap::new();
-    for metric in Metric::ALL {
-        let stats: Vec<Option<Stat>> = if metric.is_distribution() {
-            Stat::ALL.iter().map(|(_, s)| Some(*s)).collect()
-        } else {
-            vec![None]
-        };
-        for stat in stats {
-            let key = MetricKey { metric, stat };
-            let values: Option<Vec<f64>> = repeats.iter().map(|m| m.value(key)).collect();
-            if let Some(values) = values.filter(|v| !v.is_empty()) {
-                out.insert(
-                    key.to_string(),
-                    super::estimate::combine(metric, values).mean,
-                );
-            }
-        }
-    }
-    out
+pub fn figures(repeats: &[GateMetrics]) -> Figures {
+    MetricKey::every()
+        .filter_map(|key| {
+            let values: Vec<f64> = repeats
+                .iter()
+                .map(|m| m.value(key))
+                .collect::<Option<_>>()?;
+            (!values.is_empty()).then(|| (key, super::estimate::combine(key.metric, values).mean))
+        })
+        .collect()
 }
 
 /// A gate's baseline as a run sees it: the entry of its fingerprint, or why
@@ -136,7 +127,7 @@ impl Lookup {
     /// The baseline figure of a key, or why there is none.
     pub fn figure(&self, key: MetricKey) -> Result<f64, String> {
         let entry = self.entry.as_ref().map_err(Clone::clone)?;
-        entry.figures.get(&key.to_string()).copied().ok_or_else(|| {
+        entry.figures.get(key).copied().ok_or_else(|| {
             format!(
                 "the baseline in {} has no figure `{key}`",
                 self.path.display()

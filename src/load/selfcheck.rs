@@ -38,6 +38,7 @@
 //! Figures the client cannot move (errors, token drift, the server's own
 //! timings) are not judged.
 
+use crate::suite::metric::MetricKey;
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
@@ -82,10 +83,10 @@ pub struct ThreadCheck {
 }
 
 /// A gated figure, with the most the client can have moved it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FigureBound {
     /// The figure (`itl.p99`).
-    pub figure: String,
+    pub figure: MetricKey,
     /// Its value as measured.
     pub value: f64,
     /// How far the client can have moved it, in its unit; `None` where
@@ -100,7 +101,8 @@ pub struct FigureBound {
 
 impl FigureBound {
     /// A figure with its bound and the tolerance for it.
-    pub fn new(figure: String, value: f64, bound: Option<f64>, time: bool) -> Self {
+    pub fn new(figure: MetricKey, value: f64, bound: Option<f64>) -> Self {
+        let time = figure.metric.is_duration();
         let share = TOLERANCE_SHARE * value.abs();
         let tolerance = if time {
             share.max(TOLERANCE_FLOOR)
@@ -352,6 +354,9 @@ impl ClientCheck {
 
 #[cfg(test)]
 mod tests {
+    fn key(text: &str) -> MetricKey {
+        text.parse().expect("a metric key")
+    }
     use super::*;
 
     fn thread(busy: f64) -> ThreadCheck {
@@ -375,24 +380,21 @@ mod tests {
     #[test]
     fn the_tolerance_is_two_percent_and_a_tenth_of_a_millisecond_for_times() {
         assert!(
-            (FigureBound::new("itl.p99".into(), 0.010, Some(0.0), true).tolerance - 0.000_2).abs()
-                < 1e-12
+            (FigureBound::new(key("itl.p99"), 0.010, Some(0.0)).tolerance - 0.000_2).abs() < 1e-12
         );
         assert!(
-            (FigureBound::new("itl.p50".into(), 0.002, Some(0.0), true).tolerance - 0.000_1).abs()
-                < 1e-12
+            (FigureBound::new(key("itl.p50"), 0.002, Some(0.0)).tolerance - 0.000_1).abs() < 1e-12
         );
         assert!(
-            (FigureBound::new("decode_tok_s.mean".into(), 50.0, Some(0.0), false).tolerance - 1.0)
-                .abs()
+            (FigureBound::new(key("decode_tok_s.mean"), 50.0, Some(0.0)).tolerance - 1.0).abs()
                 < 1e-12
         );
     }
 
     #[test]
     fn a_figure_moved_past_its_tolerance_is_client_limited_and_named() {
-        let within = FigureBound::new("itl.p99".into(), 0.010, Some(0.000_15), true);
-        let beyond = FigureBound::new("ttft.p99".into(), 0.100, Some(0.009_8), true);
+        let within = FigureBound::new(key("itl.p99"), 0.010, Some(0.000_15));
+        let beyond = FigureBound::new(key("ttft.p99"), 0.100, Some(0.009_8));
         let ok = check(vec![thread(0.2)], vec![within.clone()], false);
         assert_eq!(ok.limited, None);
         assert!(ok.summary().contains("itl.p99 ±150us"), "{}", ok.summary());
@@ -410,7 +412,7 @@ mod tests {
 
     #[test]
     fn the_advice_fits_a_busy_client_or_a_contended_host() {
-        let beyond = || vec![FigureBound::new("itl.p99".into(), 0.010, Some(0.005), true)];
+        let beyond = || vec![FigureBound::new(key("itl.p99"), 0.010, Some(0.005))];
         let busy = check(vec![thread(0.95)], beyond(), false);
         assert!(busy.failure().unwrap().ends_with("raise client_threads"));
         let mut starved = thread(0.1);

@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::load::selfcheck::ClientCheck;
+use crate::suite::figures::{ByKey, Figures};
+use crate::suite::metric::MetricKey;
 
 mod store;
 mod trial;
@@ -32,7 +34,7 @@ pub struct GateRecord {
     /// Repeats behind each figure.
     pub repeats: u32,
     /// Every figure, the mean over repeats.
-    pub figures: BTreeMap<String, f64>,
+    pub figures: Figures,
     /// Latency over time of the last repeat: per request in completion
     /// order, seconds since the first completion, TTFT and E2E in seconds.
     #[serde(default)]
@@ -40,7 +42,7 @@ pub struct GateRecord {
     /// What stands behind each figure of the last repeat, keyed like
     /// `figures` (`"5 requests in 5.24s"`, `"2555 samples"`).
     #[serde(default)]
-    pub samples: BTreeMap<String, String>,
+    pub samples: ByKey<String>,
     /// Where token counts came from (`server usage`, `chunks`, …), with
     /// how many requests each, in the last repeat.
     #[serde(default)]
@@ -104,7 +106,7 @@ pub struct ThresholdRecord {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ThresholdVerdict {
     /// The figure, as a suite names it: `ttft.p99`.
-    pub key: String,
+    pub key: MetricKey,
     /// The comparison: `>=`, `>`, `<=`, `<`, `==`.
     pub op: String,
     /// The bound the figure was held to, in `unit`; absent when a

@@ -54,9 +54,9 @@ pub fn render(record: &RunRecord) -> String {
                 let _ = writeln!(out, "(means over {} repeats)\n", g.repeats);
             }
             let _ = writeln!(out, "| figure | value |\n|---|---|");
-            for key in KEY_FIGURES.map(|k| k.to_string()) {
-                if let Some(v) = g.figures.get(&key) {
-                    let _ = writeln!(out, "| {key} | {} |", format_figure(&key, *v));
+            for key in KEY_FIGURES {
+                if let Some(v) = g.figures.get(key) {
+                    let _ = writeln!(out, "| {key} | {} |", format_figure(key, *v));
                 }
             }
             if !g.thresholds.is_empty() {

@@ -249,11 +249,11 @@ fn gate_rows(nodes: &[Node]) -> Vec<GateRow<'_>> {
 /// shown and its change against the first node that measured it.
 fn figure_cells(row: &GateRow) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
-    for key in KEY_FIGURES.map(|k| k.to_string()) {
+    for key in KEY_FIGURES {
         let values: Vec<Option<f64>> = row
             .cells
             .iter()
-            .map(|c| c.as_ref()?.gate?.figures.get(&key).copied())
+            .map(|c| c.as_ref()?.gate?.figures.get(key).copied())
             .collect();
         let Some(first) = values.iter().flatten().next().copied() else {
             continue;
@@ -265,17 +265,17 @@ fn figure_cells(row: &GateRow) -> Vec<(String, Vec<String>)> {
                 None => "—".to_owned(),
                 Some(v) if !reference_seen => {
                     reference_seen = true;
-                    format_figure(&key, *v)
+                    format_figure(key, *v)
                 }
-                Some(v) if first == 0.0 => format_figure(&key, *v),
+                Some(v) if first == 0.0 => format_figure(key, *v),
                 Some(v) => format!(
                     "{} ({:+.1}%)",
-                    format_figure(&key, *v),
+                    format_figure(key, *v),
                     (v - first) / first.abs() * 100.0
                 ),
             })
             .collect();
-        out.push((key, shown));
+        out.push((key.to_string(), shown));
     }
     out
 }

@@ -246,13 +246,10 @@ pub fn format_value(metric: Metric, value: f64) -> String {
 }
 
 /// A figure of a run record for a table (the Markdown and HTML reports):
-/// `key` as the record writes it; durations in a fitting unit, whole
-/// numbers whole, the rest to one place, no unit.
-pub fn format_figure(key: &str, value: f64) -> String {
-    let duration = key
-        .parse::<MetricKey>()
-        .is_ok_and(|k| k.metric.is_duration());
-    if duration {
+/// durations in a fitting unit, whole numbers whole, the rest to one
+/// place, no unit.
+pub fn format_figure(key: MetricKey, value: f64) -> String {
+    if key.metric.is_duration() {
         crate::units::format_secs(value)
     } else if value.fract() == 0.0 && value.abs() < 1e12 {
         format!("{value:.0}")
@@ -261,21 +258,17 @@ pub fn format_figure(key: &str, value: f64) -> String {
     }
 }
 
-const fn key(metric: Metric, stat: Option<Stat>) -> MetricKey {
-    MetricKey { metric, stat }
-}
-
 /// The key figures of a gate, in the order summaries show them (the
 /// Markdown and HTML reports, the terminal's sweep tables).
 pub const KEY_FIGURES: [MetricKey; 8] = [
-    key(Metric::DecodeTokS, Some(Stat::Mean)),
-    key(Metric::OutputTokS, None),
-    key(Metric::RequestsPerS, None),
-    key(Metric::Ttft, Some(Stat::P50)),
-    key(Metric::Ttft, Some(Stat::P99)),
-    key(Metric::Itl, Some(Stat::P99)),
-    key(Metric::Tpot, Some(Stat::Mean)),
-    key(Metric::Errors, None),
+    MetricKey::stat(Metric::DecodeTokS, Stat::Mean),
+    MetricKey::single(Metric::OutputTokS),
+    MetricKey::single(Metric::RequestsPerS),
+    MetricKey::stat(Metric::Ttft, Stat::P50),
+    MetricKey::stat(Metric::Ttft, Stat::P99),
+    MetricKey::stat(Metric::Itl, Stat::P99),
+    MetricKey::stat(Metric::Tpot, Stat::Mean),
+    MetricKey::single(Metric::Errors),
 ];
 
 /// A statistic of a distribution.
@@ -347,15 +340,7 @@ impl fmt::Display for MetricKey {
 
 /// Every key a threshold may use, for "did you mean" and "expected" lines.
 pub fn all_keys() -> Vec<String> {
-    let mut keys = Vec::new();
-    for m in Metric::ALL {
-        if m.is_distribution() {
-            keys.extend(Stat::ALL.iter().map(|(s, _)| format!("{}.{s}", m.name())));
-        } else {
-            keys.push(m.name().to_owned());
-        }
-    }
-    keys
+    MetricKey::every().map(|k| k.to_string()).collect()
 }
 
 /// Why a text is not a metric key.

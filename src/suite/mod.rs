@@ -7,6 +7,7 @@
 pub mod dataset;
 mod decode;
 pub mod diagnostics;
+pub mod figures;
 pub mod interpolate;
 pub mod load;
 pub mod metric;

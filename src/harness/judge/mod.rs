@@ -3,14 +3,13 @@
 
 use std::fmt::Write as _;
 
-use std::collections::BTreeMap;
-
 use crate::check::message::Message;
 use crate::load::baseline::Lookup;
 use crate::load::estimate::Estimate;
 use crate::load::metrics::GateMetrics;
 use crate::load::workload::PROMPT_APPROXIMATION;
 use crate::record::{ThresholdRecord, ThresholdVerdict};
+use crate::suite::figures::Figures;
 use crate::suite::metric::{Metric, MetricKey, format_value};
 use crate::suite::threshold::{Bound, Op, Threshold};
 use crate::suite::{
@@ -120,7 +119,7 @@ pub struct References<'a> {
 }
 
 /// A variant's name and the figures a gate measured in it, or why none.
-pub type VariantFigures = (String, Result<BTreeMap<String, f64>, String>);
+pub type VariantFigures = (String, Result<Figures, String>);
 
 impl References<'_> {
     /// Why `t` is not judged in this run: its bound is the variant being
@@ -156,7 +155,7 @@ impl References<'_> {
             })?;
         let figures = figures.as_ref().map_err(Clone::clone)?;
         figures
-            .get(&key.to_string())
+            .get(key)
             .copied()
             .ok_or_else(|| format!("variant `{name}` measured no figure `{key}`"))
     }
@@ -273,7 +272,7 @@ fn unmeasurable(file: &SourceFile, gate: &Gate, repeats: &[GateMetrics], out: &m
 }
 
 /// What a threshold was judged with.
-struct Figures<'a> {
+struct Judged<'a> {
     bound: Option<f64>,
     reference: Option<f64>,
     est: Option<&'a Estimate>,
@@ -282,12 +281,12 @@ struct Figures<'a> {
     not_applied: Option<String>,
 }
 
-impl Figures<'_> {
+impl Judged<'_> {
     /// The verdict on `lt` as data.
     fn verdict(self, lt: &LocatedThreshold, implicit: bool) -> ThresholdVerdict {
         let t = &lt.threshold;
         ThresholdVerdict {
-            key: t.key.to_string(),
+            key: t.key,
             op: t.op.symbol().to_owned(),
             bound: self.bound,
             reference: self.reference,
@@ -353,7 +352,7 @@ pub fn judge(
         };
         let est = estimate(t.key, repeats);
         let verdict = |bound, reference, not_applied| {
-            Figures {
+            Judged {
                 bound,
                 reference,
                 est: est.as_ref(),

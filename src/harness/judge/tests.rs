@@ -61,14 +61,17 @@ fn a_noisy_gate_passes_leniently_and_fails_strictly() {
     // The same verdict as data.
     let v = j.checks[0].threshold.as_ref().expect("a threshold's row");
     assert_eq!(
-        (v.key.as_str(), v.op.as_str(), v.bound, v.unit.as_str()),
-        ("output_tok_s", ">=", Some(500.0), "tok/s")
+        (v.key.to_string(), v.op.as_str(), v.bound, v.unit.as_str()),
+        ("output_tok_s".to_owned(), ">=", Some(500.0), "tok/s")
     );
     assert!((v.measured.unwrap() - 499.0).abs() < 1e-9, "{v:?}");
     assert_eq!(v.repeats, [480.0, 520.0, 495.0, 510.0, 490.0]);
     assert!(!v.implicit && v.not_applied.is_none());
     let errors = j.checks[1].threshold.as_ref().expect("the implicit row");
-    assert_eq!((errors.key.as_str(), errors.implicit), ("errors", true));
+    assert_eq!(
+        (errors.key.to_string(), errors.implicit),
+        ("errors".into(), true)
+    );
     assert_eq!(
         j.checks.len(),
         2,

@@ -136,8 +136,7 @@ impl GateMetrics {
         let mut figures: Vec<FigureBound> = Vec::new();
         let mut rates = false;
         for &key in keys {
-            let name = key.to_string();
-            if figures.iter().any(|f| f.figure == name) {
+            if figures.iter().any(|f| f.figure == key) {
                 continue;
             }
             let Some(value) = self.value(key) else {
@@ -159,11 +158,10 @@ impl GateMetrics {
                 continue;
             };
             let stat = key.stat.unwrap_or(Stat::Mean);
-            let time = key.metric.is_duration();
             // A standard deviation is no order statistic, and a connect or
             // an unstamped arrival has no bound: shown as not bounded.
             if stat == Stat::Stddev || (lo.is_none() && hi.is_none()) || self.bounds.unstamped > 0 {
-                figures.push(FigureBound::new(name, value, None, time));
+                figures.push(FigureBound::new(key, value, None));
                 continue;
             }
             let down = lo
@@ -172,7 +170,7 @@ impl GateMetrics {
             let up = hi
                 .and_then(|d| d.stat(stat))
                 .map_or(0.0, |v| (v - value).max(0.0));
-            figures.push(FigureBound::new(name, value, Some(down.max(up)), time));
+            figures.push(FigureBound::new(key, value, Some(down.max(up))));
         }
         (figures, rates)
     }

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use super::esc;
 use crate::record::{GateRecord, RunRecord};
+use crate::suite::metric::{Metric, MetricKey, Stat};
 
 /// A value in a fitting unit: durations (seconds) as ms or s.
 pub(super) fn secs(v: f64) -> String {
@@ -169,23 +170,26 @@ fn tail_position(q: f64) -> f64 {
 }
 
 /// The statistics the percentile plot draws, with their quantiles.
-const QUANTILES: [(&str, f64); 6] = [
-    ("p50", 0.5),
-    ("p90", 0.9),
-    ("p95", 0.95),
-    ("p99", 0.99),
-    ("p99.9", 0.999),
-    ("max", 1.0),
+const QUANTILES: [(Stat, f64); 6] = [
+    (Stat::P50, 0.5),
+    (Stat::P90, 0.9),
+    (Stat::P95, 0.95),
+    (Stat::P99, 0.99),
+    (Stat::P999, 0.999),
+    (Stat::Max, 1.0),
 ];
 
 /// The percentile curve of a distribution from the record's quantiles, at
 /// their [`tail_position`]s.
-fn percentiles(g: &GateRecord, metric: &str) -> Vec<(f64, f64)> {
+fn percentiles(g: &GateRecord, metric: Metric) -> Vec<(f64, f64)> {
     QUANTILES
         .iter()
         .filter_map(|(stat, q)| {
             g.figures
-                .get(&format!("{metric}.{stat}"))
+                .get(MetricKey {
+                    metric,
+                    stat: Some(*stat),
+                })
                 .map(|v| (tail_position(*q), *v))
         })
         .collect()
@@ -193,20 +197,23 @@ fn percentiles(g: &GateRecord, metric: &str) -> Vec<(f64, f64)> {
 
 /// TTFT and ITL by percentile.
 pub(super) fn percentile_chart(g: &GateRecord) -> String {
-    let dist = [("TTFT", "ttft", "#1f77b4"), ("ITL", "itl", "#d62728")]
-        .iter()
-        .map(|(name, metric, color)| Series {
-            name,
-            color,
-            points: percentiles(g, metric),
-            line: true,
-        })
-        .filter(|s| !s.points.is_empty())
-        .collect::<Vec<_>>();
+    let dist = [
+        ("TTFT", Metric::Ttft, "#1f77b4"),
+        ("ITL", Metric::Itl, "#d62728"),
+    ]
+    .iter()
+    .map(|(name, metric, color)| Series {
+        name,
+        color,
+        points: percentiles(g, *metric),
+        line: true,
+    })
+    .filter(|s| !s.points.is_empty())
+    .collect::<Vec<_>>();
     let ticks: Vec<(f64, &str)> = QUANTILES
         .iter()
-        .filter(|(stat, _)| *stat != "p95")
-        .map(|(stat, q)| (tail_position(*q), *stat))
+        .filter(|(stat, _)| *stat != Stat::P95)
+        .map(|(stat, q)| (tail_position(*q), stat.name()))
         .collect();
     chart(
         "latency percentiles",
@@ -228,7 +235,7 @@ pub(super) fn sweeps(out: &mut String, suite: &str, gates: &[GateRecord]) {
         else {
             continue;
         };
-        let Some(tps) = g.figures.get("output_tok_s") else {
+        let Some(tps) = g.figures.get(MetricKey::single(Metric::OutputTokS)) else {
             continue;
         };
         let n = f64::from(level);
@@ -327,9 +334,11 @@ mod tests {
             gate: name.into(),
             load: String::new(),
             repeats: 1,
-            figures: [("output_tok_s".to_owned(), tok_s)].into_iter().collect(),
+            figures: [(MetricKey::single(Metric::OutputTokS), tok_s)]
+                .into_iter()
+                .collect(),
             series: Vec::new(),
-            samples: std::collections::BTreeMap::new(),
+            samples: crate::suite::figures::ByKey::default(),
             token_sources: std::collections::BTreeMap::new(),
             thresholds: Vec::new(),
             client: None,
@@ -385,7 +394,7 @@ mod tests {
             ("max", 0.400),
         ]
         .iter()
-        .map(|(stat, v)| (format!("ttft.{stat}"), *v))
+        .map(|(stat, v)| (format!("ttft.{stat}").parse().unwrap(), *v))
         .collect();
         let g = GateRecord {
             gate: "g".into(),
@@ -393,7 +402,7 @@ mod tests {
             repeats: 1,
             figures,
             series: Vec::new(),
-            samples: std::collections::BTreeMap::new(),
+            samples: crate::suite::figures::ByKey::default(),
             token_sources: std::collections::BTreeMap::new(),
             thresholds: Vec::new(),
             client: None,

@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 
 use super::counts;
 use crate::record::{GateRecord, RunRecord, TrialOutcome, TrialRecord};
+use crate::suite::metric::MetricKey;
 use charts::{Series, XAxis, chart, percentile_chart, secs, sweeps, variants};
 
 /// Escapes text for HTML.
@@ -36,13 +37,13 @@ fn gate_section(out: &mut String, suite: &str, g: &GateRecord) {
         }
     );
     let shown = crate::suite::metric::format_figure;
-    let table = |out: &mut String, keys: &mut dyn Iterator<Item = (&String, &f64)>| {
+    let table = |out: &mut String, keys: &mut dyn Iterator<Item = (MetricKey, &f64)>| {
         out.push_str("<table class=\"figures\"><tr><th>figure</th><th>value</th></tr>");
         for (k, v) in keys {
             let _ = write!(
                 out,
                 "<tr><td>{}</td><td>{}</td></tr>",
-                esc(k),
+                esc(&k.to_string()),
                 esc(&shown(k, *v))
             );
         }
@@ -50,11 +51,10 @@ fn gate_section(out: &mut String, suite: &str, g: &GateRecord) {
     };
     table(
         out,
-        &mut g.figures.iter().filter(|(k, _)| {
-            crate::suite::metric::KEY_FIGURES
-                .iter()
-                .any(|key| key.to_string() == **k)
-        }),
+        &mut g
+            .figures
+            .iter()
+            .filter(|(k, _)| crate::suite::metric::KEY_FIGURES.contains(k)),
     );
     if !g.thresholds.is_empty() {
         out.push_str("<table class=\"thresholds\"><tr><th>threshold</th><th>verdict</th></tr>");
