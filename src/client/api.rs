@@ -107,6 +107,44 @@ pub struct Usage {
     pub completion_tokens: Option<u64>,
 }
 
+/// A chunk's `usage`: the counts, and what SGLang 0.5.23's `UsageInfo`
+/// (`srt/entrypoints/openai/protocol.py`) and vLLM add to them.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+pub struct ChunkUsage {
+    /// Prompt tokens.
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    /// Generated tokens (reasoning included).
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+    /// `cached_tokens`: with SGLang's `--enable-cache-report`, vLLM's
+    /// `--enable-prompt-tokens-details`.
+    #[serde(default)]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+    /// SGLang's own field (0 without a reasoning parser).
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
+    /// OpenAI's place for them, set by SGLang when there are some.
+    #[serde(default)]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
+}
+
+/// `usage.prompt_tokens_details`.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+pub struct PromptTokensDetails {
+    /// Prompt tokens served from the prefix cache.
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
+}
+
+/// `usage.completion_tokens_details`.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+pub struct CompletionTokensDetails {
+    /// Completion tokens spent reasoning.
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
+}
+
 impl ErrorValue<'_> {
     /// The message.
     pub fn message(&self) -> String {
@@ -160,7 +198,7 @@ pub struct OpenAiChunk<'a> {
     /// Usage, in the final chunk when `include_usage` was asked, and in
     /// every chunk (cumulative) with `continuous_usage_stats`.
     #[serde(default)]
-    pub usage: Option<Usage>,
+    pub usage: Option<ChunkUsage>,
     /// An error object sent in place of a chunk.
     #[serde(default, borrow)]
     pub error: Option<ErrorValue<'a>>,

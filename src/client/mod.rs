@@ -10,5 +10,6 @@ pub mod sse;
 pub mod stream;
 
 pub use api::{CallRequest, Usage};
+pub use dialect::{Reported, ServerReport};
 pub use error::{CallError, Deadline, ErrorKind};
 pub use stream::{Client, Completion, Timing, TokenMark, TokenSource};

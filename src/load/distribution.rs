@@ -43,6 +43,11 @@ impl Distribution {
         Self::with_scale(1e3)
     }
 
+    /// For token counts and tokens per step, kept in thousandths.
+    pub fn tokens() -> Self {
+        Self::with_scale(1e3)
+    }
+
     /// Records one sample; negative and non-finite samples are dropped.
     pub fn record(&mut self, value: f64) {
         self.record_n(value, 1);

@@ -34,6 +34,31 @@ pub struct Plan {
     pub finish: Finish,
     /// Prompt length in simulator tokens.
     pub prompt_tokens: u64,
+    /// What the server reports beside the counts.
+    pub server: ServerCounts,
+}
+
+/// What a server reports of a request beside its token counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerCounts {
+    /// Whether it reports its prefix cache (`--enable-cache-report`).
+    pub cache_report: bool,
+    /// Prompt tokens served from the prefix cache.
+    pub cached_tokens: u64,
+    /// Tokens per verify step, when it decodes speculatively.
+    pub spec_step: Option<usize>,
+    /// Times the request was retracted.
+    pub retractions: u64,
+}
+
+/// The length of the longest token prefix `prompt` shares with one of
+/// `earlier`: what a radix cache would serve.
+pub fn cached_prefix(prompt: &[String], earlier: &[Vec<String>]) -> u64 {
+    earlier
+        .iter()
+        .map(|e| e.iter().zip(prompt).take_while(|(a, b)| a == b).count())
+        .max()
+        .unwrap_or(0) as u64
 }
 
 impl Plan {
@@ -157,6 +182,7 @@ pub fn plan(
         content,
         finish,
         prompt_tokens: count_tokens(prompt),
+        server: ServerCounts::default(),
     }
 }
 

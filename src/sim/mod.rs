@@ -41,7 +41,13 @@ struct SimState {
     ready_at: Option<std::time::Instant>,
     /// Set by `hang_after`: nothing is answered any more.
     hung: std::sync::atomic::AtomicBool,
+    /// The prompts its prefix cache holds (tokenized), at most
+    /// [`PREFIXES_KEPT`]; emptied by `/flush_cache`.
+    prefixes: std::sync::Mutex<Vec<Vec<String>>>,
 }
+
+/// Prompts the simulator's prefix cache keeps.
+const PREFIXES_KEPT: usize = 256;
 
 /// The simulator's routes for a profile.
 pub fn app(profile: Profile) -> Router {
@@ -57,6 +63,7 @@ pub fn app(profile: Profile) -> Router {
         prompt_tokens: AtomicU64::new(0),
         generation_tokens: AtomicU64::new(0),
         flushes: AtomicU64::new(0),
+        prefixes: std::sync::Mutex::default(),
         ttft: histogram::PromHistogram::default(),
         e2e: histogram::PromHistogram::default(),
     });

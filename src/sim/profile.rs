@@ -52,7 +52,8 @@ pub struct Profile {
     /// request arrives after this many: a server that hangs mid-run.
     pub hang_after: Option<u64>,
     /// Server contracts this simulator breaks, for contract-probe tests:
-    /// `ignore_eos`, `max_tokens`, `usage`, `stop`, `determinism`.
+    /// `ignore_eos`, `max_tokens`, `usage`, `stop`, `determinism`,
+    /// `cached_tokens` (a forged cache hit: more cached than prompted).
     pub breaks: Vec<String>,
     /// A fault every generation request meets (fault-matrix tests).
     pub fault: Option<super::fault::Fault>,
@@ -60,10 +61,29 @@ pub struct Profile {
     /// than this many streams run (its own included): a decode kernel that
     /// is right alone and wrong in a large batch.
     pub corrupt_above: Option<usize>,
+    /// Report prompt tokens served from a prefix cache (SGLang with
+    /// `--enable-cache-report`): the longest token prefix a prompt shares
+    /// with an earlier one, in `usage.prompt_tokens_details.cached_tokens`
+    /// and `meta_info.cached_tokens`.
+    pub prefix_cache: bool,
+    /// Report speculative decoding in `/generate`'s `meta_info` as SGLang
+    /// 0.5.23 does (`spec_verify_ct`, `spec_accept_length` = tokens per
+    /// verify step), each streamed chunk one verify step.
+    pub speculative: bool,
+    /// `meta_info.num_retractions` of every request: a server short of KV
+    /// cache that retracts requests and decodes them again.
+    pub retractions: u64,
 }
 
 /// The contracts a profile can break.
-pub const BREAKABLE: &[&str] = &["ignore_eos", "max_tokens", "usage", "stop", "determinism"];
+pub const BREAKABLE: &[&str] = &[
+    "ignore_eos",
+    "max_tokens",
+    "usage",
+    "stop",
+    "determinism",
+    "cached_tokens",
+];
 
 impl Profile {
     /// Whether this simulator breaks `contract`.
@@ -90,6 +110,9 @@ impl Default for Profile {
             breaks: Vec::new(),
             fault: None,
             corrupt_above: None,
+            prefix_cache: false,
+            speculative: false,
+            retractions: 0,
         }
     }
 }
@@ -121,6 +144,12 @@ struct ProfileFile {
     fault: Option<String>,
     #[serde(default)]
     corrupt_above: Option<usize>,
+    #[serde(default)]
+    prefix_cache: bool,
+    #[serde(default)]
+    speculative: bool,
+    #[serde(default)]
+    retractions: u64,
 }
 
 #[derive(Deserialize)]
@@ -196,6 +225,9 @@ impl Profile {
             breaks: file.breaks,
             fault: file.fault.as_deref().map(str::parse).transpose()?,
             corrupt_above: file.corrupt_above,
+            prefix_cache: file.prefix_cache,
+            speculative: file.speculative,
+            retractions: file.retractions,
             ..defaults
         })
     }

@@ -22,8 +22,12 @@ pub enum Metric {
     TtftFromSend,
     /// Time to open a connection, for requests that opened one.
     Connect,
-    /// Inter-token latency.
+    /// Inter-token latency: a chunk of k tokens counts as k gaps of a k-th
+    /// of its gap each.
     Itl,
+    /// Inter-chunk latency: the gap before each chunk that brought tokens,
+    /// whole, however many tokens it carried (`bench_serving`'s ITL).
+    ItlChunk,
     /// Time per output token after the first.
     Tpot,
     /// End-to-end request latency.
@@ -57,6 +61,17 @@ pub enum Metric {
     /// reports timings (llama.cpp's `predicted_n / predicted_ms`): to set
     /// beside the client's `decode_tok_s`.
     ServerDecodeTokS,
+    /// Prompt tokens the server served from its prefix cache, as a share of
+    /// all prompt tokens (server-reported, every request).
+    CacheHitRate,
+    /// Per-request reasoning tokens, as the server counts them.
+    ReasoningTokens,
+    /// Per-request tokens per speculative verify step (the bonus token
+    /// included), as the server reports it.
+    SpecAcceptLength,
+    /// Times the server retracted a request (ran short of KV cache and
+    /// decoded it again), summed over requests.
+    Retractions,
 }
 
 /// What a metric's values are.
@@ -72,6 +87,10 @@ pub enum Unit {
     Count,
     /// A percentage.
     Percent,
+    /// A share between 0 and 1.
+    Ratio,
+    /// Tokens.
+    Tokens,
 }
 
 /// How the repeats of a gate combine into one figure.
@@ -130,10 +149,10 @@ const fn row(
 }
 
 /// Every metric, in report order (the order of [`Metric`]'s variants).
-pub const METRICS: [MetricSpec; 19] = {
+pub const METRICS: [MetricSpec; 24] = {
     use Combine::{Mean, Sum};
     use Metric as M;
-    use Unit::{Count, Percent, ReqPerS, Seconds, TokPerS};
+    use Unit::{Count, Percent, Ratio, ReqPerS, Seconds, TokPerS, Tokens};
     [
         row(M::Ttft, "ttft", Seconds, true, Mean),
         row(M::TtftContent, "ttft_content", Seconds, true, Mean),
@@ -143,6 +162,7 @@ pub const METRICS: [MetricSpec; 19] = {
             "requests that opened a connection on an `http://` target (warm-up's are reused)",
         ),
         row(M::Itl, "itl", Seconds, true, Mean),
+        row(M::ItlChunk, "itl_chunk", Seconds, true, Mean),
         row(M::Tpot, "tpot", Seconds, true, Mean),
         row(M::E2e, "e2e", Seconds, true, Mean),
         row(M::DecodeTokS, "decode_tok_s", TokPerS, true, Mean),
@@ -187,6 +207,18 @@ pub const METRICS: [MetricSpec; 19] = {
             Mean,
         )
         .needs("an API whose server reports its own timings (`api: llamacpp-completion`)"),
+        row(M::CacheHitRate, "cache_hit_rate", Ratio, false, Mean).needs(
+            "cached-token counts from the server for every request (SGLang `--enable-cache-report`, vLLM `--enable-prompt-tokens-details`, llama.cpp `timings.cache_n`)",
+        ),
+        row(M::ReasoningTokens, "reasoning_tokens", Tokens, true, Mean).needs(
+            "reasoning-token counts from the server for every request (SGLang with `--reasoning-parser`)",
+        ),
+        row(M::SpecAcceptLength, "spec_accept_length", Tokens, true, Mean).needs(
+            "speculative decoding reported for every request (SGLang `api: sglang-generate`, `meta_info.spec_accept_length`)",
+        ),
+        row(M::Retractions, "retractions", Count, false, Sum).needs(
+            "retraction counts from the server for every request (SGLang `api: sglang-generate`, `meta_info.num_retractions`)",
+        ),
     ]
 };
 
@@ -228,8 +260,9 @@ impl Metric {
             Unit::Seconds => "s",
             Unit::TokPerS => "tok/s",
             Unit::ReqPerS => "req/s",
-            Unit::Count => "",
+            Unit::Count | Unit::Ratio => "",
             Unit::Percent => "%",
+            Unit::Tokens => "tokens",
         }
     }
 }
@@ -241,6 +274,8 @@ pub fn format_value(metric: Metric, value: f64) -> String {
         Unit::Seconds => crate::units::format_secs(value),
         Unit::Count => format!("{value}"),
         Unit::Percent => format!("{value:.2}%"),
+        Unit::Ratio => format!("{value:.3}"),
+        Unit::Tokens => format!("{value:.2} tokens"),
         Unit::TokPerS | Unit::ReqPerS => format!("{value:.1} {}", metric.unit()),
     }
 }

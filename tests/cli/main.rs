@@ -20,6 +20,7 @@ mod list_and_filter;
 mod reasoning;
 mod reports;
 mod run;
+mod server_reports;
 mod snapshots;
 mod targets;
 
@@ -28,12 +29,7 @@ mod targets;
 /// libtest printed their lines: it prints a trial's line when its result
 /// reaches it, and on a loaded machine a quick next trial's can come first.
 fn ran_before(out: &str, a: &str, b: &str) -> bool {
-    let path = out
-        .lines()
-        .find_map(|l| l.strip_prefix("servegate: run record written to "))
-        .unwrap_or_else(|| panic!("no run record in:\n{out}"));
-    let record: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path.trim()).unwrap()).unwrap();
+    let record = record_of(out);
     let order: Vec<&str> = record["trials"]
         .as_array()
         .unwrap()
@@ -47,6 +43,15 @@ fn ran_before(out: &str, a: &str, b: &str) -> bool {
             .unwrap_or_else(|| panic!("`{n}` not in the run record: {order:?}"))
     };
     at(a) < at(b)
+}
+
+/// The run record of the run whose output is `out`.
+fn record_of(out: &str) -> serde_json::Value {
+    let path = out
+        .lines()
+        .find_map(|l| l.strip_prefix("servegate: run record written to "))
+        .unwrap_or_else(|| panic!("no run record in:\n{out}"));
+    serde_json::from_str(&std::fs::read_to_string(path.trim()).unwrap()).unwrap()
 }
 
 /// Where `needle` is in `out`; a missing one fails the test.

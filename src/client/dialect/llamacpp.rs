@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Counts, Dialect, EventError, Events, ServerTimings};
+use super::{Counts, Dialect, EventError, Events, Reported, ServerTimings};
 use crate::client::TokenSource;
 use crate::client::api::{CallRequest, ErrorValue, SamplingNames, prompt_text, put_sampling};
 use crate::suite::Api;
@@ -57,6 +57,10 @@ struct Timings {
     predicted_n: u64,
     #[serde(default)]
     predicted_ms: f64,
+    /// Prompt tokens reused from the slot's cache (llama.cpp since b4000s:
+    /// `prompt_n` is what it evaluated beside them).
+    #[serde(default)]
+    cache_n: Option<u64>,
 }
 
 impl Dialect for Completion {
@@ -110,6 +114,9 @@ impl Dialect for Completion {
                 None,
             );
             if let Some(t) = chunk.timings {
+                if let Some(n) = t.cache_n {
+                    out.reported(Reported::CachedTokens, "timings.cache_n", n);
+                }
                 out.timings(ServerTimings {
                     prompt_n: t.prompt_n,
                     prompt_ms: t.prompt_ms,

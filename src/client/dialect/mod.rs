@@ -29,6 +29,33 @@ pub struct ServerTimings {
     pub predicted_ms: f64,
 }
 
+/// A count a server reports of a request beside its token counts, where
+/// its dialect carries it (SGLang 0.5.23: `usage.prompt_tokens_details`,
+/// `usage.reasoning_tokens`, `/generate`'s `meta_info`; vLLM's
+/// `prompt_tokens_details`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reported {
+    /// Prompt tokens served from the prefix cache.
+    CachedTokens,
+    /// Completion tokens spent reasoning.
+    ReasoningTokens,
+    /// Times the request was retracted (preempted and decoded again).
+    Retractions,
+}
+
+/// The last value of each [`Reported`] figure a stream carried.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct ServerReport {
+    /// Prompt tokens served from the prefix cache.
+    pub cached_tokens: Option<u64>,
+    /// Completion tokens spent reasoning.
+    pub reasoning_tokens: Option<u64>,
+    /// Tokens per speculative verify step.
+    pub spec_accept_length: Option<f64>,
+    /// Times the request was retracted.
+    pub retractions: Option<u64>,
+}
+
 /// What a dialect's event says, told to the reader of the stream.
 pub trait Events {
     /// New answer text.
@@ -47,6 +74,12 @@ pub trait Events {
     fn completion_tokens(&mut self, field: &'static str, n: u64);
     /// The server's own timings.
     fn timings(&mut self, timings: ServerTimings);
+    /// A count the server reports beside its token counts, in its field
+    /// `field` (the last one a stream carries counts: they are cumulative).
+    fn reported(&mut self, what: Reported, field: &'static str, n: u64);
+    /// Tokens per speculative verify step so far (the bonus token
+    /// included), in the server's field `field`.
+    fn spec_accept_length(&mut self, field: &'static str, length: f64);
     /// The stream ends with this event (dialects without `[DONE]`).
     fn end(&mut self);
 }

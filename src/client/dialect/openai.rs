@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Dialect, EventError, Events};
+use super::{Dialect, EventError, Events, Reported};
 use crate::client::api::{
     CallRequest, OpenAiChunk, SamplingNames, messages, prompt_text, put_sampling,
 };
@@ -117,6 +117,23 @@ impl Dialect for OpenAi {
             }
             if let Some(n) = u.completion_tokens {
                 out.completion_tokens("usage.completion_tokens", n);
+            }
+            if let Some(n) = u.prompt_tokens_details.and_then(|d| d.cached_tokens) {
+                out.reported(
+                    Reported::CachedTokens,
+                    "usage.prompt_tokens_details.cached_tokens",
+                    n,
+                );
+            }
+            let details = u.completion_tokens_details.and_then(|d| d.reasoning_tokens);
+            if let Some(n) = details {
+                out.reported(
+                    Reported::ReasoningTokens,
+                    "usage.completion_tokens_details.reasoning_tokens",
+                    n,
+                );
+            } else if let Some(n) = u.reasoning_tokens {
+                out.reported(Reported::ReasoningTokens, "usage.reasoning_tokens", n);
             }
         }
         Ok(())

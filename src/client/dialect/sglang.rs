@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Counts, Dialect, EventError, Events};
+use super::{Counts, Dialect, EventError, Events, Reported};
 use crate::client::TokenSource;
 use crate::client::api::{CallRequest, ErrorValue, SamplingNames, prompt_text, put_sampling};
 use crate::suite::Api;
@@ -45,6 +45,18 @@ struct MetaInfo {
     /// `{"type": "length" | "stop", ...}` on the last chunk.
     #[serde(default)]
     finish_reason: Option<Value>,
+    /// Prompt tokens served from the prefix cache.
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+    /// Generated tokens spent reasoning (with a reasoning parser).
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+    /// Times the request was retracted.
+    #[serde(default)]
+    num_retractions: Option<u64>,
+    /// Completion tokens per verify step, with speculative decoding.
+    #[serde(default)]
+    spec_accept_length: Option<f64>,
 }
 
 impl Dialect for Generate {
@@ -80,6 +92,31 @@ impl Dialect for Generate {
             }
             if let Some(n) = meta.completion_tokens {
                 out.completion_tokens("meta_info.completion_tokens", n);
+            }
+            let reported = [
+                (
+                    Reported::CachedTokens,
+                    "meta_info.cached_tokens",
+                    meta.cached_tokens,
+                ),
+                (
+                    Reported::ReasoningTokens,
+                    "meta_info.reasoning_tokens",
+                    meta.reasoning_tokens,
+                ),
+                (
+                    Reported::Retractions,
+                    "meta_info.num_retractions",
+                    meta.num_retractions,
+                ),
+            ];
+            for (what, field, n) in reported {
+                if let Some(n) = n {
+                    out.reported(what, field, n);
+                }
+            }
+            if let Some(l) = meta.spec_accept_length {
+                out.spec_accept_length("meta_info.spec_accept_length", l);
             }
             if let Some(f) = &meta.finish_reason
                 && !f.is_null()

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::TokenMark;
 use super::plausibility::PROMPT_SLACK;
 use super::reader::StreamReader;
-use crate::client::dialect::{Counts, EventError, Events, ServerTimings};
+use crate::client::dialect::{Counts, EventError, Events, Reported, ServerTimings};
 use crate::client::error::{CallError, ErrorKind, excerpt};
 use crate::units::format_duration;
 
@@ -102,6 +102,34 @@ impl Events for StreamReader {
 
     fn timings(&mut self, timings: ServerTimings) {
         self.server_timings = Some(timings);
+    }
+
+    fn reported(&mut self, what: Reported, field: &'static str, n: u64) {
+        if n > u64::from(u32::MAX) {
+            self.event.broken.get_or_insert(CallError::new(
+                ErrorKind::Protocol,
+                format!("{field} = {n} is implausible: more than 2^32 tokens in a request"),
+            ));
+            return;
+        }
+        let r = &mut self.server_report;
+        let slot = match what {
+            Reported::CachedTokens => &mut r.cached_tokens,
+            Reported::ReasoningTokens => &mut r.reasoning_tokens,
+            Reported::Retractions => &mut r.retractions,
+        };
+        *slot = Some(n);
+    }
+
+    fn spec_accept_length(&mut self, field: &'static str, length: f64) {
+        if length.is_finite() {
+            self.server_report.spec_accept_length = Some(length);
+        } else {
+            self.event.broken.get_or_insert(CallError::new(
+                ErrorKind::Protocol,
+                format!("{field} = {length} is implausible: not a length"),
+            ));
+        }
     }
 
     fn end(&mut self) {

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tokio::time::timeout_at;
 
 use super::api::{CallRequest, Usage};
-use super::dialect::{self, Dialect, ServerTimings};
+use super::dialect::{self, Dialect, ServerReport, ServerTimings};
 use super::error::{CallError, Deadline, ErrorKind, excerpt};
 use super::raw;
 use crate::suite::{Api, ReadLimits, Timeouts};
@@ -120,6 +120,9 @@ pub struct Completion {
     pub token_source: TokenSource,
     /// The server's own timings, where its dialect reports them.
     pub server_timings: Option<ServerTimings>,
+    /// What else the server reported of it (cached and reasoning tokens,
+    /// speculative acceptance, retractions).
+    pub server_report: ServerReport,
     /// Timestamps.
     pub timing: Timing,
 }

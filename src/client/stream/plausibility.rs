@@ -74,6 +74,41 @@ impl StreamReader {
         Ok(())
     }
 
+    /// `Err` when what the server reported beside its counts cannot be
+    /// true of the request: more prompt tokens cached than it had, more
+    /// reasoning tokens than it generated, a speculative step of fewer than
+    /// one token or more than it generated. A server that forges a cache
+    /// hit or an acceptance length would make a gate on it pass.
+    pub(super) fn check_report(&self, completion: u64) -> Result<(), CallError> {
+        let r = &self.server_report;
+        let wrong = |what: String| Err(CallError::new(ErrorKind::Protocol, what));
+        let prompt = self.usage.and_then(|u| u.prompt_tokens);
+        if let (Some(cached), Some(prompt)) = (r.cached_tokens, prompt)
+            && cached > prompt
+        {
+            return wrong(format!(
+                "the server reports {cached} cached prompt tokens of a {prompt}-token prompt: a cache hit it cannot have had"
+            ));
+        }
+        if let Some(reasoning) = r.reasoning_tokens
+            && reasoning > completion
+        {
+            return wrong(format!(
+                "the server reports {reasoning} reasoning tokens of {completion} generated"
+            ));
+        }
+        #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
+        if let Some(length) = r.spec_accept_length
+            && completion > 0
+            && !(1.0..=completion as f64).contains(&length)
+        {
+            return wrong(format!(
+                "the server reports a speculative accept length of {length} tokens per verify step for {completion} tokens generated: each step yields at least 1 and at most all of them"
+            ));
+        }
+        Ok(())
+    }
+
     /// `Err` when the server's own timings cannot be true of this stream:
     /// not finite or negative; more time on the prompt than passed before
     /// the first token reached the client, or on the whole request than it

@@ -9,7 +9,7 @@ use super::events::EventSaid;
 use super::headers::{ContentHeaders, EVENT_STREAM};
 use super::{Completion, Timing, TokenSource};
 use crate::client::api::Usage;
-use crate::client::dialect::{Counts, Dialect, ServerTimings};
+use crate::client::dialect::{Counts, Dialect, ServerReport, ServerTimings};
 use crate::client::error::{CallError, ErrorKind, excerpt};
 use crate::client::sse::SseParser;
 use crate::stamp::Arrival;
@@ -29,6 +29,7 @@ pub(super) struct StreamReader {
     pub(super) reported: Option<u64>,
     pub(super) chunk_tokens: u64,
     pub(super) server_timings: Option<ServerTimings>,
+    pub(super) server_report: ServerReport,
     pub(super) done: bool,
     /// What the event being read said.
     pub(super) event: EventSaid,
@@ -104,6 +105,7 @@ impl StreamReader {
             reported: None,
             chunk_tokens: 0,
             server_timings: None,
+            server_report: ServerReport::default(),
             done: false,
             event: EventSaid::default(),
             max_answer,
@@ -336,6 +338,7 @@ impl StreamReader {
             ));
         };
         self.check_timings()?;
+        self.check_report(completion_tokens)?;
         Ok(Completion {
             content: std::mem::take(&mut self.content),
             reasoning: std::mem::take(&mut self.reasoning),
@@ -344,6 +347,7 @@ impl StreamReader {
             completion_tokens,
             token_source,
             server_timings: self.server_timings,
+            server_report: self.server_report,
             timing: std::mem::take(&mut self.timing),
         })
     }

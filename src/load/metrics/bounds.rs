@@ -27,6 +27,10 @@ pub struct Bounds {
     pub itl_lo: Distribution,
     /// See `itl_lo`.
     pub itl_hi: Distribution,
+    /// The same of each whole chunk gap (`itl_chunk`).
+    pub itl_chunk_lo: Distribution,
+    /// See `itl_chunk_lo`.
+    pub itl_chunk_hi: Distribution,
     /// TPOT with the first token as early as it can have come.
     pub tpot_hi: Distribution,
     /// The decode rate the same way.
@@ -49,6 +53,8 @@ impl Bounds {
             e2e_lo: Distribution::seconds(),
             itl_lo: Distribution::seconds(),
             itl_hi: Distribution::seconds(),
+            itl_chunk_lo: Distribution::seconds(),
+            itl_chunk_hi: Distribution::seconds(),
             tpot_hi: Distribution::seconds(),
             decode_tok_s_lo: Distribution::rate(),
             merged: 0,
@@ -64,6 +70,8 @@ impl Bounds {
         self.e2e_lo.merge(&other.e2e_lo);
         self.itl_lo.merge(&other.itl_lo);
         self.itl_hi.merge(&other.itl_hi);
+        self.itl_chunk_lo.merge(&other.itl_chunk_lo);
+        self.itl_chunk_hi.merge(&other.itl_chunk_hi);
         self.tpot_hi.merge(&other.tpot_hi);
         self.decode_tok_s_lo.merge(&other.decode_tok_s_lo);
         self.merged += other.merged;
@@ -85,6 +93,7 @@ impl Bounds {
             Metric::Connect => (None, None),
             Metric::E2e => (Some(&self.e2e_lo), None),
             Metric::Itl => (Some(&self.itl_lo), Some(&self.itl_hi)),
+            Metric::ItlChunk => (Some(&self.itl_chunk_lo), Some(&self.itl_chunk_hi)),
             Metric::Tpot => (None, Some(&self.tpot_hi)),
             Metric::DecodeTokS => (Some(&self.decode_tok_s_lo), None),
             _ => return None,

@@ -9,6 +9,7 @@
 mod bounds;
 mod recorder;
 mod render;
+mod reported;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -22,6 +23,7 @@ use crate::suite::metric::{Metric, MetricKey, Stat};
 use crate::units::format_secs;
 pub use bounds::Bounds;
 pub use recorder::{LATE_START, Recorder, SERIES_MAX};
+pub use reported::ServerReports;
 
 /// Everything measured by one gate.
 #[derive(Debug, Clone)]
@@ -42,6 +44,8 @@ pub struct GateMetrics {
     pub connect: Distribution,
     /// Inter-token latency, seconds.
     pub itl: Distribution,
+    /// Inter-chunk latency, seconds.
+    pub itl_chunk: Distribution,
     /// Time per output token after the first, seconds.
     pub tpot: Distribution,
     /// End-to-end latency, seconds.
@@ -84,6 +88,8 @@ pub struct GateMetrics {
     /// because the server had sent bytes on them that no request asked
     /// for (they were not read as an answer).
     pub unsolicited: u64,
+    /// What the server reported of each request beside its counts.
+    pub reported: ServerReports,
     /// The server's own `/metrics` view of the window, or why there is none.
     pub server: Result<ServerView, String>,
     /// The measured window.
@@ -115,6 +121,7 @@ impl GateMetrics {
             Metric::TtftFromSend => Some(&self.ttft_from_send),
             Metric::Connect => Some(&self.connect),
             Metric::Itl => Some(&self.itl),
+            Metric::ItlChunk => Some(&self.itl_chunk),
             Metric::Tpot => Some(&self.tpot),
             Metric::E2e => Some(&self.e2e),
             Metric::DecodeTokS => Some(&self.decode_tok_s),
@@ -201,6 +208,10 @@ impl GateMetrics {
             Metric::GoodputTokS => self
                 .good_requests
                 .and_then(|_| self.per_sec(self.good_tokens)),
+            m @ (Metric::CacheHitRate
+            | Metric::ReasoningTokens
+            | Metric::SpecAcceptLength
+            | Metric::Retractions) => self.reported.value(m, key.stat, self.completed),
             m => self
                 .distribution(m)
                 .and_then(|d| d.stat(key.stat.unwrap_or(Stat::Mean))),
@@ -260,9 +271,17 @@ impl GateMetrics {
             Metric::RequestsPerS | Metric::GoodputRequestsPerS => {
                 format!("{} requests in {window}", self.completed)
             }
+            m @ (Metric::CacheHitRate
+            | Metric::ReasoningTokens
+            | Metric::SpecAcceptLength
+            | Metric::Retractions) => self.reported.sample_size(m),
             m => {
                 let n = self.distribution(m).map_or(0, Distribution::len);
-                let unit = if m == Metric::Itl { "gaps" } else { "requests" };
+                let unit = match m {
+                    Metric::Itl => "gaps",
+                    Metric::ItlChunk => "chunk gaps",
+                    _ => "requests",
+                };
                 format!("{n} {unit}")
             }
         }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{Bounds, GateMetrics};
+use super::{Bounds, GateMetrics, ServerReports};
 use crate::client::{CallError, Completion, TokenSource};
 use crate::load::distribution::Distribution;
 use crate::load::selfcheck::ClientCheck;
@@ -21,11 +21,13 @@ pub struct Recorder {
     ttft_from_send: Distribution,
     connect: Distribution,
     itl: Distribution,
+    itl_chunk: Distribution,
     tpot: Distribution,
     e2e: Distribution,
     decode_tok_s: Distribution,
     server_decode_tok_s: Distribution,
     server_prompt: Distribution,
+    reported: ServerReports,
     completed: u64,
     output_tokens: u64,
     input_tokens: u64,
@@ -62,11 +64,13 @@ impl Recorder {
             ttft_from_send: Distribution::seconds(),
             connect: Distribution::seconds(),
             itl: Distribution::seconds(),
+            itl_chunk: Distribution::seconds(),
             tpot: Distribution::seconds(),
             e2e: Distribution::seconds(),
             decode_tok_s: Distribution::rate(),
             server_decode_tok_s: Distribution::rate(),
             server_prompt: Distribution::seconds(),
+            reported: ServerReports::default(),
             completed: 0,
             output_tokens: 0,
             input_tokens: 0,
@@ -156,11 +160,14 @@ impl Recorder {
                     .record(s.predicted_n as f64 * 1000.0 / s.predicted_ms);
             }
         }
-        // A chunk of k tokens contributes k gaps of gap/k.
+        self.reported.record(c);
+        // A chunk of k tokens contributes k gaps of gap/k to `itl`, one
+        // whole gap to `itl_chunk`.
         for pair in t.marks.windows(2) {
             let gap = pair[1].at.saturating_sub(pair[0].at).as_secs_f64();
             let k = pair[1].tokens.max(1);
             self.itl.record_n(gap / f64::from(k), u64::from(k));
+            self.itl_chunk.record(gap);
         }
         let within = |limit: Option<Duration>, v: f64| limit.is_none_or(|l| v <= l.as_secs_f64());
         if within(self.slo.ttft, ttft)
@@ -222,6 +229,8 @@ impl Recorder {
             let hi = secs(&(gap + pair[0].early())) / f64::from(k);
             b.itl_lo.record_n(lo, u64::from(k));
             b.itl_hi.record_n(hi, u64::from(k));
+            b.itl_chunk_lo.record(lo * f64::from(k));
+            b.itl_chunk_hi.record(hi * f64::from(k));
         }
     }
 
@@ -241,11 +250,13 @@ impl Recorder {
         self.ttft_from_send.merge(&other.ttft_from_send);
         self.connect.merge(&other.connect);
         self.itl.merge(&other.itl);
+        self.itl_chunk.merge(&other.itl_chunk);
         self.tpot.merge(&other.tpot);
         self.e2e.merge(&other.e2e);
         self.decode_tok_s.merge(&other.decode_tok_s);
         self.server_decode_tok_s.merge(&other.server_decode_tok_s);
         self.server_prompt.merge(&other.server_prompt);
+        self.reported.merge(&other.reported);
         self.completed += other.completed;
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
@@ -295,6 +306,7 @@ impl Recorder {
             ttft_from_send: self.ttft_from_send,
             connect: self.connect,
             itl: self.itl,
+            itl_chunk: self.itl_chunk,
             tpot: self.tpot,
             e2e: self.e2e,
             decode_tok_s: self.decode_tok_s,
@@ -315,6 +327,7 @@ impl Recorder {
             token_sources: self.token_sources,
             side_tokens: 0,
             unsolicited: 0,
+            reported: self.reported,
             server: Err("the server's /metrics was not read".to_owned()),
             wall,
             bounds: self.bounds,

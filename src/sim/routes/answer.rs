@@ -24,12 +24,33 @@ fn reported_tokens(plan: &Plan, profile: &Profile) -> u64 {
 }
 
 pub(super) fn usage(plan: &Plan, profile: &Profile) -> Value {
-    let completion = reported_tokens(plan, profile);
-    json!({
+    usage_at(plan, reported_tokens(plan, profile))
+}
+
+/// Usage as SGLang 0.5.23's `UsageProcessor` writes it after `completion`
+/// tokens: `reasoning_tokens` always (its own field), OpenAI's
+/// `completion_tokens_details` when there are some, and
+/// `prompt_tokens_details.cached_tokens` only with the cache report on.
+fn usage_at(plan: &Plan, completion: u64) -> Value {
+    let reasoning = reasoning_so_far(plan, completion);
+    let mut usage = json!({
         "prompt_tokens": plan.prompt_tokens,
         "completion_tokens": completion,
         "total_tokens": plan.prompt_tokens + completion,
-    })
+        "reasoning_tokens": reasoning,
+    });
+    if reasoning > 0 {
+        usage["completion_tokens_details"] = json!({"reasoning_tokens": reasoning});
+    }
+    if plan.server.cache_report {
+        usage["prompt_tokens_details"] = json!({"cached_tokens": plan.server.cached_tokens});
+    }
+    usage
+}
+
+/// Reasoning tokens among the first `completion` (reasoning streams first).
+fn reasoning_so_far(plan: &Plan, completion: u64) -> u64 {
+    (plan.reasoning.len() as u64).min(completion)
 }
 
 pub(super) fn meta_info(plan: &Plan, id: &str, completion_tokens: u64, finished: bool) -> Value {
@@ -41,13 +62,34 @@ pub(super) fn meta_info(plan: &Plan, id: &str, completion_tokens: u64, finished:
     } else {
         Value::Null
     };
-    json!({
+    let mut meta = json!({
         "id": id,
         "finish_reason": finish,
         "prompt_tokens": plan.prompt_tokens,
+        "num_retractions": plan.server.retractions,
+        "reasoning_tokens": reasoning_so_far(plan, completion_tokens),
         "completion_tokens": completion_tokens,
-        "cached_tokens": 0,
-    })
+        "cached_tokens": plan.server.cached_tokens,
+    });
+    // SGLang's `_calculate_spec_decoding_metrics`: accept length is
+    // completion tokens per verify step (the bonus token included).
+    if let Some(step) = plan.server.spec_step
+        && completion_tokens > 0
+    {
+        let verify = completion_tokens.div_ceil(step as u64);
+        #[expect(clippy::cast_precision_loss, reason = "small counts")]
+        let length = completion_tokens as f64 / verify as f64;
+        meta["spec_verify_ct"] = json!(verify);
+        meta["spec_accept_length"] = json!(length);
+        #[expect(clippy::cast_precision_loss, reason = "small counts")]
+        let rate = if step > 1 {
+            (length - 1.0) / (step - 1) as f64
+        } else {
+            0.0
+        };
+        meta["spec_accept_rate"] = json!(rate);
+    }
+    meta
 }
 
 /// llama.cpp's last event (and non-streaming body): the whole `content`
@@ -173,7 +215,9 @@ pub(super) fn token_chunk(
     sent: u64,
     extras: Extras,
 ) -> Bytes {
-    let usage = if extras.continuous {
+    let usage = if extras.continuous && (plan.server.cache_report || !plan.reasoning.is_empty()) {
+        format!(",\"usage\":{}", usage_at(plan, sent))
+    } else if extras.continuous {
         format!(
             ",\"usage\":{{\"prompt_tokens\":{p},\"completion_tokens\":{sent},\"total_tokens\":{t}}}",
             p = plan.prompt_tokens,

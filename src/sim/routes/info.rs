@@ -23,6 +23,10 @@ pub(in crate::sim) async fn flush_cache(State(s): State<Arc<SimState>>) -> Respo
             .into_response();
     }
     s.flushes.fetch_add(1, Ordering::Relaxed);
+    s.prefixes
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clear();
     "Cache flushed.".into_response()
 }
 

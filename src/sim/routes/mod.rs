@@ -201,6 +201,7 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
     state
         .prompt_tokens
         .fetch_add(plan.prompt_tokens, Ordering::Relaxed);
+    plan.server = server_counts(&state, &ask.prompt, plan.prompt_tokens);
     let id = format!("sim-{}", state.requests.load(Ordering::Relaxed));
     if ask.stream {
         let (tx, rx) = mpsc::channel::<Bytes>(32);
@@ -242,4 +243,37 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         .generation_tokens
         .fetch_add(plan.completion_tokens(), Ordering::Relaxed);
     Json(whole(shape, &plan, &state.profile, &id, started.elapsed())).into_response()
+}
+
+/// What the server reports of a request to `prompt` beside its counts:
+/// its prefix-cache hit (and the prompt kept for later ones), its verify
+/// step and retractions, as the profile says.
+fn server_counts(
+    state: &SimState,
+    prompt: &str,
+    prompt_tokens: u64,
+) -> super::engine::ServerCounts {
+    let profile = &state.profile;
+    let mut cached_tokens = 0;
+    if profile.prefix_cache {
+        let tokens = super::engine::tokenize(prompt);
+        let mut kept = state
+            .prefixes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        cached_tokens = super::engine::cached_prefix(&tokens, &kept);
+        if kept.len() == super::PREFIXES_KEPT {
+            kept.remove(0);
+        }
+        kept.push(tokens);
+    }
+    if profile.breaks("cached_tokens") {
+        cached_tokens = prompt_tokens + 5;
+    }
+    super::engine::ServerCounts {
+        cache_report: profile.prefix_cache || profile.breaks("cached_tokens"),
+        cached_tokens,
+        spec_step: profile.speculative.then_some(profile.tokens_per_chunk),
+        retractions: profile.retractions,
+    }
 }

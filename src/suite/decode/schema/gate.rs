@@ -27,6 +27,9 @@ fn metric_doc(metric: Metric) -> &'static str {
         }
         Metric::Connect => "time to open a connection (requests that opened one)",
         Metric::Itl => "gap between tokens; a chunk of k tokens gives k gaps of gap/k",
+        Metric::ItlChunk => {
+            "gap before each chunk that brought tokens, whole however many it carried: `bench_serving`'s ITL (`p99_itl_ms`), k times `itl` under decode steps or speculative decoding"
+        }
         Metric::Tpot => "(e2e − ttft) / (tokens − 1) per request",
         Metric::E2e => "send → end of stream",
         Metric::DecodeTokS => "(tokens − 1) / (e2e − ttft) per request",
@@ -49,6 +52,18 @@ fn metric_doc(metric: Metric) -> &'static str {
         }
         Metric::ServerDecodeTokS => {
             "the server's own decode rate per request, `predicted_n / predicted_ms` of llama.cpp's `timings` (`api: llamacpp-completion`); set it beside `decode_tok_s` to see what the transport and the client cost"
+        }
+        Metric::CacheHitRate => {
+            "prompt tokens served from the server's prefix cache over all prompt tokens, 0 to 1 (`usage.prompt_tokens_details.cached_tokens`, `meta_info.cached_tokens`, llama.cpp `timings.cache_n`); every request must report it"
+        }
+        Metric::ReasoningTokens => {
+            "reasoning tokens per request as the server counts them (`usage.reasoning_tokens` or `completion_tokens_details`, `meta_info.reasoning_tokens`)"
+        }
+        Metric::SpecAcceptLength => {
+            "tokens per speculative verify step per request, the bonus token included (SGLang `/generate` `meta_info.spec_accept_length`)"
+        }
+        Metric::Retractions => {
+            "requests the server retracted and decoded again for want of KV cache, summed (`meta_info.num_retractions`)"
         }
     }
 }

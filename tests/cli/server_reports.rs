@@ -1,0 +1,118 @@
+//! What the server reports of each request beside its token counts, as
+//! SGLang 0.5.23 sends it (speculative acceptance, retractions, cached and
+//! reasoning tokens), judged both ways: a server that reports good figures
+//! passes, one that reports bad ones fails on them, one that reports none
+//! cannot pass, and one that forges a cache hit fails its requests.
+
+use crate::common::run::run_expecting;
+use crate::common::verdicts::{assert_has, failure_of, verdict};
+use crate::record_of;
+
+/// A gate's figure `key` in the run record.
+fn figure(record: &serde_json::Value, gate: &str, key: &str) -> f64 {
+    let gates = record["suites"][0]["gates"].as_array().unwrap();
+    let g = gates
+        .iter()
+        .find(|g| g["gate"] == gate)
+        .unwrap_or_else(|| panic!("no gate `{gate}` in {record}"));
+    g["figures"][key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no figure `{key}` in {g}"))
+}
+
+/// Speculative decoding (3 tokens a verify step) and a prefix cache on
+/// SGLang's `/generate`: acceptance, retractions and the hit rate pass
+/// their gates; `itl_chunk` is `bench_serving`'s ITL, a whole chunk's gap,
+/// about 3 times the per-token `itl` (more where a loaded machine read two
+/// chunks at once, never less than the tokens a chunk carried allow).
+#[test]
+fn speculative_decoding_and_the_prefix_cache_are_gated_from_the_servers_reports() {
+    let out = run_expecting(&["run", "tests/suites/server-reports.yaml"], 0);
+    assert_has(
+        &out,
+        &[
+            "pass spec_accept_length.mean >= 2.50 tokens (measured 3.00 tokens)",
+            "pass retractions == 0 (measured 0)",
+        ],
+    );
+    let record = record_of(&out);
+    let hit = figure(&record, "prefix_cache", "cache_hit_rate");
+    // 8 requests of one 64-token prefix and 8 unique tokens: all but the
+    // first are served 64 of their ~72 tokens from the cache.
+    assert!((0.5..1.0).contains(&hit), "cache_hit_rate {hit}");
+    let chunk = figure(&record, "speculative", "itl_chunk.p50");
+    let token = figure(&record, "speculative", "itl.p50");
+    assert!(
+        chunk >= 2.5 * token && chunk <= 10.0 * token,
+        "itl_chunk.p50 {chunk} against itl.p50 {token}"
+    );
+}
+
+/// The same reports through the chat API: reasoning tokens from
+/// `usage.completion_tokens_details`, cached ones from
+/// `usage.prompt_tokens_details`.
+#[test]
+fn reasoning_and_cached_tokens_come_from_chat_usage() {
+    let out = run_expecting(&["run", "tests/suites/server-reports-chat.yaml"], 0);
+    assert_has(
+        &out,
+        &[
+            "pass reasoning_tokens.mean >= 5.00 tokens (measured 16.00 tokens)",
+            "pass cache_hit_rate >= 0.500 (measured 0.750)",
+        ],
+    );
+}
+
+/// A server that retracts every request fails `retractions == 0` with the
+/// count; a cache that serves nothing fails its hit rate, measured.
+#[test]
+fn retractions_and_a_cold_cache_fail_their_gates() {
+    let out = run_expecting(&["run", "tests/suites/server-reports-bad.yaml"], 1);
+    assert_has(
+        &failure_of(&out, "server_reports_bad::performance::pressure"),
+        &[
+            "error: threshold failed: retractions == 0\n  --> tests/suites/server-reports-bad.yaml:11:7",
+            "measured: retractions = 8\n",
+            "measured: cache_hit_rate = 0.000\n",
+            "samples:  0 cached of ",
+            " prompt tokens in 4 requests",
+        ],
+    );
+}
+
+/// A server that reports none of it cannot pass a gate on it: each
+/// threshold fails, saying what its figure needs (a reasoning count of 0,
+/// which SGLang sends without a reasoning parser, is measured as 0).
+#[test]
+fn a_server_that_reports_nothing_never_passes_a_gate_on_its_reports() {
+    let out = run_expecting(&["run", "tests/suites/server-reports-unreported.yaml"], 1);
+    assert_has(
+        &failure_of(&out, "server_reports_unreported::performance::unreported"),
+        &[
+            "measured: cache_hit_rate = nothing\n          2 requests succeeded, but this figure needs cached-token counts from the server for every request (SGLang `--enable-cache-report`",
+            "measured: reasoning_tokens.mean = 0.00 tokens\n",
+            "measured: spec_accept_length.mean = nothing\n          2 requests succeeded, but this figure needs speculative decoding reported",
+            "measured: retractions = nothing\n          2 requests succeeded, but this figure needs retraction counts",
+        ],
+    );
+}
+
+/// A forged cache hit (more cached tokens than the prompt had) fails every
+/// request as a protocol error that says so: the gate cannot pass on it.
+#[test]
+fn a_forged_cache_hit_fails_its_requests() {
+    let out = run_expecting(&["run", "tests/suites/server-reports-forged.yaml"], 1);
+    assert_eq!(
+        verdict(&out, "server_reports_forged::performance::forged"),
+        "FAILED",
+        "{out}"
+    );
+    assert_has(
+        &failure_of(&out, "server_reports_forged::performance::forged"),
+        &[
+            "errors:   2 (protocol ×2)",
+            "cached prompt tokens of a ",
+            "-token prompt: a cache hit it cannot have had",
+        ],
+    );
+}
