@@ -543,7 +543,7 @@ fn a_server_that_stops_answering_mid_run_is_named_as_hung_and_gates_the_rest() {
     assert_has(
         &third,
         &[
-            "error: the server stopped answering during hung::correctness::third (GET /health: ",
+            "error: the server stopped answering during hung::correctness::third (GET /health_generate: ",
             "| servegate sim: simulated hang: no answer from now on (request 3)",
             "the trial's own failure:",
             "no token before the first_token deadline (2.000s)",
@@ -552,6 +552,31 @@ fn a_server_that_stops_answering_mid_run_is_named_as_hung_and_gates_the_rest() {
     assert_has(
         &failure_of(&text, "hung::performance::decode"),
         &["gated: the server stopped answering during hung::correctness::third"],
+    );
+    run.assert_no_survivors();
+}
+
+/// A scheduler that hangs behind a live HTTP server: SGLang 0.5.23's
+/// `/health` answers 200 without reaching it, so the liveness check asks
+/// `/health_generate`, which generates a token; the trial is named as the
+/// one the server hung in, and the rest are gated on it.
+#[test]
+fn a_hung_scheduler_behind_a_live_health_endpoint_is_named_as_hung() {
+    let run = Run::new("scheduler_hung");
+    let (code, text) = run.run(&["run", "tests/suites/launch/scheduler-hung.yaml"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(verdict(&text, "scheduler_hung::correctness::second"), "ok");
+    assert_has(
+        &failure_of(&text, "scheduler_hung::correctness::third"),
+        &[
+            "error: the server stopped answering during scheduler_hung::correctness::third (GET /health_generate: ",
+            "| servegate sim: simulated scheduler hang: HTTP answers, nothing is generated from now on (request 3)",
+            "no token before the first_token deadline (2.000s)",
+        ],
+    );
+    assert_has(
+        &failure_of(&text, "scheduler_hung::performance::decode"),
+        &["gated: the server stopped answering during scheduler_hung::correctness::third"],
     );
     run.assert_no_survivors();
 }

@@ -47,6 +47,11 @@ pub(crate) struct SimArgs {
     /// arrives after this many.
     #[arg(long)]
     hang_after: Option<u64>,
+    /// Stop generating (generation requests and `/health_generate` hang,
+    /// `/health` answers 200) when a generation request arrives after this
+    /// many: a hung scheduler behind a live HTTP server.
+    #[arg(long)]
+    scheduler_hang_after: Option<u64>,
     /// A `/get_server_info` field, as `KEY=VALUE` (VALUE read as JSON when
     /// it parses, else as a string); repeatable.
     #[arg(long = "server-info", value_name = "KEY=VALUE")]
@@ -74,6 +79,7 @@ pub(crate) fn serve_sim(set: &SimArgs) -> ExitCode {
     profile.crash_after = set.crash_after;
     profile.fault = set.fault.or(profile.fault);
     profile.hang_after = set.hang_after;
+    profile.scheduler_hang_after = set.scheduler_hang_after;
     profile.loading = if set.never_ready {
         None
     } else {

@@ -443,7 +443,12 @@ impl SuiteRun {
         Err(Stop::failed(FailureKind::Server, message))
     }
 
-    /// `Some(cause)` when `GET /health` gets no HTTP answer within 10 s.
+    /// `Some(cause)` when the server does not show it is alive within
+    /// 10 s: SGLang's `GET /health_generate` generates a token through the
+    /// scheduler (its `/health` answers 200 without it since 0.5.x, so a
+    /// hung scheduler would pass), and fails on anything but 200; a server
+    /// without that route (a 4xx: vLLM, llama.cpp) is asked `GET /health`,
+    /// where any answer will do.
     fn unresponsive(&self, c: &Connected, name: &str) -> Option<String> {
         let quick = Timeouts {
             connect: Duration::from_secs(5),
@@ -451,14 +456,24 @@ impl SuiteRun {
             ..Timeouts::default()
         };
         let client = c.client.with_timeouts(quick);
-        let answer = self.runtime.block_on(client.get("/health"));
-        answer.err().map(|e| {
-            let tail = c
-                .server
-                .as_ref()
-                .map_or_else(String::new, |s| format!("\n{}", s.tail()));
-            format!("the server stopped answering during {name} (GET /health: {e}){tail}")
-        })
+        let why = match self.runtime.block_on(client.get("/health_generate")) {
+            Ok((200..=299, _)) => return None,
+            Ok((400..=499, _)) => match self.runtime.block_on(client.get("/health")) {
+                Ok(_) => return None,
+                Err(e) => format!("GET /health: {e}"),
+            },
+            Ok((status, _)) => format!(
+                "GET /health_generate answered {status}: the server could not generate a token"
+            ),
+            Err(e) => format!("GET /health_generate: {e}"),
+        };
+        let tail = c
+            .server
+            .as_ref()
+            .map_or_else(String::new, |s| format!("\n{}", s.tail()));
+        Some(format!(
+            "the server stopped answering during {name} ({why}){tail}"
+        ))
     }
 
     /// Stops a launched server (after the suite's last trial).

@@ -41,6 +41,8 @@ struct SimState {
     ready_at: Option<std::time::Instant>,
     /// Set by `hang_after`: nothing is answered any more.
     hung: std::sync::atomic::AtomicBool,
+    /// Set by `scheduler_hang_after`: nothing is generated any more.
+    scheduler_hung: std::sync::atomic::AtomicBool,
     /// The prompts its prefix cache holds (tokenized), at most
     /// [`PREFIXES_KEPT`]; emptied by `/flush_cache`.
     prefixes: std::sync::Mutex<Vec<Vec<String>>>,
@@ -57,6 +59,7 @@ pub fn app(profile: Profile) -> Router {
     let state = Arc::new(SimState {
         ready_at,
         hung: std::sync::atomic::AtomicBool::new(false),
+        scheduler_hung: std::sync::atomic::AtomicBool::new(false),
         profile,
         running: AtomicUsize::new(0),
         requests: AtomicU64::new(0),
@@ -73,7 +76,7 @@ pub fn app(profile: Profile) -> Router {
         .route("/generate", routes::generation(Shape::Generate))
         .route("/completion", routes::generation(Shape::Llama))
         .route("/health", get(routes::health))
-        .route("/health_generate", get(routes::health))
+        .route("/health_generate", get(routes::health_generate))
         .route("/v1/models", get(routes::models))
         .route("/get_model_info", get(routes::model_info))
         .route("/model_info", get(routes::model_info))

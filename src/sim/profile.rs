@@ -51,6 +51,11 @@ pub struct Profile {
     /// Stop answering anything, health checks included, when a generation
     /// request arrives after this many: a server that hangs mid-run.
     pub hang_after: Option<u64>,
+    /// Stop generating when a generation request arrives after this many:
+    /// generation requests and `/health_generate` hang, `/health` still
+    /// answers 200 (SGLang 0.5.23's `/health` does not reach the
+    /// scheduler): a scheduler that hangs under a live HTTP server.
+    pub scheduler_hang_after: Option<u64>,
     /// Server contracts this simulator breaks, for contract-probe tests:
     /// `ignore_eos`, `max_tokens`, `usage`, `stop`, `determinism`,
     /// `cached_tokens` (a forged cache hit: more cached than prompted).
@@ -107,6 +112,7 @@ impl Default for Profile {
             loading: Some(Duration::ZERO),
             crash_after: None,
             hang_after: None,
+            scheduler_hang_after: None,
             breaks: Vec::new(),
             fault: None,
             corrupt_above: None,

@@ -44,6 +44,15 @@ pub(in crate::sim) async fn health(State(s): State<Arc<SimState>>) -> Response {
         .into_response()
 }
 
+/// `/health_generate`: as `/health`, but through the scheduler, so a hung
+/// one hangs it too.
+pub(in crate::sim) async fn health_generate(State(s): State<Arc<SimState>>) -> Response {
+    if s.scheduler_hung.load(Ordering::SeqCst) {
+        return std::future::pending().await;
+    }
+    health(State(s)).await
+}
+
 /// The HTTP error a faulty server answers everything with, info included.
 fn http_fault(s: &SimState) -> Option<Response> {
     let code = s.profile.fault.and_then(Fault::status)?;

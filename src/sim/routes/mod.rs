@@ -34,7 +34,9 @@ use super::engine::plan;
 use super::fault::Fault;
 use answer::whole;
 use ask::{Extras, parse_ask};
-pub(super) use info::{flush_cache, health, metrics, model_info, models, server_info};
+pub(super) use info::{
+    flush_cache, health, health_generate, metrics, model_info, models, server_info,
+};
 use stream::stream;
 
 /// Which response shape a request gets.
@@ -188,7 +190,18 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         );
         state.hung.store(true, Ordering::SeqCst);
     }
-    if state.hung.load(Ordering::SeqCst) {
+    if state
+        .profile
+        .scheduler_hang_after
+        .is_some_and(|n| before >= n)
+    {
+        eprintln!(
+            "servegate sim: simulated scheduler hang: HTTP answers, nothing is generated from now on (request {})",
+            before + 1
+        );
+        state.scheduler_hung.store(true, Ordering::SeqCst);
+    }
+    if state.hung.load(Ordering::SeqCst) || state.scheduler_hung.load(Ordering::SeqCst) {
         return std::future::pending().await;
     }
     if state.profile.crash_after.is_some_and(|n| before >= n) {
