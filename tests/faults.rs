@@ -167,7 +167,7 @@ fn every_fault_fails_the_affected_trial_with_its_class_and_the_run_goes_on() {
         cases.push(Case {
             fault,
             stage: "config",
-            expect: format!("GET /get_server_info: {code}; GET /server_info: {code}"),
+            expect: format!("GET /server_info: {code}; GET /get_server_info: {code}"),
         });
     }
     // Four at a time: most cases wait on a deadline, not on a core.

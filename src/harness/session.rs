@@ -446,9 +446,9 @@ impl SuiteRun {
     /// `Some(cause)` when the server does not show it is alive within
     /// 10 s: SGLang's `GET /health_generate` generates a token through the
     /// scheduler (its `/health` answers 200 without it since 0.5.x, so a
-    /// hung scheduler would pass), and fails on anything but 200; a server
-    /// without that route (a 4xx: vLLM, llama.cpp) is asked `GET /health`,
-    /// where any answer will do.
+    /// hung scheduler would pass), and answers 503 when none came; any
+    /// other answer (a 404 from vLLM or llama.cpp, which lack the route)
+    /// sends the question to `GET /health`, where any answer will do.
     fn unresponsive(&self, c: &Connected, name: &str) -> Option<String> {
         let quick = Timeouts {
             connect: Duration::from_secs(5),
@@ -458,13 +458,14 @@ impl SuiteRun {
         let client = c.client.with_timeouts(quick);
         let why = match self.runtime.block_on(client.get("/health_generate")) {
             Ok((200..=299, _)) => return None,
-            Ok((400..=499, _)) => match self.runtime.block_on(client.get("/health")) {
+            Ok((503, _)) => {
+                "GET /health_generate answered 503: the server could not generate a token"
+                    .to_owned()
+            }
+            Ok(_) => match self.runtime.block_on(client.get("/health")) {
                 Ok(_) => return None,
                 Err(e) => format!("GET /health: {e}"),
             },
-            Ok((status, _)) => format!(
-                "GET /health_generate answered {status}: the server could not generate a token"
-            ),
             Err(e) => format!("GET /health_generate: {e}"),
         };
         let tail = c

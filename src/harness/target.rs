@@ -258,13 +258,13 @@ async fn get_json(client: &Client, path: &str) -> Result<Option<serde_json::Valu
         .and_then(|text| crate::client::stream::document(&text).ok()))
 }
 
-/// The server's version: SGLang's `/get_server_info` (or `/server_info`),
-/// vLLM's `/version`, llama.cpp's `/props` `build_info`; `None` when none
-/// answers.
+/// The server's version: SGLang's `/server_info` (or the older
+/// `/get_server_info`), vLLM's `/version`, llama.cpp's `/props`
+/// `build_info`; `None` when none answers.
 async fn server_version(client: &Client) -> Option<String> {
     for (path, pointer) in [
-        ("/get_server_info", "/version"),
         ("/server_info", "/version"),
+        ("/get_server_info", "/version"),
         ("/version", "/version"),
         ("/props", "/build_info"),
     ] {

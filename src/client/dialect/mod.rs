@@ -130,6 +130,7 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     fn discovery(&self) -> &'static [(&'static str, &'static str)] {
         &[
             ("/v1/models", "/data/0/id"),
+            ("/model_info", "/model_path"),
             ("/get_model_info", "/model_path"),
         ]
     }

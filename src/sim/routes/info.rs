@@ -92,6 +92,28 @@ pub(in crate::sim) async fn model_info(State(s): State<Arc<SimState>>) -> Respon
     .into_response()
 }
 
+/// SGLang 0.5.23's `/get_model_info`: `/model_info` with a warning
+/// logged for every call.
+pub(in crate::sim) async fn deprecated_model_info(s: State<Arc<SimState>>) -> Response {
+    deprecated("/get_model_info", "/model_info");
+    model_info(s).await
+}
+
+/// SGLang 0.5.23's `/get_server_info`: `/server_info` with a warning
+/// logged for every call.
+pub(in crate::sim) async fn deprecated_server_info(s: State<Arc<SimState>>) -> Response {
+    deprecated("/get_server_info", "/server_info");
+    server_info(s).await
+}
+
+/// The warning SGLang 0.5.23's `http_server.py` logs for a deprecated
+/// endpoint.
+fn deprecated(old: &str, new: &str) {
+    eprintln!(
+        "WARNING: Endpoint '{old}' is deprecated and will be removed in a future version. Please use '{new}' instead."
+    );
+}
+
 pub(in crate::sim) async fn server_info(State(s): State<Arc<SimState>>) -> Response {
     if let Some(r) = http_fault(&s) {
         return r;

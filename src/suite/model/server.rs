@@ -162,9 +162,10 @@ pub struct Variant {
 /// Which document a configuration check reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConfigSource {
-    /// `/get_server_info` (or `/server_info`): the server's arguments.
+    /// `/server_info` (or the older `/get_server_info`): the server's
+    /// arguments.
     ServerInfo,
-    /// `/get_model_info` (or `/model_info`).
+    /// `/model_info` (or the older `/get_model_info`).
     ModelInfo,
     /// `/v1/models`.
     Models,
@@ -177,11 +178,13 @@ names!(ConfigSource {
 });
 
 impl ConfigSource {
-    /// The paths tried in order.
+    /// The paths tried in order: SGLang 0.5.23 logs a deprecation warning
+    /// for every call of `/get_server_info` and `/get_model_info`, kept for
+    /// servers older than their replacements.
     pub fn paths(self) -> &'static [&'static str] {
         match self {
-            ConfigSource::ServerInfo => &["/get_server_info", "/server_info"],
-            ConfigSource::ModelInfo => &["/get_model_info", "/model_info"],
+            ConfigSource::ServerInfo => &["/server_info", "/get_server_info"],
+            ConfigSource::ModelInfo => &["/model_info", "/get_model_info"],
             ConfigSource::Models => &["/v1/models"],
         }
     }
