@@ -219,22 +219,32 @@ pub async fn connect(
             |s| format!("{s:?}")
         ),
     );
-    let version = tokio::time::timeout_at(ends, server_version(&probe))
+    let (version, config) = tokio::time::timeout_at(ends, server_identity(&probe))
         .await
-        .ok()
-        .flatten()
-        .map(|v| {
-            crate::text::printable(&v)
-                .chars()
-                .take(200)
-                .collect::<String>()
-        });
-    let fingerprint = format!(
+        .unwrap_or_default();
+    let shown = |v: &str| {
+        crate::text::printable(v)
+            .chars()
+            .take(200)
+            .collect::<String>()
+    };
+    let version = version.as_deref().map(shown);
+    let mut fingerprint = format!(
         "{}, model {}, server {}",
         t.api.name(),
         served.as_deref().unwrap_or(&model),
         version.as_deref().unwrap_or("of unknown version")
     );
+    // A baseline is compared only with its own configuration: a TP8
+    // figure is no reference for a TP4 run.
+    if !config.is_empty() {
+        let config: Vec<String> = config
+            .iter()
+            .map(|(k, v)| format!("{k}={}", shown(v)))
+            .collect();
+        fingerprint.push_str(", ");
+        fingerprint.push_str(&config.join(" "));
+    }
     let client = Client::new(&base, t.api, &model, api_key, t.timeouts)
         .map_err(|e| e.to_string())?
         .with_limits(t.limits);
@@ -258,10 +268,32 @@ async fn get_json(client: &Client, path: &str) -> Result<Option<serde_json::Valu
         .and_then(|text| crate::client::stream::document(&text).ok()))
 }
 
-/// The server's version: SGLang's `/server_info` (or the older
+/// The fields of SGLang's `/server_info` (0.5.23: its resolved server
+/// arguments, flat) that change what a performance figure means: how the
+/// model is split, which kernels and numerics run it, how many tokens a
+/// decode step yields.
+const CONFIG_FIELDS: &[&str] = &[
+    "tp_size",
+    "dp_size",
+    "pp_size",
+    "ep_size",
+    "attention_backend",
+    "prefill_attention_backend",
+    "decode_attention_backend",
+    "quantization",
+    "kv_cache_dtype",
+    "num_continuous_decode_steps",
+    "speculative_algorithm",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+];
+
+/// The server's version — SGLang's `/server_info` (or the older
 /// `/get_server_info`), vLLM's `/version`, llama.cpp's `/props`
-/// `build_info`; `None` when none answers.
-async fn server_version(client: &Client) -> Option<String> {
+/// `build_info` — and, from SGLang's document, the [`CONFIG_FIELDS`] it
+/// reports (null ones left out); `None` and nothing when none answers.
+async fn server_identity(client: &Client) -> (Option<String>, Vec<(&'static str, String)>) {
     for (path, pointer) in [
         ("/server_info", "/version"),
         ("/get_server_info", "/version"),
@@ -271,10 +303,18 @@ async fn server_version(client: &Client) -> Option<String> {
         if let Ok(Some(body)) = get_json(client, path).await
             && let Some(v) = body.pointer(pointer).and_then(|v| v.as_str())
         {
-            return Some(v.to_owned());
+            let config = CONFIG_FIELDS
+                .iter()
+                .filter_map(|&k| match body.get(k)? {
+                    serde_json::Value::Null => None,
+                    serde_json::Value::String(s) => Some((k, s.clone())),
+                    other => Some((k, other.to_string())),
+                })
+                .collect();
+            return (Some(v.to_owned()), config);
         }
     }
-    None
+    (None, Vec::new())
 }
 
 /// The served model id where the dialect names it (`/v1/models`

@@ -40,7 +40,10 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
     );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    let entry = &json["entries"]["openai-chat, model sim-steady, server servegate-sim 0.1.0"];
+    // Keyed by the configuration the server reports: SGLang's /server_info
+    // fields that change what a figure means.
+    let key = "openai-chat, model sim-steady, server servegate-sim 0.1.0, tp_size=1 attention_backend=simulated num_continuous_decode_steps=1";
+    let entry = &json["entries"][key];
     assert!(
         entry["figures"]["decode_tok_s.mean"].as_f64().unwrap() > 0.0,
         "{json}"
@@ -66,6 +69,17 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
             "bound:    output_tok_s >= baseline * 10 = ",
             " from baseline ",
             "relative/tenfold.json, configuration openai-chat, model sim-steady",
+        ],
+    );
+
+    // The same suite on a server of another configuration (tensor
+    // parallelism 4): the tp_size 1 baseline is not applied to it.
+    let o = servegate_with(&["run", "tests/suites/relative-tp4.yaml"], &env);
+    assert_has(
+        &failure_of(&o.out, "relative::performance::steady"),
+        &[
+            "has no entry for this configuration (openai-chat, model sim-steady, server servegate-sim 0.1.0, tp_size=4 attention_backend=simulated num_continuous_decode_steps=1); it has: ",
+            key,
         ],
     );
 
