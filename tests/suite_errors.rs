@@ -348,3 +348,30 @@ performance:
 "#
     ));
 }
+
+/// `extra_body` takes any request field but those servegate sets itself:
+/// each is refused at its key, with the suite key that sets it.
+#[test]
+fn extra_body_refuses_the_fields_servegate_sets() {
+    golden!(errors(
+        "extra",
+        r#"suite: extra
+defaults:
+  extra_body: { stream: false, reasoning_effort: low }
+correctness:
+  - name: a
+    prompt: "a"
+    extra_body: { max_completion_tokens: 9, model: other }
+    expect: [{contains: a}]
+  - name: b
+    prompt: "b"
+    extra_body: [not, a, mapping]
+    expect: [{contains: b}]
+performance:
+  - name: g
+    load: {requests: 1, input_tokens: 8, output_tokens: 8}
+    extra_body: { ignore_eos: false, top_k: 1 }
+    thresholds: {errors: "== 0"}
+"#
+    ));
+}

@@ -62,6 +62,16 @@ pub fn cached_prefix(prompt: &[String], earlier: &[Vec<String>]) -> u64 {
 }
 
 impl Plan {
+    /// At least `n` tokens, filler after the natural end (SGLang's
+    /// `min_tokens`: no end of sequence before them), ending as it would.
+    pub fn pad_to(&mut self, n: usize, seed: u64) {
+        let have = self.reasoning.len() + self.content.len();
+        if have < n {
+            self.content
+                .extend(filler(&mut SplitMix::new(seed), n - have));
+        }
+    }
+
     /// Ends the answer before the first stop sequence in it, as servers
     /// honour `stop` (the sequence itself is not returned).
     pub fn stop_at(&mut self, stops: &[String]) {

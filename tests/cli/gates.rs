@@ -258,3 +258,22 @@ fn recheck_catches_a_server_wrong_only_under_load() {
         "{out}"
     );
 }
+
+/// `extra_body` fields reach the server, from the defaults and from a
+/// probe's or gate's own: SGLang's `min_tokens` (which the simulator
+/// honours) makes a one-token answer long enough for `min_chars: 20` and a
+/// gate's decode rate, and a failing probe shows every field it sent, its
+/// own over the defaults'.
+#[test]
+fn extra_body_fields_reach_the_server_and_show_in_the_sent_body() {
+    let out = run_expecting(&["run", "tests/suites/extra-body.yaml"], 0);
+    assert_has(&out, &["pass decode_tok_s.mean >= 1.0 tok/s"]);
+    let out = run_expecting(&["run", "tests/suites/extra-body-shown.yaml"], 1);
+    assert_has(
+        &failure_of(&out, "extra_body_shown::correctness::shown"),
+        &[
+            r#""min_tokens":1,"model":"sim-steady","reasoning_effort":"low","stream":true"#,
+            r#""top_k":1}"#,
+        ],
+    );
+}

@@ -218,9 +218,14 @@ impl Client {
         format!("{}{}", self.base_url, self.dialect.path())
     }
 
-    /// The JSON body a request sends, for failure messages.
+    /// The JSON body a request sends (failure messages show it): the
+    /// dialect's, with the suite's `extra_body` fields merged in.
     pub fn body(&self, req: &CallRequest) -> serde_json::Value {
-        self.dialect.body(&self.model, req)
+        let mut body = self.dialect.body(&self.model, req);
+        if let (Some(extra), Some(obj)) = (&req.sampling.extra_body, body.as_object_mut()) {
+            obj.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        body
     }
 
     /// How long a small request (not a generation) may take in all: its

@@ -21,6 +21,9 @@ pub(super) struct Ask {
     pub(super) prompt: String,
     pub(super) max_tokens: u32,
     pub(super) ignore_eos: bool,
+    /// SGLang's `min_tokens` (`min_new_tokens` in `/generate`'s sampling
+    /// parameters): no end of sequence before this many.
+    pub(super) min_tokens: u32,
     pub(super) seed: Option<u64>,
     /// An explicit temperature above 0: unseeded filler then differs
     /// from request to request, as sampling does.
@@ -102,6 +105,13 @@ pub(super) fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
             .get("ignore_eos")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        min_tokens: u32_field(params.get(if shape == Shape::Generate {
+            "min_new_tokens"
+        } else {
+            "min_tokens"
+        }))
+        .unwrap_or(0)
+        .min(max_tokens),
         seed: params.get(seed_key).and_then(Value::as_u64),
         sampled: params
             .get("temperature")

@@ -160,6 +160,7 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         ask.ignore_eos && !p.breaks("ignore_eos"),
         seed,
     );
+    plan.pad_to(ask.min_tokens as usize, p.seed);
     if !ask.reasoning.separate && !plan.reasoning.is_empty() {
         let mut inline = vec!["<think>".to_owned()];
         inline.append(&mut plan.reasoning);

@@ -22,6 +22,7 @@ pub(super) const GATE: &[&str] = &[
     "token_accounting",
     "curve",
     "recheck",
+    "extra_body",
 ];
 pub(super) const TOKEN_ACCOUNTING: &[&str] = &["tolerance"];
 pub(super) const SLO: &[&str] = &["ttft", "tpot", "e2e"];
@@ -128,8 +129,13 @@ impl Decoder<'_> {
         }
         let (name, thresholds, slo, repeats, verdict, recheck) =
             (name?, thresholds?, slo?, repeats?, verdict?, recheck?);
+        let extra_body = f.get("extra_body").map(|v| self.extra_body(v));
         let sampling = Sampling {
             max_tokens: Some(load.output_tokens),
+            extra_body: crate::suite::model::merged(
+                defaults.extra_body.as_ref(),
+                extra_body.flatten().as_ref(),
+            ),
             ..defaults.clone()
         };
         let gates: Vec<Gate> = levels

@@ -40,6 +40,43 @@ pub(super) const SAMPLING: &[&str] = &[
     "stop",
     "chat_template_kwargs",
     "separate_reasoning",
+    "extra_body",
+];
+
+/// Request fields `extra_body` may not set: servegate sets them itself
+/// (how it streams and whom it asks) or from a key of the suite's own.
+pub(super) const OWN_BODY_FIELDS: &[(&str, &str)] = &[
+    ("model", "the suite's `target.model` sets it"),
+    ("messages", "`prompt`, `messages` and `system` set it"),
+    ("prompt", "`prompt` sets it"),
+    ("text", "`prompt` sets it"),
+    ("input_ids", "`prompt` sets it"),
+    ("stream", "servegate always streams: it times the stream"),
+    ("stream_options", "servegate asks for usage in every chunk"),
+    ("n", "servegate asks for one choice"),
+    ("temperature", "the suite's `temperature` sets it"),
+    ("top_p", "the suite's `top_p` sets it"),
+    ("seed", "the suite's `seed` sets it"),
+    ("sampling_seed", "the suite's `seed` sets it"),
+    ("stop", "the suite's `stop` sets it"),
+    ("max_tokens", "the suite's `max_tokens` sets it"),
+    ("max_completion_tokens", "the suite's `max_tokens` sets it"),
+    ("max_new_tokens", "the suite's `max_tokens` sets it"),
+    ("n_predict", "the suite's `max_tokens` sets it"),
+    (
+        "sampling_params",
+        "the suite's sampling keys (`temperature`, `max_tokens`, …) set it",
+    ),
+    ("ignore_eos", "a gate's `load.ignore_eos` sets it"),
+    ("skip_special_tokens", "a gate's `load.ignore_eos` sets it"),
+    (
+        "chat_template_kwargs",
+        "the suite's `chat_template_kwargs` sets it",
+    ),
+    (
+        "separate_reasoning",
+        "the suite's `separate_reasoning` sets it",
+    ),
 ];
 /// The keys of `defaults`: the sampling keys and `snapshot`.
 fn defaults_keys() -> Vec<&'static str> {
@@ -329,6 +366,37 @@ impl<'e> Decoder<'e> {
             separate_reasoning: f
                 .get("separate_reasoning")
                 .and_then(|v| self.boolean(v, "separate_reasoning")),
+            extra_body: f.get("extra_body").and_then(|v| self.extra_body(v)),
+        }
+    }
+
+    /// `extra_body: {field: value, …}`: any JSON, except the fields
+    /// servegate sets itself, each refused at its key.
+    fn extra_body(&mut self, v: &Yaml) -> Option<serde_json::Map<String, serde_json::Value>> {
+        let Node::Map(entries) = &v.node else {
+            self.type_error(
+                v,
+                "extra_body",
+                "a mapping of request fields, such as `{reasoning_effort: low}`",
+            );
+            return None;
+        };
+        let mut ok = true;
+        for (k, _) in entries {
+            if let Some((_, how)) = OWN_BODY_FIELDS.iter().find(|(f, _)| *f == k.name) {
+                ok = false;
+                self.error(
+                    Diagnostic::new(
+                        k.loc,
+                        format!("`extra_body.{}` is a field servegate sets itself", k.name),
+                    )
+                    .help((*how).to_owned()),
+                );
+            }
+        }
+        match v.to_json() {
+            serde_json::Value::Object(m) if ok => Some(m),
+            _ => None,
         }
     }
 }

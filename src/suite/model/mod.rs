@@ -97,6 +97,10 @@ pub struct Sampling {
     /// SGLang's `separate_reasoning`: reasoning in `reasoning_content`
     /// (true) or inline in the content (false). Chat API only.
     pub separate_reasoning: Option<bool>,
+    /// Fields merged into the request body as they are (`reasoning_effort`,
+    /// `response_format`, `return_hidden_states`, …): any field the server
+    /// takes that servegate does not set itself.
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl Sampling {
@@ -120,6 +124,25 @@ impl Sampling {
                 .clone()
                 .or_else(|| defaults.chat_template_kwargs.clone()),
             separate_reasoning: self.separate_reasoning.or(defaults.separate_reasoning),
+            extra_body: merged(defaults.extra_body.as_ref(), self.extra_body.as_ref()),
+        }
+    }
+}
+
+/// `over`'s fields over `base`'s: a probe's `extra_body` adds to the
+/// defaults' and replaces the fields both name.
+pub fn merged(
+    base: Option<&serde_json::Map<String, serde_json::Value>>,
+    over: Option<&serde_json::Map<String, serde_json::Value>>,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    match (base, over) {
+        (None, None) => None,
+        (Some(b), None) => Some(b.clone()),
+        (None, Some(o)) => Some(o.clone()),
+        (Some(b), Some(o)) => {
+            let mut m = b.clone();
+            m.extend(o.iter().map(|(k, v)| (k.clone(), v.clone())));
+            Some(m)
         }
     }
 }

@@ -122,6 +122,7 @@ pub(super) fn gate() -> Value {
                         described(name(), "The gate's name: `<suite>::performance::<name>`."),
                     ),
                     ("load", load()),
+                    ("extra_body", super::extra_body()),
                     (
                         "thresholds",
                         described(

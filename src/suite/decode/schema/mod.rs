@@ -132,6 +132,7 @@ fn sampling() -> Vec<(&'static str, Value)> {
                     "type": "object",
                     "description": "Sent as they are, e.g. `{enable_thinking: false}` (chat API only)."
                 }),
+                "extra_body" => extra_body(),
                 _ => described(
                     boolean(),
                     "`false`: SGLang keeps the reasoning inline in the content (chat API only).",
@@ -151,6 +152,15 @@ fn snapshot() -> Value {
     json!({
         "anyOf": [boolean(), {"enum": SnapshotMode::ALL.iter().map(|(n, _)| *n).collect::<Vec<_>>()}],
         "description": "Keep the answer under review in `snapshots/`: `true` or `review` (a changed answer fails its snapshot trial), `gate` (it also gates the performance gates), `false` (default)."
+    })
+}
+
+/// `extra_body`: any request field servegate does not set itself.
+pub(super) fn extra_body() -> Value {
+    json!({
+        "type": "object",
+        "propertyNames": {"not": {"enum": super::OWN_BODY_FIELDS.iter().map(|(f, _)| *f).collect::<Vec<_>>()}},
+        "description": "Fields merged into every request body as they are, e.g. `{reasoning_effort: low}` or `{response_format: {type: json_object}}`; over the defaults' own. Not the fields servegate sets itself (`stream`, `model`, the sampling keys, …)."
     })
 }
 
