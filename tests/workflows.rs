@@ -613,7 +613,7 @@ fn no_code_parses_a_trial_name() {
 /// message, which is not servegate's.
 #[test]
 fn no_code_parses_a_failure_message() {
-    let labels = "-->|error:|found:|note:|help:|received:|content:|reasoning:|gated:";
+    let labels = "-->|error:|found:|note:|help:|received:|content:|reasoning:|tool_calls:|gated:";
     let mut found = searched_for(
         &searched(labels),
         &[(

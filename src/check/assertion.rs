@@ -22,7 +22,24 @@ pub fn text_of(field: Field, c: &Completion) -> String {
         Field::Content => c.content.clone(),
         Field::Reasoning => c.reasoning.clone(),
         Field::All => format!("{}{}", c.reasoning, c.content),
+        Field::ToolCalls => tool_calls_json(c),
     }
+}
+
+/// The tool calls as a JSON list of `{"name", "arguments"}`, arguments
+/// parsed where they are JSON (`/0/arguments/city` then reaches a value)
+/// and left as the text the server sent where they are not.
+fn tool_calls_json(c: &Completion) -> String {
+    let calls: Vec<serde_json::Value> = c
+        .tool_calls
+        .iter()
+        .map(|t| {
+            let arguments = serde_json::from_str(&t.arguments)
+                .unwrap_or_else(|_| serde_json::Value::String(t.arguments.clone()));
+            serde_json::json!({"name": t.name, "arguments": arguments})
+        })
+        .collect();
+    serde_json::Value::Array(calls).to_string()
 }
 
 /// Checks one assertion; a code check adds the program it ran to `runs`.

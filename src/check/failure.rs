@@ -84,6 +84,11 @@ pub fn assertions_failed(
             "the model spent all {} tokens reasoning and wrote no answer (finish_reason length); raise max_tokens or disable thinking (`chat_template_kwargs: {{enable_thinking: false}}`)",
             completion.completion_tokens
         ));
+    } else if completion.tool_calls.is_empty()
+        && failed.iter().any(|(a, _)| a.field == Field::ToolCalls)
+        && looks_like_a_tool_call(&completion.content)
+    {
+        out.line(Label::Help, "the server streamed no `delta.tool_calls`, but the answer's text looks like a tool call: the server did not parse it (SGLang: is `--tool-call-parser` the model's?)");
     } else if answer_in_reasoning && failed.iter().any(|(a, _)| a.field == Field::Content) {
         out.line(Label::Help, format_args!(
             "content is empty and the answer is in reasoning ({} chars); to check it there, add `in: reasoning` (or `in: all`) to the assertion",
@@ -94,6 +99,13 @@ pub fn assertions_failed(
     sent.write_to(&mut out);
     write_received(&mut out, completion, failed.iter().map(|(a, _)| *a));
     out
+}
+
+/// Whether text holds what a model writes for a tool call when no parser
+/// turns it into one: a `<tool_call>` (or `<|tool_call|>`-style) marker, or
+/// a JSON object with a `"name"` and `"arguments"`.
+fn looks_like_a_tool_call(text: &str) -> bool {
+    text.contains("tool_call") || (text.contains("\"name\"") && text.contains("\"arguments\""))
 }
 
 fn write_received<'a>(
@@ -119,10 +131,20 @@ fn write_received<'a>(
     let mut fields: Vec<_> = assertions.map(|a| a.field).collect();
     fields.dedup();
     out.line(Label::Content, excerpt(&c.content, 1200));
-    if !c.reasoning.is_empty() || fields.iter().any(|f| f.name() != "content") {
+    if !c.reasoning.is_empty()
+        || fields
+            .iter()
+            .any(|f| matches!(f, Field::Reasoning | Field::All))
+    {
         out.line(
             Label::Reasoning,
             excerpt(&text_of(Field::Reasoning, c), 1200),
+        );
+    }
+    if !c.tool_calls.is_empty() || fields.contains(&Field::ToolCalls) {
+        out.line(
+            Label::ToolCalls,
+            format_args!(" {}", excerpt(&text_of(Field::ToolCalls, c), 1200)),
         );
     }
 }

@@ -25,6 +25,8 @@ pub enum Label {
     Content,
     /// `  reasoning:`, its reasoning (indented under `received:`).
     Reasoning,
+    /// `  tool_calls:`, its tool calls (indented under `received:`).
+    ToolCalls,
 }
 
 impl Label {
@@ -37,6 +39,7 @@ impl Label {
             Label::Received => "received: ",
             Label::Content => "  content:   ",
             Label::Reasoning => "  reasoning: ",
+            Label::ToolCalls => "  tool_calls:",
         }
     }
 }

@@ -250,4 +250,40 @@ pub struct Delta<'a> {
     /// Reasoning text under the newer vLLM name.
     #[serde(default, borrow)]
     pub reasoning: Option<Cow<'a, str>>,
+    /// Tool calls, streamed in pieces (SGLang 0.5.23 `DeltaMessage`): the
+    /// first of a call with its `id` and function `name`, then fragments
+    /// of its `arguments`.
+    #[serde(default)]
+    pub tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+/// One piece of a streamed tool call.
+#[derive(Debug, Deserialize)]
+pub struct ToolCallDelta {
+    /// Which call of the answer it belongs to (0 when absent).
+    #[serde(default)]
+    pub index: Option<u64>,
+    /// The function called, and a fragment of its arguments.
+    #[serde(default)]
+    pub function: Option<FunctionDelta>,
+}
+
+/// `tool_calls[].function`.
+#[derive(Debug, Deserialize)]
+pub struct FunctionDelta {
+    /// The function's name, in the call's first piece.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// A fragment of the arguments' JSON text (SGLang may send an object).
+    #[serde(default)]
+    pub arguments: Option<serde_json::Value>,
+}
+
+/// A tool call the model made, whole.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ToolCall {
+    /// The function's name.
+    pub name: String,
+    /// Its arguments, as the server sent them (JSON text when valid).
+    pub arguments: String,
 }

@@ -36,6 +36,9 @@ pub struct Plan {
     pub prompt_tokens: u64,
     /// What the server reports beside the counts.
     pub server: ServerCounts,
+    /// A tool call, streamed after the content: the function's name, then
+    /// its arguments' JSON text in pieces (a token each).
+    pub tool_call: Option<(String, Vec<String>)>,
 }
 
 /// What a server reports of a request beside its token counts.
@@ -104,7 +107,36 @@ impl Plan {
 
     /// Generated tokens in all.
     pub fn completion_tokens(&self) -> u64 {
-        (self.reasoning.len() + self.content.len()) as u64
+        let call = self.tool_call.as_ref().map_or(0, |(_, a)| 1 + a.len());
+        (self.reasoning.len() + self.content.len() + call) as u64
+    }
+
+    /// The finish reason a chat stream ends with: `tool_calls` after a
+    /// tool call, else the plan's own.
+    pub fn finish_reason(&self) -> &'static str {
+        if self.tool_call.is_some() {
+            "tool_calls"
+        } else {
+            self.finish.name()
+        }
+    }
+
+    /// Makes the scripted tool call `call` (name, arguments) the answer:
+    /// streamed as `delta.tool_calls`, or, by a server whose tool parser is
+    /// wrong (`parsed` false), as the text the model wrote for it.
+    pub fn call_tool(&mut self, call: &(String, String), parsed: bool) {
+        let (name, arguments) = call;
+        self.content.clear();
+        self.finish = Finish::Stop;
+        if parsed {
+            let chars: Vec<char> = arguments.chars().collect();
+            let pieces = chars.chunks(8).map(|c| c.iter().collect()).collect();
+            self.tool_call = Some((name.clone(), pieces));
+        } else {
+            self.content = tokenize(&format!(
+                "<tool_call>{{\"name\": \"{name}\", \"arguments\": {arguments}}}</tool_call>"
+            ));
+        }
     }
 }
 
@@ -193,6 +225,7 @@ pub fn plan(
         finish,
         prompt_tokens: count_tokens(prompt),
         server: ServerCounts::default(),
+        tool_call: None,
     }
 }
 
@@ -208,6 +241,7 @@ mod tests {
                 pattern: Regex::new(r"2\+2").unwrap(),
                 reply: "The answer is 4".into(),
                 reasoning: Some("two plus two".into()),
+                tool_call: None,
             }],
             ..Profile::default()
         }

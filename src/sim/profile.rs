@@ -16,6 +16,9 @@ pub struct Reply {
     pub reply: String,
     /// Reasoning streamed before the answer, as `reasoning_content`.
     pub reasoning: Option<String>,
+    /// A tool call made instead of `reply` when the request offers
+    /// `tools`: the function's name and its arguments' JSON text.
+    pub tool_call: Option<(String, String)>,
 }
 
 /// How the simulator behaves.
@@ -58,7 +61,9 @@ pub struct Profile {
     pub scheduler_hang_after: Option<u64>,
     /// Server contracts this simulator breaks, for contract-probe tests:
     /// `ignore_eos`, `max_tokens`, `usage`, `stop`, `determinism`,
-    /// `cached_tokens` (a forged cache hit: more cached than prompted).
+    /// `cached_tokens` (a forged cache hit: more cached than prompted),
+    /// `tool_parser` (a tool call streamed as plain text, as with a wrong
+    /// `--tool-call-parser`).
     pub breaks: Vec<String>,
     /// A fault every generation request meets (fault-matrix tests).
     pub fault: Option<super::fault::Fault>,
@@ -82,6 +87,7 @@ pub struct Profile {
 
 /// The contracts a profile can break.
 pub const BREAKABLE: &[&str] = &[
+    "tool_parser",
     "ignore_eos",
     "max_tokens",
     "usage",
@@ -166,6 +172,16 @@ struct ReplyFile {
     reply: String,
     #[serde(default)]
     reasoning: Option<String>,
+    #[serde(default)]
+    tool_call: Option<ToolCallFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolCallFile {
+    name: String,
+    #[serde(default)]
+    arguments: serde_json::Map<String, serde_json::Value>,
 }
 
 fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
@@ -197,6 +213,9 @@ impl Profile {
                         .map_err(|e| format!("invalid `match` regex {:?}: {e}", r.pattern))?,
                     reply: r.reply,
                     reasoning: r.reasoning,
+                    tool_call: r
+                        .tool_call
+                        .map(|t| (t.name, serde_json::Value::Object(t.arguments).to_string())),
                 })
             })
             .collect::<Result<Vec<_>, String>>()?;

@@ -1,5 +1,5 @@
 //! Assertions on an answer: YAML scalars that stay strings, the server
-//! contract's checks, and `not_degenerate`.
+//! contract's checks, `not_degenerate`, and tool calls.
 
 use crate::common::run::{run_expecting, servegate};
 use crate::common::verdicts::{assert_has, failure_of, verdict};
@@ -104,6 +104,26 @@ fn degenerate_answers_fail_with_the_offending_span() {
         &failure_of(&out, "degenerate::correctness::mojibake"),
         &[
             "found:    2 replacement or control characters (at most 0 allowed); the first, '\u{FFFD}', at character 14: ",
+        ],
+    );
+}
+
+/// Tool calls are read from the streamed `delta.tool_calls` (SGLang
+/// 0.5.23's shape: the name, then the arguments in pieces) and checked as
+/// JSON with `in: tool_calls`; their pieces are the answer's tokens, so a
+/// gate on a tool-calling answer has a decode rate. Behind a wrong tool
+/// parser the call arrives as text: the probe fails and says so.
+#[test]
+fn tool_calls_are_read_from_the_stream_and_a_wrong_parser_is_named() {
+    let out = run_expecting(&["run", "tests/suites/tool-calls.yaml"], 0);
+    assert_has(&out, &["pass decode_tok_s.mean >= 1.0 tok/s"]);
+    let out = run_expecting(&["run", "tests/suites/tool-calls-unparsed.yaml"], 1);
+    assert_has(
+        &failure_of(&out, "tool_calls_unparsed::correctness::calls_get_weather"),
+        &[
+            "error: assertion failed: expected tool_calls is JSON with /0/name == \"get_weather\"",
+            "help:     the server streamed no `delta.tool_calls`, but the answer's text looks like a tool call",
+            "  tool_calls: \"[]\"",
         ],
     );
 }

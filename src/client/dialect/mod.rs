@@ -64,6 +64,9 @@ pub trait Events {
     fn content_so_far(&mut self, text: &str);
     /// New reasoning text.
     fn reasoning(&mut self, text: &str);
+    /// A piece of tool call `index`: its function's name (in its first
+    /// piece) and a fragment of its arguments.
+    fn tool_call(&mut self, index: u64, name: Option<&str>, arguments: &str);
     /// The finish reason (`stop`, `length`, `abort`), with the server's
     /// words where the dialect carries them (SGLang's abort `message`).
     fn finish(&mut self, reason: &str, message: Option<&str>);

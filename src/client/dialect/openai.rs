@@ -101,6 +101,19 @@ impl Dialect for OpenAi {
                 {
                     out.content(c);
                 }
+                for call in d.tool_calls.iter().flatten() {
+                    let f = call.function.as_ref();
+                    let arguments = match f.and_then(|f| f.arguments.as_ref()) {
+                        None | Some(Value::Null) => String::new(),
+                        Some(Value::String(s)) => s.clone(),
+                        Some(other) => other.to_string(),
+                    };
+                    out.tool_call(
+                        call.index.unwrap_or(0),
+                        f.and_then(|f| f.name.as_deref()),
+                        &arguments,
+                    );
+                }
             }
             if let Some(t) = &choice.text
                 && !t.is_empty()

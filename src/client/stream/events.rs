@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::TokenMark;
 use super::plausibility::PROMPT_SLACK;
 use super::reader::StreamReader;
+use crate::client::api::ToolCall;
 use crate::client::dialect::{Counts, EventError, Events, Reported, ServerTimings};
 use crate::client::error::{CallError, ErrorKind, excerpt};
 use crate::units::format_duration;
@@ -37,6 +38,9 @@ pub(super) struct EventSaid {
 /// chunk's `finish_reason` when it has no status code) and vLLM's `abort`
 /// and `error`.
 const ERROR_FINISHES: &[&str] = &["abort", "error"];
+
+/// Most tool calls one answer may make.
+const MAX_TOOL_CALLS: usize = 64;
 
 impl Events for StreamReader {
     fn content(&mut self, text: &str) {
@@ -70,6 +74,33 @@ impl Events for StreamReader {
         }
         self.event.reasoning = true;
         self.event.bytes += text.len();
+    }
+
+    fn tool_call(&mut self, index: u64, name: Option<&str>, arguments: &str) {
+        // One choice makes a few calls; an index beyond them is no call.
+        let Some(i) = usize::try_from(index).ok().filter(|&i| i < MAX_TOOL_CALLS) else {
+            self.event.broken.get_or_insert(CallError::new(
+                ErrorKind::Protocol,
+                format!("`tool_calls[].index` = {index}: more than {MAX_TOOL_CALLS} tool calls in one answer"),
+            ));
+            return;
+        };
+        let bytes = name.map_or(0, str::len) + arguments.len();
+        self.tool_len += bytes;
+        if self.keep_text {
+            if self.tool_calls.len() <= i {
+                self.tool_calls.resize_with(i + 1, ToolCall::default);
+            }
+            let call = &mut self.tool_calls[i];
+            if let Some(n) = name {
+                call.name.push_str(n);
+            }
+            call.arguments.push_str(arguments);
+        }
+        // A tool call is the answer: its pieces are tokens of it.
+        self.event.content = true;
+        self.event.visible |= bytes > 0;
+        self.event.bytes += bytes;
     }
 
     fn finish(&mut self, reason: &str, message: Option<&str>) {

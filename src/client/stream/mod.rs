@@ -110,6 +110,8 @@ pub struct Completion {
     pub content: String,
     /// The reasoning, when the server separates it.
     pub reasoning: String,
+    /// The tool calls it made (`delta.tool_calls`), whole.
+    pub tool_calls: Vec<super::api::ToolCall>,
     /// `stop`, `length`, …
     pub finish_reason: Option<String>,
     /// What the server reported.

@@ -49,7 +49,9 @@ impl StreamReader {
     /// `skip_special_tokens: false`, so a model that samples its
     /// end-of-sequence token again and again prints it.
     pub(super) fn evidenced(&self, counted: u64) -> Result<(), CallError> {
-        let text = (self.content_len as u64).saturating_add(self.reasoning_len as u64);
+        let text = (self.content_len as u64)
+            .saturating_add(self.reasoning_len as u64)
+            .saturating_add(self.tool_len as u64);
         let bound = text
             .saturating_add(self.token_events)
             .saturating_add(self.stop_bytes)

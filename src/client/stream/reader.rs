@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::events::EventSaid;
 use super::headers::{ContentHeaders, EVENT_STREAM};
 use super::{Completion, Timing, TokenSource};
-use crate::client::api::Usage;
+use crate::client::api::{ToolCall, Usage};
 use crate::client::dialect::{Counts, Dialect, ServerReport, ServerTimings};
 use crate::client::error::{CallError, ErrorKind, excerpt};
 use crate::client::sse::SseParser;
@@ -44,6 +44,10 @@ pub(super) struct StreamReader {
     /// Bytes of content and of reasoning received so far.
     pub(super) content_len: usize,
     pub(super) reasoning_len: usize,
+    /// Bytes of tool calls (names and arguments) received so far.
+    pub(super) tool_len: usize,
+    /// The tool calls so far (kept as text is).
+    pub(super) tool_calls: Vec<ToolCall>,
     /// Most token-bearing chunks this request may have.
     pub(super) max_marks: usize,
     /// Bytes of the request body and of the response so far: token counts
@@ -113,6 +117,8 @@ impl StreamReader {
             held: 0,
             keep_text: true,
             content_len: 0,
+            tool_len: 0,
+            tool_calls: Vec::new(),
             reasoning_len: 0,
             max_marks: MAX_MARKS,
             sent_bytes: sent_bytes as u64,
@@ -200,7 +206,7 @@ impl StreamReader {
 
     /// `Err` when the answer grew past its cap.
     fn check_size(&self) -> Result<(), CallError> {
-        let size = (self.content_len + self.reasoning_len) as u64;
+        let size = (self.content_len + self.reasoning_len + self.tool_len) as u64;
         if size > self.max_answer {
             return Err(CallError::new(
                 ErrorKind::Oversize,
@@ -342,6 +348,7 @@ impl StreamReader {
         Ok(Completion {
             content: std::mem::take(&mut self.content),
             reasoning: std::mem::take(&mut self.reasoning),
+            tool_calls: std::mem::take(&mut self.tool_calls),
             finish_reason: Some(finish_reason),
             usage: self.usage,
             completion_tokens,

@@ -31,7 +31,7 @@ pub(super) fn usage(plan: &Plan, profile: &Profile) -> Value {
 /// tokens: `reasoning_tokens` always (its own field), OpenAI's
 /// `completion_tokens_details` when there are some, and
 /// `prompt_tokens_details.cached_tokens` only with the cache report on.
-fn usage_at(plan: &Plan, completion: u64) -> Value {
+pub(super) fn usage_at(plan: &Plan, completion: u64) -> Value {
     let reasoning = reasoning_so_far(plan, completion);
     let mut usage = json!({
         "prompt_tokens": plan.prompt_tokens,
@@ -193,6 +193,16 @@ pub(super) fn chat_chunk(model: &str, id: &str, delta: &Value, finish: Option<&s
         "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
         "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
     }))
+}
+
+/// SGLang's role-only first chunk of a chat stream: not a token.
+pub(super) fn role_chunk(model: &str, id: &str) -> Bytes {
+    chat_chunk(
+        model,
+        id,
+        &json!({"role": "assistant", "content": ""}),
+        None,
+    )
 }
 
 /// A JSON string literal.

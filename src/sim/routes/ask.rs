@@ -34,6 +34,9 @@ pub(super) struct Ask {
     pub(super) reasoning: ReasoningAsk,
     pub(super) stream: bool,
     pub(super) extras: Extras,
+    /// How many `tools` the request offers: with any, a scripted tool call
+    /// may be made.
+    pub(super) tools: usize,
 }
 
 const DEFAULT_MAX_TOKENS: u32 = 256;
@@ -130,6 +133,10 @@ pub(super) fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
             _ => Vec::new(),
         },
         stream: flag("/stream", false),
+        tools: body
+            .get("tools")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len),
         extras: Extras {
             usage: flag("/stream_options/include_usage", false),
             continuous: flag("/stream_options/continuous_usage_stats", false),

@@ -161,6 +161,16 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         seed,
     );
     plan.pad_to(ask.min_tokens as usize, p.seed);
+    if shape == Shape::Chat
+        && ask.tools > 0
+        && let Some(call) = p
+            .replies
+            .iter()
+            .find(|r| r.pattern.is_match(&ask.prompt))
+            .and_then(|r| r.tool_call.as_ref())
+    {
+        plan.call_tool(call, !p.breaks("tool_parser"));
+    }
     if !ask.reasoning.separate && !plan.reasoning.is_empty() {
         let mut inline = vec!["<think>".to_owned()];
         inline.append(&mut plan.reasoning);

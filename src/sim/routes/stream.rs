@@ -11,7 +11,9 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
-use super::answer::{chat_chunk, llama_stop, meta_info, sse, token_chunk, usage};
+use super::answer::{
+    chat_chunk, llama_stop, meta_info, role_chunk, sse, token_chunk, usage, usage_at,
+};
 use super::ask::Extras;
 use super::{ABORT, Running, Shape};
 use crate::sim::SimState;
@@ -45,6 +47,60 @@ async fn fault_mid_stream(fault: Fault, tx: &mpsc::Sender<Bytes>) -> bool {
     true
 }
 
+/// Where a stream is: when its next token is due, how many it has sent,
+/// when the first went.
+struct Cursor {
+    at: Instant,
+    sent: u64,
+    first: Option<Duration>,
+    started: Instant,
+}
+
+/// Streams the plan's tool call — its name, then its arguments in pieces,
+/// a token each — as SGLang 0.5.23 streams `delta.tool_calls`; where the
+/// stream is then, `None` when the client went away.
+async fn tool_call(
+    running: &Running,
+    plan: &Plan,
+    (model, id): (&str, &str),
+    extras: Extras,
+    mut cursor: Cursor,
+    tx: &mpsc::Sender<Bytes>,
+) -> Option<Cursor> {
+    let Some((name, pieces)) = plan.tool_call.as_ref() else {
+        return Some(cursor);
+    };
+    let opening = json!({"id": format!("call_{id}"), "index": 0, "type": "function",
+        "function": {"name": name, "arguments": ""}});
+    let rest = pieces
+        .iter()
+        .map(|a| json!({"index": 0, "type": "function", "function": {"arguments": a}}));
+    for call in std::iter::once(opening).chain(rest) {
+        if cursor.at > Instant::now() {
+            sleep_until(cursor.at).await;
+        }
+        cursor.at += running.itl();
+        cursor.sent += 1;
+        running.0.generation_tokens.fetch_add(1, Ordering::Relaxed);
+        let mut chunk = json!({
+            "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+            "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "logprobs": null, "finish_reason": null}],
+        });
+        if extras.continuous {
+            chunk["usage"] = usage_at(plan, cursor.sent);
+        }
+        if tx.send(sse(&chunk)).await.is_err() {
+            return None;
+        }
+        if cursor.first.is_none() {
+            let ttft = cursor.started.elapsed();
+            cursor.first = Some(ttft);
+            running.0.ttft.observe(ttft);
+        }
+    }
+    Some(cursor)
+}
+
 pub(super) async fn stream(
     state: Arc<SimState>,
     shape: Shape,
@@ -58,17 +114,8 @@ pub(super) async fn stream(
     let model = state.profile.model.clone();
     let per_chunk = state.profile.tokens_per_chunk;
     let mut at = Instant::now() + state.profile.ttft;
-    if shape == Shape::Chat {
-        // SGLang's role-only first chunk: not a token.
-        let first = chat_chunk(
-            &model,
-            &id,
-            &json!({"role": "assistant", "content": ""}),
-            None,
-        );
-        if tx.send(first).await.is_err() {
-            return;
-        }
+    if shape == Shape::Chat && tx.send(role_chunk(&model, &id)).await.is_err() {
+        return;
     }
     let tokens: Vec<(&String, bool)> = plan
         .reasoning
@@ -133,6 +180,16 @@ pub(super) async fn stream(
             return;
         }
     }
+    let cursor = Cursor {
+        at,
+        sent,
+        first,
+        started,
+    };
+    let Some(c) = tool_call(&running, &plan, (&model, &id), extras, cursor, &tx).await else {
+        return;
+    };
+    (at, sent, first) = (c.at, c.sent, c.first);
     if state.profile.fault == Some(Fault::Endless) {
         // max_tokens ignored: filler until the client goes away.
         loop {
@@ -162,7 +219,7 @@ pub(super) async fn stream(
             &model,
             &id,
             &json!({}),
-            Some(plan.finish.name()),
+            Some(plan.finish_reason()),
         )),
         Shape::Completions => tail.push(sse(&json!({
             "id": id, "object": "text_completion", "created": 0, "model": model,

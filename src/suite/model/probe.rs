@@ -236,12 +236,16 @@ pub enum Field {
     Reasoning,
     /// Reasoning, then content.
     All,
+    /// The tool calls (`delta.tool_calls`), as a JSON list of
+    /// `{"name", "arguments"}` (arguments parsed where they are JSON).
+    ToolCalls,
 }
 
 names!(Field {
     Content => "content",
     Reasoning => "reasoning",
     All => "all",
+    ToolCalls => "tool_calls",
 });
 
 /// One assertion on a completion.
