@@ -52,6 +52,12 @@ pub(crate) struct SimArgs {
     /// many: a hung scheduler behind a live HTTP server.
     #[arg(long)]
     scheduler_hang_after: Option<u64>,
+    /// SGLang's `--api-key`: every route but health and metrics takes it.
+    #[arg(long, value_name = "KEY")]
+    api_key: Option<String>,
+    /// SGLang's `--admin-api-key`: `/flush_cache` takes it, and only it.
+    #[arg(long, value_name = "KEY")]
+    admin_api_key: Option<String>,
     /// A `/get_server_info` field, as `KEY=VALUE` (VALUE read as JSON when
     /// it parses, else as a string); repeatable.
     #[arg(long = "server-info", value_name = "KEY=VALUE")]
@@ -80,6 +86,8 @@ pub(crate) fn serve_sim(set: &SimArgs) -> ExitCode {
     profile.fault = set.fault.or(profile.fault);
     profile.hang_after = set.hang_after;
     profile.scheduler_hang_after = set.scheduler_hang_after;
+    profile.api_key.clone_from(&set.api_key);
+    profile.admin_api_key.clone_from(&set.admin_api_key);
     profile.loading = if set.never_ready {
         None
     } else {

@@ -69,10 +69,11 @@ pub struct LaunchPlace<'a> {
     pub variant: Option<&'a Variant>,
 }
 
-/// The API key from the variable `api_key_env` names: it must be set and
-/// be what an HTTP header can carry (visible ASCII, spaces, tabs).
-fn api_key(api_key_env: Option<&str>) -> Result<Option<String>, String> {
-    Ok(match api_key_env {
+/// The key from the variable `env` names (the suite's `target.{field}`):
+/// it must be set and be what an HTTP header can carry (visible ASCII,
+/// spaces, tabs).
+fn key_from(field: &str, env: Option<&str>) -> Result<Option<String>, String> {
+    Ok(match env {
         None => None,
         Some(name) => match std::env::var(name) {
             Ok(v) if !v.is_empty() => {
@@ -83,7 +84,7 @@ fn api_key(api_key_env: Option<&str>) -> Result<Option<String>, String> {
                     .find(|&(_, c)| !(c == ' ' || c == '\t' || c.is_ascii_graphic()))
                 {
                     return Err(format!(
-                        "target.api_key_env names `{name}`, whose value holds {} at byte {i} of {}: an HTTP header cannot carry it (a key read with `$(cat file)` keeps no newline, one pasted may)",
+                        "target.{field} names `{name}`, whose value holds {} at byte {i} of {}: an HTTP header cannot carry it (a key read with `$(cat file)` keeps no newline, one pasted may)",
                         match c {
                             '\n' => "a newline".to_owned(),
                             '\r' => "a carriage return".to_owned(),
@@ -96,7 +97,7 @@ fn api_key(api_key_env: Option<&str>) -> Result<Option<String>, String> {
             }
             _ => {
                 return Err(format!(
-                    "target.api_key_env names `{name}`, which is not set in the environment"
+                    "target.{field} names `{name}`, which is not set in the environment"
                 ));
             }
         },
@@ -116,7 +117,8 @@ pub async fn connect(
             crate::secrets::add(&v);
         }
     }
-    let api_key = api_key(t.api_key_env.as_deref())?;
+    let api_key = key_from("api_key_env", t.api_key_env.as_deref())?;
+    let admin_key = key_from("admin_key_env", t.admin_key_env.as_deref())?;
     let mut launched = None;
     let (base, sim, what) = match effective_base(suite, override_target)? {
         _ if launches(suite, override_target) => {
@@ -247,7 +249,8 @@ pub async fn connect(
     }
     let client = Client::new(&base, t.api, &model, api_key, t.timeouts)
         .map_err(|e| e.to_string())?
-        .with_limits(t.limits);
+        .with_limits(t.limits)
+        .with_admin_key(admin_key);
     Ok(Connected {
         client,
         description,

@@ -84,6 +84,10 @@ pub fn app(profile: Profile) -> Router {
         .route("/server_info", get(routes::server_info))
         .route("/metrics", get(routes::metrics))
         .route("/flush_cache", post(routes::flush_cache))
+        .layer(axum::middleware::from_fn_with_state(
+            std::sync::Arc::clone(&state),
+            routes::auth,
+        ))
         .with_state(state)
 }
 

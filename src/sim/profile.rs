@@ -83,6 +83,10 @@ pub struct Profile {
     /// `meta_info.num_retractions` of every request: a server short of KV
     /// cache that retracts requests and decodes them again.
     pub retractions: u64,
+    /// SGLang's `--api-key`: every route but health and metrics takes it.
+    pub api_key: Option<String>,
+    /// SGLang's `--admin-api-key`: `/flush_cache` takes it, and only it.
+    pub admin_api_key: Option<String>,
 }
 
 /// The contracts a profile can break.
@@ -125,6 +129,8 @@ impl Default for Profile {
             prefix_cache: false,
             speculative: false,
             retractions: 0,
+            api_key: None,
+            admin_api_key: None,
         }
     }
 }

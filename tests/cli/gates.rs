@@ -2,7 +2,7 @@
 //! with room), repeats and their interval, sweeps over a level, and
 //! `recheck:` probes asked again under load.
 
-use crate::common::run::{run_expecting, servegate};
+use crate::common::run::{run_expecting, servegate, servegate_with};
 use crate::common::verdicts::{assert_has, failure_of, verdict};
 use crate::{external_sim_with, position, ran_before};
 
@@ -276,4 +276,57 @@ fn extra_body_fields_reach_the_server_and_show_in_the_sent_body() {
             r#""top_k":1}"#,
         ],
     );
+}
+
+/// SGLang with `--admin-api-key` takes only that key at `/flush_cache`:
+/// `target.admin_key_env` sends it there (and the API key everywhere else);
+/// without it the flush is refused and the gate fails saying so. Neither
+/// key is printed.
+#[test]
+fn flush_cache_sends_the_admin_key_where_the_server_has_one() {
+    let (sim, url) = external_sim_with(
+        "fixtures/sim/steady.yaml",
+        &[
+            "--api-key",
+            "user-key-5531",
+            "--admin-api-key",
+            "admin-key-7219",
+        ],
+    );
+    let env = [
+        (
+            "SERVEGATE_TEST_USER_KEY",
+            std::path::Path::new("user-key-5531"),
+        ),
+        (
+            "SERVEGATE_TEST_ADMIN_KEY",
+            std::path::Path::new("admin-key-7219"),
+        ),
+    ];
+    let ok = servegate_with(
+        &["run", "tests/suites/admin-key.yaml", "--target", &url],
+        &env,
+    );
+    assert_eq!(ok.code, Some(0), "{}", ok.out);
+    let refused = servegate_with(
+        &[
+            "run",
+            "tests/suites/admin-key-missing.yaml",
+            "--target",
+            &url,
+        ],
+        &env,
+    );
+    drop(sim);
+    assert_eq!(refused.code, Some(1), "{}", refused.out);
+    assert_has(
+        &failure_of(&refused.out, "admin_key_missing::performance::cold_cache"),
+        &["flush_cache failed before measuring: HTTP 401"],
+    );
+    for out in [&ok.out, &refused.out] {
+        assert!(
+            !out.contains("user-key-5531") && !out.contains("admin-key-7219"),
+            "{out}"
+        );
+    }
 }

@@ -138,6 +138,9 @@ pub struct Client {
     model: String,
     /// The header that carries the API key, when there is one.
     auth: Option<(&'static str, String)>,
+    /// The header that carries the admin key to administrative endpoints
+    /// (SGLang's `--admin-api-key`), when there is one.
+    admin_auth: Option<(&'static str, String)>,
     timeouts: Timeouts,
     limits: ReadLimits,
     /// Keep-alive connections for `http://` servers; `None` sends through reqwest.
@@ -162,6 +165,7 @@ impl Client {
             dialect,
             model: model.to_owned(),
             auth: api_key.map(|k| dialect.authorization(&k)),
+            admin_auth: None,
             timeouts,
             limits: ReadLimits::default(),
             raw: raw::Endpoint::parse(base_url).map(raw::Pool::new),
@@ -215,6 +219,14 @@ impl Client {
         }
     }
 
+    /// This client, sending `key` to administrative endpoints in place of
+    /// the API key.
+    #[must_use]
+    pub fn with_admin_key(mut self, key: Option<String>) -> Self {
+        self.admin_auth = key.map(|k| self.dialect.authorization(&k));
+        self
+    }
+
     /// The full URL requests go to.
     pub fn url(&self) -> String {
         format!("{}{}", self.base_url, self.dialect.path())
@@ -248,8 +260,9 @@ impl Client {
         mut req: reqwest::RequestBuilder,
         path: &str,
         deadline: tokio::time::Instant,
+        auth: Option<&(&'static str, String)>,
     ) -> Result<reqwest::Response, CallError> {
-        if let Some((name, value)) = &self.auth {
+        if let Some((name, value)) = auth {
             req = req.header(*name, value);
         }
         let (which, limit) = self.small_deadline();
@@ -259,12 +272,15 @@ impl Client {
             .map_err(|e| classify_send_error(&e, self.timeouts.connect))
     }
 
-    /// `POST`s to an administrative endpoint such as SGLang's `/flush_cache`.
+    /// `POST`s to an administrative endpoint such as SGLang's
+    /// `/flush_cache`, with the admin key where there is one (SGLang takes
+    /// only it there when it has one), else the API key.
     pub async fn post_admin(&self, path: &str) -> Result<(), CallError> {
         let url = format!("{}{path}", self.base_url);
         let deadline = tokio::time::Instant::now() + self.small_deadline().1;
+        let auth = self.admin_auth.as_ref().or(self.auth.as_ref());
         let resp = self
-            .send_small(self.http.small.post(url), path, deadline)
+            .send_small(self.http.small.post(url), path, deadline, auth)
             .await?;
         let status = resp.status();
         if status.is_success() {
@@ -291,7 +307,7 @@ impl Client {
         let url = format!("{}{path}", self.base_url);
         let deadline = tokio::time::Instant::now() + self.small_deadline().1;
         let resp = self
-            .send_small(self.http.small.get(url), path, deadline)
+            .send_small(self.http.small.get(url), path, deadline, self.auth.as_ref())
             .await?;
         let status = resp.status().as_u16();
         let text = bounded_text(resp, self.limits.document, deadline, path).await?;

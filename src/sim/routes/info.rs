@@ -44,6 +44,37 @@ pub(in crate::sim) async fn health(State(s): State<Arc<SimState>>) -> Response {
         .into_response()
 }
 
+/// Keys as SGLang 0.5.23 checks them (`srt/utils/auth.py`): health and
+/// metrics answer anyone; `/flush_cache` (`ADMIN_OPTIONAL`) takes the admin
+/// key when one is set, else the API key; everything else the API key.
+pub(in crate::sim) async fn auth(
+    State(s): State<Arc<SimState>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = req.uri().path();
+    let open = path.starts_with("/health") || path.starts_with("/metrics");
+    let p = &s.profile;
+    let wanted = if path == "/flush_cache" {
+        p.admin_api_key.as_deref().or(p.api_key.as_deref())
+    } else {
+        p.api_key.as_deref()
+    };
+    let given = req
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match wanted {
+        Some(key) if !open && given != Some(key) => (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"error": "Unauthorized"})),
+        )
+            .into_response(),
+        _ => next.run(req).await,
+    }
+}
+
 /// `/health_generate`: as `/health`, but through the scheduler, so a hung
 /// one hangs it too.
 pub(in crate::sim) async fn health_generate(State(s): State<Arc<SimState>>) -> Response {

@@ -206,6 +206,7 @@ impl<'e> Decoder<'e> {
                 api: Api::OpenAiChat,
                 model: None,
                 api_key_env: None,
+                admin_key_env: None,
                 timeouts: Timeouts::default(),
                 limits: ReadLimits::default(),
                 secrets: Vec::new(),

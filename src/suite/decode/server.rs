@@ -17,6 +17,7 @@ pub(super) const TARGET: &[&str] = &[
     "api",
     "model",
     "api_key_env",
+    "admin_key_env",
     "timeouts",
     "limits",
     "secrets",
@@ -39,6 +40,26 @@ pub(super) const VARIANT: &[&str] = &["name", "env", "args"];
 pub(super) const EXPECTS: &[&str] = &["equals", "contains", "matches", "one_of"];
 
 impl Decoder<'_> {
+    /// The NAME of an environment variable holding a key (`key` in the
+    /// suite, `example` a name to show): never the key itself.
+    fn key_variable(&mut self, v: &Yaml, key: &str, example: &str) -> Option<String> {
+        let name = self.text(v, key)?;
+        let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if valid {
+            return Some(name);
+        }
+        self.error(
+            Diagnostic::new(
+                v.loc,
+                format!("{key} must be the NAME of an environment variable"),
+            )
+            .expected(format!(
+                "a name such as `{example}`; never write the key itself in a suite"
+            )),
+        );
+        None
+    }
+
     pub(super) fn target(&mut self, y: &Yaml) -> Option<Target> {
         let f = self.fields(y, "target", TARGET)?;
         let base_url = match f.get("base_url") {
@@ -52,25 +73,12 @@ impl Decoder<'_> {
         let model = f
             .get("model")
             .and_then(|v| self.interpolated(v, "target.model"));
-        let api_key_env = f.get("api_key_env").and_then(|v| {
-            let name = self.text(v, "api_key_env")?;
-            let valid =
-                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if valid {
-                Some(name)
-            } else {
-                self.error(
-                    Diagnostic::new(
-                        v.loc,
-                        "api_key_env must be the NAME of an environment variable",
-                    )
-                    .expected(
-                        "a name such as `SGLANG_API_KEY`; never write the key itself in a suite",
-                    ),
-                );
-                None
-            }
-        });
+        let api_key_env = f
+            .get("api_key_env")
+            .and_then(|v| self.key_variable(v, "api_key_env", "SGLANG_API_KEY"));
+        let admin_key_env = f
+            .get("admin_key_env")
+            .and_then(|v| self.key_variable(v, "admin_key_env", "SGLANG_ADMIN_API_KEY"));
         let timeouts = f
             .get("timeouts")
             .map_or(Some(Timeouts::default()), |v| self.timeouts(v));
@@ -111,6 +119,7 @@ impl Decoder<'_> {
             api: api?,
             model,
             api_key_env,
+            admin_key_env,
             timeouts: timeouts?,
             limits: limits?,
             secrets,

@@ -96,6 +96,10 @@ pub struct Target {
     pub model: Option<String>,
     /// The NAME of the environment variable that holds the API key.
     pub api_key_env: Option<String>,
+    /// The NAME of the environment variable that holds the admin key
+    /// (SGLang's `--admin-api-key`), sent to administrative endpoints
+    /// (`/flush_cache`) in place of the API key.
+    pub admin_key_env: Option<String>,
     /// NAMES of environment variables whose values are secrets: scrubbed
     /// from everything servegate prints or writes.
     pub secrets: Vec<String>,

@@ -66,6 +66,13 @@ pub(super) fn target() -> Value {
                     ),
                 ),
                 (
+                    "admin_key_env",
+                    described(
+                        variable(),
+                        "The NAME of an environment variable holding the admin key (SGLang's `--admin-api-key`), sent to `/flush_cache` in place of the API key; never the key itself.",
+                    ),
+                ),
+                (
                     "timeouts",
                     described(
                         object("target.timeouts", TIMEOUTS, timeouts),
