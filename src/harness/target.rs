@@ -221,7 +221,11 @@ pub async fn connect(
             |s| format!("{s:?}")
         ),
     );
-    let (version, config) = tokio::time::timeout_at(ends, server_identity(&probe))
+    let Identity {
+        version,
+        config,
+        incremental,
+    } = tokio::time::timeout_at(ends, server_identity(&probe))
         .await
         .unwrap_or_default();
     let shown = |v: &str| {
@@ -250,7 +254,8 @@ pub async fn connect(
     let client = Client::new(&base, t.api, &model, api_key, t.timeouts)
         .map_err(|e| e.to_string())?
         .with_limits(t.limits)
-        .with_admin_key(admin_key);
+        .with_admin_key(admin_key)
+        .with_incremental_output(incremental);
     Ok(Connected {
         client,
         description,
@@ -292,11 +297,23 @@ const CONFIG_FIELDS: &[&str] = &[
     "speculative_num_draft_tokens",
 ];
 
+/// What the server says it is.
+#[derive(Debug, Default)]
+struct Identity {
+    /// Its version.
+    version: Option<String>,
+    /// The [`CONFIG_FIELDS`] it reports (null ones left out).
+    config: Vec<(&'static str, String)>,
+    /// It sends `/generate`'s text as segments
+    /// (`incremental_streaming_output`).
+    incremental: bool,
+}
+
 /// The server's version — SGLang's `/server_info` (or the older
 /// `/get_server_info`), vLLM's `/version`, llama.cpp's `/props`
-/// `build_info` — and, from SGLang's document, the [`CONFIG_FIELDS`] it
-/// reports (null ones left out); `None` and nothing when none answers.
-async fn server_identity(client: &Client) -> (Option<String>, Vec<(&'static str, String)>) {
+/// `build_info` — and, from SGLang's document, its configuration and
+/// streaming mode; nothing when none answers.
+async fn server_identity(client: &Client) -> Identity {
     for (path, pointer) in [
         ("/server_info", "/version"),
         ("/get_server_info", "/version"),
@@ -314,10 +331,17 @@ async fn server_identity(client: &Client) -> (Option<String>, Vec<(&'static str,
                     other => Some((k, other.to_string())),
                 })
                 .collect();
-            return (Some(v.to_owned()), config);
+            return Identity {
+                version: Some(v.to_owned()),
+                config,
+                incremental: body
+                    .get("incremental_streaming_output")
+                    .and_then(serde_json::Value::as_bool)
+                    .unwrap_or(false),
+            };
         }
     }
-    (None, Vec::new())
+    Identity::default()
 }
 
 /// The served model id where the dialect names it (`/v1/models`

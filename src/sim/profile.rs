@@ -83,10 +83,23 @@ pub struct Profile {
     /// `meta_info.num_retractions` of every request: a server short of KV
     /// cache that retracts requests and decodes them again.
     pub retractions: u64,
+    /// How `/generate` streams its text: SGLang's
+    /// `--incremental-streaming-output` (`incremental_output: true` in a
+    /// profile) sends each chunk's text alone, and `/server_info` says so.
+    pub generate_text: GenerateText,
     /// SGLang's `--api-key`: every route but health and metrics takes it.
     pub api_key: Option<String>,
     /// SGLang's `--admin-api-key`: `/flush_cache` takes it, and only it.
     pub admin_api_key: Option<String>,
+}
+
+/// How `/generate` streams its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GenerateText {
+    /// The text so far in every chunk (SGLang's default).
+    Cumulative,
+    /// Each chunk's text alone (`--incremental-streaming-output`).
+    Segments,
 }
 
 /// The contracts a profile can break.
@@ -129,6 +142,7 @@ impl Default for Profile {
             prefix_cache: false,
             speculative: false,
             retractions: 0,
+            generate_text: GenerateText::Cumulative,
             api_key: None,
             admin_api_key: None,
         }
@@ -168,6 +182,8 @@ struct ProfileFile {
     speculative: bool,
     #[serde(default)]
     retractions: u64,
+    #[serde(default)]
+    incremental_output: bool,
 }
 
 #[derive(Deserialize)]
@@ -259,6 +275,11 @@ impl Profile {
             prefix_cache: file.prefix_cache,
             speculative: file.speculative,
             retractions: file.retractions,
+            generate_text: if file.incremental_output {
+                GenerateText::Segments
+            } else {
+                GenerateText::Cumulative
+            },
             ..defaults
         })
     }

@@ -147,3 +147,15 @@ fn server_timings_hold_a_gate_only_where_the_dialect_reports_them() {
         ],
     );
 }
+
+/// SGLang's `--incremental-streaming-output` sends `/generate`'s text as
+/// segments: servegate reads the mode from `/server_info` and joins them,
+/// so the answer is whole and each segment is counted once.
+#[test]
+fn incremental_generate_output_is_joined_as_the_server_reports_it() {
+    let out = crate::common::run::run_expecting(&["run", "tests/suites/incremental.yaml"], 0);
+    crate::common::verdicts::assert_has(
+        &out,
+        &["pass token_drift_chunks <= 5.00% (measured 0.00%)"],
+    );
+}

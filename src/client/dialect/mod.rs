@@ -56,6 +56,16 @@ pub struct ServerReport {
     pub retractions: Option<u64>,
 }
 
+/// How a dialect's cumulative text (SGLang's `/generate` `text`) comes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TextMode {
+    /// The text so far in every chunk.
+    #[default]
+    Cumulative,
+    /// Each chunk's text alone (SGLang's `--incremental-streaming-output`).
+    Segments,
+}
+
 /// What a dialect's event says, told to the reader of the stream.
 pub trait Events {
     /// New answer text.

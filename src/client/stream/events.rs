@@ -8,7 +8,7 @@ use super::TokenMark;
 use super::plausibility::PROMPT_SLACK;
 use super::reader::StreamReader;
 use crate::client::api::ToolCall;
-use crate::client::dialect::{Counts, EventError, Events, Reported, ServerTimings};
+use crate::client::dialect::{Counts, EventError, Events, Reported, ServerTimings, TextMode};
 use crate::client::error::{CallError, ErrorKind, excerpt};
 use crate::units::format_duration;
 
@@ -54,6 +54,12 @@ impl Events for StreamReader {
     }
 
     fn content_so_far(&mut self, text: &str) {
+        if self.text_mode == TextMode::Segments {
+            if !text.is_empty() {
+                self.content(text);
+            }
+            return;
+        }
         let had = self.content_len;
         if text.len() >= had && text.is_char_boundary(had) {
             if text.len() > had {
@@ -62,7 +68,7 @@ impl Events for StreamReader {
         } else {
             self.event.broken.get_or_insert(CallError::new(
                 ErrorKind::Protocol,
-                "cumulative `text` shrank or changed between chunks",
+                "cumulative `text` shrank or changed between chunks (a server started with `--incremental-streaming-output` sends segments: its /server_info says so, and servegate reads them as such)",
             ));
         }
     }

@@ -141,6 +141,9 @@ pub struct Client {
     /// The header that carries the admin key to administrative endpoints
     /// (SGLang's `--admin-api-key`), when there is one.
     admin_auth: Option<(&'static str, String)>,
+    /// How the server sends a dialect's cumulative text (SGLang's
+    /// `--incremental-streaming-output`: as segments).
+    text_mode: dialect::TextMode,
     timeouts: Timeouts,
     limits: ReadLimits,
     /// Keep-alive connections for `http://` servers; `None` sends through reqwest.
@@ -166,6 +169,7 @@ impl Client {
             model: model.to_owned(),
             auth: api_key.map(|k| dialect.authorization(&k)),
             admin_auth: None,
+            text_mode: dialect::TextMode::Cumulative,
             timeouts,
             limits: ReadLimits::default(),
             raw: raw::Endpoint::parse(base_url).map(raw::Pool::new),
@@ -217,6 +221,19 @@ impl Client {
             timeouts,
             ..self.clone()
         }
+    }
+
+    /// This client, reading text a dialect sends cumulatively as disjoint
+    /// segments when `incremental` (SGLang's
+    /// `--incremental-streaming-output`, as its `/server_info` reports it).
+    #[must_use]
+    pub fn with_incremental_output(mut self, incremental: bool) -> Self {
+        self.text_mode = if incremental {
+            dialect::TextMode::Segments
+        } else {
+            dialect::TextMode::Cumulative
+        };
+        self
     }
 
     /// This client, sending `key` to administrative endpoints in place of
@@ -360,6 +377,7 @@ impl Client {
         let head_deadline = deadlines.first_at.min(deadlines.total_at);
         let mut reader = StreamReader::new(self.dialect, sent, self.limits.answer, body.len());
         reader.keep_text = keep_text;
+        reader.text_mode = self.text_mode;
         reader.max_buffers = self.limits.buffers;
         reader.stop_bytes = req.sampling.stop_bytes();
         reader.max_marks = req

@@ -9,7 +9,7 @@ use super::events::EventSaid;
 use super::headers::{ContentHeaders, EVENT_STREAM};
 use super::{Completion, Timing, TokenSource};
 use crate::client::api::{ToolCall, Usage};
-use crate::client::dialect::{Counts, Dialect, ServerReport, ServerTimings};
+use crate::client::dialect::{Counts, Dialect, ServerReport, ServerTimings, TextMode};
 use crate::client::error::{CallError, ErrorKind, excerpt};
 use crate::client::sse::SseParser;
 use crate::stamp::Arrival;
@@ -41,6 +41,8 @@ pub(super) struct StreamReader {
     held: u64,
     /// Whether the text is kept (probes) or only counted (gates).
     pub(super) keep_text: bool,
+    /// How text the dialect sends cumulatively comes.
+    pub(super) text_mode: TextMode,
     /// Bytes of content and of reasoning received so far.
     pub(super) content_len: usize,
     pub(super) reasoning_len: usize,
@@ -116,6 +118,7 @@ impl StreamReader {
             max_buffers: u64::MAX,
             held: 0,
             keep_text: true,
+            text_mode: TextMode::Cumulative,
             content_len: 0,
             tool_len: 0,
             tool_calls: Vec::new(),

@@ -265,7 +265,7 @@ pub(super) fn token_chunk(
             let done = sent == plan.completion_tokens();
             format!(
                 "data: {{\"text\":{},\"meta_info\":{}}}\n\n",
-                quoted(cumulative),
+                quoted(if extras.segments { piece } else { cumulative }),
                 meta_info(plan, id, sent, done)
             )
         }

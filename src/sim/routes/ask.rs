@@ -48,6 +48,9 @@ pub(super) struct Extras {
     pub(super) usage: bool,
     /// Usage on every chunk (`continuous_usage_stats`).
     pub(super) continuous: bool,
+    /// `/generate`'s text as disjoint segments, not cumulative (the
+    /// server's `--incremental-streaming-output`, not the client's ask).
+    pub(super) segments: bool,
 }
 
 fn u32_field(v: Option<&Value>) -> Option<u32> {
@@ -140,6 +143,7 @@ pub(super) fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
         extras: Extras {
             usage: flag("/stream_options/include_usage", false),
             continuous: flag("/stream_options/continuous_usage_stats", false),
+            segments: false,
         },
     })
 }

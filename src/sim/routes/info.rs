@@ -157,6 +157,8 @@ pub(in crate::sim) async fn server_info(State(s): State<Arc<SimState>>) -> Respo
         "attention_backend": "simulated",
         "max_running_requests": s.profile.capacity,
         "num_continuous_decode_steps": s.profile.tokens_per_chunk,
+        "incremental_streaming_output":
+            s.profile.generate_text == crate::sim::profile::GenerateText::Segments,
         "internal_states": [{"last_gen_throughput": 0.0}],
     });
     if let Some(map) = info.as_object_mut() {

@@ -32,6 +32,7 @@ use tokio::time::{Instant, sleep_until};
 use super::SimState;
 use super::engine::plan;
 use super::fault::Fault;
+use super::profile::GenerateText;
 use answer::whole;
 use ask::{Extras, parse_ask};
 pub(super) use info::{
@@ -237,6 +238,7 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
             Extras {
                 usage: ask.extras.usage && state.profile.usage,
                 continuous: ask.extras.continuous && state.profile.usage,
+                segments: state.profile.generate_text == GenerateText::Segments,
             },
             id,
             tx,
