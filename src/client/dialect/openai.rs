@@ -61,6 +61,14 @@ impl Dialect for OpenAi {
                 seed: "seed",
             },
         );
+        // The chat API's limit is `max_completion_tokens` (SGLang 0.5.23
+        // and vLLM take it first, `max_tokens` is deprecated there); both
+        // are sent, so a server that knows only `max_tokens` still stops.
+        if self.api == Api::OpenAiChat
+            && let Some(m) = s.max_tokens
+        {
+            b["max_completion_tokens"] = json!(m);
+        }
         if let Some(k) = &s.chat_template_kwargs {
             b["chat_template_kwargs"] = k.clone();
         }

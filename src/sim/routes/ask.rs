@@ -96,7 +96,8 @@ pub(super) fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
         Shape::Generate => u32_field(params.get("max_new_tokens")),
         // -1 (the default) is "until the end of the sequence".
         Shape::Llama => u32_field(params.get("n_predict")),
-        _ => u32_field(params.get("max_tokens")).or(u32_field(params.get("max_completion_tokens"))),
+        // SGLang 0.5.23: `max_completion_tokens or max_tokens`.
+        _ => u32_field(params.get("max_completion_tokens")).or(u32_field(params.get("max_tokens"))),
     }
     .unwrap_or(DEFAULT_MAX_TOKENS);
     let seed_key = if shape == Shape::Generate {
