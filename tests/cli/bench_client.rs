@@ -145,8 +145,13 @@ fn the_self_check_is_right_both_ways_against_the_stamped_simulator() {
                 assert!(r.itl.2 + itl_tol >= 0.5 * itl_moved, "{}", o.out);
             }
             if contention == "starved" {
-                // Starved, every row is wrong by far more than the tolerance.
-                assert!(itl_moved > 5.0 * itl_tol, "{}", o.out);
+                // Starved, every row is a true positive: the client moved
+                // it past the tolerance, so the no-false-green check above
+                // was exercised. Not by how much: under two CI runs and
+                // their stress at once the simulator was starved too (true
+                // ITL p99 63.77 ms for 10 ms pacing) and the client's share
+                // of the ITL p99 was 4.18 ms, 3.3 times its tolerance.
+                assert!(moved, "{}", o.out);
             }
         }
     }
