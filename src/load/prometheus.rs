@@ -1,11 +1,14 @@
 //! The server's own view of a gate: its Prometheus `/metrics` scraped before
 //! and after the measured window, as deltas of token counters and latency
 //! histograms (SGLang's `sglang:`, vLLM's `vllm:` and llama.cpp's
-//! `llamacpp:` names, old and new).
+//! `llamacpp:` names, old and new), and its gauges sampled while the
+//! window is open (running and queued requests, KV-cache use, its own
+//! throughput).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::suite::metric::{Metric, Stat};
 use crate::units::format_secs;
 
 /// Every sample of a scrape, summed over label sets, by series name;
@@ -13,6 +16,12 @@ use crate::units::format_secs;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Scrape {
     values: BTreeMap<String, f64>,
+    /// Label sets per series name: a gauge of a share (KV-cache use) is
+    /// their mean, not their sum.
+    sets: BTreeMap<String, u32>,
+    /// Counters by `finished_reason` (vLLM counts aborts in
+    /// `request_success_total{finished_reason="abort"}`).
+    reasons: BTreeMap<(String, String), f64>,
     buckets: BTreeMap<String, BTreeMap<String, f64>>,
 }
 
@@ -29,11 +38,7 @@ impl Scrape {
                 continue;
             };
             if let Some(base) = name.strip_suffix("_bucket") {
-                let le = labels
-                    .split(',')
-                    .find_map(|kv| kv.trim().strip_prefix("le="))
-                    .map(|v| v.trim_matches('"').to_owned());
-                if let Some(le) = le {
+                if let Some(le) = label(labels, "le").map(str::to_owned) {
                     *s.buckets
                         .entry(base.to_owned())
                         .or_default()
@@ -43,6 +48,12 @@ impl Scrape {
                 continue;
             }
             *s.values.entry(name.to_owned()).or_insert(0.0) += value;
+            *s.sets.entry(name.to_owned()).or_insert(0) += 1;
+            if let Some(reason) = label(labels, "finished_reason") {
+                *s.reasons
+                    .entry((name.to_owned(), reason.to_owned()))
+                    .or_insert(0.0) += value;
+            }
         }
         s
     }
@@ -53,6 +64,15 @@ impl Scrape {
             .iter()
             .find_map(|n| self.values.get(*n).map(|v| (*n, *v)))
     }
+}
+
+/// The value of label `key` in `a="x",b="y"` (unescaped values only: the
+/// reasons read here are plain words).
+fn label<'l>(labels: &'l str, key: &str) -> Option<&'l str> {
+    labels.split(',').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k.trim() == key).then(|| v.trim().trim_matches('"'))
+    })
 }
 
 /// One sample line: `name{labels} value [timestamp]`, the labels' values
@@ -134,6 +154,158 @@ pub struct ServerView {
     pub itl: Option<HistogramDelta>,
     /// End-to-end latency.
     pub e2e: Option<HistogramDelta>,
+    /// Requests retracted (vLLM: preempted) in the window.
+    pub retractions: Option<f64>,
+    /// Requests aborted in the window.
+    pub aborted: Option<f64>,
+    /// Prompt tokens served from the prefix cache, and all prompt tokens
+    /// (vLLM: tokens its cache was asked for).
+    pub cache: Option<(f64, f64)>,
+    /// Generated tokens and the speculative verify steps that made them.
+    pub spec: Option<(f64, f64)>,
+    /// The gauges sampled while the window was open.
+    pub samples: Samples,
+}
+
+/// A gauge of the server's, sampled while a window is open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gauge {
+    /// Requests running.
+    RunningReqs,
+    /// Requests waiting in the queue.
+    QueueReqs,
+    /// KV-cache use, 0 to 1.
+    TokenUsage,
+    /// Generation throughput, tokens per second.
+    GenThroughput,
+}
+
+impl Gauge {
+    /// Every gauge, in the order [`Samples`] keeps them.
+    pub const ALL: [Gauge; 4] = [
+        Gauge::RunningReqs,
+        Gauge::QueueReqs,
+        Gauge::TokenUsage,
+        Gauge::GenThroughput,
+    ];
+
+    /// The gauge behind a `server.` metric.
+    pub fn of(metric: Metric) -> Option<Gauge> {
+        match metric {
+            Metric::ServerRunningReqs => Some(Gauge::RunningReqs),
+            Metric::ServerQueueReqs => Some(Gauge::QueueReqs),
+            Metric::ServerTokenUsage => Some(Gauge::TokenUsage),
+            Metric::ServerGenThroughput => Some(Gauge::GenThroughput),
+            _ => None,
+        }
+    }
+
+    /// Its series, the first present read: SGLang 0.5.23's
+    /// (`srt/observability/metrics_collector.py`), vLLM's (V1, then the
+    /// older V0 name) and llama.cpp's.
+    pub fn series(self) -> &'static [&'static str] {
+        match self {
+            Gauge::RunningReqs => &[
+                "sglang:num_running_reqs",
+                "vllm:num_requests_running",
+                "llamacpp:requests_processing",
+            ],
+            Gauge::QueueReqs => &[
+                "sglang:num_queue_reqs",
+                "vllm:num_requests_waiting",
+                "llamacpp:requests_deferred",
+            ],
+            Gauge::TokenUsage => &[
+                "sglang:token_usage",
+                "vllm:kv_cache_usage_perc",
+                "vllm:gpu_cache_usage_perc",
+                "llamacpp:kv_cache_usage_ratio",
+            ],
+            Gauge::GenThroughput => &["sglang:gen_throughput"],
+        }
+    }
+
+    /// Its value in one scrape: summed over label sets (one per
+    /// data-parallel rank), a share averaged.
+    fn read(self, scrape: &Scrape) -> Option<f64> {
+        let (name, sum) = scrape.find(self.series())?;
+        let sets = f64::from(scrape.sets.get(name).copied().unwrap_or(1).max(1));
+        Some(if self == Gauge::TokenUsage {
+            sum / sets
+        } else {
+            sum
+        })
+    }
+}
+
+/// The gauges read while a window was open, a scrape every
+/// [`SAMPLE_EVERY`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Samples {
+    /// Scrapes read.
+    pub scrapes: u32,
+    /// Values read, by gauge in [`Gauge::ALL`]'s order.
+    values: [Vec<f64>; 4],
+    /// Scrapes that failed, and the first one's error.
+    pub failed: Option<(u32, String)>,
+}
+
+/// How often the gauges are sampled while a window is open (only when a
+/// gate names one: each scrape costs the server a `/metrics` page).
+pub const SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+impl Samples {
+    /// Adds one scrape's gauges, or its failure.
+    pub fn add(&mut self, scrape: Result<&Scrape, &str>) {
+        match scrape {
+            Ok(s) => {
+                self.scrapes += 1;
+                for (g, values) in Gauge::ALL.iter().zip(&mut self.values) {
+                    if let Some(v) = g.read(s) {
+                        values.push(v);
+                    }
+                }
+            }
+            Err(e) => {
+                let (n, _) = self.failed.get_or_insert_with(|| (0, e.to_owned()));
+                *n += 1;
+            }
+        }
+    }
+
+    /// The values of `gauge` read.
+    pub fn of(&self, gauge: Gauge) -> &[f64] {
+        &self.values[gauge as usize]
+    }
+
+    /// A statistic of `gauge` over the samples; `None` without any.
+    pub fn stat(&self, gauge: Gauge, stat: Stat) -> Option<f64> {
+        let mut v = self.of(gauge).to_vec();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        #[expect(clippy::cast_precision_loss, reason = "a few thousand samples")]
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        Some(match stat {
+            Stat::Mean => mean,
+            Stat::Stddev => (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt(),
+            Stat::Min => v[0],
+            Stat::Max => v[v.len() - 1],
+            q => {
+                // Nearest rank.
+                let q = q.quantile().unwrap_or(0.5);
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "a rank within the samples"
+                )]
+                let rank = ((q * n).ceil() as usize).clamp(1, v.len());
+                v[rank - 1]
+            }
+        })
+    }
 }
 
 /// SGLang, vLLM and llama.cpp name their series with these.
@@ -145,6 +317,48 @@ fn counter_delta(before: &Scrape, after: &Scrape, suffix: &str) -> Option<f64> {
     let (name, a) = after.find(&refs)?;
     let b = before.values.get(name).copied().unwrap_or(0.0);
     Some(a - b)
+}
+
+fn no_counter() -> String {
+    "no counter of it".to_owned()
+}
+
+/// The change of the first of the counters `names` present after.
+fn named_delta(before: &Scrape, after: &Scrape, names: &[&str]) -> Option<f64> {
+    let (name, a) = after.find(names)?;
+    Some(a - before.values.get(name).copied().unwrap_or(0.0))
+}
+
+/// Cached and all prompt tokens over the window: SGLang's
+/// `cached_tokens_total` (made at its first hit: none yet is none cached)
+/// over `prompt_tokens_total`; vLLM's prefix-cache hits over its queries.
+fn cache_delta(before: &Scrape, after: &Scrape) -> Option<(f64, f64)> {
+    if let Some(prompt) = named_delta(before, after, &["sglang:prompt_tokens_total"]) {
+        let cached = named_delta(before, after, &["sglang:cached_tokens_total"]).unwrap_or(0.0);
+        return Some((cached, prompt));
+    }
+    Some((
+        named_delta(before, after, &["vllm:prefix_cache_hits_total"])?,
+        named_delta(before, after, &["vllm:prefix_cache_queries_total"])?,
+    ))
+}
+
+/// Generated tokens and verify steps over the window: SGLang counts its
+/// verify calls (its per-request `spec_accept_length` is tokens over
+/// them); vLLM counts drafts and accepted draft tokens (each draft also
+/// yields one token of its own).
+fn spec_delta(before: &Scrape, after: &Scrape) -> Option<(f64, f64)> {
+    if let Some(steps) = named_delta(before, after, &["sglang:spec_verify_calls_total"]) {
+        let tokens = named_delta(before, after, &["sglang:generation_tokens_total"])?;
+        return Some((tokens, steps));
+    }
+    let drafts = named_delta(before, after, &["vllm:spec_decode_num_drafts_total"])?;
+    let accepted = named_delta(
+        before,
+        after,
+        &["vllm:spec_decode_num_accepted_tokens_total"],
+    )?;
+    Some((drafts + accepted, drafts))
 }
 
 /// The first of the histograms named `suffixes` (new names before old)
@@ -227,26 +441,123 @@ impl ServerView {
             ),
             itl: histogram_delta(before, after, &["inter_token_latency_seconds"]),
             e2e: histogram_delta(before, after, &["e2e_request_latency_seconds"]),
+            retractions: named_delta(
+                before,
+                after,
+                &[
+                    "sglang:num_retracted_requests_total",
+                    "vllm:num_preemptions_total",
+                ],
+            ),
+            aborted: named_delta(before, after, &["sglang:num_aborted_requests_total"]).or_else(
+                || {
+                    let key = ("vllm:request_success_total".to_owned(), "abort".to_owned());
+                    let a = after.reasons.get(&key)?;
+                    Some(a - before.reasons.get(&key).copied().unwrap_or(0.0))
+                },
+            ),
+            cache: cache_delta(before, after),
+            spec: spec_delta(before, after),
+            samples: Samples::default(),
+        }
+    }
+
+    /// The value of a `server.` figure (`None` for the others, and where
+    /// the server lacks the series or its counters cannot be believed).
+    pub fn value(&self, metric: Metric, stat: Option<Stat>) -> Option<f64> {
+        if let Some(g) = Gauge::of(metric) {
+            return self.samples.stat(g, stat.unwrap_or(Stat::Mean));
+        }
+        let non_negative = |v: Option<f64>| v.filter(|n| *n >= 0.0);
+        match metric {
+            Metric::ServerRetractions => non_negative(self.retractions),
+            Metric::ServerAborted => non_negative(self.aborted),
+            Metric::ServerCacheHitRate => {
+                let (cached, prompt) = self.cache?;
+                let rate = cached / prompt;
+                (prompt > 0.0 && (0.0..=1.0).contains(&rate)).then_some(rate)
+            }
+            Metric::ServerSpecAcceptLength => {
+                let (tokens, steps) = self.spec?;
+                (steps > 0.0 && tokens >= steps).then(|| tokens / steps)
+            }
+            _ => None,
+        }
+    }
+
+    /// What stands behind a `server.` figure, in words.
+    pub fn sample_size(&self, metric: Metric, window: &str) -> String {
+        if let Some(g) = Gauge::of(metric) {
+            return format!(
+                "{} samples of {} scrapes in {window}",
+                self.samples.of(g).len(),
+                self.samples.scrapes
+            );
+        }
+        match metric {
+            Metric::ServerCacheHitRate => self.cache.map_or_else(no_counter, |(c, p)| {
+                format!("{c:.0} cached of {p:.0} prompt tokens by the server's counters")
+            }),
+            Metric::ServerSpecAcceptLength => self.spec.map_or_else(no_counter, |(t, s)| {
+                format!("{t:.0} tokens in {s:.0} verify steps by the server's counters")
+            }),
+            _ => format!("the server's counter over {window}"),
+        }
+    }
+
+    /// Why a `server.` figure has no value, where the window says.
+    pub fn missing(&self, metric: Metric) -> Option<String> {
+        if let Some(g) = Gauge::of(metric) {
+            let s = &self.samples;
+            let failed = s.failed.as_ref().map_or_else(String::new, |(n, e)| {
+                format!(" ({n} scrapes failed, the first: {e})")
+            });
+            return Some(if s.scrapes == 0 {
+                format!(
+                    "no read of /metrics fell inside the window (one every {}){failed}",
+                    format_secs(SAMPLE_EVERY.as_secs_f64())
+                )
+            } else {
+                format!(
+                    "/metrics has none of {} ({} scrapes read){failed}",
+                    g.series().join(", "),
+                    s.scrapes
+                )
+            });
+        }
+        let backwards = "the server's counter went backwards in the window (did it restart?)";
+        match metric {
+            Metric::ServerRetractions => Some(match self.retractions {
+                None => "/metrics has none of sglang:num_retracted_requests_total, vllm:num_preemptions_total".to_owned(),
+                Some(_) => backwards.to_owned(),
+            }),
+            Metric::ServerAborted => Some(match self.aborted {
+                None => "/metrics has none of sglang:num_aborted_requests_total, vllm:request_success_total{finished_reason=\"abort\"}".to_owned(),
+                Some(_) => backwards.to_owned(),
+            }),
+            Metric::ServerCacheHitRate => Some(match self.cache {
+                None => "/metrics has neither sglang:prompt_tokens_total nor vllm:prefix_cache_queries_total".to_owned(),
+                Some((_, p)) if p <= 0.0 => "the server counted no prompt tokens in the window".to_owned(),
+                Some((c, p)) => format!("the server's counters cannot be believed: {c:.0} prompt tokens cached of {p:.0}"),
+            }),
+            Metric::ServerSpecAcceptLength => Some(match self.spec {
+                None => "/metrics has neither sglang:spec_verify_calls_total nor vllm:spec_decode_num_drafts_total: is speculative decoding on?".to_owned(),
+                Some((_, s)) if s <= 0.0 => "the server counted no speculative verify step in the window".to_owned(),
+                Some((t, s)) => format!("the server's counters cannot be believed: {t:.0} tokens from {s:.0} verify steps"),
+            }),
+            _ => None,
         }
     }
 
     /// One line for the run output; empty when the server reported none
     /// of these series.
     pub fn render(&self) -> String {
-        if self.generation_tokens.is_none()
-            && self.prompt_tokens.is_none()
-            && [&self.ttft, &self.tpot, &self.itl, &self.e2e]
-                .iter()
-                .all(|h| h.is_none())
-        {
-            return String::new();
-        }
-        let mut out = String::from("    server /metrics over the window:");
+        let mut parts: Vec<String> = Vec::new();
         if let Some(g) = self.generation_tokens {
-            let _ = write!(out, " generation tokens {g:.0}");
+            parts.push(format!("generation tokens {g:.0}"));
         }
         if let Some(p) = self.prompt_tokens {
-            let _ = write!(out, ", prompt tokens {p:.0}");
+            parts.push(format!("prompt tokens {p:.0}"));
         }
         for (name, h) in [
             ("ttft", &self.ttft),
@@ -257,10 +568,10 @@ impl ServerView {
             if let Some(h) = h
                 && let Some(mean) = h.mean()
             {
-                let _ = write!(out, ", {name} mean {}", format_secs(mean));
+                let mut part = format!("{name} mean {}", format_secs(mean));
                 if let Some(p99) = h.quantile_bound(0.99) {
                     let _ = write!(
-                        out,
+                        part,
                         " p99 ≤ {}",
                         if p99.is_finite() {
                             format_secs(p99)
@@ -269,10 +580,52 @@ impl ServerView {
                         }
                     );
                 }
+                parts.push(part);
             }
         }
-        out.push('\n');
-        out
+        for metric in [
+            Metric::ServerCacheHitRate,
+            Metric::ServerSpecAcceptLength,
+            Metric::ServerRetractions,
+            Metric::ServerAborted,
+        ] {
+            if let Some(v) = self.value(metric, None) {
+                let name = metric
+                    .name()
+                    .trim_start_matches(crate::suite::metric::SERVER);
+                parts.push(format!(
+                    "{name} {}",
+                    crate::suite::metric::format_value(metric, v)
+                ));
+            }
+        }
+        for metric in [
+            Metric::ServerRunningReqs,
+            Metric::ServerQueueReqs,
+            Metric::ServerTokenUsage,
+            Metric::ServerGenThroughput,
+        ] {
+            let Some(g) = Gauge::of(metric) else { continue };
+            if let (Some(mean), Some(max)) = (
+                self.samples.stat(g, Stat::Mean),
+                self.samples.stat(g, Stat::Max),
+            ) {
+                let name = metric
+                    .name()
+                    .trim_start_matches(crate::suite::metric::SERVER);
+                parts.push(format!(
+                    "{name} mean {mean:.2} max {max:.2} ({} samples)",
+                    self.samples.of(g).len()
+                ));
+            }
+        }
+        if parts.is_empty() {
+            return String::new();
+        }
+        format!(
+            "    server /metrics over the window: {}\n",
+            parts.join(", ")
+        )
     }
 }
 
@@ -341,6 +694,96 @@ mod tests {
         let tpot = v.tpot.unwrap();
         assert!((tpot.count - 2.0).abs() < 1e-9 && (tpot.sum - 0.04).abs() < 1e-9);
         assert!((v.itl.unwrap().mean().unwrap() - 0.01).abs() < 1e-9);
+    }
+
+    /// vLLM's series for the same figures: preemptions, aborts by finish
+    /// reason, prefix-cache hits over queries, drafts and accepted tokens;
+    /// its KV-cache share averaged over two engines, its running requests
+    /// summed.
+    #[test]
+    fn vllms_counters_and_gauges() {
+        const SERIES: [&str; 7] = [
+            "vllm:num_preemptions_total",
+            "vllm:request_success_total{finished_reason=\"stop\"}",
+            "vllm:request_success_total{finished_reason=\"abort\"}",
+            "vllm:prefix_cache_hits_total",
+            "vllm:prefix_cache_queries_total",
+            "vllm:spec_decode_num_drafts_total",
+            "vllm:spec_decode_num_accepted_tokens_total",
+        ];
+        let page = |values: [u32; 7]| {
+            let mut text = String::new();
+            for (s, v) in SERIES.iter().zip(values) {
+                let _ = writeln!(text, "{s} {v}");
+            }
+            Scrape::parse(&text)
+        };
+        let before = page([1, 10, 2, 100, 200, 10, 15]);
+        let after = page([4, 30, 5, 250, 400, 110, 215]);
+        let mut v = ServerView::between(&before, &after);
+        assert_eq!(v.value(Metric::ServerRetractions, None), Some(3.0));
+        assert_eq!(v.value(Metric::ServerAborted, None), Some(3.0));
+        assert_eq!(v.value(Metric::ServerCacheHitRate, None), Some(0.75));
+        // 100 drafts, each a token of its own, and 200 accepted.
+        assert_eq!(v.value(Metric::ServerSpecAcceptLength, None), Some(3.0));
+        for running in ["3", "9"] {
+            let page = format!(
+                "vllm:num_requests_running{{engine=\"0\"}} {running}\n\
+                 vllm:num_requests_running{{engine=\"1\"}} 1\n\
+                 vllm:kv_cache_usage_perc{{engine=\"0\"}} 0.2\n\
+                 vllm:kv_cache_usage_perc{{engine=\"1\"}} 0.4\n"
+            );
+            v.samples.add(Ok(&Scrape::parse(&page)));
+        }
+        v.samples.add(Err("GET /metrics failed: timeout"));
+        let stat = |m, s| v.value(m, Some(s));
+        assert_eq!(stat(Metric::ServerRunningReqs, Stat::Max), Some(10.0));
+        assert_eq!(stat(Metric::ServerRunningReqs, Stat::Min), Some(4.0));
+        assert_eq!(stat(Metric::ServerRunningReqs, Stat::Mean), Some(7.0));
+        let usage = stat(Metric::ServerTokenUsage, Stat::Max).unwrap();
+        assert!((usage - 0.3).abs() < 1e-9, "{usage}");
+        assert_eq!(stat(Metric::ServerGenThroughput, Stat::Max), None);
+        let why = v.missing(Metric::ServerGenThroughput).unwrap();
+        assert!(
+            why.contains("none of sglang:gen_throughput (2 scrapes read) (1 scrapes failed, the first: GET /metrics failed: timeout)"),
+            "{why}"
+        );
+    }
+
+    /// Counters that went backwards (a restart in the window) or forge an
+    /// impossible figure give none, saying why.
+    #[test]
+    fn counters_that_cannot_be_believed_give_nothing() {
+        let before = Scrape::parse(
+            "sglang:num_aborted_requests_total 9\nsglang:prompt_tokens_total 10\n\
+             sglang:cached_tokens_total{cache_source=\"device\"} 0\n\
+             sglang:spec_verify_calls_total 0\nsglang:generation_tokens_total 0\n",
+        );
+        let after = Scrape::parse(
+            "sglang:num_aborted_requests_total 1\nsglang:prompt_tokens_total 20\n\
+             sglang:cached_tokens_total{cache_source=\"device\"} 50\n\
+             sglang:spec_verify_calls_total 10\nsglang:generation_tokens_total 5\n",
+        );
+        let v = ServerView::between(&before, &after);
+        for (metric, why) in [
+            (Metric::ServerAborted, "went backwards"),
+            (Metric::ServerCacheHitRate, "50 prompt tokens cached of 10"),
+            (
+                Metric::ServerSpecAcceptLength,
+                "5 tokens from 10 verify steps",
+            ),
+        ] {
+            assert_eq!(v.value(metric, None), None, "{metric:?}");
+            let said = v.missing(metric).unwrap();
+            assert!(said.contains(why), "{said}");
+        }
+        // SGLang makes its cached-token counter at the first hit: none yet
+        // is a hit rate of 0.
+        let cold = ServerView::between(
+            &Scrape::parse("sglang:prompt_tokens_total 0\n"),
+            &Scrape::parse("sglang:prompt_tokens_total 64\n"),
+        );
+        assert_eq!(cold.value(Metric::ServerCacheHitRate, None), Some(0.0));
     }
 
     #[test]

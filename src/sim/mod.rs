@@ -13,7 +13,7 @@ pub mod stamped;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use axum::Router;
 use axum::routing::{get, post};
@@ -35,6 +35,10 @@ struct SimState {
     prompt_tokens: AtomicU64,
     generation_tokens: AtomicU64,
     flushes: AtomicU64,
+    counters: Counters,
+    /// The generation-token count and when `/metrics` last read it, for
+    /// its throughput gauge.
+    throughput: std::sync::Mutex<Option<(std::time::Instant, u64)>>,
     ttft: histogram::PromHistogram,
     e2e: histogram::PromHistogram,
     /// When health checks start answering 200; `None`: never.
@@ -46,6 +50,36 @@ struct SimState {
     /// The prompts its prefix cache holds (tokenized), at most
     /// [`PREFIXES_KEPT`]; emptied by `/flush_cache`.
     prefixes: std::sync::Mutex<Vec<Vec<String>>>,
+}
+
+/// The counters SGLang keeps beside its token counts, as `/metrics` shows
+/// them (`sglang:num_aborted_requests_total`, …).
+#[derive(Debug, Default)]
+struct Counters {
+    /// Requests that went before their end.
+    aborted: AtomicU64,
+    /// Retractions.
+    retracted: AtomicU64,
+    /// Prompt tokens served from the prefix cache.
+    cached_tokens: AtomicU64,
+    /// Speculative verify steps (one per chunk).
+    verify_steps: AtomicU64,
+}
+
+impl Counters {
+    /// Counts what a planned request will report.
+    fn count(&self, plan: &Plan) {
+        let s = &plan.server;
+        self.retracted.fetch_add(s.retractions, Ordering::Relaxed);
+        self.cached_tokens
+            .fetch_add(s.cached_tokens, Ordering::Relaxed);
+        if let Some(step) = s.spec_step {
+            self.verify_steps.fetch_add(
+                plan.completion_tokens().div_ceil(step.max(1) as u64),
+                Ordering::Relaxed,
+            );
+        }
+    }
 }
 
 /// Prompts the simulator's prefix cache keeps.
@@ -66,6 +100,8 @@ pub fn app(profile: Profile) -> Router {
         prompt_tokens: AtomicU64::new(0),
         generation_tokens: AtomicU64::new(0),
         flushes: AtomicU64::new(0),
+        counters: Counters::default(),
+        throughput: std::sync::Mutex::default(),
         prefixes: std::sync::Mutex::default(),
         ttft: histogram::PromHistogram::default(),
         e2e: histogram::PromHistogram::default(),

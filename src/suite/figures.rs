@@ -93,7 +93,8 @@ impl MetricKey {
 
 /// Keys sort as their names do (`itl.p99` < `itl.p99.9` < `itl_chunk…`),
 /// so a record lists them in the order it always has: names are letters
-/// and `_`, which sort after the `.` that ends a metric's name.
+/// and `_`, which sort after the `.` that ends a metric's name (the
+/// `server.` figures' namespace sorts them before `server_decode_tok_s`).
 impl Ord for MetricKey {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         let name = |k: &Self| (k.metric.name(), k.stat.map(Stat::name));

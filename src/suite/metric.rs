@@ -72,6 +72,26 @@ pub enum Metric {
     /// Times the server retracted a request (ran short of KV cache and
     /// decoded it again), summed over requests.
     Retractions,
+    /// Requests the server was running, sampled from its `/metrics` gauge
+    /// through the window.
+    ServerRunningReqs,
+    /// Requests waiting in the server's queue, sampled the same way.
+    ServerQueueReqs,
+    /// The server's KV-cache use, 0 to 1, sampled the same way.
+    ServerTokenUsage,
+    /// The server's own generation throughput gauge, sampled the same way.
+    ServerGenThroughput,
+    /// Prompt tokens served from the prefix cache over all prompt tokens,
+    /// by the server's counters over the window.
+    ServerCacheHitRate,
+    /// Generated tokens per speculative verify step, by the server's
+    /// counters over the window.
+    ServerSpecAcceptLength,
+    /// Requests the server retracted (vLLM: preempted) in the window, by its
+    /// counter.
+    ServerRetractions,
+    /// Requests the server aborted in the window, by its counter.
+    ServerAborted,
 }
 
 /// What a metric's values are.
@@ -148,8 +168,16 @@ const fn row(
     }
 }
 
+/// The namespace of the figures read from the server's `/metrics`.
+pub const SERVER: &str = "server.";
+
+/// What a `server.` gauge figure needs.
+const GAUGE: &str = "the server's `/metrics` with this gauge (SGLang `--enable-metrics`), sampled every 250 ms while the window is open";
+/// What a `server.` counter figure needs.
+const COUNTER: &str = "the server's `/metrics` with this counter (SGLang `--enable-metrics`), read before and after the window";
+
 /// Every metric, in report order (the order of [`Metric`]'s variants).
-pub const METRICS: [MetricSpec; 24] = {
+pub const METRICS: [MetricSpec; 32] = {
     use Combine::{Mean, Sum};
     use Metric as M;
     use Unit::{Count, Percent, Ratio, ReqPerS, Seconds, TokPerS, Tokens};
@@ -219,6 +247,21 @@ pub const METRICS: [MetricSpec; 24] = {
         row(M::Retractions, "retractions", Count, false, Sum).needs(
             "retraction counts from the server for every request (SGLang `api: sglang-generate`, `meta_info.num_retractions`)",
         ),
+        row(M::ServerRunningReqs, "server.num_running_reqs", Count, true, Mean).needs(GAUGE),
+        row(M::ServerQueueReqs, "server.num_queue_reqs", Count, true, Mean).needs(GAUGE),
+        row(M::ServerTokenUsage, "server.token_usage", Ratio, true, Mean).needs(GAUGE),
+        row(M::ServerGenThroughput, "server.gen_throughput", TokPerS, true, Mean).needs(GAUGE),
+        row(M::ServerCacheHitRate, "server.cache_hit_rate", Ratio, false, Mean).needs(COUNTER),
+        row(
+            M::ServerSpecAcceptLength,
+            "server.spec_accept_length",
+            Tokens,
+            false,
+            Mean,
+        )
+        .needs(COUNTER),
+        row(M::ServerRetractions, "server.retractions", Count, false, Sum).needs(COUNTER),
+        row(M::ServerAborted, "server.aborted", Count, false, Sum).needs(COUNTER),
     ]
 };
 
@@ -242,6 +285,11 @@ impl Metric {
     /// The name used in suites.
     pub fn name(self) -> &'static str {
         self.spec().name
+    }
+
+    /// Whether it is read from the server's `/metrics` (`server.…`).
+    pub fn is_server(self) -> bool {
+        self.name().starts_with(SERVER)
     }
 
     /// Whether values are durations (stored in seconds).
@@ -414,8 +462,14 @@ impl std::str::FromStr for MetricKey {
     type Err = KeyError;
 
     fn from_str(text: &str) -> Result<Self, KeyError> {
-        let (name, stat) = match text.split_once('.') {
-            Some((n, s)) => (n, Some(s)),
+        // `server.` names a namespace, not a statistic.
+        let space = if text.starts_with(SERVER) {
+            SERVER.len()
+        } else {
+            0
+        };
+        let (name, stat) = match text[space..].split_once('.') {
+            Some((n, s)) => (&text[..space + n.len()], Some(s)),
             None => (text, None),
         };
         let metric = Metric::ALL
@@ -474,6 +528,14 @@ mod tests {
         assert_eq!(key("itl.p99.9").stat, Some(Stat::P999));
         assert_eq!(key("ttft_content.p50").metric, Metric::TtftContent);
         assert!("latency".parse::<MetricKey>().is_err());
+        assert_eq!(
+            key("server.num_running_reqs.max"),
+            MetricKey::stat(Metric::ServerRunningReqs, Stat::Max)
+        );
+        assert_eq!(key("server.aborted").stat, None);
+        assert!("server.aborted.max".parse::<MetricKey>().is_err());
+        assert!("server.num_running_reqs".parse::<MetricKey>().is_err());
+        assert!("server".parse::<MetricKey>().unwrap_err().is_unknown());
     }
 
     /// Every key figure is a key a threshold could name.

@@ -116,3 +116,69 @@ fn a_forged_cache_hit_fails_its_requests() {
         ],
     );
 }
+
+/// The server's own `/metrics` over the window: its running-requests
+/// gauge, sampled while the load runs, shows the 4 streams reached it; its
+/// counters give the speculative acceptance (3 tokens a verify step), no
+/// retraction or abort, and the prefix cache's hits on a shared prefix.
+#[test]
+fn the_servers_metrics_prove_what_the_load_did() {
+    let out = run_expecting(&["run", "tests/suites/server-metrics.yaml"], 0);
+    assert_has(
+        &out,
+        &[
+            "pass server.num_running_reqs.max >= 4 (measured 4)",
+            "pass server.num_queue_reqs.max == 0 (measured 0)",
+            "pass server.spec_accept_length >= 2.50 tokens (measured 3.00 tokens)",
+            "pass server.retractions == 0 (measured 0)",
+            "pass server.aborted == 0 (measured 0)",
+        ],
+    );
+    let record = record_of(&out);
+    let hit = figure(&record, "prefix_cache", "server.cache_hit_rate");
+    assert!((0.5..1.0).contains(&hit), "server.cache_hit_rate {hit}");
+    // The gauge was read inside the window, more than once.
+    let mean = figure(&record, "reached", "server.num_running_reqs.mean");
+    assert!(
+        mean > 1.0 && mean <= 4.0,
+        "server.num_running_reqs.mean {mean}"
+    );
+}
+
+/// The other way: a load of 2 streams fails a gate written for 8 with the
+/// gauge's reading, a retracting server fails `server.retractions == 0`
+/// with its count, and a server without speculative counters cannot pass
+/// an acceptance gate: the message names the series it lacked.
+#[test]
+fn the_servers_metrics_fail_a_load_that_did_not_reach_it() {
+    let out = run_expecting(&["run", "tests/suites/server-metrics-bad.yaml"], 1);
+    assert_has(
+        &failure_of(&out, "server_metrics_bad::performance::pressure"),
+        &[
+            "error: threshold failed: server.num_running_reqs.max >= 8\n  --> tests/suites/server-metrics-bad.yaml:11:7",
+            "measured: server.num_running_reqs.max = 2\n",
+            "measured: server.retractions = 16\n",
+            "measured: server.spec_accept_length = nothing\n          /metrics has neither sglang:spec_verify_calls_total nor vllm:spec_decode_num_drafts_total: is speculative decoding on?",
+        ],
+    );
+}
+
+/// A server that cuts its streams counts the aborts: `server.aborted == 0`
+/// fails with them, beside the transport errors the client saw.
+#[test]
+fn the_servers_abort_counter_fails_its_gate() {
+    let out = run_expecting(&["run", "tests/suites/server-metrics-aborts.yaml"], 1);
+    let failure = failure_of(&out, "server_metrics_aborts::performance::aborts");
+    assert_has(
+        &failure,
+        &[
+            "error: threshold failed: server.aborted == 0",
+            "errors:   6 (transport ×6)",
+        ],
+    );
+    assert!(
+        !failure.contains("measured: server.aborted = 0\n")
+            && failure.contains("measured: server.aborted = "),
+        "{failure}"
+    );
+}

@@ -212,6 +212,7 @@ impl GateMetrics {
             | Metric::ReasoningTokens
             | Metric::SpecAcceptLength
             | Metric::Retractions) => self.reported.value(m, key.stat, self.completed),
+            m if m.is_server() => self.server.as_ref().ok()?.value(m, key.stat),
             m => self
                 .distribution(m)
                 .and_then(|d| d.stat(key.stat.unwrap_or(Stat::Mean))),
@@ -231,6 +232,8 @@ impl GateMetrics {
                     super::prometheus::generation_counter_names().join(", ")
                 ))
             }
+            (m, Err(why)) if m.is_server() => Some(why.clone()),
+            (m, Ok(view)) if m.is_server() => view.missing(m),
             _ => None,
         }
     }
@@ -275,6 +278,10 @@ impl GateMetrics {
             | Metric::ReasoningTokens
             | Metric::SpecAcceptLength
             | Metric::Retractions) => self.reported.sample_size(m),
+            m if m.is_server() => self
+                .server
+                .as_ref()
+                .map_or_else(|_| "no /metrics".to_owned(), |v| v.sample_size(m, &window)),
             m => {
                 let n = self.distribution(m).map_or(0, Distribution::len);
                 let unit = match m {

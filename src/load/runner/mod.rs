@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use super::metrics::{GateMetrics, Recorder};
 use super::progress::Progress;
-use super::prometheus::{Scrape, ServerView};
+use super::prometheus::{Gauge, SAMPLE_EVERY, Samples, Scrape, ServerView};
 use super::selfcheck::{ClientCheck, ThreadCheck};
 use super::threads::{self, Threads};
 use crate::client::{CallError, Client, ErrorKind};
@@ -214,7 +214,12 @@ pub async fn run_watched(
         chosen: threads.chosen.to_owned(),
         ..ClientCheck::default()
     };
-    for (k, out) in collect(outs).await.into_iter().enumerate() {
+    let sample = gate
+        .thresholds
+        .iter()
+        .any(|t| Gauge::of(t.threshold.key.metric).is_some());
+    let (outs, ended, samples) = sampling(client, sample, collect(outs)).await;
+    for (k, out) in outs.into_iter().enumerate() {
         if let Some(out) = out {
             rec.merge(out.rec);
             check.threads.push(out.check);
@@ -226,7 +231,7 @@ pub async fn run_watched(
             check.threads.push(ThreadCheck::default());
         }
     }
-    let wall = start.elapsed();
+    let wall = ended.duration_since(start);
     watch.set_measuring(false);
     progress.finish();
     let mut metrics = rec.finish(wall);
@@ -241,8 +246,40 @@ pub async fn run_watched(
     watch.side_quiet().await;
     metrics.side_tokens = watch.side_tokens.swap(0, Ordering::SeqCst);
     let after = scrape(client).await;
-    metrics.server = before.and_then(|b| after.map(|a| ServerView::between(&b, &a)));
+    metrics.server = before.and_then(|b| {
+        after.map(|a| ServerView {
+            samples,
+            ..ServerView::between(&b, &a)
+        })
+    });
     Ok(metrics)
+}
+
+/// Runs `work` (the window) and, when `sample`, reads the server's gauges
+/// every [`SAMPLE_EVERY`] beside it; what it gave, when it ended, and the
+/// samples. A read under way when the window ends is dropped: the window's
+/// end is taken when the work ends, not when a read does.
+async fn sampling<F: Future>(
+    client: &Client,
+    sample: bool,
+    work: F,
+) -> (F::Output, Instant, Samples) {
+    let mut samples = Samples::default();
+    tokio::pin!(work);
+    if !sample {
+        let out = work.await;
+        return (out, Instant::now(), samples);
+    }
+    loop {
+        let read = async {
+            tokio::time::sleep(SAMPLE_EVERY).await;
+            scrape(client).await
+        };
+        tokio::select! {
+            out = &mut work => return (out, Instant::now(), samples),
+            got = read => samples.add(got.as_ref().map_err(String::as_str)),
+        }
+    }
 }
 
 /// What each client thread handed back (`None`: it ended without, a

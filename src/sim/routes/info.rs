@@ -1,8 +1,9 @@
 //! The simulator's endpoints besides generation: health (loading, hung),
 //! models, model and server info, Prometheus metrics and the cache flush.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Json;
 use axum::extract::State;
@@ -168,23 +169,85 @@ pub(in crate::sim) async fn server_info(State(s): State<Arc<SimState>>) -> Respo
 }
 
 pub(in crate::sim) async fn metrics(State(s): State<Arc<SimState>>) -> Response {
-    let body = format!(
-        "# TYPE sglang:prompt_tokens_total counter\nsglang:prompt_tokens_total{{model_name=\"{m}\"}} {p}\n\
-         # TYPE sglang:generation_tokens_total counter\nsglang:generation_tokens_total{{model_name=\"{m}\"}} {g}\n\
-         # TYPE sglang:num_requests_total counter\nsglang:num_requests_total{{model_name=\"{m}\"}} {r}\n\
-         # TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{{model_name=\"{m}\"}} {n}\n\
-         # TYPE servegate_sim:cache_flushes_total counter\nservegate_sim:cache_flushes_total {f}\n{ttft}{e2e}",
-        m = s.profile.model,
-        p = s.prompt_tokens.load(Ordering::Relaxed),
-        g = s.generation_tokens.load(Ordering::Relaxed),
-        r = s.requests.load(Ordering::Relaxed),
-        n = s.running.load(Ordering::Relaxed),
-        f = s.flushes.load(Ordering::Relaxed),
-        ttft = s
-            .ttft
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let generated = load(&s.generation_tokens);
+    let running = s.running.load(Ordering::Relaxed);
+    let c = &s.counters;
+    // Its own throughput since the last read, as SGLang's over its last
+    // log interval.
+    let throughput = {
+        let mut last = s
+            .throughput
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = std::time::Instant::now();
+        let rate = last.map_or(0.0, |(at, was): (std::time::Instant, u64)| {
+            let secs = now.duration_since(at).as_secs_f64();
+            #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
+            let made = generated.saturating_sub(was) as f64;
+            if secs > 0.0 { made / secs } else { 0.0 }
+        });
+        *last = Some((now, generated));
+        rate
+    };
+    #[expect(clippy::cast_precision_loss, reason = "small counts")]
+    let usage = running.min(s.profile.capacity) as f64 / s.profile.capacity.max(1) as f64;
+    let mut body = String::new();
+    let labels = format!("model_name=\"{}\"", s.profile.model);
+    let mut series = |kind: &str, name: &str, value: String| {
+        let _ = write!(
+            body,
+            "# TYPE sglang:{name} {kind}\nsglang:{name}{{{labels}}} {value}\n"
+        );
+    };
+    series(
+        "counter",
+        "prompt_tokens_total",
+        load(&s.prompt_tokens).to_string(),
+    );
+    series("counter", "generation_tokens_total", generated.to_string());
+    series(
+        "counter",
+        "num_requests_total",
+        load(&s.requests).to_string(),
+    );
+    series("gauge", "num_running_reqs", running.to_string());
+    // Streams beyond its capacity slow down; none waits.
+    series("gauge", "num_queue_reqs", "0".to_owned());
+    series("gauge", "token_usage", format!("{usage:.4}"));
+    series("gauge", "gen_throughput", format!("{throughput:.2}"));
+    series(
+        "counter",
+        "num_aborted_requests_total",
+        load(&c.aborted).to_string(),
+    );
+    series(
+        "counter",
+        "num_retracted_requests_total",
+        load(&c.retracted).to_string(),
+    );
+    if load(&c.cached_tokens) > 0 {
+        // SGLang makes it at its first hit.
+        series(
+            "counter",
+            "cached_tokens_total",
+            load(&c.cached_tokens).to_string(),
+        );
+    }
+    if s.profile.speculative {
+        series(
+            "counter",
+            "spec_verify_calls_total",
+            load(&c.verify_steps).to_string(),
+        );
+    }
+    let _ = write!(
+        body,
+        "# TYPE servegate_sim:cache_flushes_total counter\nservegate_sim:cache_flushes_total {}\n{}{}",
+        load(&s.flushes),
+        s.ttft
             .render("sglang:time_to_first_token_seconds", &s.profile.model),
-        e2e = s
-            .e2e
+        s.e2e
             .render("sglang:e2e_request_latency_seconds", &s.profile.model),
     );
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()

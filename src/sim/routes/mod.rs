@@ -91,13 +91,19 @@ fn bad_request(message: &str) -> Response {
         .into_response()
 }
 
-/// Counts a stream as running for as long as it lives.
-struct Running(Arc<SimState>);
+/// Counts a stream as running for as long as it lives, and as aborted
+/// when it goes before its end (the client went away, a fault cut it).
+struct Running(Arc<SimState>, bool);
 
 impl Running {
     fn start(state: &Arc<SimState>) -> Self {
         state.running.fetch_add(1, Ordering::SeqCst);
-        Self(Arc::clone(state))
+        Self(Arc::clone(state), false)
+    }
+
+    /// The request reached its end.
+    fn ended(&mut self) {
+        self.1 = true;
     }
 
     /// The ITL now: the base ITL, stretched once streams exceed capacity.
@@ -117,6 +123,9 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.0.running.fetch_sub(1, Ordering::SeqCst);
+        if !self.1 {
+            self.0.counters.aborted.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -228,6 +237,7 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         .prompt_tokens
         .fetch_add(plan.prompt_tokens, Ordering::Relaxed);
     plan.server = server_counts(&state, &ask.prompt, plan.prompt_tokens);
+    state.counters.count(&plan);
     let id = format!("sim-{}", state.requests.load(Ordering::Relaxed));
     if ask.stream {
         let (tx, rx) = mpsc::channel::<Bytes>(32);
@@ -258,13 +268,14 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
             .body(body)
             .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response());
     }
-    let running = Running::start(&state);
+    let mut running = Running::start(&state);
     let started = Instant::now();
     let mut at = started + state.profile.ttft;
     for _ in 1..plan.completion_tokens() {
         at += running.itl();
     }
     sleep_until(at).await;
+    running.ended();
     drop(running);
     state
         .generation_tokens

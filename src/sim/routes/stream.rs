@@ -109,7 +109,7 @@ pub(super) async fn stream(
     id: String,
     tx: mpsc::Sender<Bytes>,
 ) {
-    let running = Running::start(&state);
+    let mut running = Running::start(&state);
     let started = Instant::now();
     let model = state.profile.model.clone();
     let per_chunk = state.profile.tokens_per_chunk;
@@ -253,5 +253,6 @@ pub(super) async fn stream(
             return;
         }
     }
+    running.ended();
     state.e2e.observe(started.elapsed());
 }

@@ -65,6 +65,30 @@ fn metric_doc(metric: Metric) -> &'static str {
         Metric::Retractions => {
             "requests the server retracted and decoded again for want of KV cache, summed (`meta_info.num_retractions`)"
         }
+        Metric::ServerRunningReqs => {
+            "requests the server was running, its `/metrics` gauge read every 250 ms in the window (`sglang:num_running_reqs`, `vllm:num_requests_running`, `llamacpp:requests_processing`): `.max` proves the gate's concurrency reached it"
+        }
+        Metric::ServerQueueReqs => {
+            "requests waiting in the server's queue, sampled the same way (`sglang:num_queue_reqs`, `vllm:num_requests_waiting`, `llamacpp:requests_deferred`)"
+        }
+        Metric::ServerTokenUsage => {
+            "the server's KV-cache use, 0 to 1, sampled the same way (`sglang:token_usage`, `vllm:kv_cache_usage_perc`), averaged over data-parallel ranks"
+        }
+        Metric::ServerGenThroughput => {
+            "the server's own generation throughput gauge, tok/s, sampled the same way (`sglang:gen_throughput`)"
+        }
+        Metric::ServerCacheHitRate => {
+            "prompt tokens served from the prefix cache over all prompt tokens, by the server's counters over the window (`sglang:cached_tokens_total` / `sglang:prompt_tokens_total`; vLLM's `prefix_cache_hits_total` / `prefix_cache_queries_total`)"
+        }
+        Metric::ServerSpecAcceptLength => {
+            "generated tokens per speculative verify step over the window, the bonus token included (`sglang:generation_tokens_total` / `sglang:spec_verify_calls_total`; vLLM 1 + accepted / drafts)"
+        }
+        Metric::ServerRetractions => {
+            "requests the server retracted for want of KV cache in the window (`sglang:num_retracted_requests_total`; vLLM's preemptions, `num_preemptions_total`)"
+        }
+        Metric::ServerAborted => {
+            "requests the server aborted in the window (`sglang:num_aborted_requests_total`; vLLM `request_success_total{finished_reason=\"abort\"}`)"
+        }
     }
 }
 
