@@ -384,6 +384,48 @@ fn a_variant_that_failed_is_never_the_best() {
     run.assert_no_survivors();
 }
 
+/// A variant states what its launch must have changed: `steps4` passes the
+/// flag and its server reports 4 decode steps (the suite's check of the
+/// same field, 1, replaced); `forgot` expects the same of a launch without
+/// it, so its check fails at the variant's line and its gate is not
+/// measured.
+#[test]
+fn a_variants_expect_server_proves_its_launch_took_effect() {
+    let run = Run::new("variant-config");
+    let (code, text) = run.run(&["run", "tests/suites/launch/variant-config.yaml"]);
+    assert_eq!(code, Some(1), "{text}");
+    for (name, want) in [
+        (
+            "variant_config[steps4]::config::server_info.num_continuous_decode_steps",
+            "ok",
+        ),
+        ("variant_config[steps4]::config::server_info.tp_size", "ok"),
+        ("variant_config[steps4]::performance::decode", "ok"),
+        ("variant_config[forgot]::config::server_info.tp_size", "ok"),
+        (
+            "variant_config[forgot]::config::server_info.num_continuous_decode_steps",
+            "FAILED",
+        ),
+        ("variant_config[forgot]::performance::decode", "FAILED"),
+    ] {
+        assert_eq!(verdict(&text, name), want, "{name}\n{text}");
+    }
+    assert_has(
+        &failure_of(
+            &text,
+            "variant_config[forgot]::config::server_info.num_continuous_decode_steps",
+        ),
+        &[
+            "error: server configuration mismatch: server_info.num_continuous_decode_steps is 1, expected 4\n  --> tests/suites/launch/variant-config.yaml:23:22",
+        ],
+    );
+    assert_has(
+        &failure_of(&text, "variant_config[forgot]::performance::decode"),
+        &["gated: config check server_info.num_continuous_decode_steps failed"],
+    );
+    run.assert_no_survivors();
+}
+
 #[test]
 fn variants_run_on_their_own_servers_and_the_table_names_the_faster() {
     let run = Run::new("ab");

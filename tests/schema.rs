@@ -413,14 +413,15 @@ fn table(header: &str) -> Vec<(String, String)> {
 }
 
 /// The keys a first cell names: `` `contains` / `not_contains` `` names
-/// two, `` `number: {value, tolerance}` `` one.
+/// two, `` `number: {value, tolerance}` `` one, `` `server.aborted` `` the
+/// name in its namespace.
 fn named(cell: &str) -> Vec<String> {
     cell.split('`')
         .skip(1)
         .step_by(2)
         .map(|c| {
             c.chars()
-                .take_while(|ch| ch.is_ascii_alphanumeric() || *ch == '_')
+                .take_while(|ch| ch.is_ascii_alphanumeric() || *ch == '_' || *ch == '.')
                 .collect()
         })
         .collect()

@@ -30,6 +30,11 @@ pub(crate) struct SimArgs {
     /// Streams decoded at full speed, overriding the profile.
     #[arg(long)]
     capacity: Option<usize>,
+    /// SGLang's `--num-continuous-decode-steps`: tokens per streamed chunk,
+    /// overriding the profile's `tokens_per_chunk` (and reported in
+    /// `/server_info`).
+    #[arg(long, value_name = "N")]
+    num_continuous_decode_steps: Option<usize>,
     /// Serve bench-client's truth instead of the simulator: a bare HTTP/1.1
     /// streamer whose tokens are their own send times (µs since the epoch).
     #[arg(long)]
@@ -82,6 +87,10 @@ pub(crate) fn serve_sim(set: &SimArgs) -> ExitCode {
     profile.ttft = set.ttft.unwrap_or(profile.ttft);
     profile.itl = set.itl.unwrap_or(profile.itl);
     profile.capacity = set.capacity.unwrap_or(profile.capacity).max(1);
+    profile.tokens_per_chunk = set
+        .num_continuous_decode_steps
+        .unwrap_or(profile.tokens_per_chunk)
+        .max(1);
     profile.crash_after = set.crash_after;
     profile.fault = set.fault.or(profile.fault);
     profile.hang_after = set.hang_after;

@@ -169,7 +169,13 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
             Loaded::Suite(suite) => suite,
         };
         for (label, variant) in Names::labels(&suite) {
-            add_run(&ctx, &suite, &label, variant, &mut trials);
+            add_run(
+                &ctx,
+                &suite.of_variant(variant.as_ref()),
+                &label,
+                variant,
+                &mut trials,
+            );
         }
     }
     let conclusion = libtest_mimic::run(&args, trials);

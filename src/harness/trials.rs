@@ -309,7 +309,10 @@ pub(super) fn listing(loaded: &Loaded) -> Vec<Trial> {
         Loaded::Failed(failure) => vec![load_trial(failure.clone())],
         Loaded::Suite(suite) => Names::labels(suite)
             .into_iter()
-            .flat_map(|(label, _)| Names::of(suite, &label).in_order(suite))
+            .flat_map(|(label, variant)| {
+                let run = suite.of_variant(variant.as_ref());
+                Names::of(&run, &label).in_order(&run)
+            })
             .map(|(id, ..)| Trial::test(id.name(), || Ok(())))
             .collect(),
     }

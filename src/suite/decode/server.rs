@@ -36,7 +36,7 @@ pub(super) const LAUNCH: &[&str] = &[
     "grace",
 ];
 pub(super) const READY: &[&str] = &["path", "interval", "timeout"];
-pub(super) const VARIANT: &[&str] = &["name", "env", "args"];
+pub(super) const VARIANT: &[&str] = &["name", "env", "args", "expect_server"];
 pub(super) const EXPECTS: &[&str] = &["equals", "contains", "matches", "one_of"];
 
 impl Decoder<'_> {
@@ -369,10 +369,14 @@ impl Decoder<'_> {
             let args = f
                 .get("args")
                 .map_or(Some(Vec::new()), |v| d.argv(v, "variant.args"));
+            let expect_server = f
+                .get("expect_server")
+                .map_or_else(Vec::new, |y| d.expect_server(y));
             Some(Variant {
                 name: name?,
                 env: env?,
                 args: args?,
+                expect_server,
                 loc: item.loc,
             })
         });

@@ -43,6 +43,21 @@ pub struct Suite {
     pub curves: Vec<Curve>,
 }
 
+impl Suite {
+    /// The suite as `variant` runs it: its `expect_server` checks added to
+    /// the suite's, each replacing a suite check of the same field.
+    #[must_use]
+    pub fn of_variant(&self, variant: Option<&Variant>) -> Suite {
+        let mut run = self.clone();
+        if let Some(v) = variant {
+            run.expect_server
+                .retain(|c| v.expect_server.iter().all(|w| w.name != c.name));
+            run.expect_server.extend(v.expect_server.iter().cloned());
+        }
+        run
+    }
+}
+
 /// A suite file's path (as given) and text, kept for diagnostics.
 #[derive(Debug, Clone)]
 pub struct SourceFile {

@@ -159,6 +159,10 @@ pub struct Variant {
     pub env: Vec<(String, String)>,
     /// Arguments appended to the launch command.
     pub args: Vec<String>,
+    /// What its launch must have changed, checked before anything is
+    /// measured: added to the suite's `expect_server`, replacing a check of
+    /// the same field.
+    pub expect_server: Vec<ConfigCheck>,
     /// Where the variant is written.
     pub loc: Loc,
 }

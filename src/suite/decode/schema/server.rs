@@ -254,6 +254,13 @@ pub(super) fn variant() -> Value {
                     "args",
                     described(array(text()), "Arguments appended to `launch.command`."),
                 ),
+                (
+                    "expect_server",
+                    described(
+                        expect_server(),
+                        "What this variant's launch must have changed (`server_info: {num_continuous_decode_steps: 4}`), checked before it is measured: added to the suite's `expect_server`, replacing a check of the same field.",
+                    ),
+                ),
             ],
         ),
         &["name"],
