@@ -349,6 +349,45 @@ performance:
     ));
 }
 
+/// The request surface of agentic models, refused where it cannot hold: a
+/// tool's parameters that are no JSON Schema, a `tool_call` of a tool the
+/// request does not offer, `json_schema: true` without a schema to take,
+/// an unknown reasoning effort, and tools on an API that cannot send them.
+#[test]
+fn tools_and_structured_output_are_checked_when_the_suite_loads() {
+    golden!(errors(
+        "tools",
+        r#"suite: tools
+defaults:
+  tools:
+    - name: get_weather
+      parameters: { type: objekt }
+    - name: "bad name"
+correctness:
+  - name: a
+    prompt: "a"
+    reasoning_effort: extreme
+    response_format: { type: json_object }
+    expect:
+      - tool_call: get_time
+      - json_schema: true
+      - json_schema: { type: 12 }
+"#
+    ));
+    golden!(errors(
+        "tools-api",
+        r#"suite: tools_api
+target: { base_url: "http://127.0.0.1:1", api: sglang-generate }
+correctness:
+  - name: a
+    prompt: "a"
+    tools: [{ name: f }]
+    response_format: { type: json_object }
+    expect: [{ tool_call: f }, { tool_call: g }]
+"#
+    ));
+}
+
 /// `extra_body` takes any request field but those servegate sets itself:
 /// each is refused at its key, with the suite key that sets it.
 #[test]

@@ -122,15 +122,16 @@ pub fn evaluate(
             }
         }
         Check::Json { pointer } => {
-            let parsed: serde_json::Value = match serde_json::from_str(strip_fence(&text)) {
-                Ok(v) => v,
-                Err(e) => {
-                    return fail(
-                        format!("{field} is valid JSON"),
-                        Some(format!("parse error: {e}")),
-                    );
-                }
-            };
+            let parsed: serde_json::Value =
+                match serde_json::from_str(super::structured::strip_fence(&text)) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        return fail(
+                            format!("{field} is valid JSON"),
+                            Some(format!("parse error: {e}")),
+                        );
+                    }
+                };
             let Some((ptr, want)) = pointer else {
                 return Ok(());
             };
@@ -162,6 +163,24 @@ pub fn evaluate(
                 )
             }
         }
+        Check::ToolCall { name, arguments } => {
+            super::structured::tool_call(c, name, arguments.as_ref()).or_else(|found| {
+                let how = if arguments.is_some() {
+                    "arguments that meet its schema"
+                } else {
+                    "JSON arguments"
+                };
+                fail(format!("a call of `{name}` with {how}"), Some(found))
+            })
+        }
+        Check::JsonSchema(schema) => {
+            let expected = format!("{field} is JSON that meets the schema");
+            match schema {
+                Some(s) => super::structured::json_schema(&text, s)
+                    .or_else(|found| fail(expected, Some(found))),
+                None => fail(expected, Some("the suite gave no schema".to_owned())),
+            }
+        }
         Check::MaxChars(n) => {
             let len = text.chars().count();
             if len <= *n {
@@ -182,16 +201,6 @@ fn json_equal(a: &serde_json::Value, b: &serde_json::Value) -> bool {
         (Some(x), Some(y)) => (x - y).abs() <= f64::EPSILON * x.abs().max(1.0),
         _ => a == b,
     }
-}
-
-/// A JSON answer is often fenced (```json … ```); read inside the fence.
-fn strip_fence(text: &str) -> &str {
-    let t = text.trim();
-    if let Some(rest) = t.strip_prefix("```") {
-        let body = rest.split_once('\n').map_or("", |(_, b)| b);
-        return body.trim_end().strip_suffix("```").unwrap_or(body).trim();
-    }
-    t
 }
 
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {

@@ -85,7 +85,7 @@ pub fn assertions_failed(
             completion.completion_tokens
         ));
     } else if completion.tool_calls.is_empty()
-        && failed.iter().any(|(a, _)| a.field == Field::ToolCalls)
+        && failed.iter().any(|(a, _)| reads_tool_calls(a))
         && looks_like_a_tool_call(&completion.content)
     {
         out.line(Label::Help, "the server streamed no `delta.tool_calls`, but the answer's text looks like a tool call: the server did not parse it (SGLang: is `--tool-call-parser` the model's?)");
@@ -99,6 +99,11 @@ pub fn assertions_failed(
     sent.write_to(&mut out);
     write_received(&mut out, completion, failed.iter().map(|(a, _)| *a));
     out
+}
+
+/// Whether an assertion reads the answer's tool calls.
+fn reads_tool_calls(a: &Assertion) -> bool {
+    a.field == Field::ToolCalls || matches!(a.check, crate::suite::Check::ToolCall { .. })
 }
 
 /// Whether text holds what a model writes for a tool call when no parser
@@ -128,7 +133,15 @@ fn write_received<'a>(
             format_duration(c.timing.end),
         ),
     );
-    let mut fields: Vec<_> = assertions.map(|a| a.field).collect();
+    let mut fields: Vec<_> = assertions
+        .map(|a| {
+            if reads_tool_calls(a) {
+                Field::ToolCalls
+            } else {
+                a.field
+            }
+        })
+        .collect();
     fields.dedup();
     out.line(Label::Content, excerpt(&c.content, 1200));
     if !c.reasoning.is_empty()

@@ -12,5 +12,6 @@ pub mod message;
 pub mod recheck;
 pub mod sandbox;
 pub mod snapshot;
+pub mod structured;
 
 pub use assertion::{Mismatch, evaluate};

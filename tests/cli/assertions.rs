@@ -109,21 +109,68 @@ fn degenerate_answers_fail_with_the_offending_span() {
 }
 
 /// Tool calls are read from the streamed `delta.tool_calls` (SGLang
-/// 0.5.23's shape: the name, then the arguments in pieces) and checked as
-/// JSON with `in: tool_calls`; their pieces are the answer's tokens, so a
-/// gate on a tool-calling answer has a decode rate. Behind a wrong tool
-/// parser the call arrives as text: the probe fails and says so.
+/// 0.5.23's shape: the name, then the arguments in pieces): `tool_call`
+/// checks the name and the arguments against the offered tool's schema,
+/// `in: tool_calls` reads them as JSON, and `json_schema: true` checks a
+/// JSON answer against its `response_format`. The pieces are the answer's
+/// tokens, so a gate on a tool-calling answer has a decode rate. Behind a
+/// wrong tool parser the call arrives as text: the probes fail and say so.
 #[test]
 fn tool_calls_are_read_from_the_stream_and_a_wrong_parser_is_named() {
     let out = run_expecting(&["run", "tests/suites/tool-calls.yaml"], 0);
-    assert_has(&out, &["pass decode_tok_s.mean >= 1.0 tok/s"]);
+    assert_has(
+        &out,
+        &[
+            "test tool_calls::correctness::calls_get_weather ... ok",
+            "test tool_calls::correctness::structured        ... ok",
+            "pass decode_tok_s.mean >= 1.0 tok/s",
+        ],
+    );
     let out = run_expecting(&["run", "tests/suites/tool-calls-unparsed.yaml"], 1);
+    let help = "help:     the server streamed no `delta.tool_calls`, but the answer's text looks like a tool call";
     assert_has(
         &failure_of(&out, "tool_calls_unparsed::correctness::calls_get_weather"),
         &[
-            "error: assertion failed: expected tool_calls is JSON with /0/name == \"get_weather\"",
-            "help:     the server streamed no `delta.tool_calls`, but the answer's text looks like a tool call",
+            "error: assertion failed: expected a call of `get_weather` with arguments that meet its schema",
+            "found:    no tool call (finish_reason stop)",
+            help,
             "  tool_calls: \"[]\"",
         ],
+    );
+    assert_has(
+        &failure_of(&out, "tool_calls_unparsed::correctness::calls_as_json"),
+        &[
+            "error: assertion failed: expected tool_calls is JSON with /0/name == \"get_weather\"",
+            help,
+        ],
+    );
+}
+
+/// The other way: arguments that leave out what the tool's schema
+/// requires, a JSON answer of the wrong type for its `response_format`,
+/// and a call never made each fail with how they missed; the request shown
+/// carries the tools, the format and the reasoning effort it sent.
+#[test]
+fn tool_calls_and_json_that_miss_their_schemas_fail_saying_how() {
+    let out = run_expecting(&["run", "tests/suites/tool-calls-bad.yaml"], 1);
+    assert_has(
+        &failure_of(&out, "tool_calls_bad::correctness::missing_city"),
+        &[
+            "error: assertion failed: expected a call of `get_weather` with arguments that meet its schema\n  --> tests/suites/tool-calls-bad.yaml:21:9",
+            "found:    its arguments {\"unit\":\"kelvin\"} miss the schema: \"city\" is a required property",
+            "\"tools\":[{\"function\":{\"name\":\"get_weather\",\"parameters\":{",
+        ],
+    );
+    assert_has(
+        &failure_of(&out, "tool_calls_bad::correctness::wrong_type"),
+        &[
+            "error: assertion failed: expected content is JSON that meets the schema",
+            "found:    /answer: 4 is not of type \"string\"",
+            "\"reasoning_effort\":\"low\",\"response_format\":{\"json_schema\":{\"name\":\"answer\"",
+        ],
+    );
+    assert_has(
+        &failure_of(&out, "tool_calls_bad::correctness::never_called"),
+        &["found:    calls of `get_weather` only"],
     );
 }

@@ -272,7 +272,7 @@ fn extra_body_fields_reach_the_server_and_show_in_the_sent_body() {
     assert_has(
         &failure_of(&out, "extra_body_shown::correctness::shown"),
         &[
-            r#""min_tokens":1,"model":"sim-steady","reasoning_effort":"low","stream":true"#,
+            r#""min_tokens":1,"model":"sim-steady","return_hidden_states":false,"stream":true"#,
             r#""top_k":1}"#,
         ],
     );

@@ -75,6 +75,18 @@ impl Dialect for OpenAi {
         if let Some(sep) = s.separate_reasoning {
             b["separate_reasoning"] = json!(sep);
         }
+        if let Some(tools) = &s.tools {
+            b["tools"] = tools.iter().map(crate::suite::Tool::to_request).collect();
+        }
+        for (key, value) in [
+            ("tool_choice", &s.tool_choice),
+            ("response_format", &s.response_format),
+            ("reasoning_effort", &s.reasoning_effort),
+        ] {
+            if let Some(v) = value {
+                b[key] = v.clone();
+            }
+        }
         b
     }
 

@@ -22,6 +22,8 @@ pub(super) const CHECKS: &[&str] = &[
     "max_chars",
     "code",
     "not_degenerate",
+    "tool_call",
+    "json_schema",
 ];
 
 pub(super) const CODE: &[&str] = &["language", "tests", "run", "timeout", "memory_mib"];
@@ -153,6 +155,8 @@ impl Decoder<'_> {
             },
             "code" => Check::Code(self.code(v)?),
             "not_degenerate" => Check::NotDegenerate(self.degeneracy(v)?),
+            "tool_call" => self.tool_call(v)?,
+            "json_schema" => self.json_schema_check(v)?,
             _ => unreachable!("only CHECKS keys reach here"),
         })
     }

@@ -10,6 +10,7 @@ mod load;
 mod probe;
 pub(super) mod schema;
 mod server;
+pub(super) mod tools;
 mod values;
 
 use super::diagnostics::{Diagnostic, did_you_mean};
@@ -40,6 +41,10 @@ pub(super) const SAMPLING: &[&str] = &[
     "stop",
     "chat_template_kwargs",
     "separate_reasoning",
+    "tools",
+    "tool_choice",
+    "response_format",
+    "reasoning_effort",
     "extra_body",
 ];
 
@@ -77,6 +82,16 @@ pub(super) const OWN_BODY_FIELDS: &[(&str, &str)] = &[
         "separate_reasoning",
         "the suite's `separate_reasoning` sets it",
     ),
+    (
+        "tools",
+        "the suite's `tools` sets it (and `tool_call` checks read it)",
+    ),
+    ("tool_choice", "the suite's `tool_choice` sets it"),
+    (
+        "response_format",
+        "the suite's `response_format` sets it (and `json_schema: true` reads it)",
+    ),
+    ("reasoning_effort", "the suite's `reasoning_effort` sets it"),
 ];
 /// The keys of `defaults`: the sampling keys and `snapshot`.
 fn defaults_keys() -> Vec<&'static str> {
@@ -229,6 +244,7 @@ impl<'e> Decoder<'e> {
         let sim = f
             .get("sim")
             .map_or(Some(SimSpec::default()), |y| self.sim(y));
+        let api = target.as_ref().map_or(Api::OpenAiChat, |t| t.api);
         let (defaults, snapshot_default) = f
             .get("defaults")
             .and_then(|y| {
@@ -237,10 +253,9 @@ impl<'e> Decoder<'e> {
                     .get("snapshot")
                     .and_then(|v| self.snapshot_mode(v, "defaults.snapshot"))
                     .unwrap_or_default();
-                Some((self.sampling(&df), snapshot))
+                Some((self.sampling(&df, api), snapshot))
             })
             .unwrap_or_default();
-        let api = target.as_ref().map_or(Api::OpenAiChat, |t| t.api);
         if let Some(y) = f.get("sandbox") {
             (self.sandbox, self.sandbox_read) = self.sandbox(y).unwrap_or_default();
         }
@@ -335,7 +350,8 @@ impl<'e> Decoder<'e> {
         })
     }
 
-    fn sampling(&mut self, f: &Fields<'_>) -> Sampling {
+    fn sampling(&mut self, f: &Fields<'_>, api: Api) -> Sampling {
+        self.request_surface_api(f, api);
         Sampling {
             temperature: f
                 .get("temperature")
@@ -367,6 +383,14 @@ impl<'e> Decoder<'e> {
             separate_reasoning: f
                 .get("separate_reasoning")
                 .and_then(|v| self.boolean(v, "separate_reasoning")),
+            tools: f.get("tools").and_then(|v| self.tools(v)),
+            tool_choice: f.get("tool_choice").and_then(|v| self.tool_choice(v)),
+            response_format: f
+                .get("response_format")
+                .and_then(|v| self.response_format(v)),
+            reasoning_effort: f
+                .get("reasoning_effort")
+                .and_then(|v| self.reasoning_effort(v)),
             extra_body: f.get("extra_body").and_then(|v| self.extra_body(v)),
         }
     }
@@ -378,7 +402,7 @@ impl<'e> Decoder<'e> {
             self.type_error(
                 v,
                 "extra_body",
-                "a mapping of request fields, such as `{reasoning_effort: low}`",
+                "a mapping of request fields, such as `{min_tokens: 8}`",
             );
             return None;
         };

@@ -58,7 +58,7 @@ impl Decoder<'_> {
                         DatasetTask::HumanEval(_) => "{prompt}".to_owned(),
                     },
                 },
-                sampling: self.sampling(&f).or(defaults),
+                sampling: self.sampling(&f, api).or(defaults),
                 expect: Vec::new(),
                 snapshot: SnapshotMode::Off,
                 deterministic: None,
@@ -73,7 +73,7 @@ impl Decoder<'_> {
             );
         }
         let input = self.input(&f, api);
-        let sampling = self.sampling(&f).or(defaults);
+        let sampling = self.sampling(&f, api).or(defaults);
         let snapshot = match f.get("snapshot") {
             Some(v) => self.snapshot_mode(v, "snapshot")?,
             None => snapshot_default,
@@ -97,6 +97,10 @@ impl Decoder<'_> {
             self.required(&f, "expect", "probe")
                 .map(|v| self.items(v, "expect", Decoder::assertion))
         };
+        let mut expect = expect;
+        if let Some(list) = expect.as_mut() {
+            self.resolve_request_checks(list, &sampling);
+        }
         if let (Some(v), Some(list)) = (f.get("expect"), &expect)
             && list.is_empty()
             && matches!(&v.node, Node::Seq(items) if items.is_empty())

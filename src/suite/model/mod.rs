@@ -112,10 +112,44 @@ pub struct Sampling {
     /// SGLang's `separate_reasoning`: reasoning in `reasoning_content`
     /// (true) or inline in the content (false). Chat API only.
     pub separate_reasoning: Option<bool>,
-    /// Fields merged into the request body as they are (`reasoning_effort`,
-    /// `response_format`, `return_hidden_states`, …): any field the server
-    /// takes that servegate does not set itself.
+    /// Tools offered to the model (`tools:`), chat API only.
+    pub tools: Option<Vec<Tool>>,
+    /// `tool_choice` as the request sends it: `"auto"`, `"required"`,
+    /// `"none"` or `{"type": "function", "function": {"name": …}}`.
+    pub tool_choice: Option<serde_json::Value>,
+    /// `response_format` as the request sends it (`{"type": "json_schema",
+    /// "json_schema": {"name", "schema"}}`), chat and completions APIs.
+    pub response_format: Option<serde_json::Value>,
+    /// `reasoning_effort`: a level (`low`, `high`, …) or a share in
+    /// `[0, 0.99]`, as SGLang 0.5.23 takes it; chat API only.
+    pub reasoning_effort: Option<serde_json::Value>,
+    /// Fields merged into the request body as they are
+    /// (`return_hidden_states`, …): any field the server takes that
+    /// servegate does not set itself.
     pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A function offered to the model as a tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    /// Its name, which a call must name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: Option<String>,
+    /// The JSON Schema of its arguments (checked as a schema when the suite
+    /// loads); a `tool_call` check validates a call's arguments with it.
+    pub parameters: serde_json::Value,
+}
+
+impl Tool {
+    /// The tool as an OpenAI request offers it.
+    pub fn to_request(&self) -> serde_json::Value {
+        let mut function = serde_json::json!({"name": self.name, "parameters": self.parameters});
+        if let Some(d) = &self.description {
+            function["description"] = serde_json::Value::String(d.clone());
+        }
+        serde_json::json!({"type": "function", "function": function})
+    }
 }
 
 impl Sampling {
@@ -139,6 +173,19 @@ impl Sampling {
                 .clone()
                 .or_else(|| defaults.chat_template_kwargs.clone()),
             separate_reasoning: self.separate_reasoning.or(defaults.separate_reasoning),
+            tools: self.tools.clone().or_else(|| defaults.tools.clone()),
+            tool_choice: self
+                .tool_choice
+                .clone()
+                .or_else(|| defaults.tool_choice.clone()),
+            response_format: self
+                .response_format
+                .clone()
+                .or_else(|| defaults.response_format.clone()),
+            reasoning_effort: self
+                .reasoning_effort
+                .clone()
+                .or_else(|| defaults.reasoning_effort.clone()),
             extra_body: merged(defaults.extra_body.as_ref(), self.extra_body.as_ref()),
         }
     }

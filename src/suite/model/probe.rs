@@ -298,6 +298,18 @@ pub enum Check {
     Code(CodeSpec),
     /// The text is not degenerate (`crate::check::degenerate`).
     NotDegenerate(Degeneracy),
+    /// The answer calls the tool `name` with arguments that are JSON valid
+    /// against `arguments` (the offered tool's parameters, where the probe
+    /// offers it through `tools:`).
+    ToolCall {
+        /// The function a call must name.
+        name: String,
+        /// The JSON Schema its arguments must meet; `None`: JSON at all.
+        arguments: Option<serde_json::Value>,
+    },
+    /// The text is JSON valid against this JSON Schema (`None` until the
+    /// probe's `response_format` schema fills it in: `json_schema: true`).
+    JsonSchema(Option<serde_json::Value>),
 }
 
 /// What `not_degenerate` tolerates.

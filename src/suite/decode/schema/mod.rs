@@ -25,12 +25,15 @@ mod probe;
 mod server;
 mod vocabulary;
 
+use super::tools::{JSON_SCHEMA_FORMAT, RESPONSE_FORMAT, TOOL};
 use super::{SAMPLING, SANDBOX, SIM, TOP, defaults_keys};
 use crate::suite::model::{SandboxPolicy, SnapshotMode};
 use gate::gate;
 use probe::probe;
 use server::{expect_server, target, variant};
-use vocabulary::{array, boolean, count, described, name, names, number, object, string, text};
+use vocabulary::{
+    array, boolean, count, described, name, names, number, object, string, text, with_required,
+};
 
 /// The schema of a suite file (JSON Schema draft-07, which every YAML
 /// language server reads).
@@ -133,6 +136,48 @@ fn sampling() -> Vec<(&'static str, Value)> {
                     "description": "Sent as they are, e.g. `{enable_thinking: false}` (chat API only)."
                 }),
                 "extra_body" => extra_body(),
+                "tools" => described(
+                    array(with_required(
+                        object(
+                            "tool",
+                            TOOL,
+                            vec![
+                                ("name", described(text(), "The function's name: 1 to 64 letters, digits, `_` or `-`.")),
+                                ("description", described(text(), "What it does, for the model.")),
+                                ("parameters", json!({"type": ["object", "boolean"], "description": "The JSON Schema of its arguments (checked as one when the suite loads; default: an object of no properties)."})),
+                            ],
+                        ),
+                        &["name"],
+                    )),
+                    "Functions offered to the model, sent as OpenAI `tools` (chat API only); a `tool_call` check judges a call's arguments by its tool's `parameters`.",
+                ),
+                "tool_choice" => described(text(), "`auto`, `required`, `none`, or a tool's name (chat API only)."),
+                "response_format" => described(
+                    with_required(
+                        object(
+                            "response_format",
+                            RESPONSE_FORMAT,
+                            vec![
+                                ("type", json!({"enum": ["text", "json_object", "json_schema"]})),
+                                ("json_schema", with_required(
+                                    object("json_schema", JSON_SCHEMA_FORMAT, vec![
+                                        ("name", text()),
+                                        ("description", text()),
+                                        ("schema", json!({"type": ["object", "boolean"], "description": "A JSON Schema (checked as one when the suite loads); `json_schema: true` checks the answer against it."})),
+                                        ("strict", boolean()),
+                                    ]),
+                                    &["name"],
+                                )),
+                            ],
+                        ),
+                        &["type"],
+                    ),
+                    "Structured output as SGLang takes it (chat and completions APIs): `{type: json_schema, json_schema: {name, schema}}` or `{type: json_object}`.",
+                ),
+                "reasoning_effort" => json!({
+                    "anyOf": [{"enum": ["none", "minimal", "low", "medium", "high", "xhigh", "ultra", "max"]}, {"type": "number", "minimum": 0, "maximum": 0.99}],
+                    "description": "A reasoning model's effort: a level or a share from 0 to 0.99, as SGLang 0.5.23 takes it (chat API only)."
+                }),
                 _ => described(
                     boolean(),
                     "`false`: SGLang keeps the reasoning inline in the content (chat API only).",
@@ -160,7 +205,7 @@ pub(super) fn extra_body() -> Value {
     json!({
         "type": "object",
         "propertyNames": {"not": {"enum": super::OWN_BODY_FIELDS.iter().map(|(f, _)| *f).collect::<Vec<_>>()}},
-        "description": "Fields merged into every request body as they are, e.g. `{reasoning_effort: low}` or `{response_format: {type: json_object}}`; over the defaults' own. Not the fields servegate sets itself (`stream`, `model`, the sampling keys, …)."
+        "description": "Fields merged into every request body as they are, e.g. `{min_tokens: 8}` or `{return_hidden_states: true}`; over the defaults' own. Not the fields servegate sets itself (`stream`, `model`, the sampling keys, …)."
     })
 }
 

@@ -14,6 +14,7 @@ use crate::suite::decode::dataset::{
     ACCURACY, DATASET, EXTRACT_REGEX, EXTRACTS, FORMATS, PASS_AT_1,
 };
 use crate::suite::decode::probe::{MESSAGE, ROLES, probe_keys};
+use crate::suite::decode::tools::TOOL_CALL;
 use crate::suite::model::{Contract, Field};
 use crate::suite::names::Named as _;
 
@@ -238,6 +239,11 @@ fn assertion() -> Value {
                     ("max_char_run", described(count(1), "The longest run of one non-whitespace character (default 80).")),
                     ("max_bad_chars", described(count(0), "Replacement and control characters allowed (default 0).")),
                 ])]}),
+                "tool_call" => json!({"anyOf": [text(), with_required(object("tool_call", TOOL_CALL, vec![
+                    ("name", described(text(), "The function a call must name.")),
+                    ("arguments", json!({"type": ["object", "boolean"], "description": "A JSON Schema the call's arguments must meet (default: the offered tool's `parameters`)."})),
+                ]), &["name"])]}),
+                "json_schema" => json!({"anyOf": [{"const": true}, {"type": "object"}], "description": "A JSON Schema, or `true`: the schema of the request's `response_format`."}),
                 _ => text(),
             };
             (*k, described(value, &format!("passes when {}", check_doc(k))))
@@ -315,6 +321,12 @@ fn check_doc(check: &str) -> &'static str {
         "min_chars" | "max_chars" => "length in characters",
         "code" => "the answer's code, with `tests` appended, exits 0 in the sandbox (below)",
         "not_degenerate" => "the text is not degenerate (below)",
+        "tool_call" => {
+            "the answer calls the named function (streamed `delta.tool_calls`) with arguments that are JSON meeting its schema: the offered tool's `parameters`, or `arguments:`"
+        }
+        "json_schema" => {
+            "the text (or its ``` fence) is JSON meeting the schema: the one given, or with `true` the request's `response_format` schema"
+        }
         other => unreachable!("no description of check `{other}`"),
     }
 }

@@ -1,0 +1,162 @@
+//! Checks of structured output: a tool call of a named function whose
+//! arguments meet a JSON Schema (`tool_call`), and text that is JSON
+//! meeting one (`json_schema`). Both read what the server streamed — the
+//! calls from `delta.tool_calls`, the text from `content` — and say, when
+//! they fail, every way the value missed its schema (the first few).
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::client::Completion;
+
+/// Violations shown, at most.
+const SHOWN: usize = 5;
+
+/// Whether `value` meets `schema`; else its violations, each with where in
+/// the value (`/city: 12 is not of type "string"`).
+fn violations(schema: &Value, value: &Value) -> Result<(), String> {
+    // The suite's schemas were compiled when it loaded.
+    let validator = jsonschema::validator_for(schema).map_err(|e| format!("its schema: {e}"))?;
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{at}: {e}")
+            }
+        })
+        .collect();
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let more = errors.len().saturating_sub(SHOWN);
+    let mut said = errors
+        .into_iter()
+        .take(SHOWN)
+        .collect::<Vec<_>>()
+        .join("; ");
+    if more > 0 {
+        let _ = write!(said, "; and {more} more");
+    }
+    Err(said)
+}
+
+/// The answer calls `name`, its arguments JSON that meets `schema`; else
+/// what came instead.
+pub fn tool_call(c: &Completion, name: &str, schema: Option<&Value>) -> Result<(), String> {
+    let fail = Err;
+    let calls: Vec<_> = c.tool_calls.iter().filter(|t| t.name == name).collect();
+    if calls.is_empty() {
+        let names: Vec<String> = c
+            .tool_calls
+            .iter()
+            .map(|t| format!("`{}`", t.name))
+            .collect();
+        return fail(if names.is_empty() {
+            format!(
+                "no tool call (finish_reason {})",
+                c.finish_reason.as_deref().unwrap_or("absent")
+            )
+        } else {
+            format!("calls of {} only", names.join(", "))
+        });
+    }
+    let mut why = Vec::new();
+    for call in calls {
+        let arguments: Value = match serde_json::from_str(&call.arguments) {
+            Ok(v) => v,
+            Err(e) => {
+                why.push(format!("its arguments are not JSON ({e})"));
+                continue;
+            }
+        };
+        match schema.map_or(Ok(()), |s| violations(s, &arguments)) {
+            Ok(()) => return Ok(()),
+            Err(v) => why.push(format!("its arguments {arguments} miss the schema: {v}")),
+        }
+    }
+    fail(why.join("; another call: "))
+}
+
+/// `text` (inside a JSON code fence, if fenced) is JSON that meets
+/// `schema`; else how it missed.
+pub fn json_schema(text: &str, schema: &Value) -> Result<(), String> {
+    match serde_json::from_str::<Value>(strip_fence(text)) {
+        Err(e) => Err(format!("parse error: {e}")),
+        Ok(value) => violations(schema, &value),
+    }
+}
+
+/// A JSON answer is often fenced (```json … ```); read inside the fence.
+pub fn strip_fence(text: &str) -> &str {
+    let t = text.trim();
+    if let Some(rest) = t.strip_prefix("```") {
+        let body = rest.split_once('\n').map_or("", |(_, b)| b);
+        return body.trim_end().strip_suffix("```").unwrap_or(body).trim();
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::api::ToolCall;
+    use serde_json::json;
+
+    fn weather() -> Value {
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+    }
+
+    fn calling(arguments: &str) -> Completion {
+        Completion {
+            tool_calls: vec![ToolCall {
+                name: "get_weather".into(),
+                arguments: arguments.into(),
+            }],
+            ..Completion::default()
+        }
+    }
+
+    #[test]
+    fn a_call_is_judged_by_its_name_and_its_arguments_schema() {
+        let s = weather();
+        assert!(tool_call(&calling(r#"{"city": "Paris"}"#), "get_weather", Some(&s)).is_ok());
+        let missing = tool_call(&calling(r#"{"unit": "c"}"#), "get_weather", Some(&s)).unwrap_err();
+        assert!(
+            missing.contains("\"city\" is a required property"),
+            "{missing}"
+        );
+        let typed = tool_call(&calling(r#"{"city": 12}"#), "get_weather", Some(&s)).unwrap_err();
+        assert!(typed.contains("/city: 12 is not of type"), "{typed}");
+        let broken = tool_call(&calling("{city"), "get_weather", None).unwrap_err();
+        assert!(broken.contains("not JSON"), "{broken}");
+        let other = tool_call(&calling("{}"), "get_time", None).unwrap_err();
+        assert_eq!(other, "calls of `get_weather` only");
+        let none = tool_call(&Completion::default(), "get_time", None).unwrap_err();
+        assert_eq!(none, "no tool call (finish_reason absent)");
+    }
+
+    #[test]
+    fn text_is_judged_against_its_schema() {
+        let s = json!({"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"], "additionalProperties": false});
+        assert!(json_schema(r#"{"answer": 4}"#, &s).is_ok());
+        assert!(json_schema("```json\n{\"answer\": 4}\n```", &s).is_ok());
+        let found = json_schema(r#"{"answer": "four", "x": 1}"#, &s).unwrap_err();
+        assert!(
+            found.contains("/answer: \"four\" is not of type \"integer\""),
+            "{found}"
+        );
+        assert!(
+            found.contains("Additional properties are not allowed"),
+            "{found}"
+        );
+        assert!(
+            json_schema("four", &s)
+                .unwrap_err()
+                .starts_with("parse error")
+        );
+    }
+}
