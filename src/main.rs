@@ -161,6 +161,12 @@ enum Command {
         #[arg(long, env = harness::CLIENT_LIMITED_ENV, value_name = "fail|warn", value_parser = parse_client_limited)]
         client_limited: Option<OnClientLimited>,
     },
+    /// Turn another tool's benchmark results into a run record that
+    /// baselines (`baseline accept`), reports and comparisons read.
+    Import {
+        #[command(subcommand)]
+        what: ImportWhat,
+    },
     /// Print the JSON Schema of suite files (for editors: completion, hover
     /// docs, errors as you type; `schemas/suite.schema.json` is this).
     Schema,
@@ -226,6 +232,100 @@ enum Command {
         /// `supervise`, `init` or `exec`.
         role: String,
     },
+}
+
+#[derive(Subcommand)]
+enum ImportWhat {
+    /// The result file of `sglang.bench_serving --output-file` (JSON lines,
+    /// one run each) or of `vllm bench serve --save-result` (one JSON
+    /// object): each run a gate, its figures in servegate's names (its ITL,
+    /// the gap between chunks, is `itl_chunk`). Written as
+    /// `<out>/runs/<run>/report.json` and `<out>/latest/report.json`.
+    ///
+    /// Exit codes: 0 written, 1 the record could not be written, 2 the file
+    /// cannot be read or is not a result file.
+    BenchServing {
+        /// The result file.
+        file: PathBuf,
+        /// The suite its figures belong to: a servegate suite's name, for
+        /// `baseline accept` to give them to its gates [default:
+        /// `bench_serving`].
+        #[arg(long)]
+        suite: Option<String>,
+        /// The gate, for a file of one result [default: named by its load,
+        /// `c8_rate_inf`].
+        #[arg(long)]
+        gate: Option<String>,
+        /// The configuration fingerprint, in place of the one made from the
+        /// result (copy it from a servegate run's record to compare with
+        /// that configuration).
+        #[arg(long)]
+        fingerprint: Option<String>,
+        /// servegate's output directory [default: `target/servegate` in the
+        /// working directory's project].
+        #[arg(long, env = "SERVEGATE_OUT")]
+        out_dir: Option<PathBuf>,
+    },
+}
+
+fn import_bench_serving(
+    file: &Path,
+    naming: &servegate::record::import::Naming,
+    out_dir: Option<&Path>,
+) -> ExitCode {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot read {}: {e}", file.display());
+            return ExitCode::from(Exit::Usage);
+        }
+    };
+    let mut record = match servegate::record::import::bench_serving(&text, naming) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {}: {e}", file.display());
+            return ExitCode::from(Exit::Usage);
+        }
+    };
+    let out = servegate::record::out_dir(out_dir, None);
+    let dir = servegate::record::new_run_dir(&out);
+    record.run_id = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let info = servegate::record::RunInfo {
+        dir,
+        out,
+        started_unix: record.started_unix,
+    };
+    for suite in &record.suites {
+        eprintln!(
+            "servegate: suite `{}` ({}): {}",
+            suite.suite, suite.fingerprint, suite.target
+        );
+        for g in &suite.gates {
+            eprintln!(
+                "  gate `{}`: {} figures ({})",
+                g.gate,
+                g.figures.iter().count(),
+                g.load
+            );
+        }
+    }
+    match servegate::record::write(&info, &record) {
+        Ok(path) => {
+            eprintln!(
+                "servegate: run record written to {} (`servegate baseline accept` makes its figures baselines; `servegate report {}` shows them)",
+                path.display(),
+                info.dir.display()
+            );
+            ExitCode::from(Exit::Passed)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(Exit::Failed)
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -361,6 +461,24 @@ fn main() -> ExitCode {
             concurrency,
             client_limited,
         }),
+        Command::Import {
+            what:
+                ImportWhat::BenchServing {
+                    file,
+                    suite,
+                    gate,
+                    fingerprint,
+                    out_dir,
+                },
+        } => import_bench_serving(
+            &file,
+            &servegate::record::import::Naming {
+                suite,
+                gate,
+                fingerprint,
+            },
+            out_dir.as_deref(),
+        ),
         Command::Schema => {
             // A closed pipe (`| head`) is no error worth a panic.
             let _ = std::io::Write::write_all(&mut std::io::stdout(), schema_text().as_bytes());

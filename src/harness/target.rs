@@ -235,22 +235,12 @@ pub async fn connect(
             .collect::<String>()
     };
     let version = version.as_deref().map(shown);
-    let mut fingerprint = format!(
-        "{}, model {}, server {}",
-        t.api.name(),
+    let fingerprint = crate::load::baseline::fingerprint(
+        t.api,
         served.as_deref().unwrap_or(&model),
-        version.as_deref().unwrap_or("of unknown version")
+        version.as_deref(),
+        &config,
     );
-    // A baseline is compared only with its own configuration: a TP8
-    // figure is no reference for a TP4 run.
-    if !config.is_empty() {
-        let config: Vec<String> = config
-            .iter()
-            .map(|(k, v)| format!("{k}={}", shown(v)))
-            .collect();
-        fingerprint.push_str(", ");
-        fingerprint.push_str(&config.join(" "));
-    }
     let client = Client::new(&base, t.api, &model, api_key, t.timeouts)
         .map_err(|e| e.to_string())?
         .with_limits(t.limits)
@@ -276,33 +266,12 @@ async fn get_json(client: &Client, path: &str) -> Result<Option<serde_json::Valu
         .and_then(|text| crate::client::stream::document(&text).ok()))
 }
 
-/// The fields of SGLang's `/server_info` (0.5.23: its resolved server
-/// arguments, flat) that change what a performance figure means: how the
-/// model is split, which kernels and numerics run it, how many tokens a
-/// decode step yields.
-const CONFIG_FIELDS: &[&str] = &[
-    "tp_size",
-    "dp_size",
-    "pp_size",
-    "ep_size",
-    "attention_backend",
-    "prefill_attention_backend",
-    "decode_attention_backend",
-    "quantization",
-    "kv_cache_dtype",
-    "num_continuous_decode_steps",
-    "speculative_algorithm",
-    "speculative_num_steps",
-    "speculative_eagle_topk",
-    "speculative_num_draft_tokens",
-];
-
 /// What the server says it is.
 #[derive(Debug, Default)]
 struct Identity {
     /// Its version.
     version: Option<String>,
-    /// The [`CONFIG_FIELDS`] it reports (null ones left out).
+    /// The configuration it reports (`dialect::server_config`).
     config: Vec<(&'static str, String)>,
     /// It sends `/generate`'s text as segments
     /// (`incremental_streaming_output`).
@@ -323,14 +292,7 @@ async fn server_identity(client: &Client) -> Identity {
         if let Ok(Some(body)) = get_json(client, path).await
             && let Some(v) = body.pointer(pointer).and_then(|v| v.as_str())
         {
-            let config = CONFIG_FIELDS
-                .iter()
-                .filter_map(|&k| match body.get(k)? {
-                    serde_json::Value::Null => None,
-                    serde_json::Value::String(s) => Some((k, s.clone())),
-                    other => Some((k, other.to_string())),
-                })
-                .collect();
+            let config = crate::client::dialect::server_config(&body);
             return Identity {
                 version: Some(v.to_owned()),
                 config,

@@ -13,6 +13,39 @@ use super::metrics::GateMetrics;
 use crate::suite::figures::Figures;
 use crate::suite::metric::MetricKey;
 
+/// The configuration a figure was measured on, as baselines key it: the
+/// API, the served model, the server's version and the configuration it
+/// reports. A baseline is compared only with its own configuration: a TP8
+/// figure is no reference for a TP4 run.
+pub fn fingerprint(
+    api: crate::suite::Api,
+    model: &str,
+    version: Option<&str>,
+    config: &[(&str, String)],
+) -> String {
+    let shown = |v: &str| {
+        crate::text::printable(v)
+            .chars()
+            .take(200)
+            .collect::<String>()
+    };
+    let mut out = format!(
+        "{}, model {}, server {}",
+        api.name(),
+        model,
+        version.unwrap_or("of unknown version")
+    );
+    if !config.is_empty() {
+        let config: Vec<String> = config
+            .iter()
+            .map(|(k, v)| format!("{k}={}", shown(v)))
+            .collect();
+        out.push_str(", ");
+        out.push_str(&config.join(" "));
+    }
+    out
+}
+
 /// The directory of baselines: `SERVEGATE_BASELINES`, else `baselines/` in
 /// the suite's project.
 pub fn dir(project: &Path) -> PathBuf {

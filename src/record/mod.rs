@@ -18,6 +18,7 @@ use crate::load::selfcheck::ClientCheck;
 use crate::suite::figures::{ByKey, Figures};
 use crate::suite::metric::MetricKey;
 
+pub mod import;
 mod store;
 mod trial;
 

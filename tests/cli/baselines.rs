@@ -100,3 +100,140 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
     assert!(!baselines.join("wrong").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `servegate import bench-serving` reads SGLang's result lines (Python's
+/// `Infinity` for an unbounded rate included) and vLLM's result object:
+/// each run a gate, milliseconds in seconds, their ITL (a gap between
+/// chunks) as `itl_chunk`, never `itl`; SGLang's carries its server's
+/// configuration, which makes the fingerprint a servegate run against
+/// that server has.
+#[test]
+fn bench_serving_results_become_a_run_record() {
+    let dir = std::env::temp_dir().join(format!("servegate-import-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.join("out");
+    let import = |file: &str| {
+        let o = servegate_with(
+            &[
+                "import",
+                "bench-serving",
+                file,
+                "--out-dir",
+                out.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert_eq!(o.code, Some(0), "{}", o.out);
+        let text = std::fs::read_to_string(out.join("latest/report.json")).unwrap();
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()
+    };
+    let sglang = import("fixtures/bench-serving/sglang-0.5.23.jsonl");
+    let suite = &sglang["suites"][0];
+    assert_eq!(
+        suite["fingerprint"],
+        "openai-chat, model moonshotai/Kimi-K2.5, server 0.5.23, tp_size=8 dp_size=1 pp_size=1 ep_size=1 attention_backend=fa3 kv_cache_dtype=auto num_continuous_decode_steps=4 speculative_algorithm=EAGLE3 speculative_num_steps=3 speculative_eagle_topk=1 speculative_num_draft_tokens=4"
+    );
+    let gates = suite["gates"].as_array().unwrap();
+    assert_eq!(gates.len(), 2, "{suite}");
+    let c8 = &gates[1];
+    assert_eq!(c8["gate"], "c8_rate_inf");
+    let f = &c8["figures"];
+    let close = |key: &str, want: f64| {
+        let got = f[key].as_f64().unwrap_or_else(|| panic!("no {key} in {f}"));
+        assert!(
+            (got - want).abs() < 1e-9 * want.max(1.0),
+            "{key}: {got} for {want}"
+        );
+    };
+    close("itl_chunk.p99", 155.2 * 1.9 / 1e3);
+    close("ttft.p50", 951.0 * 0.98 / 1e3);
+    close("e2e.mean", 20.83);
+    close("output_tok_s", 203.1);
+    close("server.spec_accept_length", 2.64);
+    close("cache_hit_rate", 0.0625);
+    assert!(
+        f.as_object()
+            .unwrap()
+            .keys()
+            .all(|k| !k.starts_with("itl.")),
+        "bench_serving's ITL is per chunk: {f}"
+    );
+    // SGLang's result counts no failures: no errors figure is made up.
+    assert!(f.get("errors").is_none(), "{f}");
+
+    let vllm = import("fixtures/bench-serving/vllm-serve.json");
+    let g = &vllm["suites"][0]["gates"][0];
+    assert_eq!(g["gate"], "c16_rate_inf");
+    assert_eq!(g["figures"]["errors"], 2.0);
+    assert_eq!(g["figures"]["e2e.p99"], 21.5);
+    assert_eq!(g["figures"]["server.spec_accept_length"], 2.23);
+    assert_eq!(g["figures"]["itl_chunk.p50"], 0.077);
+    assert_eq!(
+        vllm["suites"][0]["fingerprint"],
+        "openai-chat, model zai-org/GLM-5, server of unknown version"
+    );
+
+    // A file that is no result is refused, exit 2, with its line.
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, "{\"mean_e2e_latency_ms\": 1}\n{not json\n").unwrap();
+    let o = servegate_with(&["import", "bench-serving", bad.to_str().unwrap()], &[]);
+    assert_eq!(o.code, Some(2), "{}", o.out);
+    assert_has(&o.out, &["line 2: not JSON"]);
+}
+
+/// The other tool's numbers are a baseline like any: imported under the
+/// suite's and gate's names and the simulator's fingerprint, accepted, and
+/// judged against — the simulator's TTFT holds `>= baseline * 0.5` (it
+/// only grows on a loaded machine), its throughput fails against the
+/// imported 50,000 tok/s, both numbers shown.
+#[test]
+fn an_imported_result_is_a_baseline_servegate_judges_against() {
+    let dir = std::env::temp_dir().join(format!("servegate-imported-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (baselines, out) = (dir.join("baselines"), dir.join("out"));
+    let env = [
+        ("SERVEGATE_BASELINES", baselines.as_path()),
+        ("SERVEGATE_OUT", out.as_path()),
+    ];
+    let line = std::fs::read_to_string("fixtures/bench-serving/sglang-0.5.23.jsonl").unwrap();
+    // Python's bare `Infinity` as the string the importer reads it as.
+    let first = line
+        .lines()
+        .next()
+        .unwrap()
+        .replace("Infinity", "\"Infinity\"");
+    let mut result: serde_json::Value = serde_json::from_str(&first).unwrap();
+    result["median_ttft_ms"] = 20.0.into();
+    result["output_throughput"] = 50_000.0.into();
+    let file = dir.join("result.jsonl");
+    std::fs::write(&file, format!("{result}\n")).unwrap();
+    let fingerprint = "openai-chat, model sim-steady, server servegate-sim 0.1.0, tp_size=1 attention_backend=simulated num_continuous_decode_steps=1";
+    let o = servegate_with(
+        &[
+            "import",
+            "bench-serving",
+            file.to_str().unwrap(),
+            "--suite",
+            "imported",
+            "--gate",
+            "decode",
+            "--fingerprint",
+            fingerprint,
+        ],
+        &env,
+    );
+    assert_eq!(o.code, Some(0), "{}", o.out);
+    let o = servegate_with(&["baseline", "accept"], &env);
+    assert_eq!(o.code, Some(0), "{}", o.out);
+    assert!(baselines.join("imported/decode.json").exists(), "{}", o.out);
+    let o = servegate_with(&["run", "tests/suites/imported.yaml"], &env);
+    assert_eq!(o.code, Some(1), "{}", o.out);
+    let failure = failure_of(&o.out, "imported::performance::decode");
+    assert_has(
+        &failure,
+        &["error: threshold failed: output_tok_s >= baseline * 0.9"],
+    );
+    assert_has(&o.out, &["pass ttft.p50 >= baseline * 0.5"]);
+    assert!(failure.contains("50000"), "{failure}");
+}

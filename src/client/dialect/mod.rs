@@ -9,6 +9,8 @@ mod llamacpp;
 mod openai;
 mod sglang;
 
+pub use sglang::server_config;
+
 use serde_json::Value;
 
 use super::api::CallRequest;

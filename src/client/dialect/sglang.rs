@@ -19,6 +19,40 @@ use crate::suite::Api;
 #[derive(Debug)]
 pub struct Generate;
 
+/// The fields of SGLang's `/server_info` (0.5.23: its resolved server
+/// arguments, flat) that change what a performance figure means: how the
+/// model is split, which kernels and numerics run it, how many tokens a
+/// decode step yields.
+const CONFIG_FIELDS: &[&str] = &[
+    "tp_size",
+    "dp_size",
+    "pp_size",
+    "ep_size",
+    "attention_backend",
+    "prefill_attention_backend",
+    "decode_attention_backend",
+    "quantization",
+    "kv_cache_dtype",
+    "num_continuous_decode_steps",
+    "speculative_algorithm",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+];
+
+/// The [`CONFIG_FIELDS`] a `/server_info` document reports, in that
+/// order, null ones left out.
+pub fn server_config(info: &Value) -> Vec<(&'static str, String)> {
+    CONFIG_FIELDS
+        .iter()
+        .filter_map(|&k| match info.get(k)? {
+            Value::Null => None,
+            Value::String(s) => Some((k, s.clone())),
+            other => Some((k, other.to_string())),
+        })
+        .collect()
+}
+
 /// One chunk of SGLang's native `/generate` stream.
 #[derive(Debug, Deserialize)]
 struct GenerateChunk<'a> {

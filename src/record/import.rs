@@ -1,0 +1,434 @@
+//! `servegate import bench-serving`: the result files of SGLang's
+//! `sglang.bench_serving` (0.5.23, `benchmark/serving.py`: one JSON object a
+//! line, appended per run, `--output-file`) and of `vllm bench serve`
+//! (`vllm/benchmarks/serve.py`: one JSON object, `--save-result`) turned
+//! into a run record, so a team's numbers become figures that baselines,
+//! reports and comparisons read.
+//!
+//! Each tool's names map to servegate's metrics: milliseconds become
+//! seconds, `median` is `p50`, and both tools' ITL — the gap between
+//! chunks, however many tokens a chunk carried — is `itl_chunk`, never
+//! `itl` (servegate's per-token ITL is k times smaller under k-token
+//! chunks). A figure a tool does not write is left out, never guessed.
+
+use serde_json::{Map, Value};
+
+use super::{GateRecord, RunRecord, SCHEMA, SuiteRecord};
+use crate::suite::Api;
+use crate::suite::figures::{ByKey, Figures};
+use crate::suite::metric::{Metric, MetricKey, Stat};
+
+/// Which tool wrote a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    /// `python -m sglang.bench_serving`.
+    SglangBenchServing,
+    /// `vllm bench serve`.
+    VllmBenchServe,
+}
+
+impl Tool {
+    /// How the tool is named in records and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::SglangBenchServing => "sglang.bench_serving",
+            Tool::VllmBenchServe => "vllm bench serve",
+        }
+    }
+
+    /// The tool whose names a result uses: SGLang writes
+    /// `mean_e2e_latency_ms` (and `random_input_len`), vLLM `mean_e2el_ms`
+    /// (or its `endpoint_type`, `model_id`).
+    fn of(result: &Map<String, Value>) -> Option<Tool> {
+        if result.contains_key("mean_e2e_latency_ms") || result.contains_key("random_input_len") {
+            Some(Tool::SglangBenchServing)
+        } else if ["mean_e2el_ms", "endpoint_type", "model_id", "failed"]
+            .iter()
+            .any(|k| result.contains_key(*k))
+        {
+            Some(Tool::VllmBenchServe)
+        } else {
+            None
+        }
+    }
+
+    /// Its name for a latency (`e2e` is SGLang's `e2e_latency`, vLLM's
+    /// `e2el`).
+    fn latency_name(self, metric: Metric) -> &'static str {
+        match (self, metric) {
+            (_, Metric::Ttft) => "ttft",
+            (_, Metric::Tpot) => "tpot",
+            (_, Metric::ItlChunk) => "itl",
+            (Tool::SglangBenchServing, _) => "e2e_latency",
+            (Tool::VllmBenchServe, _) => "e2el",
+        }
+    }
+}
+
+/// What names the imported figures.
+#[derive(Debug, Clone, Default)]
+pub struct Naming {
+    /// The suite the figures belong to (`--suite`): a servegate suite's
+    /// name, for its baselines to take them.
+    pub suite: Option<String>,
+    /// The gate (`--gate`), for a file of one result.
+    pub gate: Option<String>,
+    /// The configuration fingerprint (`--fingerprint`), in place of the one
+    /// made from the result.
+    pub fingerprint: Option<String>,
+}
+
+/// Why a file cannot be imported.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImportError {
+    /// A line (or the file) is not JSON.
+    #[error("line {line}: not JSON: {message}")]
+    NotJson {
+        /// 1-based.
+        line: usize,
+        /// The parser's words.
+        message: String,
+    },
+    /// JSON, but no tool's result.
+    #[error(
+        "line {line}: not a result of sglang.bench_serving or vllm bench serve (it has none of `mean_e2e_latency_ms`, `random_input_len`, `mean_e2el_ms`, `endpoint_type`, `model_id`)"
+    )]
+    NotAResult {
+        /// 1-based.
+        line: usize,
+    },
+    /// Nothing in the file.
+    #[error("the file holds no result")]
+    Empty,
+    /// `--gate` for a file of several results.
+    #[error(
+        "the file holds {0} results, and --gate names one gate: leave --gate out (each result becomes a gate named by its load)"
+    )]
+    OneGateForMany(usize),
+}
+
+/// The run record of a result file's text.
+pub fn bench_serving(text: &str, naming: &Naming) -> Result<RunRecord, ImportError> {
+    let results = results(text)?;
+    if results.len() > 1 && naming.gate.is_some() {
+        return Err(ImportError::OneGateForMany(results.len()));
+    }
+    let mut suites: Vec<SuiteRecord> = Vec::new();
+    for (line, result) in &results {
+        let tool = Tool::of(result).ok_or(ImportError::NotAResult { line: *line })?;
+        let fingerprint = naming
+            .fingerprint
+            .clone()
+            .unwrap_or_else(|| fingerprint(tool, result));
+        let gate = gate(tool, result, naming.gate.as_deref());
+        let label = naming
+            .suite
+            .clone()
+            .unwrap_or_else(|| "bench_serving".to_owned());
+        // One suite record per configuration: results of one server join.
+        match suites
+            .iter_mut()
+            .find(|s| s.fingerprint == fingerprint && s.suite == label)
+        {
+            Some(s) => s.gates.push(gate),
+            None => suites.push(SuiteRecord {
+                suite: label,
+                variant: None,
+                suite_commit: None,
+                server: None,
+                server_info: result.get("server_info").filter(|v| !v.is_null()).cloned(),
+                model_info: None,
+                datasets: Vec::new(),
+                target: format!("IMPORTED from {}", tool.name()),
+                fingerprint,
+                baselines: None,
+                gates: vec![gate],
+            }),
+        }
+    }
+    let now = super::now_unix();
+    Ok(RunRecord {
+        schema: SCHEMA.to_owned(),
+        run_id: String::new(),
+        started_unix: now,
+        finished_unix: now,
+        complete: true,
+        servegate: env!("CARGO_PKG_VERSION").to_owned(),
+        gpus: None,
+        trials: Vec::new(),
+        suites,
+        comparisons: Vec::new(),
+    })
+}
+
+/// A result and its 1-based line.
+type Numbered = (usize, Map<String, Value>);
+
+/// The results of a file, with their 1-based lines: one JSON object a
+/// line (SGLang appends), or one object over many lines (vLLM).
+fn results(text: &str) -> Result<Vec<Numbered>, ImportError> {
+    let text = &python_json(text);
+    let whole = serde_json::from_str::<Value>(text);
+    let mut out = Vec::new();
+    if let Ok(Value::Object(m)) = whole {
+        out.push((1, m));
+    } else {
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Value>(line) {
+                Ok(Value::Object(m)) => out.push((i + 1, m)),
+                Ok(_) => return Err(ImportError::NotAResult { line: i + 1 }),
+                Err(e) => {
+                    return Err(ImportError::NotJson {
+                        line: i + 1,
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(ImportError::Empty);
+    }
+    Ok(out)
+}
+
+/// Python's `json.dumps` writes what JSON has no word for as bare
+/// `Infinity`, `-Infinity` and `NaN` (SGLang's `"request_rate": Infinity`
+/// for an unbounded rate): outside strings, the infinities become strings
+/// of their name and `NaN` becomes `null`.
+fn python_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut quoted, mut escaped) = (false, false);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if quoted {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => quoted = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            quoted = true;
+        } else {
+            let word = ["-Infinity", "Infinity", "NaN"]
+                .into_iter()
+                .find(|w| rest.starts_with(w));
+            if let Some(w) = word {
+                out.push_str(if w == "NaN" {
+                    "null"
+                } else if w == "Infinity" {
+                    "\"Infinity\""
+                } else {
+                    "\"-Infinity\""
+                });
+                rest = &rest[w.len()..];
+                continue;
+            }
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// The fingerprint a servegate run against the same server would have,
+/// where the result says enough: SGLang's results carry the server's
+/// `/server_info` (its version, model and configuration); vLLM's name the
+/// model only.
+fn fingerprint(tool: Tool, r: &Map<String, Value>) -> String {
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+    let info = r.get("server_info").filter(|v| v.is_object());
+    let model = text(info.and_then(|i| i.get("served_model_name")))
+        .or_else(|| text(r.get("model_id")))
+        .unwrap_or_else(|| "of unknown name".to_owned());
+    let version = text(info.and_then(|i| i.get("version")));
+    let config = info
+        .map(crate::client::dialect::server_config)
+        .unwrap_or_default();
+    crate::load::baseline::fingerprint(api(tool, r), &model, version.as_deref(), &config)
+}
+
+/// The API the tool's backend spoke: SGLang's `sglang` backend is
+/// `/generate`, `sglang-oai` the completions API, `*-chat` the chat API;
+/// vLLM's `openai` the completions API.
+fn api(tool: Tool, r: &Map<String, Value>) -> Api {
+    let backend = r
+        .get("endpoint_type")
+        .or_else(|| r.get("backend"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if backend.contains("chat") {
+        Api::OpenAiChat
+    } else if tool == Tool::SglangBenchServing && backend == "sglang" {
+        Api::SglangGenerate
+    } else {
+        Api::OpenAiCompletions
+    }
+}
+
+/// The gate of one result: its figures, its load in words, its name.
+fn gate(tool: Tool, r: &Map<String, Value>, name: Option<&str>) -> GateRecord {
+    let num = |k: &str| r.get(k).and_then(Value::as_f64);
+    let concurrency = num("max_concurrency");
+    // SGLang writes an unbounded rate as Python's `Infinity`, vLLM as "inf".
+    let rate = r.get("request_rate").map(|v| match v {
+        Value::String(s) if s == "Infinity" => "inf".to_owned(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    let rate_word = rate.as_deref().unwrap_or("inf").replace('.', "_");
+    let gate = name.map_or_else(
+        || match concurrency {
+            Some(c) => format!("c{c}_rate_{rate_word}"),
+            None => format!("rate_{rate_word}"),
+        },
+        str::to_owned,
+    );
+    let completed = num("completed");
+    let duration = num("duration");
+    let load = format!(
+        "imported from {}: {} requests in {}, max concurrency {}, request rate {}{}",
+        tool.name(),
+        completed.map_or_else(|| "?".to_owned(), |c| format!("{c:.0}")),
+        duration.map_or_else(|| "?".to_owned(), crate::units::format_secs),
+        concurrency.map_or_else(|| "unbounded".to_owned(), |c| format!("{c:.0}")),
+        rate.as_deref().unwrap_or("?"),
+        r.get("dataset_name")
+            .and_then(Value::as_str)
+            .map_or_else(String::new, |d| format!(", dataset {d}")),
+    );
+    let (figures, samples) = figures(tool, r);
+    GateRecord {
+        gate,
+        load,
+        repeats: 1,
+        figures,
+        series: Vec::new(),
+        samples,
+        token_sources: std::collections::BTreeMap::new(),
+        thresholds: Vec::new(),
+        client: None,
+        sweep: None,
+    }
+}
+
+/// A result's figures in servegate's metrics, and what stands behind each.
+fn figures(tool: Tool, r: &Map<String, Value>) -> (Figures, ByKey<String>) {
+    let num = |k: &str| r.get(k).and_then(Value::as_f64).filter(|v| v.is_finite());
+    let mut figures = Figures::default();
+    let mut samples = ByKey::default();
+    let behind = format!(
+        "{} requests, as {} reported",
+        num("completed").map_or_else(|| "?".to_owned(), |c| format!("{c:.0}")),
+        tool.name()
+    );
+    let mut put = |key: MetricKey, value: Option<f64>, from: &str| {
+        if let Some(v) = value {
+            figures.insert(key, v);
+            samples.insert(key, format!("{behind} (`{from}`)"));
+        }
+    };
+    for metric in [Metric::Ttft, Metric::Tpot, Metric::ItlChunk, Metric::E2e] {
+        let name = tool.latency_name(metric);
+        for (stat, prefix) in [
+            (Stat::Mean, "mean"),
+            (Stat::P50, "median"),
+            (Stat::Stddev, "std"),
+            (Stat::P90, "p90"),
+            (Stat::P95, "p95"),
+            (Stat::P99, "p99"),
+            (Stat::P999, "p99.9"),
+        ] {
+            let field = format!("{prefix}_{name}_ms");
+            put(
+                MetricKey::stat(metric, stat),
+                num(&field).map(|ms| ms / 1e3),
+                &field,
+            );
+        }
+    }
+    let single = MetricKey::single;
+    put(
+        single(Metric::OutputTokS),
+        num("output_throughput"),
+        "output_throughput",
+    );
+    put(
+        single(Metric::InputTokS),
+        num("input_throughput"),
+        "input_throughput",
+    );
+    let total = if tool == Tool::SglangBenchServing {
+        "total_throughput"
+    } else {
+        "total_token_throughput"
+    };
+    put(single(Metric::TotalTokS), num(total), total);
+    put(
+        single(Metric::RequestsPerS),
+        num("request_throughput"),
+        "request_throughput",
+    );
+    // SGLang's result counts no failures: its errors stay unknown.
+    put(single(Metric::Errors), num("failed"), "failed");
+    // Both read the server's own acceptance: SGLang from `/server_info`,
+    // vLLM from `/metrics` counters over the run.
+    let accept = if tool == Tool::SglangBenchServing {
+        "accept_length"
+    } else {
+        "spec_decode_acceptance_length"
+    };
+    put(single(Metric::ServerSpecAcceptLength), num(accept), accept);
+    let hit = r
+        .get("cache_report")
+        .and_then(|c| c.get("cache_hit_rate_pct"))
+        .and_then(Value::as_f64)
+        .map(|pct| pct / 100.0);
+    put(
+        single(Metric::CacheHitRate),
+        hit,
+        "cache_report.cache_hit_rate_pct",
+    );
+    (figures, samples)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Python's words for what JSON cannot say, outside strings only.
+    #[test]
+    fn pythons_infinity_and_nan_are_read() {
+        assert_eq!(
+            python_json(r#"{"r": Infinity, "s": "NaN Infinity", "n": NaN, "m": -Infinity}"#),
+            r#"{"r": "Infinity", "s": "NaN Infinity", "n": null, "m": "-Infinity"}"#
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_no_result_is_refused_with_its_line() {
+        let naming = Naming::default();
+        assert_eq!(bench_serving("", &naming).unwrap_err(), ImportError::Empty);
+        assert!(matches!(
+            bench_serving("{\"a\": 1}\n", &naming).unwrap_err(),
+            ImportError::NotAResult { line: 1 }
+        ));
+        assert!(matches!(
+            bench_serving("{\"random_input_len\": 1}\n{oops\n", &naming).unwrap_err(),
+            ImportError::NotJson { line: 2, .. }
+        ));
+        let two = "{\"random_input_len\": 1}\n{\"random_input_len\": 2}\n";
+        let one_gate = Naming {
+            gate: Some("g".into()),
+            ..Naming::default()
+        };
+        assert_eq!(
+            bench_serving(two, &one_gate).unwrap_err(),
+            ImportError::OneGateForMany(2)
+        );
+    }
+}
