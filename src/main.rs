@@ -171,7 +171,7 @@ enum Command {
     /// docs, errors as you type; `schemas/suite.schema.json` is this).
     Schema,
     /// Serve the embedded simulator.
-    Sim(SimArgs),
+    Sim(Box<SimArgs>),
     /// Render a saved run record (`report.json`, or a run directory) as
     /// Markdown, JUnit XML, GitHub annotations, HTML or JSON; `report merge`
     /// joins the records of several nodes.

@@ -388,6 +388,31 @@ correctness:
     ));
 }
 
+/// A variant's own thresholds name a gate of the suite; a duration takes
+/// `${VAR:-default}`, and an unset one without a default is an error at
+/// its line.
+#[test]
+fn variant_thresholds_name_a_gate_and_durations_interpolate() {
+    golden!(errors(
+        "variant-thresholds",
+        r#"suite: vt
+target:
+  launch:
+    command: [sim]
+    ready: { timeout: "${SERVEGATE_TEST_UNSET_VARIABLE}" }
+variants:
+  - name: a
+    thresholds:
+      decdoe: { errors: "== 0" }
+      decode: { server.spec_accept_length: ">= 2.5", latency.p99: "< 1" }
+performance:
+  - name: decode
+    load: { requests: 1, input_tokens: 8, output_tokens: 8 }
+    thresholds: { errors: "== 0" }
+"#
+    ));
+}
+
 /// `extra_body` takes any request field but those servegate sets itself:
 /// each is refused at its key, with the suite key that sets it.
 #[test]

@@ -73,6 +73,10 @@ pub(crate) struct SimArgs {
     /// A fault every generation request meets (`http_500`, `stall_mid_stream`, …).
     #[arg(long)]
     fault: Option<servegate::sim::fault::Fault>,
+    /// SGLang's launch flags: `servegate sim` as `python3 -m
+    /// sglang.launch_server` with the same arguments.
+    #[command(flatten)]
+    sglang: servegate::sim::launch::Flags,
 }
 
 pub(crate) fn serve_sim(set: &SimArgs) -> ExitCode {
@@ -91,7 +95,7 @@ pub(crate) fn serve_sim(set: &SimArgs) -> ExitCode {
         .num_continuous_decode_steps
         .unwrap_or(profile.tokens_per_chunk)
         .max(1);
-    profile.crash_after = set.crash_after;
+    profile.crash_after = set.crash_after.or(profile.crash_after);
     profile.fault = set.fault.or(profile.fault);
     profile.hang_after = set.hang_after;
     profile.scheduler_hang_after = set.scheduler_hang_after;
@@ -110,6 +114,9 @@ pub(crate) fn serve_sim(set: &SimArgs) -> ExitCode {
         let value = serde_json::from_str(value)
             .unwrap_or_else(|_| serde_json::Value::String(value.to_owned()));
         profile.server_info.insert(key.to_owned(), value);
+    }
+    for line in set.sglang.apply(&mut profile) {
+        eprintln!("{line}");
     }
     for line in &set.say {
         eprintln!("{line}");

@@ -368,8 +368,12 @@ impl Server {
             {
                 t.port_open_s = Some(self.spawned.elapsed().as_secs_f64());
             }
-            if self.timeline().port_open_s.is_some() {
+            if let Some(open) = self.timeline().port_open_s {
+                if last.ends_with("(the port never opened)") {
+                    last = format!("nothing yet (the port opened after {open:.1}s)");
+                }
                 let left = deadline.saturating_duration_since(Instant::now());
+                let asked = Instant::now();
                 match tokio::time::timeout(left, client.get(&ready.path)).await {
                     Ok(Ok((status, _))) if (200..300).contains(&status) => {
                         if let Ok(mut t) = self.timeline.lock() {
@@ -384,7 +388,15 @@ impl Server {
                         );
                     }
                     Ok(Err(e)) => last = e.to_string(),
-                    // Cut short by the deadline: the previous answer stands.
+                    // Cut short by the deadline: a GET that never answered
+                    // says so; an earlier answer stands.
+                    Err(_) if last.starts_with("nothing yet") => {
+                        last = format!(
+                            "nothing: the port is open, and GET {} was still waiting for an answer after {:.1}s (a hung scheduler answers no generation)",
+                            ready.path,
+                            asked.elapsed().as_secs_f64()
+                        );
+                    }
                     Err(_) => {}
                 }
             }

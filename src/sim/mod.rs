@@ -7,6 +7,7 @@
 mod engine;
 pub mod fault;
 mod histogram;
+pub mod launch;
 pub mod profile;
 mod routes;
 pub mod stamped;

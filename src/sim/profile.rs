@@ -91,6 +91,31 @@ pub struct Profile {
     pub api_key: Option<String>,
     /// SGLang's `--admin-api-key`: `/flush_cache` takes it, and only it.
     pub admin_api_key: Option<String>,
+    /// How the model behaves under SGLang's launch flags (`sglang:`).
+    pub sglang: Behaviour,
+    /// The line a crash (`crash_after`) writes to the log before it
+    /// aborts, as the engine would (`RuntimeError: probability tensor
+    /// contains either inf, nan or element < 0`).
+    pub crash_message: Option<String>,
+}
+
+/// How the model a profile stands for behaves under SGLang's flags.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Behaviour {
+    /// The tool-call parser the model needs (`kimi_k2`): launched with
+    /// another, or none, its calls stream as text.
+    #[serde(default)]
+    pub tool_call_parser: Option<String>,
+    /// Tokens a verify step yields under `--speculative-algorithm` (the
+    /// draft model's acceptance), at most `--speculative-num-draft-tokens`.
+    #[serde(default)]
+    pub speculative_step: Option<usize>,
+    /// Attention backends whose first batch never finishes: launched with
+    /// one, the scheduler hangs from the start (HTTP answers, nothing is
+    /// generated), as flashinfer on SM120.
+    #[serde(default)]
+    pub hangs_with: Vec<String>,
 }
 
 /// How `/generate` streams its text.
@@ -145,6 +170,8 @@ impl Default for Profile {
             generate_text: GenerateText::Cumulative,
             api_key: None,
             admin_api_key: None,
+            sglang: Behaviour::default(),
+            crash_message: None,
         }
     }
 }
@@ -184,6 +211,12 @@ struct ProfileFile {
     retractions: u64,
     #[serde(default)]
     incremental_output: bool,
+    #[serde(default)]
+    crash_after: Option<u64>,
+    #[serde(default)]
+    crash_message: Option<String>,
+    #[serde(default)]
+    sglang: Behaviour,
 }
 
 #[derive(Deserialize)]
@@ -280,6 +313,9 @@ impl Profile {
             } else {
                 GenerateText::Cumulative
             },
+            crash_after: file.crash_after,
+            crash_message: file.crash_message,
+            sglang: file.sglang,
             ..defaults
         })
     }

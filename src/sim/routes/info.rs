@@ -79,7 +79,8 @@ pub(in crate::sim) async fn auth(
 /// `/health_generate`: as `/health`, but through the scheduler, so a hung
 /// one hangs it too.
 pub(in crate::sim) async fn health_generate(State(s): State<Arc<SimState>>) -> Response {
-    if s.scheduler_hung.load(Ordering::SeqCst) {
+    // Hung from the start (`scheduler_hang_after: 0`), or since a request.
+    if s.scheduler_hung.load(Ordering::SeqCst) || s.profile.scheduler_hang_after == Some(0) {
         return std::future::pending().await;
     }
     health(State(s)).await

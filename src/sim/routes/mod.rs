@@ -227,6 +227,9 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         return std::future::pending().await;
     }
     if state.profile.crash_after.is_some_and(|n| before >= n) {
+        if let Some(line) = &state.profile.crash_message {
+            eprintln!("{line}");
+        }
         eprintln!(
             "servegate sim: simulated crash: fatal error in decode (request {})",
             before + 1

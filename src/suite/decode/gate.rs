@@ -304,7 +304,7 @@ impl Decoder<'_> {
         Some(slo)
     }
 
-    fn thresholds(&mut self, y: &Yaml) -> Option<Vec<LocatedThreshold>> {
+    pub(super) fn thresholds(&mut self, y: &Yaml) -> Option<Vec<LocatedThreshold>> {
         let Node::Map(entries) = &y.node else {
             self.type_error(y, "thresholds", "a mapping of metric to comparison");
             return None;

@@ -295,11 +295,37 @@ impl<'e> Decoder<'e> {
         })
     }
 
-    /// Every `variant(NAME)` bound names a variant of this suite.
+    /// Every `variant(NAME)` bound names a variant of this suite, and
+    /// every gate a variant's thresholds name is one of its gates.
     fn variant_bounds(&mut self, gates: &[Gate], variants: &[crate::suite::Variant]) {
+        let gate_names: Vec<&str> = gates
+            .iter()
+            .map(|g| {
+                g.sweep
+                    .as_ref()
+                    .map_or(g.name.as_str(), |s| s.sweep.as_str())
+            })
+            .collect();
+        for (gate, loc, _) in variants.iter().flat_map(|v| &v.thresholds) {
+            if !gate_names.contains(&gate.as_str()) {
+                let mut d = Diagnostic::new(
+                    *loc,
+                    format!("variant thresholds for `{gate}`: the suite has no gate `{gate}`"),
+                )
+                .expected(format!("one of {}", quoted_list(&gate_names)));
+                if let Some(close) = did_you_mean(gate, &gate_names) {
+                    d = d.help(format!("did you mean `{close}`?"));
+                }
+                self.error(d);
+            }
+        }
         let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
         let mut reported: Vec<Loc> = Vec::new();
-        for lt in gates.iter().flat_map(|g| &g.thresholds) {
+        let own = variants
+            .iter()
+            .flat_map(|v| &v.thresholds)
+            .flat_map(|(_, _, t)| t);
+        for lt in gates.iter().flat_map(|g| &g.thresholds).chain(own) {
             let crate::suite::threshold::Bound::Variant(name, _) = &lt.threshold.bound else {
                 continue;
             };

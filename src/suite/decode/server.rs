@@ -36,7 +36,7 @@ pub(super) const LAUNCH: &[&str] = &[
     "grace",
 ];
 pub(super) const READY: &[&str] = &["path", "interval", "timeout"];
-pub(super) const VARIANT: &[&str] = &["name", "env", "args", "expect_server"];
+pub(super) const VARIANT: &[&str] = &["name", "env", "args", "expect_server", "thresholds"];
 pub(super) const EXPECTS: &[&str] = &["equals", "contains", "matches", "one_of"];
 
 impl Decoder<'_> {
@@ -372,16 +372,46 @@ impl Decoder<'_> {
             let expect_server = f
                 .get("expect_server")
                 .map_or_else(Vec::new, |y| d.expect_server(y));
+            let thresholds = f
+                .get("thresholds")
+                .map_or_else(|| Some(Vec::new()), |y| d.variant_thresholds(y));
             Some(Variant {
                 name: name?,
                 env: env?,
                 args: args?,
                 expect_server,
+                thresholds: thresholds?,
                 loc: item.loc,
             })
         });
         self.unique_names(variants.iter().map(|v| (v.name.as_str(), v.loc)), "variant");
         variants
+    }
+
+    /// A variant's `thresholds: {<gate>: {<figure>: <bound>}}`.
+    fn variant_thresholds(
+        &mut self,
+        y: &Yaml,
+    ) -> Option<
+        Vec<(
+            String,
+            crate::suite::node::Loc,
+            Vec<crate::suite::model::LocatedThreshold>,
+        )>,
+    > {
+        let Node::Map(entries) = &y.node else {
+            self.type_error(
+                y,
+                "variant.thresholds",
+                "a mapping of gate name to its thresholds, such as `{single_stream_decode: {server.spec_accept_length: \">= 2.5\"}}`",
+            );
+            return None;
+        };
+        let mut out = Vec::new();
+        for (gate, bounds) in entries {
+            out.push((gate.name.clone(), gate.loc, self.thresholds(bounds)?));
+        }
+        Some(out)
     }
 
     pub(super) fn expect_server(&mut self, y: &Yaml) -> Vec<ConfigCheck> {

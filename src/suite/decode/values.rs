@@ -151,7 +151,7 @@ impl Decoder<'_> {
     }
 
     pub(super) fn duration(&mut self, y: &Yaml, what: &str) -> Option<Duration> {
-        let text = self.text(y, what)?;
+        let text = self.interpolated(y, what)?;
         match crate::units::parse_duration(&text) {
             Ok(d) if !d.is_zero() => Some(d),
             Ok(_) => {

@@ -45,7 +45,8 @@ pub struct Suite {
 
 impl Suite {
     /// The suite as `variant` runs it: its `expect_server` checks added to
-    /// the suite's, each replacing a suite check of the same field.
+    /// the suite's, each replacing a suite check of the same field, and its
+    /// thresholds to its gates', each replacing one of the same figure.
     #[must_use]
     pub fn of_variant(&self, variant: Option<&Variant>) -> Suite {
         let mut run = self.clone();
@@ -53,6 +54,15 @@ impl Suite {
             run.expect_server
                 .retain(|c| v.expect_server.iter().all(|w| w.name != c.name));
             run.expect_server.extend(v.expect_server.iter().cloned());
+            for (gate, _, extra) in &v.thresholds {
+                for g in run.gates.iter_mut().filter(|g| {
+                    g.name == *gate || g.sweep.as_ref().is_some_and(|s| s.sweep == *gate)
+                }) {
+                    g.thresholds
+                        .retain(|t| extra.iter().all(|e| e.threshold.key != t.threshold.key));
+                    g.thresholds.extend(extra.iter().cloned());
+                }
+            }
         }
         run
     }

@@ -163,6 +163,11 @@ pub struct Variant {
     /// measured: added to the suite's `expect_server`, replacing a check of
     /// the same field.
     pub expect_server: Vec<ConfigCheck>,
+    /// Thresholds only this variant's gates are judged by, by gate (a
+    /// sweep's name for each of its levels): added to the gate's,
+    /// replacing one of the same figure (`server.spec_accept_length` where
+    /// only this variant decodes speculatively).
+    pub thresholds: Vec<(String, Loc, Vec<super::LocatedThreshold>)>,
     /// Where the variant is written.
     pub loc: Loc,
 }

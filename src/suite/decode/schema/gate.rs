@@ -123,12 +123,17 @@ fn metric_keys(value: impl Fn(&str) -> Value) -> Value {
     json!({"type": "object", "properties": properties, "additionalProperties": false})
 }
 
-pub(super) fn gate() -> Value {
-    let thresholds = metric_keys(|key| {
+/// A gate's `thresholds`: a bound for each metric key.
+pub(super) fn thresholds() -> Value {
+    metric_keys(|key| {
         comparison(&format!(
             "A bound on `{key}`, such as `\">= 12.5\"`, `\"<= 2s\"`, `\"== 0\"`, `\"<= baseline + 10%\"` or `\">= variant(base) * 1.05\"`."
         ))
-    });
+    })
+}
+
+pub(super) fn gate() -> Value {
+    let thresholds = thresholds();
     let curve = metric_keys(|_| {
         json!({
             "type": "string",

@@ -261,6 +261,13 @@ pub(super) fn variant() -> Value {
                         "What this variant's launch must have changed (`server_info: {num_continuous_decode_steps: 4}`), checked before it is measured: added to the suite's `expect_server`, replacing a check of the same field.",
                     ),
                 ),
+                (
+                    "thresholds",
+                    described(
+                        json!({"type": "object", "additionalProperties": super::gate::thresholds()}),
+                        "Thresholds only this variant's gates are judged by, by gate name (a sweep's name for all its levels): added to the gate's, replacing one of the same figure, e.g. `{single_stream_decode: {server.spec_accept_length: \">= 2.5\"}}`.",
+                    ),
+                ),
             ],
         ),
         &["name"],
