@@ -30,23 +30,30 @@ impl Gpu {
     /// `servegate <args>` with the simulator as SGLang, `profile` as the
     /// model; exit code and output.
     fn run(&self, profile: &str, args: &[&str]) -> (Option<i32>, String) {
+        self.run_with(profile, args, &[])
+    }
+
+    /// [`Gpu::run`] with these variables too.
+    fn run_with(
+        &self,
+        profile: &str,
+        args: &[&str],
+        more: &[(&str, &Path)],
+    ) -> (Option<i32>, String) {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let python = root.join("fixtures/sim/sglang-python");
         let profile = root.join("fixtures/sim").join(profile);
         let out = self.dir.join("out");
         let baselines = self.dir.join("baselines");
-        let o = servegate_with(
-            args,
-            &[
-                ("SGLANG_PYTHON", python.as_path()),
-                ("SERVEGATE_SIM_PROFILE", profile.as_path()),
-                ("SERVEGATE_BIN", Path::new(env!("CARGO_BIN_EXE_servegate"))),
-                ("SERVEGATE_OUT", out.as_path()),
-                ("SERVEGATE_BASELINES", baselines.as_path()),
-                // A hung backend fails at readiness after this, not 20 min.
-                ("KIMI_READY_TIMEOUT", Path::new("5s")),
-            ],
-        );
+        let mut env = vec![
+            ("SGLANG_PYTHON", python.as_path()),
+            ("SERVEGATE_SIM_PROFILE", profile.as_path()),
+            ("SERVEGATE_BIN", Path::new(env!("CARGO_BIN_EXE_servegate"))),
+            ("SERVEGATE_OUT", out.as_path()),
+            ("SERVEGATE_BASELINES", baselines.as_path()),
+        ];
+        env.extend_from_slice(more);
+        let o = servegate_with(args, &env);
         (o.code, o.out)
     }
 }
@@ -108,16 +115,21 @@ fn kimi_runs_green_on_its_simulator_profile() {
 #[test]
 fn kimi_fails_each_broken_bring_up_for_its_reason() {
     let gpu = Gpu::new("kimi-red");
-    let (code, out) = gpu.run(
+    // The hang fails at the readiness deadline: 15 s, not the suite's 20
+    // min (and not so short that a loaded machine's slow start of the
+    // simulator reads as a hang: the message then says the port never
+    // opened).
+    let (code, out) = gpu.run_with(
         "kimi-k2.5-sm120.yaml",
         &["run", "suites/gpu/kimi-k2.5.yaml", "--", "[flashinfer]"],
+        &[("KIMI_READY_TIMEOUT", Path::new("15s"))],
     );
     // The target could not be reached: exit 3.
     assert_eq!(code, Some(3), "{out}");
     assert_has(
         &failure_of(&out, "kimi-k2.5[flashinfer]::correctness::arithmetic"),
         &[
-            "error: launch failed: the server is not ready after 5s: GET /health_generate last answered: nothing: the port is open, and GET /health_generate was still waiting for an answer",
+            "error: launch failed: the server is not ready after 15s: GET /health_generate last answered: nothing: the port is open, and GET /health_generate was still waiting for an answer",
             "| servegate sim: simulated hang: attention backend flashinfer never finishes its first batch",
         ],
     );
@@ -168,7 +180,7 @@ fn kimi_fails_each_broken_bring_up_for_its_reason() {
 /// GLM-5-NVFP4 as shipped: its baseline saved, then a run judged against
 /// it — NVFP4 asserted, the reasoning streamed apart with null content,
 /// `is_prime` executed, garbage checked on every probe, single-stream decode
-/// above the bring-up's 12.5 tok/s and within 5% of its baseline. Then the
+/// above the bring-up's 12.5 tok/s and within 10% of its baseline. Then the
 /// other way: a decode a third slower fails the baseline bound (not the
 /// absolute one); a NaN in decode ends the run on the log's line; a decode
 /// loop in the thinking fails the garbage check while "4" is still right.
@@ -185,7 +197,7 @@ fn glm_runs_green_against_its_baseline_and_red_for_each_failure() {
             "test glm-5::config::server_info.quantization     ... ok",
             "test glm-5::correctness::reasoning               ... ok",
             "pass decode_tok_s.mean >= 12.5 tok/s",
-            "pass decode_tok_s.p50 >= baseline * 0.95",
+            "pass decode_tok_s.p50 >= baseline * 0.9",
         ],
     );
 
@@ -194,7 +206,7 @@ fn glm_runs_green_against_its_baseline_and_red_for_each_failure() {
     let gate = failure_of(&out, "glm-5::performance::single_stream_decode");
     assert_has(
         &gate,
-        &["error: threshold failed: decode_tok_s.p50 >= baseline * 0.95"],
+        &["error: threshold failed: decode_tok_s.p50 >= baseline * 0.9"],
     );
     assert!(
         !gate.contains("threshold failed: decode_tok_s.mean >= 12.5"),

@@ -394,9 +394,15 @@ impl SuiteRun {
         let Some(Ok(c)) = self.target.get() else {
             return verdict;
         };
+        // A death names the fatal line its log has, whichever was seen
+        // first: the crash and its cause in one message.
         let died = |s: &crate::server::Server| {
-            s.exited()
-                .map(|exit| format!("the server {exit} during {name}\n{}", s.tail()))
+            s.exited().map(|exit| {
+                let fatal = s.fatal_line().map_or_else(String::new, |f| {
+                    format!(", after its log's {}", s.describe_fatal(&f))
+                });
+                format!("the server {exit} during {name}{fatal}\n{}", s.tail())
+            })
         };
         let mut cause = c.server.as_ref().and_then(|s| {
             died(s).or_else(|| {

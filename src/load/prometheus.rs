@@ -29,6 +29,9 @@ impl Scrape {
     /// Parses Prometheus text exposition; malformed lines are skipped.
     pub fn parse(text: &str) -> Self {
         let mut s = Scrape::default();
+        // The largest value of each series per label set that is one
+        // part of the server (see [`group`]).
+        let mut groups: BTreeMap<(String, String), f64> = BTreeMap::new();
         for line in text.lines() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -47,13 +50,23 @@ impl Scrape {
                 }
                 continue;
             }
-            *s.values.entry(name.to_owned()).or_insert(0.0) += value;
-            *s.sets.entry(name.to_owned()).or_insert(0) += 1;
+            // SGLang with priority scheduling writes each gauge for all
+            // (`priority=""`) and again per priority: the total is read.
+            if label(labels, "priority").is_some_and(|p| !p.is_empty()) {
+                continue;
+            }
+            let group = group(labels);
+            let seen = groups.entry((name.to_owned(), group)).or_insert(value);
+            *seen = seen.max(value);
             if let Some(reason) = label(labels, "finished_reason") {
                 *s.reasons
                     .entry((name.to_owned(), reason.to_owned()))
                     .or_insert(0.0) += value;
             }
+        }
+        for ((name, _), value) in groups {
+            *s.values.entry(name.clone()).or_insert(0.0) += value;
+            *s.sets.entry(name).or_insert(0) += 1;
         }
         s
     }
@@ -64,6 +77,34 @@ impl Scrape {
             .iter()
             .find_map(|n| self.values.get(*n).map(|v| (*n, *v)))
     }
+}
+
+/// Labels that name a copy of one figure, not a part of the server: with
+/// `--enable-metrics-for-all-schedulers` every tensor-, pipeline- and
+/// expert-parallel rank of SGLang 0.5.23 writes the same scheduler series
+/// (`srt/observability/metrics_collector.py`), so those copies count once
+/// (their largest); data-parallel ranks, vLLM's engines and the other
+/// labels (`cache_source`, `is_streaming`) are parts, summed.
+const COPIES: &[&str] = &[
+    "tp_rank",
+    "pp_rank",
+    "moe_ep_rank",
+    "attn_tp_rank",
+    "attn_cp_rank",
+];
+
+/// A sample's labels without the [`COPIES`] ones: the part it counts.
+fn group(labels: &str) -> String {
+    let mut kept: Vec<&str> = labels
+        .split(',')
+        .map(str::trim)
+        .filter(|kv| {
+            kv.split_once('=')
+                .is_none_or(|(k, _)| !COPIES.contains(&k.trim()))
+        })
+        .collect();
+    kept.sort_unstable();
+    kept.join(",")
 }
 
 /// The value of label `key` in `a="x",b="y"` (unescaped values only: the
@@ -314,9 +355,7 @@ const PREFIXES: [&str; 3] = ["sglang:", "vllm:", "llamacpp:"];
 fn counter_delta(before: &Scrape, after: &Scrape, suffix: &str) -> Option<f64> {
     let names: Vec<String> = PREFIXES.iter().map(|p| format!("{p}{suffix}")).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let (name, a) = after.find(&refs)?;
-    let b = before.values.get(name).copied().unwrap_or(0.0);
-    Some(a - b)
+    named_delta(before, after, &refs)
 }
 
 fn no_counter() -> String {
@@ -784,6 +823,42 @@ mod tests {
             &Scrape::parse("sglang:prompt_tokens_total 64\n"),
         );
         assert_eq!(cold.value(Metric::ServerCacheHitRate, None), Some(0.0));
+    }
+
+    /// Every TP rank's copy of a scheduler series counts once, each DP
+    /// rank's is summed, a per-priority copy is left out: 8 TP ranks of 2
+    /// DP ranks running 5 and 3 requests are 8 running, not 64.
+    #[test]
+    fn rank_copies_count_once_and_parts_add_up() {
+        let mut page = String::new();
+        for dp in [0, 1] {
+            for tp in 0..8 {
+                let n = if dp == 0 { 5 } else { 3 };
+                let _ = writeln!(
+                    page,
+                    "sglang:num_running_reqs{{tp_rank=\"{tp}\",dp_rank=\"{dp}\",priority=\"\"}} {n}"
+                );
+                let _ = writeln!(
+                    page,
+                    "sglang:num_retracted_requests_total{{tp_rank=\"{tp}\",dp_rank=\"{dp}\"}} 2"
+                );
+            }
+            let _ = writeln!(
+                page,
+                "sglang:num_running_reqs{{tp_rank=\"0\",dp_rank=\"{dp}\",priority=\"1\"}} 9"
+            );
+        }
+        page.push_str(
+            "sglang:cached_tokens_total{cache_source=\"device\"} 10\n\
+             sglang:cached_tokens_total{cache_source=\"host\"} 5\n",
+        );
+        let s = Scrape::parse(&page);
+        assert_eq!(Gauge::RunningReqs.read(&s), Some(8.0));
+        assert_eq!(
+            s.values.get("sglang:num_retracted_requests_total"),
+            Some(&4.0)
+        );
+        assert_eq!(s.values.get("sglang:cached_tokens_total"), Some(&15.0));
     }
 
     #[test]

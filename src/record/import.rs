@@ -120,7 +120,16 @@ pub fn bench_serving(text: &str, naming: &Naming) -> Result<RunRecord, ImportErr
             .fingerprint
             .clone()
             .unwrap_or_else(|| fingerprint(tool, result));
-        let gate = gate(tool, result, naming.gate.as_deref());
+        let mut gate = gate(tool, result, naming.gate.as_deref());
+        // Runs of one load (a sweep of input lengths at one concurrency)
+        // are gates of their own, never one baseline overwriting another.
+        if suites
+            .iter()
+            .flat_map(|s| &s.gates)
+            .any(|g| g.gate == gate.gate)
+        {
+            gate.gate = format!("{}_line{line}", gate.gate);
+        }
         let label = naming
             .suite
             .clone()
@@ -430,5 +439,13 @@ mod tests {
             bench_serving(two, &one_gate).unwrap_err(),
             ImportError::OneGateForMany(2)
         );
+        // Two runs of one load are two gates.
+        let record = bench_serving(two, &naming).unwrap();
+        let names: Vec<&str> = record.suites[0]
+            .gates
+            .iter()
+            .map(|g| g.gate.as_str())
+            .collect();
+        assert_eq!(names, ["rate_inf", "rate_inf_line2"]);
     }
 }

@@ -391,11 +391,17 @@ impl Server {
                     // Cut short by the deadline: a GET that never answered
                     // says so; an earlier answer stands.
                     Err(_) if last.starts_with("nothing yet") => {
-                        last = format!(
-                            "nothing: the port is open, and GET {} was still waiting for an answer after {:.1}s (a hung scheduler answers no generation)",
-                            ready.path,
-                            asked.elapsed().as_secs_f64()
-                        );
+                        let waited = asked.elapsed().as_secs_f64();
+                        last = if waited < 1.0 {
+                            format!(
+                                "nothing: the port opened only {open:.1}s after the start, as the deadline came"
+                            )
+                        } else {
+                            format!(
+                                "nothing: the port is open, and GET {} was still waiting for an answer after {waited:.1}s (a hung scheduler answers no generation)",
+                                ready.path
+                            )
+                        };
                     }
                     Err(_) => {}
                 }

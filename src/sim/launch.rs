@@ -70,6 +70,10 @@ impl Flags {
             || self.attention_backend.is_some()
             || self.quantization.is_some()
             || self.speculative_algorithm.is_some()
+            || self.speculative_draft_model_path.is_some()
+            || self.speculative_num_steps.is_some()
+            || self.speculative_eagle_topk.is_some()
+            || self.speculative_num_draft_tokens.is_some()
             || self.reasoning_parser.is_some()
             || self.tool_call_parser.is_some()
             || self.trust_remote_code

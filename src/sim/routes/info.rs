@@ -158,7 +158,8 @@ pub(in crate::sim) async fn server_info(State(s): State<Arc<SimState>>) -> Respo
         "tp_size": 1,
         "attention_backend": "simulated",
         "max_running_requests": s.profile.capacity,
-        "num_continuous_decode_steps": s.profile.tokens_per_chunk,
+        // A speculative profile's chunks are verify steps, not decode steps.
+        "num_continuous_decode_steps": if s.profile.speculative { 1 } else { s.profile.tokens_per_chunk },
         "incremental_streaming_output":
             s.profile.generate_text == crate::sim::profile::GenerateText::Segments,
         "internal_states": [{"last_gen_throughput": 0.0}],

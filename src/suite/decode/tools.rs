@@ -266,6 +266,15 @@ impl Decoder<'_> {
             match &mut a.check {
                 Check::ToolCall { name, arguments } => {
                     let Some(tools) = &sampling.tools else {
+                        self.error(
+                            Diagnostic::new(
+                                a.loc,
+                                format!("`tool_call: {name}`, but the request offers no tools"),
+                            )
+                            .expected(
+                                "`tools:` on the probe or in `defaults`, naming the function",
+                            ),
+                        );
                         continue;
                     };
                     match tools.iter().find(|t| t.name == *name) {
