@@ -198,6 +198,26 @@ fn native_completion(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
     )
 }
 
+/// llama.cpp's prompt cache: a shared-prefix load's requests each report
+/// `timings.cache_n`, and the hit rate is a gated figure of the real
+/// engine.
+fn prefix_cache(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
+    let (code, out) = servegate(&["run", "tests/suites/llama-cache.yaml"], server, model);
+    for line in out.lines().filter(|l| l.contains("cache_hit_rate")) {
+        println!("  llama-cache:{line}");
+    }
+    expect(
+        code,
+        &out,
+        0,
+        "the prompt cache was not reported through llama.cpp's /completion",
+        &[
+            "pass cache_hit_rate >= 0.300 (measured ",
+            "pass cache_hit_rate <= 0.300 (measured ",
+        ],
+    )
+}
+
 /// Runs `suite` and prints the lines of its output that contain `shown`
 /// (the figures a trial reports).
 fn run_showing(
@@ -409,6 +429,11 @@ fn main() {
             "real_engine::native_completion_reports_server_timings",
             Needs::Engine,
             native_completion,
+        ),
+        (
+            "real_engine::prefix_cache_hits_are_reported",
+            Needs::Engine,
+            prefix_cache,
         ),
         (
             "real_engine::a_looping_answer_is_degenerate",
