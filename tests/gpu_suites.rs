@@ -218,7 +218,8 @@ fn glm_runs_green_against_its_baseline_and_red_for_each_failure() {
     assert_has(
         &out,
         &[
-            "error: fatal log pattern `\\bnan\\b` at ",
+            // The fatal line, named whether the log or the death was seen first.
+            "fatal log pattern `\\bnan\\b` at ",
             "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
         ],
     );
