@@ -41,35 +41,72 @@ pub async fn recv(
     buf: &mut [u8],
     floor: Instant,
 ) -> io::Result<(usize, Instant, Instant)> {
-    use std::io::IoSliceMut;
     use std::os::fd::AsRawFd as _;
 
-    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
     use tokio::io::Interest;
 
     let fd = conn.as_raw_fd();
-    conn.async_io(Interest::READABLE, || {
-        // Taken before the call that empties the socket: whatever arrives
-        // after it is left for the next read, stamped later than this.
-        let began = Instant::now();
-        // Room for one `struct timespec` control message.
-        let mut control = [0u8; 64];
-        let mut iov = [IoSliceMut::new(&mut *buf)];
-        let msg = recvmsg::<()>(fd, &mut iov, Some(&mut control), MsgFlags::empty())?;
-        let stamp = msg.cmsgs().ok().and_then(|mut messages| {
-            messages.find_map(|m| match m {
-                ControlMessageOwned::ScmTimestampns(ts) => Some(ts),
-                _ => None,
-            })
+    let room = buf.len();
+    loop {
+        conn.readable().await?;
+        let mut drained = None;
+        let read = conn.try_io(Interest::READABLE, || {
+            let got = read_stamped(fd, buf, floor)?;
+            // A read that took less than it had room for emptied the
+            // socket: its readiness goes with it (as tokio's own reads
+            // do), so the next read waits for the next packet instead of
+            // asking the kernel once more only to hear `EAGAIN` — one
+            // system call of every paced token. A packet that lands in
+            // between is reported by the next `epoll_wait` all the same.
+            if got.0 > 0 && got.0 < room {
+                drained = Some(got);
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            Ok(got)
         });
-        let at = stamp.and_then(|ts| {
-            let secs = u64::try_from(ts.tv_sec()).ok()?;
-            let nanos = u32::try_from(ts.tv_nsec()).ok()?;
-            Some(std::time::UNIX_EPOCH + Duration::new(secs, nanos))
-        });
-        Ok((msg.bytes, arrival(at, floor), began))
-    })
-    .await
+        match read {
+            Ok(got) => return Ok(got),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if let Some(got) = drained {
+                    return Ok(got);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// One `recvmsg` of `fd` into `buf` with the kernel's stamp of the newest
+/// packet read: the byte count, its arrival and when the read began.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn read_stamped(
+    fd: std::os::fd::RawFd,
+    buf: &mut [u8],
+    floor: Instant,
+) -> io::Result<(usize, Instant, Instant)> {
+    use std::io::IoSliceMut;
+
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+
+    // Taken before the call that empties the socket: whatever arrives
+    // after it is left for the next read, stamped later than this.
+    let began = Instant::now();
+    // Room for one `struct timespec` control message.
+    let mut control = [0u8; 64];
+    let mut iov = [IoSliceMut::new(buf)];
+    let msg = recvmsg::<()>(fd, &mut iov, Some(&mut control), MsgFlags::empty())?;
+    let stamp = msg.cmsgs().ok().and_then(|mut messages| {
+        messages.find_map(|m| match m {
+            ControlMessageOwned::ScmTimestampns(ts) => Some(ts),
+            _ => None,
+        })
+    });
+    let at = stamp.and_then(|ts| {
+        let secs = u64::try_from(ts.tv_sec()).ok()?;
+        let nanos = u32::try_from(ts.tv_nsec()).ok()?;
+        Some(std::time::UNIX_EPOCH + Duration::new(secs, nanos))
+    });
+    Ok((msg.bytes, arrival(at, floor), began))
 }
 
 /// Reads what is there into `buf`: the byte count (0 at the end of the

@@ -2,6 +2,7 @@
 //! policies, the classification of its send errors, small bodies read
 //! within their caps.
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::time::timeout_at;
@@ -25,18 +26,54 @@ pub(super) fn install_crypto_provider() {
 /// `http://` targets, they fail saying where the redirect points (a
 /// followed one would turn a POST into a GET, or put a second request's
 /// round trip into the figures).
+///
+/// Built when first used: a reqwest client reads and parses the system's
+/// root certificates (some 150 files here), which cost a gate's client
+/// thread on an `http://` target, which never uses them, more CPU than
+/// its first few hundred tokens.
 #[derive(Debug, Clone)]
 pub(super) struct Http {
-    pub(super) small: reqwest::Client,
-    pub(super) stream: reqwest::Client,
+    timeouts: Timeouts,
+    built: Arc<OnceLock<Result<Built, CallError>>>,
+}
+
+#[derive(Debug)]
+struct Built {
+    small: reqwest::Client,
+    stream: reqwest::Client,
 }
 
 impl Http {
-    pub(super) fn new(timeouts: Timeouts) -> Result<Http, CallError> {
-        Ok(Http {
-            small: http_client(timeouts, reqwest::redirect::Policy::custom(same_origin))?,
-            stream: http_client(timeouts, reqwest::redirect::Policy::none())?,
-        })
+    pub(super) fn new(timeouts: Timeouts) -> Http {
+        Http {
+            timeouts,
+            built: Arc::default(),
+        }
+    }
+
+    fn built(&self) -> Result<&Built, CallError> {
+        self.built
+            .get_or_init(|| {
+                Ok(Built {
+                    small: http_client(
+                        self.timeouts,
+                        reqwest::redirect::Policy::custom(same_origin),
+                    )?,
+                    stream: http_client(self.timeouts, reqwest::redirect::Policy::none())?,
+                })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The client of small requests.
+    pub(super) fn small(&self) -> Result<&reqwest::Client, CallError> {
+        self.built().map(|b| &b.small)
+    }
+
+    /// The client of `https://` generation requests.
+    pub(super) fn stream(&self) -> Result<&reqwest::Client, CallError> {
+        self.built().map(|b| &b.stream)
     }
 }
 

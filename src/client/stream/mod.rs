@@ -160,7 +160,7 @@ impl Client {
         timeouts: Timeouts,
     ) -> Result<Self, CallError> {
         install_crypto_provider();
-        let http = Http::new(timeouts)?;
+        let http = Http::new(timeouts);
         let dialect = dialect::of(api);
         Ok(Self {
             http,
@@ -180,12 +180,13 @@ impl Client {
     /// sockets belong to that thread's runtime, the only one that drives
     /// them (a current-thread runtime polls its sockets only inside its own
     /// `block_on`).
-    pub fn for_thread(&self) -> Result<Self, CallError> {
-        Ok(Self {
-            http: Http::new(self.timeouts)?,
+    #[must_use]
+    pub fn for_thread(&self) -> Self {
+        Self {
+            http: Http::new(self.timeouts),
             raw: self.raw.as_ref().map(raw::Pool::empty_like),
             ..self.clone()
-        })
+        }
     }
 
     /// The same client with other byte caps.
@@ -207,6 +208,16 @@ impl Client {
     /// for were waiting on them.
     pub fn unsolicited(&self) -> u64 {
         self.raw.as_ref().map_or(0, raw::Pool::unsolicited)
+    }
+
+    /// Opens keep-alive connections until `count` wait idle (`http://`
+    /// targets; reqwest keeps its own): what a gate's streams will use,
+    /// opened before its window. The count opened.
+    pub async fn preconnect(&self, count: usize) -> usize {
+        match &self.raw {
+            Some(pool) => pool.fill(count, self.timeouts.connect).await,
+            None => 0,
+        }
     }
 
     /// The server root.
@@ -297,7 +308,7 @@ impl Client {
         let deadline = tokio::time::Instant::now() + self.small_deadline().1;
         let auth = self.admin_auth.as_ref().or(self.auth.as_ref());
         let resp = self
-            .send_small(self.http.small.post(url), path, deadline, auth)
+            .send_small(self.http.small()?.post(url), path, deadline, auth)
             .await?;
         let status = resp.status();
         if status.is_success() {
@@ -324,7 +335,12 @@ impl Client {
         let url = format!("{}{path}", self.base_url);
         let deadline = tokio::time::Instant::now() + self.small_deadline().1;
         let resp = self
-            .send_small(self.http.small.get(url), path, deadline, self.auth.as_ref())
+            .send_small(
+                self.http.small()?.get(url),
+                path,
+                deadline,
+                self.auth.as_ref(),
+            )
             .await?;
         let status = resp.status().as_u16();
         let text = bounded_text(resp, self.limits.document, deadline, path).await?;
@@ -424,7 +440,7 @@ impl Client {
         }
         let mut builder = self
             .http
-            .stream
+            .stream()?
             .post(self.url())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "text/event-stream")

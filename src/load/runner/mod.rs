@@ -157,24 +157,19 @@ pub async fn run_watched(
     let cpus = threads::pins(n, threads.pin, &all);
     let mut outs = Vec::new();
     for (k, cpu) in cpus.into_iter().enumerate() {
-        let started = client
-            .for_thread()
-            .map_err(|e| e.to_string())
-            .and_then(|thread_client| {
-                let (tx, rx) = oneshot::channel();
-                let (shared, going, all) = (Arc::clone(&shared), going.clone(), all.clone());
-                // Made here, so that a job dropped unrun still says so.
-                let warming = shared.warming();
-                threads::run_on(
-                    k,
-                    Box::new(move || {
-                        let out =
-                            client_thread(k, thread_client, &shared, going, (cpu, &all), warming);
-                        let _ = tx.send(out);
-                    }),
-                )
-                .map(|()| rx)
-            });
+        let thread_client = client.for_thread();
+        let (tx, rx) = oneshot::channel();
+        let (shared, going, all) = (Arc::clone(&shared), going.clone(), all.clone());
+        // Made here, so that a job dropped unrun still says so.
+        let warming = shared.warming();
+        let started = threads::run_on(
+            k,
+            Box::new(move || {
+                let out = client_thread(k, thread_client, &shared, going, (cpu, &all), warming);
+                let _ = tx.send(out);
+            }),
+        )
+        .map(|()| rx);
         match started {
             Ok(rx) => outs.push(rx),
             Err(e) => {

@@ -9,13 +9,29 @@ use crate::client::{CallError, Client, ErrorKind};
 use crate::load::metrics::Recorder;
 use crate::load::selfcheck::ThreadCheck;
 use crate::load::threads;
-use crate::suite::Pace;
+use crate::suite::{Load, Pace};
 
 /// Thread `thread` of `threads`'s share of `total` workers.
 fn share(total: u32, thread: usize, threads: usize) -> u32 {
     let n = u32::try_from(threads).unwrap_or(u32::MAX).max(1);
     let k = u32::try_from(thread).unwrap_or(u32::MAX);
     total / n + u32::from(k < total % n)
+}
+
+/// The streams thread `k` of `n` runs in a window: its closed-loop
+/// workers, or its share of an open loop's `max_in_flight` (an open loop
+/// without one: as many as the server keeps in flight, not known before).
+fn window_streams(load: &Load, k: usize, n: usize) -> u32 {
+    match load.pace {
+        Pace::Closed { concurrency } => {
+            let total = load
+                .requests
+                .map_or(concurrency, |c| concurrency.min(c))
+                .max(1);
+            share(total, k, n)
+        }
+        Pace::Open { max_in_flight, .. } => max_in_flight.map_or(0, |m| share(m, k, n)),
+    }
 }
 
 /// Client thread `k`: its own runtime, its warm-up share, then its shard
@@ -89,6 +105,11 @@ async fn shard(
         let workers = share(shared.warm_concurrency.min(load.warmup), k, n);
         closed(client, gate, workers, &Arc::default(), &warm).await;
     }
+    // The connections its window's streams will use, opened now: a
+    // request of the window that had to connect first would carry the
+    // connect in its TTFT, and a gate's figures would depend on how many
+    // warm-up requests it had.
+    client.preconnect(window_streams(load, k, n) as usize).await;
     warming.done();
     let Ok(Go::Measure(start)) = go.wait_for(|g| *g != Go::Wait).await.map(|g| *g) else {
         return ShardOut {
@@ -110,12 +131,8 @@ async fn shard(
     let cpu_before = threads::thread_cpu();
     let delay_before = crate::stamp::run_delay();
     let (rec, streams, starts, late_starts) = match load.pace {
-        Pace::Closed { concurrency } => {
-            let total = load
-                .requests
-                .map_or(concurrency, |c| concurrency.min(c))
-                .max(1);
-            let workers = share(total, k, n);
+        Pace::Closed { .. } => {
+            let workers = window_streams(load, k, n);
             let rec = closed(client, gate, workers, &shared.next, &window).await;
             (rec, workers, 0, 0)
         }
@@ -123,7 +140,7 @@ async fn shard(
             rate,
             arrival,
             seed,
-            max_in_flight,
+            ..
         } => {
             let part = OpenShard {
                 thread: k,
@@ -134,12 +151,7 @@ async fn shard(
             };
             let (rec, starts, late) =
                 open(client, gate, (rate, arrival, seed), part, &window).await;
-            (
-                rec,
-                max_in_flight.map_or(0, |m| share(m, k, n)),
-                starts,
-                late,
-            )
+            (rec, window_streams(load, k, n), starts, late)
         }
     };
     let wall = start.elapsed().as_secs_f64();
