@@ -223,6 +223,17 @@ enum Command {
         /// real-time thread on the client's core, 20 ms on, 5 ms off).
         #[arg(long, value_enum, default_value = "none")]
         contention: bench::Contention,
+        /// The simulator's time to first token (default: 10ms for paced
+        /// rows, 0 unpaced).
+        #[arg(long, value_parser = servegate::units::parse_duration)]
+        ttft: Option<Duration>,
+        /// Tokens after the first the simulator writes at once, every
+        /// N × ITL (a loaded server's events reaching its socket together).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        pack: u32,
+        /// `table` for people, `json` for scripts.
+        #[arg(long, value_enum, default_value = "table")]
+        format: bench::BenchFormat,
     },
     /// The code-probe sandbox's helper: servegate re-executes itself with
     /// this to contain model-written code (never shown in `--help`).
@@ -493,6 +504,9 @@ fn main() -> ExitCode {
             tokens,
             duration,
             contention,
+            ttft,
+            pack,
+            format,
         } => {
             let opts = BenchOptions {
                 streams,
@@ -501,6 +515,9 @@ fn main() -> ExitCode {
                 tokens,
                 duration,
                 contention,
+                ttft,
+                pack,
+                format,
             };
             match bench::run(&opts) {
                 Ok(table) => {

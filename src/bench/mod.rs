@@ -35,7 +35,7 @@ pub use contention::Contention;
 use contention::contend;
 use process::{pin_self, spawn_sim, taskset};
 pub use soak::{SoakOptions, soak};
-use table::{header, measure_row, scaling};
+use table::{RowAt, header, measure_row, scaling};
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -53,6 +53,23 @@ pub struct BenchOptions {
     pub duration: Duration,
     /// Other work beside the client during every row.
     pub contention: Contention,
+    /// The simulator's time to first token (`None`: 10 ms paced, none
+    /// unpaced).
+    pub ttft: Option<Duration>,
+    /// Tokens after the first the simulator writes at once.
+    pub pack: u32,
+    /// How the rows are written.
+    pub format: BenchFormat,
+}
+
+/// How `servegate bench-client` writes its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchFormat {
+    /// Aligned tables for people.
+    Table,
+    /// One JSON document (`servegate_version`, the options, `rows`): for
+    /// scripts that compare runs (`scripts/bench-client-ab.sh`).
+    Json,
 }
 
 fn gate(concurrency: u32, tokens: u32, duration: Duration) -> Gate {
@@ -108,6 +125,7 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
     let contenders = contend(opts.contention, &cpus)?;
     let mut held: Vec<(Duration, u32, usize, f64)> = Vec::new();
     let mut parts = String::new();
+    let mut rows = Vec::new();
     for &itl in &opts.itl {
         for &threads in &opts.threads {
             // The simulator on the last core, the client's threads on the
@@ -117,16 +135,33 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
             if !own && can_pin {
                 let _ = pin_self(&list(&cpus));
             }
-            let ttft = if itl.is_zero() {
+            let ttft = opts.ttft.unwrap_or(if itl.is_zero() {
                 Duration::ZERO
             } else {
                 Duration::from_millis(10)
-            };
-            let sim = spawn_sim(ttft, itl, true, cpus.last().copied().filter(|_| own))?;
+            });
+            let sim = spawn_sim(
+                ttft,
+                itl,
+                Some(opts.pack),
+                cpus.last().copied().filter(|_| own),
+            )?;
             for &streams in &opts.streams {
                 let row = measure_row(&rt, &sim.url, streams, threads, opts, contenders.as_ref())?;
                 held.push((itl, streams, threads, row.rate()));
-                let (main, part) = row.lines(threads, itl, streams, placed);
+                let at = RowAt {
+                    threads,
+                    itl,
+                    streams,
+                    placed,
+                };
+                if opts.format == BenchFormat::Json {
+                    let mut row = row.json(at);
+                    row["ttft_sim_s"] = ttft.as_secs_f64().into();
+                    rows.push(row);
+                    continue;
+                }
+                let (main, part) = row.lines(at);
                 let _ = writeln!(out, "{main}");
                 let _ = writeln!(parts, "{part}");
             }
@@ -134,6 +169,18 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
     }
     if can_pin {
         let _ = pin_self(&list(&cpus));
+    }
+    if opts.format == BenchFormat::Json {
+        let doc = serde_json::json!({
+            "servegate_version": env!("CARGO_PKG_VERSION"),
+            "tokens": opts.tokens,
+            "duration_s": opts.duration.as_secs_f64(),
+            "pack": opts.pack,
+            "contention": format!("{:?}", opts.contention).to_lowercase(),
+            "cpus": cpus.len(),
+            "rows": rows,
+        });
+        return Ok(format!("{doc:#}\n"));
     }
     let _ = writeln!(
         out,

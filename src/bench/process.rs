@@ -36,10 +36,12 @@ fn pinned(program: &std::ffi::OsStr, cpus: Option<&str>) -> Command {
     }
 }
 
+/// `servegate sim` in a child process (on `cpu` when given): the stamped
+/// streamer writing `stamped` tokens at a time, or the simulator (`None`).
 pub(super) fn spawn_sim(
     ttft: Duration,
     itl: Duration,
-    stamp: bool,
+    stamped: Option<u32>,
     cpu: Option<usize>,
 ) -> Result<SimProcess, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
@@ -59,9 +61,16 @@ pub(super) fn spawn_sim(
         &itl,
         "--capacity",
         "1000000",
-    ];
-    if stamp {
-        args.push("--stamp-tokens");
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect::<Vec<_>>();
+    if let Some(pack) = stamped {
+        args.extend([
+            "--stamp-tokens".into(),
+            "--pack-tokens".into(),
+            pack.to_string(),
+        ]);
     }
     let cpu = cpu.map(|c| c.to_string());
     let mut child = pinned(exe.as_os_str(), cpu.as_deref())

@@ -67,7 +67,7 @@ pub fn soak(opts: &SoakOptions) -> Result<(String, bool), String> {
     let sim = spawn_sim(
         twenty,
         twenty,
-        false,
+        None,
         cpus.last().copied().filter(|_| can_pin),
     )?;
     let mut out = String::new();

@@ -20,6 +20,17 @@ use crate::units::{format_duration, format_secs};
 /// Answers kept whole per row for the timing error.
 const KEEP: usize = 2000;
 
+/// Where a row was measured.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RowAt {
+    pub(super) threads: usize,
+    /// The simulator's gap between tokens.
+    pub(super) itl: Duration,
+    pub(super) streams: u32,
+    /// Whether the simulator had a core of its own.
+    pub(super) placed: bool,
+}
+
 /// One row: a gate of `streams` streams on `threads` client threads.
 pub(super) struct Row {
     metrics: GateMetrics,
@@ -100,50 +111,96 @@ impl Row {
 
     /// The self-check's bound on a figure of the row, as shown.
     fn bound(&self, figure: MetricKey) -> String {
+        self.bound_secs(figure)
+            .map_or_else(|| "-".into(), format_secs)
+    }
+
+    /// The worst client thread's value of `f` (NaN for none).
+    fn worst(&self, f: fn(&crate::load::selfcheck::ThreadCheck) -> Option<f64>) -> f64 {
+        self.metrics
+            .client
+            .threads
+            .iter()
+            .filter_map(f)
+            .fold(f64::NAN, f64::max)
+    }
+
+    /// The share of token chunks a late read merged (NaN for none).
+    fn merged(&self) -> f64 {
+        let b = &self.metrics.bounds;
+        #[expect(clippy::cast_precision_loss, reason = "token counts")]
+        if b.marks == 0 {
+            f64::NAN
+        } else {
+            b.merged as f64 / b.marks as f64
+        }
+    }
+
+    /// The self-check's bound on a figure, in seconds.
+    fn bound_secs(&self, figure: MetricKey) -> Option<f64> {
         self.check
             .figures
             .iter()
             .find(|f| f.figure == figure)
             .and_then(|f| f.bound)
-            .map_or_else(|| "-".into(), format_secs)
+    }
+
+    /// The row as `--format json` writes it: times in seconds, shares as
+    /// fractions, `null` where there is none.
+    pub(super) fn json(&self, at: RowAt) -> serde_json::Value {
+        let t = &self.truth;
+        let num = |v: f64| (!v.is_nan()).then_some(v);
+        let p = |v: &[f64]| num(quantile(v, 0.99));
+        let figure = |measured: &[f64], truth: &[f64], err: &[f64], key: MetricKey| {
+            serde_json::json!({
+                "p99_s": p(measured),
+                "true_p99_s": p(truth),
+                "err_p99_s": p(err),
+                "err_p50_s": num(quantile(err, 0.5)),
+                "bound_s": self.bound_secs(key),
+            })
+        };
+        serde_json::json!({
+            "threads": at.threads,
+            "itl_s": at.itl.as_secs_f64(),
+            "streams": at.streams,
+            "sim_own_cpu": at.placed,
+            "tokens_per_s": self.rate(),
+            "cpu_per_token_s": self.per_token.map(|d| d.as_secs_f64()),
+            "busy": num(self.worst(|t| t.busy)),
+            "waited": num(self.worst(|t| t.waited)),
+            "merged": num(self.merged()),
+            "ttft": figure(&t.ttft, &t.ttft_true, &t.ttft_err, MetricKey::stat(Metric::Ttft, Stat::P99)),
+            "itl": figure(&t.itl, &t.itl_true, &t.itl_err, MetricKey::stat(Metric::Itl, Stat::P99)),
+            "ttft_server_queue_p99_s": p(&t.queue),
+            "ttft_outside_p99_s": p(&t.outside),
+            "write_p99_s": p(&t.write),
+            "errors": self.metrics.errors + t.unreadable,
+            "limited": self.check.limited.is_some(),
+        })
     }
 
     /// Its line of the main table and of the TTFT breakdown.
-    pub(super) fn lines(
-        &self,
-        threads: usize,
-        itl: Duration,
-        streams: u32,
-        placed: bool,
-    ) -> (String, String) {
+    pub(super) fn lines(&self, at: RowAt) -> (String, String) {
+        let RowAt {
+            threads,
+            itl,
+            streams,
+            placed,
+        } = at;
         let m = &self.metrics;
         let per_token = self.per_token.map_or_else(
             || "n/a".into(),
             |cpu| format!("{:.2}µs", cpu.as_secs_f64() * 1e6),
         );
-        let worst = |f: fn(&crate::load::selfcheck::ThreadCheck) -> Option<f64>| {
-            m.client
-                .threads
-                .iter()
-                .filter_map(f)
-                .fold(f64::NAN, f64::max)
-        };
-        #[expect(clippy::cast_precision_loss, reason = "token counts")]
-        let merged = if m.bounds.marks == 0 {
-            "n/a".to_owned()
-        } else {
-            format!(
-                "{:.1}%",
-                100.0 * m.bounds.merged as f64 / m.bounds.marks as f64
-            )
-        };
+        let merged = or_na(self.merged(), |v| format!("{:.1}%", 100.0 * v));
         let t = &self.truth;
         let main = format!(
             "{threads:>7} {:>6} {streams:>7} {:>10.0} {per_token:>9} {:>6} {:>6} {merged:>7} {:>21} {:>10} {:>10} {:>21} {:>10} {:>10} {:>6}  {}{}",
             gap(itl),
             self.rate(),
-            or_na(worst(|t| t.busy), |b| format!("{:.0}%", 100.0 * b)),
-            or_na(worst(|t| t.waited), |w| format!("{:.0}%", 100.0 * w)),
+            or_na(self.worst(|t| t.busy), |b| format!("{:.0}%", 100.0 * b)),
+            or_na(self.worst(|t| t.waited), |w| format!("{:.0}%", 100.0 * w)),
             format!("{} ({})", p99(&t.ttft), p99(&t.ttft_true)),
             p99(&t.ttft_err),
             self.bound(MetricKey::stat(Metric::Ttft, Stat::P99)),
@@ -180,8 +237,17 @@ impl Row {
 
 /// The header of the main table.
 pub(super) fn header(opts: &BenchOptions) -> String {
+    let ttft = opts.ttft.map_or_else(
+        || "10ms paced, 0 unpaced".to_owned(),
+        |t| format_secs(t.as_secs_f64()),
+    );
+    let pack = if opts.pack > 1 {
+        format!(", tokens written {} at a time", opts.pack)
+    } else {
+        String::new()
+    };
     let mut out = format!(
-        "servegate bench-client: stamped simulator in its own process; {} tokens per stream, {} per row{}\n",
+        "servegate bench-client: stamped simulator in its own process (TTFT {ttft}{pack}); {} tokens per stream, {} per row{}\n",
         opts.tokens,
         format_secs(opts.duration.as_secs_f64()),
         opts.contention.words()

@@ -39,6 +39,10 @@ pub(crate) struct SimArgs {
     /// streamer whose tokens are their own send times (µs since the epoch).
     #[arg(long)]
     stamp_tokens: bool,
+    /// With `--stamp-tokens`: tokens after the first written N at a time,
+    /// every N × ITL (a loaded server's events reaching its socket together).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "stamp_tokens", value_parser = clap::value_parser!(u32).range(1..))]
+    pack_tokens: u32,
     /// Health checks answer 503 "Loading model" for this long after start.
     #[arg(long, value_parser = servegate::units::parse_duration)]
     loading: Option<Duration>,
@@ -128,12 +132,13 @@ pub(crate) fn serve_sim(set: &SimArgs) -> ExitCode {
             return ExitCode::from(Exit::Failed);
         }
     };
-    let stamp_tokens = set.stamp_tokens;
+    let (stamp_tokens, pack) = (set.stamp_tokens, set.pack_tokens);
     runtime.block_on(async {
         let model = profile.model.clone();
         let (ttft, itl) = (profile.ttft, profile.itl);
         let spawned = if stamp_tokens {
-            sim::listen(addr).and_then(|l| sim::stamped::spawn(l, ttft, itl))
+            sim::listen(addr)
+                .and_then(|l| sim::stamped::spawn(l, sim::stamped::Pace { ttft, itl, pack }))
         } else {
             sim::spawn(profile, addr)
         };

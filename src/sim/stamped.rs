@@ -4,8 +4,12 @@
 //! first token also carries when the request's last bytes reached this
 //! host (the kernel's receive stamp) and when the streamer had read it,
 //! the start of a server's own TTFT (`<arrived>:<read>:<sent> `, each in
-//! microseconds since the epoch).
-//! (`servegate sim --stamp-tokens`, used by `servegate bench-client`.)
+//! microseconds since the epoch). With `pack` above one it writes the
+//! tokens after the first that many at once, every `pack × itl`, the way a
+//! loaded server's events reach its socket together: each carries the
+//! write's stamp.
+//! (`servegate sim --stamp-tokens [--pack-tokens N]`, used by
+//! `servegate bench-client`.)
 
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -17,14 +21,29 @@ use tokio::time::{Instant, sleep_until};
 use super::RunningSim;
 use crate::stamp;
 
+/// The pace of a stamped stream.
+#[derive(Debug, Clone, Copy)]
+pub struct Pace {
+    /// Before the first write.
+    pub ttft: Duration,
+    /// Between tokens.
+    pub itl: Duration,
+    /// Tokens per write (at least one).
+    pub pack: u32,
+}
+
 /// Serves stamped streams on `listener` until the handle is dropped.
-pub fn spawn(listener: TcpListener, ttft: Duration, itl: Duration) -> std::io::Result<RunningSim> {
+pub fn spawn(listener: TcpListener, pace: Pace) -> std::io::Result<RunningSim> {
     let addr: SocketAddr = listener.local_addr()?;
+    let pace = Pace {
+        pack: pace.pack.max(1),
+        ..pace
+    };
     let task = tokio::spawn(async move {
         while let Ok((sock, _)) = listener.accept().await {
             let _ = sock.set_nodelay(true);
             stamp::enable(&sock);
-            tokio::spawn(connection(sock, ttft, itl));
+            tokio::spawn(connection(sock, pace));
         }
     });
     Ok(RunningSim { addr, task })
@@ -97,13 +116,14 @@ fn frame(data: &str) -> String {
     format!("{:x}\r\n{data}\r\n", data.len())
 }
 
-async fn connection(mut sock: TcpStream, ttft: Duration, itl: Duration) {
+async fn connection(mut sock: TcpStream, pace: Pace) {
     let mut buf = Vec::new();
     // The floor of the first read's stamp: its bytes may have waited in
     // the kernel before the connection was accepted.
     let mut arrived = Instant::now()
         .checked_sub(Duration::from_secs(1))
         .unwrap_or_else(Instant::now);
+    let mut out = String::new();
     while let Some(tokens) = request(&sock, &mut buf, &mut arrived).await {
         let read = micros();
         let arrived = stamp::epoch_micros(arrived.into_std());
@@ -111,19 +131,41 @@ async fn connection(mut sock: TcpStream, ttft: Duration, itl: Duration) {
         if sock.write_all(head).await.is_err() {
             return;
         }
-        let mut at = Instant::now() + ttft;
-        for i in 0..tokens {
-            sleep_until(at).await;
-            at += itl;
-            let us = micros();
-            let stamp = if i == 0 {
-                format!("{arrived}:{read}:{us}")
+        // The first token on its own, then `pack` at a time, each write
+        // when its last token is due.
+        let mut at = Instant::now() + pace.ttft;
+        let mut i = 0;
+        while i < tokens {
+            let n = if i == 0 {
+                1
             } else {
-                us.to_string()
+                u64::from(pace.pack).min(tokens - i)
             };
-            let data =
-                format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{stamp} \"}}}}]}}\n\n");
-            if sock.write_all(frame(&data).as_bytes()).await.is_err() {
+            if i > 0 {
+                at += pace.itl * u32::try_from(n).unwrap_or(1);
+            }
+            sleep_until(at).await;
+            let us = micros();
+            out.clear();
+            for j in i..i + n {
+                let stamp = if j == 0 {
+                    format!("{arrived}:{read}:{us}")
+                } else {
+                    us.to_string()
+                };
+                out.push_str(&frame(&format!(
+                    "data: {{\"choices\":[{{\"delta\":{{\"content\":\"{stamp} \"}}}}]}}\n\n"
+                )));
+            }
+            i += n;
+            // Unconstrained: a write that found tokio's cooperative budget
+            // spent would yield between its stamp and its bytes, behind
+            // every other stream's turn, and the truth would carry the
+            // simulator's own lag.
+            if tokio::task::unconstrained(sock.write_all(out.as_bytes()))
+                .await
+                .is_err()
+            {
                 return;
             }
         }

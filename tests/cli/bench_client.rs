@@ -206,3 +206,109 @@ fn bench_client_prints_its_rows_timing_error_and_scaling() {
         ],
     );
 }
+
+/// `--format json` holds the rows' figures for scripts; `--pack 4` makes
+/// the simulator write the tokens after the first four at a time, every
+/// 4 × ITL, each stamped with its write: every answer is still read back
+/// token by token against its stamps (no unreadable answer), the true ITL
+/// p99 is a write's gap, and the tokens of one write arrive together.
+#[test]
+fn bench_client_writes_json_and_reads_a_packing_simulator() {
+    let o = servegate(&[
+        "bench-client",
+        "--streams",
+        "2",
+        "--itl",
+        "5ms",
+        "--tokens",
+        "17",
+        "--duration",
+        "500ms",
+        "--pack",
+        "4",
+        "--ttft",
+        "20ms",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.code, Some(0), "{}", o.out);
+    let doc: serde_json::Value =
+        serde_json::from_str(&o.out).unwrap_or_else(|e| panic!("{e}: {}", o.out));
+    assert_eq!(
+        (doc["pack"].as_u64(), doc["tokens"].as_u64()),
+        (Some(4), Some(17))
+    );
+    let rows = doc["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 1, "{doc:#}");
+    let row = &rows[0];
+    assert_eq!(
+        (row["streams"].as_u64(), row["errors"].as_u64()),
+        (Some(2), Some(0)),
+        "{row:#}"
+    );
+    assert_eq!(row["ttft_sim_s"].as_f64(), Some(0.02), "{row:#}");
+    let f = |v: &serde_json::Value| v.as_f64().unwrap_or_else(|| panic!("{v} in {row:#}"));
+    assert!(f(&row["tokens_per_s"]) > 0.0 && f(&row["cpu_per_token_s"]) > 0.0);
+    // Three of every four tokens after the first share their write.
+    assert!(f(&row["merged"]) >= 0.5, "{row:#}");
+    // The true gaps: 0 inside a write, 20 ms between writes (the p99).
+    let itl_true = f(&row["itl"]["true_p99_s"]);
+    assert!((0.018..0.1).contains(&itl_true), "{row:#}");
+    // The server's TTFT is the simulator's 20 ms and more, never less.
+    assert!(f(&row["ttft"]["true_p99_s"]) >= 0.0195, "{row:#}");
+}
+
+/// The project's regression bench (`scripts/bench-client-ab.sh`) end to
+/// end, on its two-stream `smoke` cell with this build as both sides:
+/// it runs each side, reads their tables back and prints the medians with
+/// a new/ref ratio and every run's verdict; an unknown cell is an error.
+#[test]
+fn the_regression_bench_compares_two_builds() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ab.txt");
+    let bin = env!("CARGO_BIN_EXE_servegate");
+    let run = |cells: &str| {
+        std::process::Command::new("bash")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/scripts/bench-client-ab.sh"
+            ))
+            .envs([
+                ("SERVEGATE_REF_BIN", bin),
+                ("SERVEGATE_NEW_BIN", bin),
+                ("CELLS", cells),
+                ("REPEATS", "2"),
+                ("DURATION", "300ms"),
+            ])
+            .env("OUT", &out)
+            .output()
+            .unwrap()
+    };
+    let o = run("smoke");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), text);
+    assert!(text.contains("2 runs each, alternating; medians"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("smoke "))
+        .unwrap_or_else(|| panic!("no smoke row in:\n{text}"));
+    let w: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!((w[1], w[2], w[3]), ("1", "5.00ms", "2"), "{row}");
+    assert!(w[4].ends_with("µs") && w[5].ends_with("µs"), "{row}");
+    assert!(w[6].ends_with('×'), "a new/ref ratio: {row}");
+    for verdicts in &w[w.len() - 2..] {
+        let v: Vec<&str> = verdicts.split(',').collect();
+        assert!(
+            v.len() == 2 && v.iter().all(|v| *v == "ok" || *v == "LIMITED"),
+            "two runs' verdicts: {row}"
+        );
+    }
+    let o = run("nonsense");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no cell nonsense"));
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The project's regression bench of its own client: `servegate bench-client`
+# cells run by this tree's release build and by a reference build,
+# alternating, REPEATS times each, with medians and new/ref ratios — a
+# machine's noise moves both alike, so read the ratios. Where oha is on the
+# PATH (a raw-HTTP load tool that parses no tokens: the floor), its CPU per
+# token against the same stamped simulator is measured beside them.
+#
+#   scripts/bench-client-ab.sh [REF]
+#
+# REF: a commit (default: HEAD when the tree has changes, else HEAD~1),
+# built once into target/bench-ab/<commit>/ (a full release build the
+# first time), or SERVEGATE_REF_BIN=path/to/servegate to skip the build.
+# CELLS (default "paced unpaced slow"; "big" adds 10,000 streams), REPEATS
+# (default 3), DURATION (default 5s), OUT (default target/bench-ab/last.txt);
+# SERVEGATE_NEW_BIN names this tree's build instead of building it (the
+# `smoke` cell, two streams, is tests/cli/bench_client.rs's).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repeats=${REPEATS:-3}
+duration=${DURATION:-5s}
+cells=${CELLS:-paced unpaced slow}
+out=${OUT:-target/bench-ab/last.txt}
+
+if [ -n "${SERVEGATE_REF_BIN:-}" ]; then
+    ref_bin=$SERVEGATE_REF_BIN
+    ref_name=$ref_bin
+else
+    ref=${1:-}
+    if [ -z "$ref" ]; then
+        if git diff --quiet HEAD; then ref=HEAD~1; else ref=HEAD; fi
+    fi
+    commit=$(git rev-parse --verify "$ref^{commit}")
+    dir=target/bench-ab/$commit
+    ref_bin=$dir/target/release/servegate
+    ref_name="$ref ($(git log -1 --format='%h %s' "$commit" | cut -c1-60))"
+    if [ ! -x "$ref_bin" ]; then
+        echo "bench-client-ab: building $ref_name into $dir" >&2
+        mkdir -p "$dir/src"
+        git archive "$commit" | tar -x -C "$dir/src"
+        cargo build --release --quiet --manifest-path "$dir/src/Cargo.toml" --target-dir "$dir/target"
+    fi
+fi
+if [ -n "${SERVEGATE_NEW_BIN:-}" ]; then
+    new_bin=$SERVEGATE_NEW_BIN
+else
+    cargo build --release --quiet
+    new_bin=target/release/servegate
+fi
+mkdir -p "$(dirname "$out")"
+
+# Each cell: a name and bench-client's arguments.
+declare -A args=(
+    [paced]="--itl 10ms --tokens 128 --streams 1,64,256"
+    [unpaced]="--itl 0ms --tokens 256 --streams 512"
+    [slow]="--itl 100ms --tokens 32 --streams 1000,4000"
+    [big]="--itl 100ms --tokens 32 --streams 10000"
+    [smoke]="--itl 5ms --tokens 8 --streams 2"
+)
+# The tables themselves, kept beside the summary (the TTFT breakdown is in them).
+raw=${OUT%.txt}.raw
+rm -rf "$raw" && mkdir -p "$raw"
+for cell in $cells; do
+    [ -n "${args[$cell]:-}" ] || { echo "bench-client-ab: no cell $cell (paced, unpaced, slow, big, smoke)" >&2; exit 2; }
+    # At 100 ms a token a 32-token answer takes 3.2 s: a longer window.
+    case $cell in slow | big) d=10s ;; *) d=$duration ;; esac
+    for i in $(seq 1 "$repeats"); do
+        for who in ref new; do
+            bin=$ref_bin
+            [ "$who" = new ] && bin=$new_bin
+            echo "bench-client-ab: $cell, $who, run $i of $repeats" >&2
+            # shellcheck disable=SC2086
+            "$bin" bench-client ${args[$cell]} --duration "$d" >"$raw/$cell.$who.$i" 2>&1 \
+                || { echo "bench-client-ab: $who failed on $cell:" >&2; cat "$raw/$cell.$who.$i" >&2; exit 1; }
+        done
+    done
+done
+if command -v oha >/dev/null 2>&1 && [[ " $cells " == *" paced "* ]]; then
+    for i in $(seq 1 "$repeats"); do
+        for streams in 1 64 256; do
+            python3 scripts/bench-client-ab.py oha "$new_bin" "$streams" >>"$raw/oha"
+        done
+    done
+fi
+python3 scripts/bench-client-ab.py summary "$raw" "$ref_name" "$(git describe --always --dirty)" | tee "$out"
