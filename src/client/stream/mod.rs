@@ -161,6 +161,11 @@ impl Client {
     ) -> Result<Self, CallError> {
         install_crypto_provider();
         let http = Http::new(timeouts);
+        // Built now, outside any request's deadline: parsing the system's
+        // root certificates takes tens of milliseconds in a debug build,
+        // and a discovery deadline of 40 ms met it (threads' clients stay
+        // lazy: theirs are built when an https:// stream needs them).
+        http.small()?;
         let dialect = dialect::of(api);
         Ok(Self {
             http,
@@ -208,16 +213,6 @@ impl Client {
     /// for were waiting on them.
     pub fn unsolicited(&self) -> u64 {
         self.raw.as_ref().map_or(0, raw::Pool::unsolicited)
-    }
-
-    /// Opens keep-alive connections until `count` wait idle (`http://`
-    /// targets; reqwest keeps its own): what a gate's streams will use,
-    /// opened before its window. The count opened.
-    pub async fn preconnect(&self, count: usize) -> usize {
-        match &self.raw {
-            Some(pool) => pool.fill(count, self.timeouts.connect).await,
-            None => 0,
-        }
     }
 
     /// The server root.

@@ -105,11 +105,6 @@ async fn shard(
         let workers = share(shared.warm_concurrency.min(load.warmup), k, n);
         closed(client, gate, workers, &Arc::default(), &warm).await;
     }
-    // The connections its window's streams will use, opened now: a
-    // request of the window that had to connect first would carry the
-    // connect in its TTFT, and a gate's figures would depend on how many
-    // warm-up requests it had.
-    client.preconnect(window_streams(load, k, n) as usize).await;
     warming.done();
     let Ok(Go::Measure(start)) = go.wait_for(|g| *g != Go::Wait).await.map(|g| *g) else {
         return ShardOut {
