@@ -58,7 +58,7 @@ declare -A args=(
     [smoke]="--itl 5ms --tokens 8 --streams 2"
 )
 # The tables themselves, kept beside the summary (the TTFT breakdown is in them).
-raw=${OUT%.txt}.raw
+raw=${out%.txt}.raw
 rm -rf "$raw" && mkdir -p "$raw"
 for cell in $cells; do
     [ -n "${args[$cell]:-}" ] || { echo "bench-client-ab: no cell $cell (paced, unpaced, slow, big, smoke)" >&2; exit 2; }

@@ -8,6 +8,8 @@
 //! others. On Linux the kernel stamps every received packet
 //! (`SO_TIMESTAMPNS`) and `recvmsg` hands the stamp of the newest packet
 //! read back; elsewhere the stamp is the clock read after `read` returns.
+//! A client's request is dated the same way at its other end: when the
+//! kernel sent its last byte (a transmit stamp, [`sent`]).
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -27,6 +29,91 @@ pub fn enable(conn: &TcpStream) {
 /// Asks the kernel to stamp what this connection receives (not here).
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 pub fn enable(_conn: &TcpStream) {}
+
+/// Asks the kernel also to stamp when what this connection sends leaves
+/// for the wire (`SO_TIMESTAMPING`, software transmit stamps: one per
+/// write, for its last byte, queued on the socket's error queue and read
+/// by [`sent`]). A client's request is then dated by the kernel at both
+/// ends: a thread preempted as its write returned wrote the request all
+/// the same. For the client's connections only: a server's every token
+/// would queue one.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn enable_sends(conn: &TcpStream) {
+    use nix::sys::socket::{TimestampingFlag as F, setsockopt, sockopt::Timestamping};
+    let flags = F::SOF_TIMESTAMPING_TX_SOFTWARE
+        | F::SOF_TIMESTAMPING_SOFTWARE
+        | F::SOF_TIMESTAMPING_OPT_ID
+        | F::SOF_TIMESTAMPING_OPT_TSONLY;
+    let _ = setsockopt(conn, Timestamping, &flags);
+}
+
+/// Asks the kernel to stamp what this connection sends (not here).
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub fn enable_sends(_conn: &TcpStream) {}
+
+/// When the last bytes of the writes since the previous call left this
+/// host: the newest transmit stamp on `conn`'s error queue (every stamp
+/// there is taken, so none is left for the next request), kept within
+/// `[began, returned]` — the write began and returned then, and a stamp
+/// outside (a wall-clock step, an earlier write's) can say nothing more.
+/// `returned` where the kernel has no stamp to give.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn sent(conn: &TcpStream, began: Instant, returned: Instant) -> Instant {
+    use std::os::fd::AsRawFd as _;
+
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+
+    let mut newest = None;
+    // A stamp, its `sock_extended_err` and room to spare, per message.
+    let mut control = [0u8; 256];
+    for _ in 0..MAX_SENT_STAMPS {
+        let Ok(msg) = recvmsg::<()>(
+            conn.as_raw_fd(),
+            &mut [],
+            Some(&mut control),
+            MsgFlags::MSG_ERRQUEUE | MsgFlags::MSG_DONTWAIT,
+        ) else {
+            break;
+        };
+        let stamp = msg.cmsgs().ok().and_then(|mut messages| {
+            messages.find_map(|m| match m {
+                ControlMessageOwned::ScmTimestampsns(ts) => Some(ts.system),
+                _ => None,
+            })
+        });
+        if let Some(at) = stamp.and_then(|ts| wall(&ts)) {
+            newest = newest.max(Some(at));
+        }
+    }
+    let Some(stamp) = newest else {
+        return returned;
+    };
+    let (now, wall) = clocks();
+    let ago = wall.duration_since(stamp).unwrap_or_default();
+    now.checked_sub(ago)
+        .unwrap_or(began)
+        .clamp(began.min(returned), returned)
+}
+
+/// The most transmit stamps [`sent`] reads at once: a request is one write
+/// or a few; a connection that queued more gives up the rest.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const MAX_SENT_STAMPS: usize = 16;
+
+/// When the writes' last bytes left (no transmit stamps here: when the
+/// write returned).
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub fn sent(_conn: &TcpStream, _began: Instant, returned: Instant) -> Instant {
+    returned
+}
+
+/// A kernel `timespec` as a wall-clock time.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn wall(ts: &nix::sys::time::TimeSpec) -> Option<std::time::SystemTime> {
+    let secs = u64::try_from(ts.tv_sec()).ok()?;
+    let nanos = u32::try_from(ts.tv_nsec()).ok()?;
+    Some(std::time::UNIX_EPOCH + Duration::new(secs, nanos))
+}
 
 /// Reads what is there into `buf`: the byte count (0 at the end of the
 /// stream), when those bytes arrived, and when the read that took them
@@ -91,8 +178,10 @@ fn read_stamped(
     // Taken before the call that empties the socket: whatever arrives
     // after it is left for the next read, stamped later than this.
     let began = Instant::now();
-    // Room for one `struct timespec` control message.
-    let mut control = [0u8; 64];
+    // Room for a `struct timespec` control message and, on a connection
+    // that also asks for transmit stamps ([`enable_sends`]), the
+    // `SO_TIMESTAMPING` one the kernel then adds to every read.
+    let mut control = [0u8; 128];
     let mut iov = [IoSliceMut::new(buf)];
     let msg = recvmsg::<()>(fd, &mut iov, Some(&mut control), MsgFlags::empty())?;
     let stamp = msg.cmsgs().ok().and_then(|mut messages| {
@@ -101,11 +190,7 @@ fn read_stamped(
             _ => None,
         })
     });
-    let at = stamp.and_then(|ts| {
-        let secs = u64::try_from(ts.tv_sec()).ok()?;
-        let nanos = u32::try_from(ts.tv_nsec()).ok()?;
-        Some(std::time::UNIX_EPOCH + Duration::new(secs, nanos))
-    });
+    let at = stamp.and_then(|ts| wall(&ts));
     Ok((msg.bytes, arrival(at, floor), began))
 }
 
@@ -225,8 +310,28 @@ pub fn parking() {
 
 /// What a wake is dated less, beyond the time the thread is known to have
 /// waited and run: the kernel's own path from a packet's stamp to the
-/// thread made runnable (protocol processing, a deferred softirq).
+/// thread made runnable (protocol processing, a deferred softirq). On an
+/// idle host it is a few microseconds; where a read finds bytes stamped
+/// before the wake it was dated (that path took longer: softirqs deferred
+/// on a busy host, measured up to 106 µs under CI's stress-ng load), the
+/// thread's later wakes are dated less twice the excess too ([`woke_late`]).
 const WAKE_SLACK: Duration = Duration::from_micros(50);
+
+/// Call when a read after a wake found bytes stamped `excess` before the
+/// wake as dated ([`woke`]): the kernel's path from stamp to wake was that
+/// much longer than the slack allowed, and the thread's next wakes are
+/// dated earlier by twice the largest such excess of the last second (half
+/// of it forgotten each second after). A read that found this has no wake
+/// to bound its older bytes by; the next ones have.
+pub fn woke_late(excess: Duration) {
+    let now = Instant::now();
+    WAKE.with(|w| {
+        let mut s = w.get();
+        s.late = s.late_now(now).max(excess);
+        s.late_seen = Some(now);
+        w.set(s);
+    });
+}
 
 /// Call as the thread resumes (tokio's `on_thread_unpark`).
 pub fn unparked() {
@@ -236,7 +341,8 @@ pub fn unparked() {
         let mut s = w.get();
         let slept = matches!((sleeps, s.sleeps), (Some(a), Some(b)) if a > b);
         if slept && let Some(parked) = s.parked {
-            s.woke = Some(dated_wake(now, parked, sched.zip(s.sched)));
+            let slack = WAKE_SLACK + 2 * s.late_now(now);
+            s.woke = Some(dated_wake(now, parked, sched.zip(s.sched), slack));
         }
         w.set(s);
     });
@@ -244,14 +350,19 @@ pub fn unparked() {
 
 /// When a thread that fell asleep at `parked` and resumed at `now` was
 /// woken: `now` less the time it ran and waited for a CPU since it fell
-/// asleep (schedstat `(ran, waited)` now and then) and [`WAKE_SLACK`];
-/// never before it fell asleep. Where the kernel does not say (no
-/// schedstat), the moment it fell asleep: earlier, so a bound only grows.
-fn dated_wake(now: Instant, parked: Instant, sched: Option<((u64, u64), (u64, u64))>) -> Instant {
+/// asleep (schedstat `(ran, waited)` now and then) and `slack` (the
+/// kernel's path from a packet's stamp to the wake); never before it fell
+/// asleep. Where the kernel does not say (no schedstat), the moment it fell
+/// asleep: earlier, so a bound only grows.
+fn dated_wake(
+    now: Instant,
+    parked: Instant,
+    sched: Option<((u64, u64), (u64, u64))>,
+    slack: Duration,
+) -> Instant {
     let since_woken = match sched {
         Some(((ran, waited), (ran0, waited0))) => {
-            Duration::from_nanos(ran.saturating_sub(ran0) + waited.saturating_sub(waited0))
-                + WAKE_SLACK
+            Duration::from_nanos(ran.saturating_sub(ran0) + waited.saturating_sub(waited0)) + slack
         }
         None => now.saturating_duration_since(parked),
     };
@@ -268,6 +379,27 @@ struct Wake {
     sleeps: Option<u64>,
     /// Its CPU time and run-queue delay as it went idle, ns.
     sched: Option<(u64, u64)>,
+    /// The largest excess of the kernel's stamp-to-wake path over the
+    /// slack seen ([`woke_late`]), and when.
+    late: Duration,
+    late_seen: Option<Instant>,
+}
+
+impl Wake {
+    /// [`Self::late`] at `now`: halved for each whole second since it was
+    /// seen, after the first.
+    fn late_now(&self, now: Instant) -> Duration {
+        let Some(seen) = self.late_seen else {
+            return Duration::ZERO;
+        };
+        let secs = now.saturating_duration_since(seen).as_secs();
+        if secs >= 32 {
+            return Duration::ZERO;
+        }
+        #[expect(clippy::cast_possible_truncation, reason = "under 32")]
+        let halvings = secs.saturating_sub(1) as u32;
+        self.late / 2u32.pow(halvings)
+    }
 }
 
 thread_local! {
@@ -334,14 +466,54 @@ mod tests {
         // Slept 20 ms, then waited 8 ms for a CPU and ran 1 ms.
         let sched = Some(((5_000_000, 9_000_000), (4_000_000, 1_000_000)));
         assert_eq!(
-            dated_wake(now, parked, sched),
+            dated_wake(now, parked, sched, WAKE_SLACK),
             now.checked_sub(Duration::from_millis(9) + WAKE_SLACK)
                 .unwrap()
         );
-        assert_eq!(dated_wake(now, parked, None), parked);
+        assert_eq!(dated_wake(now, parked, None, WAKE_SLACK), parked);
         // More time accounted than passed: no earlier than the sleep.
         let huge = Some(((u64::MAX / 2, 0), (0, 0)));
-        assert_eq!(dated_wake(now, parked, huge), parked);
+        assert_eq!(dated_wake(now, parked, huge, WAKE_SLACK), parked);
+    }
+
+    /// A read that found bytes stamped before its wake teaches the thread
+    /// a longer path from stamp to wake: its next wake is dated earlier by
+    /// twice that, and the excess is forgotten by halves after a second.
+    #[test]
+    fn a_late_wake_widens_the_next_ones() {
+        let seen = Instant::now();
+        let w = Wake {
+            late: Duration::from_millis(1),
+            late_seen: Some(seen),
+            ..Wake::default()
+        };
+        let at = |ms: u64| w.late_now(seen + Duration::from_millis(ms));
+        assert_eq!(at(0), Duration::from_millis(1));
+        assert_eq!(at(1_500), Duration::from_millis(1));
+        assert_eq!(at(2_500), Duration::from_micros(500));
+        assert_eq!(at(40_000), Duration::ZERO);
+        assert_eq!(Wake::default().late_now(seen), Duration::ZERO);
+        // On a thread of its own: a sleep of 30 ms, then a wake dated at
+        // least 10 ms before the resume (slack + 2 × 5 ms), and never
+        // before the sleep. Without the excess it would be dated within
+        // microseconds of the resume on an idle machine.
+        std::thread::spawn(|| {
+            woke_late(Duration::from_millis(5));
+            parking();
+            let parked = Instant::now();
+            std::thread::sleep(Duration::from_millis(30));
+            let resumed = Instant::now();
+            unparked();
+            let woke = woke().expect("a sleep was seen");
+            assert!(woke >= parked.checked_sub(Duration::from_millis(1)).unwrap());
+            assert!(
+                woke <= resumed.checked_sub(Duration::from_millis(10)).unwrap(),
+                "dated {:?} before the resume",
+                resumed.saturating_duration_since(woke)
+            );
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]
@@ -359,6 +531,38 @@ mod tests {
         // A stamp from the future is now.
         let future = SystemTime::now() + Duration::from_secs(3600);
         assert!(arrival(Some(future), floor) >= at);
+    }
+
+    /// A request's going is dated by the kernel's transmit stamp: a
+    /// thread that was kept 100 ms between its write and its clock read
+    /// (simulated: the clock is read after a sleep) still dates the write
+    /// when its bytes left; every stamp is taken, so the next call has
+    /// none and says when its own write returned.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[tokio::test]
+    async fn transmit_stamps_date_a_write_by_its_bytes_going() {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        enable_sends(&client);
+        let (mut server, _) = listener.accept().await.unwrap();
+        let began = Instant::now();
+        client.write_all(b"POST / HTTP/1.1\r\n\r\n").await.unwrap();
+        let wrote = Instant::now();
+        let mut buf = [0u8; 64];
+        let _ = server.read(&mut buf).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let returned = Instant::now();
+        let at = sent(&client, began, returned);
+        assert!(at >= began, "dated before the write began");
+        assert!(
+            at <= wrote + Duration::from_millis(20),
+            "dated {:?} after the write returned, the clock read 100ms after it",
+            at.saturating_duration_since(wrote)
+        );
+        let later = Instant::now();
+        assert_eq!(sent(&client, began, later), later, "a stamp left behind");
     }
 
     /// Bytes that wait in the kernel are dated when they arrived, not when

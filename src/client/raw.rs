@@ -142,6 +142,7 @@ impl Pool {
         // Tokens are tiny writes and reads: no Nagle.
         let _ = conn.set_nodelay(true);
         stamp::enable(&conn);
+        stamp::enable_sends(&conn);
         Ok(conn)
     }
 
@@ -410,6 +411,9 @@ impl Response {
                         response.pos = len;
                         response.body = Decoder::new(framing);
                         response.keep_alive = !close && framing != Framing::UntilClose;
+                        // Answered: the request's bytes have all left, and
+                        // the kernel dated their going.
+                        response.written = stamp::sent(&response.conn, writing, response.written);
                         return Ok(response);
                     }
                     Ok(httparse::Status::Partial) if response.filled < MAX_HEAD => break,
@@ -457,10 +461,19 @@ impl Response {
             .map_err(|e| transport(&e))?;
         self.filled += n;
         self.arrived = at;
-        let woke = stamp::woke().map_or(self.emptied, |w| w.max(self.emptied));
+        let thread_wake = stamp::woke();
+        let woke = thread_wake.map_or(self.emptied, |w| w.max(self.emptied));
         // A wake dated after the bytes it read is no bound: the emptying
-        // read alone is.
-        self.since = if woke <= at { woke } else { self.emptied };
+        // read alone is, and the thread's later wakes allow the kernel's
+        // path from stamp to wake that much more.
+        self.since = if woke <= at {
+            woke
+        } else {
+            if let Some(w) = thread_wake.filter(|&w| w > at) {
+                stamp::woke_late(w - at);
+            }
+            self.emptied
+        };
         // A read that filled the buffer may have left older bytes behind.
         if n < room {
             self.emptied = began;
