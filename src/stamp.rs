@@ -85,14 +85,7 @@ pub fn sent(conn: &TcpStream, began: Instant, returned: Instant) -> Instant {
             newest = newest.max(Some(at));
         }
     }
-    let Some(stamp) = newest else {
-        return returned;
-    };
-    let (now, wall) = clocks();
-    let ago = wall.duration_since(stamp).unwrap_or_default();
-    now.checked_sub(ago)
-        .unwrap_or(began)
-        .clamp(began.min(returned), returned)
+    newest.map_or(returned, |stamp| within(stamp, began, Some(returned)))
 }
 
 /// The most transmit stamps [`sent`] reads at once: a request is one write
@@ -252,14 +245,19 @@ fn clocks() -> (Instant, std::time::SystemTime) {
 /// The monotonic instant of a wall-clock stamp, within `[floor, now]`;
 /// now when there is no stamp.
 fn arrival(stamp: Option<std::time::SystemTime>, floor: Instant) -> Instant {
-    let Some(stamp) = stamp else {
-        return Instant::now();
-    };
+    match stamp {
+        Some(stamp) => within(stamp, floor, None),
+        None => Instant::now(),
+    }
+}
+
+/// The monotonic instant of a wall-clock stamp, kept within `[lo, hi]`
+/// (`hi`: now when `None`).
+fn within(stamp: std::time::SystemTime, lo: Instant, hi: Option<Instant>) -> Instant {
     let (now, wall) = clocks();
+    let hi = hi.unwrap_or(now);
     let ago = wall.duration_since(stamp).unwrap_or_default();
-    now.checked_sub(ago)
-        .unwrap_or(floor)
-        .clamp(floor.min(now), now)
+    now.checked_sub(ago).unwrap_or(lo).clamp(lo.min(hi), hi)
 }
 
 /// When the bytes of one read arrived, and since when the others read with
