@@ -11,6 +11,7 @@ pub mod client;
 pub mod exit;
 pub mod files;
 pub mod harness;
+pub mod history;
 pub mod init;
 pub mod load;
 pub mod process;
@@ -67,6 +68,7 @@ pub fn test_main(manifest_dir: &str) -> std::process::ExitCode {
         // Cargo hands one filter to every test binary of the package: one
         // with no matching trial is normal here, not a typo.
         require_match: false,
+        history: None,
     };
     let outcome = harness::run(&paths, &options, libtest_mimic::Arguments::from_args());
     if outcome.interrupted {

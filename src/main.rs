@@ -8,6 +8,7 @@
 /// The binary's own modules: commands whose arguments and glue are a file
 /// of their own.
 mod cli {
+    pub mod history;
     pub mod report;
     pub mod sim;
 }
@@ -65,6 +66,10 @@ struct RunArgs {
     /// judged as they are) [default: the suite's `client_limited`].
     #[arg(long, env = harness::CLIENT_LIMITED_ENV, value_name = "fail|warn", value_parser = parse_client_limited)]
     client_limited: Option<OnClientLimited>,
+    /// Where the run's figures are recorded: a SQLite file, or `off`
+    /// [default: `history.sqlite` in the output directory].
+    #[arg(long, env = servegate::history::HISTORY_ENV, value_name = "FILE|off")]
+    history: Option<String>,
     /// libtest arguments after `--`: a filter, --exact, --skip, --list, …
     #[arg(last = true)]
     libtest: Vec<String>,
@@ -84,6 +89,7 @@ impl RunArgs {
                 client_threads: self.client_threads,
                 client_limited: self.client_limited,
                 require_match: true,
+                history: self.history,
             },
             libtest_args(self.libtest),
         )
@@ -186,6 +192,9 @@ enum Command {
         #[arg(long, value_enum, default_value = "md")]
         format: ReportFormat,
     },
+    /// The history of runs: list its series, show one with its runs and
+    /// commits, import earlier records and other tools' results.
+    History(cli::history::HistoryArgs),
     /// Hold many streams against the simulator (in its own process) for a
     /// while, and check errors, memory, files and tasks stay flat.
     Soak {
@@ -403,6 +412,7 @@ fn main() -> ExitCode {
             ..
         } => merge_reports(&records, &out_dir),
         Command::Report { path, format, .. } => report(&path.expect("clap requires it"), format),
+        Command::History(args) => cli::history::history(args),
         Command::Soak {
             streams,
             windows,

@@ -143,16 +143,21 @@ impl Kept {
     pub fn of(text: &str) -> Kept {
         let clean = crate::secrets::scrub(text);
         let (excerpt, whole) = crate::secrets::cut_scrubbed(&clean, KEPT_CHARS);
-        let digest = ring::digest::digest(&ring::digest::SHA256, clean.as_bytes());
         Kept {
             chars: whole.unwrap_or_else(|| excerpt.chars().count()),
             text: excerpt,
-            sha256: digest.as_ref().iter().fold(String::new(), |mut hex, b| {
-                let _ = write!(hex, "{b:02x}");
-                hex
-            }),
+            sha256: sha256_hex(clean.as_bytes()),
         }
     }
+}
+
+/// SHA-256 of `bytes`, lower-case hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    digest.as_ref().iter().fold(String::new(), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}");
+        hex
+    })
 }
 
 #[cfg(test)]

@@ -182,20 +182,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     let runs = book.lock().map(|r| r.clone()).unwrap_or_default();
     summary::print(&runs);
     let final_record = recording::collect(&info, &runs, true);
-    match record::write(&info, &final_record) {
-        Ok(path) => eprintln!("servegate: run record written to {}", path.display()),
-        Err(e) => eprintln!("warning: {e}"),
-    }
-    let removed = record::prune_runs(&info.out, options.keep_runs, &info.dir);
-    if removed > 0 {
-        eprintln!(
-            "servegate: removed {removed} old run director{} of {} (it keeps the newest {}: --keep or {})",
-            if removed == 1 { "y" } else { "ies" },
-            info.out.join("runs").display(),
-            options.keep_runs,
-            record::KEEP_RUNS_ENV
-        );
-    }
+    keep(&info, options, &final_record);
     if let Some(publish) = options.publish {
         publish(&info, &final_record);
     }
@@ -217,6 +204,33 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         unreachable,
         interrupted: crate::process::interrupted(),
         unmatched: false,
+    }
+}
+
+/// Where a finished run's record is kept: its run directory (and
+/// `latest/`), the history, and the pruning of old run directories.
+fn keep(info: &record::RunInfo, options: &RunOptions, final_record: &record::RunRecord) {
+    match record::write(info, final_record) {
+        Ok(path) => eprintln!("servegate: run record written to {}", path.display()),
+        Err(e) => eprintln!("warning: {e}"),
+    }
+    // An interrupted run's figures are a part of a run: its record holds
+    // them (`servegate history import` adds them), the history does not.
+    if !crate::process::interrupted() {
+        crate::history::record_run(
+            &crate::history::Location::resolve(options.history.as_deref(), &info.out),
+            final_record,
+        );
+    }
+    let removed = record::prune_runs(&info.out, options.keep_runs, &info.dir);
+    if removed > 0 {
+        eprintln!(
+            "servegate: removed {removed} old run director{} of {} (it keeps the newest {}: --keep or {})",
+            if removed == 1 { "y" } else { "ies" },
+            info.out.join("runs").display(),
+            options.keep_runs,
+            record::KEEP_RUNS_ENV
+        );
     }
 }
 

@@ -123,4 +123,8 @@ pub struct RunOptions {
     /// empty green run: `servegate run` and `list`. Not under `cargo test`,
     /// which passes one filter to every test binary of a package.
     pub require_match: bool,
+    /// `--history`: where the run's figures are recorded (a SQLite file,
+    /// or `off`) [default: `SERVEGATE_HISTORY`, else
+    /// `<out>/history.sqlite`].
+    pub history: Option<String>,
 }

@@ -27,6 +27,7 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
         complete,
         trials: runs.iter().flat_map(|r| r.outcomes()).collect(),
         servegate: env!("CARGO_PKG_VERSION").to_owned(),
+        node: crate::history::node_name(),
         gpus: gpu_inventory(),
         suites: runs
             .iter()
@@ -46,6 +47,8 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
                     model_info: run.documents.body(crate::suite::ConfigSource::ModelInfo),
                     datasets: run.dataset_records(),
                     fingerprint: target.fingerprint.clone(),
+                    model: Some(target.model_id.clone()),
+                    server_version: target.server_version.clone(),
                     baselines: Some(baseline::dir(&run.suite.file.root).display().to_string()),
                     target: target.description.clone(),
                     gates: run

@@ -150,6 +150,8 @@ pub fn bench_serving(text: &str, naming: &Naming) -> Result<RunRecord, ImportErr
                 datasets: Vec::new(),
                 target: format!("IMPORTED from {}", tool.name()),
                 fingerprint,
+                model: Some(identity(result).0),
+                server_version: identity(result).1,
                 baselines: None,
                 gates: vec![gate],
             }),
@@ -163,6 +165,7 @@ pub fn bench_serving(text: &str, naming: &Naming) -> Result<RunRecord, ImportErr
         finished_unix: now,
         complete: true,
         servegate: env!("CARGO_PKG_VERSION").to_owned(),
+        node: String::new(),
         gpus: None,
         trials: Vec::new(),
         suites,
@@ -249,16 +252,23 @@ fn python_json(text: &str) -> String {
 /// `/server_info` (its version, model and configuration); vLLM's name the
 /// model only.
 fn fingerprint(tool: Tool, r: &Map<String, Value>) -> String {
+    let (model, version) = identity(r);
+    let config = r
+        .get("server_info")
+        .filter(|v| v.is_object())
+        .map(crate::client::dialect::server_config)
+        .unwrap_or_default();
+    crate::load::baseline::fingerprint(api(tool, r), &model, version.as_deref(), &config)
+}
+
+/// The served model and the server's version a result names.
+fn identity(r: &Map<String, Value>) -> (String, Option<String>) {
     let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
     let info = r.get("server_info").filter(|v| v.is_object());
     let model = text(info.and_then(|i| i.get("served_model_name")))
         .or_else(|| text(r.get("model_id")))
         .unwrap_or_else(|| "of unknown name".to_owned());
-    let version = text(info.and_then(|i| i.get("version")));
-    let config = info
-        .map(crate::client::dialect::server_config)
-        .unwrap_or_default();
-    crate::load::baseline::fingerprint(api(tool, r), &model, version.as_deref(), &config)
+    (model, text(info.and_then(|i| i.get("version"))))
 }
 
 /// The API the tool's backend spoke: SGLang's `sglang` backend is

@@ -204,6 +204,12 @@ pub struct SuiteRecord {
     pub datasets: Vec<DatasetRecord>,
     /// The configuration measured (API, served model, server version).
     pub fingerprint: String,
+    /// The model the server said it serves (else the one requests named).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The server's version, where it reported one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
     /// The baselines directory its gates compare with (its project's).
     #[serde(default)]
     pub baselines: Option<String>,
@@ -235,6 +241,10 @@ pub struct RunRecord {
     /// servegate's version.
     #[serde(default)]
     pub servegate: String,
+    /// The machine it ran on: `SERVEGATE_NODE`, a GitHub runner's name
+    /// (`RUNNER_NAME`), else the host name.
+    #[serde(default)]
+    pub node: String,
     /// `nvidia-smi --query-gpu=index,name,memory.total,driver_version`
     /// lines, when that command exists.
     #[serde(default)]

@@ -1,0 +1,394 @@
+//! `servegate history`: the series the history holds (`list`), one
+//! series' points with the changes found in it (`show`), and records of
+//! earlier runs or other tools' results added to it (`import`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use servegate::exit::Exit;
+use servegate::history::{Filter, History, Location, SeriesKey, SeriesSummary};
+use servegate::suite::metric::KEY_FIGURES;
+
+/// Where the history is, as every `history` command takes it.
+#[derive(clap::Args)]
+pub(crate) struct HistoryArgs {
+    /// The history: a SQLite file [default: `history.sqlite` in the
+    /// output directory].
+    #[arg(long, env = servegate::history::HISTORY_ENV, value_name = "FILE")]
+    history: Option<String>,
+    /// servegate's output directory, where the default history is
+    /// [default: `target/servegate` in the working directory's project].
+    #[arg(long, env = "SERVEGATE_OUT")]
+    out_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    action: HistoryAction,
+}
+
+#[derive(Subcommand)]
+enum HistoryAction {
+    /// List the series: each suite's gate's figure, per model and
+    /// hardware, with its points and newest value.
+    ///
+    /// Exit codes: 0 listed, 2 the history cannot be read.
+    List {
+        /// Only series whose suite's label holds this.
+        #[arg(long, default_value = "")]
+        suite: String,
+        /// Only series whose gate's name holds this.
+        #[arg(long, default_value = "")]
+        gate: String,
+        /// Only series whose figure's name holds this (`decode_tok_s`)
+        /// [default: the key figures, as the reports show them].
+        #[arg(long)]
+        figure: Option<String>,
+        /// Every figure's series, not only the key figures'.
+        #[arg(long, conflicts_with = "figure")]
+        all: bool,
+        /// `table` for people, `json` for scripts.
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
+    },
+    /// Show one series' newest points, oldest first, with their runs,
+    /// machines and commits.
+    ///
+    /// Exit codes: 0 shown, 2 the history cannot be read or the series is
+    /// not in it (or is several: name --model or --hardware).
+    Show {
+        /// `<suite>::<gate>`, as the trial's name writes them
+        /// (`sglang::decode`, `sglang::sweep::concurrency_8`).
+        gate: String,
+        /// The figure (`decode_tok_s.mean`).
+        figure: String,
+        /// The served model, where the series has several.
+        #[arg(long)]
+        model: Option<String>,
+        /// The hardware (`8 x NVIDIA H200`, `no GPU`), where it has several.
+        #[arg(long)]
+        hardware: Option<String>,
+        /// How many of the newest points.
+        #[arg(long, default_value_t = 20)]
+        last: usize,
+        /// `table` for people, `json` for scripts.
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
+    },
+    /// Add earlier runs to the history: their `report.json`, run
+    /// directories, output directories (every run under `runs/`), or the
+    /// result files of `sglang.bench_serving` and `vllm bench serve`.
+    /// A run already in it is left as it is.
+    ///
+    /// Exit codes: 0 imported, 2 a file is not a record or the history
+    /// cannot be written (the others are imported).
+    Import {
+        /// The records.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+}
+
+/// How a listing is written.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Format {
+    /// Aligned columns.
+    Table,
+    /// One JSON document.
+    Json,
+}
+
+/// `servegate history`.
+pub(crate) fn history(args: HistoryArgs) -> ExitCode {
+    let out = servegate::record::out_dir(args.out_dir.as_deref(), None);
+    let location = Location::resolve(args.history.as_deref(), &out);
+    let mut history = match History::open(&location) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Exit::Usage.into();
+        }
+    };
+    let done = match args.action {
+        HistoryAction::List {
+            suite,
+            gate,
+            figure,
+            all,
+            format,
+        } => {
+            let key_only = figure.is_none() && !all;
+            let filter = Filter {
+                suite,
+                gate,
+                key: figure.unwrap_or_default(),
+            };
+            list(&mut history, &filter, key_only, format)
+        }
+        HistoryAction::Show {
+            gate,
+            figure,
+            model,
+            hardware,
+            last,
+            format,
+        } => show(
+            &mut history,
+            &gate,
+            &figure,
+            (model.as_deref(), hardware.as_deref()),
+            last,
+            format,
+        ),
+        HistoryAction::Import { paths } => import(&mut history, &location, &paths),
+    };
+    match done {
+        Ok(()) => Exit::Passed.into(),
+        Err(e) => {
+            eprintln!("error: {e}");
+            Exit::Usage.into()
+        }
+    }
+}
+
+fn list(
+    history: &mut History,
+    filter: &Filter,
+    key_only: bool,
+    format: Format,
+) -> Result<(), String> {
+    use std::fmt::Write as _;
+    let mut series = history.series(filter).map_err(|e| e.to_string())?;
+    let every = series.len();
+    if key_only {
+        let key = |k: &str| KEY_FIGURES.iter().any(|f| f.to_string() == k);
+        series.retain(|s| key(&s.series.key));
+    }
+    let mut out = String::new();
+    match format {
+        Format::Json => out = json(&series)? + "\n",
+        Format::Table => {
+            if series.is_empty() {
+                eprintln!("servegate: no series in the history match");
+            }
+            for s in &series {
+                let _ = writeln!(
+                    out,
+                    "{}::{} {}  ({}, {})  {} point(s), newest {} at {}",
+                    s.series.suite,
+                    s.series.gate,
+                    s.series.key,
+                    s.series.model,
+                    s.series.hardware,
+                    s.points,
+                    shown(&s.series.key, s.last_value),
+                    when(s.last_unix)
+                );
+            }
+        }
+    }
+    print_out(&out);
+    if every > series.len() && matches!(format, Format::Table) {
+        eprintln!(
+            "servegate: {} series of other figures not shown (--all, or --figure NAME)",
+            every - series.len()
+        );
+    }
+    Ok(())
+}
+
+/// Writes `text` to stdout; a reader that went away (`| head`) ends it
+/// quietly.
+fn print_out(text: &str) {
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+}
+
+/// The series a `show` names: the one matching, or why not one.
+fn pick(
+    history: &mut History,
+    gate: &str,
+    figure: &str,
+    (model, hardware): (Option<&str>, Option<&str>),
+) -> Result<SeriesKey, String> {
+    let (suite, gate) = gate.split_once("::").ok_or_else(|| {
+        format!(
+            "`{gate}`: name the gate as `<suite>::<gate>` (`servegate history list` names them)"
+        )
+    })?;
+    let candidates: Vec<SeriesSummary> = history
+        .series(&Filter::default())
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .filter(|s| {
+            s.series.suite == suite
+                && s.series.gate == gate
+                && s.series.key == figure
+                && model.is_none_or(|m| s.series.model == m)
+                && hardware.is_none_or(|h| s.series.hardware == h)
+        })
+        .collect();
+    match candidates.as_slice() {
+        [one] => Ok(one.series.clone()),
+        [] => Err(format!(
+            "the history has no series `{suite}::{gate}` `{figure}`{}: `servegate history list` names those it has",
+            match (model, hardware) {
+                (None, None) => String::new(),
+                _ => " of that model and hardware".to_owned(),
+            }
+        )),
+        many => Err(format!(
+            "`{suite}::{gate}` `{figure}` is {} series; name one with --model and --hardware: {}",
+            many.len(),
+            many.iter()
+                .map(|s| format!("{:?} on {:?}", s.series.model, s.series.hardware))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+fn show(
+    history: &mut History,
+    gate: &str,
+    figure: &str,
+    identity: (Option<&str>, Option<&str>),
+    last: usize,
+    format: Format,
+) -> Result<(), String> {
+    use std::fmt::Write as _;
+    let series = pick(history, gate, figure, identity)?;
+    let points = history.points(&series, last).map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    match format {
+        Format::Json => {
+            out = json(&serde_json::json!({ "series": series, "points": points }))? + "\n";
+        }
+        Format::Table => {
+            let _ = writeln!(
+                out,
+                "{}::{} {} ({}, {}): {} point(s)",
+                series.suite,
+                series.gate,
+                series.key,
+                series.model,
+                series.hardware,
+                points.len()
+            );
+            let mut previous: Option<&str> = None;
+            for p in &points {
+                let mut flags = Vec::new();
+                if !p.gate_passed {
+                    flags.push("gate failed".to_owned());
+                }
+                if p.client_limited {
+                    flags.push("client-limited".to_owned());
+                }
+                if previous.is_some_and(|f| f != p.fingerprint) {
+                    flags.push(format!("configuration now: {}", p.fingerprint));
+                }
+                previous = Some(&p.fingerprint);
+                let _ = writeln!(
+                    out,
+                    "  {}  {:>14}  {}  {}  commit {}{}",
+                    when(p.finished_unix),
+                    shown(&series.key, p.value),
+                    p.run_uid,
+                    p.servegate,
+                    p.suite_commit
+                        .as_deref()
+                        .map_or("-", |c| &c[..c.len().min(12)]),
+                    if flags.is_empty() {
+                        String::new()
+                    } else {
+                        format!("  ({})", flags.join("; "))
+                    }
+                );
+            }
+        }
+    }
+    print_out(&out);
+    Ok(())
+}
+
+fn import(history: &mut History, location: &Location, paths: &[PathBuf]) -> Result<(), String> {
+    let mut failed = Vec::new();
+    let (mut added, mut already) = (0, 0);
+    for file in paths.iter().flat_map(|p| records_under(p)) {
+        let outcome = servegate::history::import::read(&file)
+            .and_then(|record| history.record(&record, "import").map_err(|e| e.to_string()));
+        match outcome {
+            Ok(r) if r.already => already += 1,
+            Ok(r) => {
+                added += 1;
+                eprintln!(
+                    "servegate: {}: {} figure(s) as run {}",
+                    file.display(),
+                    r.points,
+                    r.run_uid
+                );
+            }
+            Err(e) => failed.push(format!("{}: {e}", file.display())),
+        }
+    }
+    eprintln!(
+        "servegate: {added} run(s) added to {}, {already} there already",
+        location.describe()
+    );
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} file(s) not imported:\n  {}",
+            failed.len(),
+            failed.join("\n  ")
+        ))
+    }
+}
+
+/// The record files a path names: itself, its `report.json`, or every
+/// run's under its `runs/`.
+fn records_under(path: &Path) -> Vec<PathBuf> {
+    if !path.is_dir() {
+        return vec![path.to_path_buf()];
+    }
+    if path.join("report.json").is_file() {
+        return vec![path.join("report.json")];
+    }
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(path.join("runs"))
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| e.path().join("report.json"))
+        .filter(|p| p.is_file())
+        .collect();
+    runs.sort();
+    if runs.is_empty() {
+        // Said as the path given: no record there.
+        runs.push(path.to_path_buf());
+    }
+    runs
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Result<String, String> {
+    serde_json::to_string_pretty(value).map_err(|e| e.to_string())
+}
+
+/// A value of figure `key` as the run shows it (`12.30ms`, `512.4 tok/s`).
+fn shown(key: &str, value: f64) -> String {
+    key.parse::<servegate::suite::metric::MetricKey>()
+        .map_or_else(
+            |_| value.to_string(),
+            |k| servegate::suite::metric::format_value(k.metric, value),
+        )
+}
+
+/// Seconds since the epoch as a UTC time (`2026-12-03 14:53:00Z`).
+fn when(unix: i64) -> String {
+    u64::try_from(unix).map_or_else(
+        |_| unix.to_string(),
+        |s| {
+            humantime::format_rfc3339_seconds(
+                std::time::UNIX_EPOCH + std::time::Duration::from_secs(s),
+            )
+            .to_string()
+        },
+    )
+}

@@ -1,0 +1,35 @@
+//! `servegate history import`: the run record a file holds, whether a
+//! servegate run's (`report.json`) or another tool's results
+//! (`sglang.bench_serving`, `vllm bench serve`), named so that importing
+//! it twice finds it there already.
+
+use std::path::Path;
+
+use crate::record::RunRecord;
+
+/// The record of `file`: a servegate run record (an interrupted run's
+/// with its journal), else a benchmark tool's result file.
+pub fn read(file: &Path) -> Result<RunRecord, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read it: {e}"))?;
+    let mut record = match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(v) if v.get("schema").is_some() => {
+            crate::record::read(file).map_err(|e| e.to_string())?
+        }
+        _ => {
+            let mut r = crate::record::import::bench_serving(
+                &text,
+                &crate::record::import::Naming::default(),
+            )
+            .map_err(|e| {
+                format!("neither a servegate run record nor a benchmark tool's results: {e}")
+            })?;
+            // The same file is the same run, whenever it is imported.
+            r.run_id = format!("import-{}", &crate::text::sha256_hex(text.as_bytes())[..16]);
+            r
+        }
+    };
+    if record.node.is_empty() {
+        record.node = super::node_name();
+    }
+    Ok(record)
+}

@@ -1,0 +1,457 @@
+//! The run history: every finished run's figures, one row per (run, suite,
+//! gate, figure), kept in a database so that a series of nights can be
+//! read back, searched for changes (`changepoint.rs`) and plotted. The
+//! default store is a SQLite file beside the runs
+//! (`<out>/history.sqlite`); `--history` or `SERVEGATE_HISTORY` names
+//! another file, or `off`.
+//!
+//! Here: where the history is ([`Location`]), what a run becomes in it
+//! ([`rows`]) and the reads the commands make ([`History`]); `schema.rs`:
+//! the tables and their migrations, the same SQL for every store;
+//! `sqlite.rs`: the SQLite store.
+//!
+//! The schema is documented in `docs/src/history.md` for people who point
+//! a dashboard (Grafana reads SQLite) at it without servegate.
+
+use std::path::{Path, PathBuf};
+
+use crate::record::{RunRecord, TrialOutcome};
+use crate::suite::metric::MetricKey;
+
+// TEMP pub mod changepoint;
+pub mod import;
+mod schema;
+mod sqlite;
+
+pub use schema::VERSION;
+
+/// The variable naming the history: a file, or `off`.
+pub const HISTORY_ENV: &str = "SERVEGATE_HISTORY";
+
+/// The file of the default history, in servegate's output directory.
+pub const DEFAULT_FILE: &str = "history.sqlite";
+
+/// Where the history is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// No history: runs are not recorded, and nothing can be read.
+    Off,
+}
+
+impl Location {
+    /// `explicit` (`--history`), else `SERVEGATE_HISTORY`, else
+    /// `<out>/history.sqlite`. `off` (or `none`) turns it off.
+    pub fn resolve(explicit: Option<&str>, out: &Path) -> Location {
+        let named = explicit
+            .map(str::to_owned)
+            .or_else(|| std::env::var(HISTORY_ENV).ok())
+            .filter(|v| !v.trim().is_empty());
+        match named.as_deref().map(str::trim) {
+            None => Location::Sqlite(out.join(DEFAULT_FILE)),
+            Some("off" | "none") => Location::Off,
+            Some(path) => Location::Sqlite(crate::suite::absolute(Path::new(
+                path.strip_prefix("sqlite://").unwrap_or(path),
+            ))),
+        }
+    }
+
+    /// As messages name it.
+    pub fn describe(&self) -> String {
+        match self {
+            Location::Sqlite(path) => path.display().to_string(),
+            Location::Off => "no history (off)".to_owned(),
+        }
+    }
+}
+
+/// Why the history could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// The store answered with an error.
+    #[error("the history at {at}: {source}")]
+    Store {
+        /// The history, as [`Location::describe`] names it.
+        at: String,
+        /// What went wrong.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Its directory could not be made.
+    #[error("the history's directory {}: {source}", .path.display())]
+    Directory {
+        /// The directory.
+        path: PathBuf,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+    /// Written by a newer servegate: this one cannot know its tables.
+    #[error(
+        "the history at {at} has schema version {found}, newer than this servegate's ({VERSION}): upgrade servegate, or name another history (--history, {HISTORY_ENV})"
+    )]
+    Newer {
+        /// The history.
+        at: String,
+        /// Its version.
+        found: i64,
+    },
+    /// The history is off.
+    #[error("the history is off ({HISTORY_ENV}=off or --history off): nothing to read")]
+    Off,
+}
+
+/// A run as the history keeps it: one row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    /// Unique across runners: `<node>/<run id>`.
+    pub run_uid: String,
+    /// The run's directory name (`<secs>-<pid>`).
+    pub run_id: String,
+    /// The machine that ran it (`SERVEGATE_NODE`, a GitHub runner's name,
+    /// else the host name).
+    pub node: String,
+    /// Seconds since the Unix epoch at its start.
+    pub started_unix: i64,
+    /// Seconds since the Unix epoch at its end.
+    pub finished_unix: i64,
+    /// servegate's version.
+    pub servegate: String,
+    /// The GPUs it ran on, as `nvidia-smi` lists them, one per line.
+    pub gpus: String,
+    /// The GPUs in short (`8 x NVIDIA H200`), or `no GPU`: figures of
+    /// other hardware are another series.
+    pub hardware: String,
+    /// `run` (recorded by the run), or `import` (`servegate history
+    /// import`).
+    pub source: String,
+}
+
+/// One figure of a run as the history keeps it: one row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointRow {
+    /// The suite's label (`sglang`, `sglang[tp8]`).
+    pub suite: String,
+    /// The variant, if the suite has variants.
+    pub variant: Option<String>,
+    /// The gate (`decode`, or a sweep's level: `sweep::concurrency_8`).
+    pub gate: String,
+    /// The figure (`ttft.p99`).
+    pub key: MetricKey,
+    /// Its value, in `unit`; the mean over repeats.
+    pub value: f64,
+    /// The unit of `value` (`s`, `tok/s`, …; empty for a count).
+    pub unit: String,
+    /// Repeats behind the value.
+    pub repeats: u32,
+    /// The configuration measured: API, served model, server version,
+    /// the configuration the server reports.
+    pub fingerprint: String,
+    /// The served model.
+    pub model: String,
+    /// The server's version, where it says.
+    pub server_version: Option<String>,
+    /// The suite file's git commit (`+dirty` with local changes).
+    pub suite_commit: Option<String>,
+    /// Whether the gate passed.
+    pub gate_passed: bool,
+    /// Whether the client, not the server, set the gate's figures (its
+    /// self-check said `LIMITED`): such a figure is kept, never compared.
+    pub client_limited: bool,
+    /// The gate's load, in words.
+    pub load: String,
+}
+
+/// What the history keeps of a run: its row and every figure's.
+pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
+    let node = if record.node.is_empty() {
+        "unknown".to_owned()
+    } else {
+        record.node.clone()
+    };
+    let gpus = record.gpus.clone().unwrap_or_default();
+    let run = RunRow {
+        run_uid: format!("{node}/{}", record.run_id),
+        run_id: record.run_id.clone(),
+        node,
+        started_unix: i64::try_from(record.started_unix).unwrap_or(i64::MAX),
+        finished_unix: i64::try_from(record.finished_unix).unwrap_or(i64::MAX),
+        servegate: record.servegate.clone(),
+        hardware: hardware(&gpus),
+        gpus: gpus.join("\n"),
+        source: source.to_owned(),
+    };
+    let mut points = Vec::new();
+    for suite in &record.suites {
+        for gate in &suite.gates {
+            let name = match &gate.sweep {
+                Some(s) => format!("{}::{}", s.of.sweep, s.of.level),
+                None => gate.gate.clone(),
+            };
+            let trial = format!("{}::performance::{name}", suite.suite);
+            let gate_passed = record
+                .trials
+                .iter()
+                .find(|t| t.name == trial)
+                .is_some_and(|t| t.outcome == TrialOutcome::Passed);
+            let client_limited = gate.client.as_ref().is_some_and(|c| c.limited.is_some());
+            for (key, value) in gate.figures.iter() {
+                if !value.is_finite() {
+                    continue;
+                }
+                points.push(PointRow {
+                    suite: suite.suite.clone(),
+                    variant: suite.variant.clone(),
+                    gate: name.clone(),
+                    key,
+                    value: *value,
+                    unit: key.metric.unit().to_owned(),
+                    repeats: gate.repeats,
+                    fingerprint: suite.fingerprint.clone(),
+                    model: suite.model.clone().unwrap_or_default(),
+                    server_version: suite.server_version.clone(),
+                    suite_commit: suite.suite_commit.clone(),
+                    gate_passed,
+                    client_limited,
+                    load: gate.load.clone(),
+                });
+            }
+        }
+    }
+    (run, points)
+}
+
+/// The GPUs in short: `8 x NVIDIA H200`, `1 x NVIDIA A10G + 1 x NVIDIA L4`,
+/// or `no GPU`. `nvidia-smi`'s lines are `index, name, memory, driver`.
+fn hardware(gpus: &[String]) -> String {
+    let mut counted: Vec<(String, usize)> = Vec::new();
+    for line in gpus {
+        let name = line.split(',').nth(1).unwrap_or(line).trim().to_owned();
+        match counted.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, count)) => *count += 1,
+            None => counted.push((name, 1)),
+        }
+    }
+    if counted.is_empty() {
+        return "no GPU".to_owned();
+    }
+    counted
+        .iter()
+        .map(|(name, count)| format!("{count} x {name}"))
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+/// The machine a run is recorded as having run on: `SERVEGATE_NODE`,
+/// else a GitHub runner's name (`RUNNER_NAME`), else the host name.
+pub fn node_name() -> String {
+    ["SERVEGATE_NODE", "RUNNER_NAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|n| !n.trim().is_empty()))
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .or_else(|| std::env::var("HOSTNAME").ok())
+        })
+        .map(|n| crate::text::printable(n.trim()).chars().take(100).collect())
+        .filter(|n: &String| !n.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// A run written into the history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// The run's id in the history.
+    pub run_uid: String,
+    /// Figures written.
+    pub points: usize,
+    /// The run was there already (recorded, or imported before): nothing
+    /// was written.
+    pub already: bool,
+}
+
+/// Which series: a suite's gate's figure, on one model and hardware.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct SeriesKey {
+    /// The suite's label.
+    pub suite: String,
+    /// The gate.
+    pub gate: String,
+    /// The figure (`ttft.p99`).
+    pub key: String,
+    /// The served model.
+    pub model: String,
+    /// The hardware ([`RunRow::hardware`]).
+    pub hardware: String,
+}
+
+/// A series in a listing.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SeriesSummary {
+    /// Which.
+    #[serde(flatten)]
+    pub series: SeriesKey,
+    /// Points in it.
+    pub points: u64,
+    /// When its newest point's run ended, seconds since the epoch.
+    pub last_unix: i64,
+    /// Its newest value.
+    pub last_value: f64,
+    /// The unit of its values.
+    pub unit: String,
+}
+
+/// One point of a series, read back.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Point {
+    /// The run's id in the history (`<node>/<run id>`).
+    pub run_uid: String,
+    /// The machine.
+    pub node: String,
+    /// When the run ended, seconds since the epoch.
+    pub finished_unix: i64,
+    /// The value.
+    pub value: f64,
+    /// Its unit.
+    pub unit: String,
+    /// The suite's commit.
+    pub suite_commit: Option<String>,
+    /// The configuration measured.
+    pub fingerprint: String,
+    /// The server's version.
+    pub server_version: Option<String>,
+    /// servegate's version.
+    pub servegate: String,
+    /// Whether the gate passed.
+    pub gate_passed: bool,
+    /// Whether the client set the figure (never compared).
+    pub client_limited: bool,
+}
+
+/// Which series a listing shows: parts of their names (empty: any).
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Part of the suite's label.
+    pub suite: String,
+    /// Part of the gate's name.
+    pub gate: String,
+    /// Part of the figure's name.
+    pub key: String,
+}
+
+impl Filter {
+    /// Whether `series` is one of those shown.
+    pub fn matches(&self, series: &SeriesKey) -> bool {
+        series.suite.contains(&self.suite)
+            && series.gate.contains(&self.gate)
+            && series.key.contains(&self.key)
+    }
+}
+
+/// An open history.
+pub struct History {
+    store: sqlite::Sqlite,
+}
+
+impl History {
+    /// Opens the history at `location`, creating it (and its directory)
+    /// or bringing its tables to this version's schema.
+    pub fn open(location: &Location) -> Result<History, HistoryError> {
+        match location {
+            Location::Sqlite(path) => Ok(History {
+                store: sqlite::Sqlite::open(path)?,
+            }),
+            Location::Off => Err(HistoryError::Off),
+        }
+    }
+
+    /// Writes a run's figures, all or none, once: a run already there
+    /// (its node and id) is left as it is.
+    pub fn record(&mut self, record: &RunRecord, source: &str) -> Result<Recorded, HistoryError> {
+        let (run, points) = rows(record, source);
+        let already = !self.store.insert(&run, &points)?;
+        Ok(Recorded {
+            run_uid: run.run_uid,
+            points: if already { 0 } else { points.len() },
+            already,
+        })
+    }
+
+    /// Every series, with its size and newest point.
+    pub fn series(&mut self, filter: &Filter) -> Result<Vec<SeriesSummary>, HistoryError> {
+        let mut all = self.store.series()?;
+        all.retain(|s| filter.matches(&s.series));
+        all.sort_by(|a, b| a.series.cmp(&b.series));
+        Ok(all)
+    }
+
+    /// The newest `last` points of a series (all: `usize::MAX`), oldest
+    /// first.
+    pub fn points(&mut self, series: &SeriesKey, last: usize) -> Result<Vec<Point>, HistoryError> {
+        let mut points = self.store.points(series)?;
+        let skip = points.len().saturating_sub(last);
+        points.drain(..skip);
+        Ok(points)
+    }
+}
+
+/// Records a finished run in the history `location` names, saying where
+/// on stderr; a history that cannot be written is a warning (the run's
+/// verdict stands, its record is written already).
+pub fn record_run(location: &Location, record: &RunRecord) {
+    if *location == Location::Off || record.suites.iter().all(|s| s.gates.is_empty()) {
+        return;
+    }
+    match History::open(location).and_then(|mut h| h.record(record, "run")) {
+        Ok(r) => eprintln!(
+            "servegate: history: {} figure(s) of run {} recorded in {}",
+            r.points,
+            r.run_uid,
+            location.describe()
+        ),
+        Err(e) => eprintln!("warning: this run's figures are not in the history: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Location, hardware};
+    use std::path::Path;
+
+    #[test]
+    fn hardware_counts_gpus_by_name() {
+        let lines = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(hardware(&[]), "no GPU");
+        assert_eq!(
+            hardware(&lines(&[
+                "0, NVIDIA H200, 143771 MiB, 550.54",
+                "1, NVIDIA H200, 143771 MiB, 550.54"
+            ])),
+            "2 x NVIDIA H200"
+        );
+        assert_eq!(
+            hardware(&lines(&[
+                "0, NVIDIA L4, 1 MiB, 1",
+                "1, NVIDIA A10G, 1 MiB, 1"
+            ])),
+            "1 x NVIDIA L4 + 1 x NVIDIA A10G"
+        );
+    }
+
+    #[test]
+    fn the_history_is_named_or_beside_the_runs() {
+        let out = Path::new("/o");
+        assert_eq!(
+            Location::resolve(Some("off"), out),
+            Location::Off,
+            "`off` turns it off"
+        );
+        assert_eq!(
+            Location::resolve(Some("sqlite:///h/x.sqlite"), out),
+            Location::Sqlite("/h/x.sqlite".into())
+        );
+        assert_eq!(
+            Location::resolve(Some("/h/y.db"), out),
+            Location::Sqlite("/h/y.db".into())
+        );
+    }
+}

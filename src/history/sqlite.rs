@@ -1,0 +1,340 @@
+//! The SQLite store: one file, written by one transaction per run.
+//! Writers on the same file queue behind SQLite's lock (a busy wait of up
+//! to a minute, never an error while another run commits), and a process
+//! killed mid-run leaves the file as its last commit: SQLite's rollback
+//! journal undoes a transaction that never committed.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior, params};
+
+use super::schema::{self, MIGRATIONS, VERSION};
+use super::{HistoryError, Point, PointRow, RunRow, SeriesKey, SeriesSummary};
+
+/// How long a writer waits for another's transaction to end.
+const BUSY: Duration = Duration::from_secs(60);
+
+/// An open SQLite history.
+pub struct Sqlite {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Sqlite {
+    /// Opens (or creates) the file and brings it to [`VERSION`].
+    pub fn open(path: &Path) -> Result<Sqlite, HistoryError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| HistoryError::Directory {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let mut store = Sqlite {
+            conn: Connection::open(path).map_err(|e| store_error(path, e))?,
+            path: path.to_path_buf(),
+        };
+        store
+            .conn
+            .busy_timeout(BUSY)
+            .map_err(|e| store_error(path, e))?;
+        store
+            .conn
+            .pragma_update(None, "foreign_keys", true)
+            .map_err(|e| store_error(path, e))?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    fn error(&self, e: rusqlite::Error) -> HistoryError {
+        store_error(&self.path, e)
+    }
+
+    /// Applies the migrations the file lacks, each with its version row,
+    /// under the write lock (two first runs at once create it once).
+    fn migrate(&mut self) -> Result<(), HistoryError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| store_error(&self.path, e))?;
+        let at = |e| store_error(&self.path, e);
+        tx.execute(schema::SCHEMA_TABLE, []).map_err(at)?;
+        let found: i64 = tx
+            .query_row(
+                "SELECT COALESCE(MAX(version), 0) FROM servegate_schema",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(at)?;
+        if found > VERSION {
+            return Err(HistoryError::Newer {
+                at: self.path.display().to_string(),
+                found,
+            });
+        }
+        for (version, statements) in (1..)
+            .zip(MIGRATIONS)
+            .skip(usize::try_from(found).unwrap_or(0))
+        {
+            for statement in *statements {
+                tx.execute(statement, []).map_err(at)?;
+            }
+            tx.execute(
+                "INSERT INTO servegate_schema (version, applied_unix, servegate) VALUES ($1, $2, $3)",
+                params![version, now(), env!("CARGO_PKG_VERSION")],
+            )
+            .map_err(at)?;
+        }
+        tx.commit().map_err(at)
+    }
+
+    /// Writes a run and its points in one transaction; `false` when the
+    /// run was there already (then nothing is written).
+    pub fn insert(&mut self, run: &RunRow, points: &[PointRow]) -> Result<bool, HistoryError> {
+        let path = self.path.clone();
+        let at = |e| store_error(&path, e);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(at)?;
+        let inserted = tx
+            .execute(
+                schema::INSERT_RUN,
+                params![
+                    run.run_uid,
+                    run.run_id,
+                    run.node,
+                    run.started_unix,
+                    run.finished_unix,
+                    run.servegate,
+                    run.gpus,
+                    run.hardware,
+                    run.source,
+                    now()
+                ],
+            )
+            .map_err(at)?;
+        if inserted == 0 {
+            return Ok(false);
+        }
+        {
+            let mut insert = tx.prepare(schema::INSERT_POINT).map_err(at)?;
+            for p in points {
+                insert
+                    .execute(params![
+                        run.run_uid,
+                        p.suite,
+                        p.variant,
+                        p.gate,
+                        p.key.metric.name(),
+                        p.key.stat.map_or("", |s| s.name()),
+                        p.key.to_string(),
+                        p.value,
+                        p.unit,
+                        i64::from(p.repeats),
+                        p.fingerprint,
+                        p.model,
+                        p.server_version,
+                        p.suite_commit,
+                        i64::from(p.gate_passed),
+                        i64::from(p.client_limited),
+                        p.load,
+                    ])
+                    .map_err(at)?;
+            }
+        }
+        tx.commit().map_err(at)?;
+        Ok(true)
+    }
+
+    /// Every series, with its newest point.
+    pub fn series(&mut self) -> Result<Vec<SeriesSummary>, HistoryError> {
+        let groups = {
+            let mut query = self
+                .conn
+                .prepare(schema::SERIES)
+                .map_err(|e| self.error(e))?;
+            query
+                .query_map([], |r| {
+                    Ok((
+                        SeriesKey {
+                            suite: r.get(0)?,
+                            gate: r.get(1)?,
+                            key: r.get(2)?,
+                            model: r.get(3)?,
+                            hardware: r.get(4)?,
+                        },
+                        r.get::<_, i64>(5)?,
+                    ))
+                })
+                .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+                .map_err(|e| self.error(e))?
+        };
+        let mut out = Vec::with_capacity(groups.len());
+        for (series, count) in groups {
+            let newest = self.select(&series, true)?.pop();
+            if let Some(newest) = newest {
+                out.push(SeriesSummary {
+                    points: u64::try_from(count).unwrap_or(0),
+                    last_unix: newest.finished_unix,
+                    last_value: newest.value,
+                    unit: newest.unit,
+                    series,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// A series' points, oldest first.
+    pub fn points(&mut self, series: &SeriesKey) -> Result<Vec<Point>, HistoryError> {
+        self.select(series, false)
+    }
+
+    fn select(&self, s: &SeriesKey, newest: bool) -> Result<Vec<Point>, HistoryError> {
+        let mut query = self
+            .conn
+            .prepare(&schema::points(newest))
+            .map_err(|e| self.error(e))?;
+        query
+            .query_map(params![s.suite, s.gate, s.key, s.model, s.hardware], |r| {
+                Ok(Point {
+                    run_uid: r.get(0)?,
+                    node: r.get(1)?,
+                    finished_unix: r.get(2)?,
+                    value: r.get(3)?,
+                    unit: r.get(4)?,
+                    suite_commit: r.get(5)?,
+                    fingerprint: r.get(6)?,
+                    server_version: r.get(7)?,
+                    servegate: r.get(8)?,
+                    gate_passed: r.get::<_, i64>(9)? != 0,
+                    client_limited: r.get::<_, i64>(10)? != 0,
+                })
+            })
+            .and_then(Iterator::collect)
+            .map_err(|e| self.error(e))
+    }
+}
+
+fn store_error(path: &Path, e: rusqlite::Error) -> HistoryError {
+    HistoryError::Store {
+        at: path.display().to_string(),
+        source: Box::new(e),
+    }
+}
+
+fn now() -> i64 {
+    i64::try_from(crate::record::now_unix()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Filter, History, HistoryError, Location, SeriesKey};
+    use crate::record::RunRecord;
+
+    /// A run of `gates` gates with one figure each, `value`.
+    fn run(node: &str, id: &str, gates: usize, value: f64) -> RunRecord {
+        let gates: Vec<serde_json::Value> = (0..gates)
+            .map(|g| {
+                serde_json::json!({
+                    "gate": format!("g{g}"), "load": "1 stream", "repeats": 1,
+                    "figures": { "decode_tok_s.mean": value, "errors": 0.0 }
+                })
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "schema": "servegate.run/2", "run_id": id, "node": node,
+            "started_unix": 1, "finished_unix": 2, "complete": true, "servegate": "0.1.0",
+            "suites": [{ "suite": "s", "fingerprint": "f", "target": "t", "model": "m", "gates": gates }]
+        }))
+        .unwrap()
+    }
+
+    fn temp() -> (tempfile::TempDir, Location) {
+        let dir = tempfile::tempdir().unwrap();
+        let at = Location::Sqlite(dir.path().join("h/history.sqlite"));
+        (dir, at)
+    }
+
+    /// A run is written once: again, it is there already and nothing is
+    /// added; its figures read back as one series per figure.
+    #[test]
+    fn a_run_is_recorded_once_and_reads_back() {
+        let (_dir, at) = temp();
+        let mut h = History::open(&at).unwrap();
+        let first = h.record(&run("a", "1-1", 2, 500.0), "run").unwrap();
+        assert_eq!((first.points, first.already), (4, false));
+        let again = h.record(&run("a", "1-1", 2, 1.0), "import").unwrap();
+        assert_eq!((again.points, again.already), (0, true));
+        // Another node's run of the same id is another run.
+        h.record(&run("b", "1-1", 2, 510.0), "run").unwrap();
+        let series = h.series(&Filter::default()).unwrap();
+        assert_eq!(series.len(), 4, "{series:?}");
+        let key = SeriesKey {
+            suite: "s".into(),
+            gate: "g0".into(),
+            key: "decode_tok_s.mean".into(),
+            model: "m".into(),
+            hardware: "no GPU".into(),
+        };
+        let values: Vec<f64> = h
+            .points(&key, 10)
+            .unwrap()
+            .iter()
+            .map(|p| p.value)
+            .collect();
+        assert_eq!(values, [500.0, 510.0]);
+        assert_eq!(h.points(&key, 1).unwrap()[0].run_uid, "b/1-1", "the newest");
+    }
+
+    /// Four writers on one file at once, each its own connection, a run
+    /// of 200 figures each, ten times: every run lands whole.
+    #[test]
+    fn writers_at_once_all_land() {
+        let (_dir, at) = temp();
+        std::thread::scope(|s| {
+            for w in 0..4 {
+                let at = at.clone();
+                s.spawn(move || {
+                    let mut h = History::open(&at).unwrap();
+                    for i in 0..10 {
+                        h.record(&run(&format!("w{w}"), &format!("{i}-1"), 100, 1.0), "run")
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let mut h = History::open(&at).unwrap();
+        let series = h.series(&Filter::default()).unwrap();
+        assert_eq!(series.len(), 200);
+        assert!(series.iter().all(|s| s.points == 40), "{series:?}");
+    }
+
+    /// A history written by a newer servegate is refused, naming both
+    /// versions, never written into.
+    #[test]
+    fn a_newer_schema_is_refused() {
+        let (_dir, at) = temp();
+        drop(History::open(&at).unwrap());
+        let Location::Sqlite(path) = &at else {
+            unreachable!()
+        };
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.execute(
+            "INSERT INTO servegate_schema (version, applied_unix, servegate) VALUES (99, 0, 'future')",
+            [],
+        )
+        .unwrap();
+        drop(conn);
+        let err = History::open(&at).err().unwrap();
+        assert!(
+            matches!(err, HistoryError::Newer { found: 99, .. }),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("newer than this servegate's (1)"),
+            "{err}"
+        );
+    }
+}
