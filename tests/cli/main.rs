@@ -15,6 +15,7 @@ mod baselines;
 mod bench_client;
 mod datasets;
 mod gates;
+mod history;
 mod init;
 mod list_and_filter;
 mod reasoning;

@@ -18,6 +18,7 @@ pub fn command(args: &[&str], env: &[(&str, &std::path::Path)]) -> Command {
         .env_remove("SERVEGATE_CLIENT_LIMITED")
         .env_remove("SERVEGATE_PIN_CLIENT")
         .env_remove("SERVEGATE_TEST_UNSET_VARIABLE")
+        .env_remove("SERVEGATE_HISTORY")
         .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())));
     cmd
 }
