@@ -8,7 +8,7 @@
 //! Here: where the history is ([`Location`]), what a run becomes in it
 //! ([`rows`]) and the reads the commands make ([`History`]); `schema.rs`:
 //! the tables and their migrations, the same SQL for every store;
-//! `sqlite.rs`: the SQLite store.
+//! `sqlite.rs` and `postgres.rs`: the two stores, behind [`Store`].
 //!
 //! The schema is documented in `docs/src/history.md` for people who point
 //! a dashboard (Grafana reads SQLite) at it without servegate.
@@ -20,6 +20,7 @@ use crate::suite::metric::MetricKey;
 
 // TEMP pub mod changepoint;
 pub mod import;
+mod postgres;
 mod schema;
 mod sqlite;
 
@@ -36,13 +37,17 @@ pub const DEFAULT_FILE: &str = "history.sqlite";
 pub enum Location {
     /// A SQLite file.
     Sqlite(PathBuf),
+    /// A PostgreSQL database: its URL (`postgres://user@host/db`), the
+    /// password from it or from `PGPASSWORD`.
+    Postgres(String),
     /// No history: runs are not recorded, and nothing can be read.
     Off,
 }
 
 impl Location {
     /// `explicit` (`--history`), else `SERVEGATE_HISTORY`, else
-    /// `<out>/history.sqlite`. `off` (or `none`) turns it off.
+    /// `<out>/history.sqlite`. `off` (or `none`) turns it off; a
+    /// `postgres://` or `postgresql://` URL names a PostgreSQL database.
     pub fn resolve(explicit: Option<&str>, out: &Path) -> Location {
         let named = explicit
             .map(str::to_owned)
@@ -51,6 +56,9 @@ impl Location {
         match named.as_deref().map(str::trim) {
             None => Location::Sqlite(out.join(DEFAULT_FILE)),
             Some("off" | "none") => Location::Off,
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Location::Postgres(url.to_owned())
+            }
             Some(path) => Location::Sqlite(crate::suite::absolute(Path::new(
                 path.strip_prefix("sqlite://").unwrap_or(path),
             ))),
@@ -61,6 +69,7 @@ impl Location {
     pub fn describe(&self) -> String {
         match self {
             Location::Sqlite(path) => path.display().to_string(),
+            Location::Postgres(url) => postgres::without_password(url),
             Location::Off => "no history (off)".to_owned(),
         }
     }
@@ -347,21 +356,32 @@ impl Filter {
     }
 }
 
+/// What a history's store does: the same for SQLite and PostgreSQL.
+trait Store {
+    /// Writes a run and its points in one transaction; `false` when the
+    /// run was there already (then nothing is written).
+    fn insert(&mut self, run: &RunRow, points: &[PointRow]) -> Result<bool, HistoryError>;
+    /// Every series with its number of points.
+    fn groups(&mut self) -> Result<Vec<(SeriesKey, u64)>, HistoryError>;
+    /// A series' points, oldest first, or only its newest.
+    fn select(&mut self, series: &SeriesKey, newest: bool) -> Result<Vec<Point>, HistoryError>;
+}
+
 /// An open history.
 pub struct History {
-    store: sqlite::Sqlite,
+    store: Box<dyn Store>,
 }
 
 impl History {
-    /// Opens the history at `location`, creating it (and its directory)
-    /// or bringing its tables to this version's schema.
+    /// Opens the history at `location`, creating it (a SQLite file and its
+    /// directory) or bringing its tables to this version's schema.
     pub fn open(location: &Location) -> Result<History, HistoryError> {
-        match location {
-            Location::Sqlite(path) => Ok(History {
-                store: sqlite::Sqlite::open(path)?,
-            }),
-            Location::Off => Err(HistoryError::Off),
-        }
+        let store: Box<dyn Store> = match location {
+            Location::Sqlite(path) => Box::new(sqlite::Sqlite::open(path)?),
+            Location::Postgres(url) => Box::new(postgres::Postgres::open(url)?),
+            Location::Off => return Err(HistoryError::Off),
+        };
+        Ok(History { store })
     }
 
     /// Writes a run's figures, all or none, once: a run already there
@@ -378,16 +398,28 @@ impl History {
 
     /// Every series, with its size and newest point.
     pub fn series(&mut self, filter: &Filter) -> Result<Vec<SeriesSummary>, HistoryError> {
-        let mut all = self.store.series()?;
-        all.retain(|s| filter.matches(&s.series));
-        all.sort_by(|a, b| a.series.cmp(&b.series));
-        Ok(all)
+        let mut groups = self.store.groups()?;
+        groups.retain(|(s, _)| filter.matches(s));
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out = Vec::with_capacity(groups.len());
+        for (series, points) in groups {
+            if let Some(newest) = self.store.select(&series, true)?.pop() {
+                out.push(SeriesSummary {
+                    points,
+                    last_unix: newest.finished_unix,
+                    last_value: newest.value,
+                    unit: newest.unit,
+                    series,
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// The newest `last` points of a series (all: `usize::MAX`), oldest
     /// first.
     pub fn points(&mut self, series: &SeriesKey, last: usize) -> Result<Vec<Point>, HistoryError> {
-        let mut points = self.store.points(series)?;
+        let mut points = self.store.select(series, false)?;
         let skip = points.len().saturating_sub(last);
         points.drain(..skip);
         Ok(points)

@@ -10,7 +10,7 @@ use std::time::Duration;
 use rusqlite::{Connection, TransactionBehavior, params};
 
 use super::schema::{self, MIGRATIONS, VERSION};
-use super::{HistoryError, Point, PointRow, RunRow, SeriesKey, SeriesSummary};
+use super::{HistoryError, Point, PointRow, RunRow, SeriesKey};
 
 /// How long a writer waits for another's transaction to end.
 const BUSY: Duration = Duration::from_secs(60);
@@ -90,7 +90,7 @@ impl Sqlite {
 
     /// Writes a run and its points in one transaction; `false` when the
     /// run was there already (then nothing is written).
-    pub fn insert(&mut self, run: &RunRow, points: &[PointRow]) -> Result<bool, HistoryError> {
+    fn write_run(&mut self, run: &RunRow, points: &[PointRow]) -> Result<bool, HistoryError> {
         let path = self.path.clone();
         let at = |e| store_error(&path, e);
         let tx = self
@@ -146,52 +146,36 @@ impl Sqlite {
         tx.commit().map_err(at)?;
         Ok(true)
     }
+}
 
-    /// Every series, with its newest point.
-    pub fn series(&mut self) -> Result<Vec<SeriesSummary>, HistoryError> {
-        let groups = {
-            let mut query = self
-                .conn
-                .prepare(schema::SERIES)
-                .map_err(|e| self.error(e))?;
-            query
-                .query_map([], |r| {
-                    Ok((
-                        SeriesKey {
-                            suite: r.get(0)?,
-                            gate: r.get(1)?,
-                            key: r.get(2)?,
-                            model: r.get(3)?,
-                            hardware: r.get(4)?,
-                        },
-                        r.get::<_, i64>(5)?,
-                    ))
-                })
-                .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-                .map_err(|e| self.error(e))?
-        };
-        let mut out = Vec::with_capacity(groups.len());
-        for (series, count) in groups {
-            let newest = self.select(&series, true)?.pop();
-            if let Some(newest) = newest {
-                out.push(SeriesSummary {
-                    points: u64::try_from(count).unwrap_or(0),
-                    last_unix: newest.finished_unix,
-                    last_value: newest.value,
-                    unit: newest.unit,
-                    series,
-                });
-            }
-        }
-        Ok(out)
+impl super::Store for Sqlite {
+    fn insert(&mut self, run: &RunRow, points: &[PointRow]) -> Result<bool, HistoryError> {
+        self.write_run(run, points)
     }
 
-    /// A series' points, oldest first.
-    pub fn points(&mut self, series: &SeriesKey) -> Result<Vec<Point>, HistoryError> {
-        self.select(series, false)
+    fn groups(&mut self) -> Result<Vec<(SeriesKey, u64)>, HistoryError> {
+        let mut query = self
+            .conn
+            .prepare(schema::SERIES)
+            .map_err(|e| self.error(e))?;
+        query
+            .query_map([], |r| {
+                Ok((
+                    SeriesKey {
+                        suite: r.get(0)?,
+                        gate: r.get(1)?,
+                        key: r.get(2)?,
+                        model: r.get(3)?,
+                        hardware: r.get(4)?,
+                    },
+                    u64::try_from(r.get::<_, i64>(5)?).unwrap_or(0),
+                ))
+            })
+            .and_then(Iterator::collect)
+            .map_err(|e| self.error(e))
     }
 
-    fn select(&self, s: &SeriesKey, newest: bool) -> Result<Vec<Point>, HistoryError> {
+    fn select(&mut self, s: &SeriesKey, newest: bool) -> Result<Vec<Point>, HistoryError> {
         let mut query = self
             .conn
             .prepare(&schema::points(newest))

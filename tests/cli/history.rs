@@ -4,13 +4,20 @@
 //! run.
 
 use crate::common::run::{command, servegate_with};
+use crate::postgres::Postgres;
+use std::path::Path;
 
 /// `servegate history … --format json` in output directory `out`, parsed.
-fn history_json(out: &std::path::Path, args: &[&str]) -> serde_json::Value {
+fn history_json(out: &Path, args: &[&str]) -> serde_json::Value {
+    history_json_with(out, args, &[])
+}
+
+/// [`history_json`] with these variables.
+fn history_json_with(out: &Path, args: &[&str], env: &[(&str, &Path)]) -> serde_json::Value {
     let mut all = vec!["history", "--out-dir", out.to_str().unwrap()];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--format", "json"]);
-    let o = command(&all, &[]).output().unwrap();
+    let o = command(&all, env).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_slice(&o.stdout).unwrap()
 }
@@ -114,13 +121,12 @@ fn a_history_turned_off_is_not_written() {
     assert!(o.out.contains("the history is off"), "{}", o.out);
 }
 
-/// An import of a run of 30,000 figures, killed at ten moments while it
-/// writes: every run the history then holds has all its figures (SQLite's
-/// transaction), and the kills did land before the commit.
-#[test]
-fn a_killed_import_leaves_no_half_run() {
+/// An import of a run of 30,000 figures into `history`, killed at ten
+/// moments while it writes: every run the history then holds has all its
+/// figures (the store's transaction), and the kills did land before the
+/// commit.
+fn killed_imports_leave_no_half_run(history: &str, env: &[(&str, &Path)]) {
     let dir = tempfile::tempdir().unwrap();
-    let history = dir.path().join("history.sqlite");
     let figures: serde_json::Map<String, serde_json::Value> = [
         "decode_tok_s.mean",
         "ttft.p99",
@@ -148,11 +154,11 @@ fn a_killed_import_leaves_no_half_run() {
             &[
                 "history",
                 "--history",
-                history.to_str().unwrap(),
+                history,
                 "import",
                 record.to_str().unwrap(),
             ],
-            &[],
+            env,
         )
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -161,25 +167,11 @@ fn a_killed_import_leaves_no_half_run() {
         std::thread::sleep(std::time::Duration::from_millis(20 + 40 * attempt));
         let _ = child.kill();
         let status = child.wait().unwrap();
-        let listed = history_json(
+        let listed = history_json_with(
             dir.path(),
-            &["--history", history.to_str().unwrap(), "list", "--all"],
+            &["--history", history, "list", "--all", "--suite", "big"],
+            env,
         );
-        for series in listed.as_array().unwrap() {
-            assert!(
-                series["points"].as_u64().unwrap() <= attempt + 1,
-                "{series}"
-            );
-        }
-        let gates_with = |n: u64| {
-            listed
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|s| s["points"].as_u64() == Some(n))
-                .count()
-        };
-        let landed = gates_with(attempt + 1) > 0;
         // Every series has the same points: no run is in part.
         let sizes: std::collections::BTreeSet<u64> = listed
             .as_array()
@@ -188,6 +180,7 @@ fn a_killed_import_leaves_no_half_run() {
             .map(|s| s["points"].as_u64().unwrap())
             .collect();
         assert!(sizes.len() <= 1, "a run in part: series of sizes {sizes:?}");
+        let landed = sizes.first().is_some_and(|n| *n == attempt + 1);
         if !landed && !status.success() {
             killed_before_commit += 1;
         }
@@ -196,4 +189,90 @@ fn a_killed_import_leaves_no_half_run() {
         killed_before_commit > 0,
         "no kill landed before an import committed: the test proved nothing"
     );
+}
+
+#[test]
+fn a_killed_import_leaves_no_half_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history.sqlite");
+    killed_imports_leave_no_half_run(history.to_str().unwrap(), &[]);
+}
+
+/// Three runners at once on one PostgreSQL history, its password from
+/// `PGPASSWORD` only: every run lands, reads back per node, and the
+/// password is never printed; without it, the error says what is
+/// missing; a killed import leaves no half run there either.
+#[test]
+fn runners_share_one_postgresql_history() {
+    let Some(pg) = Postgres::start("runners_share_one_postgresql_history") else {
+        return;
+    };
+    let password = Path::new(&pg.password);
+    let dir = tempfile::tempdir().unwrap();
+    let runs: Vec<_> = (0..3)
+        .map(|n| {
+            let out = dir.path().join(format!("out{n}"));
+            let node = dir.path().join(format!("gpu-runner-{n}"));
+            let node = Path::new(node.file_name().unwrap()).to_path_buf();
+            std::thread::spawn({
+                let url = pg.url.clone();
+                let password = password.to_path_buf();
+                move || {
+                    servegate_with(
+                        &["run", "tests/suites/history.yaml", "--history", &url],
+                        &[
+                            ("SERVEGATE_OUT", out.as_path()),
+                            ("SERVEGATE_NODE", node.as_path()),
+                            ("PGPASSWORD", password.as_path()),
+                        ],
+                    )
+                }
+            })
+        })
+        .collect();
+    for run in runs {
+        let o = run.join().unwrap();
+        assert_eq!(o.code, Some(0), "{}", o.out);
+        assert!(o.out.contains("servegate: history: "), "{}", o.out);
+        assert!(
+            o.out.contains("postgres://servegate:***@127.0.0.1:"),
+            "{}",
+            o.out
+        );
+        assert!(
+            !o.out.contains(&pg.password),
+            "the password printed:\n{}",
+            o.out
+        );
+    }
+    let env = [("PGPASSWORD", password)];
+    let shown = history_json_with(
+        dir.path(),
+        &[
+            "--history",
+            &pg.url,
+            "show",
+            "history::steady",
+            "decode_tok_s.mean",
+        ],
+        &env,
+    );
+    let mut nodes: Vec<&str> = shown["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["node"].as_str().unwrap())
+        .collect();
+    nodes.sort_unstable();
+    assert_eq!(
+        nodes,
+        ["gpu-runner-0", "gpu-runner-1", "gpu-runner-2"],
+        "{shown}"
+    );
+
+    let o = servegate_with(&["history", "--history", &pg.url, "list"], &[]);
+    assert_eq!(o.code, Some(2), "{}", o.out);
+    assert!(o.out.contains("password missing"), "{}", o.out);
+
+    killed_imports_leave_no_half_run(&pg.url, &env);
 }

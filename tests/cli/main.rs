@@ -8,6 +8,8 @@
 mod common;
 #[path = "../common/golden.rs"]
 mod golden;
+#[path = "../common/postgres.rs"]
+mod postgres;
 use common::run::command;
 
 mod assertions;

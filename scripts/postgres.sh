@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL cluster for the history's trials: Debian's
+# packages (installed by `install` where missing), a cluster in a new
+# directory under /tmp on 127.0.0.1:PORT with password authentication
+# (user `servegate`, its password in DIR/password), stopped and removed
+# by `stop`.
+#
+#   scripts/postgres.sh install       apt-get install postgresql where there is none
+#   scripts/postgres.sh bin           the directory of initdb and pg_ctl, or exit 1
+#   scripts/postgres.sh start PORT    prints the cluster's DIR, then its URL (no password)
+#   scripts/postgres.sh stop DIR
+#
+# initdb refuses to run as root: as root, the cluster is the `postgres`
+# user's.
+set -euo pipefail
+
+bin() {
+    for d in "$(dirname "$(command -v initdb 2>/dev/null || echo /nonexistent/x)")" /usr/lib/postgresql/*/bin; do
+        if [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ]; then
+            echo "$d"
+            return 0
+        fi
+    done
+    return 1
+}
+
+as_owner() {
+    if [ "$(id -u)" -eq 0 ]; then
+        runuser -u postgres -- "$@"
+    else
+        "$@"
+    fi
+}
+
+case "${1:-}" in
+install)
+    bin >/dev/null 2>&1 && exit 0
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql) >/dev/null 2>&1 \
+        || { echo "postgres.sh: PostgreSQL could not be installed from Debian's packages" >&2; exit 1; }
+    ;;
+bin)
+    bin
+    ;;
+start)
+    port=$2
+    pg=$(bin) || { echo "postgres.sh: no initdb/pg_ctl (install postgresql)" >&2; exit 1; }
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/servegate-pg.XXXXXX")
+    chmod 0755 "$dir"
+    head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/password"
+    mkdir -p "$dir/data" "$dir/socket"
+    if [ "$(id -u)" -eq 0 ]; then
+        chown -R postgres "$dir"
+    fi
+    as_owner "$pg/initdb" -D "$dir/data" -U servegate --pwfile="$dir/password" \
+        --auth=scram-sha-256 -E UTF8 --locale=C >"$dir/initdb.log" 2>&1 \
+        || { cat "$dir/initdb.log" >&2; exit 1; }
+    as_owner "$pg/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+        -o "-p $port -c listen_addresses=127.0.0.1 -k $dir/socket -c fsync=off" start >/dev/null \
+        || { cat "$dir/server.log" >&2; exit 1; }
+    echo "$dir"
+    echo "postgres://servegate@127.0.0.1:$port/postgres?sslmode=disable"
+    ;;
+stop)
+    dir=$2
+    case "$dir" in */servegate-pg.*) ;; *) echo "postgres.sh: $dir is not a cluster of this script" >&2; exit 2 ;; esac
+    pg=$(bin) || exit 0
+    [ -d "$dir/data" ] && as_owner "$pg/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+    rm -rf "$dir"
+    ;;
+*)
+    echo "usage: $0 install | bin | start PORT | stop DIR" >&2
+    exit 2
+    ;;
+esac
