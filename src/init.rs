@@ -176,6 +176,8 @@ fn suite_run(
         client_limited,
         snapshots: crate::check::snapshot::Update::Pending,
         figures: Arc::default(),
+        // A calibration is no run of the suite: nothing to compare with.
+        history: crate::history::Location::Off,
     };
     SuiteRun::new(suite, plan, Arc::clone(runtime))
 }

@@ -208,18 +208,14 @@ fn pick(
     figure: &str,
     (model, hardware): (Option<&str>, Option<&str>),
 ) -> Result<SeriesKey, String> {
-    let (suite, gate) = gate.split_once("::").ok_or_else(|| {
-        format!(
-            "`{gate}`: name the gate as `<suite>::<gate>` (`servegate history list` names them)"
-        )
-    })?;
+    // The name as `list` renders it, compared whole: never parsed.
+    let named = gate;
     let candidates: Vec<SeriesSummary> = history
         .series(&Filter::default())
         .map_err(|e| e.to_string())?
         .into_iter()
         .filter(|s| {
-            s.series.suite == suite
-                && s.series.gate == gate
+            format!("{}::{}", s.series.suite, s.series.gate) == named
                 && s.series.key == figure
                 && model.is_none_or(|m| s.series.model == m)
                 && hardware.is_none_or(|h| s.series.hardware == h)
@@ -228,14 +224,14 @@ fn pick(
     match candidates.as_slice() {
         [one] => Ok(one.series.clone()),
         [] => Err(format!(
-            "the history has no series `{suite}::{gate}` `{figure}`{}: `servegate history list` names those it has",
+            "the history has no series `{named}` `{figure}`{}: `servegate history list` names those it has (`<suite>::<gate>`)",
             match (model, hardware) {
                 (None, None) => String::new(),
                 _ => " of that model and hardware".to_owned(),
             }
         )),
         many => Err(format!(
-            "`{suite}::{gate}` `{figure}` is {} series; name one with --model and --hardware: {}",
+            "`{named}` `{figure}` is {} series; name one with --model and --hardware: {}",
             many.len(),
             many.iter()
                 .map(|s| format!("{:?} on {:?}", s.series.model, s.series.hardware))
@@ -256,10 +252,13 @@ fn show(
     use std::fmt::Write as _;
     let series = pick(history, gate, figure, identity)?;
     let points = history.points(&series, last).map_err(|e| e.to_string())?;
+    let changes = servegate::history::changes(&points);
     let mut out = String::new();
     match format {
         Format::Json => {
-            out = json(&serde_json::json!({ "series": series, "points": points }))? + "\n";
+            out = json(
+                &serde_json::json!({ "series": series, "points": points, "changes": changes }),
+            )? + "\n";
         }
         Format::Table => {
             let _ = writeln!(
@@ -302,6 +301,29 @@ fn show(
                     }
                 );
             }
+        }
+    }
+    if matches!(format, Format::Table) {
+        if changes.is_empty() {
+            let _ = writeln!(out, "no change of level in these points");
+        }
+        for c in &changes {
+            let _ = writeln!(
+                out,
+                "change at {} (run {}, commit {}): {} → {} ({:+.1}%, p = {:.3}){}",
+                when(c.finished_unix),
+                c.run_uid,
+                c.suite_commit
+                    .as_deref()
+                    .map_or("-", |c| &c[..c.len().min(12)]),
+                shown(&series.key, c.mean_before),
+                shown(&series.key, c.mean_after),
+                100.0 * c.relative,
+                c.p_value,
+                c.configuration
+                    .as_ref()
+                    .map_or_else(String::new, |f| format!("; configuration now: {f}"))
+            );
         }
     }
     print_out(&out);

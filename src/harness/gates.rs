@@ -14,6 +14,8 @@ use super::target::Connected;
 use crate::check::message::Message;
 use crate::check::recheck;
 use crate::client::CallRequest;
+use crate::history::gate::GateHistory;
+use crate::history::{Location, SeriesKey};
 use crate::load::metrics::GateMetrics;
 use crate::load::runner::{Watch, run_gate, run_watched};
 use crate::load::threads::Threads;
@@ -23,6 +25,41 @@ use crate::suite::threshold::Bound;
 use crate::suite::{Gate, OnClientLimited, Recheck, SnapshotMode};
 
 impl SuiteRun {
+    /// The earlier runs of `gate` its `history.…` and `no_regression`
+    /// bounds read (`None`: it has none, or the history is off). Read
+    /// once the gate has measured: a run beside it that ends first is in.
+    fn gate_history(&self, gate: &Gate, target: &Connected) -> Option<GateHistory> {
+        let keys: Vec<_> = gate
+            .thresholds
+            .iter()
+            .filter(|t| matches!(t.threshold.bound, Bound::History(..) | Bound::NoRegression))
+            .map(|t| t.threshold.key)
+            .collect();
+        if keys.is_empty() || self.plan.history == Location::Off {
+            return None;
+        }
+        let series = SeriesKey {
+            suite: self.label.clone(),
+            gate: crate::history::gate_name(
+                &gate.name,
+                gate.sweep
+                    .as_ref()
+                    .map(|s| (s.sweep.as_str(), s.level.as_str())),
+            ),
+            key: String::new(),
+            model: target.model_id.clone(),
+            hardware: crate::history::hardware(
+                &super::recording::gpu_inventory().unwrap_or_default(),
+            ),
+        };
+        Some(GateHistory::read(
+            &self.plan.history,
+            &series,
+            &target.fingerprint,
+            &keys,
+        ))
+    }
+
     /// The figures gate `gate` measured in variant `name` of this suite.
     fn variant_figures(&self, name: &str, gate: &str) -> Result<Figures, String> {
         let order = |n: &str| self.suite.variants.iter().position(|v| v.name == n);
@@ -167,7 +204,9 @@ impl SuiteRun {
                 (name, figures)
             })
             .collect();
+        let history = self.gate_history(gate, target);
         let refs = References {
+            history: history.as_ref(),
             baseline: &baseline,
             variant: self.variant.as_ref().map(|v| v.name.as_str()),
             variants: &variants,

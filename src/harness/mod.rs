@@ -138,6 +138,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
             .map_or(0, |d| d.as_secs()),
     };
     write_when_interrupted(&book, &info, options.publish);
+    let history = crate::history::Location::resolve(options.history.as_deref(), &info.out);
     let ctx = Context {
         args: &args,
         runtime: &runtime,
@@ -152,6 +153,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         recording_baselines: options.recording_baselines,
         client_threads: options.client_threads,
         client_limited: options.client_limited,
+        history: &history,
     };
     for l in loaded {
         let suite = match l {
@@ -182,7 +184,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     let runs = book.lock().map(|r| r.clone()).unwrap_or_default();
     summary::print(&runs);
     let final_record = recording::collect(&info, &runs, true);
-    keep(&info, options, &final_record);
+    keep(&info, options, &history, &final_record);
     if let Some(publish) = options.publish {
         publish(&info, &final_record);
     }
@@ -209,7 +211,12 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
 
 /// Where a finished run's record is kept: its run directory (and
 /// `latest/`), the history, and the pruning of old run directories.
-fn keep(info: &record::RunInfo, options: &RunOptions, final_record: &record::RunRecord) {
+fn keep(
+    info: &record::RunInfo,
+    options: &RunOptions,
+    history: &crate::history::Location,
+    final_record: &record::RunRecord,
+) {
     match record::write(info, final_record) {
         Ok(path) => eprintln!("servegate: run record written to {}", path.display()),
         Err(e) => eprintln!("warning: {e}"),
@@ -217,10 +224,7 @@ fn keep(info: &record::RunInfo, options: &RunOptions, final_record: &record::Run
     // An interrupted run's figures are a part of a run: its record holds
     // them (`servegate history import` adds them), the history does not.
     if !crate::process::interrupted() {
-        crate::history::record_run(
-            &crate::history::Location::resolve(options.history.as_deref(), &info.out),
-            final_record,
-        );
+        crate::history::record_run(history, final_record);
     }
     let removed = record::prune_runs(&info.out, options.keep_runs, &info.dir);
     if removed > 0 {

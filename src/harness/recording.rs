@@ -131,7 +131,7 @@ fn ask_git(file: &std::path::Path) -> Option<String> {
 }
 
 /// The GPUs `nvidia-smi` lists, once per process.
-fn gpu_inventory() -> Option<Vec<String>> {
+pub(super) fn gpu_inventory() -> Option<Vec<String>> {
     static GPUS: std::sync::OnceLock<Option<Vec<String>>> = std::sync::OnceLock::new();
     GPUS.get_or_init(|| {
         command_output(

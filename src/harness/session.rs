@@ -107,6 +107,9 @@ pub struct Plan {
     /// Where its gates' figures go, and where `variant(NAME)` bounds find
     /// those of earlier variants.
     pub figures: Arc<FigureBook>,
+    /// The run history, where `history.…` and `no_regression` bounds
+    /// read earlier runs.
+    pub history: crate::history::Location,
 }
 
 /// Where a suite run's server stands, under one lock: how many selected

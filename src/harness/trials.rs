@@ -172,6 +172,8 @@ pub(super) struct Context<'a> {
     pub(super) recording_baselines: bool,
     pub(super) client_threads: Option<u32>,
     pub(super) client_limited: Option<crate::suite::OnClientLimited>,
+    /// The run history: gates read it, the run is recorded in it.
+    pub(super) history: &'a crate::history::Location,
 }
 
 impl Context<'_> {
@@ -222,6 +224,7 @@ pub(super) fn add_run(
         client_limited: ctx.client_limited,
         snapshots: ctx.snapshots.update.clone(),
         figures: Arc::clone(ctx.figures),
+        history: ctx.history.clone(),
     };
     let run = Arc::new(SuiteRun::new(suite.clone(), plan, Arc::clone(runtime)));
     if target::launches(suite, ctx.target_override) {

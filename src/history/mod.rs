@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 use crate::record::{RunRecord, TrialOutcome};
 use crate::suite::metric::MetricKey;
 
-// TEMP pub mod changepoint;
+pub mod changepoint;
+pub mod gate;
 pub mod import;
 mod postgres;
 mod schema;
@@ -192,10 +193,12 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
     let mut points = Vec::new();
     for suite in &record.suites {
         for gate in &suite.gates {
-            let name = match &gate.sweep {
-                Some(s) => format!("{}::{}", s.of.sweep, s.of.level),
-                None => gate.gate.clone(),
-            };
+            let name = gate_name(
+                &gate.gate,
+                gate.sweep
+                    .as_ref()
+                    .map(|s| (s.of.sweep.as_str(), s.of.level.as_str())),
+            );
             let trial = format!("{}::performance::{name}", suite.suite);
             let gate_passed = record
                 .trials
@@ -229,9 +232,15 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
     (run, points)
 }
 
+/// A gate's name in the history: its own, or `<sweep>::<level>`, as the
+/// trial's name writes it.
+pub fn gate_name(gate: &str, sweep: Option<(&str, &str)>) -> String {
+    sweep.map_or_else(|| gate.to_owned(), |(s, l)| format!("{s}::{l}"))
+}
+
 /// The GPUs in short: `8 x NVIDIA H200`, `1 x NVIDIA A10G + 1 x NVIDIA L4`,
 /// or `no GPU`. `nvidia-smi`'s lines are `index, name, memory, driver`.
-fn hardware(gpus: &[String]) -> String {
+pub fn hardware(gpus: &[String]) -> String {
     let mut counted: Vec<(String, usize)> = Vec::new();
     for line in gpus {
         let name = line.split(',').nth(1).unwrap_or(line).trim().to_owned();
@@ -334,6 +343,54 @@ pub struct Point {
     pub gate_passed: bool,
     /// Whether the client set the figure (never compared).
     pub client_limited: bool,
+}
+
+/// A change of level in a series, at the run that starts it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SeriesChange {
+    /// The first run on the new level.
+    pub run_uid: String,
+    /// When it ended, seconds since the epoch.
+    pub finished_unix: i64,
+    /// Its suite commit.
+    pub suite_commit: Option<String>,
+    /// The level before and after (means of the segments).
+    pub mean_before: f64,
+    /// The level after.
+    pub mean_after: f64,
+    /// `(after - before) / before`.
+    pub relative: f64,
+    /// Its significance (`changepoint.rs`).
+    pub p_value: f64,
+    /// The configuration of the run, where it differs from the run's before.
+    pub configuration: Option<String>,
+}
+
+/// The changes of level in a series' points (those the client did not
+/// set), oldest first.
+pub fn changes(points: &[Point]) -> Vec<SeriesChange> {
+    let kept: Vec<&Point> = points.iter().filter(|p| !p.client_limited).collect();
+    let values: Vec<f64> = kept.iter().map(|p| p.value).collect();
+    changepoint::Detector::default()
+        .detect(&values)
+        .into_iter()
+        .filter_map(|c| {
+            let at = kept.get(c.index)?;
+            let before = c.index.checked_sub(1).and_then(|i| kept.get(i));
+            Some(SeriesChange {
+                run_uid: at.run_uid.clone(),
+                finished_unix: at.finished_unix,
+                suite_commit: at.suite_commit.clone(),
+                mean_before: c.mean_before,
+                mean_after: c.mean_after,
+                relative: c.relative,
+                p_value: c.p_value,
+                configuration: before
+                    .filter(|b| b.fingerprint != at.fingerprint)
+                    .map(|_| at.fingerprint.clone()),
+            })
+        })
+        .collect()
 }
 
 /// Which series a listing shows: parts of their names (empty: any).

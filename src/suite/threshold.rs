@@ -54,6 +54,38 @@ pub enum Bound {
     /// The figure the same gate measured in another variant of this run
     /// (`variant(name) * 1.05`), adjusted.
     Variant(String, Relative),
+    /// A statistic of the gate's recent history of the same configuration
+    /// (`history.median(10) * 0.97`), adjusted.
+    History(Recent, Relative),
+    /// No significant change in the bad direction against the series'
+    /// current level (`>= no_regression`: higher is better).
+    NoRegression,
+}
+
+/// A statistic of a gate's last runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recent {
+    /// `history.median(N)`: the median of the last N.
+    Median(u32),
+    /// `history.mean(N)`: their mean.
+    Mean(u32),
+}
+
+impl Recent {
+    /// How many runs it is made of.
+    pub fn runs(self) -> u32 {
+        match self {
+            Recent::Median(n) | Recent::Mean(n) => n,
+        }
+    }
+
+    /// As a suite writes it: `history.median(10)`.
+    pub fn name(self) -> String {
+        match self {
+            Recent::Median(n) => format!("history.median({n})"),
+            Recent::Mean(n) => format!("history.mean({n})"),
+        }
+    }
 }
 
 /// How a baseline figure is adjusted into a bound.
@@ -125,6 +157,11 @@ impl fmt::Display for Threshold {
                 write!(f, "variant({name})")?;
                 r.fmt_after(f, m)
             }
+            Bound::History(recent, r) => {
+                f.write_str(&recent.name())?;
+                r.fmt_after(f, m)
+            }
+            Bound::NoRegression => f.write_str("no_regression"),
         }
     }
 }
@@ -147,6 +184,16 @@ pub fn parse_comparison(key: MetricKey, text: &str) -> Result<Threshold, String>
     })?;
     let bound = if let Some(adjust) = rest.strip_prefix("baseline") {
         Bound::Baseline(parse_relative(key, adjust.trim(), "baseline")?)
+    } else if rest == "no_regression" {
+        if op == Op::Eq {
+            return Err(format!(
+                "`{text}`: say which way is worse: `>= no_regression` (higher is better) or `<= no_regression`"
+            ));
+        }
+        Bound::NoRegression
+    } else if let Some(named) = rest.strip_prefix("history.") {
+        let (recent, adjust) = parse_recent(named)?;
+        Bound::History(recent, parse_relative(key, adjust.trim(), &recent.name())?)
     } else if let Some(named) = rest.strip_prefix("variant(") {
         let (name, adjust) = named
             .split_once(')')
@@ -197,6 +244,29 @@ fn parse_amount(key: MetricKey, text: &str) -> Result<f64, String> {
         Ok(value)
     } else {
         Err(format!("`{text}` is not a finite number"))
+    }
+}
+
+/// `median(10) …` or `mean(5) …` (after `history.`): the statistic and
+/// what follows it.
+fn parse_recent(text: &str) -> Result<(Recent, &str), String> {
+    let expected = "expected `history.median(N)` or `history.mean(N)`, N the runs (2 to 1000)";
+    let (name, rest) = text
+        .split_once('(')
+        .ok_or_else(|| format!("`history.{text}`: {expected}"))?;
+    let (n, adjust) = rest
+        .split_once(')')
+        .ok_or_else(|| format!("`history.{text}`: {expected}"))?;
+    let n: u32 = n
+        .trim()
+        .parse()
+        .ok()
+        .filter(|n| (2..=1000).contains(n))
+        .ok_or_else(|| format!("`history.{text}`: {expected}"))?;
+    match name.trim() {
+        "median" => Ok((Recent::Median(n), adjust)),
+        "mean" => Ok((Recent::Mean(n), adjust)),
+        _ => Err(format!("`history.{text}`: {expected}")),
     }
 }
 
@@ -368,9 +438,15 @@ mod tests {
             for r in relatives {
                 bounds.push(Bound::Baseline(r));
                 bounds.push(Bound::Variant("fast".into(), r));
+                bounds.push(Bound::History(Recent::Median(10), r));
+                bounds.push(Bound::History(Recent::Mean(3), r));
             }
+            bounds.push(Bound::NoRegression);
             for op in [Op::Ge, Op::Gt, Op::Le, Op::Lt, Op::Eq] {
                 for bound in &bounds {
+                    if op == Op::Eq && *bound == Bound::NoRegression {
+                        continue;
+                    }
                     let t = Threshold {
                         key,
                         op,
@@ -402,6 +478,38 @@ mod tests {
             }
         }
         assert!(checked > 1000, "{checked}");
+    }
+
+    #[test]
+    fn parses_history_comparisons() {
+        let t = parse_comparison(key("decode_tok_s.mean"), ">= history.median(10) * 0.97").unwrap();
+        assert_eq!(
+            t.bound,
+            Bound::History(Recent::Median(10), Relative::Times(0.97))
+        );
+        assert_eq!(
+            t.to_string(),
+            "decode_tok_s.mean >= history.median(10) * 0.97"
+        );
+        let t = parse_comparison(key("ttft.p99"), "<= history.mean(5) + 10%").unwrap();
+        assert_eq!(
+            t.bound,
+            Bound::History(Recent::Mean(5), Relative::Percent(10.0))
+        );
+        let t = parse_comparison(key("ttft.p99"), "<= no_regression").unwrap();
+        assert_eq!((t.op, &t.bound), (Op::Le, &Bound::NoRegression));
+        for bad in [
+            ">= history.median(1)",
+            ">= history.median(x)",
+            ">= history.p99(10)",
+            ">= history.median",
+            "== no_regression",
+        ] {
+            assert!(
+                parse_comparison(key("decode_tok_s.mean"), bad).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

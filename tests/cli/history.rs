@@ -276,3 +276,114 @@ fn runners_share_one_postgresql_history() {
 
     killed_imports_leave_no_half_run(&pg.url, &env);
 }
+
+/// The nightly job in miniature: 21 runs of one suite against the
+/// simulator, each recorded; after run 12 a commit slows its decode by a
+/// quarter. `no_regression` is not applied while the history is short,
+/// holds over the first 12 runs (the simulator's own noise, on a loaded
+/// machine too), and fails run 13 and every run after it, naming run 12
+/// and its commit as the last good one.
+#[test]
+fn a_nightly_slowdown_fails_the_run_it_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path();
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(repo)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).trim().to_owned()
+    };
+    let profile = |itl: &str| format!("model: sim-nightly\nttft: 20ms\nitl: {itl}\n");
+    std::fs::write(repo.join("sim.yaml"), profile("20ms")).unwrap();
+    std::fs::write(
+        repo.join("nightly.yaml"),
+        "suite: nightly\nsim: { profile: sim.yaml }\nperformance:\n  - name: decode\n    load: { concurrency: 2, requests: 4, input_tokens: 8, output_tokens: 24, ignore_eos: true }\n    thresholds:\n      decode_tok_s.mean: \">= no_regression\"\n",
+    )
+    .unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-qm", "fast"]);
+    let fast = git(&["rev-parse", "HEAD"]);
+    let out = repo.join("out");
+    let suite = repo.join("nightly.yaml");
+    let mut uids = Vec::new();
+    for night in 1..=21 {
+        if night == 13 {
+            std::fs::write(repo.join("sim.yaml"), profile("27ms")).unwrap();
+            git(&["commit", "-qam", "slow"]);
+        }
+        let o = servegate_with(
+            &["run", suite.to_str().unwrap()],
+            &[("SERVEGATE_OUT", out.as_path())],
+        );
+        let record = crate::record_of(&o.out);
+        uids.push(format!(
+            "{}/{}",
+            record["node"].as_str().unwrap(),
+            record["run_id"].as_str().unwrap()
+        ));
+        if night <= 5 {
+            assert_eq!(o.code, Some(0), "night {night}:\n{}", o.out);
+            assert!(
+                o.out.contains("not applied: too little history yet"),
+                "night {night}:\n{}",
+                o.out
+            );
+        } else if night <= 12 {
+            assert_eq!(o.code, Some(0), "night {night}: a false alarm:\n{}", o.out);
+        } else {
+            assert_eq!(
+                o.code,
+                Some(1),
+                "night {night}: the slowdown passed:\n{}",
+                o.out
+            );
+            let failure =
+                crate::common::verdicts::failure_of(&o.out, "nightly::performance::decode");
+            crate::common::verdicts::assert_has(
+                &failure,
+                &[
+                    "threshold failed: decode_tok_s.mean >= no_regression",
+                    &format!("last good run: {} (commit {fast}", uids[11]),
+                    "`servegate history show nightly::decode decode_tok_s.mean`",
+                ],
+            );
+        }
+    }
+    // The history shows one change, at run 13 and the slow commit: a
+    // quarter down.
+    let shown = history_json(
+        &out,
+        &[
+            "show",
+            "nightly::decode",
+            "decode_tok_s.mean",
+            "--last",
+            "100",
+        ],
+    );
+    let changes = shown["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{shown:#}");
+    assert_eq!(changes[0]["run_uid"], uids[12].as_str(), "{shown:#}");
+    assert_eq!(
+        changes[0]["suite_commit"],
+        git(&["rev-parse", "HEAD"]).as_str()
+    );
+    let relative = changes[0]["relative"].as_f64().unwrap();
+    assert!((-0.35..-0.15).contains(&relative), "{relative}");
+}

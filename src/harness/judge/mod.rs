@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::check::message::Message;
+use crate::history::gate::{GateHistory, Reference};
 use crate::load::baseline::Lookup;
 use crate::load::estimate::Estimate;
 use crate::load::metrics::GateMetrics;
@@ -116,6 +117,9 @@ pub struct References<'a> {
     pub recording_baselines: bool,
     /// What figures the client's self-check found client-limited do.
     pub client_limited: OnClientLimited,
+    /// The gate's earlier runs, where a threshold reads them (`None`:
+    /// none does, or the history is off).
+    pub history: Option<&'a GateHistory>,
 }
 
 /// A variant's name and the figures a gate measured in it, or why none.
@@ -132,14 +136,67 @@ impl References<'_> {
             Bound::Baseline(_) if self.recording_baselines => {
                 Some("this run records the baselines".to_owned())
             }
+            Bound::History(..) | Bound::NoRegression => match self.history {
+                None => Some("the history is off".to_owned()),
+                Some(h) => match self.history_reference(t, None) {
+                    Some(Ok(None)) => Some(format!(
+                        "too little history yet: {} of {} needed{} in {}",
+                        self.good_runs(t),
+                        match t.bound {
+                            Bound::History(recent, _) => recent.runs().min(3).to_string(),
+                            _ => crate::history::gate::LEAST_FOR_REGRESSION.to_string(),
+                        },
+                        match t.bound {
+                            Bound::History(..) => " passing runs of this configuration",
+                            _ => " passing runs",
+                        },
+                        h.at
+                    )),
+                    _ => None,
+                },
+            },
             _ => None,
         }
     }
 
-    /// The figure a relative bound starts from (`None` for a fixed bound).
+    /// What a history bound reads: its reference, `Ok(None)` while the
+    /// history is too short, `None` for another bound or no history.
+    fn history_reference(
+        &self,
+        t: &Threshold,
+        measured: Option<f64>,
+    ) -> Option<Result<Option<Reference>, String>> {
+        let h = self.history?;
+        match t.bound {
+            Bound::History(recent, _) => Some(h.recent(t.key, recent)),
+            Bound::NoRegression => Some(h.regression(t.key, t.op, measured)),
+            _ => None,
+        }
+    }
+
+    /// How many earlier runs count for `t` (for "too little history").
+    fn good_runs(&self, t: &Threshold) -> usize {
+        self.history
+            .and_then(|h| {
+                h.points.as_ref().ok()?.get(&t.key).map(|p| {
+                    p.iter()
+                        .filter(|p| p.gate_passed && !p.client_limited)
+                        .filter(|p| {
+                            !matches!(t.bound, Bound::History(..)) || p.fingerprint == h.fingerprint
+                        })
+                        .count()
+                })
+            })
+            .unwrap_or(0)
+    }
+
+    /// The figure a relative bound starts from (`None` for a fixed bound,
+    /// and a history bound).
     fn reference(&self, t: &Threshold) -> Option<Result<f64, String>> {
         match &t.bound {
-            Bound::Value(_) => None,
+            // A history bound is read with the figure measured: `judge`
+            // asks `history_reference`.
+            Bound::Value(_) | Bound::History(..) | Bound::NoRegression => None,
             Bound::Baseline(_) => Some(self.baseline.figure(t.key)),
             Bound::Variant(name, _) => Some(self.variant_figure(name, t.key)),
         }
@@ -162,13 +219,24 @@ impl References<'_> {
 }
 
 /// ` = <bound> from baseline <figure>`: how a relative bound was made.
-fn against(t: &Threshold, reference: Option<&Result<f64, String>>, bound: Option<&f64>) -> String {
+fn against(
+    t: &Threshold,
+    reference: Option<&Result<f64, String>>,
+    bound: Option<&f64>,
+    history: Option<&Reference>,
+) -> String {
     let (Some(Ok(r)), Some(b)) = (reference, bound) else {
         return String::new();
     };
     let m = t.key.metric;
     match &t.bound {
         Bound::Value(_) => String::new(),
+        Bound::History(..) | Bound::NoRegression => format!(
+            " = {} from {} {}",
+            format_value(m, *b),
+            history.map_or("the history's", |h| h.said.as_str()),
+            format_value(m, *r)
+        ),
         Bound::Baseline(_) => format!(
             " = {} from baseline {}",
             format_value(m, *b),
@@ -322,6 +390,71 @@ fn write_figures(out: &mut Message, repeats: &[GateMetrics]) {
     let _ = write!(out, "figures{which}:\n{}", last.render());
 }
 
+/// The `bound:` lines of a failed threshold: what it was held to, and
+/// where that came from (or why there was nothing to hold it to).
+fn explain_bound(
+    out: &mut Message,
+    t: &Threshold,
+    resolved: &Result<f64, String>,
+    against: &str,
+    refs: &References<'_>,
+    history: Option<&Reference>,
+) {
+    let baseline = refs.baseline;
+    match (&t.bound, &resolved) {
+        (Bound::Value(_), _) => {
+            let _ = writeln!(out, "bound:    {t}");
+        }
+        (Bound::Variant(..), Ok(_)) => {
+            let _ = writeln!(out, "bound:    {t}{against}");
+        }
+        (Bound::Variant(..), Err(why)) => {
+            let _ = writeln!(out, "bound:    {t}, but it has no reference: {why}");
+        }
+        (Bound::Baseline(_), Ok(_)) => {
+            let _ = writeln!(out, "bound:    {t}{against}");
+            let _ = writeln!(
+                out,
+                "          ({}, configuration {})",
+                baseline.path.display(),
+                baseline.fingerprint
+            );
+        }
+        (Bound::History(..) | Bound::NoRegression, Ok(_)) => {
+            let _ = writeln!(out, "bound:    {t}{against}");
+            if let Some(good) = history.as_ref().and_then(|h| h.last_good.as_ref()) {
+                let _ = writeln!(
+                    out,
+                    "          last good run: {} (commit {}, {})",
+                    good.run_uid,
+                    good.suite_commit.as_deref().unwrap_or("unknown"),
+                    good.fingerprint
+                );
+            }
+            if let Some(h) = refs.history {
+                let _ = writeln!(
+                    out,
+                    "          (`servegate history show {}::{} {}`)",
+                    h.series.suite, h.series.gate, t.key
+                );
+            }
+        }
+        (Bound::History(..) | Bound::NoRegression, Err(why)) => {
+            let _ = writeln!(
+                out,
+                "bound:    {t}, but the history could not be read: {why}"
+            );
+        }
+        (Bound::Baseline(_), Err(why)) => {
+            let _ = writeln!(out, "bound:    {t}, but there is no baseline: {why}");
+            let _ = writeln!(
+                out,
+                "          record one on the reference configuration with `servegate baseline save` (or `baseline accept` after a run)"
+            );
+        }
+    }
+}
+
 /// Judges a gate from the figures of its repeats (at least one).
 pub fn judge(
     suite: &Suite,
@@ -329,7 +462,6 @@ pub fn judge(
     repeats: &[GateMetrics],
     refs: &References<'_>,
 ) -> Judgement {
-    let baseline = refs.baseline;
     let file = &suite.file;
     let last = repeats.last().expect("at least one repeat");
     let mut out = Message::new();
@@ -371,21 +503,40 @@ pub fn judge(
         }
         // A relative bound needs its reference figure; without it the
         // threshold cannot pass.
-        let reference = refs.reference(t);
+        let from_history = refs.history_reference(t, est.as_ref().map(|e| e.mean));
+        let reference = match &from_history {
+            Some(r) => Some(r.clone().and_then(|r| {
+                r.map(|r| r.value)
+                    .ok_or_else(|| "too little history".to_owned())
+            })),
+            None => refs.reference(t),
+        };
+        let history = from_history.and_then(|r| r.ok().flatten());
         let resolved = match (&t.bound, &reference) {
             (Bound::Value(v), _) => Ok(*v),
-            (Bound::Baseline(r) | Bound::Variant(_, r), Some(Ok(b))) => Ok(r.apply(*b)),
+            (Bound::NoRegression, Some(Ok(_))) => history
+                .as_ref()
+                .and_then(|h| h.bound)
+                .ok_or_else(|| "no bound".to_owned()),
+            (Bound::Baseline(r) | Bound::Variant(_, r) | Bound::History(_, r), Some(Ok(b))) => {
+                Ok(r.apply(*b))
+            }
             (_, Some(Err(e))) => Err(e.clone()),
             (_, None) => Err("no reference".to_owned()),
         };
         let pass = match (&est, &resolved) {
             (Some(e), Ok(bound)) => holds(t, *bound, e, gate.verdict),
             _ => false,
-        };
+        } && history.as_ref().is_none_or(|h| h.fails.is_none());
         let measured = est
             .as_ref()
             .map_or_else(|| "nothing".into(), |e| describe(t.key.metric, e));
-        let against = against(t, reference.as_ref(), resolved.as_ref().ok());
+        let against = against(
+            t,
+            reference.as_ref(),
+            resolved.as_ref().ok(),
+            history.as_ref(),
+        );
         checks.push(ThresholdRecord {
             check: format!("{t}{against} (measured {measured})"),
             passed: pass,
@@ -422,33 +573,7 @@ pub fn judge(
         if est.is_none() {
             let _ = writeln!(out, "          {}", unmeasured(t.key.metric, repeats));
         }
-        match (&t.bound, &resolved) {
-            (Bound::Value(_), _) => {
-                let _ = writeln!(out, "bound:    {t}");
-            }
-            (Bound::Variant(..), Ok(_)) => {
-                let _ = writeln!(out, "bound:    {t}{against}");
-            }
-            (Bound::Variant(..), Err(why)) => {
-                let _ = writeln!(out, "bound:    {t}, but it has no reference: {why}");
-            }
-            (Bound::Baseline(_), Ok(_)) => {
-                let _ = writeln!(out, "bound:    {t}{against}");
-                let _ = writeln!(
-                    out,
-                    "          ({}, configuration {})",
-                    baseline.path.display(),
-                    baseline.fingerprint
-                );
-            }
-            (Bound::Baseline(_), Err(why)) => {
-                let _ = writeln!(out, "bound:    {t}, but there is no baseline: {why}");
-                let _ = writeln!(
-                    out,
-                    "          record one on the reference configuration with `servegate baseline save` (or `baseline accept` after a run)"
-                );
-            }
-        }
+        explain_bound(&mut out, t, &resolved, &against, refs, history.as_ref());
         let _ = writeln!(
             out,
             "samples:  {}{}",

@@ -32,6 +32,7 @@ fn refs(baseline: &Lookup) -> References<'_> {
         variants: &[],
         recording_baselines: false,
         client_limited: OnClientLimited::Fail,
+        history: None,
     }
 }
 

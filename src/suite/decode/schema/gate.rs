@@ -127,7 +127,7 @@ fn metric_keys(value: impl Fn(&str) -> Value) -> Value {
 pub(super) fn thresholds() -> Value {
     metric_keys(|key| {
         comparison(&format!(
-            "A bound on `{key}`, such as `\">= 12.5\"`, `\"<= 2s\"`, `\"== 0\"`, `\"<= baseline + 10%\"` or `\">= variant(base) * 1.05\"`."
+            "A bound on `{key}`, such as `\">= 12.5\"`, `\"<= 2s\"`, `\"== 0\"`, `\"<= baseline + 10%\"`, `\">= variant(base) * 1.05\"`, `\">= history.median(10) * 0.97\"` or `\">= no_regression\"`."
         ))
     })
 }

@@ -1,0 +1,504 @@
+//! A gate's history as its thresholds read it: the reference figure of
+//! `history.median(N)` / `history.mean(N)` (the last N runs of the same
+//! configuration), and the bound of `no_regression` (the series' current
+//! level and its noise). Only points whose gate passed and whose client
+//! did not set them count: a regression that failed never lowers the
+//! reference it is judged by, so it stays red until it is fixed.
+
+use std::collections::BTreeMap;
+
+use super::changepoint::Detector;
+use super::{History, Location, Point, SeriesKey};
+use crate::suite::metric::MetricKey;
+use crate::suite::threshold::{Op, Recent};
+
+/// The fewest earlier runs `no_regression` compares with.
+pub const LEAST_FOR_REGRESSION: usize = 5;
+
+/// The smallest change `no_regression` fails on, relative to the level:
+/// below it a change is not worth a red gate, however significant.
+pub const LEAST_CHANGE: f64 = 0.01;
+
+/// One-sided significance of `no_regression`: the newest run is beyond
+/// the level's 99% prediction bound.
+const QUANTILE_Z: f64 = 2.326_347_874;
+
+/// A gate's earlier points, by figure.
+#[derive(Debug, Clone)]
+pub struct GateHistory {
+    /// Where the history is, as messages name it.
+    pub at: String,
+    /// The gate's series (its `key` the first figure asked for).
+    pub series: SeriesKey,
+    /// This run's configuration.
+    pub fingerprint: String,
+    /// Every earlier point of each figure asked for, oldest first, or why
+    /// the history could not be read.
+    pub points: Result<BTreeMap<MetricKey, Vec<Point>>, String>,
+}
+
+/// What a history bound was made from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    /// The reference figure (a median, a mean, the current level).
+    pub value: f64,
+    /// The bound, where it is not the reference adjusted by the threshold
+    /// (`no_regression`'s).
+    pub bound: Option<f64>,
+    /// Runs behind it.
+    pub runs: usize,
+    /// In words, for the failure message: which runs, which statistic.
+    pub said: String,
+    /// The newest run behind it: the last good run, and its commit.
+    pub last_good: Option<Point>,
+    /// A failure the history itself shows, whatever the bound says (a
+    /// change for the worse that this run is on).
+    pub fails: Option<String>,
+}
+
+impl GateHistory {
+    /// The earlier points of `keys` of a series (`series.key` is ignored),
+    /// read from `location`.
+    pub fn read(
+        location: &Location,
+        series: &SeriesKey,
+        fingerprint: &str,
+        keys: &[MetricKey],
+    ) -> GateHistory {
+        let points = History::open(location)
+            .map_err(|e| e.to_string())
+            .and_then(|mut h| {
+                keys.iter()
+                    .map(|k| {
+                        let s = SeriesKey {
+                            key: k.to_string(),
+                            ..series.clone()
+                        };
+                        h.points(&s, usize::MAX)
+                            .map(|p| (*k, p))
+                            .map_err(|e| e.to_string())
+                    })
+                    .collect()
+            });
+        GateHistory {
+            at: location.describe(),
+            series: series.clone(),
+            fingerprint: fingerprint.to_owned(),
+            points,
+        }
+    }
+
+    /// The points of `key` that may be compared with: the gate passed,
+    /// its client did not set them.
+    fn good(&self, key: MetricKey) -> Result<Vec<&Point>, String> {
+        let points = self.points.as_ref().map_err(Clone::clone)?;
+        Ok(points
+            .get(&key)
+            .map(|p| {
+                p.iter()
+                    .filter(|p| p.gate_passed && !p.client_limited)
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// `history.median(N)` / `history.mean(N)` of `key` over the last N
+    /// good runs of this configuration; `Ok(None)` while fewer than
+    /// `min(N, 3)` exist (the threshold is not applied yet).
+    pub fn recent(&self, key: MetricKey, recent: Recent) -> Result<Option<Reference>, String> {
+        let same: Vec<&Point> = self
+            .good(key)?
+            .into_iter()
+            .filter(|p| p.fingerprint == self.fingerprint)
+            .collect();
+        let n = usize::try_from(recent.runs()).unwrap_or(usize::MAX);
+        if same.len() < n.min(3) {
+            return Ok(None);
+        }
+        let last: Vec<&Point> = same[same.len().saturating_sub(n)..].to_vec();
+        let values: Vec<f64> = last.iter().map(|p| p.value).collect();
+        let (value, what) = match recent {
+            Recent::Median(_) => (median(&values), "median"),
+            Recent::Mean(_) => (mean(&values), "mean"),
+        };
+        Ok(Some(Reference {
+            value,
+            bound: None,
+            runs: last.len(),
+            said: format!(
+                "the {what} of the last {} passing run(s) of this configuration",
+                last.len()
+            ),
+            last_good: last.last().map(|p| (*p).clone()),
+            fails: None,
+        }))
+    }
+
+    /// `no_regression` of `key` for a run that measured `newest` (`op`:
+    /// `>=` when higher is better), over the good runs of the series (any
+    /// configuration: a configuration change is what it is there to
+    /// catch). It fails in two ways:
+    ///
+    /// - the series with `newest` shows a change for the worse (over
+    ///   [`LEAST_CHANGE`]) whose new level `newest` is on: a step too
+    ///   small for one run to show, seen once three runs are on it;
+    /// - `newest` is beyond the level's one-sided 99% prediction bound
+    ///   (and [`LEAST_CHANGE`] of it): the level being the mean of the runs
+    ///   since the last change (before the change for the worse, if any).
+    ///
+    /// `Ok(None)` while fewer than [`LEAST_FOR_REGRESSION`] good runs exist.
+    pub fn regression(
+        &self,
+        key: MetricKey,
+        op: Op,
+        newest: Option<f64>,
+    ) -> Result<Option<Reference>, String> {
+        let good = self.good(key)?;
+        if good.len() < LEAST_FOR_REGRESSION {
+            return Ok(None);
+        }
+        let mut values: Vec<f64> = good.iter().map(|p| p.value).collect();
+        let higher_is_better = matches!(op, Op::Ge | Op::Gt);
+        let worse = |relative: f64| {
+            if higher_is_better {
+                relative < -LEAST_CHANGE
+            } else {
+                relative > LEAST_CHANGE
+            }
+        };
+        let changes = newest.map_or_else(Vec::new, |v| {
+            values.push(v);
+            let changes = Detector::default().detect(&values);
+            values.pop();
+            changes
+        });
+        let worse_change = changes.last().filter(|c| worse(c.relative));
+        // The level: the runs since the last change before this one.
+        let (since, until) = match worse_change {
+            Some(c) => (
+                changes.iter().rev().nth(1).map_or(0, |p| p.index),
+                c.index.min(values.len()),
+            ),
+            None => (
+                changes.last().map_or(0, |c| c.index.min(values.len())),
+                values.len(),
+            ),
+        };
+        let since = since.min(until.saturating_sub(LEAST_FOR_REGRESSION));
+        let level = &values[since..until];
+        let n = level.len();
+        let m = mean(level);
+        #[expect(clippy::cast_precision_loss, reason = "a count of runs")]
+        let nf = n as f64;
+        let sd = (level.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (nf - 1.0).max(1.0)).sqrt();
+        let margin =
+            (t_quantile(nf - 1.0) * sd * (1.0 + 1.0 / nf).sqrt()).max(LEAST_CHANGE * m.abs());
+        let bound = if higher_is_better {
+            m - margin
+        } else {
+            m + margin
+        };
+        let run = |i: usize| {
+            good.get(i)
+                .map_or_else(|| "this run".to_owned(), |p| format!("run {}", p.run_uid))
+        };
+        let fails = worse_change.map(|c| {
+            format!(
+                "the series changed for the worse from {} on: level {} → {} ({:+.1}%, p = {:.3}), and this run is on the new level",
+                run(c.index),
+                short(c.mean_before),
+                short(c.mean_after),
+                100.0 * c.relative,
+                c.p_value
+            )
+        });
+        Ok(Some(Reference {
+            value: m,
+            bound: Some(bound),
+            runs: n,
+            said: format!(
+                "the level of {n} passing run(s) from {} on (noise ±{:.1}%; 99% prediction bound, at least {:.0}% off it):",
+                run(since),
+                if m == 0.0 { 0.0 } else { 100.0 * sd / m.abs() },
+                LEAST_CHANGE * 100.0
+            ),
+            last_good: good.get(until.saturating_sub(1)).map(|p| (*p).clone()),
+            fails,
+        }))
+    }
+}
+
+/// A figure in a sentence, unit-less (the threshold's line says it).
+fn short(v: f64) -> String {
+    format!("{v:.4}")
+}
+
+fn mean(values: &[f64]) -> f64 {
+    #[expect(clippy::cast_precision_loss, reason = "a count of runs")]
+    let n = values.len().max(1) as f64;
+    values.iter().sum::<f64>() / n
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => sorted[n / 2],
+        _ => f64::midpoint(sorted[n / 2 - 1], sorted[n / 2]),
+    }
+}
+
+/// Student's t quantile at 0.99 for `df` degrees of freedom: the
+/// Cornish–Fisher expansion of the normal's to its third term, within 1%
+/// of the table from 4 degrees of freedom on (`no_regression` has at least
+/// [`LEAST_FOR_REGRESSION`] runs: 4 or more).
+fn t_quantile(df: f64) -> f64 {
+    let z = QUANTILE_Z;
+    let df = df.max(1.0);
+    z + (z.powi(3) + z) / (4.0 * df)
+        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * df.powi(2))
+        + (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / (384.0 * df.powi(3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{GateHistory, Op, Point, Recent, t_quantile};
+    use crate::suite::metric::MetricKey;
+
+    fn point(i: usize, value: f64, fingerprint: &str, passed: bool) -> Point {
+        Point {
+            run_uid: format!("n/{i}-1"),
+            node: "n".into(),
+            finished_unix: i64::try_from(i).unwrap(),
+            value,
+            unit: "tok/s".into(),
+            suite_commit: Some(format!("c{i}")),
+            fingerprint: fingerprint.into(),
+            server_version: None,
+            servegate: "0.1.0".into(),
+            gate_passed: passed,
+            client_limited: false,
+        }
+    }
+
+    fn history(points: Vec<Point>) -> GateHistory {
+        let key: MetricKey = "decode_tok_s.mean".parse().unwrap();
+        GateHistory {
+            at: "h".into(),
+            series: super::SeriesKey {
+                suite: "s".into(),
+                gate: "g".into(),
+                key: String::new(),
+                model: "m".into(),
+                hardware: "no GPU".into(),
+            },
+            fingerprint: "f".into(),
+            points: Ok([(key, points)].into_iter().collect()),
+        }
+    }
+
+    #[test]
+    fn t_quantiles_are_near_the_table() {
+        // Student's t at 0.99: df 4 → 3.747, 9 → 2.821, 29 → 2.462.
+        for (df, table) in [(4.0, 3.747), (9.0, 2.821), (29.0, 2.462)] {
+            let t = t_quantile(df);
+            assert!(
+                (t - table).abs() / table < 0.03,
+                "df {df}: {t} against {table}"
+            );
+        }
+    }
+
+    /// The median of the last N good runs of this configuration: a failed
+    /// run, a client-limited one and another configuration's are not in it.
+    #[test]
+    fn recent_runs_of_this_configuration_make_the_reference() {
+        let key = "decode_tok_s.mean".parse().unwrap();
+        let mut points: Vec<Point> = (0..5)
+            .map(|i| point(i, 100.0 + f64::from(u8::try_from(i).unwrap()), "f", true))
+            .collect();
+        points.push(point(5, 10.0, "f", false));
+        points.push(point(6, 1000.0, "other", true));
+        let mut limited = point(7, 1.0, "f", true);
+        limited.client_limited = true;
+        points.push(limited);
+        let h = history(points);
+        let r = h.recent(key, Recent::Median(3)).unwrap().unwrap();
+        assert_eq!((r.value, r.runs), (103.0, 3));
+        assert_eq!(r.last_good.unwrap().run_uid, "n/4-1");
+        let r = h.recent(key, Recent::Mean(10)).unwrap().unwrap();
+        assert_eq!((r.value, r.runs), (102.0, 5));
+        assert!(
+            history(vec![point(0, 1.0, "f", true)])
+                .recent(key, Recent::Median(10))
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    /// `no_regression` holds noise and fails a step: at ±1% noise the bound
+    /// sits a few percent under the level, a 10% drop is beyond it.
+    #[test]
+    fn the_regression_bound_is_the_level_less_its_noise() {
+        let key = "decode_tok_s.mean".parse().unwrap();
+        let mut rng = crate::random::SplitMix::new(7);
+        let noisy: Vec<Point> = (0..12)
+            .map(|i| point(i, 100.0 * (1.0 + 0.02 * (rng.unit() - 0.5)), "f", true))
+            .collect();
+        let r = history(noisy)
+            .regression(key, Op::Ge, Some(99.5))
+            .unwrap()
+            .unwrap();
+        let bound = r.bound.unwrap();
+        assert!((97.0..99.0).contains(&bound), "{r:?}");
+        assert!(90.0 < bound, "a 10% drop is beyond it: {r:?}");
+        assert_eq!(r.last_good.unwrap().run_uid, "n/11-1");
+        let r = history((0..4).map(|i| point(i, 1.0, "f", true)).collect())
+            .regression(key, Op::Ge, Some(1.0))
+            .unwrap();
+        assert!(r.is_none(), "four runs are too few");
+    }
+
+    /// A 4% step in 1% noise: no single run is beyond the bound, but once
+    /// three runs are on the new level the change is found and named.
+    #[test]
+    fn a_small_step_fails_once_runs_are_on_it() {
+        let key = "decode_tok_s.mean".parse().unwrap();
+        let mut rng = crate::random::SplitMix::new(11);
+        let mut noise = move || 1.0 + 0.01 * (rng.unit() + rng.unit() + rng.unit() - 1.5);
+        let mut points: Vec<Point> = (0..15)
+            .map(|i| point(i, 100.0 * noise(), "f", true))
+            .collect();
+        points.extend((15..17).map(|i| point(i, 96.0 * noise(), "f", true)));
+        let h = history(points);
+        let r = h
+            .regression(key, Op::Ge, Some(96.0 * noise()))
+            .unwrap()
+            .unwrap();
+        let fails = r.fails.expect("the change is found");
+        assert!(fails.contains("from run n/15-1 on"), "{fails}");
+        assert_eq!(
+            r.last_good.unwrap().run_uid,
+            "n/14-1",
+            "the last run before the change"
+        );
+        // The same series without the step: nothing.
+        let steady: Vec<Point> = (0..17)
+            .map(|i| point(i, 100.0 * noise(), "f", true))
+            .collect();
+        let r = history(steady)
+            .regression(key, Op::Ge, Some(100.0 * noise()))
+            .unwrap()
+            .unwrap();
+        assert!(r.fails.is_none(), "{r:?}");
+    }
+
+    /// `no_regression` judged as a classifier against known truth, both
+    /// ways: 200 seeded histories of 15 passing runs per cell (Gaussian
+    /// noise of 1, 3 and 5%), then one new run on the same level (a red
+    /// is a false alarm) or a step down of 5 or 10% (a green is a miss).
+    #[test]
+    fn no_regression_as_a_classifier() {
+        let key = "decode_tok_s.mean".parse().unwrap();
+        let mut rng = crate::random::SplitMix::new(2026);
+        let mut gauss = move || {
+            let (u1, u2) = (rng.unit(), rng.unit());
+            (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        };
+        let mut table = Vec::new();
+        for noise in [0.01, 0.03, 0.05] {
+            for step in [0.0, 0.05, 0.10] {
+                let mut reds = 0;
+                for _ in 0..200 {
+                    let points: Vec<Point> = (0..15)
+                        .map(|i| point(i, 100.0 * (1.0 + noise * gauss()), "f", true))
+                        .collect();
+                    let newest = 100.0 * (1.0 - step) * (1.0 + noise * gauss());
+                    let r = history(points)
+                        .regression(key, Op::Ge, Some(newest))
+                        .unwrap()
+                        .unwrap();
+                    if newest < r.bound.unwrap() || r.fails.is_some() {
+                        reds += 1;
+                    }
+                }
+                table.push((noise, step, reds));
+            }
+        }
+        eprintln!("noise  step  red of 200");
+        for (noise, step, reds) in &table {
+            eprintln!("{:>4.0}% {:>4.0}%  {reds}", noise * 100.0, step * 100.0);
+        }
+        let red = |n: f64, s: f64| {
+            table
+                .iter()
+                .find(|(a, b, _)| (a - n).abs() < 1e-9 && (b - s).abs() < 1e-9)
+                .map_or(0, |t| t.2)
+        };
+        // False alarms: at most 3% of runs at every noise level.
+        for noise in [0.01, 0.03, 0.05] {
+            assert!(red(noise, 0.0) <= 6, "false alarms at {noise}: {table:?}");
+        }
+        // One run shows a step of 5 sd and more nearly always.
+        assert!(red(0.01, 0.05) >= 190, "{table:?}");
+        assert!(red(0.01, 0.10) >= 198, "{table:?}");
+        assert!(red(0.03, 0.10) >= 120, "{table:?}");
+    }
+
+    /// A step the first run cannot show is found within a few runs: 100
+    /// seeded histories per cell of 15 runs, then nightly runs on a level
+    /// 5% lower, each judged and (when green) recorded as passing, until
+    /// one is red. The same without a step counts red nights in 10.
+    #[test]
+    fn no_regression_finds_a_small_step_within_nights() {
+        let key = "decode_tok_s.mean".parse().unwrap();
+        let mut rng = crate::random::SplitMix::new(27);
+        let mut gauss = move || {
+            let (u1, u2) = (rng.unit(), rng.unit());
+            (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        };
+        let mut rows = Vec::new();
+        for (noise, step) in [(0.01, 0.03), (0.03, 0.05), (0.03, 0.0), (0.05, 0.10)] {
+            let mut found_within = [0u32; 10];
+            for _ in 0..100 {
+                let mut points: Vec<Point> = (0..15)
+                    .map(|i| point(i, 100.0 * (1.0 + noise * gauss()), "f", true))
+                    .collect();
+                for (night, found) in found_within.iter_mut().enumerate() {
+                    let newest = 100.0 * (1.0 - step) * (1.0 + noise * gauss());
+                    let r = history(points.clone())
+                        .regression(key, Op::Ge, Some(newest))
+                        .unwrap()
+                        .unwrap();
+                    if newest < r.bound.unwrap() || r.fails.is_some() {
+                        *found += 1;
+                        break;
+                    }
+                    points.push(point(15 + night, newest, "f", true));
+                }
+            }
+            let cumulative: Vec<u32> = found_within
+                .iter()
+                .scan(0, |acc, n| {
+                    *acc += n;
+                    Some(*acc)
+                })
+                .collect();
+            rows.push((noise, step, cumulative));
+        }
+        eprintln!("noise  step  red by night 1..10 (of 100)");
+        for (noise, step, c) in &rows {
+            eprintln!("{:>4.0}% {:>4.0}%  {c:?}", noise * 100.0, step * 100.0);
+        }
+        let by = |row: usize, night: usize| rows[row].2[night - 1];
+        assert!(by(0, 4) >= 90, "3% step in 1% noise, by night 4: {rows:?}");
+        assert!(by(1, 6) >= 70, "5% step in 3% noise, by night 6: {rows:?}");
+        assert!(
+            by(2, 10) <= 30,
+            "no step, 3% noise: red nights in 10: {rows:?}"
+        );
+        assert!(by(3, 6) >= 70, "10% step in 5% noise, by night 6: {rows:?}");
+    }
+}
