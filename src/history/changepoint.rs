@@ -4,55 +4,64 @@
 //! number; a change point says from which night on things have been
 //! different, and by how much, which is what one bisects a regression by.
 //!
-//! The method is E-Divisive means (Matteson and James, 2014), the one
-//! MongoDB's performance CI and Apache Otava (formerly DataStax Hunter) use,
+//! The method is E-Divisive means (Matteson and James, 2014), as MongoDB's
+//! performance CI and Apache Otava (formerly DataStax Hunter) use it,
 //! applied by bisection: find the best split of the whole series, test it,
 //! and where it holds look again on either side of it.
 //!
 //! - **Proposing a split.** For a split of a segment into a left part of
 //!   `m` points and a right part of `k`, the energy statistic with
-//!   alpha = 1 is `q = m·k/(m+k) · (2·mean|x−y| − mean|x−x'| − mean|y−y'|)`,
+//!   alpha = 1 is `q = m·k/(m+k) · (2·mean|x−y| − mean|x−x'| − mean|y−y'|)`:
 //!   the mean distance across the split against the mean distances within
-//!   each part. It is largest where the two parts differ most. Distances
-//!   and not squared distances: one wild point adds as much to the
-//!   distances within its part as to those across, so on its own it
-//!   cancels out, where a mean or a squared distance would be dragged
-//!   towards it. As in MongoDB's implementation the right part always runs
-//!   to the end of the segment (Matteson and James also search that end,
-//!   which costs a factor of `n` more per permutation and, measured here,
-//!   loses power on plain steps: 74% against 80% found at step = 2 sd).
-//! - **Is it significant?** The best split of pure noise still has a
-//!   positive statistic, and a large one when the series is long, because
-//!   it is the best of many. So the statistic is judged against itself: the
-//!   segment's values are shuffled (`permutations` times, 199 by default),
-//!   the best split of each shuffle found the same way, and the p-value is
-//!   the share of shuffles whose best is at least the real one's, counting
-//!   the real one: `(1 + at least as large) / (1 + permutations)`. Shuffling
-//!   keeps the values and removes any order, so this is the chance of a
-//!   split this good in a series with no change, search included. A
-//!   Student's t-test at the chosen split, as Otava confirms with, does not
-//!   know the split was chosen and would call the best split of noise
-//!   significant far more often than its p-value says.
+//!   each part. It is largest where the two parts differ most. Distances,
+//!   not squared distances: one wild point adds as much to the distances
+//!   within its part as to those across, so on its own it cancels out,
+//!   where a mean or a squared distance would be dragged towards it. As in
+//!   MongoDB's implementation the right part always runs to the end of the
+//!   segment. Matteson and James also search where it ends; tried here,
+//!   that costs a factor of `n` per shuffle and, being a search over far
+//!   more splits, found fewer plain steps (74% against 80% at a step of
+//!   2 sd), though more excursions that come back (95% against 83%).
+//! - **Is it significant?** The best split of pure noise still scores
+//!   above zero, because it is the best of many. So the score is judged
+//!   against itself: the segment's values are shuffled (`permutations`
+//!   times, 199 by default), the best split of each shuffle found the same
+//!   way, and the p-value is the share of shuffles whose best is at least
+//!   the real one's, counting the real one: `(1 + as large) / (1 +
+//!   permutations)`. A shuffle keeps the values and loses their order, so
+//!   this is the chance of a split this good in a series with no change,
+//!   the search included. A t-test at the chosen split, which is how Otava
+//!   confirms, does not know the split was picked as the best of many and
+//!   calls the best split of noise significant more often than its
+//!   p-value says.
 //! - **Did the level move?** With alpha = 1 the energy statistic sees any
 //!   change of distribution, a series that only got noisier included: on
-//!   such series the permutation test alone reported a change in 20% of
-//!   them. A gate is about levels, so a split is kept only when Welch's
-//!   t-test (unequal variances) at that split also finds the means apart
-//!   at `significance`. That brought the variance-only series to 3.5% and
-//!   cost no measurable power on steps. The reported p-value is the larger
-//!   of the two. A rank test (Mann–Whitney, Brunner–Munzel) in its place did
-//!   worse: a variance-only change passed 8–9% of the time, and two wild
-//!   neighbouring points of the same sign 4%, against Welch's 1%.
+//!   such series the shuffles alone reported a change in 20% of them. A
+//!   gate is about levels, so a split is kept only where Welch's t-test
+//!   (unequal variances) at that split also finds the means apart at
+//!   `significance`, which leaves 2.5% (below) and cost no measurable
+//!   power on steps. Rank tests in its place did worse: with Mann–Whitney
+//!   or Brunner–Munzel a noisier series passed 8–9% of the time, and two
+//!   wild neighbouring points of one sign 4–4.5%, Welch 0–0.5%.
+//! - **Placing and keeping.** Bisection places a split before it knows of
+//!   the changes either side of it: the first split of a staircase can land
+//!   a few points into the middle step. So each change is then placed
+//!   again at the best split between its neighbours (a few rounds), and a
+//!   change whose levels either side Welch's test no longer finds apart is
+//!   dropped, the weakest first. In the two-step series at 2% noise this
+//!   found both steps in 94% instead of 90% and cut false alarms from 16%
+//!   to 12%.
 //! - **Outliers.** A split leaves at least `min_segment` points (3 by
-//!   default) on either side, so a single point can never be a level of
-//!   its own; together with the cancellation above and Welch's test (one
-//!   wild point widens its side's spread more than it moves its mean) no
-//!   single or pair of separate outliers was reported in 1,000 series.
+//!   default) on either side, so one point can never be a level of its
+//!   own; with the cancellation above and Welch's test (one wild point
+//!   widens its side's spread more than it moves its mean), none of 400
+//!   series with one or two separate outliers of 5–10 sd was reported, nor
+//!   a point 6, 10 or 1,000 sd off at any place of a 40-point series.
 //!
 //! Each segment's shuffles draw from a [`SplitMix`] seeded from
-//! [`Detector::seed`] and the segment's place in the series, so the answer
-//! for a series is the same every time, whichever order the segments are
-//! searched in. A shuffle stops early once the p-value can no longer reach
+//! [`Detector::seed`] and the segment's place in the series, so a series
+//! gets the same answer every time, whatever order the segments are
+//! searched in. Shuffling stops once the p-value can no longer reach
 //! `significance`, so a segment with no change costs a few shuffles.
 //!
 //! The series must be finite: a NaN or an infinity gives no changes (a
@@ -60,44 +69,49 @@
 //! are into the series as given). Values are divided by the largest
 //! magnitude before any arithmetic, which changes neither the splits nor
 //! the tests, so values near `f64::MAX` do not overflow. The work is
-//! `O(n log n)` per shuffle (one pass with a Fenwick tree over the
-//! values' ranks for the distances within every prefix; each point's
-//! distance to all others does not depend on order, which gives the
-//! suffixes), so 500 points with four changes take about 25 ms in a debug
-//! build.
+//! `O(n log n)` per shuffle: one pass with a Fenwick tree over the values'
+//! ranks gives the distances within every prefix, and since each point's
+//! distance to all the others does not depend on their order, those within
+//! every suffix follow. 500 points with four changes take 30–60 ms in a
+//! debug build (4 ms optimized); with twenty changes, 100–150 ms.
 //!
-//! Measured by the tests below, seeded synthetic series at level 100 with
-//! Gaussian noise, 20–60 points, the step in either direction at least 5
-//! points from either end, defaults (`significance` 0.01, 199
-//! permutations, `min_segment` 3). Found: a change within ±2 points of the
-//! true step. False alarm: a series with a reported change that has no true
-//! step within ±2 points (a change placed 3 or more points off counts as
-//! both missed and false).
+//! Measured by the tests below on seeded synthetic series: level 100,
+//! Gaussian noise, 20–60 points, a step either way at least 5 points from
+//! either end; the defaults (`significance` 0.01, 199 permutations,
+//! `min_segment` 3); 100 series a cell (200 for those without a step), so
+//! a few points either way are chance. Found: a change within ±2 points of
+//! every true step. False alarm: a series with a change that no true step
+//! is within ±2 points of (a change 3 or more points off is both missed
+//! and false).
 //!
 //! ```text
 //! step   noise 1%        noise 2%        noise 3%        noise 5%
 //!        found  false    found  false    found  false    found  false
-//! 2%      79%    8%       17%   10%        6%    8%        3%    1%
-//! 4%     100%    2%       79%    8%       41%    9%        8%    6%
-//! 6%     100%    2%       99%    3%       80%    8%       33%   10%
-//! 10%    100%    1%      100%    2%      100%    3%       81%    9%
+//!  2%     83%   10%       21%   12%        7%    6%        2%    2%
+//!  4%    100%    1%       81%    2%       45%   11%        7%    5%
+//!  6%    100%    0%       98%    2%       79%    7%       38%    6%
+//! 10%    100%    2%      100%    2%       98%    2%       88%    7%
 //!
-//! no change, noise 1% / 2% / 5%            false 0.5% / 0.5% / 0.5%
-//! one outlier of 5–10 sd (noise 2%)        false 0%
-//! two separate outliers of 5–10 sd         false 0%
-//! two neighbouring outliers, same sign     false 1%
-//! noise 1% → 5%, level unchanged           false 3.5%
-//! 4% step at 1% noise plus an outlier      found 96%, false 1%
-//! two 6% steps, same way, noise 1% / 2%    both found 100% / 93%
-//! 6% up then back down, noise 1% / 2%      both found 83% / 64%
+//! no change, noise 1% / 2% / 5%              false 1% / 0% / 0.5%
+//! one outlier of 5–10 sd (noise 2%)          false 0%
+//! two separate outliers of 5–10 sd           false 0%
+//! two neighbouring outliers, one sign        false 0.5%
+//! noise 1% → 5%, level unchanged             false 2.5%
+//! 4% step, noise 1%, plus an outlier         found 99%, false 0%
+//! two 6% steps the same way, noise 1% / 2%   found 100% / 94%, false 0% / 12%
+//! 6% up, later back, noise 1% / 2%           found 82% / 63%, false 1% / 6%
 //! ```
 //!
-//! What it cannot do: a step of one noise sd in 20–60 points is mostly not
-//! found (and should not be claimed); a short excursion that comes back
-//! (a regression fixed a few nights later) is found less often than a step,
-//! because the first split has the excursion and the level after it on the
-//! same side; and a change in the last `min_segment − 1` nights is not
-//! seen until enough nights have followed it.
+//! Without a step the rate stays near `significance` for longer series
+//! too: 0.7–1.4% of 1,000 series of 20, 60 or 150 points, 0–0.7% of 300 of
+//! 500. What it cannot do: a step of one noise sd in 20–60 points is
+//! mostly not found (and should not be claimed); an excursion that comes
+//! back (a regression fixed some nights later) is found less often than a
+//! step, because the first split has the excursion and the level after it
+//! on one side; levels that alternate every few nights are mostly read as
+//! fewer changes; noise that drifts or follows from night to night is not
+//! modelled (the shuffles assume none); and a change in the last
+//! `min_segment − 1` nights is not seen until enough nights follow it.
 
 #![expect(
     clippy::doc_markdown,
@@ -110,8 +124,8 @@ use crate::random::SplitMix;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Detector {
     /// The p-value at or below which a split counts as a change (both the
-    /// permutation test's and Welch's). A value that is not a number counts
-    /// nothing as significant.
+    /// permutation test's and Welch's). 1 keeps every split there is; a
+    /// value that is not a number counts nothing as significant.
     pub significance: f64,
     /// How many shuffles judge each split. The smallest p-value possible is
     /// `1 / (permutations + 1)`, so it must be at least `1 / significance - 1`
@@ -149,11 +163,12 @@ pub struct Change {
     /// The mean of the segment after: from this change up to the next one
     /// (or the end).
     pub mean_after: f64,
-    /// `(mean_after - mean_before) / mean_before`: `0.04` is 4% up.
-    /// Infinite when `mean_before` is zero.
+    /// `(mean_after - mean_before) / mean_before`: `0.04` is 4% up. Not
+    /// finite when `mean_before` is zero.
     pub relative: f64,
-    /// The larger of the permutation test's p-value and Welch's at the
-    /// time the split was made; at most [`Detector::significance`].
+    /// The larger of the permutation test's p-value when the split was
+    /// made and Welch's between the two levels as reported; at most
+    /// [`Detector::significance`].
     pub p_value: f64,
 }
 
@@ -172,6 +187,7 @@ impl Detector {
             return Vec::new();
         }
         let values: Vec<f64> = series.iter().map(|x| x / scale).collect();
+        // (index, the permutation test's p-value when it was found)
         let mut found: Vec<(usize, f64)> = Vec::new();
         let mut pending = vec![(0, values.len())];
         while let Some((start, end)) = pending.pop() {
@@ -182,26 +198,48 @@ impl Detector {
             }
         }
         found.sort_by_key(|&(index, _)| index);
-        let mut bounds = Vec::with_capacity(found.len() + 2);
-        bounds.push(0);
-        bounds.extend(found.iter().map(|&(index, _)| index));
-        bounds.push(series.len());
+        place(&values, &mut found, min_segment);
+        self.prune(&values, &mut found);
         found
             .iter()
-            .zip(bounds.windows(3))
-            .map(|(&(index, p_value), level)| {
-                let mean_before = mean(&series[level[0]..level[1]]);
-                let mean_after = mean(&series[level[1]..level[2]]);
+            .enumerate()
+            .map(|(i, &(index, permuted))| {
+                let (before, after) = levels(&found, i, series.len());
+                let mean_before = mean(&series[before..index]);
+                let mean_after = mean(&series[index..after]);
                 Change {
                     index,
                     mean_before,
                     mean_after,
                     // As `(after - before) / before`, without overflowing there.
                     relative: mean_after / mean_before - 1.0,
-                    p_value,
+                    p_value: permuted.max(welch_p(&values[before..index], &values[index..after])),
                 }
             })
             .collect()
+    }
+
+    /// Removes, one at a time and the least significant first, the changes
+    /// whose levels either side (as they are now) Welch's test does not
+    /// find apart: a change placed again, or whose neighbour moved, may no
+    /// longer separate two levels.
+    fn prune(&self, values: &[f64], found: &mut Vec<(usize, f64)>) {
+        loop {
+            let worst = (0..found.len())
+                .map(|i| {
+                    let (before, after) = levels(found, i, values.len());
+                    let at = found[i].0;
+                    (i, welch_p(&values[before..at], &values[at..after]))
+                })
+                .filter(|&(_, p)| p.is_nan() || p > self.significance)
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            match worst {
+                Some((i, _)) => {
+                    found.remove(i);
+                }
+                None => return,
+            }
+        }
     }
 
     /// The best split of `segment` (which starts at `start` in the series)
@@ -214,6 +252,9 @@ impl Detector {
         if observed.is_nan() || observed <= 0.0 {
             return None;
         }
+        // Welch's first: it is cheap, and a split whose sides' means are not
+        // apart is no change of level, whatever the shuffles say (nor is
+        // either side searched further).
         let welch = welch_p(&segment[..split], &segment[split..]);
         if !significant(welch) {
             return None;
@@ -239,8 +280,44 @@ impl Detector {
                 }
             }
         }
-        let p_value = (as_large / total).max(welch);
+        let p_value = as_large / total;
         significant(p_value).then_some((split, p_value))
+    }
+}
+
+/// Where the level around change `i` of `found` runs: from the change
+/// before (or the start) to the change after (or `len`).
+fn levels(found: &[(usize, f64)], i: usize, len: usize) -> (usize, usize) {
+    let before = i.checked_sub(1).map_or(0, |j| found[j].0);
+    let after = found.get(i + 1).map_or(len, |c| c.0);
+    (before, after)
+}
+
+/// Places each change again at the best split between its neighbours.
+/// Bisection places a split before it knows of the changes on either side
+/// of it: in a staircase the first split of the whole series can land a
+/// few points into the middle step, the level after it pulling it over.
+/// Between its final neighbours it falls where it belongs. A few rounds,
+/// since moving one change moves its neighbours' levels.
+fn place(values: &[f64], found: &mut [(usize, f64)], min_segment: usize) {
+    for _ in 0..4 {
+        let mut moved = false;
+        for i in 0..found.len() {
+            let (before, after) = levels(found, i, values.len());
+            let segment = &values[before..after];
+            let points = Points::of(segment);
+            let best = Scan::new(segment.len()).best(&points.0, min_segment);
+            if let Some((split, q)) = best
+                && q > 0.0
+                && before + split != found[i].0
+            {
+                found[i].0 = before + split;
+                moved = true;
+            }
+        }
+        if !moved {
+            return;
+        }
     }
 }
 
@@ -411,7 +488,10 @@ fn welch_p(a: &[f64], b: &[f64]) -> f64 {
         return if same { 1.0 } else { 0.0 };
     }
     let t = (ma - mb) / se2.sqrt();
-    let df = se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
+    // Welch–Satterthwaite, in shares of the variance so that tiny
+    // variances do not underflow.
+    let (sa, sb) = (va / se2, vb / se2);
+    let df = 1.0 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
     student_p(t, df)
 }
 
@@ -593,6 +673,8 @@ mod tests {
         found: u32,
         /// Series with a reported change no true step is within ±2 of.
         false_alarms: u32,
+        /// Whether its series have steps to find.
+        stepped: bool,
     }
 
     impl Cell {
@@ -609,10 +691,19 @@ mod tests {
                 trials,
                 found: 0,
                 false_alarms: 0,
+                stepped: false,
             };
             for _ in 0..trials {
                 let (s, truth) = make(&mut rng);
+                cell.stepped |= !truth.is_empty();
                 let changes = detector.detect(&s);
+                assert!(changes.windows(2).all(|w| w[0].index < w[1].index));
+                for c in &changes {
+                    assert!(
+                        c.p_value > 0.0 && c.p_value <= detector.significance,
+                        "{c:?}"
+                    );
+                }
                 let near = |a: usize, b: usize| a.abs_diff(b) <= 2;
                 if !truth.is_empty()
                     && truth
@@ -714,11 +805,15 @@ mod tests {
             "series", "trials", "found", "false"
         );
         for c in &cells {
+            let found = if c.stepped {
+                format!("{:.1}%", c.found())
+            } else {
+                "-".to_owned()
+            };
             eprintln!(
-                "{:<36} {:>6} {:>6.1}% {:>6.1}%",
+                "{:<36} {:>6} {found:>7} {:>6.1}%",
                 c.name,
                 c.trials,
-                c.found(),
                 c.false_alarms()
             );
         }
@@ -767,6 +862,46 @@ mod tests {
         assert!(cell("two 6% steps up, back, noise 1%").found() >= 70.0);
         // Power grows with the step: the test is not deciding by chance.
         assert!(cell("step  2% noise 5%").found() < cell("step 10% noise 5%").found());
+    }
+
+    #[test]
+    fn a_change_is_placed_again_between_its_neighbours() {
+        let mut rng = SplitMix::new(71);
+        let s = series(&mut rng, 60, 0.01, &[(20, 0.06), (40, 0.12)]);
+        let values: Vec<f64> = s.iter().map(|x| x / 200.0).collect();
+        // As bisection might leave them: the first 4 points off.
+        let mut found = vec![(24, 0.005), (40, 0.005)];
+        place(&values, &mut found, 3);
+        assert_eq!(found.iter().map(|f| f.0).collect::<Vec<_>>(), [20, 40]);
+    }
+
+    #[test]
+    fn a_staircase_is_placed_where_its_steps_are() {
+        // Two 3-sd steps close to the start: bisection's first split of
+        // the whole series tends to land inside the middle step. Measured:
+        // both within a point in 341 of 400, 317 without placing again.
+        let placed = (0..400)
+            .filter(|&seed| {
+                let mut rng = SplitMix::new(seed);
+                let s = series(&mut rng, 60, 0.02, &[(12, 0.06), (24, 0.12)]);
+                let got: Vec<usize> = Detector::default()
+                    .detect(&s)
+                    .iter()
+                    .map(|c| c.index)
+                    .collect();
+                got.len() == 2 && got[0].abs_diff(12) <= 1 && got[1].abs_diff(24) <= 1
+            })
+            .count();
+        assert!(placed >= 330, "{placed} of 400");
+    }
+
+    #[test]
+    fn a_change_between_levels_that_are_not_apart_is_dropped() {
+        let mut rng = SplitMix::new(72);
+        let s = series(&mut rng, 60, 0.01, &[(30, 0.06)]);
+        let mut found = vec![(12, 0.005), (30, 0.005), (45, 0.005)];
+        Detector::default().prune(&s, &mut found);
+        assert_eq!(found.iter().map(|f| f.0).collect::<Vec<_>>(), [30]);
     }
 
     #[test]
