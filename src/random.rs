@@ -38,4 +38,11 @@ impl SplitMix {
         let v = ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
         v
     }
+
+    /// A standard normal value (Box–Muller, from two uniform values): the
+    /// noise of the seeded series the history's statistics are judged on.
+    pub fn gauss(&mut self) -> f64 {
+        let (u1, u2) = (self.unit(), self.unit());
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
 }

@@ -607,12 +607,6 @@ fn below(rng: &mut SplitMix, n: usize) -> usize {
 mod tests {
     use super::*;
 
-    /// A standard normal value (Box–Muller).
-    fn gauss(rng: &mut SplitMix) -> f64 {
-        let (u1, u2) = (rng.unit(), rng.unit());
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
-
     fn sign(rng: &mut SplitMix) -> f64 {
         if rng.next_u64() & 1 == 0 { 1.0 } else { -1.0 }
     }
@@ -623,7 +617,7 @@ mod tests {
         (0..len)
             .map(|i| {
                 let offset = steps.iter().rev().find(|s| i >= s.0).map_or(0.0, |s| s.1);
-                100.0 * (1.0 + offset) * (1.0 + noise * gauss(rng))
+                100.0 * (1.0 + offset) * (1.0 + noise * rng.gauss())
             })
             .collect()
     }
@@ -775,7 +769,7 @@ mod tests {
                 let len = 20 + below(r, 41);
                 let at = 5 + below(r, len - 9);
                 let s = (0..len)
-                    .map(|i| 100.0 * (1.0 + if i < at { 0.01 } else { 0.05 } * gauss(r)))
+                    .map(|i| 100.0 * (1.0 + if i < at { 0.01 } else { 0.05 } * r.gauss()))
                     .collect();
                 (s, Vec::new())
             },
