@@ -195,10 +195,13 @@ fn list(
     Ok(())
 }
 
-/// Writes `text` to stdout; a reader that went away (`| head`) ends it
-/// quietly.
+/// Writes `text` to stdout as a log may show it (what the history holds
+/// came from records, which are input: secrets scrubbed, acting
+/// characters escaped, no forged workflow command); a reader that went
+/// away (`| head`) ends it quietly.
 fn print_out(text: &str) {
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+    let shown = servegate::text::for_log(text);
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), shown.as_bytes());
 }
 
 /// The series a `show` names: the one matching, or why not one.

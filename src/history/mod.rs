@@ -173,15 +173,25 @@ pub struct PointRow {
 
 /// What the history keeps of a run: its row and every figure's.
 pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
+    // A record is input (an imported file can say anything): its names
+    // are kept as they can be shown, every acting character escaped (the
+    // names a suite file allows are unchanged by it).
+    let clean = |s: &str| {
+        crate::text::printable(s)
+            .chars()
+            .take(100)
+            .collect::<String>()
+    };
     let node = if record.node.is_empty() {
         "unknown".to_owned()
     } else {
-        record.node.clone()
+        clean(&record.node)
     };
+    let run_id = clean(&record.run_id);
     let gpus = record.gpus.clone().unwrap_or_default();
     let run = RunRow {
-        run_uid: format!("{node}/{}", record.run_id),
-        run_id: record.run_id.clone(),
+        run_uid: format!("{node}/{run_id}"),
+        run_id,
         node,
         started_unix: i64::try_from(record.started_unix).unwrap_or(i64::MAX),
         finished_unix: i64::try_from(record.finished_unix).unwrap_or(i64::MAX),
@@ -211,15 +221,15 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
                     continue;
                 }
                 points.push(PointRow {
-                    suite: suite.suite.clone(),
+                    suite: clean(&suite.suite),
                     variant: suite.variant.clone(),
-                    gate: name.clone(),
+                    gate: clean(&name),
                     key,
                     value: *value,
                     unit: key.metric.unit().to_owned(),
                     repeats: gate.repeats,
                     fingerprint: suite.fingerprint.clone(),
-                    model: suite.model.clone().unwrap_or_default(),
+                    model: clean(suite.model.as_deref().unwrap_or_default()),
                     server_version: suite.server_version.clone(),
                     suite_commit: suite.suite_commit.clone(),
                     gate_passed,

@@ -102,6 +102,49 @@ fn every_run_is_recorded_and_reads_back_with_its_run() {
     );
 }
 
+/// A record is input: an imported one whose node and suite carry an
+/// escape sequence and a forged workflow command is stored and shown with
+/// both escaped.
+#[test]
+fn an_imported_record_cannot_forge_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("report.json");
+    let forged = "evil\u{1b}[2J\n::error::forged";
+    let run = serde_json::json!({
+        "schema": "servegate.run/2", "run_id": "1-1", "node": forged,
+        "finished_unix": 1, "complete": true,
+        "suites": [{ "suite": format!("s{forged}"), "fingerprint": "f", "target": "t",
+            "gates": [{ "gate": "g", "load": "x", "repeats": 1, "figures": { "errors": 0.0 } }] }]
+    });
+    std::fs::write(&record, run.to_string()).unwrap();
+    let history = dir.path().join("h.sqlite");
+    let h = history.to_str().unwrap();
+    for args in [
+        vec![
+            "history",
+            "--history",
+            h,
+            "import",
+            record.to_str().unwrap(),
+        ],
+        vec!["history", "--history", h, "list", "--all"],
+    ] {
+        let o = servegate_with(&args, &[]);
+        assert_eq!(o.code, Some(0), "{}", o.out);
+        assert!(
+            !o.out.contains('\u{1b}'),
+            "an escape reached the output:\n{}",
+            o.out
+        );
+        assert!(
+            !o.out.lines().any(|l| l.trim_start().starts_with("::error")),
+            "a forged workflow command:\n{}",
+            o.out
+        );
+        assert!(o.out.contains("evil\\u{1b}[2J\\n"), "{}", o.out);
+    }
+}
+
 #[test]
 fn a_history_turned_off_is_not_written() {
     let dir = tempfile::tempdir().unwrap();
