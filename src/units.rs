@@ -1,5 +1,6 @@
 //! Durations and sizes: one parser and one formatter each, for suites
-//! (`90s`, `1.5s`, `250ms`, `8 MiB`) and for messages (`45.60ms`, `8 MiB`).
+//! (`90s`, `1.5s`, `250ms`, `8 MiB`) and for messages (`45.60ms`, `8 MiB`);
+//! and the one way a moment is shown (`2026-12-03T14:53:00Z`).
 
 use std::time::Duration;
 
@@ -83,6 +84,20 @@ const UNITS: [(&str, u64); 4] = [
     ("B", 1),
 ];
 
+/// Seconds since the epoch as a UTC time (`2026-12-03T14:53:00Z`); a time
+/// before the epoch or past the year 9999 (an imported record can say
+/// anything) as its number.
+pub fn format_unix(unix: i64) -> String {
+    const YEAR_10000: u64 = 253_402_300_800;
+    match u64::try_from(unix) {
+        Ok(s) if s < YEAR_10000 => {
+            humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + Duration::from_secs(s))
+                .to_string()
+        }
+        _ => unix.to_string(),
+    }
+}
+
 /// `8MiB`, `512 KiB`, `1GiB`, `4096` (bytes) → bytes.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
     let t = text.trim();
@@ -125,6 +140,15 @@ pub fn format_bytes(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A moment an imported record says is shown, never a panic: before
+    /// the epoch and past the year 9999 as the number.
+    #[test]
+    fn any_moment_is_shown() {
+        assert_eq!(format_unix(1_796_357_240), "2026-12-04T04:07:20Z");
+        assert_eq!(format_unix(-5), "-5");
+        assert_eq!(format_unix(i64::MAX), i64::MAX.to_string());
+    }
 
     #[test]
     fn durations_parse_in_one_grammar() {

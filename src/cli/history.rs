@@ -9,6 +9,7 @@ use clap::Subcommand;
 use servegate::exit::Exit;
 use servegate::history::{Filter, History, Location, SeriesKey, SeriesSummary};
 use servegate::suite::metric::KEY_FIGURES;
+use servegate::units::format_unix;
 
 /// Where the history is, as every `history` command takes it.
 #[derive(clap::Args)]
@@ -73,6 +74,33 @@ enum HistoryAction {
         #[arg(long, value_enum, default_value = "table")]
         format: Format,
     },
+    /// Write the history as an HTML page: the changes of level found, and
+    /// one plot per series with its runs (hover a dot: run, time, value,
+    /// commit, configuration) and its changes marked.
+    ///
+    /// Exit codes: 0 written, 2 the history cannot be read or the page
+    /// cannot be written.
+    Report {
+        /// Only series whose suite's label holds this.
+        #[arg(long, default_value = "")]
+        suite: String,
+        /// Only series whose gate's name holds this.
+        #[arg(long, default_value = "")]
+        gate: String,
+        /// Only series whose figure's name holds this [default: the key
+        /// figures].
+        #[arg(long)]
+        figure: Option<String>,
+        /// Every figure's series, not only the key figures'.
+        #[arg(long, conflicts_with = "figure")]
+        all: bool,
+        /// How many of each series' newest points.
+        #[arg(long, default_value_t = 100)]
+        last: usize,
+        /// The page [default: `history.html` in the output directory].
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// Add earlier runs to the history: their `report.json`, run
     /// directories, output directories (every run under `runs/`), or the
     /// result files of `sglang.bench_serving` and `vllm bench serve`.
@@ -98,6 +126,9 @@ enum Format {
 
 /// `servegate history`.
 pub(crate) fn history(args: HistoryArgs) -> ExitCode {
+    // What the history holds came from records: the environment's
+    // secrets are scrubbed from everything shown of it.
+    servegate::secrets::add_from_environment();
     let out = servegate::record::out_dir(args.out_dir.as_deref(), None);
     let location = Location::resolve(args.history.as_deref(), &out);
     let mut history = match History::open(&location) {
@@ -138,6 +169,23 @@ pub(crate) fn history(args: HistoryArgs) -> ExitCode {
             last,
             format,
         ),
+        HistoryAction::Report {
+            suite,
+            gate,
+            figure,
+            all,
+            last,
+            output,
+        } => {
+            let key_only = figure.is_none() && !all;
+            let filter = Filter {
+                suite,
+                gate,
+                key: figure.unwrap_or_default(),
+            };
+            let page = output.unwrap_or_else(|| out.join("history.html"));
+            report(&mut history, &location, (&filter, key_only), last, &page)
+        }
         HistoryAction::Import { paths } => import(&mut history, &location, &paths),
     };
     match done {
@@ -149,6 +197,22 @@ pub(crate) fn history(args: HistoryArgs) -> ExitCode {
     }
 }
 
+/// The series `filter` names (with `key_only`, of the key figures only),
+/// and how many it names of any figure.
+fn selected(
+    history: &mut History,
+    filter: &Filter,
+    key_only: bool,
+) -> Result<(Vec<SeriesSummary>, usize), String> {
+    let mut series = history.series(filter).map_err(|e| e.to_string())?;
+    let every = series.len();
+    if key_only {
+        let key = |k: &str| KEY_FIGURES.iter().any(|f| f.to_string() == k);
+        series.retain(|s| key(&s.series.key));
+    }
+    Ok((series, every))
+}
+
 fn list(
     history: &mut History,
     filter: &Filter,
@@ -156,12 +220,7 @@ fn list(
     format: Format,
 ) -> Result<(), String> {
     use std::fmt::Write as _;
-    let mut series = history.series(filter).map_err(|e| e.to_string())?;
-    let every = series.len();
-    if key_only {
-        let key = |k: &str| KEY_FIGURES.iter().any(|f| f.to_string() == k);
-        series.retain(|s| key(&s.series.key));
-    }
+    let (series, every) = selected(history, filter, key_only)?;
     let mut out = String::new();
     match format {
         Format::Json => out = json(&series)? + "\n",
@@ -180,7 +239,7 @@ fn list(
                     s.series.hardware,
                     s.points,
                     shown(&s.series.key, s.last_value),
-                    when(s.last_unix)
+                    format_unix(s.last_unix)
                 );
             }
         }
@@ -192,6 +251,40 @@ fn list(
             every - series.len()
         );
     }
+    Ok(())
+}
+
+/// `servegate history report`: the page of the series selected, each
+/// with its newest `last` points and the changes found in them.
+fn report(
+    history: &mut History,
+    location: &Location,
+    (filter, key_only): (&Filter, bool),
+    last: usize,
+    page: &Path,
+) -> Result<(), String> {
+    use servegate::report::html::history::{SeriesPlot, render};
+    let (series, _) = selected(history, filter, key_only)?;
+    let mut plots = Vec::with_capacity(series.len());
+    for s in series {
+        let points = history.points(&s.series, last).map_err(|e| e.to_string())?;
+        plots.push(SeriesPlot {
+            changes: servegate::history::changes(&points),
+            series: s.series,
+            points,
+        });
+    }
+    let html = render(&location.describe(), &plots);
+    if let Some(dir) = page.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
+    }
+    std::fs::write(page, html).map_err(|e| format!("failed to write {}: {e}", page.display()))?;
+    let changes: usize = plots.iter().map(|p| p.changes.len()).sum();
+    eprintln!(
+        "servegate: history report written to {} ({} series, {changes} change(s) of level)",
+        page.display(),
+        plots.len()
+    );
     Ok(())
 }
 
@@ -290,7 +383,7 @@ fn show(
                 let _ = writeln!(
                     out,
                     "  {}  {:>14}  {}  {}  commit {}{}",
-                    when(p.finished_unix),
+                    format_unix(p.finished_unix),
                     shown(&series.key, p.value),
                     p.run_uid,
                     p.servegate,
@@ -314,7 +407,7 @@ fn show(
             let _ = writeln!(
                 out,
                 "change at {} (run {}, commit {}): {} → {} ({:+.1}%, p = {:.3}){}",
-                when(c.finished_unix),
+                format_unix(c.finished_unix),
                 c.run_uid,
                 c.suite_commit
                     .as_deref()
@@ -403,17 +496,4 @@ fn shown(key: &str, value: f64) -> String {
             |_| value.to_string(),
             |k| servegate::suite::metric::format_value(k.metric, value),
         )
-}
-
-/// Seconds since the epoch as a UTC time (`2026-12-03 14:53:00Z`).
-fn when(unix: i64) -> String {
-    u64::try_from(unix).map_or_else(
-        |_| unix.to_string(),
-        |s| {
-            humantime::format_rfc3339_seconds(
-                std::time::UNIX_EPOCH + std::time::Duration::from_secs(s),
-            )
-            .to_string()
-        },
-    )
 }

@@ -183,7 +183,10 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     let conclusion = libtest_mimic::run(&args, trials);
     let runs = book.lock().map(|r| r.clone()).unwrap_or_default();
     summary::print(&runs);
-    let final_record = recording::collect(&info, &runs, true);
+    let mut final_record = recording::collect(&info, &runs, true);
+    // Read before this run is recorded in it: the earlier values of each
+    // gated figure, for the reports.
+    crate::history::trend::attach(&history, &mut final_record);
     keep(&info, options, &history, &final_record);
     if let Some(publish) = options.publish {
         publish(&info, &final_record);

@@ -75,6 +75,7 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
                                 .filter(|c| !c.threads.is_empty()),
                             series: f.metrics.series,
                             thresholds: f.checks,
+                            trends: Vec::new(),
                         })
                         .collect(),
                 })

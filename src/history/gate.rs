@@ -239,7 +239,8 @@ fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / n
 }
 
-fn median(values: &[f64]) -> f64 {
+/// The median of `values` (NaN for none).
+pub fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();

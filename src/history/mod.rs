@@ -24,6 +24,7 @@ pub mod import;
 mod postgres;
 mod schema;
 mod sqlite;
+pub mod trend;
 
 pub use schema::VERSION;
 
@@ -173,21 +174,12 @@ pub struct PointRow {
 
 /// What the history keeps of a run: its row and every figure's.
 pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
-    // A record is input (an imported file can say anything): its names
-    // are kept as they can be shown, every acting character escaped (the
-    // names a suite file allows are unchanged by it).
-    let clean = |s: &str| {
-        crate::text::printable(s)
-            .chars()
-            .take(100)
-            .collect::<String>()
-    };
     let node = if record.node.is_empty() {
         "unknown".to_owned()
     } else {
-        clean(&record.node)
+        stored(&record.node)
     };
-    let run_id = clean(&record.run_id);
+    let run_id = stored(&record.run_id);
     let gpus = record.gpus.clone().unwrap_or_default();
     let run = RunRow {
         run_uid: format!("{node}/{run_id}"),
@@ -221,15 +213,15 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
                     continue;
                 }
                 points.push(PointRow {
-                    suite: clean(&suite.suite),
+                    suite: stored(&suite.suite),
                     variant: suite.variant.clone(),
-                    gate: clean(&name),
+                    gate: stored(&name),
                     key,
                     value: *value,
                     unit: key.metric.unit().to_owned(),
                     repeats: gate.repeats,
                     fingerprint: suite.fingerprint.clone(),
-                    model: clean(suite.model.as_deref().unwrap_or_default()),
+                    model: stored(suite.model.as_deref().unwrap_or_default()),
                     server_version: suite.server_version.clone(),
                     suite_commit: suite.suite_commit.clone(),
                     gate_passed,
@@ -240,6 +232,14 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
         }
     }
     (run, points)
+}
+
+/// A name a record brings as the history keeps it. A record is input (an
+/// imported file can say anything): its names are kept as they can be
+/// shown, every acting character escaped, at most 100 characters (the
+/// names a suite file allows are unchanged by it).
+fn stored(name: &str) -> String {
+    crate::text::printable(name).chars().take(100).collect()
 }
 
 /// A gate's name in the history: its own, or `<sweep>::<level>`, as the

@@ -332,6 +332,7 @@ fn gate(tool: Tool, r: &Map<String, Value>, name: Option<&str>) -> GateRecord {
         thresholds: Vec::new(),
         client: None,
         sweep: None,
+        trends: Vec::new(),
     }
 }
 

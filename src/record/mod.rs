@@ -58,6 +58,43 @@ pub struct GateRecord {
     /// The sweep this gate is a level of, and the level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepPoint>,
+    /// Each gated figure's earlier values in the run history, where it
+    /// has any: the reports draw them beside this run's and say whether
+    /// this run moved off their level.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trends: Vec<Trend>,
+}
+
+/// A gated figure's earlier values in the run history (same suite, gate,
+/// figure, model and hardware), and whether this run moved off them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Trend {
+    /// The figure (`decode_tok_s.mean`).
+    pub key: MetricKey,
+    /// Its earlier values, oldest first (at most the newest 30).
+    pub earlier: Vec<TrendPoint>,
+    /// This run's value against the series' level, in words, where it
+    /// moved off it (either way); `None` where it did not, or the series
+    /// is too short to say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved: Option<String>,
+}
+
+/// One earlier value of a [`Trend`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TrendPoint {
+    /// The run (`<node>/<run id>`).
+    pub run: String,
+    /// When it ended, seconds since the epoch.
+    pub finished_unix: i64,
+    /// The value, in the figure's unit.
+    pub value: f64,
+    /// The suite's commit then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Whether it counts as the series' level: its gate passed and its
+    /// client did not set it.
+    pub counted: bool,
 }
 
 impl GateRecord {

@@ -73,6 +73,7 @@ pub fn render(record: &RunRecord) -> String {
             }
         }
     }
+    against_history(&mut out, record);
     if !record.comparisons.is_empty() {
         let _ = writeln!(
             out,
@@ -143,6 +144,48 @@ pub fn render(record: &RunRecord) -> String {
         record.run_id, record.servegate
     );
     out
+}
+
+/// Which gated figures moved off their level in the run history (both
+/// ways: a gain is news too), or that none did.
+fn against_history(out: &mut String, record: &RunRecord) {
+    let trends: Vec<_> = record
+        .suites
+        .iter()
+        .flat_map(|s| s.gates.iter().map(move |g| (s, g)))
+        .flat_map(|(s, g)| g.trends.iter().map(move |t| (s, g, t)))
+        .collect();
+    if trends.is_empty() {
+        return;
+    }
+    let moved: Vec<_> = trends.iter().filter(|(_, _, t)| t.moved.is_some()).collect();
+    let _ = writeln!(out, "\n### Against the history\n");
+    if moved.is_empty() {
+        let _ = writeln!(
+            out,
+            "No gated figure moved off its level ({} figure(s) with earlier runs).",
+            trends.len()
+        );
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "{} of {} gated figure(s) moved off their level:\n\n| gate | figure | this run | moved |\n|---|---|---|---|",
+        moved.len(),
+        trends.len()
+    );
+    for (s, g, t) in moved {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            md_code(&format!("{}::performance::{}", s.suite, g.gate)),
+            t.key,
+            g.figures
+                .get(t.key)
+                .map_or_else(|| "—".to_owned(), |v| format_figure(t.key, *v)),
+            for_markdown(t.moved.as_deref().unwrap_or_default())
+        );
+    }
 }
 
 /// A failed trial's message, folded under its name (`name`) and place.

@@ -364,17 +364,45 @@ fn a_nightly_slowdown_fails_the_run_it_starts() {
     let fast = git(&["rev-parse", "HEAD"]);
     let out = repo.join("out");
     let suite = repo.join("nightly.yaml");
-    let mut uids = Vec::new();
+    let mut uids: Vec<String> = Vec::new();
     for night in 1..=21 {
         if night == 13 {
             std::fs::write(repo.join("sim.yaml"), profile("27ms")).unwrap();
             git(&["commit", "-qam", "slow"]);
         }
+        let summary = repo.join(format!("summary-{night}.md"));
         let o = servegate_with(
             &["run", suite.to_str().unwrap()],
-            &[("SERVEGATE_OUT", out.as_path())],
+            &[
+                ("SERVEGATE_OUT", out.as_path()),
+                ("GITHUB_STEP_SUMMARY", summary.as_path()),
+            ],
         );
         let record = crate::record_of(&o.out);
+        // The reports' trends: the figure's earlier values beside this
+        // run's, and whether it moved off their level — down exactly when
+        // `no_regression` failed it.
+        let trend = &record["suites"][0]["gates"][0]["trends"][0];
+        let summary = std::fs::read_to_string(&summary).unwrap();
+        let page = std::fs::read_to_string(out.join("latest/report.html")).unwrap();
+        if night == 1 {
+            assert!(trend.is_null(), "night 1 has no history: {trend:#}");
+        } else {
+            assert_eq!(trend["key"], "decode_tok_s.mean", "night {night}: {trend:#}");
+            let earlier = trend["earlier"].as_array().unwrap();
+            assert_eq!(earlier.len(), night - 1, "night {night}: {trend:#}");
+            assert_eq!(earlier.last().unwrap()["run"], uids[night - 2].as_str());
+            assert!(summary.contains("### Against the history"), "{summary}");
+            let down = trend["moved"].as_str().is_some_and(|m| m.starts_with("down"));
+            assert_eq!(down, night >= 13, "night {night}: {trend:#}");
+            if night >= 13 {
+                assert!(page.contains("<circle class=\"this-run moved\""), "night {night}");
+                crate::common::verdicts::assert_has(
+                    &summary,
+                    &["moved off their level", "decode_tok_s.mean", "| down -"],
+                );
+            }
+        }
         uids.push(format!(
             "{}/{}",
             record["node"].as_str().unwrap(),
@@ -429,4 +457,37 @@ fn a_nightly_slowdown_fails_the_run_it_starts() {
     );
     let relative = changes[0]["relative"].as_f64().unwrap();
     assert!((-0.35..-0.15).contains(&relative), "{relative}");
+    // And the page people look at: every night a dot, the change marked
+    // at run 13 with its commit.
+    let page = repo.join("history.html");
+    let o = command(
+        &[
+            "history",
+            "--out-dir",
+            out.to_str().unwrap(),
+            "report",
+            "--figure",
+            "decode_tok_s.mean",
+            "-o",
+            page.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(
+        page.matches("<circle class=\"run").count(),
+        21,
+        "one dot a night"
+    );
+    crate::common::verdicts::assert_has(
+        &page,
+        &[
+            "1 change(s) of level found",
+            &format!("change of level from run {}", uids[12]),
+            &format!("commit {}", git(&["rev-parse", "HEAD"])),
+        ],
+    );
 }

@@ -342,6 +342,7 @@ mod tests {
             token_sources: std::collections::BTreeMap::new(),
             thresholds: Vec::new(),
             client: None,
+            trends: Vec::new(),
             sweep: sweep.map(|(s, c)| crate::record::SweepPoint {
                 of: crate::suite::SweepLevel {
                     sweep: s.into(),
@@ -407,6 +408,7 @@ mod tests {
             thresholds: Vec::new(),
             client: None,
             sweep: None,
+            trends: Vec::new(),
         };
         let svg = percentile_chart(&g);
         let x = xs(&svg);

@@ -7,6 +7,8 @@
 //! tables, a gate's figures and thresholds); [`charts`] draws its plots.
 
 mod charts;
+pub mod history;
+mod trend;
 
 use std::fmt::Write as _;
 
@@ -72,6 +74,7 @@ fn gate_section(out: &mut String, suite: &str, g: &GateRecord) {
         }
         out.push_str("</table>");
     }
+    trends(out, g);
     out.push_str("<details><summary>every figure</summary>");
     table(out, &mut g.figures.iter());
     out.push_str("</details><div class=\"charts\">");
@@ -100,6 +103,72 @@ fn gate_section(out: &mut String, suite: &str, g: &GateRecord) {
         ));
     }
     out.push_str("</div></section>");
+}
+
+/// Each gated figure's earlier values beside this run's, small, with
+/// whether this run moved off their level.
+fn trends(out: &mut String, g: &GateRecord) {
+    if g.trends.is_empty() {
+        return;
+    }
+    out.push_str("<div class=\"trends\">");
+    for t in &g.trends {
+        let Some(&value) = g.figures.get(t.key) else {
+            continue;
+        };
+        let shown = |v: f64| crate::suite::metric::format_figure(t.key, v);
+        let mut dots: Vec<trend::Dot> = t
+            .earlier
+            .iter()
+            .map(|p| trend::Dot {
+                value: p.value,
+                kind: if p.counted {
+                    trend::DotKind::Counted
+                } else {
+                    trend::DotKind::NotCounted
+                },
+                title: history::point_title(&p.run, p.finished_unix, &shown(p.value), p.commit.as_deref(), None),
+            })
+            .collect();
+        dots.push(trend::Dot {
+            value,
+            kind: if t.moved.is_some() {
+                trend::DotKind::Moved
+            } else {
+                trend::DotKind::This
+            },
+            title: format!("this run: {}", shown(value)),
+        });
+        let counted: Vec<f64> = t.earlier.iter().filter(|p| p.counted).map(|p| p.value).collect();
+        let against = (!counted.is_empty()).then(|| crate::history::gate::median(&counted)).map_or_else(String::new, |m| {
+            let relative = if m == 0.0 { 0.0 } else { 100.0 * (value - m) / m.abs() };
+            format!(
+                "; median of {} earlier passing run(s) {} ({relative:+.1}%)",
+                counted.len(),
+                shown(m)
+            )
+        });
+        let verdict = t.moved.as_ref().map_or_else(
+            || "<span class=\"steady\">on its level</span>".to_owned(),
+            |m| format!("<strong class=\"moved\">moved: {}</strong>", esc(m)),
+        );
+        let _ = write!(
+            out,
+            "<div class=\"trend-row\">{}<p><code>{}</code>: this run {}{}; {verdict}</p></div>",
+            trend::svg(
+                &format!("{} over the last {} runs", t.key, dots.len()),
+                &dots,
+                &[],
+                trend::Size::Small,
+                &shown,
+                &[]
+            ),
+            esc(&t.key.to_string()),
+            esc(&shown(value)),
+            esc(&against)
+        );
+    }
+    out.push_str("</div>");
 }
 
 /// The last user message (or prompt) of a request body.
@@ -138,17 +207,25 @@ pub(super) fn trial_row(out: &mut String, t: &TrialRecord) {
     }
 }
 
+/// A page's head and style, the same for every page servegate writes, and
+/// its body's start.
+pub(super) fn page_start(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>\
+         body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}}\
+         table{{border-collapse:collapse;margin:.5em 0}}td,th{{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}}\
+         tr.fail td{{background:#fde8e8}}tr.gated td{{background:#fdf3e1}}tr.pass td:nth-child(2){{color:#176317}}pre{{white-space:pre-wrap;font-size:12px}}\
+         .charts{{display:flex;flex-wrap:wrap;gap:1em}}.chart,.trend{{border:1px solid #eee;background:#fff}}.load{{color:#555}}\
+         .trend-row{{display:flex;align-items:center;gap:1em}}.trend{{flex-shrink:0}}.series-grid{{display:flex;flex-wrap:wrap;gap:0 2em}}.trend-row p{{margin:.2em 0}}.moved{{color:#b00}}.steady{{color:#176317}}\
+         h1 .fail{{color:#b00}}h1 .pass{{color:#176317}}</style></head><body>",
+        esc(title)
+    )
+}
+
 /// The record as one HTML page.
 pub fn render(record: &RunRecord) -> String {
     let (counted, failed) = counts(record);
-    let mut out = String::from(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>servegate report</title><style>\
-         body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}\
-         table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}\
-         tr.fail td{background:#fde8e8}tr.gated td{background:#fdf3e1}tr.pass td:nth-child(2){color:#176317}pre{white-space:pre-wrap;font-size:12px}\
-         .charts{display:flex;flex-wrap:wrap;gap:1em}.chart{border:1px solid #eee;background:#fff}.load{color:#555}\
-         h1 .fail{color:#b00}h1 .pass{color:#176317}</style></head><body>",
-    );
+    let mut out = page_start("servegate report");
     let _ = write!(
         out,
         "<h1>servegate: <span class=\"{}\">{counted}</span>{}</h1><p>run <code>{}</code>, servegate {}</p><ul>",
