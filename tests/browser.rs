@@ -1,8 +1,9 @@
-//! The HTML report in a real browser: headless Chromium (Debian's
+//! The HTML pages in a real browser: headless Chromium (Debian's
 //! `chromium`, which `.ci/run` installs when missing) renders the report of
-//! a real run without console errors, its plots are in the DOM, and a
-//! screenshot is taken. Where Chromium is not installed the trial is
-//! reported ignored, after a line that says why.
+//! a real run, and the history's page over three runs, without console
+//! errors, their plots are in the DOM, and a screenshot is taken. Where
+//! Chromium is not installed the trials are reported ignored, after a
+//! line that says why.
 
 #[allow(dead_code)] // each test binary uses a subset of the shared helpers
 mod common;
@@ -55,13 +56,32 @@ fn renders(browser: &Path) -> Result<(), Failed> {
     if !run.status.success() {
         return Err(format!("the run failed:\n{}", String::from_utf8_lossy(&run.stdout)).into());
     }
-    let report = dir.join("servegate/latest/report.html");
+    let dom = shown(browser, &dir, &dir.join("servegate/latest/report.html"))?;
+    for needle in [
+        "servegate: <span class=\"pass\">8 passed, 0 failed</span>",
+        "sglang::correctness::arithmetic",
+        "<svg class=\"chart\"",
+        "latency percentiles",
+        "latency over time",
+        "What is 2+2?",
+    ] {
+        if !dom.contains(needle) {
+            return Err(format!("`{needle}` not in the rendered page").into());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// The page at `page` in Chromium: rendered without console errors, a
+/// screenshot of it taken; its DOM.
+fn shown(browser: &Path, dir: &Path, page: &Path) -> Result<String, Failed> {
     let url = format!(
         "file://{}",
-        report.canonicalize().map_err(|e| e.to_string())?.display()
+        page.canonicalize().map_err(|e| e.to_string())?.display()
     );
     let profile = dir.join("chromium-profile");
-    let shot = dir.join("report.png");
+    let shot = dir.join("page.png");
     let (_, log) = headless(
         browser,
         &profile,
@@ -87,17 +107,81 @@ fn renders(browser: &Path) -> Result<(), Failed> {
         .into());
     }
     let (dom, _) = headless(browser, &profile, &["--dump-dom", &url])?;
+    Ok(dom)
+}
+
+/// Three runs of a gate recorded in a history: the third run's report
+/// draws its gated figure's trend, and `servegate history report` draws
+/// every key figure's series, a dot a run with its tooltip.
+fn history_renders(browser: &Path) -> Result<(), Failed> {
+    let dir =
+        std::env::temp_dir().join(format!("servegate-browser-history-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let write =
+        |name: &str, text: &str| std::fs::write(dir.join(name), text).map_err(|e| e.to_string());
+    write("sim.yaml", "model: sim-trend\nttft: 5ms\nitl: 5ms\n")?;
+    write(
+        "trend.yaml",
+        "suite: trend\nsim: { profile: sim.yaml }\nperformance:\n  - name: decode\n    load: { concurrency: 1, requests: 2, input_tokens: 8, output_tokens: 8, ignore_eos: true }\n    thresholds:\n      decode_tok_s.mean: \">= 1\"\n",
+    )?;
+    let out = dir.join("out");
+    for night in 1..=3 {
+        let run = command(&[], &[])
+            .args(["run", dir.join("trend.yaml").to_str().ok_or("path")?])
+            .env("SERVEGATE_OUT", &out)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !run.status.success() {
+            return Err(format!(
+                "run {night} failed:\n{}",
+                String::from_utf8_lossy(&run.stdout)
+            )
+            .into());
+        }
+    }
+    let dom = shown(browser, &dir, &out.join("latest/report.html"))?;
     for needle in [
-        "servegate: <span class=\"pass\">8 passed, 0 failed</span>",
-        "sglang::correctness::arithmetic",
-        "<svg class=\"chart\"",
-        "latency percentiles",
-        "latency over time",
-        "What is 2+2?",
+        "<svg class=\"trend\"",
+        "<circle class=\"this-run\"",
+        "median of 2 earlier passing run(s)",
     ] {
         if !dom.contains(needle) {
-            return Err(format!("`{needle}` not in the rendered page").into());
+            return Err(format!("`{needle}` not in the run report").into());
         }
+    }
+    let page = dir.join("history.html");
+    let report = command(&[], &[])
+        .args([
+            "history",
+            "--out-dir",
+            out.to_str().ok_or("path")?,
+            "report",
+            "-o",
+            page.to_str().ok_or("path")?,
+        ])
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !report.status.success() {
+        return Err(format!(
+            "history report failed:\n{}",
+            String::from_utf8_lossy(&report.stderr)
+        )
+        .into());
+    }
+    let dom = shown(browser, &dir, &page)?;
+    for needle in [
+        "<h1>servegate history</h1>",
+        "trend::decode</code> decode_tok_s.mean",
+        "3 run(s)",
+    ] {
+        if !dom.contains(needle) {
+            return Err(format!("`{needle}` not in the history page").into());
+        }
+    }
+    let dots = dom.matches("<circle class=\"run\"").count();
+    if dots < 3 * 4 {
+        return Err(format!("{dots} dots for 3 runs of at least 4 key figures").into());
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
@@ -113,10 +197,19 @@ fn main() {
             "note: the browser check is ignored: no `chromium` on PATH (Debian's package `chromium`; .ci/run installs it)"
         );
     }
-    let trial = Trial::test("html_report_renders_in_headless_chromium", move || {
-        let browser = browser.clone().ok_or("no chromium")?;
-        renders(&browser)
-    })
-    .with_ignored_flag(chromium().is_none());
-    libtest_mimic::run(&args, vec![trial]).exit();
+    let ignored = browser.is_none();
+    let with = |f: fn(&Path) -> Result<(), Failed>| {
+        let browser = browser.clone();
+        move || f(&browser.ok_or("no chromium")?)
+    };
+    let trials = vec![
+        Trial::test("html_report_renders_in_headless_chromium", with(renders))
+            .with_ignored_flag(ignored),
+        Trial::test(
+            "history_report_renders_in_headless_chromium",
+            with(history_renders),
+        )
+        .with_ignored_flag(ignored),
+    ];
+    libtest_mimic::run(&args, trials).exit();
 }

@@ -276,7 +276,8 @@ fn report(
     }
     let html = render(&location.describe(), &plots);
     if let Some(dir) = page.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("failed to create {}: {e}", dir.display()))?;
     }
     std::fs::write(page, html).map_err(|e| format!("failed to write {}: {e}", page.display()))?;
     let changes: usize = plots.iter().map(|p| p.changes.len()).sum();

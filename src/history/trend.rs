@@ -192,7 +192,9 @@ mod tests {
         let (mut found, mut wrong_way, mut false_alarms) = (0, 0, 0);
         let trials = 200;
         for _ in 0..trials {
-            let earlier: Vec<f64> = (0..15).map(|_| 100.0 * (1.0 + 0.02 * rng.gauss())).collect();
+            let earlier: Vec<f64> = (0..15)
+                .map(|_| 100.0 * (1.0 + 0.02 * rng.gauss()))
+                .collect();
             let points = series(&earlier);
             let same = 100.0 * (1.0 + 0.02 * rng.gauss());
             if moved(&key(), "f", figure, &points, same).is_some() {

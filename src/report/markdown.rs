@@ -158,7 +158,10 @@ fn against_history(out: &mut String, record: &RunRecord) {
     if trends.is_empty() {
         return;
     }
-    let moved: Vec<_> = trends.iter().filter(|(_, _, t)| t.moved.is_some()).collect();
+    let moved: Vec<_> = trends
+        .iter()
+        .filter(|(_, _, t)| t.moved.is_some())
+        .collect();
     let _ = writeln!(out, "\n### Against the history\n");
     if moved.is_empty() {
         let _ = writeln!(

@@ -379,30 +379,9 @@ fn a_nightly_slowdown_fails_the_run_it_starts() {
             ],
         );
         let record = crate::record_of(&o.out);
-        // The reports' trends: the figure's earlier values beside this
-        // run's, and whether it moved off their level — down exactly when
-        // `no_regression` failed it.
-        let trend = &record["suites"][0]["gates"][0]["trends"][0];
         let summary = std::fs::read_to_string(&summary).unwrap();
         let page = std::fs::read_to_string(out.join("latest/report.html")).unwrap();
-        if night == 1 {
-            assert!(trend.is_null(), "night 1 has no history: {trend:#}");
-        } else {
-            assert_eq!(trend["key"], "decode_tok_s.mean", "night {night}: {trend:#}");
-            let earlier = trend["earlier"].as_array().unwrap();
-            assert_eq!(earlier.len(), night - 1, "night {night}: {trend:#}");
-            assert_eq!(earlier.last().unwrap()["run"], uids[night - 2].as_str());
-            assert!(summary.contains("### Against the history"), "{summary}");
-            let down = trend["moved"].as_str().is_some_and(|m| m.starts_with("down"));
-            assert_eq!(down, night >= 13, "night {night}: {trend:#}");
-            if night >= 13 {
-                assert!(page.contains("<circle class=\"this-run moved\""), "night {night}");
-                crate::common::verdicts::assert_has(
-                    &summary,
-                    &["moved off their level", "decode_tok_s.mean", "| down -"],
-                );
-            }
-        }
+        the_reports_say_where_it_stands(night, &record, &summary, &page, &uids);
         uids.push(format!(
             "{}/{}",
             record["node"].as_str().unwrap(),
@@ -457,8 +436,52 @@ fn a_nightly_slowdown_fails_the_run_it_starts() {
     );
     let relative = changes[0]["relative"].as_f64().unwrap();
     assert!((-0.35..-0.15).contains(&relative), "{relative}");
-    // And the page people look at: every night a dot, the change marked
-    // at run 13 with its commit.
+    the_page_marks_the_change(repo, &out, &uids[12], &git(&["rev-parse", "HEAD"]));
+}
+
+/// A night's reports read the history: the gated figure's earlier values
+/// beside this run's (none the first night), and whether it moved off
+/// their level — down exactly when `no_regression` failed it (night 13
+/// on); the step summary lists it.
+fn the_reports_say_where_it_stands(
+    night: usize,
+    record: &serde_json::Value,
+    summary: &str,
+    page: &str,
+    uids: &[String],
+) {
+    let trend = &record["suites"][0]["gates"][0]["trends"][0];
+    if night == 1 {
+        assert!(trend.is_null(), "night 1 has no history: {trend:#}");
+    } else {
+        assert_eq!(
+            trend["key"], "decode_tok_s.mean",
+            "night {night}: {trend:#}"
+        );
+        let earlier = trend["earlier"].as_array().unwrap();
+        assert_eq!(earlier.len(), night - 1, "night {night}: {trend:#}");
+        assert_eq!(earlier.last().unwrap()["run"], uids[night - 2].as_str());
+        assert!(summary.contains("### Against the history"), "{summary}");
+        let down = trend["moved"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("down"));
+        assert_eq!(down, night >= 13, "night {night}: {trend:#}");
+        if night >= 13 {
+            assert!(
+                page.contains("<circle class=\"this-run moved\""),
+                "night {night}"
+            );
+            crate::common::verdicts::assert_has(
+                summary,
+                &["moved off their level", "decode_tok_s.mean", "| down -"],
+            );
+        }
+    }
+}
+
+/// The page people look at: every night a dot, the change marked at the
+/// first slow run with its commit.
+fn the_page_marks_the_change(repo: &Path, out: &Path, first_slow: &str, slow_commit: &str) {
     let page = repo.join("history.html");
     let o = command(
         &[
@@ -486,8 +509,8 @@ fn a_nightly_slowdown_fails_the_run_it_starts() {
         &page,
         &[
             "1 change(s) of level found",
-            &format!("change of level from run {}", uids[12]),
-            &format!("commit {}", git(&["rev-parse", "HEAD"])),
+            &format!("change of level from run {first_slow}"),
+            &format!("commit {slow_commit}"),
         ],
     );
 }

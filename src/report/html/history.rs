@@ -10,8 +10,8 @@ use std::fmt::Write as _;
 
 use super::trend::{Dot, DotKind, Marker, Size, svg};
 use super::{esc, page_start};
-use crate::secrets::scrub;
 use crate::history::{Point, SeriesChange, SeriesKey};
+use crate::secrets::scrub;
 use crate::suite::metric::{MetricKey, format_value};
 use crate::units::format_unix;
 
@@ -52,10 +52,10 @@ fn text(s: &str) -> String {
 
 /// A value of the series' figure as the run shows it.
 fn shown(series: &SeriesKey, value: f64) -> String {
-    series.key.parse::<MetricKey>().map_or_else(
-        |_| format!("{value}"),
-        |k| format_value(k.metric, value),
-    )
+    series
+        .key
+        .parse::<MetricKey>()
+        .map_or_else(|_| format!("{value}"), |k| format_value(k.metric, value))
 }
 
 /// The page: `at` names the history, `plots` the series drawn.
@@ -158,13 +158,21 @@ fn series_section(out: &mut String, plot: &SeriesPlot) {
         .collect();
     let n = plot.points.len();
     // Days, or times where the runs are of one day (`2026-12-04T03:00:00Z`).
-    let one_day = plot.points.first().zip(plot.points.last()).is_none_or(|(a, b)| {
-        format_unix(a.finished_unix).get(..10) == format_unix(b.finished_unix).get(..10)
-    });
+    let one_day = plot
+        .points
+        .first()
+        .zip(plot.points.last())
+        .is_none_or(|(a, b)| {
+            format_unix(a.finished_unix).get(..10) == format_unix(b.finished_unix).get(..10)
+        });
     let date = |i: usize| {
         plot.points.get(i).map(|p| {
             let at = format_unix(p.finished_unix);
-            let part = if one_day { at.get(11..16) } else { at.get(..10) };
+            let part = if one_day {
+                at.get(11..16)
+            } else {
+                at.get(..10)
+            };
             part.map_or_else(|| at.clone(), str::to_owned)
         })
     };

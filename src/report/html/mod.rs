@@ -127,7 +127,13 @@ fn trends(out: &mut String, g: &GateRecord) {
                 } else {
                     trend::DotKind::NotCounted
                 },
-                title: history::point_title(&p.run, p.finished_unix, &shown(p.value), p.commit.as_deref(), None),
+                title: history::point_title(
+                    &p.run,
+                    p.finished_unix,
+                    &shown(p.value),
+                    p.commit.as_deref(),
+                    None,
+                ),
             })
             .collect();
         dots.push(trend::Dot {
@@ -139,15 +145,26 @@ fn trends(out: &mut String, g: &GateRecord) {
             },
             title: format!("this run: {}", shown(value)),
         });
-        let counted: Vec<f64> = t.earlier.iter().filter(|p| p.counted).map(|p| p.value).collect();
-        let against = (!counted.is_empty()).then(|| crate::history::gate::median(&counted)).map_or_else(String::new, |m| {
-            let relative = if m == 0.0 { 0.0 } else { 100.0 * (value - m) / m.abs() };
-            format!(
-                "; median of {} earlier passing run(s) {} ({relative:+.1}%)",
-                counted.len(),
-                shown(m)
-            )
-        });
+        let counted: Vec<f64> = t
+            .earlier
+            .iter()
+            .filter(|p| p.counted)
+            .map(|p| p.value)
+            .collect();
+        let against = (!counted.is_empty())
+            .then(|| crate::history::gate::median(&counted))
+            .map_or_else(String::new, |m| {
+                let relative = if m == 0.0 {
+                    0.0
+                } else {
+                    100.0 * (value - m) / m.abs()
+                };
+                format!(
+                    "; median of {} earlier passing run(s) {} ({relative:+.1}%)",
+                    counted.len(),
+                    shown(m)
+                )
+            });
         let verdict = t.moved.as_ref().map_or_else(
             || "<span class=\"steady\">on its level</span>".to_owned(),
             |m| format!("<strong class=\"moved\">moved: {}</strong>", esc(m)),
