@@ -21,7 +21,8 @@
 #   INPUT_VERSION=target/wheels/servegate-….whl INPUT_SUITES=suites/sglang.yaml scripts/action-run.sh
 #
 # Outputs ($GITHUB_OUTPUT): `run-dir`, the directory of the run records
-# (runs/<run>/ and latest/), which the action uploads.
+# (runs/<run>/ and latest/) and the history's page (history.html), which
+# the action uploads.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 temp=${RUNNER_TEMP:-$(mktemp -d)}
@@ -85,5 +86,17 @@ if [ -n "$summary" ] && [ "$status" -ne 0 ]; then
     esac
     printf '\n**servegate exited with %s: %s**; the job log says where.\n' "$status" "$why" >>"$summary"
 fi
+# The history's page beside the records (uploaded with them): every key
+# figure's series with this run in it, changes of level marked. The
+# history is SERVEGATE_HISTORY where the workflow names one (a team's
+# PostgreSQL, a cached SQLite file), else the run's own; a page that cannot
+# be drawn is said, never a changed status.
+case ${SERVEGATE_HISTORY:-} in
+    off | none) ;;
+    *)
+        "$bin" history --out-dir "$out" report -o "$out/history.html" \
+            || echo "servegate action: no history page (the history could not be read)"
+        ;;
+esac
 echo "servegate action: exit $status, run records in $out"
 exit "$status"

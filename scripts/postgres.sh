@@ -8,6 +8,9 @@
 #   scripts/postgres.sh install       apt-get install postgresql where there is none
 #   scripts/postgres.sh bin           the directory of initdb and pg_ctl, or exit 1
 #   scripts/postgres.sh start PORT    prints the cluster's DIR, then its URL (no password)
+#   scripts/postgres.sh start PORT tls  the same, taking TLS connections only: a
+#                                     certificate for 127.0.0.1 from a CA made
+#                                     for it (DIR/ca.pem, in the URL), openssl
 #   scripts/postgres.sh stop DIR
 #
 # initdb refuses to run as root: as root, the cluster is the `postgres`
@@ -48,17 +51,39 @@ start)
     chmod 0755 "$dir"
     head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/password"
     mkdir -p "$dir/data" "$dir/socket"
+    tls=${3:-}
+    if [ "$tls" = tls ]; then
+        command -v openssl >/dev/null || { echo "postgres.sh: no openssl for the TLS cluster" >&2; exit 1; }
+        (
+            cd "$dir"
+            openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=servegate test CA" \
+                -keyout ca.key -out ca.pem
+            openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout server.key -out server.csr
+            printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n' >server.ext
+            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+                -extfile server.ext -out server.crt
+            chmod 0600 server.key
+        ) >"$dir/openssl.log" 2>&1 || { cat "$dir/openssl.log" >&2; exit 1; }
+    fi
     if [ "$(id -u)" -eq 0 ]; then
         chown -R postgres "$dir"
     fi
     as_owner "$pg/initdb" -D "$dir/data" -U servegate --pwfile="$dir/password" \
         --auth=scram-sha-256 -E UTF8 --locale=C >"$dir/initdb.log" 2>&1 \
         || { cat "$dir/initdb.log" >&2; exit 1; }
+    options="-p $port -c listen_addresses=127.0.0.1 -k $dir/socket -c fsync=off"
+    query="sslmode=disable"
+    if [ "$tls" = tls ]; then
+        # Over TCP, TLS or nothing: a client that connected, connected so.
+        printf 'local all all scram-sha-256\nhostssl all all 127.0.0.1/32 scram-sha-256\n' >"$dir/data/pg_hba.conf"
+        options="$options -c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key"
+        query="sslmode=require&sslrootcert=$dir/ca.pem"
+    fi
     as_owner "$pg/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-p $port -c listen_addresses=127.0.0.1 -k $dir/socket -c fsync=off" start >/dev/null \
+        -o "$options" start >/dev/null \
         || { cat "$dir/server.log" >&2; exit 1; }
     echo "$dir"
-    echo "postgres://servegate@127.0.0.1:$port/postgres?sslmode=disable"
+    echo "postgres://servegate@127.0.0.1:$port/postgres?$query"
     ;;
 stop)
     dir=$2
@@ -68,7 +93,7 @@ stop)
     rm -rf "$dir"
     ;;
 *)
-    echo "usage: $0 install | bin | start PORT | stop DIR" >&2
+    echo "usage: $0 install | bin | start PORT [tls] | stop DIR" >&2
     exit 2
     ;;
 esac

@@ -185,6 +185,7 @@ fn the_gpu_workflow_runs_a_fleet_and_merges_its_records() {
         !job.to_string().contains("rust-toolchain") && !job.to_string().contains("cargo "),
         "{job}"
     );
+    the_history_outlives_the_job(job, run);
     let report = &w["jobs"]["report"];
     assert_eq!(report["if"], "always()");
     assert!(
@@ -207,6 +208,59 @@ fn the_gpu_workflow_runs_a_fleet_and_merges_its_records() {
         runs_containing(&steps, "baseline save").is_none()
             && runs_containing(&steps, "baseline accept").is_none()
     );
+}
+
+/// Every run goes into a history that outlives the job: the team's
+/// PostgreSQL from a secret (its password from another), else a SQLite
+/// file restored from the Actions cache before the run and saved after it
+/// whatever the outcome, under one key per node type and suite.
+fn the_history_outlives_the_job(job: &Value, run: &Value) {
+    assert_eq!(
+        job["env"]["HISTORY_URL"],
+        "${{ secrets.SERVEGATE_HISTORY_URL }}"
+    );
+    let history = run["env"]["SERVEGATE_HISTORY"].as_str().unwrap();
+    assert!(
+        history.starts_with("${{ env.HISTORY_URL || ")
+            && history.contains("servegate-history/history.sqlite"),
+        "{history}"
+    );
+    assert_eq!(
+        run["env"]["PGPASSWORD"],
+        "${{ secrets.SERVEGATE_HISTORY_PASSWORD }}"
+    );
+    let steps = job["steps"].as_array().unwrap();
+    let at = |prefix: &str| {
+        steps
+            .iter()
+            .position(|s| s["uses"].as_str().is_some_and(|u| u.starts_with(prefix)))
+            .unwrap_or_else(|| panic!("no `{prefix}` step"))
+    };
+    let (restore, action, save) = (
+        at("actions/cache/restore@"),
+        steps.iter().position(|s| s["uses"] == "./").unwrap(),
+        at("actions/cache/save@"),
+    );
+    assert!(restore < action && action < save, "restore, run, save");
+    let (restore, save) = (&steps[restore], &steps[save]);
+    assert_eq!(restore["with"]["key"], save["with"]["key"]);
+    assert_eq!(restore["with"]["path"], save["with"]["path"]);
+    assert!(history.contains("format('{0}/servegate-history/history.sqlite', runner.temp)"));
+    assert_eq!(
+        restore["with"]["path"],
+        "${{ runner.temp }}/servegate-history"
+    );
+    let key = save["with"]["key"].as_str().unwrap();
+    assert!(
+        key.contains("${{ matrix.node.name }}") && key.contains("${{ matrix.suite }}"),
+        "{key}"
+    );
+    assert!(
+        key.starts_with(restore["with"]["restore-keys"].as_str().unwrap()),
+        "the newest earlier save is restored: {key}"
+    );
+    assert_eq!(restore["if"], "env.HISTORY_URL == ''");
+    assert_eq!(save["if"], "always() && env.HISTORY_URL == ''");
 }
 
 /// The release: every platform's wheel and binary built before anything is
@@ -358,6 +412,8 @@ fn the_action_script_passes_the_exit_code_and_writes_the_summary() {
     assert!(md.contains("## ✅ servegate: 2 passed, 0 failed"), "{md}");
     assert!(!md.contains("exited with"), "{md}");
     assert!(dir.join("latest/report.json").exists(), "{}", dir.display());
+    let page = std::fs::read_to_string(dir.join("history.html")).unwrap();
+    assert!(page.contains("<h1>servegate history</h1>"), "{page}");
 
     let (code, md, dir) = action_run("tests/suites/fleet/slow-node.yaml", "red");
     assert_eq!(code, Some(1), "{md}");

@@ -33,19 +33,8 @@ enum HistoryAction {
     ///
     /// Exit codes: 0 listed, 2 the history cannot be read.
     List {
-        /// Only series whose suite's label holds this.
-        #[arg(long, default_value = "")]
-        suite: String,
-        /// Only series whose gate's name holds this.
-        #[arg(long, default_value = "")]
-        gate: String,
-        /// Only series whose figure's name holds this (`decode_tok_s`)
-        /// [default: the key figures, as the reports show them].
-        #[arg(long)]
-        figure: Option<String>,
-        /// Every figure's series, not only the key figures'.
-        #[arg(long, conflicts_with = "figure")]
-        all: bool,
+        #[command(flatten)]
+        series: SeriesArgs,
         /// `table` for people, `json` for scripts.
         #[arg(long, value_enum, default_value = "table")]
         format: Format,
@@ -81,19 +70,8 @@ enum HistoryAction {
     /// Exit codes: 0 written, 2 the history cannot be read or the page
     /// cannot be written.
     Report {
-        /// Only series whose suite's label holds this.
-        #[arg(long, default_value = "")]
-        suite: String,
-        /// Only series whose gate's name holds this.
-        #[arg(long, default_value = "")]
-        gate: String,
-        /// Only series whose figure's name holds this [default: the key
-        /// figures].
-        #[arg(long)]
-        figure: Option<String>,
-        /// Every figure's series, not only the key figures'.
-        #[arg(long, conflicts_with = "figure")]
-        all: bool,
+        #[command(flatten)]
+        series: SeriesArgs,
         /// How many of each series' newest points.
         #[arg(long, default_value_t = 100)]
         last: usize,
@@ -113,6 +91,37 @@ enum HistoryAction {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+}
+
+/// Which series `list` and `report` take.
+#[derive(clap::Args)]
+struct SeriesArgs {
+    /// Only series whose suite's label holds this.
+    #[arg(long, default_value = "")]
+    suite: String,
+    /// Only series whose gate's name holds this.
+    #[arg(long, default_value = "")]
+    gate: String,
+    /// Only series whose figure's name holds this (`decode_tok_s`)
+    /// [default: the key figures, as the reports show them].
+    #[arg(long)]
+    figure: Option<String>,
+    /// Every figure's series, not only the key figures'.
+    #[arg(long, conflicts_with = "figure")]
+    all: bool,
+}
+
+impl SeriesArgs {
+    /// The filter, and whether only the key figures' series are taken.
+    fn filter(self) -> (Filter, bool) {
+        let key_only = self.figure.is_none() && !self.all;
+        let filter = Filter {
+            suite: self.suite,
+            gate: self.gate,
+            key: self.figure.unwrap_or_default(),
+        };
+        (filter, key_only)
+    }
 }
 
 /// How a listing is written.
@@ -139,19 +148,8 @@ pub(crate) fn history(args: HistoryArgs) -> ExitCode {
         }
     };
     let done = match args.action {
-        HistoryAction::List {
-            suite,
-            gate,
-            figure,
-            all,
-            format,
-        } => {
-            let key_only = figure.is_none() && !all;
-            let filter = Filter {
-                suite,
-                gate,
-                key: figure.unwrap_or_default(),
-            };
+        HistoryAction::List { series, format } => {
+            let (filter, key_only) = series.filter();
             list(&mut history, &filter, key_only, format)
         }
         HistoryAction::Show {
@@ -170,19 +168,11 @@ pub(crate) fn history(args: HistoryArgs) -> ExitCode {
             format,
         ),
         HistoryAction::Report {
-            suite,
-            gate,
-            figure,
-            all,
+            series,
             last,
             output,
         } => {
-            let key_only = figure.is_none() && !all;
-            let filter = Filter {
-                suite,
-                gate,
-                key: figure.unwrap_or_default(),
-            };
+            let (filter, key_only) = series.filter();
             let page = output.unwrap_or_else(|| out.join("history.html"));
             report(&mut history, &location, (&filter, key_only), last, &page)
         }

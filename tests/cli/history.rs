@@ -320,6 +320,44 @@ fn runners_share_one_postgresql_history() {
     killed_imports_leave_no_half_run(&pg.url, &env);
 }
 
+/// A history in a PostgreSQL that takes TLS only: reached over TLS with
+/// its server's certificate verified against the CA the URL names
+/// (`sslrootcert`); the same server refused when the URL names no CA (the
+/// system's roots do not know it: never an unverified connection) and
+/// when it asks for no TLS.
+#[test]
+fn a_postgresql_history_over_tls_verifies_its_server() {
+    let Some(pg) = Postgres::start_tls("a_postgresql_history_over_tls_verifies_its_server") else {
+        return;
+    };
+    let password = std::path::PathBuf::from(&pg.password);
+    let history = |url: &str, args: &[&str]| {
+        let mut all = vec!["history", "--history", url];
+        all.extend_from_slice(args);
+        command(&all, &[("PGPASSWORD", password.as_path())])
+            .output()
+            .unwrap()
+    };
+    let o = history(&pg.url, &["import", "tests/fixtures/report/record.json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = history(&pg.url, &["list", "--all", "--format", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(!listed.as_array().unwrap().is_empty(), "{listed:#}");
+
+    let (base, _) = pg.url.split_once('?').unwrap();
+    for (query, why) in [
+        ("sslmode=require", "invalid peer certificate: UnknownIssuer"),
+        ("sslmode=disable", "no encryption"),
+    ] {
+        let o = history(&format!("{base}?{query}"), &["list"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{query}: {err}");
+        assert!(err.contains(why), "{query}: {err}");
+        assert!(!err.contains(&pg.password), "{err}");
+    }
+}
+
 /// The nightly job in miniature: 21 runs of one suite against the
 /// simulator, each recorded; after run 12 a commit slows its decode by a
 /// quarter. `no_regression` is not applied while the history is short,

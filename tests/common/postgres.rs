@@ -18,6 +18,17 @@ pub struct Postgres {
 impl Postgres {
     /// A new cluster, or `None` (said on stderr) where there can be none.
     pub fn start(test: &str) -> Option<Postgres> {
+        Self::start_with(test, false)
+    }
+
+    /// A new cluster taking TLS connections only, its server certificate
+    /// from a CA made for it: its URL asks for TLS and names the CA
+    /// (`sslrootcert`).
+    pub fn start_tls(test: &str) -> Option<Postgres> {
+        Self::start_with(test, true)
+    }
+
+    fn start_with(test: &str, tls: bool) -> Option<Postgres> {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/postgres.sh");
         let installed = std::process::Command::new("bash")
             .args([script, "bin"])
@@ -39,6 +50,7 @@ impl Postgres {
             .port();
         let out = std::process::Command::new("bash")
             .args([script, "start", &port.to_string()])
+            .args(tls.then_some("tls"))
             .output()
             .expect("bash runs");
         let printed = String::from_utf8_lossy(&out.stdout).into_owned();

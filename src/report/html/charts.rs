@@ -70,24 +70,13 @@ pub(super) fn chart(
         r#"<svg class="chart" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}"><title>{t}</title>"#,
         t = esc(title)
     );
-    let _ = write!(
-        svg,
-        r##"<line x1="{LEFT}" y1="{b}" x2="{r}" y2="{b}" stroke="#444"/><line x1="{LEFT}" y1="{PAD}" x2="{LEFT}" y2="{b}" stroke="#444"/>"##,
-        b = H - PAD,
-        r = W - PAD
+    frame(
+        &mut svg,
+        (LEFT, W - PAD, PAD, H - PAD),
+        (0.0, y1),
+        &py,
+        y_fmt,
     );
-    for i in 0..=4 {
-        let y = y1 * f64::from(i) / 4.0;
-        let _ = write!(
-            svg,
-            r##"<line x1="{LEFT}" y1="{v:.1}" x2="{r}" y2="{v:.1}" stroke="#ddd"/><text x="{tx}" y="{ty:.1}" text-anchor="end" font-size="10">{l}</text>"##,
-            v = py(y),
-            r = W - PAD,
-            tx = LEFT - 4.0,
-            ty = py(y) + 3.0,
-            l = esc(&y_fmt(y))
-        );
-    }
     let linear: Vec<(f64, String)> = (0..=4)
         .map(|i| {
             let x = x0 + (x1 - x0) * f64::from(i) / 4.0;
@@ -159,6 +148,32 @@ pub(super) fn chart(
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// A plot's axes (`left`, `right`, `top`, `bottom` of its area) and five
+/// grid lines from `y0` to `y1`, placed by `py` and labelled by `y_fmt`.
+pub(super) fn frame(
+    svg: &mut String,
+    (left, right, top, bottom): (f64, f64, f64, f64),
+    (y0, y1): (f64, f64),
+    py: &dyn Fn(f64) -> f64,
+    y_fmt: &dyn Fn(f64) -> String,
+) {
+    let _ = write!(
+        svg,
+        r##"<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#444"/><line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" stroke="#444"/>"##
+    );
+    for i in 0..=4 {
+        let v = y0 + (y1 - y0) * f64::from(i) / 4.0;
+        let _ = write!(
+            svg,
+            r##"<line x1="{left}" y1="{y:.1}" x2="{right}" y2="{y:.1}" stroke="#ddd"/><text x="{tx}" y="{ty:.1}" text-anchor="end" font-size="10">{l}</text>"##,
+            y = py(v),
+            tx = left - 4.0,
+            ty = py(v) + 3.0,
+            l = esc(&y_fmt(v))
+        );
+    }
 }
 
 /// Where quantile `q` sits on the percentile axis: log10(1/(1−q)), so that

@@ -74,13 +74,21 @@ pub fn render(at: &str, plots: &[SeriesPlot]) -> String {
             for c in &plot.changes {
                 let _ = write!(
                     out,
-                    "<tr><td><code>{}::{}</code> {}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{} → {}</td><td>{:+.1}%</td><td>{:.3}</td></tr>",
+                    "<tr><td><code>{}::{}</code> {}</td><td><code>{}</code></td><td>{}</td><td title=\"{}\"><code>{}</code></td><td class=\"level\">{} → {}</td><td>{:+.1}%</td><td>{:.3}</td></tr>",
                     text(&plot.series.suite),
                     text(&plot.series.gate),
                     text(&plot.series.key),
                     text(&c.run_uid),
                     format_unix(c.finished_unix),
                     text(c.suite_commit.as_deref().unwrap_or("—")),
+                    text(
+                        &c.suite_commit
+                            .as_deref()
+                            .unwrap_or("—")
+                            .chars()
+                            .take(12)
+                            .collect::<String>()
+                    ),
                     text(&shown(&plot.series, c.mean_before)),
                     text(&shown(&plot.series, c.mean_after)),
                     100.0 * c.relative,

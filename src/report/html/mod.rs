@@ -233,7 +233,7 @@ pub(super) fn page_start(title: &str) -> String {
          table{{border-collapse:collapse;margin:.5em 0}}td,th{{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}}\
          tr.fail td{{background:#fde8e8}}tr.gated td{{background:#fdf3e1}}tr.pass td:nth-child(2){{color:#176317}}pre{{white-space:pre-wrap;font-size:12px}}\
          .charts{{display:flex;flex-wrap:wrap;gap:1em}}.chart,.trend{{border:1px solid #eee;background:#fff}}.load{{color:#555}}\
-         .trend-row{{display:flex;align-items:center;gap:1em}}.trend{{flex-shrink:0}}.series-grid{{display:flex;flex-wrap:wrap;gap:0 2em}}.trend-row p{{margin:.2em 0}}.moved{{color:#b00}}.steady{{color:#176317}}\
+         .trend-row{{display:flex;align-items:center;gap:1em}}.trend{{flex-shrink:0}}.series-grid{{display:flex;flex-wrap:wrap;gap:0 2em}}td.level{{white-space:nowrap}}.trend-row p{{margin:.2em 0}}.moved{{color:#b00}}.steady{{color:#176317}}\
          h1 .fail{{color:#b00}}h1 .pass{{color:#176317}}</style></head><body>",
         esc(title)
     )

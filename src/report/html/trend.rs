@@ -93,24 +93,13 @@ pub(crate) fn svg(
         t = esc(title)
     );
     if size == Size::Large {
-        let _ = write!(
-            out,
-            r##"<line x1="{left}" y1="{b}" x2="{r}" y2="{b}" stroke="#444"/><line x1="{left}" y1="{pad}" x2="{left}" y2="{b}" stroke="#444"/>"##,
-            b = h - pad,
-            r = w - pad
+        super::charts::frame(
+            &mut out,
+            (left, w - pad, pad, h - pad),
+            (y0, y1),
+            &py,
+            y_fmt,
         );
-        for i in 0..=4 {
-            let v = y0 + (y1 - y0) * f64::from(i) / 4.0;
-            let _ = write!(
-                out,
-                r##"<line x1="{left}" y1="{y:.1}" x2="{r}" y2="{y:.1}" stroke="#ddd"/><text x="{tx}" y="{ty:.1}" text-anchor="end" font-size="10">{l}</text>"##,
-                y = py(v),
-                r = w - pad,
-                tx = left - 4.0,
-                ty = py(v) + 3.0,
-                l = esc(&y_fmt(v))
-            );
-        }
         for (i, label) in x_labels {
             let _ = write!(
                 out,
