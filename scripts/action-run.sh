@@ -87,10 +87,10 @@ if [ -n "$summary" ] && [ "$status" -ne 0 ]; then
     printf '\n**servegate exited with %s: %s**; the job log says where.\n' "$status" "$why" >>"$summary"
 fi
 # The history's page beside the records (uploaded with them): every key
-# figure's series with this run in it, changes of level marked. The
-# history is SERVEGATE_HISTORY where the workflow names one (a team's
-# PostgreSQL, a cached SQLite file), else the run's own; a page that cannot
-# be drawn is said, never a changed status.
+# figure's series the history holds (a team's PostgreSQL: every runner's),
+# changes of level marked. The history is SERVEGATE_HISTORY where the
+# workflow names one (a team's PostgreSQL, a cached SQLite file), else the
+# run's own; a page that cannot be drawn is said, never a changed status.
 case ${SERVEGATE_HISTORY:-} in
     off | none) ;;
     *)

@@ -46,12 +46,17 @@ bin)
     ;;
 start)
     port=$2
+    tls=${3:-}
+    case $tls in "" | tls) ;; *) echo "usage: $0 start PORT [tls]" >&2; exit 2 ;; esac
     pg=$(bin) || { echo "postgres.sh: no initdb/pg_ctl (install postgresql)" >&2; exit 1; }
     dir=$(mktemp -d "${TMPDIR:-/tmp}/servegate-pg.XXXXXX")
+    # A cluster that did not start leaves nothing behind (its CA's key
+    # included).
+    trap 'rm -rf "$dir"' ERR
+    fail() { cat "$1" >&2; rm -rf "$dir"; exit 1; }
     chmod 0755 "$dir"
     head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/password"
     mkdir -p "$dir/data" "$dir/socket"
-    tls=${3:-}
     if [ "$tls" = tls ]; then
         command -v openssl >/dev/null || { echo "postgres.sh: no openssl for the TLS cluster" >&2; exit 1; }
         (
@@ -63,14 +68,14 @@ start)
             openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
                 -extfile server.ext -out server.crt
             chmod 0600 server.key
-        ) >"$dir/openssl.log" 2>&1 || { cat "$dir/openssl.log" >&2; exit 1; }
+        ) >"$dir/openssl.log" 2>&1 || fail "$dir/openssl.log"
     fi
     if [ "$(id -u)" -eq 0 ]; then
         chown -R postgres "$dir"
     fi
     as_owner "$pg/initdb" -D "$dir/data" -U servegate --pwfile="$dir/password" \
         --auth=scram-sha-256 -E UTF8 --locale=C >"$dir/initdb.log" 2>&1 \
-        || { cat "$dir/initdb.log" >&2; exit 1; }
+        || fail "$dir/initdb.log"
     options="-p $port -c listen_addresses=127.0.0.1 -k $dir/socket -c fsync=off"
     query="sslmode=disable"
     if [ "$tls" = tls ]; then
@@ -81,7 +86,7 @@ start)
     fi
     as_owner "$pg/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
         -o "$options" start >/dev/null \
-        || { cat "$dir/server.log" >&2; exit 1; }
+        || fail "$dir/server.log"
     echo "$dir"
     echo "postgres://servegate@127.0.0.1:$port/postgres?$query"
     ;;

@@ -144,7 +144,7 @@ fn history_renders(browser: &Path) -> Result<(), Failed> {
     for needle in [
         "<svg class=\"trend\"",
         "<circle class=\"this-run\"",
-        "median of 2 earlier passing run(s)",
+        "median of the 2 earlier passing run(s) drawn",
     ] {
         if !dom.contains(needle) {
             return Err(format!("`{needle}` not in the run report").into());

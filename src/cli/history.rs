@@ -9,6 +9,7 @@ use clap::Subcommand;
 use servegate::exit::Exit;
 use servegate::history::{Filter, History, Location, SeriesKey, SeriesSummary};
 use servegate::suite::metric::KEY_FIGURES;
+use servegate::suite::metric::format_named;
 use servegate::units::format_unix;
 
 /// Where the history is, as every `history` command takes it.
@@ -228,7 +229,7 @@ fn list(
                     s.series.model,
                     s.series.hardware,
                     s.points,
-                    shown(&s.series.key, s.last_value),
+                    format_named(&s.series.key, s.last_value),
                     format_unix(s.last_unix)
                 );
             }
@@ -375,7 +376,7 @@ fn show(
                     out,
                     "  {}  {:>14}  {}  {}  commit {}{}",
                     format_unix(p.finished_unix),
-                    shown(&series.key, p.value),
+                    format_named(&series.key, p.value),
                     p.run_uid,
                     p.servegate,
                     p.suite_commit
@@ -403,8 +404,8 @@ fn show(
                 c.suite_commit
                     .as_deref()
                     .map_or("-", |c| &c[..c.len().min(12)]),
-                shown(&series.key, c.mean_before),
-                shown(&series.key, c.mean_after),
+                format_named(&series.key, c.mean_before),
+                format_named(&series.key, c.mean_after),
                 100.0 * c.relative,
                 c.p_value,
                 c.configuration
@@ -478,13 +479,4 @@ fn records_under(path: &Path) -> Vec<PathBuf> {
 
 fn json<T: serde::Serialize>(value: &T) -> Result<String, String> {
     serde_json::to_string_pretty(value).map_err(|e| e.to_string())
-}
-
-/// A value of figure `key` as the run shows it (`12.30ms`, `512.4 tok/s`).
-fn shown(key: &str, value: f64) -> String {
-    key.parse::<servegate::suite::metric::MetricKey>()
-        .map_or_else(
-            |_| value.to_string(),
-            |k| servegate::suite::metric::format_value(k.metric, value),
-        )
 }

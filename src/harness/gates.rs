@@ -38,20 +38,17 @@ impl SuiteRun {
         if keys.is_empty() || self.plan.history == Location::Off {
             return None;
         }
-        let series = SeriesKey {
-            suite: self.label.clone(),
-            gate: crate::history::gate_name(
+        let series = SeriesKey::of_gate(
+            &self.label,
+            &crate::history::gate_name(
                 &gate.name,
                 gate.sweep
                     .as_ref()
                     .map(|s| (s.sweep.as_str(), s.level.as_str())),
             ),
-            key: String::new(),
-            model: target.model_id.clone(),
-            hardware: crate::history::hardware(
-                &super::recording::gpu_inventory().unwrap_or_default(),
-            ),
-        };
+            &target.model_id,
+            &crate::history::hardware(&super::recording::gpu_inventory().unwrap_or_default()),
+        );
         Some(GateHistory::read(
             &self.plan.history,
             &series,

@@ -70,11 +70,7 @@ impl GateHistory {
             .and_then(|mut h| {
                 keys.iter()
                     .map(|k| {
-                        let s = SeriesKey {
-                            key: k.to_string(),
-                            ..series.clone()
-                        };
-                        h.points(&s, usize::MAX)
+                        h.points(&series.figure(*k), usize::MAX)
                             .map(|p| (*k, p))
                             .map_err(|e| e.to_string())
                     })

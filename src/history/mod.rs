@@ -312,6 +312,30 @@ pub struct SeriesKey {
     pub hardware: String,
 }
 
+impl SeriesKey {
+    /// The series of a suite's gate (figure to be named) as the history
+    /// stores it: names cut and escaped as [`rows`] keeps them, so a
+    /// reader finds what a run wrote whatever its names.
+    pub fn of_gate(suite: &str, gate: &str, model: &str, hardware: &str) -> SeriesKey {
+        SeriesKey {
+            suite: stored(suite),
+            gate: stored(gate),
+            key: String::new(),
+            model: stored(model),
+            hardware: hardware.to_owned(),
+        }
+    }
+
+    /// The same series' figure `key`.
+    #[must_use]
+    pub fn figure(&self, key: MetricKey) -> SeriesKey {
+        SeriesKey {
+            key: key.to_string(),
+            ..self.clone()
+        }
+    }
+}
+
 /// A series in a listing.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SeriesSummary {
@@ -484,9 +508,13 @@ impl History {
     }
 
     /// The newest `last` points of a series (all: `usize::MAX`), oldest
-    /// first.
+    /// first; values that are not finite left out.
     pub fn points(&mut self, series: &SeriesKey, last: usize) -> Result<Vec<Point>, HistoryError> {
         let mut points = self.store.select(series, false)?;
+        // A run never records a value that is not finite; a history edited
+        // by hand, or another writer's, can hold one (SQLite's 9e999,
+        // PostgreSQL's NaN): it is no point of any series.
+        points.retain(|p| p.value.is_finite());
         let skip = points.len().saturating_sub(last);
         points.drain(..skip);
         Ok(points)

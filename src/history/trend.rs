@@ -6,11 +6,12 @@
 //! shows a change of level this run is on, or this run is beyond the
 //! level's 99% prediction bound.
 
-use super::gate::{GateHistory, Reference};
+use super::gate::{GateHistory, LEAST_CHANGE, Reference};
 use super::{History, Location, Point, SeriesKey};
 use crate::record::{GateRecord, RunRecord, Trend, TrendPoint};
 use crate::suite::metric::MetricKey;
 use crate::suite::threshold::Op;
+use crate::text::for_log;
 
 /// The most earlier values a trend keeps.
 pub const TREND_POINTS: usize = 30;
@@ -18,54 +19,63 @@ pub const TREND_POINTS: usize = 30;
 /// Adds to each gate of `record` the trends of its gated figures (those a
 /// threshold names), read from the history at `location` before this run
 /// is recorded in it. Nothing where the history is off or holds nothing
-/// yet; a history that cannot be read is a warning (the run's verdicts
-/// stand without it).
+/// yet, or no gate has a threshold; a history that cannot be read is a
+/// warning (the run's verdicts stand without it). A figure the client set
+/// is drawn, never said to move.
 pub fn attach(location: &Location, record: &mut RunRecord) {
     let fresh = matches!(location, Location::Sqlite(path) if !path.exists());
-    if *location == Location::Off || fresh {
+    let gated_any = record
+        .suites
+        .iter()
+        .any(|s| s.gates.iter().any(|g| !gated(g).is_empty()));
+    if *location == Location::Off || fresh || !gated_any {
         return;
     }
     let mut history = match History::open(location) {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("warning: the reports show no trends: {e}");
+            eprintln!(
+                "warning: the reports show no trends: {}",
+                for_log(&e.to_string())
+            );
             return;
         }
     };
     let (run, _) = super::rows(record, "run");
     for suite in &mut record.suites {
         for gate in &mut suite.gates {
-            let series = SeriesKey {
-                suite: super::stored(&suite.suite),
-                gate: super::stored(&super::gate_name(
+            let series = SeriesKey::of_gate(
+                &suite.suite,
+                &super::gate_name(
                     &gate.gate,
                     gate.sweep
                         .as_ref()
                         .map(|s| (s.of.sweep.as_str(), s.of.level.as_str())),
-                )),
-                key: String::new(),
-                model: super::stored(suite.model.as_deref().unwrap_or_default()),
-                hardware: run.hardware.clone(),
-            };
+                ),
+                suite.model.as_deref().unwrap_or_default(),
+                &run.hardware,
+            );
+            // A figure the client set is kept, never compared.
+            let limited = gate.client.as_ref().is_some_and(|c| c.limited.is_some());
             for key in gated(gate) {
-                let s = SeriesKey {
-                    key: key.to_string(),
-                    ..series.clone()
-                };
+                let s = series.figure(key);
                 let points = match history.points(&s, usize::MAX) {
                     Ok(mut p) => {
                         p.retain(|p| p.run_uid != run.run_uid);
                         p
                     }
                     Err(e) => {
-                        eprintln!("warning: the reports show no trends: {e}");
+                        eprintln!(
+                            "warning: the reports show no trends: {}",
+                            for_log(&e.to_string())
+                        );
                         return;
                     }
                 };
                 if points.is_empty() {
                     continue;
                 }
-                let value = gate.figures.get(key).copied();
+                let value = gate.figures.get(key).copied().filter(|_| !limited);
                 let moved = value.and_then(|v| moved(&s, &suite.fingerprint, key, &points, v));
                 let skip = points.len().saturating_sub(TREND_POINTS);
                 gate.trends.push(Trend {
@@ -117,13 +127,9 @@ pub fn moved(
     };
     let judged = |op: Op| history.regression(key, op, Some(value)).ok().flatten();
     let said = |r: &Reference, direction: &str| {
-        let relative = if r.value == 0.0 {
-            0.0
-        } else {
-            100.0 * (value - r.value) / r.value.abs()
-        };
         let mut said = format!(
-            "{direction} {relative:+.1}% against the level of {} earlier passing run(s)",
+            "{direction} {} against the level of {} earlier passing run(s)",
+            change(value, r.value),
             r.runs
         );
         if let Some(change) = &r.fails {
@@ -134,14 +140,31 @@ pub fn moved(
         }
         said
     };
+    // Off the level the way it moved, by more than a change worth a red:
+    // a run back on the old level after a change is not said to move
+    // with it.
+    let off = |r: &Reference, sign: f64| {
+        sign * (value - r.value) > LEAST_CHANGE * r.value.abs()
+            && (r.fails.is_some() || r.bound.is_some_and(|b| sign * (value - b) > 0.0))
+    };
     let down = judged(Op::Ge)
-        .filter(|r| r.fails.is_some() || r.bound.is_some_and(|b| value < b))
+        .filter(|r| off(r, -1.0))
         .map(|r| said(&r, "down"));
     down.or_else(|| {
         judged(Op::Le)
-            .filter(|r| r.fails.is_some() || r.bound.is_some_and(|b| value > b))
+            .filter(|r| off(r, 1.0))
             .map(|r| said(&r, "up"))
     })
+}
+
+/// `value` against `level` in words: `-22.3%`, or `0 → 3` from a level of
+/// zero (no relative change).
+pub fn change(value: f64, level: f64) -> String {
+    if level == 0.0 {
+        format!("{level} → {value}")
+    } else {
+        format!("{:+.1}%", 100.0 * (value - level) / level.abs())
+    }
 }
 
 #[cfg(test)]
@@ -216,6 +239,23 @@ mod tests {
         assert_eq!(wrong_way, 0);
         assert!(found >= 2 * trials * 95 / 100, "found {found}");
         assert!(false_alarms <= trials * 8 / 100, "false {false_alarms}");
+    }
+
+    /// A run back on the old level after a change down is not said to
+    /// move with it (the change is in the series, the run is not on it);
+    /// from a level of zero a move is said in values, not as a share.
+    #[test]
+    fn a_run_back_on_its_level_did_not_move() {
+        let figure = "decode_tok_s.mean".parse().unwrap();
+        let mut values: Vec<f64> = (0..10).map(|i| 100.0 + f64::from(i % 3) * 0.3).collect();
+        values.extend([80.0, 80.4, 79.7]);
+        let points = series(&values);
+        assert_eq!(moved(&key(), "f", figure, &points, 100.2), None);
+        let down = moved(&key(), "f", figure, &points, 80.1).unwrap();
+        assert!(down.starts_with("down -"), "{down}");
+        let errors = "errors".parse().unwrap();
+        let up = moved(&key(), "f", errors, &series(&[0.0; 8]), 3.0).unwrap();
+        assert!(up.starts_with("up 0 → 3 against the level of 8"), "{up}");
     }
 
     /// Too short a series says nothing, whatever the value.

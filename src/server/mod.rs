@@ -17,6 +17,9 @@ use crate::suite::{Api, Launch, Ready, Timeouts, Variant};
 
 use log::{FatalLine, Scanner, TAIL_LINES};
 
+/// How long a server's exit waits for its output to reach its log.
+const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
+
 /// When start-up milestones were reached, since the spawn.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 pub struct Timeline {
@@ -292,13 +295,22 @@ impl Server {
         self.timeline.lock().map(|t| *t).unwrap_or_default()
     }
 
-    /// How the process ended, if it has.
+    /// How the process ended, if it has (once it has, with its output all
+    /// in the log, or after [`OUTPUT_DRAIN`] where a process left behind
+    /// holds its pipes open).
     pub fn exited(&self) -> Option<ExitInfo> {
         let mut exit = self.exit.lock().ok()?;
         if exit.is_none()
             && let Ok(mut child) = self.child.lock()
         {
             *exit = peek(self.pid, &mut child);
+            if exit.is_some() {
+                // What it wrote as it died goes into its log before anyone
+                // reads it for a fatal line or a tail: on a busy host the
+                // copier threads can be behind the exit (a NaN line written
+                // just before an abort was missing from the message).
+                self.pumps.wait(OUTPUT_DRAIN);
+            }
         }
         *exit
     }

@@ -328,6 +328,13 @@ pub fn format_value(metric: Metric, value: f64) -> String {
     }
 }
 
+/// A value of the figure named `key` (`ttft.p99`) as the run shows it
+/// (`12.30ms`, `512.4 tok/s`); a name that is no figure's, the number.
+pub fn format_named(key: &str, value: f64) -> String {
+    key.parse::<MetricKey>()
+        .map_or_else(|_| value.to_string(), |k| format_value(k.metric, value))
+}
+
 /// A figure of a run record for a table (the Markdown and HTML reports):
 /// durations in a fitting unit, whole numbers whole, the rest to one
 /// place, no unit.

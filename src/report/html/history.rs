@@ -12,7 +12,7 @@ use super::trend::{Dot, DotKind, Marker, Size, svg};
 use super::{esc, page_start};
 use crate::history::{Point, SeriesChange, SeriesKey};
 use crate::secrets::scrub;
-use crate::suite::metric::{MetricKey, format_value};
+use crate::suite::metric::format_named;
 use crate::units::format_unix;
 
 /// One series as the page plots it.
@@ -52,10 +52,7 @@ fn text(s: &str) -> String {
 
 /// A value of the series' figure as the run shows it.
 fn shown(series: &SeriesKey, value: f64) -> String {
-    series
-        .key
-        .parse::<MetricKey>()
-        .map_or_else(|_| format!("{value}"), |k| format_value(k.metric, value))
+    format_named(&series.key, value)
 }
 
 /// The page: `at` names the history, `plots` the series drawn.
@@ -81,14 +78,10 @@ pub fn render(at: &str, plots: &[SeriesPlot]) -> String {
                     text(&c.run_uid),
                     format_unix(c.finished_unix),
                     text(c.suite_commit.as_deref().unwrap_or("—")),
-                    text(
-                        &c.suite_commit
-                            .as_deref()
-                            .unwrap_or("—")
-                            .chars()
-                            .take(12)
-                            .collect::<String>()
-                    ),
+                    esc(&scrub(c.suite_commit.as_deref().unwrap_or("—"))
+                        .chars()
+                        .take(12)
+                        .collect::<String>()),
                     text(&shown(&plot.series, c.mean_before)),
                     text(&shown(&plot.series, c.mean_after)),
                     100.0 * c.relative,

@@ -136,14 +136,23 @@ fn trends(out: &mut String, g: &GateRecord) {
                 ),
             })
             .collect();
+        let limited = g.client.as_ref().is_some_and(|c| c.limited.is_some());
         dots.push(trend::Dot {
             value,
-            kind: if t.moved.is_some() {
-                trend::DotKind::Moved
-            } else {
-                trend::DotKind::This
+            kind: match (&t.moved, limited) {
+                (_, true) => trend::DotKind::NotCounted,
+                (Some(_), false) => trend::DotKind::Moved,
+                (None, false) => trend::DotKind::This,
             },
-            title: format!("this run: {}", shown(value)),
+            title: format!(
+                "this run: {}{}",
+                shown(value),
+                if limited {
+                    " (client-limited: not compared)"
+                } else {
+                    ""
+                }
+            ),
         });
         let counted: Vec<f64> = t
             .earlier
@@ -154,21 +163,18 @@ fn trends(out: &mut String, g: &GateRecord) {
         let against = (!counted.is_empty())
             .then(|| crate::history::gate::median(&counted))
             .map_or_else(String::new, |m| {
-                let relative = if m == 0.0 {
-                    0.0
-                } else {
-                    100.0 * (value - m) / m.abs()
-                };
                 format!(
-                    "; median of {} earlier passing run(s) {} ({relative:+.1}%)",
+                    "; median of the {} earlier passing run(s) drawn {} ({})",
                     counted.len(),
-                    shown(m)
+                    shown(m),
+                    crate::history::trend::change(value, m)
                 )
             });
-        let verdict = t.moved.as_ref().map_or_else(
-            || "<span class=\"steady\">on its level</span>".to_owned(),
-            |m| format!("<strong class=\"moved\">moved: {}</strong>", esc(m)),
-        );
+        let verdict = match (&t.moved, limited) {
+            (_, true) => "<span class=\"load\">client-limited: not compared</span>".to_owned(),
+            (Some(m), false) => format!("<strong class=\"moved\">moved: {}</strong>", esc(m)),
+            (None, false) => "<span class=\"steady\">on its level</span>".to_owned(),
+        };
         let _ = write!(
             out,
             "<div class=\"trend-row\">{}<p><code>{}</code>: this run {}{}; {verdict}</p></div>",
