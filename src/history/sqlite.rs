@@ -272,6 +272,29 @@ mod tests {
         assert_eq!(h.points(&key, 1).unwrap()[0].run_uid, "b/1-1", "the newest");
     }
 
+    /// A series is found by the names a run has, whatever they are: a
+    /// model id longer than the history keeps (a snapshot path), or with a
+    /// control character, is stored cut and escaped, and a reader naming
+    /// the series by the run's own names finds it ([`SeriesKey::of_gate`];
+    /// a key built from the raw names found nothing).
+    #[test]
+    fn a_series_is_found_by_the_names_the_run_has() {
+        let (_dir, at) = temp();
+        let mut h = History::open(&at).unwrap();
+        let model = format!("/models/hub/{}/snapshots/\u{1b}[31m", "x".repeat(120));
+        let mut record = run("a", "1-1", 1, 500.0);
+        record.suites[0].model = Some(model.clone());
+        h.record(&record, "run").unwrap();
+        let key = SeriesKey::of_gate("s", "g0", &model, "no GPU")
+            .figure("decode_tok_s.mean".parse().unwrap());
+        assert_eq!(h.points(&key, 10).unwrap().len(), 1, "{key:?}");
+        let raw = SeriesKey {
+            model,
+            ..key.clone()
+        };
+        assert!(h.points(&raw, 10).unwrap().is_empty());
+    }
+
     /// Four writers on one file at once, each its own connection, a run
     /// of 200 figures each, ten times: every run lands whole.
     #[test]
