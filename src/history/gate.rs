@@ -90,11 +90,7 @@ impl GateHistory {
         let points = self.points.as_ref().map_err(Clone::clone)?;
         Ok(points
             .get(&key)
-            .map(|p| {
-                p.iter()
-                    .filter(|p| p.gate_passed && !p.client_limited)
-                    .collect()
-            })
+            .map(|p| p.iter().filter(|p| p.counted()).collect())
             .unwrap_or_default())
     }
 

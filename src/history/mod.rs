@@ -379,6 +379,14 @@ pub struct Point {
     pub client_limited: bool,
 }
 
+impl Point {
+    /// Whether it counts toward its series' level: its gate passed and
+    /// its client did not set it (such a figure is kept, never compared).
+    pub fn counted(&self) -> bool {
+        self.gate_passed && !self.client_limited
+    }
+}
+
 /// A change of level in a series, at the run that starts it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SeriesChange {

@@ -105,7 +105,7 @@ fn trend_point(p: &Point) -> TrendPoint {
         finished_unix: p.finished_unix,
         value: p.value,
         commit: p.suite_commit.clone(),
-        counted: p.gate_passed && !p.client_limited,
+        counted: p.counted(),
     }
 }
 

@@ -180,7 +180,7 @@ impl References<'_> {
             .and_then(|h| {
                 h.points.as_ref().ok()?.get(&t.key).map(|p| {
                     p.iter()
-                        .filter(|p| p.gate_passed && !p.client_limited)
+                        .filter(|p| p.counted())
                         .filter(|p| {
                             !matches!(t.bound, Bound::History(..)) || p.fingerprint == h.fingerprint
                         })

@@ -106,7 +106,7 @@ fn series_section(out: &mut String, plot: &SeriesPlot) {
         .iter()
         .map(|p| Dot {
             value: p.value,
-            kind: if p.gate_passed && !p.client_limited {
+            kind: if p.counted() {
                 DotKind::Counted
             } else {
                 DotKind::NotCounted
