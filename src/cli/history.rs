@@ -141,6 +141,19 @@ pub(crate) fn history(args: HistoryArgs) -> ExitCode {
     servegate::secrets::add_from_environment();
     let out = servegate::record::out_dir(args.out_dir.as_deref(), None);
     let location = Location::resolve(args.history.as_deref(), &out);
+    // Reading a SQLite history that is not there would create an empty one
+    // and list nothing: a run from elsewhere recorded beside its suite's
+    // project, not here, and that is said.
+    if let Location::Sqlite(path) = &location
+        && !path.exists()
+        && !matches!(args.action, HistoryAction::Import { .. })
+    {
+        eprintln!(
+            "error: there is no history at {}: `servegate run` records beside the suite's project (its `target/servegate/`, or the output directory it printed); name it with --out-dir, --history FILE or SERVEGATE_HISTORY",
+            path.display()
+        );
+        return Exit::Usage.into();
+    }
     let mut history = match History::open(&location) {
         Ok(h) => h,
         Err(e) => {

@@ -164,6 +164,32 @@ fn a_history_turned_off_is_not_written() {
     assert!(o.out.contains("the history is off"), "{}", o.out);
 }
 
+/// Reading a history that is not there says where it looked and how to
+/// name the right one, and creates nothing (an empty file there would
+/// list nothing, as if the runs had no figures).
+#[test]
+fn a_missing_history_is_named_not_created() {
+    let dir = tempfile::tempdir().unwrap();
+    for action in [&["list"][..], &["show", "s::g", "ttft.p99"], &["report"]] {
+        let mut args = vec!["history", "--out-dir", dir.path().to_str().unwrap()];
+        args.extend_from_slice(action);
+        let o = command(&args, &[]).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{action:?}: {err}");
+        crate::common::verdicts::assert_has(
+            &err,
+            &[
+                &format!(
+                    "there is no history at {}",
+                    dir.path().join("history.sqlite").display()
+                ),
+                "--out-dir, --history FILE or SERVEGATE_HISTORY",
+            ],
+        );
+        assert!(!dir.path().join("history.sqlite").exists(), "{action:?}");
+    }
+}
+
 /// An import of a run of 30,000 figures into `history`, killed at ten
 /// moments while it writes: every run the history then holds has all its
 /// figures (the store's transaction), and the kills did land before the
