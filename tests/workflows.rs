@@ -1,9 +1,10 @@
 //! The GitHub workflows, checked for structure (actionlint is not to be had
 //! from this project's registries): every job has a runner and steps, every
 //! step uses an action at a pinned ref or runs a command, the files
-//! they run exist, expressions are closed, and each workflow keeps the
-//! promises the docs make of it. The docs themselves are checked for
-//! structure here too (the book whole, every link resolving), without mdbook.
+//! they run exist, expressions are closed, no `actions/*` action is of a
+//! major that runs on Node 20, and each workflow keeps the promises the docs
+//! make of it. The docs themselves are checked for structure here too (the
+//! book whole, every link resolving), without mdbook.
 
 #[path = "common/markdown.rs"]
 mod markdown;
@@ -261,6 +262,71 @@ fn the_history_outlives_the_job(job: &Value, run: &Value) {
     );
     assert_eq!(restore["if"], "env.HISTORY_URL == ''");
     assert_eq!(save["if"], "always() && env.HISTORY_URL == ''");
+}
+
+/// The lowest major of each `actions/*` action that runs on Node 24
+/// (`runs.using` in its action.yml at that tag). GitHub deprecated the
+/// Node 20 runtime on its runners (forced to Node 24 from June 2026,
+/// removed that September): an earlier major warns on every run, then
+/// breaks. upload-artifact v5 and download-artifact v5 and v6 still ran
+/// on Node 20. An `actions/*` action not listed fails the check below
+/// until its own lowest Node 24 major is added here.
+const NODE24_MAJORS: &[(&str, u32)] = &[
+    ("actions/checkout", 5),
+    ("actions/upload-artifact", 6),
+    ("actions/download-artifact", 7),
+    ("actions/cache", 5),
+    ("actions/setup-python", 6),
+];
+
+/// No step of a workflow or of the action uses an `actions/*` action of a
+/// major that runs on Node 20 (a `vN` tag at least the table's).
+#[test]
+fn no_actions_step_runs_on_node_20() {
+    let mut uses: Vec<(String, String)> = Vec::new();
+    for name in ["ci.yml", "gpu-suite.yml", "release.yml"] {
+        for step in steps(&workflow(name), name) {
+            if let Some(u) = step["uses"].as_str() {
+                uses.push((name.to_owned(), u.to_owned()));
+            }
+        }
+    }
+    for step in action()["runs"]["steps"].as_array().unwrap() {
+        if let Some(u) = step["uses"].as_str() {
+            uses.push(("action.yml".to_owned(), u.to_owned()));
+        }
+    }
+    let mut wrong = Vec::new();
+    for (file, u) in &uses {
+        let Some((path, tag)) = u.split_once('@') else {
+            continue;
+        };
+        if !path.starts_with("actions/") {
+            continue;
+        }
+        // `actions/cache/restore` is `actions/cache`'s.
+        let action = path.split('/').take(2).collect::<Vec<_>>().join("/");
+        let Some(&(_, min)) = NODE24_MAJORS.iter().find(|(a, _)| *a == action) else {
+            wrong.push(format!("{file}: `{u}`: {action} is not in NODE24_MAJORS"));
+            continue;
+        };
+        let major = tag
+            .strip_prefix('v')
+            .and_then(|t| t.split('.').next())
+            .and_then(|m| m.parse::<u32>().ok());
+        match major {
+            Some(m) if m >= min => {}
+            Some(m) => wrong.push(format!(
+                "{file}: `{u}`: v{m} runs on Node 20; v{min} or later runs on Node 24"
+            )),
+            None => wrong.push(format!("{file}: `{u}`: not a `vN` tag")),
+        }
+    }
+    assert!(
+        uses.iter().any(|(_, u)| u.starts_with("actions/checkout@")),
+        "{uses:?}"
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 /// The release: every platform's wheel and binary built before anything is
