@@ -1,10 +1,12 @@
-//! The GitHub workflows, checked for structure (actionlint is not to be had
-//! from this project's registries): every job has a runner and steps, every
-//! step uses an action at a pinned ref or runs a command, the files
-//! they run exist, expressions are closed, no `actions/*` action is of a
-//! major that runs on Node 20, and each workflow keeps the promises the docs
-//! make of it. The docs themselves are checked for structure here too (the
-//! book whole, every link resolving), without mdbook.
+//! The GitHub workflows, checked for structure: every job has a runner and
+//! steps, every step uses an action at a pinned ref or runs a command, the
+//! files they run exist, expressions are closed, no `actions/*` action is of
+//! a major that runs on Node 20, and each workflow keeps the promises the
+//! docs make of it. actionlint checks the rest (types, inputs, labels, the
+//! `run:` scripts through shellcheck): `scripts/actionlint.sh`, from a PyPI
+//! wheel, run by `.ci/run` and by ci.yml; this file checks that they run it.
+//! The docs themselves are checked for structure here too (the book whole,
+//! every link resolving), without mdbook.
 
 #[path = "common/markdown.rs"]
 mod markdown;
@@ -327,6 +329,45 @@ fn no_actions_step_runs_on_node_20() {
         "{uses:?}"
     );
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// actionlint runs in CI both ways: a step of ci.yml and a line of
+/// `.ci/run` (before the tests, not commented out) run
+/// `scripts/actionlint.sh`, which lints every workflow and fails on a
+/// finding.
+#[test]
+fn ci_and_the_ci_script_run_actionlint() {
+    let w = workflow("ci.yml");
+    let steps = steps(&w, "ci.yml");
+    assert!(
+        runs_containing(&steps, "scripts/actionlint.sh").is_some(),
+        "ci.yml does not run scripts/actionlint.sh"
+    );
+    let ci = std::fs::read_to_string(".ci/run").unwrap();
+    let line = |needle: &str| {
+        ci.lines()
+            .position(|l| l.trim_start().starts_with(needle))
+            .unwrap_or_else(|| panic!(".ci/run has no line `{needle}`:\n{ci}"))
+    };
+    assert!(
+        line("bash scripts/actionlint.sh") < line("cargo test --no-fail-fast"),
+        "{ci}"
+    );
+    // ci.yml runs it as a command: it must be executable.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata("scripts/actionlint.sh")
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_ne!(mode & 0o111, 0, "scripts/actionlint.sh is not executable");
+    }
+    let script = std::fs::read_to_string("scripts/actionlint.sh").unwrap();
+    assert!(script.starts_with("#!/usr/bin/env bash\n"), "{script}");
+    assert!(script.contains("set -euo pipefail"), "{script}");
+    assert!(script.contains(".github/workflows/*.yml"), "{script}");
+    assert!(script.contains("--require-hashes"), "pinned by hash");
 }
 
 /// The release: every platform's wheel and binary built before anything is
