@@ -20,7 +20,8 @@ pub(crate) struct HistoryArgs {
     #[arg(long, env = servegate::history::HISTORY_ENV, value_name = "FILE")]
     history: Option<String>,
     /// servegate's output directory, where the default history is
-    /// [default: `target/servegate` in the working directory's project].
+    /// [default: `target/servegate` in the working directory's project, or
+    /// `.servegate` outside a Cargo project].
     #[arg(long, env = "SERVEGATE_OUT")]
     out_dir: Option<PathBuf>,
     #[command(subcommand)]
@@ -149,7 +150,7 @@ pub(crate) fn history(args: HistoryArgs) -> ExitCode {
         && !matches!(args.action, HistoryAction::Import { .. })
     {
         eprintln!(
-            "error: there is no history at {}: `servegate run` records beside the suite's project (its `target/servegate/`, or the output directory it printed); name it with --out-dir, --history FILE or SERVEGATE_HISTORY",
+            "error: there is no history at {}: `servegate run` records beside the suite's project (its `target/servegate/`, `.servegate/` outside a Cargo project, or the output directory it printed); name it with --out-dir, --history FILE or SERVEGATE_HISTORY",
             path.display()
         );
         return Exit::Usage.into();

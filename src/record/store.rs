@@ -36,7 +36,20 @@ pub fn latest_in(out: &Path) -> PathBuf {
 }
 
 /// A new run's directory: `<out>/runs/<seconds since the epoch>-<pid>`.
+/// A default output directory outside a Cargo project (`.servegate/`) is
+/// made here, with a `.gitignore` of `*` so that nothing of it is committed
+/// by accident (as pytest and ruff keep their caches).
 pub fn new_run_dir(out: &Path) -> PathBuf {
+    if out.file_name() == Some(OUTSIDE_CARGO.as_ref()) && !out.exists() {
+        // A directory that cannot be made here fails, said, where the
+        // record is written.
+        let _ = std::fs::create_dir_all(out).and_then(|()| {
+            std::fs::write(
+                out.join(".gitignore"),
+                "# servegate's runs and history: not for committing\n*\n",
+            )
+        });
+    }
     out.join("runs")
         .join(format!("{}-{}", now_unix(), std::process::id()))
 }
@@ -121,10 +134,16 @@ fn process_alive(pid: u32) -> bool {
     }
 }
 
+/// The default output directory's name in a project that is not a Cargo
+/// project (no `Cargo.toml`): a pip user's Python repository has no
+/// `target/`, and servegate makes none there.
+pub const OUTSIDE_CARGO: &str = ".servegate";
+
 /// servegate's output directory (it holds `runs/<run>/` and `latest/`):
 /// `--out-dir`, else `SERVEGATE_OUT`, else `$CARGO_TARGET_DIR/servegate`,
-/// else `<project>/target/servegate` where `project` is the first suite's
-/// project (or the working directory's, for commands that run no suite).
+/// else in the first suite's project (or the working directory's, for
+/// commands that run no suite): `<project>/target/servegate` in a Cargo
+/// project (one holding `Cargo.toml`), `<project>/.servegate` in any other.
 pub fn out_dir(explicit: Option<&Path>, project: Option<&Path>) -> PathBuf {
     if let Some(dir) = explicit {
         return crate::suite::absolute(dir);
@@ -135,9 +154,12 @@ pub fn out_dir(explicit: Option<&Path>, project: Option<&Path>) -> PathBuf {
     if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|v| !v.is_empty()) {
         return crate::suite::absolute(Path::new(&dir)).join("servegate");
     }
-    project
-        .map_or_else(working_project, Path::to_path_buf)
-        .join("target/servegate")
+    let project = project.map_or_else(working_project, Path::to_path_buf);
+    if project.join("Cargo.toml").is_file() {
+        project.join("target/servegate")
+    } else {
+        project.join(OUTSIDE_CARGO)
+    }
 }
 
 /// The project of the working directory: the nearest directory holding

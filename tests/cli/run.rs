@@ -251,3 +251,48 @@ fn failed_thresholds_show_value_bound_and_sample_size() {
         ],
     );
 }
+
+/// The output directory is the suite's project's: `target/servegate/` in a
+/// Cargo project, as always; `.servegate/` (which git is told to ignore)
+/// in any other, such as a pip user's Python repository, where no
+/// `target/` is made.
+#[test]
+fn output_goes_to_target_in_a_cargo_project_and_to_dot_servegate_elsewhere() {
+    let root = std::env::temp_dir().join(format!("servegate-outdir-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let suite = "suite: here\ncorrectness:\n  - name: q\n    prompt: \"2+2?\"\n    expect: [{regex: \".\"}]\n";
+    for (project, cargo) in [("python", false), ("rust", true)] {
+        let dir = root.join(project);
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::create_dir_all(dir.join("suites")).unwrap();
+        std::fs::write(dir.join("suites/here.yaml"), suite).unwrap();
+        if cargo {
+            std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
+        }
+        // Run from elsewhere: the project is the suite's, not the
+        // working directory's.
+        let mut cmd = crate::common::run::command(&["run"], &[]);
+        cmd.arg(dir.join("suites/here.yaml"))
+            .current_dir(&root)
+            .env_remove("SERVEGATE_OUT")
+            .env_remove("CARGO_TARGET_DIR");
+        let (code, out) = crate::common::run::merged(cmd);
+        assert_eq!(code, Some(0), "{out}");
+        let (kept, absent) = if cargo {
+            (dir.join("target/servegate"), dir.join(".servegate"))
+        } else {
+            (dir.join(".servegate"), dir.join("target"))
+        };
+        assert!(
+            kept.join("latest/report.json").is_file(),
+            "{project}: {out}"
+        );
+        assert!(!absent.exists(), "{project}: {} was made", absent.display());
+        assert_eq!(
+            kept.join(".gitignore").is_file(),
+            !cargo,
+            "{project}: a .gitignore only in .servegate/ (Cargo ignores target/ itself)"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -125,10 +125,17 @@ fn snapshots_are_a_review_stage_of_their_own() {
             "model: sim-snap",
         ],
     );
+    // Not a Cargo project: the run's output is in its `.servegate/`, which
+    // git is told to ignore, and no `target/` is made.
     assert!(
-        root.join("target/servegate/latest/report.json").exists(),
+        root.join(".servegate/latest/report.json").exists(),
         "the run's output is in its project"
     );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".servegate/.gitignore")).unwrap(),
+        "# servegate's runs and history: not for committing\n*\n"
+    );
+    assert!(!root.join("target").exists());
     // In CI nothing is written into the checkout, and INSTA_FORCE_PASS passes nothing.
     let _ = std::fs::remove_file(&pending);
     let out_dir = root.join("ci-out");
