@@ -3,9 +3,13 @@
 # hand: installs servegate without a Rust toolchain (the wheel from PyPI
 # into a venv of its own), runs the suites and exits with servegate's
 # status (0 passed, 1 a trial failed, 2 a bad suite, 3 an unreachable
-# target or failed launch). servegate itself appends the Markdown report to
-# $GITHUB_STEP_SUMMARY and prints the annotations; a failed run's status
-# and its meaning are added to the summary here.
+# target or failed launch, 4 the filter matched no trial, 130
+# interrupted), or with 9 when servegate could not be installed (a code
+# servegate never returns, so a failed install never reads as a failed
+# trial). servegate itself appends the Markdown report to
+# $GITHUB_STEP_SUMMARY and prints the annotations (an invalid suite's at
+# its line); a failed run's status and its meaning are added to the
+# summary here.
 #
 # Inputs, as the action passes them:
 #   INPUT_SUITES   suite files or directories, separated by spaces or lines
@@ -13,6 +17,12 @@
 #   INPUT_TARGET   a server URL (empty: each suite's own target, the
 #                  embedded simulator unless the suite names a server)
 #   INPUT_FILTER   a libtest filter (empty: every trial)
+#   INPUT_EXACT    `true`: the filter matches whole trial names only
+#   INPUT_SKIP     trial names (substrings, or whole with INPUT_EXACT) to
+#                  skip, separated by spaces or lines
+#   INPUT_CLIENT_THREADS  client threads of every gate (empty: the suites')
+#   INPUT_CLIENT_LIMITED  `fail` or `warn` for a gate whose client was the
+#                  bottleneck (empty: the suites')
 #   INPUT_VERSION  a servegate version on PyPI, `latest`, a path to a wheel
 #                  or to a directory of wheels (installed from there alone),
 #                  or a servegate executable (used as it is); empty: this
@@ -33,6 +43,16 @@ if [ -n "${GITHUB_OUTPUT:-}" ]; then
 fi
 
 absolute() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+# The action's own code for "servegate could not be installed".
+not_installed=9
+install_failed() {
+    echo "::error title=servegate action::servegate could not be installed: $1"
+    if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
+        printf '\n**servegate could not be installed** (exit %s): %s; no suite ran.\n' \
+            "$not_installed" "$1" >>"$GITHUB_STEP_SUMMARY"
+    fi
+    exit "$not_installed"
+}
 version=${INPUT_VERSION:-}
 if [ -z "$version" ]; then
     version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$here/Cargo.toml" | head -n 1)
@@ -45,18 +65,19 @@ else
         latest) pip_args=(servegate) ;;
         *.whl) pip_args=(--no-index "$(absolute "$version")") ;;
         */* | .)
-            [ -d "$version" ] || { echo "::error::servegate action: no wheel directory $version"; exit 2; }
+            [ -d "$version" ] || install_failed "no wheel directory $version"
             pip_args=(--no-index --find-links "$(absolute "$version")" servegate)
             ;;
         *) pip_args=("servegate==$version") ;;
     esac
     venv="$temp/servegate-venv"
     echo "servegate action: pip install ${pip_args[*]} into $venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "${pip_args[@]}"
+    python3 -m venv "$venv" || install_failed "python3 -m venv $venv failed"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "${pip_args[@]}" \
+        || install_failed "pip install ${pip_args[*]} failed (the log above says why)"
     bin="$venv/bin/servegate"
 fi
-"$bin" --version
+"$bin" --version || install_failed "$bin does not run"
 
 set -f # suite names are paths, not patterns
 # shellcheck disable=SC2206 # split on spaces and lines, by design
@@ -66,8 +87,40 @@ args=(run "${suites[@]}" --out-dir "$out")
 if [ -n "${INPUT_TARGET:-}" ]; then
     args+=(--target "$INPUT_TARGET")
 fi
+case ${INPUT_CLIENT_LIMITED:-} in
+    '' | fail | warn) ;;
+    *)
+        echo "::error title=servegate action::client-limited must be fail or warn, not ${INPUT_CLIENT_LIMITED}"
+        exit 2
+        ;;
+esac
+if [ -n "${INPUT_CLIENT_THREADS:-}" ]; then
+    args+=(--client-threads "$INPUT_CLIENT_THREADS")
+fi
+if [ -n "${INPUT_CLIENT_LIMITED:-}" ]; then
+    args+=(--client-limited "$INPUT_CLIENT_LIMITED")
+fi
+libtest=()
 if [ -n "${INPUT_FILTER:-}" ]; then
-    args+=(-- "$INPUT_FILTER")
+    libtest+=("$INPUT_FILTER")
+fi
+case ${INPUT_EXACT:-} in
+    true) libtest+=(--exact) ;;
+    '' | false) ;;
+    *)
+        echo "::error title=servegate action::exact must be true or false, not ${INPUT_EXACT}"
+        exit 2
+        ;;
+esac
+set -f
+# shellcheck disable=SC2206 # split on spaces and lines, by design
+skips=(${INPUT_SKIP:-})
+set +f
+for skip in "${skips[@]}"; do
+    libtest+=(--skip "$skip")
+done
+if [ ${#libtest[@]} -gt 0 ]; then
+    args+=(-- "${libtest[@]}")
 fi
 
 echo "servegate action: servegate ${args[*]}"
@@ -82,7 +135,9 @@ if [ -n "$summary" ] && [ "$status" -ne 0 ]; then
         1) why="a trial failed" ;;
         2) why="a suite file is invalid" ;;
         3) why="a target could not be reached or a server failed to launch" ;;
-        *) why="servegate stopped" ;;
+        4) why="the filter matched no trial" ;;
+        130) why="the run was interrupted (its record holds what was measured)" ;;
+        *) why="servegate stopped unexpectedly (it crashed or was killed)" ;;
     esac
     printf '\n**servegate exited with %s: %s**; the job log says where.\n' "$status" "$why" >>"$summary"
 fi

@@ -227,7 +227,7 @@ fn the_record_of_a_real_run_matches_its_schema() {
 
 #[test]
 fn markdown_summary() {
-    let md = report::markdown::render(&fixture());
+    let md = report::markdown::render(&fixture(), None);
     // Every threshold of a gate with its verdict, passing ones too; a
     // gated trial marked as gated, in the table and among the failures.
     for needle in [
@@ -313,7 +313,13 @@ fn servegate_report_renders_a_saved_record() {
         );
         String::from_utf8(out.stdout).unwrap()
     };
-    assert_eq!(run("md"), report::markdown::render(&fixture()));
+    assert_eq!(
+        run("md"),
+        report::markdown::render(
+            &fixture(),
+            Some(std::path::Path::new("tests/fixtures/report/record.json"))
+        )
+    );
     assert_eq!(run("junit"), report::junit::render(&fixture()).unwrap());
     let back: RunRecord = serde_json::from_str(&run("json")).unwrap();
     assert_eq!(back.trials, fixture().trials);

@@ -476,6 +476,15 @@ fn the_action_installs_runs_and_uploads_always() {
 /// built (`version`: an executable) and GitHub's files faked; its status,
 /// the step summary and the `run-dir` output.
 fn action_run(suites: &str, tag: &str) -> (Option<i32>, String, std::path::PathBuf) {
+    action_run_with(suites, tag, &[])
+}
+
+/// [`action_run`] with these inputs (`INPUT_*`) set too.
+fn action_run_with(
+    suites: &str,
+    tag: &str,
+    inputs: &[(&str, &str)],
+) -> (Option<i32>, String, std::path::PathBuf) {
     let temp = std::env::temp_dir().join(format!("servegate-action-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&temp);
     std::fs::create_dir_all(&temp).unwrap();
@@ -492,6 +501,7 @@ fn action_run(suites: &str, tag: &str) -> (Option<i32>, String, std::path::PathB
         .env("GITHUB_OUTPUT", &output)
         .env_remove("SERVEGATE_TARGET")
         .env_remove("SERVEGATE_OUT")
+        .envs(inputs.iter().copied())
         .output()
         .unwrap();
     let md = std::fs::read_to_string(&summary).unwrap();
@@ -537,6 +547,82 @@ fn the_action_script_passes_the_exit_code_and_writes_the_summary() {
     assert!(
         md.contains("**servegate exited with 2: a suite file is invalid**"),
         "{md}"
+    );
+}
+
+/// The action's inputs reach servegate (exact, skip, client threads and
+/// limits; a bad one is refused before anything runs), a filter matching
+/// nothing (4) is named as such, the summary names the record where it was
+/// written, and a servegate that could not be installed exits with the
+/// action's own code (9, one servegate never returns), said in the summary
+/// and as an error annotation.
+#[test]
+fn the_action_passes_its_inputs_and_names_each_exit() {
+    let (code, md, dir) = action_run_with(
+        "tests/suites/fleet/fast-node.yaml",
+        "inputs",
+        &[
+            ("INPUT_FILTER", "fleet::correctness::arithmetic"),
+            ("INPUT_EXACT", "true"),
+            ("INPUT_CLIENT_THREADS", "1"),
+            ("INPUT_CLIENT_LIMITED", "warn"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{md}");
+    assert!(md.contains("## ✅ servegate: 1 passed, 0 failed"), "{md}");
+    let record = std::fs::read_to_string(dir.join("latest/report.json")).unwrap();
+    let run: serde_json::Value = serde_json::from_str(&record).unwrap();
+    let written = dir
+        .join("runs")
+        .join(run["run_id"].as_str().unwrap())
+        .join("report.json");
+    assert!(
+        md.contains(&format!("Run record: `{}`", written.display())),
+        "{md}"
+    );
+
+    let (code, md, _) = action_run_with(
+        "tests/suites/fleet/fast-node.yaml",
+        "skip",
+        &[
+            ("INPUT_SKIP", "fleet::performance::decode\nnothing::else"),
+            ("INPUT_EXACT", "true"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{md}");
+    assert!(md.contains("## ✅ servegate: 1 passed, 0 failed"), "{md}");
+
+    let (code, md, _) = action_run_with(
+        "tests/suites/fleet/fast-node.yaml",
+        "nomatch",
+        &[("INPUT_FILTER", "no_such_trial")],
+    );
+    assert_eq!(code, Some(4), "{md}");
+    assert!(
+        md.contains("**servegate exited with 4: the filter matched no trial**"),
+        "{md}"
+    );
+
+    let (code, md, _) = action_run_with(
+        "tests/suites/fleet/fast-node.yaml",
+        "bad-input",
+        &[("INPUT_CLIENT_LIMITED", "maybe")],
+    );
+    assert_eq!(code, Some(2), "{md}");
+
+    let (code, md, _) = action_run_with(
+        "tests/suites/fleet/fast-node.yaml",
+        "uninstallable",
+        &[("INPUT_VERSION", "./no/such/wheels")],
+    );
+    assert_eq!(code, Some(9), "{md}");
+    assert!(
+        md.contains("**servegate could not be installed** (exit 9): no wheel directory ./no/such/wheels; no suite ran."),
+        "{md}"
+    );
+    assert!(
+        !servegate::exit::Exit::ALL.iter().any(|e| e.code() == 9),
+        "the action's install code is one servegate never returns"
     );
 }
 

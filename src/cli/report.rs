@@ -77,7 +77,7 @@ pub(crate) fn report(path: &Path, format: ReportFormat) -> ExitCode {
         ReportFormat::Annotations => Format::Annotations,
         ReportFormat::Json => Format::Json,
     };
-    let text = servegate::report::render(format, &record);
+    let text = servegate::report::render(format, &record, Some(path));
     match text {
         Ok(t) => {
             print!("{t}");

@@ -42,6 +42,7 @@ pub(super) fn load_all(paths: &[PathBuf]) -> Result<Vec<Loaded>, String> {
                         s.name,
                         shown.display()
                     ),
+                    line: None,
                 }),
                 None => Loaded::Suite(Box::new(s)),
             },

@@ -27,12 +27,12 @@ use std::sync::{Arc, Mutex};
 
 use libtest_mimic::{Arguments, Conclusion, Trial};
 
-use crate::record;
+use crate::record::{self, TrialId};
 
 pub use loading::first_project;
 pub use options::{
-    CLIENT_LIMITED_ENV, CLIENT_THREADS_ENV, Outcome, Publish, RunOptions, SUITES_ENV,
-    client_limited_from_env, client_threads_from_env,
+    CLIENT_LIMITED_ENV, CLIENT_THREADS_ENV, Outcome, Publish, RunOptions, SUITES_ENV, VERBOSE_ENV,
+    client_limited_from_env, client_threads_from_env, verbose_from_env,
 };
 pub use outcome::{Stop, Verdict};
 pub use session::{GateFigures, Plan, SuiteRun};
@@ -102,6 +102,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     // from everything the run prints or writes, whatever name they travel
     // under later (a launch env `MY_CREDS: ${HF_TOKEN}`).
     crate::secrets::add_from_environment();
+    crate::check::sandbox::set_verbose(options.verbose);
     // Orphans of launched servers (a `setsid` daemon) re-parent to this
     // process, which stops them at teardown.
     crate::process::tree::become_subreaper();
@@ -155,12 +156,18 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         client_limited: options.client_limited,
         history: &history,
     };
+    // The suite files that could not be loaded, as failed trials of the
+    // record: its reports and annotations name each one at its line.
+    let mut invalid = Vec::new();
     for l in loaded {
         let suite = match l {
             Loaded::Failed(f) => {
-                let name = format!("{}::load", f.name);
+                let name = TrialId::load(&f.name).name();
                 let turn = ctx.turn(&name);
                 let turns = Arc::clone(&ctx.turns.0);
+                if turn.is_some() {
+                    invalid.push(recording::invalid_suite(&f));
+                }
                 let message = f.message;
                 trials.push(Trial::test(name, move || {
                     let fail = || Err(message.clone().into());
@@ -184,6 +191,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     let runs = book.lock().map(|r| r.clone()).unwrap_or_default();
     summary::print(&runs);
     let mut final_record = recording::collect(&info, &runs, true);
+    final_record.trials.splice(0..0, invalid);
     // Read before this run is recorded in it: the earlier values of each
     // gated figure, for the reports.
     crate::history::trend::attach(&history, &mut final_record);

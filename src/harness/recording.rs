@@ -9,9 +9,26 @@ use std::sync::Arc;
 use super::session::SuiteRun;
 use crate::load::baseline;
 use crate::record::{
-    GateRecord, JOURNAL, RunInfo, RunRecord, SCHEMA, ServerRecord, SuiteRecord, TrialRecord,
-    append, now_unix, rewrite_due, write,
+    FailureKind, GateRecord, JOURNAL, RunInfo, RunRecord, SCHEMA, ServerRecord, SuiteRecord,
+    TrialId, TrialOutcome, TrialRecord, append, now_unix, rewrite_due, write,
 };
+
+/// The failed trial of a suite file that could not be loaded: at the line
+/// of its first problem, its message every problem with its place.
+pub(super) fn invalid_suite(f: &crate::suite::LoadFailure) -> TrialRecord {
+    TrialRecord {
+        name: TrialId::load(&f.name).name(),
+        id: TrialId::load(&f.name),
+        outcome: TrialOutcome::Failed,
+        kind: Some(FailureKind::Suite),
+        duration_s: 0.0,
+        file: f.path.display().to_string(),
+        line: f.line.unwrap_or(1),
+        points_at: f.line,
+        message: Some(f.message.clone()),
+        exchange: None,
+    }
+}
 
 /// Collects the record of a run so far; `complete` once it is over.
 pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRecord {

@@ -37,6 +37,8 @@ impl TrialOutcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureKind {
+    /// The suite file could not be loaded (its `<suite>::load` trial).
+    Suite,
     /// The target could not be reached or launched.
     Target,
     /// The server's configuration is not the one asserted.
@@ -55,6 +57,9 @@ pub enum FailureKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
+    /// The suite file itself, when it cannot be loaded: its one trial is
+    /// `<suite>::load`, and nothing else of it runs.
+    Load,
     /// `expect_server` checks.
     Config,
     /// Correctness probes.
@@ -69,6 +74,7 @@ impl Stage {
     /// As a trial's name and the record write it.
     pub fn name(self) -> &'static str {
         match self {
+            Stage::Load => "load",
             Stage::Config => "config",
             Stage::Correctness => "correctness",
             Stage::Snapshot => "snapshot",
@@ -132,8 +138,17 @@ impl TrialId {
         self
     }
 
-    /// The libtest name: `<suite>::<stage>::<item>[::<part>]`.
+    /// The one trial of a suite file that could not be loaded.
+    pub fn load(suite: &str) -> TrialId {
+        TrialId::new(suite, Stage::Load, "")
+    }
+
+    /// The libtest name: `<suite>::<stage>::<item>[::<part>]`, or
+    /// `<suite>::load` for a suite file that could not be loaded.
     pub fn name(&self) -> String {
+        if self.stage == Stage::Load {
+            return format!("{}::load", self.suite);
+        }
         let mut name = format!("{}::{}::{}", self.suite, self.stage.name(), self.item);
         if let Some(p) = self.part {
             name.push_str("::");

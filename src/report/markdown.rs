@@ -9,8 +9,9 @@ use crate::record::{RunRecord, TrialOutcome, TrialRecord};
 use crate::suite::metric::{KEY_FIGURES, format_figure};
 use crate::text::{for_markdown, md_code};
 
-/// The record as Markdown.
-pub fn render(record: &RunRecord) -> String {
+/// The record as Markdown; `at` is where the record was written, when known
+/// (a run's `--out-dir` puts it anywhere).
+pub fn render(record: &RunRecord, at: Option<&std::path::Path>) -> String {
     let (counted, failed) = counts(record);
     let mut out = String::new();
     let verdict = headline_mark(record.trials.len(), failed);
@@ -138,11 +139,20 @@ pub fn render(record: &RunRecord) -> String {
             failure(&mut out, &t.name, t);
         }
     }
-    let _ = writeln!(
-        out,
-        "\nRun record: `target/servegate/runs/{}/report.json` (servegate {}).",
-        record.run_id, record.servegate
-    );
+    let _ = match at {
+        Some(path) => writeln!(
+            out,
+            "\nRun record: {} (servegate {}).",
+            md_code(&path.display().to_string()),
+            record.servegate
+        ),
+        None => writeln!(
+            out,
+            "\nRun {} (servegate {}).",
+            md_code(&record.run_id),
+            record.servegate
+        ),
+    };
     out
 }
 
@@ -241,10 +251,26 @@ mod tests {
             complete: true,
             ..RunRecord::default()
         };
-        let summary = render(&empty);
+        let summary = render(&empty, None);
         assert!(
             summary.starts_with("## ⚠️ servegate: 0 passed, 0 failed"),
             "{summary}"
         );
+    }
+
+    /// The record's place is the one it was written to (a run's
+    /// `--out-dir` puts it anywhere); without one, the run is named.
+    #[test]
+    fn the_record_is_named_where_it_was_written() {
+        let record = RunRecord {
+            run_id: "1796000000-42".into(),
+            servegate: "0.1.0".into(),
+            ..RunRecord::default()
+        };
+        let at = std::path::Path::new("/tmp/ci out/runs/1796000000-42/report.json");
+        assert!(render(&record, Some(at)).ends_with(
+            "Run record: `/tmp/ci out/runs/1796000000-42/report.json` (servegate 0.1.0).\n"
+        ));
+        assert!(render(&record, None).ends_with("Run `1796000000-42` (servegate 0.1.0).\n"));
     }
 }

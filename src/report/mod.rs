@@ -41,12 +41,17 @@ pub struct ReportError {
 }
 
 /// The record in `format`, rendered from its scrubbed copy (each format
-/// escapes after that, so no escaped secret slips through).
-pub fn render(format: Format, record: &RunRecord) -> Result<String, ReportError> {
+/// escapes after that, so no escaped secret slips through); `at` is where
+/// the record was written, when known.
+pub fn render(
+    format: Format,
+    record: &RunRecord,
+    at: Option<&std::path::Path>,
+) -> Result<String, ReportError> {
     let rec = &record.scrubbed();
     let fail = |reason: String| ReportError { format, reason };
     match format {
-        Format::Markdown => Ok(markdown::render(rec)),
+        Format::Markdown => Ok(markdown::render(rec, at)),
         Format::Html => Ok(html::render(rec)),
         Format::Junit => junit::render(rec).map_err(fail),
         Format::Annotations => Ok(annotations::render(rec).join("\n") + "\n"),
@@ -62,7 +67,7 @@ pub fn render(format: Format, record: &RunRecord) -> Result<String, ReportError>
 /// `GITHUB_ACTIONS=true`.
 pub fn publish(info: &RunInfo, rec: &RunRecord) {
     for (format, name) in [(Format::Junit, "junit.xml"), (Format::Html, "report.html")] {
-        let text = match render(format, rec) {
+        let text = match render(format, rec, None) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("warning: {e}");
@@ -76,7 +81,7 @@ pub fn publish(info: &RunInfo, rec: &RunRecord) {
         }
     }
     if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
-        let appended = render(Format::Markdown, rec)
+        let appended = render(Format::Markdown, rec, Some(&info.dir.join("report.json")))
             .map_err(|e| std::io::Error::other(e.to_string()))
             .and_then(|md| {
                 std::fs::OpenOptions::new()
@@ -90,7 +95,7 @@ pub fn publish(info: &RunInfo, rec: &RunRecord) {
         }
     }
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true")
-        && let Ok(lines) = render(Format::Annotations, rec)
+        && let Ok(lines) = render(Format::Annotations, rec, None)
     {
         eprint!("{lines}");
     }

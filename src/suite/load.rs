@@ -20,6 +20,9 @@ pub struct LoadFailure {
     pub name: String,
     /// Every problem, rendered with locations.
     pub message: String,
+    /// The line of the first problem, where it has one (a file that could
+    /// not be read has none).
+    pub line: Option<u32>,
 }
 
 /// Loads one suite file with the process environment.
@@ -39,6 +42,7 @@ pub fn load_file_with_env(
         path: path.to_path_buf(),
         name: name.clone(),
         message,
+        line: None,
     };
     let shown = path.display().to_string();
     let size = std::fs::metadata(path)
@@ -53,7 +57,10 @@ pub fn load_file_with_env(
         .map_err(|e| fail(format!("error: failed to read suite file {shown}: {e}")))?;
     let text = String::from_utf8(bytes)
         .map_err(|e| fail(format!("error: suite file {shown} is not UTF-8: {e}")))?;
-    load_text(path, &text, env).map_err(fail)
+    located(path, &text, env).map_err(|(message, line)| LoadFailure {
+        line,
+        ..fail(message)
+    })
 }
 
 /// Loads suite text that claims to come from `path`.
@@ -62,16 +69,34 @@ pub fn load_text(
     text: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Suite, String> {
+    located(path, text, env).map_err(|(message, _)| message)
+}
+
+/// [`load_text`], its failure with the line of its first problem.
+fn located(
+    path: &Path,
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Suite, (String, Option<u32>)> {
     let shown = path.display().to_string();
     if text.len() as u64 > MAX_SUITE_BYTES {
-        return Err(format!(
-            "error: suite file {shown} is {} bytes; the limit is {MAX_SUITE_BYTES} bytes (suites are a few kilobytes)",
-            text.len()
+        return Err((
+            format!(
+                "error: suite file {shown} is {} bytes; the limit is {MAX_SUITE_BYTES} bytes (suites are a few kilobytes)",
+                text.len()
+            ),
+            None,
         ));
     }
+    let rendered = |diags: &[Diagnostic]| {
+        let first = diags.first().map(|d| d.loc.line).filter(|&l| l > 0);
+        (render_all(&shown, text, diags), first)
+    };
     let root = parse(text).map_err(|e| {
-        let d = Diagnostic::new(e.loc, format!("invalid YAML: {}", e.message));
-        render_all(&shown, text, &[d])
+        rendered(&[Diagnostic::new(
+            e.loc,
+            format!("invalid YAML: {}", e.message),
+        )])
     })?;
     let file = SourceFile {
         path: path.to_path_buf(),
@@ -80,7 +105,7 @@ pub fn load_text(
     };
     Decoder::new(env, path)
         .suite(&root, file)
-        .map_err(|diags| render_all(&shown, text, &diags))
+        .map_err(|diags| rendered(&diags))
 }
 
 /// `path` made absolute against the working directory (not resolved

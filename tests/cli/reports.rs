@@ -252,3 +252,75 @@ fn github_actions_get_annotations_and_a_step_summary() {
     );
     let _ = std::fs::remove_file(&summary);
 }
+
+/// A suite file that does not load is a failed trial of the record like
+/// any other: on GitHub Actions an `::error` at the line of its first
+/// problem (every problem in the message), a step summary that counts and
+/// names it, and the record named where `--out-dir` put it.
+#[test]
+fn an_invalid_suite_is_annotated_at_its_line_and_named_in_the_summary() {
+    let dir = std::env::temp_dir().join(format!("servegate-invalid-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let summary = dir.join("summary.md");
+    let out_dir = dir.join("records");
+    let mut cmd = command(
+        &[
+            "run",
+            "tests/suites/bad/typos.yaml",
+            "tests/suites/fleet/fast-node.yaml",
+            "--out-dir",
+            out_dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    cmd.env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &summary);
+    let (code, out) = merged(cmd);
+    assert_eq!(code, Some(2), "{out}");
+    assert_has(
+        &out,
+        &["::error file=tests/suites/bad/typos.yaml,line=3,title=typos%3A%3Aload::error: "],
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("latest/report.json")).unwrap())
+            .unwrap();
+    let load = &record["trials"][0];
+    assert_eq!(load["name"], "typos::load", "{record:#}");
+    assert_eq!(
+        (
+            &load["stage"],
+            &load["outcome"],
+            &load["kind"],
+            &load["line"]
+        ),
+        (
+            &serde_json::json!("load"),
+            &serde_json::json!("failed"),
+            &serde_json::json!("suite"),
+            &serde_json::json!(3)
+        )
+    );
+    assert!(
+        load["message"]
+            .as_str()
+            .unwrap()
+            .contains("--> tests/suites/bad/typos.yaml:5:24"),
+        "{load:#}"
+    );
+    let md = std::fs::read_to_string(&summary).unwrap();
+    let run = record["run_id"].as_str().unwrap();
+    assert_has(
+        &md,
+        &[
+            "## ❌ servegate: 2 passed, 1 failed",
+            "| `typos::load` | ❌ failed |",
+            "<details><summary><code>typos::load</code> (tests/suites/bad/typos.yaml:3)</summary>",
+            &format!(
+                "Run record: `{}` (servegate",
+                out_dir.join("runs").join(run).join("report.json").display()
+            ),
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
