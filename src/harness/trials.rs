@@ -120,25 +120,44 @@ impl Names {
 /// trial prints (a server launched or stopped, a snapshot recorded) comes
 /// before that line, never inside it; the turns keep them one at a time and
 /// in order.
+///
+/// A worker sends its trial's outcome to be printed after the trial's
+/// closure returned, so a turn passed on inside the closure would let a
+/// quick next trial (a snapshot's comparison) be printed first on a busy
+/// machine. The turn is passed on by the worker itself once it is back for
+/// its next trial (or, with none left, as it ends): after its outcome was
+/// sent.
 #[derive(Default)]
 pub(super) struct Turns {
     next: Mutex<usize>,
     changed: std::sync::Condvar,
 }
 
-impl Turns {
-    /// Runs `f` once every trial with an earlier turn has ended.
-    pub(super) fn take<R>(&self, turn: usize, f: impl FnOnce() -> R) -> R {
-        /// Passes the turn on even when the trial panics.
-        struct Done<'a>(&'a Turns);
-        impl Drop for Done<'_> {
-            fn drop(&mut self) {
-                if let Ok(mut next) = self.0.next.lock() {
-                    *next += 1;
-                }
-                self.0.changed.notify_all();
-            }
+/// A turn whose trial ended, passed on when dropped.
+struct Ended(Arc<Turns>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        if let Ok(mut next) = self.0.next.lock() {
+            *next += 1;
         }
+        self.0.changed.notify_all();
+    }
+}
+
+thread_local! {
+    /// The turn this worker's last trial took, until the worker is back for
+    /// its next trial or ends (its outcome was sent by then).
+    static ENDED: std::cell::RefCell<Option<Ended>> = const { std::cell::RefCell::new(None) };
+}
+
+impl Turns {
+    /// Runs `f` once every trial with an earlier turn has ended and its
+    /// outcome was handed to libtest.
+    pub(super) fn take<R>(self: &Arc<Self>, turn: usize, f: impl FnOnce() -> R) -> R {
+        // This worker's previous trial's outcome has been sent: pass its
+        // turn on.
+        drop(ENDED.with(|e| e.borrow_mut().take()));
         if let Ok(mut next) = self.next.lock() {
             while *next < turn {
                 next = match self.changed.wait(next) {
@@ -147,8 +166,12 @@ impl Turns {
                 };
             }
         }
-        let _done = Done(self);
-        f()
+        // Held even when the trial panics (libtest catches it and sends the
+        // failure).
+        let ended = Ended(Arc::clone(self));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        ENDED.with(|e| *e.borrow_mut() = Some(ended));
+        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 }
 
@@ -212,6 +235,15 @@ pub(super) fn add_run(
         count(&names.curves) + count(&recheck_names),
     );
     if configs + probes + snapshots + gates + curves == 0 {
+        // Nothing of the suite runs, and no server is asked; its trials
+        // are still handed to libtest, whose filter leaves each one out
+        // and counts it (`N filtered out`, as in any Rust test run).
+        trials.extend(
+            names
+                .in_order(suite)
+                .into_iter()
+                .map(|(id, ..)| Trial::test(id.name(), || Ok(()))),
+        );
         return;
     }
     let plan = Plan {
@@ -322,7 +354,45 @@ pub(super) fn listing(loaded: &Loaded) -> Vec<Trial> {
 }
 
 fn load_trial(f: LoadFailure) -> Trial {
-    Trial::test(format!("{}::load", f.name), move || {
+    Trial::test(TrialId::load(&f.name).name(), move || {
         Err(f.message.clone().into())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trial's turn passes on only once its worker is back for its next
+    /// trial or ended, that is after libtest was sent its outcome: a next
+    /// trial never runs (and so is never printed) before the outcome of the
+    /// one before it was sent, however slow the sending worker is.
+    #[test]
+    fn a_turn_passes_on_after_its_outcome_was_sent() {
+        let turns = Arc::new(Turns::default());
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let log = |e: &'static str| {
+            let events = Arc::clone(&events);
+            move || events.lock().unwrap().push(e)
+        };
+        std::thread::scope(|scope| {
+            // libtest's worker: the trial's closure, then (later, on a busy
+            // machine) the send of its outcome, then the thread ends.
+            let (t, first, sent) = (Arc::clone(&turns), log("first ran"), log("first sent"));
+            scope.spawn(move || {
+                t.take(0, first);
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                sent();
+            });
+            let (t, second) = (Arc::clone(&turns), log("second ran"));
+            scope.spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                t.take(1, second);
+            });
+        });
+        assert_eq!(
+            *events.lock().unwrap(),
+            ["first ran", "first sent", "second ran"]
+        );
+    }
 }

@@ -162,3 +162,35 @@ fn the_gpu_example_suite_lists_its_variants_and_stages() {
             < position(&out, "kimi-k2.5[nccl-ll-ring]::config::server_info.tp_size")
     );
 }
+
+/// Under `cargo test` (a filter matching nothing is normal there: cargo
+/// hands one filter to every test binary), libtest is handed every trial
+/// and counts those its filter leaves out, as in any Rust test run, for a
+/// suite none of whose trials is selected too (no server is asked then).
+#[test]
+fn under_cargo_test_a_filter_counts_what_it_leaves_out() {
+    let out = std::env::temp_dir().join(format!("servegate-filtered-{}", std::process::id()));
+    let run = |filter: &str| {
+        let args = libtest_mimic::Arguments {
+            filter: Some(filter.to_owned()),
+            ..libtest_mimic::Arguments::default()
+        };
+        let options = servegate::harness::RunOptions {
+            out_dir: Some(out.clone()),
+            history: Some("off".into()),
+            ..servegate::harness::RunOptions::default()
+        };
+        servegate::harness::run(&["suites/sglang.yaml".into()], &options, args).conclusion
+    };
+    let none = run("no_trial_is_named_this");
+    assert_eq!(
+        (none.num_filtered_out, none.num_passed, none.num_failed),
+        (8, 0, 0)
+    );
+    let one = run("sglang::correctness::arithmetic");
+    assert_eq!(
+        (one.num_filtered_out, one.num_passed, one.num_failed),
+        (7, 1, 0)
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
