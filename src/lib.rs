@@ -69,6 +69,7 @@ pub fn test_main(manifest_dir: &str) -> std::process::ExitCode {
         // with no matching trial is normal here, not a typo.
         require_match: false,
         history: None,
+        verbose: harness::verbose_from_env(),
     };
     let outcome = harness::run(&paths, &options, libtest_mimic::Arguments::from_args());
     if outcome.interrupted {

@@ -19,6 +19,20 @@ pub const CLIENT_THREADS_ENV: &str = "SERVEGATE_CLIENT_THREADS";
 /// What every gate whose client was the bottleneck does (`--client-limited`).
 pub const CLIENT_LIMITED_ENV: &str = "SERVEGATE_CLIENT_LIMITED";
 
+/// The variable that makes a run say in full what it says in short.
+pub const VERBOSE_ENV: &str = "SERVEGATE_VERBOSE";
+
+/// `SERVEGATE_VERBOSE` as clap reads a flag's variable: set, and not
+/// empty, `0`, `false`, `no` or `off`.
+pub fn verbose_from_env() -> bool {
+    std::env::var(VERBOSE_ENV).is_ok_and(|v| {
+        !matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "" | "0" | "false" | "no" | "off" | "n" | "f"
+        )
+    })
+}
+
 /// `SERVEGATE_CLIENT_LIMITED`: unset or empty is `None`; `fail` or `warn`.
 pub fn client_limited_from_env() -> Result<Option<crate::suite::OnClientLimited>, String> {
     match std::env::var(CLIENT_LIMITED_ENV) {
@@ -127,4 +141,7 @@ pub struct RunOptions {
     /// or `off`) [default: `SERVEGATE_HISTORY`, else
     /// `<out>/history.sqlite`].
     pub history: Option<String>,
+    /// `--verbose` / `SERVEGATE_VERBOSE`: say in full what is said in
+    /// short (the sandbox's layers part by part).
+    pub verbose: bool,
 }

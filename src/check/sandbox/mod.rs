@@ -15,6 +15,7 @@
 use std::fmt::Write as _;
 use std::process::ExitStatus;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -163,6 +164,31 @@ impl Layers {
         missing
     }
 
+    /// The layers by name alone, for the run's one line on stderr:
+    /// `namespaces + landlock + rlimits; seccomp unavailable` (the parts and
+    /// why are in [`summary`](Self::summary), the record and `--verbose`).
+    pub fn short(&self) -> String {
+        let mut line = if self.active.is_empty() {
+            "no layer".to_owned()
+        } else {
+            let names: Vec<&str> = self
+                .active
+                .iter()
+                .map(|l| l.split_once('(').map_or(l.as_str(), |(name, _)| name))
+                .collect();
+            names.join(" + ")
+        };
+        let missing: Vec<&str> = self
+            .unavailable
+            .iter()
+            .map(|u| u.split_once(": ").map_or(u.as_str(), |(name, _)| name))
+            .collect();
+        if !missing.is_empty() {
+            let _ = write!(line, "; {} unavailable", missing.join(", "));
+        }
+        line
+    }
+
     /// One line: `namespaces(user,pid,net,mount,proc,ipc,uts) + rlimits(…);
     /// seccomp unavailable (…)`.
     pub fn summary(&self) -> String {
@@ -247,6 +273,15 @@ fn refused_layers() -> Vec<String> {
         .collect()
 }
 
+/// Whether the layers are announced part by part (`--verbose`).
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// Announce the sandbox's layers part by part, with why a part is missing
+/// (`servegate run --verbose`), rather than by name.
+pub fn set_verbose(verbose: bool) {
+    VERBOSE.store(verbose, Ordering::Relaxed);
+}
+
 /// Prints the layers at the first program run, and again whenever a
 /// program's layers differ from those printed last (a host may refuse a
 /// layer for one program and not the next), with a warning where nothing
@@ -267,7 +302,14 @@ fn announcement(last: &mut Option<Layers>, layers: &Layers) -> Vec<String> {
         return Vec::new();
     }
     *last = Some(layers.clone());
-    let mut lines = vec![format!("servegate: sandbox: {}", layers.summary())];
+    let mut lines = vec![if VERBOSE.load(Ordering::Relaxed) {
+        format!("servegate: sandbox: {}", layers.summary())
+    } else {
+        format!(
+            "servegate: sandbox: {} (--verbose: each part, and why)",
+            layers.short()
+        )
+    }];
     if !layers.has("namespaces") && !layers.has("landlock") {
         lines.push(
             "warning: the sandbox cannot keep model-written code from writing the user's files or reaching the network on this host".into(),
@@ -313,8 +355,14 @@ mod tests {
         fewer.active.retain(|l| !l.starts_with("landlock"));
         let again = announcement(&mut last, &fewer);
         assert!(
-            again[0].starts_with("servegate: sandbox: rlimits("),
+            again[0].starts_with(
+                "servegate: sandbox: rlimits + signals + unix sockets; seccomp unavailable ("
+            ),
             "{again:?}"
+        );
+        assert_eq!(
+            layers.short(),
+            "descriptors + namespaces + rlimits + landlock + signals + unix sockets; seccomp unavailable"
         );
         assert!(again[1].starts_with("warning: "), "{again:?}");
         assert_eq!(
