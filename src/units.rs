@@ -60,6 +60,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// A regular expression (JSON Schema's dialect) of what [`parse_duration`]
+/// reads: `<number><unit>` terms, spaces between them allowed.
+pub fn duration_pattern() -> String {
+    let units: Vec<&str> = TIME_UNITS.iter().map(|(u, _)| *u).collect();
+    let term = format!("([0-9]+(\\.[0-9]*)?|\\.[0-9]+)({})", units.join("|"));
+    format!("\\s*{term}(\\s*{term})*\\s*")
+}
+
 /// Formats seconds as `1.234s`, `45.60ms` or `789us`.
 pub fn format_secs(secs: f64) -> String {
     if secs >= 1.0 {

@@ -186,6 +186,33 @@ fn broken_suites_are_rejected_by_the_schema() {
             "prompt: \"2+2?\"",
             "messages: [{role: robot, content: hi}]",
         ),
+        ("a duration of an unknown unit", "\"<= 2s\"", "\"<= 2sec\""),
+        ("a duration without a unit", "\"<= 2s\"", "\"<= 2\""),
+        (
+            "a threshold in another metric's unit",
+            "ttft.p99: \"<= 2s\"",
+            "output_tok_s: \">= 2 req/s\"",
+        ),
+        (
+            "a count with a unit",
+            "ttft.p99: \"<= 2s\"",
+            "errors: \"== 0 tok/s\"",
+        ),
+        (
+            "a timeout of an unknown unit",
+            "suite: s\n",
+            "suite: s\ntarget: {timeouts: {total: 10 seconds}}\n",
+        ),
+        (
+            "a URL of another scheme",
+            "suite: s\n",
+            "suite: s\ntarget: {base_url: \"ftp://10.0.0.1:30000\"}\n",
+        ),
+        (
+            "a URL without a scheme",
+            "suite: s\n",
+            "suite: s\ntarget: {base_url: \"10.0.0.1:30000\"}\n",
+        ),
     ] {
         assert_eq!(good.matches(from).count(), 1, "{what}: `{from}`");
         let broken = good.replacen(from, to, 1);
@@ -196,6 +223,58 @@ fn broken_suites_are_rejected_by_the_schema() {
         assert!(
             !v.is_valid(&json_of(&broken)),
             "{what}: the schema accepts\n{broken}"
+        );
+    }
+}
+
+/// What the loader reads in those same fields, the schema takes: every
+/// duration unit, terms together, values with the unit the output prints,
+/// relative bounds, interpolated values and every URL form.
+#[test]
+fn what_the_loader_reads_the_schema_takes() {
+    let v = validator();
+    let good = "suite: s\ncorrectness:\n  - name: a\n    prompt: \"2+2?\"\n    expect: [{number: 4}]\nperformance:\n  - name: g\n    load: {requests: 2, input_tokens: 8, output_tokens: 8}\n    thresholds: {ttft.p99: \"<= 2s\"}\n";
+    for (from, to) in [
+        ("\"<= 2s\"", "\"<= 1m 30s\""),
+        ("\"<= 2s\"", "\"<=1h30m\""),
+        ("\"<= 2s\"", "\"< 800us\""),
+        ("\"<= 2s\"", "\"<= 800µs\""),
+        ("\"<= 2s\"", "\"<= .5s\""),
+        ("\"<= 2s\"", "\"<= 2min\""),
+        ("\"<= 2s\"", "\"<= baseline * 1.1\""),
+        ("\"<= 2s\"", "\"<= baseline + 5ms\""),
+        ("\"<= 2s\"", "\"<= no_regression\""),
+        ("\"<= 2s\"", "\"<= history.median(10) * 1.05\""),
+        ("ttft.p99: \"<= 2s\"", "output_tok_s: \">= 12.5 tok/s\""),
+        ("ttft.p99: \"<= 2s\"", "output_tok_s: \">= 1e3\""),
+        ("ttft.p99: \"<= 2s\"", "errors: \"== 0\""),
+        ("suite: s\n", "suite: s\ntarget: {base_url: sim}\n"),
+        (
+            "suite: s\n",
+            "suite: s\ntarget: {base_url: \"http://10.0.0.1:30000/v1/\"}\n",
+        ),
+        (
+            "suite: s\n",
+            "suite: s\ntarget: {base_url: \"https://gpu-7.internal\"}\n",
+        ),
+        (
+            "suite: s\n",
+            "suite: s\ntarget: {base_url: \"${SERVER:-sim}\"}\n",
+        ),
+        (
+            "suite: s\n",
+            "suite: s\ntarget: {timeouts: {total: \"${TOTAL:-90s}\"}}\n",
+        ),
+    ] {
+        let text = good.replacen(from, to, 1);
+        assert!(
+            load_text(Path::new("s.yaml"), &text, &|_| None).is_ok(),
+            "the decoder rejects\n{text}"
+        );
+        assert_eq!(
+            schema_errors(&v, &json_of(&text)),
+            Vec::<String>::new(),
+            "the schema rejects\n{text}"
         );
     }
 }

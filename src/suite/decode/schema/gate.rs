@@ -126,9 +126,27 @@ fn metric_keys(value: impl Fn(&str) -> Value) -> Value {
 /// A gate's `thresholds`: a bound for each metric key.
 pub(super) fn thresholds() -> Value {
     metric_keys(|key| {
-        comparison(&format!(
-            "A bound on `{key}`, such as `\">= 12.5\"`, `\"<= 2s\"`, `\"== 0\"`, `\"<= baseline + 10%\"`, `\">= variant(base) * 1.05\"`, `\">= history.median(10) * 0.97\"` or `\">= no_regression\"`."
-        ))
+        let metric = key
+            .parse::<crate::suite::metric::MetricKey>()
+            .expect("all_keys() names metric keys")
+            .metric;
+        // What `threshold::parse_amount` reads: a duration, or a number
+        // with the metric's own unit or none.
+        let value = if metric.is_duration() {
+            crate::units::duration_pattern()
+        } else {
+            let number = "[-+]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][-+]?[0-9]+)?";
+            match metric.unit() {
+                "" => number.to_owned(),
+                unit => format!("{number}(\\s*{})?", regex::escape(unit)),
+            }
+        };
+        comparison(
+            &value,
+            &format!(
+                "A bound on `{key}`, such as `\">= 12.5\"`, `\"<= 2s\"`, `\"== 0\"`, `\"<= baseline + 10%\"`, `\">= variant(base) * 1.05\"`, `\">= history.median(10) * 0.97\"` or `\">= no_regression\"`."
+            ),
+        )
     })
 }
 

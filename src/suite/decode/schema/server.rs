@@ -4,8 +4,8 @@
 use serde_json::{Value, json};
 
 use super::vocabulary::{
-    array, described, duration, env, exactly_one, name, names, non_empty, object, string, text,
-    variable, with_required,
+    array, described, duration, env, exactly_one, name, names, non_empty, object, or_interpolated,
+    string, text, variable, with_required,
 };
 use crate::suite::decode::server::{EXPECTS, LAUNCH, LIMITS, READY, TARGET, TIMEOUTS, VARIANT};
 use crate::suite::model::{Api, ConfigSource};
@@ -40,7 +40,10 @@ pub(super) fn target() -> Value {
                 (
                     "base_url",
                     described(
-                        text(),
+                        json!({
+                            "type": "string",
+                            "pattern": or_interpolated("\\s*(sim|https?://[^/\\s]\\S*)?\\s*"),
+                        }),
                         "`sim` (or absent): the embedded simulator; else the server root, `http(s)://host:port` (a trailing `/v1` is dropped). `${VAR}` and `${VAR:-default}` are interpolated.",
                     ),
                 ),

@@ -80,11 +80,18 @@ pub(super) fn name() -> Value {
     json!({"type": ["string", "number", "boolean"], "pattern": "^[A-Za-z0-9_-][A-Za-z0-9_.-]*$"})
 }
 
+/// A value the loader interpolates (`${VAR}`, `${VAR:-default}`) matches
+/// `pattern` once interpolated; the schema, which cannot look a variable
+/// up, takes any value holding `${`.
+pub(super) fn or_interpolated(pattern: &str) -> String {
+    format!("^({pattern})$|\\$\\{{")
+}
+
 pub(super) fn duration() -> Value {
     json!({
         "type": "string",
-        "pattern": "^\\s*[0-9]",
-        "description": "A duration such as `90s`, `500ms` or `10m`."
+        "pattern": or_interpolated(&crate::units::duration_pattern()),
+        "description": "A duration such as `90s`, `500ms`, `10m` or `1h 30m` (units ns, us, ms, s, m, min, h)."
     })
 }
 
@@ -111,11 +118,15 @@ pub(super) fn variable() -> Value {
     json!({"type": "string", "pattern": "^[A-Za-z0-9_]+$"})
 }
 
-/// A comparison such as `">= 12.5"` or `"<= baseline * 1.1"`.
-pub(super) fn comparison(what: &str) -> Value {
+/// A comparison such as `">= 12.5"` or `"<= baseline * 1.1"`, whose plain
+/// value matches `value` (a bound named after `baseline`, `variant(…)`,
+/// `history.` or `no_regression` is checked by the loader).
+pub(super) fn comparison(value: &str, what: &str) -> Value {
     json!({
         "type": "string",
-        "pattern": "^\\s*(>=|<=|==|>|<)\\s*\\S",
+        "pattern": format!(
+            "^\\s*(>=|<=|==|>|<)\\s*((baseline|variant\\(|history\\.|no_regression).*|{value}\\s*)$"
+        ),
         "description": what,
     })
 }
