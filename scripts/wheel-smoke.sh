@@ -31,6 +31,11 @@ servegate="$work/venv/bin/servegate"
 # The venv's own copy, not a link into target/.
 [ -f "$servegate" ] && [ ! -L "$servegate" ]
 "$servegate" --version
+# The manual pages and completions under the venv's prefix, as generated.
+for f in man/man1/servegate.1 man/man1/servegate-run.1 bash-completion/completions/servegate \
+    zsh/site-functions/_servegate fish/vendor_completions.d/servegate.fish; do
+    cmp "$work/venv/share/$f" "packaging/wheel-data/data/share/$f"
+done
 "$servegate" run suites/sglang.yaml --out-dir "$work/out"
 test -s "$work/out/latest/report.json"
 echo "wheel-smoke: fresh venv to the first result in $((SECONDS - start)) s"

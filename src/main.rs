@@ -9,6 +9,7 @@
 /// of their own.
 mod cli {
     pub mod history;
+    pub mod manual;
     pub mod report;
     pub mod sim;
 }
@@ -49,8 +50,9 @@ struct RunArgs {
     /// `sim` or a server URL; overrides every suite's `base_url`.
     #[arg(long, env = TARGET_ENV)]
     target: Option<String>,
-    /// Where runs are written (`runs/<run>/`, `latest/`) [default:
-    /// `target/servegate` in the first suite's project].
+    /// Where runs are written (`runs/<run>/`, `latest/`) [default: in the
+    /// first suite's project, `target/servegate` in a Cargo project, else
+    /// `.servegate`].
     #[arg(long, env = "SERVEGATE_OUT")]
     out_dir: Option<PathBuf>,
     /// Run directories kept under `runs/`, this one included; older
@@ -70,6 +72,10 @@ struct RunArgs {
     /// [default: `history.sqlite` in the output directory].
     #[arg(long, env = servegate::history::HISTORY_ENV, value_name = "FILE|off")]
     history: Option<String>,
+    /// Say in full what a run says in short: the sandbox's layers part by
+    /// part, with why one is missing.
+    #[arg(long, short, env = harness::VERBOSE_ENV)]
+    verbose: bool,
     /// libtest arguments after `--`: a filter, --exact, --skip, --list, …
     #[arg(last = true)]
     libtest: Vec<String>,
@@ -90,6 +96,7 @@ impl RunArgs {
                 client_limited: self.client_limited,
                 require_match: true,
                 history: self.history,
+                verbose: self.verbose,
             },
             libtest_args(self.libtest),
         )
@@ -176,6 +183,19 @@ enum Command {
     /// Print the JSON Schema of suite files (for editors: completion, hover
     /// docs, errors as you type; `schemas/suite.schema.json` is this).
     Schema,
+    /// Print the completion script of a shell (e.g. `servegate completions
+    /// bash > ~/.local/share/bash-completion/completions/servegate`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (`servegate man | man -l -`), or write it and
+    /// one page per command into a directory.
+    Man {
+        /// Write `servegate.1` and `servegate-<command>.1` pages here.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Serve the embedded simulator.
     Sim(Box<SimArgs>),
     /// Render a saved run record (`report.json`, or a run directory) as
@@ -281,7 +301,7 @@ enum ImportWhat {
         /// that configuration).
         #[arg(long)]
         fingerprint: Option<String>,
-        /// servegate's output directory [default: `target/servegate` in the
+        /// servegate's output directory [default: `target/servegate` (or `.servegate` outside a Cargo project) in the
         /// working directory's project].
         #[arg(long, env = "SERVEGATE_OUT")]
         out_dir: Option<PathBuf>,
@@ -356,7 +376,7 @@ enum BaselineAction {
     Save(RunArgs),
     /// Record the figures of the latest run (`<out>/latest/report.json`).
     Accept {
-        /// servegate's output directory [default: `target/servegate` in the
+        /// servegate's output directory [default: `target/servegate` (or `.servegate` outside a Cargo project) in the
         /// working directory's project].
         #[arg(long, env = "SERVEGATE_OUT")]
         out_dir: Option<PathBuf>,
@@ -500,6 +520,12 @@ fn main() -> ExitCode {
             },
             out_dir.as_deref(),
         ),
+        Command::Completions { shell } => {
+            cli::manual::completions(shell, <Cli as clap::CommandFactory>::command())
+        }
+        Command::Man { dir } => {
+            cli::manual::man(<Cli as clap::CommandFactory>::command(), dir.as_deref())
+        }
         Command::Schema => {
             // A closed pipe (`| head`) is no error worth a panic.
             let _ = std::io::Write::write_all(&mut std::io::stdout(), schema_text().as_bytes());

@@ -20,6 +20,7 @@ mod gates;
 mod history;
 mod init;
 mod list_and_filter;
+mod manual;
 mod reasoning;
 mod reports;
 mod run;
