@@ -304,7 +304,7 @@ fn healthy(port: u16) -> bool {
 
 /// A new user's path: `servegate init` against a llama-server they started
 /// themselves writes a suite (thresholds from what it measured there) that
-/// then passes `servegate run` against the same server.
+/// then passes `servegate run` against the same server, three times.
 fn init_suite(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -371,17 +371,25 @@ fn init_suite(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
     {
         println!("  init:{line}");
     }
-    let (code, out) = servegate(&["run", path, "--client-limited", "warn"], server, model);
-    let passed = expect(
-        code,
-        &out,
-        0,
-        "the suite servegate init wrote failed against the same server",
-        &[
-            "served model \"smollm2-135m\"",
-            "test llama::performance::concurrency_4 ",
-        ],
-    );
+    // Its own next runs pass: three of them, on the machine as loaded as
+    // it was (the bounds come from the calibration's spread).
+    let mut passed = Ok(());
+    for _ in 0..3 {
+        let (code, out) = servegate(&["run", path, "--client-limited", "warn"], server, model);
+        passed = expect(
+            code,
+            &out,
+            0,
+            "the suite servegate init wrote failed against the same server",
+            &[
+                "served model \"smollm2-135m\"",
+                "test llama::performance::concurrency_4 ",
+            ],
+        );
+        if passed.is_err() {
+            break;
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
     passed
 }

@@ -5,15 +5,55 @@ use crate::common::run::run_expecting;
 use crate::common::verdicts::assert_has;
 use crate::external_sim;
 
+/// Two threads spinning on the machine's cores until dropped: a user's
+/// busy laptop, a GPU host's other jobs.
+struct Burners(
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    Vec<std::thread::JoinHandle<()>>,
+);
+
+impl Burners {
+    fn start() -> Burners {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..2)
+            .map(|_| {
+                let stop = std::sync::Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let mut x = 0_u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1),
+                        );
+                    }
+                })
+            })
+            .collect();
+        Burners(stop, threads)
+    }
+}
+
+impl Drop for Burners {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.1.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
 /// `servegate init` writes a first suite from what it measured on the
-/// target, and that suite passes `servegate run` on the same target.
+/// target (the median and spread of five runs of each gate, each bound
+/// saying what it came from), and that suite passes `servegate run` on the
+/// same target three times over, with two CPU burners on the machine the
+/// whole time.
 #[test]
-fn init_writes_a_suite_that_passes_on_its_own_server() {
+fn init_writes_a_suite_that_passes_its_own_reruns_on_a_busy_machine() {
     let dir = std::env::temp_dir().join(format!("servegate-init-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let file = dir.join("suites/first.yaml");
     let path = file.to_str().unwrap();
     let (sim, url) = external_sim("fixtures/sim/sglang.yaml");
+    let burners = Burners::start();
     // The calibration and the run measure a debug simulator at 500 tok/s
     // a stream on the runner's shared cores: figures judged even where the
     // self-check distrusts their 2 ms gaps (see
@@ -52,23 +92,29 @@ fn init_writes_a_suite_that_passes_on_its_own_server() {
             "  - name: is_prime\n",
             "    contract: [max_tokens, ignore_eos, usage, stop, cache_determinism]\n",
             "      decode_tok_s.mean: \">= ",
-            "tok/s in 3 runs (sim-sglang, server ",
-            ": 80% of the lowest",
+            "# measured median ",
+            " (5 runs, ",
+            "spread ±",
+            "): the median less ",
             "      itl.p99: \"<= ",
+            "the highest plus the larger of ",
         ],
     );
     assert!(!suite.contains("Failed on this server"), "{suite}");
     assert!(dir.join("suites/servegate.schema.json").is_file());
-    let out = run_expecting(&["run", path, "--client-limited", "warn"], 0);
-    assert_has(
-        &out,
-        &[
-            "test first::correctness::arithmetic ",
-            "test first::correctness::is_prime ",
-            "test first::performance::concurrency_8 ",
-            "5 passed; 0 failed",
-        ],
-    );
+    for _ in 0..3 {
+        let out = run_expecting(&["run", path, "--client-limited", "warn"], 0);
+        assert_has(
+            &out,
+            &[
+                "test first::correctness::arithmetic ",
+                "test first::correctness::is_prime ",
+                "test first::performance::concurrency_8 ",
+                "5 passed; 0 failed",
+            ],
+        );
+    }
+    drop(burners);
     drop(sim);
 
     // A file that exists is left alone without --force.
@@ -96,5 +142,44 @@ fn init_writes_a_suite_that_passes_on_its_own_server() {
     );
     let out = run_expecting(&["run", path], 0);
     assert_has(&out, &["3 passed; 0 failed"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A calibration that fails (a server that aborts every stream) writes no
+/// suite, and its failure points at a file that holds what ran: the
+/// calibration suite, kept in the project's output directory (not the
+/// suite being written, which does not exist).
+#[test]
+fn a_failed_calibration_points_at_the_suite_it_ran() {
+    let dir = std::env::temp_dir().join(format!("servegate-init-failed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    let file = dir.join("suites/first.yaml");
+    let (sim, url) = external_sim("fixtures/sim/aborting.yaml");
+    let out = run_expecting(
+        &["init", "--target", &url, "--out", file.to_str().unwrap()],
+        1,
+    );
+    drop(sim);
+    let ran = dir.join(".servegate/init/first-calibration.yaml");
+    assert_has(
+        &out,
+        &[
+            "error: the calibration failed, so no threshold can come from it:",
+            &format!(" --> {}:8:5", ran.display()),
+            &format!(
+                "= the calibration suite servegate init ran is {}; {} was not written",
+                ran.display(),
+                file.display()
+            ),
+        ],
+    );
+    assert!(!file.exists());
+    let text = std::fs::read_to_string(&ran).unwrap();
+    assert_eq!(
+        text.lines().nth(7),
+        Some("  - name: single_stream"),
+        "{text}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

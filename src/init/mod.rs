@@ -11,7 +11,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::harness::{Plan, SuiteRun};
+use crate::suite::metric::format_named as shown;
 use crate::suite::{Api, Contract, load_text};
+
+mod bounds;
+use bounds::Runs;
 
 /// What `servegate init` is asked for.
 #[derive(Debug, Clone)]
@@ -104,6 +108,10 @@ struct GateSpec {
     keys: &'static [(&'static str, Option<f64>)],
 }
 
+/// The figure one stream and many are compared by: output tokens per
+/// second, all streams together.
+const THROUGHPUT: &str = "output_tok_s";
+
 fn gates(concurrency: u32) -> [GateSpec; 2] {
     [
         GateSpec {
@@ -129,8 +137,9 @@ fn gates(concurrency: u32) -> [GateSpec; 2] {
 }
 
 /// Runs of each calibration gate: a bound from one run is a bound on one
-/// moment of a busy machine, which the suite's own next run may not meet.
-const CALIBRATION_RUNS: u32 = 3;
+/// moment of a busy machine, which the suite's own next run may not meet;
+/// five give a median and a spread that one slow run does not move.
+const CALIBRATION_RUNS: u32 = 5;
 
 /// `text` as a YAML double-quoted scalar that interpolation leaves alone.
 fn quoted(text: &str) -> String {
@@ -155,6 +164,31 @@ fn target(base_url: &str, api: Api, model: Option<&str>) -> String {
 /// without probes are measured whatever the probes say.
 fn calibration_suite(name: &str, target: &str, body: &str) -> String {
     format!("suite: {name}\n{target}defaults: {{ temperature: 0, max_tokens: 256 }}\n{body}")
+}
+
+/// Where a calibration suite is written before it runs, so that what its
+/// failures point at (`--> <file>:<line>:<col>`) is a file that holds it:
+/// `<out>/init/<name>.yaml` in the output directory of the suite's project
+/// (not the suite being written, which does not exist yet).
+fn calibration_file(o: &Options, name: &str, text: &str) -> PathBuf {
+    let project = crate::suite::project_root(&o.out);
+    let file = crate::record::out_dir(None, Some(&project))
+        .join("init")
+        .join(format!("{name}.yaml"));
+    let written = file
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(&file, text));
+    match written {
+        Ok(()) => file,
+        Err(e) => {
+            say(&format!(
+                "could not keep the calibration suite at {} ({e}); its failures point at lines of a file that is not there",
+                file.display()
+            ));
+            file
+        }
+    }
 }
 
 /// Runs `text` (a suite claiming to be `path`) as a suite run of its own.
@@ -294,9 +328,10 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
         );
     }
     say(&format!("asking {base_url} what it serves"));
+    let text = calibration_suite(&format!("{name}-probes"), &plain, &body);
     let probes = suite_run(
-        &o.out,
-        &calibration_suite(&format!("{name}-probes"), &plain, &body),
+        &calibration_file(o, &format!("{name}-probes"), &text),
+        &text,
         &runtime,
         o.client_limited,
     );
@@ -351,7 +386,7 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
     for g in &specs {
         // Each figure a threshold will bound is named by one here, which
         // any value meets, so that every run's value is kept.
-        let measured: String = g
+        let mut measured: String = g
             .keys
             .iter()
             .map(|(k, floor)| match floor {
@@ -359,23 +394,29 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
                 Some(_) => format!(", {k}: \"<= 1h\""),
             })
             .collect();
+        // Every gate's throughput in all, to compare one stream with many.
+        if !g.keys.iter().any(|(k, _)| *k == THROUGHPUT) {
+            let _ = write!(measured, ", {THROUGHPUT}: \">= 0\"");
+        }
         let _ = write!(
             gate_body,
             "  - name: {}\n    repeats: {CALIBRATION_RUNS}\n    load: {}\n    thresholds: {{ errors: \"== 0\"{measured} }}\n",
             g.name, g.load
         );
     }
-    let load = suite_run(
-        &o.out,
-        &calibration_suite(&format!("{name}-calibration"), &plain, &gate_body),
-        &runtime,
-        o.client_limited,
-    );
+    let text = calibration_suite(&format!("{name}-calibration"), &plain, &gate_body);
+    let file = calibration_file(o, &format!("{name}-calibration"), &text);
+    let load = suite_run(&file, &text, &runtime, o.client_limited);
     let mut figures = Vec::new();
     for (i, g) in specs.iter().enumerate() {
-        say(&format!("measuring {}", g.what));
-        load.gate(i)
-            .map_err(|stop| Error::Calibration(stop.to_string()))?;
+        say(&format!("measuring {} ({CALIBRATION_RUNS} runs)", g.what));
+        load.gate(i).map_err(|stop| {
+            Error::Calibration(format!(
+                "{stop}\n  = the calibration suite servegate init ran is {}; {} was not written",
+                file.display(),
+                o.out.display()
+            ))
+        })?;
         let measured = load
             .figures()
             .into_iter()
@@ -422,13 +463,28 @@ fn at_least(share: f64, measured: f64) -> String {
     )
 }
 
-/// A bound on a latency: twice the measured, and at least `floor_ms` above
-/// it, in whole milliseconds.
-fn at_most(measured_s: f64, floor_ms: f64) -> String {
-    let ms = (measured_s * 2000.0)
-        .max(measured_s * 1000.0 + floor_ms)
-        .ceil();
-    format!("{ms}ms")
+/// A warning when the concurrent streams got less throughput in all than
+/// one stream alone: the server does not batch them (a single slot, a
+/// batch size of one), or the machine is saturated.
+fn fewer_with_more(
+    concurrency: u32,
+    figures: &[crate::suite::figures::ByKey<Vec<f64>>],
+) -> Option<String> {
+    let key = THROUGHPUT.parse().ok()?;
+    let median = |i: usize| Runs::of(figures.get(i)?.get(key)?).map(|r| r.median);
+    let (one, many) = (median(0)?, median(1)?);
+    (concurrency > 1 && many < one).then(|| {
+        format!(
+            "{concurrency} concurrent streams got {} in all, less than one stream's {}: the server does not batch them (one slot, a batch size of 1?) or the machine is saturated; check its configuration before trusting the concurrency gate",
+            shown(THROUGHPUT, many),
+            shown(THROUGHPUT, one)
+        )
+    })
+}
+
+/// A latency in whole milliseconds, rounded up.
+fn ceil_ms(seconds: f64) -> String {
+    format!("{}ms", (seconds * 1000.0).ceil())
 }
 
 /// One threshold line with its comment (a YAML comment needs a space
@@ -446,9 +502,12 @@ fn render(o: &Options, base_url: &str, name: &str, m: &Measured) -> String {
         "# A first suite for {}, written by `servegate init`\n\
          # at {stamp} against:\n#   {}\n\
          # The thresholds come from what it measured then, {CALIBRATION_RUNS} runs of each\n\
-         # gate: 80% of the lowest throughput, twice the highest latency p99 (at\n\
-         # least +100ms for TTFT, +50ms for ITL). Tighten or loosen them as you\n\
-         # learn the server; `servegate run {}` checks it.\n",
+         # gate: each figure's median, less (or, for a latency, the highest run\n\
+         # plus) a margin of four times how the runs spread, at least 10% and\n\
+         # at most 50% of the median (so half the speed always fails); a run far\n\
+         # below the rest is named and left out of a throughput's bound. Each\n\
+         # bound says what it came from. Tighten or loosen them as you learn\n\
+         # the server; `servegate run {}` checks it.\n",
         m.server,
         m.description,
         o.out.display()
@@ -485,53 +544,82 @@ fn render(o: &Options, base_url: &str, name: &str, m: &Measured) -> String {
         );
     }
     out.push_str("\nperformance:\n");
+    if let Some(warning) = fewer_with_more(o.concurrency, &m.figures) {
+        say(&format!("warning: {warning}"));
+        let _ = writeln!(out, "  # warning: {warning}");
+    }
     for (g, f) in gates(o.concurrency).iter().zip(&m.figures) {
         let _ = write!(
             out,
             "  - name: {}                  # {}\n    load: {}\n    thresholds:\n",
             g.name, g.what, g.load
         );
-        // The lowest and highest of the runs, and how they spread.
         let runs = |key: &str| {
-            let v = key
-                .parse()
+            key.parse()
                 .ok()
                 .and_then(|k| f.get(k))
-                .map_or(&[][..], Vec::as_slice);
-            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            if v.is_empty() {
-                (0.0, 0.0, 0)
-            } else {
-                (lo, hi, v.len())
-            }
-        };
-        let rate = |key: &str| {
-            let (lo, hi, n) = runs(key);
-            threshold(
-                key,
-                &format!(">= {}", at_least(0.8, lo)),
-                &format!(
-                    "measured {lo:.1}–{hi:.1} tok/s in {n} runs ({}): 80% of the lowest",
-                    m.server
-                ),
-            )
-        };
-        let latency = |key: &str, floor_ms: f64| {
-            let (lo, hi, n) = runs(key);
-            threshold(
-                key,
-                &format!("<= {}", at_most(hi, floor_ms)),
-                &format!(
-                    "measured {}–{} in {n} runs ({}): 2x the highest, at least +{floor_ms}ms",
-                    crate::units::format_secs(lo),
-                    crate::units::format_secs(hi),
-                    m.server
-                ),
-            )
+                .and_then(|v: &Vec<f64>| Runs::of(v))
         };
         for (key, floor) in g.keys {
-            out.push_str(&floor.map_or_else(|| rate(key), |ms| latency(key, ms)));
+            let Some(r) = runs(key) else {
+                // Every gate measured every key, or the calibration failed.
+                out.push_str(&threshold(
+                    key,
+                    "<= 0",
+                    "not measured when written: set a bound",
+                ));
+                continue;
+            };
+            let spread = format!(
+                "{} runs, {}–{}, spread ±{:.1}%",
+                r.n,
+                shown(key, r.lo),
+                shown(key, r.hi),
+                100.0 * r.spread
+            );
+            let line = match floor {
+                None => {
+                    let slow = match r.slow.len() {
+                        0 => String::new(),
+                        n => format!(
+                            "; {n} slow run(s) left out: {}",
+                            r.slow
+                                .iter()
+                                .map(|v| shown(key, *v))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    };
+                    threshold(
+                        key,
+                        &format!(">= {}", at_least(1.0, r.rate_bound())),
+                        &format!(
+                            "measured median {} ({spread}{slow}): the median less {:.0}%",
+                            shown(key, r.median),
+                            100.0 * r.margin()
+                        ),
+                    )
+                }
+                Some(ms) => threshold(
+                    key,
+                    &format!("<= {}", ceil_ms(r.latency_bound(ms / 1000.0))),
+                    &format!(
+                        "measured median {} ({spread}): the highest plus the larger of {:.0}% of the median and {ms}ms, at least twice the highest",
+                        shown(key, r.median),
+                        100.0 * r.margin()
+                    ),
+                ),
+            };
+            out.push_str(&line);
+            if r.too_noisy() {
+                let warning = format!(
+                    "{}::{key} spread ±{:.0}% between runs: its bound is half the median and cannot tell a smaller change from noise; run `servegate init` again on a quieter machine",
+                    g.name,
+                    100.0 * r.spread
+                );
+                say(&format!("warning: {warning}"));
+                let _ = writeln!(out, "      # warning: {warning}");
+            }
         }
         out.push_str(&threshold("errors", "== 0", "no request may fail"));
     }
@@ -556,8 +644,28 @@ mod tests {
             assert!(line.ends_with(" # measured\n"), "{line}");
             assert!(!line.contains("\"#"), "{line}");
         }
-        assert_eq!(at_most(0.0213, 100.0), "122ms");
-        assert_eq!(at_most(0.5, 100.0), "1000ms");
+        assert_eq!(ceil_ms(0.0213), "22ms");
+        // Eight streams that together got less than one alone are named.
+        let throughput =
+            |runs: &[f64]| std::iter::once((THROUGHPUT.parse().unwrap(), runs.to_vec())).collect();
+        let warned = fewer_with_more(
+            8,
+            &[
+                throughput(&[80.0, 82.0, 81.0]),
+                throughput(&[61.0, 60.0, 62.0]),
+            ],
+        );
+        assert!(
+            warned.as_deref().is_some_and(|w| w.starts_with(
+                "8 concurrent streams got 61.0 tok/s in all, less than one stream's 81.0 tok/s"
+            )),
+            "{warned:?}"
+        );
+        assert_eq!(
+            fewer_with_more(8, &[throughput(&[80.0]), throughput(&[300.0])]),
+            None
+        );
+        assert_eq!(ceil_ms(0.5), "500ms");
         assert_eq!(suite_name(Path::new("suites/my server.yaml")), "my-server");
         assert_eq!(quoted("a${B}"), "\"a$${B}\"");
     }
