@@ -134,14 +134,44 @@ fn runs_containing<'a>(steps: &'a [Value], what: &str) -> Option<&'a Value> {
         .find(|s| s["run"].as_str().is_some_and(|r| r.contains(what)))
 }
 
-/// The CI workflow also builds without the default features and runs the
-/// wheel as `pip install servegate` gives it.
+/// The CI workflow also builds without the default features, runs the
+/// wheel as `pip install servegate` gives it, and builds the static musl
+/// binary as the release does and runs it (static, the shipped suite, the
+/// manual page and completions it ships).
 #[test]
 fn ci_builds_without_default_features_and_smokes_the_wheel() {
     let w = workflow("ci.yml");
     let steps = steps(&w, "ci.yml");
     assert!(runs_containing(&steps, "cargo test -p servegate --no-default-features").is_some());
     assert!(runs_containing(&steps, "scripts/wheel-smoke.sh").is_some());
+    let static_steps = w["jobs"]["static"]["steps"].as_array().unwrap();
+    assert!(
+        static_steps
+            .iter()
+            .any(|s| s["with"]["target"] == "x86_64-unknown-linux-musl"
+                && s["with"]["manylinux"] == "musllinux_1_2")
+    );
+    let run = runs_containing(static_steps, "statically linked").unwrap()["run"]
+        .as_str()
+        .unwrap();
+    for what in [
+        "run suites/sglang.yaml",
+        "man | cmp",
+        "completions bash | cmp",
+    ] {
+        assert!(run.contains(what), "{run}");
+    }
+    let release = std::fs::read_to_string(".github/workflows/release.yml").unwrap();
+    let pinned = release
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("MATURIN_VERSION: "))
+        .unwrap();
+    assert!(
+        std::fs::read_to_string(".github/workflows/ci.yml")
+            .unwrap()
+            .contains(&format!("maturin-version: {pinned}")),
+        "ci.yml's static build uses release.yml's maturin"
+    );
     // Not in .ci/run, which stays a debug build.
     let ci = std::fs::read_to_string(".ci/run").unwrap();
     assert!(!ci.contains("wheel-smoke"), "{ci}");
