@@ -15,7 +15,7 @@ use crate::suite::metric::format_named as shown;
 use crate::suite::{Api, Contract, load_text};
 
 mod bounds;
-use bounds::Runs;
+use bounds::{Better, Runs};
 
 /// What `servegate init` is asked for.
 #[derive(Debug, Clone)]
@@ -172,9 +172,9 @@ fn calibration_suite(name: &str, target: &str, body: &str) -> String {
 /// (not the suite being written, which does not exist yet).
 fn calibration_file(o: &Options, name: &str, text: &str) -> PathBuf {
     let project = crate::suite::project_root(&o.out);
-    let file = crate::record::out_dir(None, Some(&project))
-        .join("init")
-        .join(format!("{name}.yaml"));
+    let out = crate::record::out_dir(None, Some(&project));
+    crate::record::prepare(&out);
+    let file = out.join("init").join(format!("{name}.yaml"));
     let written = file
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
@@ -328,6 +328,11 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
         );
     }
     say(&format!("asking {base_url} what it serves"));
+    if base_url == "sim" {
+        say(
+            "note: the embedded simulator's default profile answers filler: the starter probes fail on it by design and are written commented out; `--target URL` calibrates your server",
+        );
+    }
     let text = calibration_suite(&format!("{name}-probes"), &plain, &body);
     let probes = suite_run(
         &calibration_file(o, &format!("{name}-probes"), &text),
@@ -471,7 +476,7 @@ fn fewer_with_more(
     figures: &[crate::suite::figures::ByKey<Vec<f64>>],
 ) -> Option<String> {
     let key = THROUGHPUT.parse().ok()?;
-    let median = |i: usize| Runs::of(figures.get(i)?.get(key)?).map(|r| r.median);
+    let median = |i: usize| Runs::of(figures.get(i)?.get(key)?, Better::Higher).map(|r| r.median);
     let (one, many) = (median(0)?, median(1)?);
     (concurrency > 1 && many < one).then(|| {
         format!(
@@ -503,9 +508,9 @@ fn render(o: &Options, base_url: &str, name: &str, m: &Measured) -> String {
          # at {stamp} against:\n#   {}\n\
          # The thresholds come from what it measured then, {CALIBRATION_RUNS} runs of each\n\
          # gate: each figure's median, less (or, for a latency, the highest run\n\
-         # plus) a margin of four times how the runs spread, at least 10% and\n\
-         # at most 50% of the median (so half the speed always fails); a run far\n\
-         # below the rest is named and left out of a throughput's bound. Each\n\
+         # plus) a margin of five times how the runs spread, at least 20% and\n\
+         # at most 50% of the median (so half the speed always fails); a run at\n\
+         # half the level or worse (a stall) is named and left out. Each\n\
          # bound says what it came from. Tighten or loosen them as you learn\n\
          # the server; `servegate run {}` checks it.\n",
         m.server,
@@ -554,14 +559,19 @@ fn render(o: &Options, base_url: &str, name: &str, m: &Measured) -> String {
             "  - name: {}                  # {}\n    load: {}\n    thresholds:\n",
             g.name, g.what, g.load
         );
-        let runs = |key: &str| {
+        let runs = |key: &str, better| {
             key.parse()
                 .ok()
                 .and_then(|k| f.get(k))
-                .and_then(|v: &Vec<f64>| Runs::of(v))
+                .and_then(|v: &Vec<f64>| Runs::of(v, better))
         };
         for (key, floor) in g.keys {
-            let Some(r) = runs(key) else {
+            let better = if floor.is_some() {
+                Better::Lower
+            } else {
+                Better::Higher
+            };
+            let Some(r) = runs(key, better) else {
                 // Every gate measured every key, or the calibration failed.
                 out.push_str(&threshold(
                     key,
@@ -577,34 +587,32 @@ fn render(o: &Options, base_url: &str, name: &str, m: &Measured) -> String {
                 shown(key, r.hi),
                 100.0 * r.spread
             );
+            let stalled = match r.stalled.len() {
+                0 => String::new(),
+                n => format!(
+                    "; {n} stalled run(s) left out: {}",
+                    r.stalled
+                        .iter()
+                        .map(|v| shown(key, *v))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
             let line = match floor {
-                None => {
-                    let slow = match r.slow.len() {
-                        0 => String::new(),
-                        n => format!(
-                            "; {n} slow run(s) left out: {}",
-                            r.slow
-                                .iter()
-                                .map(|v| shown(key, *v))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    };
-                    threshold(
-                        key,
-                        &format!(">= {}", at_least(1.0, r.rate_bound())),
-                        &format!(
-                            "measured median {} ({spread}{slow}): the median less {:.0}%",
-                            shown(key, r.median),
-                            100.0 * r.margin()
-                        ),
-                    )
-                }
+                None => threshold(
+                    key,
+                    &format!(">= {}", at_least(1.0, r.rate_bound())),
+                    &format!(
+                        "measured median {} ({spread}{stalled}): the median less {:.0}%",
+                        shown(key, r.median),
+                        100.0 * r.margin()
+                    ),
+                ),
                 Some(ms) => threshold(
                     key,
                     &format!("<= {}", ceil_ms(r.latency_bound(ms / 1000.0))),
                     &format!(
-                        "measured median {} ({spread}): the highest plus the larger of {:.0}% of the median and {ms}ms, at least twice the highest",
+                        "measured median {} ({spread}{stalled}): the highest plus the larger of {:.0}% of the median and {ms}ms, at least twice the highest",
                         shown(key, r.median),
                         100.0 * r.margin()
                     ),
@@ -613,9 +621,10 @@ fn render(o: &Options, base_url: &str, name: &str, m: &Measured) -> String {
             out.push_str(&line);
             if r.too_noisy() {
                 let warning = format!(
-                    "{}::{key} spread ±{:.0}% between runs: its bound is half the median and cannot tell a smaller change from noise; run `servegate init` again on a quieter machine",
+                    "{}::{key} spread ±{:.0}% between runs: its bound keeps a margin of {:.0}% of the median, so a server twice as slow could pass it; run `servegate init` again on a quieter machine",
                     g.name,
-                    100.0 * r.spread
+                    100.0 * r.spread,
+                    100.0 * r.margin()
                 );
                 say(&format!("warning: {warning}"));
                 let _ = writeln!(out, "      # warning: {warning}");

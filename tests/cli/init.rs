@@ -175,6 +175,8 @@ fn a_failed_calibration_points_at_the_suite_it_ran() {
         ],
     );
     assert!(!file.exists());
+    // The output directory init made is one git ignores.
+    assert!(dir.join(".servegate/.gitignore").is_file());
     let text = std::fs::read_to_string(&ran).unwrap();
     assert_eq!(
         text.lines().nth(7),
