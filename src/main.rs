@@ -70,11 +70,12 @@ struct RunArgs {
     client_limited: Option<OnClientLimited>,
     /// Where the run's figures are recorded: a SQLite file, or `off`
     /// [default: `history.sqlite` in the output directory].
-    #[arg(long, env = servegate::history::HISTORY_ENV, value_name = "FILE|off")]
+    // Its value may be a PostgreSQL URL with a password: never shown.
+    #[arg(long, env = servegate::history::HISTORY_ENV, value_name = "FILE|off", hide_env_values = true)]
     history: Option<String>,
     /// Say in full what a run says in short: the sandbox's layers part by
     /// part, with why one is missing.
-    #[arg(long, short, env = harness::VERBOSE_ENV)]
+    #[arg(long, short, env = harness::VERBOSE_ENV, value_parser = clap::builder::FalseyValueParser::new())]
     verbose: bool,
     /// libtest arguments after `--`: a filter, --exact, --skip, --list, …
     #[arg(last = true)]

@@ -945,7 +945,11 @@ fn without_namespaces_the_fallback_layers_hold() {
         &world,
         &suite,
         &How {
-            env: &[(servegate::check::sandbox::REFUSE_ENV, "namespaces")],
+            // The reasons are on the sandbox's line with --verbose.
+            env: &[
+                (servegate::check::sandbox::REFUSE_ENV, "namespaces"),
+                ("SERVEGATE_VERBOSE", "1"),
+            ],
             tty: true,
             ..How::default()
         },
@@ -1244,7 +1248,11 @@ fn signals_without_namespaces_or_landlock_are_named_unavailable() {
         &world,
         &suite,
         &How {
-            env: &[(servegate::check::sandbox::REFUSE_ENV, "namespaces,landlock")],
+            // The reasons are on the sandbox's line with --verbose.
+            env: &[
+                (servegate::check::sandbox::REFUSE_ENV, "namespaces,landlock"),
+                ("SERVEGATE_VERBOSE", "1"),
+            ],
             user: Some(65534),
             ..How::default()
         },

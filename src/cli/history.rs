@@ -17,7 +17,8 @@ use servegate::units::format_unix;
 pub(crate) struct HistoryArgs {
     /// The history: a SQLite file [default: `history.sqlite` in the
     /// output directory].
-    #[arg(long, env = servegate::history::HISTORY_ENV, value_name = "FILE")]
+    // Its value may be a PostgreSQL URL with a password: never shown.
+    #[arg(long, env = servegate::history::HISTORY_ENV, value_name = "FILE", hide_env_values = true)]
     history: Option<String>,
     /// servegate's output directory, where the default history is
     /// [default: `target/servegate` in the working directory's project, or
@@ -154,6 +155,9 @@ pub(crate) fn history(args: HistoryArgs) -> ExitCode {
             path.display()
         );
         return Exit::Usage.into();
+    }
+    if matches!(args.action, HistoryAction::Import { .. }) {
+        servegate::record::prepare(&out);
     }
     let mut history = match History::open(&location) {
         Ok(h) => h,

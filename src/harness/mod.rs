@@ -38,7 +38,7 @@ pub use outcome::{Stop, Verdict};
 pub use session::{GateFigures, Plan, SuiteRun};
 
 use loading::{Loaded, load_all};
-use trials::{Context, Names, add_run, listing};
+use trials::{Context, Names, add_run, listing, load_trial};
 
 /// The runtime of a run's client: one thread against a server elsewhere
 /// (cheaper per token and more precise than a work-stealing pool, see
@@ -71,12 +71,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         .filter(|l| matches!(l, Loaded::Failed(_)))
         .count();
     let listed: Vec<Trial> = loaded.iter().flat_map(listing).collect();
-    if options.require_match
-        && let Some(filter) = &args.filter
-        && listed.iter().all(|t| args.is_filtered_out(t))
-    {
-        let names: Vec<&str> = listed.iter().map(Trial::name).collect();
-        eprint!("{}", no_match(filter, args.exact, &names));
+    if options.require_match && selects_nothing(&args, &listed) {
         return Outcome {
             unmatched: true,
             ..Outcome::nothing_ran(no_trials(), load_failures)
@@ -138,7 +133,17 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
     };
-    write_when_interrupted(&book, &info, options.publish);
+    // The suite files that could not be loaded, as failed trials of the
+    // record, selected or not: a broken file fails the run (exit 2), and
+    // its reports and annotations say which, at its line.
+    let invalid: Vec<record::TrialRecord> = loaded
+        .iter()
+        .filter_map(|l| match l {
+            Loaded::Failed(f) => Some(recording::invalid_suite(f)),
+            Loaded::Suite(_) => None,
+        })
+        .collect();
+    write_when_interrupted(&book, &info, options.publish, invalid.clone());
     let history = crate::history::Location::resolve(options.history.as_deref(), &info.out);
     let ctx = Context {
         args: &args,
@@ -156,23 +161,18 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         client_limited: options.client_limited,
         history: &history,
     };
-    // The suite files that could not be loaded, as failed trials of the
-    // record: its reports and annotations name each one at its line.
-    let mut invalid = Vec::new();
     for l in loaded {
         let suite = match l {
             Loaded::Failed(f) => {
                 let name = TrialId::load(&f.name).name();
                 let turn = ctx.turn(&name);
-                let turns = Arc::clone(&ctx.turns.0);
-                if turn.is_some() {
-                    invalid.push(recording::invalid_suite(&f));
+                if turn.is_none() {
+                    eprintln!(
+                        "{}\nnote: `{name}` is filtered out, but a suite file that does not load fails the run (exit 2)",
+                        f.message
+                    );
                 }
-                let message = f.message;
-                trials.push(Trial::test(name, move || {
-                    let fail = || Err(message.clone().into());
-                    turn.map_or_else(fail, |t| turns.take(t, fail))
-                }));
+                trials.push(load_trial(f, turn.map(|t| (Arc::clone(&ctx.turns.0), t))));
                 continue;
             }
             Loaded::Suite(suite) => suite,
@@ -250,6 +250,26 @@ fn keep(
 }
 
 /// `error: no trial matches …`, with the trial names closest to the filter.
+/// Whether a filter or `--skip` leaves no trial of `listed`, said on
+/// stderr with the names closest to the filter.
+fn selects_nothing(args: &Arguments, listed: &[Trial]) -> bool {
+    if (args.filter.is_none() && args.skip.is_empty())
+        || !listed.iter().all(|t| args.is_filtered_out(t))
+    {
+        return false;
+    }
+    let names: Vec<&str> = listed.iter().map(Trial::name).collect();
+    match &args.filter {
+        Some(filter) => eprint!("{}", no_match(filter, args.exact, &names)),
+        None => eprintln!(
+            "error: --skip {} leaves no trial of the {} (nothing ran)",
+            args.skip.join(" --skip "),
+            names.len()
+        ),
+    }
+    true
+}
+
 fn no_match(filter: &str, exact: bool, names: &[&str]) -> String {
     use std::fmt::Write as _;
     let how = if exact { "exactly " } else { "" };
@@ -273,6 +293,7 @@ fn write_when_interrupted(
     book: &Arc<Mutex<Vec<Arc<SuiteRun>>>>,
     info: &record::RunInfo,
     publish: Option<Publish>,
+    invalid: Vec<record::TrialRecord>,
 ) {
     {
         let (book, info) = (Arc::clone(book), info.clone());
@@ -289,6 +310,7 @@ fn write_when_interrupted(
                 return;
             };
             let mut rec = recording::collect(&info, &runs, false);
+            rec.trials.splice(0..0, invalid.iter().cloned());
             record::merge_journal(&mut rec, &info.dir);
             if record::write(&info, &rec).is_ok() {
                 if let Some(publish) = publish {

@@ -22,8 +22,9 @@ pub const CLIENT_LIMITED_ENV: &str = "SERVEGATE_CLIENT_LIMITED";
 /// The variable that makes a run say in full what it says in short.
 pub const VERBOSE_ENV: &str = "SERVEGATE_VERBOSE";
 
-/// `SERVEGATE_VERBOSE` as clap reads a flag's variable: set, and not
-/// empty, `0`, `false`, `no` or `off`.
+/// `SERVEGATE_VERBOSE` as `servegate run --verbose` reads it (clap's
+/// `FalseyValueParser`): set, and not empty, `0`, `false`, `no`, `off`,
+/// `n` or `f`.
 pub fn verbose_from_env() -> bool {
     std::env::var(VERBOSE_ENV).is_ok_and(|v| {
         !matches!(

@@ -238,12 +238,7 @@ pub(super) fn add_run(
         // Nothing of the suite runs, and no server is asked; its trials
         // are still handed to libtest, whose filter leaves each one out
         // and counts it (`N filtered out`, as in any Rust test run).
-        trials.extend(
-            names
-                .in_order(suite)
-                .into_iter()
-                .map(|(id, ..)| Trial::test(id.name(), || Ok(()))),
-        );
+        trials.extend(named_only(names, suite));
         return;
     }
     let plan = Plan {
@@ -341,21 +336,36 @@ pub(super) fn add_run(
 
 pub(super) fn listing(loaded: &Loaded) -> Vec<Trial> {
     match loaded {
-        Loaded::Failed(failure) => vec![load_trial(failure.clone())],
+        Loaded::Failed(failure) => vec![load_trial(failure.clone(), None)],
         Loaded::Suite(suite) => Names::labels(suite)
             .into_iter()
             .flat_map(|(label, variant)| {
                 let run = suite.of_variant(variant.as_ref());
-                Names::of(&run, &label).in_order(&run)
+                named_only(Names::of(&run, &label), &run)
             })
-            .map(|(id, ..)| Trial::test(id.name(), || Ok(())))
             .collect(),
     }
 }
 
-fn load_trial(f: LoadFailure) -> Trial {
+/// The trials of a suite run by name only, in order: what a listing shows,
+/// and what libtest's filter counts for a suite none of whose trials run.
+fn named_only(names: Names, suite: &Suite) -> Vec<Trial> {
+    names
+        .in_order(suite)
+        .into_iter()
+        .map(|(id, ..)| Trial::test(id.name(), || Ok(())))
+        .collect()
+}
+
+/// The one trial of a suite file that could not be loaded: it fails with
+/// every problem of the file, in its turn when it has one.
+pub(super) fn load_trial(f: LoadFailure, turn: Option<(Arc<Turns>, usize)>) -> Trial {
     Trial::test(TrialId::load(&f.name).name(), move || {
-        Err(f.message.clone().into())
+        let fail = || Err(f.message.clone().into());
+        match &turn {
+            Some((turns, t)) => turns.take(*t, fail),
+            None => fail(),
+        }
     })
 }
 

@@ -35,21 +35,10 @@ pub fn latest_in(out: &Path) -> PathBuf {
     out.join("latest/report.json")
 }
 
-/// A new run's directory: `<out>/runs/<seconds since the epoch>-<pid>`.
-/// A default output directory outside a Cargo project (`.servegate/`) is
-/// made here, with a `.gitignore` of `*` so that nothing of it is committed
-/// by accident (as pytest and ruff keep their caches).
+/// A new run's directory: `<out>/runs/<seconds since the epoch>-<pid>`
+/// (the output directory prepared by [`prepare`]).
 pub fn new_run_dir(out: &Path) -> PathBuf {
-    if out.file_name() == Some(OUTSIDE_CARGO.as_ref()) && !out.exists() {
-        // A directory that cannot be made here fails, said, where the
-        // record is written.
-        let _ = std::fs::create_dir_all(out).and_then(|()| {
-            std::fs::write(
-                out.join(".gitignore"),
-                "# servegate's runs and history: not for committing\n*\n",
-            )
-        });
-    }
+    prepare(out);
     out.join("runs")
         .join(format!("{}-{}", now_unix(), std::process::id()))
 }
@@ -131,6 +120,23 @@ fn process_alive(pid: u32) -> bool {
     #[cfg(not(unix))]
     {
         pid == std::process::id()
+    }
+}
+
+/// Makes a default output directory outside a Cargo project
+/// (`.servegate/`) with a `.gitignore` of `*`, so that nothing of it is
+/// committed by accident (as pytest and ruff keep their caches); it is
+/// written whenever it is missing, whoever made the directory first
+/// (`servegate init` keeps its calibration suites there). A directory that
+/// cannot be made here fails, said, where the first file is written.
+pub fn prepare(out: &Path) {
+    if out.file_name() == Some(OUTSIDE_CARGO.as_ref()) && !out.join(".gitignore").exists() {
+        let _ = std::fs::create_dir_all(out).and_then(|()| {
+            std::fs::write(
+                out.join(".gitignore"),
+                "# servegate's runs and history: not for committing\n*\n",
+            )
+        });
     }
 }
 

@@ -146,15 +146,15 @@ impl TrialId {
     /// The libtest name: `<suite>::<stage>::<item>[::<part>]`, or
     /// `<suite>::load` for a suite file that could not be loaded.
     pub fn name(&self) -> String {
+        format!("{}::{}", self.suite, self.within_suite())
+    }
+
+    /// The name within its suite: `<stage>::<item>[::<part>]`, or `load`.
+    pub fn within_suite(&self) -> String {
         if self.stage == Stage::Load {
-            return format!("{}::load", self.suite);
+            return Stage::Load.name().to_owned();
         }
-        let mut name = format!("{}::{}::{}", self.suite, self.stage.name(), self.item);
-        if let Some(p) = self.part {
-            name.push_str("::");
-            name.push_str(p.name());
-        }
-        name
+        format!("{}::{}", self.stage.name(), self.within_stage())
     }
 
     /// The item with its part, as the name writes them after the stage.

@@ -30,8 +30,8 @@ pub fn render(record: &RunRecord) -> Result<String, String> {
                     s
                 }
             };
-            // Within its suite's test suite: `<stage>::<item>`.
-            let short = format!("{}::{}", t.id.stage.name(), t.id.within_stage());
+            // Within its suite's test suite: `<stage>::<item>` (`load`).
+            let short = t.id.within_suite();
             let mut case = TestCase::new(for_xml(&short), status);
             case.set_classname(for_xml(label));
             case.set_time(Duration::from_secs_f64(t.duration_s.max(0.0)));

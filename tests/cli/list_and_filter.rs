@@ -194,3 +194,18 @@ fn under_cargo_test_a_filter_counts_what_it_leaves_out() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `--skip` that leaves no trial is the filter that matches none: exit 4,
+/// said, and nothing runs (never an empty green run).
+#[test]
+fn skipping_every_trial_is_no_match() {
+    let out = run_expecting(
+        &["run", "suites/sglang.yaml", "--", "--skip", "sglang::"],
+        4,
+    );
+    assert_has(
+        &out,
+        &["error: --skip sglang:: leaves no trial of the 8 (nothing ran)"],
+    );
+    assert!(!out.contains("running "), "{out}");
+}

@@ -324,3 +324,46 @@ fn an_invalid_suite_is_annotated_at_its_line_and_named_in_the_summary() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A suite file that does not load fails the run even when a filter leaves
+/// its trial out: it is in the record and the summary, and said on stderr
+/// (the run's exit 2 is never unexplained beside a green summary).
+#[test]
+fn an_invalid_suite_filtered_out_still_fails_the_run_and_says_why() {
+    let dir =
+        std::env::temp_dir().join(format!("servegate-invalid-filtered-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let summary = dir.join("summary.md");
+    let mut cmd = command(
+        &[
+            "run",
+            "tests/suites/bad/typos.yaml",
+            "tests/suites/fleet/fast-node.yaml",
+            "--out-dir",
+            dir.join("out").to_str().unwrap(),
+            "--",
+            "correctness",
+        ],
+        &[],
+    );
+    cmd.env("GITHUB_STEP_SUMMARY", &summary);
+    let (code, out) = merged(cmd);
+    assert_eq!(code, Some(2), "{out}");
+    assert_has(
+        &out,
+        &[
+            "--> tests/suites/bad/typos.yaml:3:13",
+            "note: `typos::load` is filtered out, but a suite file that does not load fails the run (exit 2)",
+        ],
+    );
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert_has(
+        &md,
+        &[
+            "## ❌ servegate: 1 passed, 1 failed",
+            "| `typos::load` | ❌ failed |",
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -296,3 +296,63 @@ fn output_goes_to_target_in_a_cargo_project_and_to_dot_servegate_elsewhere() {
     }
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// The sandbox's line names its layers in short; `--verbose`, or
+/// `SERVEGATE_VERBOSE` as a flag's variable is written (`1`, `true`, …),
+/// names every part. `0` and an empty value leave it short, and none of
+/// these is a usage error.
+#[test]
+fn the_sandbox_line_is_short_unless_verbose() {
+    let run = |vars: &[(&str, &str)], extra: &[&str]| {
+        let mut cmd = crate::common::run::command(&["run", "suites/sglang.yaml"], &[]);
+        cmd.args(extra)
+            .args(["--", "--exact", "sglang::correctness::is_prime"])
+            .env_remove("SERVEGATE_VERBOSE")
+            .envs(vars.iter().copied());
+        let (code, out) = crate::common::run::merged(cmd);
+        assert_eq!(code, Some(0), "{vars:?} {extra:?}: {out}");
+        out.lines()
+            .find(|l| l.starts_with("servegate: sandbox: "))
+            .unwrap_or_else(|| panic!("no sandbox line: {out}"))
+            .to_owned()
+    };
+    for short in [
+        run(&[], &[]),
+        run(&[("SERVEGATE_VERBOSE", "0")], &[]),
+        run(&[("SERVEGATE_VERBOSE", "")], &[]),
+    ] {
+        assert!(
+            short.ends_with("(--verbose: each part, and why)"),
+            "{short}"
+        );
+        assert!(short.len() < 200 && !short.contains("rlimits("), "{short}");
+    }
+    for verbose in [
+        run(&[("SERVEGATE_VERBOSE", "1")], &[]),
+        run(&[], &["--verbose"]),
+    ] {
+        assert!(!verbose.contains("--verbose"), "{verbose}");
+        assert!(
+            verbose.contains("rlimits(") || verbose.contains("no layer"),
+            "each layer with its parts: {verbose}"
+        );
+    }
+}
+
+/// `--help` never shows the value of `SERVEGATE_HISTORY`, which may be a
+/// PostgreSQL URL with a password in it.
+#[test]
+fn help_never_shows_the_historys_password() {
+    for args in [&["run", "--help"][..], &["history", "--help"][..]] {
+        let out = crate::common::run::command(args, &[])
+            .env(
+                "SERVEGATE_HISTORY",
+                "postgres://u:hunter2@db.example/servegate",
+            )
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("SERVEGATE_HISTORY"), "{text}");
+        assert!(!text.contains("hunter2"), "{args:?}: {text}");
+    }
+}

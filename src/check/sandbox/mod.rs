@@ -287,7 +287,7 @@ pub fn set_verbose(verbose: bool) {
 /// layer for one program and not the next), with a warning where nothing
 /// keeps the program from writing files or reaching the network.
 fn announce(layers: &Layers) {
-    static LAST: Mutex<Option<Layers>> = Mutex::new(None);
+    static LAST: Mutex<Option<String>> = Mutex::new(None);
     let Ok(mut last) = LAST.lock() else {
         return;
     };
@@ -296,20 +296,23 @@ fn announce(layers: &Layers) {
     }
 }
 
-/// The lines `announce` prints for `layers`, given those printed last.
-fn announcement(last: &mut Option<Layers>, layers: &Layers) -> Vec<String> {
-    if last.as_ref() == Some(layers) {
-        return Vec::new();
-    }
-    *last = Some(layers.clone());
-    let mut lines = vec![if VERBOSE.load(Ordering::Relaxed) {
+/// The lines `announce` prints for `layers`, given the line printed last:
+/// none when it would print the same line again (the short line names
+/// layers only, so a change within a layer is not news there).
+fn announcement(last: &mut Option<String>, layers: &Layers) -> Vec<String> {
+    let line = if VERBOSE.load(Ordering::Relaxed) {
         format!("servegate: sandbox: {}", layers.summary())
     } else {
         format!(
             "servegate: sandbox: {} (--verbose: each part, and why)",
             layers.short()
         )
-    }];
+    };
+    if last.as_deref() == Some(line.as_str()) {
+        return Vec::new();
+    }
+    *last = Some(line.clone());
+    let mut lines = vec![line];
     if !layers.has("namespaces") && !layers.has("landlock") {
         lines.push(
             "warning: the sandbox cannot keep model-written code from writing the user's files or reaching the network on this host".into(),
@@ -348,6 +351,11 @@ mod tests {
         let first = announcement(&mut last, &layers);
         assert_eq!(first.len(), 1);
         assert!(announcement(&mut last, &layers).is_empty());
+        // A change within a layer changes no name: the same short line is
+        // not printed twice.
+        let mut within = layers.clone();
+        within.active[0] = "descriptors(closed 3 inherited)".into();
+        assert!(announcement(&mut last, &within).is_empty());
         let mut fewer = layers.clone();
         fewer
             .active
