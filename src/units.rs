@@ -106,6 +106,23 @@ pub fn format_unix(unix: i64) -> String {
     }
 }
 
+/// A regular expression (JSON Schema's dialect, which has no
+/// case-insensitive flag) of what [`parse_bytes`] reads: a whole number and
+/// a unit of any case, or none.
+pub fn bytes_pattern() -> String {
+    let any_case = |unit: &str| -> String {
+        unit.chars().fold(String::new(), |mut out, c| {
+            out.push('[');
+            out.push(c.to_ascii_lowercase());
+            out.push(c.to_ascii_uppercase());
+            out.push(']');
+            out
+        })
+    };
+    let units: Vec<String> = UNITS.iter().map(|(u, _)| any_case(u)).collect();
+    format!("\\s*[0-9]+\\s*({})?\\s*", units.join("|"))
+}
+
 /// `8MiB`, `512 KiB`, `1GiB`, `4096` (bytes) → bytes.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
     let t = text.trim();

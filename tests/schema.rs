@@ -209,6 +209,21 @@ fn broken_suites_are_rejected_by_the_schema() {
             "suite: s\ntarget: {base_url: \"ftp://10.0.0.1:30000\"}\n",
         ),
         (
+            "a size of an unknown unit",
+            "suite: s\n",
+            "suite: s\ntarget: {limits: {answer: 8 gigabytes}}\n",
+        ),
+        (
+            "a size that is no whole number",
+            "suite: s\n",
+            "suite: s\ntarget: {limits: {answer: 1e3 KiB}}\n",
+        ),
+        (
+            "a URL with a space",
+            "suite: s\n",
+            "suite: s\ntarget: {base_url: \"http://h b:1\"}\n",
+        ),
+        (
             "a URL without a scheme",
             "suite: s\n",
             "suite: s\ntarget: {base_url: \"10.0.0.1:30000\"}\n",
@@ -264,6 +279,10 @@ fn what_the_loader_reads_the_schema_takes() {
         (
             "suite: s\n",
             "suite: s\ntarget: {timeouts: {total: \"${TOTAL:-90s}\"}}\n",
+        ),
+        (
+            "suite: s\n",
+            "suite: s\ntarget: {limits: {answer: 8 MiB, document: 512kib, buffers: 1048576}}\n",
         ),
     ] {
         let text = good.replacen(from, to, 1);

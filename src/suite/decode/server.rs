@@ -508,6 +508,9 @@ fn normalize_url(url: &str) -> Result<String, String> {
     if rest.is_empty() || rest.starts_with('/') {
         return Err("no host".into());
     }
+    if rest.chars().any(char::is_whitespace) {
+        return Err("a URL holds no spaces (percent-encode one in a path as %20)".into());
+    }
     let trimmed = url.trim_end_matches('/');
     let trimmed = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
     Ok(trimmed.to_owned())
@@ -523,5 +526,6 @@ mod tests {
         assert_eq!(normalize_url("https://h").unwrap(), "https://h");
         assert!(normalize_url("h:1").is_err());
         assert!(normalize_url("http://").is_err());
+        assert!(normalize_url("http://h b:1").is_err() && normalize_url("http:// h").is_err());
     }
 }

@@ -28,7 +28,8 @@ pub(super) fn target() -> Value {
         json!({
             "type": ["integer", "string"],
             "minimum": 1024,
-            "pattern": "^\\s*[0-9]",
+            // Not interpolated: read as written.
+            "pattern": format!("^({})$", crate::units::bytes_pattern()),
             "description": d,
         })
     };
