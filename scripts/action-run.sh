@@ -43,6 +43,32 @@ if [ -n "${GITHUB_OUTPUT:-}" ]; then
 fi
 
 absolute() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+# The inputs are checked before anything is installed: a wrong one exits 2
+# at once, said as an annotation and in the summary.
+bad_input() {
+    echo "::error title=servegate action::$1"
+    if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
+        printf '\n**servegate action: an input is invalid** (exit 2): %s; no suite ran.\n' "$1" >>"$GITHUB_STEP_SUMMARY"
+    fi
+    exit 2
+}
+case ${INPUT_CLIENT_LIMITED:-} in
+    '' | fail | warn) ;;
+    *) bad_input "client-limited must be fail or warn, not '${INPUT_CLIENT_LIMITED}'" ;;
+esac
+case ${INPUT_EXACT:-} in
+    '' | true | false) ;;
+    *) bad_input "exact must be true or false, not '${INPUT_EXACT}'" ;;
+esac
+case ${INPUT_CLIENT_THREADS:-} in
+    '') ;;
+    *[!0-9]* | 0*) bad_input "client-threads must be a number from 1 to 256, not '${INPUT_CLIENT_THREADS}'" ;;
+    *)
+        if [ "${#INPUT_CLIENT_THREADS}" -gt 3 ] || [ "$INPUT_CLIENT_THREADS" -gt 256 ]; then
+            bad_input "client-threads must be a number from 1 to 256, not '${INPUT_CLIENT_THREADS}'"
+        fi
+        ;;
+esac
 # The action's own code for "servegate could not be installed".
 not_installed=9
 install_failed() {
@@ -83,17 +109,10 @@ set -f # suite names are paths, not patterns
 # shellcheck disable=SC2206 # split on spaces and lines, by design
 suites=(${INPUT_SUITES:-})
 set +f
-args=(run "${suites[@]}" --out-dir "$out")
+args=(run ${suites[@]+"${suites[@]}"} --out-dir "$out")
 if [ -n "${INPUT_TARGET:-}" ]; then
     args+=(--target "$INPUT_TARGET")
 fi
-case ${INPUT_CLIENT_LIMITED:-} in
-    '' | fail | warn) ;;
-    *)
-        echo "::error title=servegate action::client-limited must be fail or warn, not ${INPUT_CLIENT_LIMITED}"
-        exit 2
-        ;;
-esac
 if [ -n "${INPUT_CLIENT_THREADS:-}" ]; then
     args+=(--client-threads "$INPUT_CLIENT_THREADS")
 fi
@@ -104,19 +123,14 @@ libtest=()
 if [ -n "${INPUT_FILTER:-}" ]; then
     libtest+=("$INPUT_FILTER")
 fi
-case ${INPUT_EXACT:-} in
-    true) libtest+=(--exact) ;;
-    '' | false) ;;
-    *)
-        echo "::error title=servegate action::exact must be true or false, not ${INPUT_EXACT}"
-        exit 2
-        ;;
-esac
+if [ "${INPUT_EXACT:-}" = true ]; then
+    libtest+=(--exact)
+fi
 set -f
 # shellcheck disable=SC2206 # split on spaces and lines, by design
 skips=(${INPUT_SKIP:-})
 set +f
-for skip in "${skips[@]}"; do
+for skip in ${skips[@]+"${skips[@]}"}; do
     libtest+=(--skip "$skip")
 done
 if [ ${#libtest[@]} -gt 0 ]; then
@@ -133,7 +147,7 @@ summary=${GITHUB_STEP_SUMMARY:-}
 if [ -n "$summary" ] && [ "$status" -ne 0 ]; then
     case $status in
         1) why="a trial failed" ;;
-        2) why="a suite file is invalid" ;;
+        2) why="a suite file is invalid (its annotation says where), or an argument is" ;;
         3) why="a target could not be reached or a server failed to launch" ;;
         4) why="the filter matched no trial" ;;
         130) why="the run was interrupted (its record holds what was measured)" ;;

@@ -575,7 +575,7 @@ fn the_action_script_passes_the_exit_code_and_writes_the_summary() {
     let (code, md, _) = action_run("tests/suites/no-such-suite.yaml", "invalid");
     assert_eq!(code, Some(2), "{md}");
     assert!(
-        md.contains("**servegate exited with 2: a suite file is invalid**"),
+        md.contains("**servegate exited with 2: a suite file is invalid (its annotation says where), or an argument is**"),
         "{md}"
     );
 }
@@ -633,12 +633,48 @@ fn the_action_passes_its_inputs_and_names_each_exit() {
         "{md}"
     );
 
-    let (code, md, _) = action_run_with(
-        "tests/suites/fleet/fast-node.yaml",
-        "bad-input",
-        &[("INPUT_CLIENT_LIMITED", "maybe")],
-    );
-    assert_eq!(code, Some(2), "{md}");
+    // Wrong inputs exit 2 before anything is installed (`version` names
+    // no wheel at all here), each said.
+    for (input, value, said) in [
+        (
+            "INPUT_CLIENT_LIMITED",
+            "maybe",
+            "client-limited must be fail or warn, not 'maybe'",
+        ),
+        (
+            "INPUT_EXACT",
+            "yes",
+            "exact must be true or false, not 'yes'",
+        ),
+        (
+            "INPUT_CLIENT_THREADS",
+            "abc",
+            "client-threads must be a number from 1 to 256, not 'abc'",
+        ),
+        (
+            "INPUT_CLIENT_THREADS",
+            "257",
+            "client-threads must be a number from 1 to 256, not '257'",
+        ),
+        (
+            "INPUT_CLIENT_THREADS",
+            "0",
+            "client-threads must be a number from 1 to 256, not '0'",
+        ),
+    ] {
+        let (code, md, _) = action_run_with(
+            "tests/suites/fleet/fast-node.yaml",
+            "bad-input",
+            &[(input, value), ("INPUT_VERSION", "./no/such/wheels")],
+        );
+        assert_eq!(code, Some(2), "{md}");
+        assert!(
+            md.contains(&format!(
+                "**servegate action: an input is invalid** (exit 2): {said}; no suite ran."
+            )),
+            "{md}"
+        );
+    }
 
     let (code, md, _) = action_run_with(
         "tests/suites/fleet/fast-node.yaml",
