@@ -20,8 +20,6 @@ pub(super) struct Runs {
     /// The lowest and highest of all runs.
     pub(super) lo: f64,
     pub(super) hi: f64,
-    /// The highest of the runs that did not stall.
-    pub(super) kept_hi: f64,
     /// The median of the runs that did not stall.
     pub(super) median: f64,
     /// Their standard deviation relative to their median (the stalls left
@@ -78,7 +76,6 @@ impl Runs {
             n: v.len(),
             lo: v[0],
             hi: v[v.len() - 1],
-            kept_hi: kept[kept.len() - 1],
             median,
             spread,
             stalled,
@@ -103,13 +100,16 @@ impl Runs {
         self.median * (1.0 - self.margin())
     }
 
-    /// An upper bound on a latency: the highest run that did not stall
-    /// (a p99 of a few requests is as high as its slowest moment), plus
-    /// the margin of the median and at least `floor_s` (what a busy
-    /// machine adds to a fast server's latency), and never under twice that
-    /// run.
+    /// An upper bound on a latency: the highest run, stalls included (a
+    /// p99 of a few requests is as high as its slowest moment, and a
+    /// loaded machine's latency tail is heavy: llama.cpp under stress-ng
+    /// answered a rerun's first token in 222 ms where the calibration's
+    /// runs that did not stall topped out at 94 ms), plus the margin of
+    /// the median and at least `floor_s` (what a busy machine adds to a
+    /// fast server's latency), and never under twice the highest. Loose on
+    /// purpose: a latency bound from five runs cannot be tight and true.
     pub(super) fn latency_bound(&self, floor_s: f64) -> f64 {
-        (self.kept_hi + (self.median * self.margin()).max(floor_s)).max(2.0 * self.kept_hi)
+        (self.hi + (self.median * self.margin()).max(floor_s)).max(2.0 * self.hi)
     }
 }
 
@@ -139,15 +139,14 @@ mod tests {
         // A 3× regression fails it; the runs it came from pass it.
         assert!(80.0 / 3.0 < bound && 76.0 > bound);
         assert!(!r.too_noisy());
-        // A latency's bound keeps above the highest run, twice at least;
-        // a cold first run at 6 s of a server answering in 0.1 s is a
-        // stall, named and left out (the bound was 12 s).
+        // A latency's bound keeps above the highest run, twice at least,
+        // a stall included (a cold first run at 6 s of a server answering
+        // in 0.1 s is named, and still bounds).
         let t = Runs::of(&[0.21, 0.25, 0.22, 0.40, 0.23], Better::Lower).unwrap();
         assert!(t.stalled.is_empty() && t.latency_bound(0.1) >= 0.8, "{t:?}");
         let cold = Runs::of(&[6.169, 0.111, 0.066, 0.098, 0.120], Better::Lower).unwrap();
         assert_eq!(cold.stalled, [6.169]);
-        let bound = cold.latency_bound(0.1);
-        assert!((0.24..0.25).contains(&bound), "{bound} from {cold:?}");
+        assert!(cold.latency_bound(0.1) >= 2.0 * 6.169);
         assert!(
             Runs::of(&[], Better::Higher).is_none()
                 && Runs::of(&[f64::NAN], Better::Lower).is_none()

@@ -510,7 +510,8 @@ fn render(o: &Options, base_url: &str, name: &str, m: &Measured) -> String {
          # gate: each figure's median, less (or, for a latency, the highest run\n\
          # plus) a margin of five times how the runs spread, at least 20% and\n\
          # at most 50% of the median (so half the speed always fails); a run at\n\
-         # half the level or worse (a stall) is named and left out. Each\n\
+         # half the level or worse (a stall) is named, and left out of a\n\
+         # throughput's bound (a latency's keeps it: tails are heavy). Each\n\
          # bound says what it came from. Tighten or loosen them as you learn\n\
          # the server; `servegate run {}` checks it.\n",
         m.server,

@@ -2,13 +2,13 @@
 //! line's definition, and the copies the wheel and the release archives
 //! install (packaging/wheel-data/data/share/) are what the binary prints.
 
-use crate::common::run::command;
+use crate::common::run::{command, streams};
 use std::path::Path;
 
 const SHARE: &str = "packaging/wheel-data/data/share";
 
 fn stdout_of(args: &[&str]) -> String {
-    let out = command(args, &[]).output().unwrap();
+    let out = streams(args);
     assert_eq!(
         out.status.code(),
         Some(0),
