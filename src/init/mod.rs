@@ -591,7 +591,8 @@ fn render(o: &Options, base_url: &str, name: &str, m: &Measured) -> String {
             let stalled = match r.stalled.len() {
                 0 => String::new(),
                 n => format!(
-                    "; {n} stalled run(s) left out: {}",
+                    "; {n} stalled run(s){}: {}",
+                    if floor.is_some() { "" } else { " left out" },
                     r.stalled
                         .iter()
                         .map(|v| shown(key, *v))
