@@ -172,6 +172,34 @@ async fn client_threads_split_a_closed_loop_and_merge_its_figures() {
     );
 }
 
+/// A gate's window starts with the connections its streams will use, even
+/// with no warm-up to open them: no request of the window pays a connect
+/// in its TTFT (before, 8 workers without a warm-up opened 8 inside it),
+/// an open loop opens its `max_in_flight` the same way, and the connects
+/// stay a figure of their own.
+#[tokio::test]
+async fn the_window_starts_with_its_connections_open() {
+    let s = simulator(FAST);
+    for load in [
+        "{concurrency: 8, requests: 32, warmup: 0, input_tokens: 8, output_tokens: 4, ignore_eos: true, client_threads: 2}",
+        "{rate: 400, requests: 32, concurrency: 8, warmup: 0, input_tokens: 8, output_tokens: 4, ignore_eos: true, client_threads: 1}",
+    ] {
+        let gate = one_gate(load, "");
+        let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
+        assert_eq!((m.completed, m.errors), (32, 0), "{load}");
+        // The 8 opened before the window, and (as above: only a terminator
+        // drained in the background sends its worker's next request to a
+        // new connection) at most 2 inside it. Without the opening before
+        // the window: 8 inside it, in their requests' TTFT.
+        assert_eq!(m.preopened, 8, "{load}");
+        assert!(
+            m.connect.len() < 8 + 3,
+            "{load}: {} connects, 8 of them before the window",
+            m.connect.len()
+        );
+    }
+}
+
 /// An open loop on two threads keeps its one global schedule: request `i`
 /// starts at `i / rate` on thread `i % 2`, and the self-check counts each
 /// thread's starts.

@@ -123,6 +123,32 @@ impl Pool {
         }
     }
 
+    /// Opens connections, all at once, until `count` are idle (at most
+    /// [`MAX_IDLE`]): a gate's window then starts with the connections its
+    /// streams will use, and no request of it pays for a connect in its
+    /// TTFT. How long each one opened took; one that fails to connect is
+    /// left to the request that would have used it, which connects then
+    /// (its `connect` is in its figures) or fails saying why.
+    pub async fn fill(&self, count: usize, connect: Duration) -> Vec<Duration> {
+        let have = self.idle.lock().map_or(count, |idle| idle.len());
+        let want = count.min(MAX_IDLE).saturating_sub(have);
+        let deadline = Instant::now() + connect;
+        let opened = futures_util::future::join_all((0..want).map(|_| async {
+            let opening = std::time::Instant::now();
+            let conn = self.connect(connect, deadline).await.ok()?;
+            Some((conn, opening.elapsed()))
+        }))
+        .await;
+        opened
+            .into_iter()
+            .flatten()
+            .map(|(conn, took)| {
+                self.give_back(conn, std::time::Instant::now());
+                took
+            })
+            .collect()
+    }
+
     async fn connect(&self, connect: Duration, deadline: Instant) -> Result<TcpStream, CallError> {
         let by = deadline.min(Instant::now() + connect);
         let conn = timeout_at(by, TcpStream::connect(&self.endpoint.authority))

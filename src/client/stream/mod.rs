@@ -215,6 +215,16 @@ impl Client {
         self.raw.as_ref().map_or(0, raw::Pool::unsolicited)
     }
 
+    /// Opens keep-alive connections until `count` wait idle (`http://`
+    /// targets; reqwest keeps its own): what a gate's streams will use,
+    /// opened before its window. How long each one opened took.
+    pub async fn preconnect(&self, count: usize) -> Vec<Duration> {
+        match &self.raw {
+            Some(pool) => pool.fill(count, self.timeouts.connect).await,
+            None => Vec::new(),
+        }
+    }
+
     /// The server root.
     pub fn base_url(&self) -> &str {
         &self.base_url

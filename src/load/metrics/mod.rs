@@ -40,8 +40,12 @@ pub struct GateMetrics {
     pub ttft_content: Distribution,
     /// Time from the request's write to the first token, seconds.
     pub ttft_from_send: Distribution,
-    /// Time to open a connection, for requests that opened one, seconds.
+    /// Time to open a connection, seconds: the window's, opened before it
+    /// began or by a request of it (the warm-up's are not counted).
     pub connect: Distribution,
+    /// Of `connect`, the connections opened before the window began (in
+    /// no request's TTFT).
+    pub preopened: u64,
     /// Inter-token latency, seconds.
     pub itl: Distribution,
     /// Inter-chunk latency, seconds.

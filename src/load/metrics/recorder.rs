@@ -35,6 +35,7 @@ pub struct Recorder {
     good_requests: u64,
     good_tokens: u64,
     late_starts: u64,
+    preopened: u64,
     usage_tokens: u64,
     chunk_tokens: u64,
     /// Failed requests, by class; only the first few kept in words: a
@@ -78,6 +79,7 @@ impl Recorder {
             good_requests: 0,
             good_tokens: 0,
             late_starts: 0,
+            preopened: 0,
             series: Vec::new(),
             usage_tokens: 0,
             chunk_tokens: 0,
@@ -243,6 +245,15 @@ impl Recorder {
         }
     }
 
+    /// Connections opened for the window before it began, each with how
+    /// long it took: the gate's `connect`, beside those its requests opened.
+    pub fn opened(&mut self, took: &[Duration]) {
+        for t in took {
+            self.connect.record(t.as_secs_f64());
+        }
+        self.preopened += took.len() as u64;
+    }
+
     /// Adds another worker's record.
     pub fn merge(&mut self, other: Recorder) {
         self.ttft.merge(&other.ttft);
@@ -264,6 +275,7 @@ impl Recorder {
         self.good_requests += other.good_requests;
         self.good_tokens = self.good_tokens.saturating_add(other.good_tokens);
         self.late_starts += other.late_starts;
+        self.preopened += other.preopened;
         let room = SERIES_MAX.saturating_sub(self.series.len());
         self.series.extend(other.series.into_iter().take(room));
         self.usage_tokens = self.usage_tokens.saturating_add(other.usage_tokens);
@@ -322,6 +334,7 @@ impl Recorder {
             good_requests: self.slo.is_set().then_some(self.good_requests),
             good_tokens: self.good_tokens,
             late_starts: self.late_starts,
+            preopened: self.preopened,
             usage_tokens: self.usage_tokens,
             chunk_tokens: self.chunk_tokens,
             token_sources: self.token_sources,

@@ -51,7 +51,12 @@ impl GateMetrics {
             } else {
                 ""
             };
-            let _ = writeln!(out, "{unit}(n={})", d.len());
+            let before = if metric == Metric::Connect && self.preopened > 0 {
+                format!(", {} before the window", self.preopened)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(out, "{unit}(n={}{before})", d.len());
         }
         let rate = |m: Metric| {
             self.value(MetricKey {

@@ -105,6 +105,11 @@ async fn shard(
         let workers = share(shared.warm_concurrency.min(load.warmup), k, n);
         closed(client, gate, workers, &Arc::default(), &warm).await;
     }
+    // The connections its window's streams will use, opened now: a
+    // request of the window that had to connect first would carry the
+    // connect in its TTFT, and a gate's figures would depend on how many
+    // warm-up requests it had. Their connects stay a figure of their own.
+    let opened = client.preconnect(window_streams(load, k, n) as usize).await;
     warming.done();
     let Ok(Go::Measure(start)) = go.wait_for(|g| *g != Go::Wait).await.map(|g| *g) else {
         return ShardOut {
@@ -125,7 +130,7 @@ async fn shard(
     };
     let cpu_before = threads::thread_cpu();
     let delay_before = crate::stamp::run_delay();
-    let (rec, streams, starts, late_starts) = match load.pace {
+    let (mut rec, streams, starts, late_starts) = match load.pace {
         Pace::Closed { .. } => {
             let workers = window_streams(load, k, n);
             let rec = closed(client, gate, workers, &shared.next, &window).await;
@@ -150,6 +155,7 @@ async fn shard(
         }
     };
     let wall = start.elapsed().as_secs_f64();
+    rec.opened(&opened);
     let busy = threads::thread_cpu()
         .zip(cpu_before)
         .map(|(after, before)| after.saturating_sub(before).as_secs_f64())
