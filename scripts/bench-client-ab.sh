@@ -14,7 +14,11 @@
 # CELLS (default "paced unpaced slow"; "big" adds 10,000 streams), REPEATS
 # (default 3), DURATION (default 5s), OUT (default target/bench-ab/last.txt);
 # SERVEGATE_NEW_BIN names this tree's build instead of building it (the
-# `smoke` cell, two streams, is tests/cli/bench_client.rs's).
+# `smoke` cell, two streams, is tests/cli/bench_client.rs's). HISTORY=path
+# (or a postgres:// URL) keeps every run's rows in that run history under
+# its commit (`bench-client --history`): this tree's as HEAD's hash
+# (`+dirty` with changes), REF's as its hash, or REF_COMMIT's with
+# SERVEGATE_REF_BIN; `servegate history --history path list` reads them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repeats=${REPEATS:-3}
@@ -22,6 +26,7 @@ duration=${DURATION:-5s}
 cells=${CELLS:-paced unpaced slow}
 out=${OUT:-target/bench-ab/last.txt}
 
+ref_commit=${REF_COMMIT:-}
 if [ -n "${SERVEGATE_REF_BIN:-}" ]; then
     ref_bin=$SERVEGATE_REF_BIN
     ref_name=$ref_bin
@@ -31,6 +36,7 @@ else
         if git diff --quiet HEAD; then ref=HEAD~1; else ref=HEAD; fi
     fi
     commit=$(git rev-parse --verify "$ref^{commit}")
+    ref_commit=$commit
     dir=target/bench-ab/$commit
     ref_bin=$dir/target/release/servegate
     ref_name="$ref ($(git log -1 --format='%h %s' "$commit" | cut -c1-60))"
@@ -48,6 +54,15 @@ else
     new_bin=target/release/servegate
 fi
 mkdir -p "$(dirname "$out")"
+new_commit=$(git rev-parse HEAD)
+git diff --quiet HEAD || new_commit="$new_commit+dirty"
+# What each side's runs add to bench-client's arguments: the history.
+keep() {
+    local commit=$1
+    if [ -n "${HISTORY:-}" ] && [ -n "$commit" ]; then
+        printf '%s\n' --history "$HISTORY" --commit "$commit"
+    fi
+}
 
 # Each cell: a name and bench-client's arguments.
 declare -A args=(
@@ -67,10 +82,12 @@ for cell in $cells; do
     for i in $(seq 1 "$repeats"); do
         for who in ref new; do
             bin=$ref_bin
-            [ "$who" = new ] && bin=$new_bin
+            kept=$ref_commit
+            if [ "$who" = new ]; then bin=$new_bin; kept=$new_commit; fi
+            mapfile -t history < <(keep "$kept")
             echo "bench-client-ab: $cell, $who, run $i of $repeats" >&2
             # shellcheck disable=SC2086
-            "$bin" bench-client ${args[$cell]} --duration "$d" >"$raw/$cell.$who.$i" 2>&1 \
+            "$bin" bench-client ${args[$cell]} --duration "$d" ${history[@]+"${history[@]}"} >"$raw/$cell.$who.$i" 2>&1 \
                 || { echo "bench-client-ab: $who failed on $cell:" >&2; cat "$raw/$cell.$who.$i" >&2; exit 1; }
         done
     done

@@ -264,6 +264,17 @@ enum Command {
         /// `table` for people, `json` for scripts.
         #[arg(long, value_enum, default_value = "table")]
         format: bench::BenchFormat,
+        /// Keep every row's figures in this run history (a SQLite file, or
+        /// a `postgres://` URL), under the commit measured, and compare
+        /// them with the newest run of another commit on this machine.
+        // Its value may be a PostgreSQL URL with a password: never shown.
+        #[arg(long, value_name = "FILE")]
+        history: Option<String>,
+        /// The commit of the servegate measured, as the history keeps it
+        /// [default: the working directory's checkout, `+dirty` with
+        /// changes].
+        #[arg(long, requires = "history")]
+        commit: Option<String>,
     },
     /// The code-probe sandbox's helper: servegate re-executes itself with
     /// this to contain model-written code (never shown in `--help`).
@@ -544,8 +555,14 @@ fn main() -> ExitCode {
             ttft,
             pack,
             format,
+            history,
+            commit,
         } => {
-            let opts = BenchOptions {
+            let history = match bench_keeping(history, commit) {
+                Ok(h) => h,
+                Err(code) => return code,
+            };
+            bench_client(&BenchOptions {
                 streams,
                 threads,
                 itl,
@@ -555,17 +572,45 @@ fn main() -> ExitCode {
                 ttft,
                 pack,
                 format,
-            };
-            match bench::run(&opts) {
-                Ok(table) => {
-                    print!("{table}");
-                    ExitCode::from(Exit::Passed)
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(Exit::Failed)
-                }
-            }
+                history,
+            })
+        }
+    }
+}
+
+/// Where `bench-client --history` keeps its rows, under which commit
+/// (`None` without `--history`); the exit code where no commit can be
+/// named (said).
+fn bench_keeping(
+    history: Option<String>,
+    commit: Option<String>,
+) -> Result<Option<bench::Keeping>, ExitCode> {
+    let Some(history) = history else {
+        return Ok(None);
+    };
+    let location = servegate::history::Location::resolve(Some(&history), Path::new("."));
+    if location == servegate::history::Location::Off {
+        return Ok(None);
+    }
+    let Some(commit) = commit.or_else(bench::checkout_commit) else {
+        eprintln!(
+            "error: --history keeps figures per commit: name it with --commit (the working directory is no git checkout)"
+        );
+        return Err(ExitCode::from(Exit::Usage));
+    };
+    Ok(Some(bench::Keeping { location, commit }))
+}
+
+/// `servegate bench-client`.
+fn bench_client(opts: &BenchOptions) -> ExitCode {
+    match bench::run(opts) {
+        Ok(table) => {
+            print!("{table}");
+            ExitCode::from(Exit::Passed)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(Exit::Failed)
         }
     }
 }

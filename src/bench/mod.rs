@@ -19,6 +19,7 @@
 //! [`contention`] the other work; [`soak`] is `servegate soak`.
 
 mod contention;
+mod history;
 mod process;
 mod soak;
 mod table;
@@ -33,6 +34,7 @@ use crate::suite::node::Loc;
 use crate::suite::{Api, Gate, Load, LoadPrompt, Pace, Sampling, Timeouts};
 pub use contention::Contention;
 use contention::contend;
+pub use history::{Keeping, SUITE as HISTORY_SUITE, checkout_commit};
 use process::{pin_self, spawn_sim, taskset};
 pub use soak::{SoakOptions, soak};
 use table::{RowAt, header, measure_row, scaling};
@@ -60,6 +62,8 @@ pub struct BenchOptions {
     pub pack: u32,
     /// How the rows are written.
     pub format: BenchFormat,
+    /// Where the rows' figures are kept, per commit (`--history`).
+    pub history: Option<Keeping>,
 }
 
 /// How `servegate bench-client` writes its rows.
@@ -114,6 +118,7 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
             .collect::<Vec<_>>()
             .join(",")
     };
+    let started_unix = i64::try_from(crate::record::now_unix()).unwrap_or(i64::MAX);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -155,10 +160,10 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
                     streams,
                     placed,
                 };
+                let mut json = row.json(at);
+                json["ttft_sim_s"] = ttft.as_secs_f64().into();
+                rows.push(json);
                 if opts.format == BenchFormat::Json {
-                    let mut row = row.json(at);
-                    row["ttft_sim_s"] = ttft.as_secs_f64().into();
-                    rows.push(row);
                     continue;
                 }
                 let (main, part) = row.lines(at);
@@ -170,7 +175,20 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
     if can_pin {
         let _ = pin_self(&list(&cpus));
     }
+    let kept = match &opts.history {
+        Some(keeping) => Some(history::keep(
+            keeping,
+            opts,
+            &rows,
+            cpus.len(),
+            started_unix,
+        )?),
+        None => None,
+    };
     if opts.format == BenchFormat::Json {
+        if let Some(kept) = kept {
+            eprint!("{kept}");
+        }
         let doc = serde_json::json!({
             "servegate_version": env!("CARGO_PKG_VERSION"),
             "tokens": opts.tokens,
@@ -193,5 +211,8 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
     );
     out.push_str(&parts);
     scaling(&mut out, &held);
+    if let Some(kept) = kept {
+        out.push_str(&kept);
+    }
     Ok(out)
 }

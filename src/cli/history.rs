@@ -9,7 +9,7 @@ use clap::Subcommand;
 use servegate::exit::Exit;
 use servegate::history::{Filter, History, Location, SeriesKey, SeriesSummary};
 use servegate::suite::metric::KEY_FIGURES;
-use servegate::suite::metric::format_named;
+use servegate::suite::metric::format_stored;
 use servegate::units::format_unix;
 
 /// Where the history is, as every `history` command takes it.
@@ -216,8 +216,9 @@ fn selected(
     let mut series = history.series(filter).map_err(|e| e.to_string())?;
     let every = series.len();
     if key_only {
+        // A gate's key figures, and every figure of the client's own bench.
         let key = |k: &str| KEY_FIGURES.iter().any(|f| f.to_string() == k);
-        series.retain(|s| key(&s.series.key));
+        series.retain(|s| key(&s.series.key) || s.series.suite == servegate::bench::HISTORY_SUITE);
     }
     Ok((series, every))
 }
@@ -247,7 +248,7 @@ fn list(
                     s.series.model,
                     s.series.hardware,
                     s.points,
-                    format_named(&s.series.key, s.last_value),
+                    format_stored(&s.series.key, &s.unit, s.last_value),
                     format_unix(s.last_unix)
                 );
             }
@@ -394,7 +395,7 @@ fn show(
                     out,
                     "  {}  {:>14}  {}  {}  commit {}{}",
                     format_unix(p.finished_unix),
-                    format_named(&series.key, p.value),
+                    format_stored(&series.key, &p.unit, p.value),
                     p.run_uid,
                     p.servegate,
                     p.suite_commit
@@ -410,6 +411,7 @@ fn show(
         }
     }
     if matches!(format, Format::Table) {
+        let unit = points.first().map_or("", |p| p.unit.as_str());
         if changes.is_empty() {
             let _ = writeln!(out, "no change of level in these points");
         }
@@ -422,8 +424,8 @@ fn show(
                 c.suite_commit
                     .as_deref()
                     .map_or("-", |c| &c[..c.len().min(12)]),
-                format_named(&series.key, c.mean_before),
-                format_named(&series.key, c.mean_after),
+                format_stored(&series.key, unit, c.mean_before),
+                format_stored(&series.key, unit, c.mean_after),
                 100.0 * c.relative,
                 c.p_value,
                 c.configuration

@@ -137,6 +137,35 @@ pub struct RunRow {
     pub source: String,
 }
 
+/// A figure's name as the history keeps it: a metric and its statistic
+/// (`ttft`, `p99`), or a name of servegate's own benches
+/// (`cpu_per_token`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FigureKey {
+    /// The metric.
+    pub metric: String,
+    /// Its statistic, if it has one.
+    pub stat: Option<String>,
+}
+
+impl From<MetricKey> for FigureKey {
+    fn from(key: MetricKey) -> Self {
+        FigureKey {
+            metric: key.metric.name().to_owned(),
+            stat: key.stat.map(|s| s.name().to_owned()),
+        }
+    }
+}
+
+impl std::fmt::Display for FigureKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.stat {
+            Some(stat) => write!(f, "{}.{stat}", self.metric),
+            None => f.write_str(&self.metric),
+        }
+    }
+}
+
 /// One figure of a run as the history keeps it: one row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PointRow {
@@ -147,7 +176,7 @@ pub struct PointRow {
     /// The gate (`decode`, or a sweep's level: `sweep::concurrency_8`).
     pub gate: String,
     /// The figure (`ttft.p99`).
-    pub key: MetricKey,
+    pub key: FigureKey,
     /// Its value, in `unit`; the mean over repeats.
     pub value: f64,
     /// The unit of `value` (`s`, `tok/s`, …; empty for a count).
@@ -216,7 +245,7 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
                     suite: stored(&suite.suite),
                     variant: suite.variant.clone(),
                     gate: stored(&name),
-                    key,
+                    key: key.into(),
                     value: *value,
                     unit: key.metric.unit().to_owned(),
                     repeats: gate.repeats,
@@ -493,6 +522,13 @@ impl History {
             points: if already { 0 } else { points.len() },
             already,
         })
+    }
+
+    /// Writes a run's rows as they are, all or none, once: `false` when
+    /// the run was there already (then nothing is written). For figures
+    /// that are no suite's (`servegate bench-client`'s).
+    pub fn write(&mut self, run: &RunRow, points: &[PointRow]) -> Result<bool, HistoryError> {
+        self.store.insert(run, points)
     }
 
     /// Every series, with its size and newest point.

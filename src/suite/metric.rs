@@ -335,6 +335,19 @@ pub fn format_named(key: &str, value: f64) -> String {
         .map_or_else(|_| value.to_string(), |k| format_value(k.metric, value))
 }
 
+/// A value the history holds, as the run shows it: by its figure's name
+/// where that is a metric, else by its unit (the figures of
+/// `servegate bench-client`: seconds in a fitting unit, a rate with its
+/// unit).
+pub fn format_stored(key: &str, unit: &str, value: f64) -> String {
+    match key.parse::<MetricKey>() {
+        Ok(k) => format_value(k.metric, value),
+        Err(_) if unit == "s" => crate::units::format_secs(value),
+        Err(_) if unit.is_empty() => value.to_string(),
+        Err(_) => format!("{value:.1} {unit}"),
+    }
+}
+
 /// A figure of a run record for a table (the Markdown and HTML reports):
 /// durations in a fitting unit, whole numbers whole, the rest to one
 /// place, no unit.

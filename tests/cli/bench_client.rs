@@ -261,11 +261,13 @@ fn bench_client_writes_json_and_reads_a_packing_simulator() {
 /// The project's regression bench (`scripts/bench-client-ab.sh`) end to
 /// end, on its two-stream `smoke` cell with this build as both sides:
 /// it runs each side, reads their tables back and prints the medians with
-/// a new/ref ratio and every run's verdict; an unknown cell is an error.
+/// a new/ref ratio and every run's verdict, keeping every run in the run
+/// history under its side's commit; an unknown cell is an error.
 #[test]
 fn the_regression_bench_compares_two_builds() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("ab.txt");
+    let history = dir.path().join("history.sqlite");
     let bin = env!("CARGO_BIN_EXE_servegate");
     let run = |cells: &str| {
         std::process::Command::new("bash")
@@ -279,8 +281,10 @@ fn the_regression_bench_compares_two_builds() {
                 ("CELLS", cells),
                 ("REPEATS", "2"),
                 ("DURATION", "300ms"),
+                ("REF_COMMIT", "ref0000"),
             ])
             .env("OUT", &out)
+            .env("HISTORY", &history)
             .output()
             .unwrap()
     };
@@ -308,7 +312,113 @@ fn the_regression_bench_compares_two_builds() {
             "two runs' verdicts: {row}"
         );
     }
+    // Two runs of each side in the history, each under its commit.
+    let shown = servegate(&[
+        "history",
+        "--history",
+        history.to_str().unwrap(),
+        "show",
+        "bench-client::streams=2 threads=1 itl=5.00ms",
+        "cpu_per_token",
+    ]);
+    assert_eq!(shown.code, Some(0), "{}", shown.out);
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head.stdout);
+    for commit in ["ref0000", &head.trim()[..12]] {
+        assert_eq!(
+            shown.out.matches(&format!("commit {commit}")).count(),
+            2,
+            "{}",
+            shown.out
+        );
+    }
     let o = run("nonsense");
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no cell nonsense"));
+}
+
+/// `bench-client --history` keeps every row's figures in the run history
+/// under the commit measured, and sets each beside the newest run of
+/// another commit on this machine (the same commit is no reference): the
+/// project's own per-commit record of its client. `history list` shows
+/// the bench's series; without a commit to name outside a checkout it
+/// refuses to record.
+#[test]
+fn bench_client_keeps_its_figures_per_commit_in_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history.sqlite");
+    let history = history.to_str().unwrap();
+    let bench = |commit: &str| {
+        let o = servegate(&[
+            "bench-client",
+            "--streams",
+            "2",
+            "--itl",
+            "5ms",
+            "--tokens",
+            "8",
+            "--duration",
+            "300ms",
+            "--history",
+            history,
+            "--commit",
+            commit,
+        ]);
+        assert_eq!(o.code, Some(0), "{}", o.out);
+        o.out
+    };
+    let figures = [
+        "cpu_per_token",
+        "tokens_per_s",
+        "ttft_error.p99",
+        "ttft_client_error.p99",
+        "itl_error.p99",
+    ];
+    for commit in ["aaaa1111", "aaaa1111"] {
+        let out = bench(commit);
+        assert_has(
+            &out,
+            &[
+                "history: 5 figure(s) of ",
+                "(commit aaaa1111) recorded in ",
+                "no earlier run of another commit",
+            ],
+        );
+    }
+    let out = bench("bbbb2222");
+    assert_has(
+        &out,
+        &["against the newest run of another commit on this machine (aaaa1111, "],
+    );
+    for figure in figures {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("streams=2 threads=1 itl=5.00ms") && l.contains(figure))
+            .unwrap_or_else(|| panic!("no {figure} line in:\n{out}"));
+        assert!(line.contains('×'), "a ratio: {line}");
+    }
+    let listed = servegate(&["history", "--history", history, "list"]);
+    assert_eq!(listed.code, Some(0), "{}", listed.out);
+    for figure in figures {
+        assert_has(
+            &listed.out,
+            &[&format!(
+                "bench-client::streams=2 threads=1 itl=5.00ms {figure} "
+            )],
+        );
+    }
+    assert_has(&listed.out, &["3 point(s)"]);
+    // Outside a checkout, with no --commit: nothing recorded, exit 2.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_servegate"))
+        .args(["bench-client", "--streams", "1", "--history", history])
+        .current_dir(dir.path())
+        .env("GIT_CEILING_DIRECTORIES", dir.path().parent().unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("name it with --commit"));
 }

@@ -12,7 +12,7 @@ use super::trend::{Dot, DotKind, Marker, Size, svg};
 use super::{esc, page_start};
 use crate::history::{Point, SeriesChange, SeriesKey};
 use crate::secrets::scrub;
-use crate::suite::metric::format_named;
+use crate::suite::metric::format_stored;
 use crate::units::format_unix;
 
 /// One series as the page plots it.
@@ -51,8 +51,9 @@ fn text(s: &str) -> String {
 }
 
 /// A value of the series' figure as the run shows it.
-fn shown(series: &SeriesKey, value: f64) -> String {
-    format_named(&series.key, value)
+fn shown(plot: &SeriesPlot, value: f64) -> String {
+    let unit = plot.points.first().map_or("", |p| p.unit.as_str());
+    format_stored(&plot.series.key, unit, value)
 }
 
 /// The page: `at` names the history, `plots` the series drawn.
@@ -82,8 +83,8 @@ pub fn render(at: &str, plots: &[SeriesPlot]) -> String {
                         .chars()
                         .take(12)
                         .collect::<String>()),
-                    text(&shown(&plot.series, c.mean_before)),
-                    text(&shown(&plot.series, c.mean_after)),
+                    text(&shown(plot, c.mean_before)),
+                    text(&shown(plot, c.mean_after)),
                     100.0 * c.relative,
                     c.p_value
                 );
@@ -116,7 +117,7 @@ fn series_section(out: &mut String, plot: &SeriesPlot) {
                 p.finished_unix,
                 &format!(
                     "{}{}",
-                    shown(s, p.value),
+                    shown(plot, p.value),
                     match (p.gate_passed, p.client_limited) {
                         (_, true) => " (client-limited: not compared)",
                         (false, false) => " (gate failed: not in the level)",
@@ -145,8 +146,8 @@ fn series_section(out: &mut String, plot: &SeriesPlot) {
                     c.run_uid,
                     format_unix(c.finished_unix),
                     c.suite_commit.as_deref().unwrap_or("unknown"),
-                    shown(s, c.mean_before),
-                    shown(s, c.mean_after),
+                    shown(plot, c.mean_before),
+                    shown(plot, c.mean_after),
                     100.0 * c.relative,
                     c.p_value,
                     c.configuration
@@ -188,7 +189,7 @@ fn series_section(out: &mut String, plot: &SeriesPlot) {
     let newest = plot
         .points
         .last()
-        .map_or_else(String::new, |p| shown(s, p.value));
+        .map_or_else(String::new, |p| shown(plot, p.value));
     let _ = write!(
         out,
         "<section class=\"series\"><h3><code>{}::{}</code> {}</h3><p class=\"load\">{} on {}: {n} run(s), the newest {}</p>{}</section>",
@@ -203,7 +204,7 @@ fn series_section(out: &mut String, plot: &SeriesPlot) {
             &dots,
             &markers,
             Size::Large,
-            &|v| shown(s, v),
+            &|v| shown(plot, v),
             &x_labels
         )
     );

@@ -188,6 +188,8 @@ complete -c servegate -n "__fish_servegate_using_subcommand bench-client" -l ttf
 complete -c servegate -n "__fish_servegate_using_subcommand bench-client" -l pack -d 'Tokens after the first the simulator writes at once, every N × ITL (a loaded server\'s events reaching its socket together)' -r
 complete -c servegate -n "__fish_servegate_using_subcommand bench-client" -l format -d '`table` for people, `json` for scripts' -r -f -a "table\t'Aligned tables for people'
 json\t'One JSON document (`servegate_version`, the options, `rows`): for scripts that compare runs (`scripts/bench-client-ab.sh`)'"
+complete -c servegate -n "__fish_servegate_using_subcommand bench-client" -l history -d 'Keep every row\'s figures in this run history (a SQLite file, or a `postgres://` URL), under the commit measured, and compare them with the newest run of another commit on this machine' -r
+complete -c servegate -n "__fish_servegate_using_subcommand bench-client" -l commit -d 'The commit of the servegate measured, as the history keeps it [default: the working directory\'s checkout, `+dirty` with changes]' -r
 complete -c servegate -n "__fish_servegate_using_subcommand bench-client" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c servegate -n "__fish_servegate_using_subcommand __sandbox" -s h -l help -d 'Print help'
 complete -c servegate -n "__fish_servegate_using_subcommand help; and not __fish_seen_subcommand_from run review baseline list init import schema completions man sim report history soak bench-client __sandbox help" -f -a "run" -d 'Run suites: correctness probes first, then performance gates'
