@@ -18,7 +18,8 @@
 # (or a postgres:// URL) keeps every run's rows in that run history under
 # its commit (`bench-client --history`): this tree's as HEAD's hash
 # (`+dirty` with changes), REF's as its hash, or REF_COMMIT's with
-# SERVEGATE_REF_BIN; `servegate history --history path list` reads them.
+# SERVEGATE_REF_BIN (a build without `--history` is not kept);
+# `servegate history --history path list` reads them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repeats=${REPEATS:-3}
@@ -56,10 +57,12 @@ fi
 mkdir -p "$(dirname "$out")"
 new_commit=$(git rev-parse HEAD)
 git diff --quiet HEAD || new_commit="$new_commit+dirty"
-# What each side's runs add to bench-client's arguments: the history.
+# What each side's runs add to bench-client's arguments: the history,
+# where the build has it (a reference older than `--history` has not).
 keep() {
-    local commit=$1
-    if [ -n "${HISTORY:-}" ] && [ -n "$commit" ]; then
+    local bin=$1 commit=$2
+    if [ -n "${HISTORY:-}" ] && [ -n "$commit" ] \
+        && "$bin" bench-client --help 2>/dev/null | grep -q -- '--history'; then
         printf '%s\n' --history "$HISTORY" --commit "$commit"
     fi
 }
@@ -84,7 +87,7 @@ for cell in $cells; do
             bin=$ref_bin
             kept=$ref_commit
             if [ "$who" = new ]; then bin=$new_bin; kept=$new_commit; fi
-            mapfile -t history < <(keep "$kept")
+            mapfile -t history < <(keep "$bin" "$kept")
             echo "bench-client-ab: $cell, $who, run $i of $repeats" >&2
             # shellcheck disable=SC2086
             "$bin" bench-client ${args[$cell]} --duration "$d" ${history[@]+"${history[@]}"} >"$raw/$cell.$who.$i" 2>&1 \

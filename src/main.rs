@@ -275,6 +275,11 @@ enum Command {
         /// changes].
         #[arg(long, requires = "history")]
         commit: Option<String>,
+        /// Warm-up requests of each row [default: one per stream, which
+        /// opens every stream's connection in the warm-up; fewer leave the
+        /// rest to be opened before the window].
+        #[arg(long)]
+        warmup: Option<u32>,
     },
     /// The code-probe sandbox's helper: servegate re-executes itself with
     /// this to contain model-written code (never shown in `--help`).
@@ -557,6 +562,7 @@ fn main() -> ExitCode {
             format,
             history,
             commit,
+            warmup,
         } => {
             let history = match bench_keeping(history, commit) {
                 Ok(h) => h,
@@ -573,6 +579,7 @@ fn main() -> ExitCode {
                 pack,
                 format,
                 history,
+                warmup,
             })
         }
     }

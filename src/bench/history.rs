@@ -154,11 +154,13 @@ fn cell(row: &Value, opts: &BenchOptions) -> String {
 /// The options that change a row's figures, as its configuration.
 fn fingerprint(opts: &BenchOptions, cpus: usize) -> String {
     format!(
-        "tokens={} duration={} ttft={} cpus={cpus}",
+        "tokens={} duration={} ttft={} warmup={} cpus={cpus}",
         opts.tokens,
         format_secs(opts.duration.as_secs_f64()),
         opts.ttft
             .map_or_else(|| "default".into(), |t| format_secs(t.as_secs_f64())),
+        opts.warmup
+            .map_or_else(|| "streams".into(), |w| w.to_string()),
     )
 }
 

@@ -64,6 +64,9 @@ pub struct BenchOptions {
     pub format: BenchFormat,
     /// Where the rows' figures are kept, per commit (`--history`).
     pub history: Option<Keeping>,
+    /// Warm-up requests of each row (`None`: one per stream, which opens
+    /// every stream's connection in the warm-up).
+    pub warmup: Option<u32>,
 }
 
 /// How `servegate bench-client` writes its rows.
@@ -194,6 +197,7 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
             "tokens": opts.tokens,
             "duration_s": opts.duration.as_secs_f64(),
             "pack": opts.pack,
+            "warmup": opts.warmup,
             "contention": format!("{:?}", opts.contention).to_lowercase(),
             "cpus": cpus.len(),
             "rows": rows,

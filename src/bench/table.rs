@@ -59,7 +59,10 @@ pub(super) fn measure_row(
         // The process is pinned as a whole (see `run`).
         pin: Some(false),
     };
-    let g = gate(streams, opts.tokens, opts.duration);
+    let mut g = gate(streams, opts.tokens, opts.duration);
+    if let Some(warmup) = opts.warmup {
+        g.load.warmup = warmup;
+    }
     // Servegate's own: the process's, less the contention's.
     let own =
         || process_cpu().map(|c| c.saturating_sub(others.map_or(Duration::ZERO, Contenders::cpu)));
@@ -246,8 +249,12 @@ pub(super) fn header(opts: &BenchOptions) -> String {
     } else {
         String::new()
     };
+    let warmup = opts.warmup.map_or_else(
+        || "a warm-up request per stream".to_owned(),
+        |w| format!("{w} warm-up request(s), the rest of the connections opened before the window"),
+    );
     let mut out = format!(
-        "servegate bench-client: stamped simulator in its own process (TTFT {ttft}{pack}); {} tokens per stream, {} per row{}\n",
+        "servegate bench-client: stamped simulator in its own process (TTFT {ttft}{pack}); {} tokens per stream, {} per row, {warmup}{}\n",
         opts.tokens,
         format_secs(opts.duration.as_secs_f64()),
         opts.contention.words()

@@ -207,36 +207,42 @@ fn bench_client_prints_its_rows_timing_error_and_scaling() {
     );
 }
 
+/// `bench-client` of one row, two streams at 5 ms a token: `tokens` is
+/// the tokens and the window (`["8", "--duration", "300ms"]`), `more` the
+/// options under test; it must succeed.
+fn two_streams(tokens: &[&str], more: &[&str]) -> crate::common::run::Run {
+    let mut args = vec!["bench-client", "--streams", "2", "--itl", "5ms", "--tokens"];
+    args.extend_from_slice(tokens);
+    args.extend_from_slice(more);
+    let o = servegate(&args);
+    assert_eq!(o.code, Some(0), "{}", o.out);
+    o
+}
+
 /// `--format json` holds the rows' figures for scripts; `--pack 4` makes
 /// the simulator write the tokens after the first four at a time, every
 /// 4 × ITL, each stamped with its write: every answer is still read back
 /// token by token against its stamps (no unreadable answer), the true ITL
-/// p99 is a write's gap, and the tokens of one write arrive together.
+/// p99 is a write's gap, and the tokens of one write arrive together;
+/// with one warm-up request the second stream's connection is opened
+/// before the window, and both streams still answer.
 #[test]
 fn bench_client_writes_json_and_reads_a_packing_simulator() {
-    let o = servegate(&[
-        "bench-client",
-        "--streams",
-        "2",
-        "--itl",
-        "5ms",
-        "--tokens",
-        "17",
-        "--duration",
-        "500ms",
-        "--pack",
-        "4",
-        "--ttft",
-        "20ms",
-        "--format",
-        "json",
-    ]);
-    assert_eq!(o.code, Some(0), "{}", o.out);
+    let o = two_streams(
+        &["17", "--duration", "500ms"],
+        &[
+            "--pack", "4", "--ttft", "20ms", "--format", "json", "--warmup", "1",
+        ],
+    );
     let doc: serde_json::Value =
         serde_json::from_str(&o.out).unwrap_or_else(|e| panic!("{e}: {}", o.out));
     assert_eq!(
-        (doc["pack"].as_u64(), doc["tokens"].as_u64()),
-        (Some(4), Some(17))
+        (
+            doc["pack"].as_u64(),
+            doc["tokens"].as_u64(),
+            doc["warmup"].as_u64()
+        ),
+        (Some(4), Some(17), Some(1))
     );
     let rows = doc["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 1, "{doc:#}");
@@ -353,23 +359,11 @@ fn bench_client_keeps_its_figures_per_commit_in_the_history() {
     let history = dir.path().join("history.sqlite");
     let history = history.to_str().unwrap();
     let bench = |commit: &str| {
-        let o = servegate(&[
-            "bench-client",
-            "--streams",
-            "2",
-            "--itl",
-            "5ms",
-            "--tokens",
-            "8",
-            "--duration",
-            "300ms",
-            "--history",
-            history,
-            "--commit",
-            commit,
-        ]);
-        assert_eq!(o.code, Some(0), "{}", o.out);
-        o.out
+        two_streams(
+            &["8", "--duration", "300ms"],
+            &["--history", history, "--commit", commit],
+        )
+        .out
     };
     let figures = [
         "cpu_per_token",

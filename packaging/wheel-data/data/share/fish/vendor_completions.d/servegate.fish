@@ -190,6 +190,7 @@ complete -c servegate -n "__fish_servegate_using_subcommand bench-client" -l for
 json\t'One JSON document (`servegate_version`, the options, `rows`): for scripts that compare runs (`scripts/bench-client-ab.sh`)'"
 complete -c servegate -n "__fish_servegate_using_subcommand bench-client" -l history -d 'Keep every row\'s figures in this run history (a SQLite file, or a `postgres://` URL), under the commit measured, and compare them with the newest run of another commit on this machine' -r
 complete -c servegate -n "__fish_servegate_using_subcommand bench-client" -l commit -d 'The commit of the servegate measured, as the history keeps it [default: the working directory\'s checkout, `+dirty` with changes]' -r
+complete -c servegate -n "__fish_servegate_using_subcommand bench-client" -l warmup -d 'Warm-up requests of each row [default: one per stream, which opens every stream\'s connection in the warm-up; fewer leave the rest to be opened before the window]' -r
 complete -c servegate -n "__fish_servegate_using_subcommand bench-client" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c servegate -n "__fish_servegate_using_subcommand __sandbox" -s h -l help -d 'Print help'
 complete -c servegate -n "__fish_servegate_using_subcommand help; and not __fish_seen_subcommand_from run review baseline list init import schema completions man sim report history soak bench-client __sandbox help" -f -a "run" -d 'Run suites: correctness probes first, then performance gates'
