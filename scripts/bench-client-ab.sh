@@ -18,9 +18,15 @@
 # (or a postgres:// URL) keeps every run's rows in that run history under
 # its commit (`bench-client --history`): this tree's as HEAD's hash
 # (`+dirty` with changes), REF's as its hash, or REF_COMMIT's with
-# SERVEGATE_REF_BIN (a build without `--history` is not kept);
+# SERVEGATE_REF_BIN (a build without `--history` is not kept; a
+# PostgreSQL URL's password shows in `ps` on the command line: use
+# PGPASSWORD);
 # `servegate history --history path list` reads them.
 set -euo pipefail
+# A relative HISTORY names a file where the script was started.
+if [ -n "${HISTORY:-}" ] && [[ $HISTORY != /* && $HISTORY != postgres://* && $HISTORY != postgresql://* ]]; then
+    HISTORY=$PWD/$HISTORY
+fi
 cd "$(dirname "$0")/.."
 repeats=${REPEATS:-3}
 duration=${DURATION:-5s}
@@ -62,7 +68,7 @@ git diff --quiet HEAD || new_commit="$new_commit+dirty"
 keep() {
     local bin=$1 commit=$2
     if [ -n "${HISTORY:-}" ] && [ -n "$commit" ] \
-        && "$bin" bench-client --help 2>/dev/null | grep -q -- '--history'; then
+        && [[ $("$bin" bench-client --help 2>/dev/null) == *--history* ]]; then
         printf '%s\n' --history "$HISTORY" --commit "$commit"
     fi
 }

@@ -273,7 +273,7 @@ enum Command {
         /// The commit of the servegate measured, as the history keeps it
         /// [default: the working directory's checkout, `+dirty` with
         /// changes].
-        #[arg(long, requires = "history")]
+        #[arg(long, requires = "history", value_parser = bench::commit_name)]
         commit: Option<String>,
         /// Warm-up requests of each row [default: one per stream, which
         /// opens every stream's connection in the warm-up; fewer leave the
@@ -601,7 +601,7 @@ fn bench_keeping(
     }
     let Some(commit) = commit.or_else(bench::checkout_commit) else {
         eprintln!(
-            "error: --history keeps figures per commit: name it with --commit (the working directory is no git checkout)"
+            "error: --history keeps figures per commit: name it with --commit (the working directory is not servegate's own checkout)"
         );
         return Err(ExitCode::from(Exit::Usage));
     };

@@ -105,7 +105,10 @@ pub struct Keeping {
 }
 
 /// The commit of the working directory's checkout, `+dirty` when it has
-/// changes; `None` outside a git checkout.
+/// changes, where that checkout is servegate's own (its `Cargo.toml`
+/// names the package `servegate`): the build measured is then this
+/// tree's. `None` elsewhere: another project's commit is not the
+/// servegate measured.
 pub fn checkout_commit() -> Option<String> {
     let git = |args: &[&str]| {
         let out = std::process::Command::new("git")
@@ -117,6 +120,14 @@ pub fn checkout_commit() -> Option<String> {
             .success()
             .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
     };
+    let top = git(&["rev-parse", "--show-toplevel"])?;
+    let manifest = std::fs::read_to_string(std::path::Path::new(&top).join("Cargo.toml")).ok()?;
+    if !manifest.lines().any(|l| {
+        l.split_once('=')
+            .is_some_and(|(k, v)| k.trim() == "name" && v.trim() == "\"servegate\"")
+    }) {
+        return None;
+    }
     let commit = git(&["rev-parse", "HEAD"])?;
     let dirty =
         git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
@@ -154,13 +165,18 @@ fn cell(row: &Value, opts: &BenchOptions) -> String {
 /// The options that change a row's figures, as its configuration.
 fn fingerprint(opts: &BenchOptions, cpus: usize) -> String {
     format!(
-        "tokens={} duration={} ttft={} warmup={} cpus={cpus}",
+        "tokens={} duration={} ttft={} warmup={} cpus={cpus} build={}",
         opts.tokens,
         format_secs(opts.duration.as_secs_f64()),
         opts.ttft
             .map_or_else(|| "default".into(), |t| format_secs(t.as_secs_f64())),
         opts.warmup
             .map_or_else(|| "streams".into(), |w| w.to_string()),
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
     )
 }
 
@@ -243,44 +259,76 @@ pub fn keep(
         short(&keeping.commit),
         keeping.location.describe()
     );
-    let mut lines = Vec::new();
-    let mut against = None;
+    // Every figure's earlier points of this machine and these options
+    // from another commit; the reference is one run, the newest of them,
+    // and each figure is compared with that run's or not at all.
+    let mut earlier = Vec::new();
     for p in &points {
         let series = SeriesKey {
             key: p.key.to_string(),
             ..SeriesKey::of_gate(SUITE, &p.gate, MODEL, &hardware)
         };
-        let earlier = history
+        let mut found = history
             .points(&series, usize::MAX)
             .map_err(|e| e.to_string())?;
-        let Some(reference) = earlier.iter().rev().find(|e| {
+        found.retain(|e| {
             e.run_uid != run.run_uid
                 && e.node == node
                 && e.fingerprint == fingerprint
                 && e.suite_commit.as_deref() != Some(keeping.commit.as_str())
-        }) else {
+        });
+        earlier.push(found);
+    }
+    let Some(reference) = earlier
+        .iter()
+        .flatten()
+        .max_by_key(|e| (e.finished_unix, e.run_uid.clone()))
+        .map(|e| {
+            (
+                e.run_uid.clone(),
+                e.suite_commit.clone().unwrap_or_default(),
+                e.finished_unix,
+            )
+        })
+    else {
+        out.push_str(
+            "history: no earlier run of another commit with these options on this machine: nothing to compare with yet\n",
+        );
+        return Ok(out);
+    };
+    let _ = writeln!(
+        out,
+        "history: against the newest run of another commit on this machine (commit {}, {}, {}); runs minutes apart differ by the machine's noise as well: scripts/bench-client-ab.sh alternates two builds for a decision",
+        short(&reference.1),
+        crate::text::printable(&reference.0),
+        format_unix(reference.2)
+    );
+    let _ = writeln!(
+        out,
+        "{:<40} {:<22} {:>12} {:>12} {:>8}",
+        "row", "figure", "previous", "this", "ratio"
+    );
+    for (p, found) in points.iter().zip(&earlier) {
+        let Some(before) = found.iter().find(|e| e.run_uid == reference.0) else {
+            let _ = writeln!(out, "{:<40} {:<22} {:>12}", p.gate, p.key.to_string(), "-");
             continue;
         };
         let kept = KEPT
             .iter()
             .find(|k| k.key() == p.key)
             .expect("a kept figure");
-        let ratio = p.value / reference.value;
+        let ratio = p.value / before.value;
         let better = if kept.lower_better {
             ratio < 1.0
         } else {
             ratio > 1.0
         };
-        let limited = if p.client_limited || reference.client_limited {
-            "  (LIMITED)"
-        } else {
-            ""
-        };
-        lines.push(format!(
-            "{:<40} {:<22} {:>12} {:>12} {:>8}{}{limited}",
+        let _ = writeln!(
+            out,
+            "{:<40} {:<22} {:>12} {:>12} {:>8}{}{}",
             p.gate,
             p.key.to_string(),
-            kept.shown(reference.value),
+            kept.shown(before.value),
             kept.shown(p.value),
             if ratio.is_finite() {
                 format!("{ratio:.2}×")
@@ -291,42 +339,39 @@ pub fn keep(
                 if better { " better" } else { " worse" }
             } else {
                 ""
+            },
+            if p.client_limited || before.client_limited {
+                "  (LIMITED)"
+            } else {
+                ""
             }
-        ));
-        against.get_or_insert_with(|| {
-            (
-                reference.suite_commit.clone().unwrap_or_default(),
-                reference.finished_unix,
-            )
-        });
-    }
-    match against {
-        None => out.push_str(
-            "history: no earlier run of another commit with these options on this machine: nothing to compare with yet\n",
-        ),
-        Some((commit, at)) => {
-            let _ = writeln!(
-                out,
-                "history: against the newest run of another commit on this machine ({}, {}); runs minutes apart differ by the machine's noise as well: scripts/bench-client-ab.sh alternates two builds for a decision",
-                short(&commit),
-                format_unix(at)
-            );
-            let _ = writeln!(
-                out,
-                "{:<40} {:<22} {:>12} {:>12} {:>8}",
-                "row", "figure", "previous", "this", "ratio"
-            );
-            for l in lines {
-                let _ = writeln!(out, "{l}");
-            }
-        }
+        );
     }
     Ok(out)
 }
 
+/// Whether `--commit` names a commit as the history keeps it: letters,
+/// digits and `._+/-`, at most 80 (`HEAD` or a branch name would be
+/// stored as it is, and never meet a run of the same commit).
+pub fn commit_name(text: &str) -> Result<String, String> {
+    if !text.is_empty()
+        && text.len() <= 80
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._+/-".contains(c))
+    {
+        Ok(text.to_owned())
+    } else {
+        Err("a commit: its hash (letters, digits and `._+/-`, at most 80)".to_owned())
+    }
+}
+
 /// A commit as people read it: 12 hex digits and any `+dirty`.
 fn short(commit: &str) -> String {
-    let (hash, rest) = commit.split_once('+').map_or((commit, ""), |(h, r)| (h, r));
+    let commit = crate::text::printable(commit).to_string();
+    let (hash, rest) = commit
+        .split_once('+')
+        .map_or((commit.as_str(), ""), |(h, r)| (h, r));
     let cut: String = hash.chars().take(12).collect();
     if rest.is_empty() {
         cut

@@ -34,7 +34,7 @@ use crate::suite::node::Loc;
 use crate::suite::{Api, Gate, Load, LoadPrompt, Pace, Sampling, Timeouts};
 pub use contention::Contention;
 use contention::contend;
-pub use history::{Keeping, SUITE as HISTORY_SUITE, checkout_commit};
+pub use history::{Keeping, SUITE as HISTORY_SUITE, checkout_commit, commit_name};
 use process::{pin_self, spawn_sim, taskset};
 pub use soak::{SoakOptions, soak};
 use table::{RowAt, header, measure_row, scaling};
@@ -122,6 +122,10 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
             .join(",")
     };
     let started_unix = i64::try_from(crate::record::now_unix()).unwrap_or(i64::MAX);
+    // A history that cannot be opened says so before anything is measured.
+    if let Some(keeping) = &opts.history {
+        crate::history::History::open(&keeping.location).map_err(|e| e.to_string())?;
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -178,15 +182,14 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
     if can_pin {
         let _ = pin_self(&list(&cpus));
     }
-    let kept = match &opts.history {
-        Some(keeping) => Some(history::keep(
-            keeping,
-            opts,
-            &rows,
-            cpus.len(),
-            started_unix,
-        )?),
-        None => None,
+    // A history that cannot be written loses no row: the table is printed
+    // first, then the error.
+    let (kept, unkept) = match &opts.history {
+        Some(keeping) => match history::keep(keeping, opts, &rows, cpus.len(), started_unix) {
+            Ok(kept) => (Some(kept), None),
+            Err(e) => (None, Some(format!("the rows are not in the history: {e}"))),
+        },
+        None => (None, None),
     };
     if opts.format == BenchFormat::Json {
         if let Some(kept) = kept {
@@ -202,7 +205,14 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
             "cpus": cpus.len(),
             "rows": rows,
         });
-        return Ok(format!("{doc:#}\n"));
+        let doc = format!("{doc:#}\n");
+        return match unkept {
+            Some(e) => {
+                print!("{doc}");
+                Err(e)
+            }
+            None => Ok(doc),
+        };
     }
     let _ = writeln!(
         out,
@@ -218,5 +228,11 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
     if let Some(kept) = kept {
         out.push_str(&kept);
     }
-    Ok(out)
+    match unkept {
+        Some(e) => {
+            print!("{out}");
+            Err(e)
+        }
+        None => Ok(out),
+    }
 }

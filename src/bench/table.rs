@@ -180,6 +180,7 @@ impl Row {
             "write_p99_s": p(&t.write),
             "errors": self.metrics.errors + t.unreadable,
             "limited": self.check.limited.is_some(),
+            "preopened": self.metrics.preopened,
         })
     }
 

@@ -400,7 +400,7 @@ fn show(
                     p.servegate,
                     p.suite_commit
                         .as_deref()
-                        .map_or("-", |c| &c[..c.len().min(12)]),
+                        .map_or_else(|| "-".to_owned(), commit_shown),
                     if flags.is_empty() {
                         String::new()
                     } else {
@@ -423,7 +423,7 @@ fn show(
                 c.run_uid,
                 c.suite_commit
                     .as_deref()
-                    .map_or("-", |c| &c[..c.len().min(12)]),
+                    .map_or_else(|| "-".to_owned(), commit_shown),
                 format_stored(&series.key, unit, c.mean_before),
                 format_stored(&series.key, unit, c.mean_after),
                 100.0 * c.relative,
@@ -499,4 +499,11 @@ fn records_under(path: &Path) -> Vec<PathBuf> {
 
 fn json<T: serde::Serialize>(value: &T) -> Result<String, String> {
     serde_json::to_string_pretty(value).map_err(|e| e.to_string())
+}
+
+/// A commit as `show` prints it: its first 12 characters, shown as text
+/// (a history is input: an imported record or another writer can hold
+/// anything there).
+fn commit_shown(commit: &str) -> String {
+    servegate::text::printable(&commit.chars().take(12).collect::<String>()).into_owned()
 }

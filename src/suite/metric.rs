@@ -20,7 +20,8 @@ pub enum Metric {
     /// Time from the moment the request was written to the first token:
     /// TTFT without the connect, the request's write and any late start.
     TtftFromSend,
-    /// Time to open a connection, for requests that opened one.
+    /// Time to open a connection: the window's, opened before it began or
+    /// by a request of it (the warm-up's are not counted).
     Connect,
     /// Inter-token latency: a chunk of k tokens counts as k gaps of a k-th
     /// of its gap each.
@@ -187,7 +188,7 @@ pub const METRICS: [MetricSpec; 32] = {
         row(M::TtftFromSend, "ttft_from_send", Seconds, true, Mean)
             .needs("an `http://` target (servegate's own transport stamps the request's write)"),
         row(M::Connect, "connect", Seconds, true, Mean).needs(
-            "requests that opened a connection on an `http://` target (warm-up's are reused)",
+            "an `http://` target whose gate opened connections for its window (the warm-up's are reused)",
         ),
         row(M::Itl, "itl", Seconds, true, Mean),
         row(M::ItlChunk, "itl_chunk", Seconds, true, Mean),

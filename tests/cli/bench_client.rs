@@ -253,6 +253,9 @@ fn bench_client_writes_json_and_reads_a_packing_simulator() {
         "{row:#}"
     );
     assert_eq!(row["ttft_sim_s"].as_f64(), Some(0.02), "{row:#}");
+    // One warm-up request opened one connection; the other stream's was
+    // opened before the window.
+    assert_eq!(row["preopened"].as_u64(), Some(1), "{row:#}");
     let f = |v: &serde_json::Value| v.as_f64().unwrap_or_else(|| panic!("{v} in {row:#}"));
     assert!(f(&row["tokens_per_s"]) > 0.0 && f(&row["cpu_per_token_s"]) > 0.0);
     // Three of every four tokens after the first share their write.
@@ -386,7 +389,7 @@ fn bench_client_keeps_its_figures_per_commit_in_the_history() {
     let out = bench("bbbb2222");
     assert_has(
         &out,
-        &["against the newest run of another commit on this machine (aaaa1111, "],
+        &["against the newest run of another commit on this machine (commit aaaa1111, "],
     );
     for figure in figures {
         let line = out
@@ -406,6 +409,25 @@ fn bench_client_keeps_its_figures_per_commit_in_the_history() {
         );
     }
     assert_has(&listed.out, &["3 point(s)"]);
+    // A commit that is no hash is refused; a history that cannot be opened
+    // is refused before anything is measured.
+    let o = servegate(&["bench-client", "--history", history, "--commit", "a b"]);
+    assert_eq!(o.code, Some(2), "{}", o.out);
+    let o = servegate(&[
+        "bench-client",
+        "--streams",
+        "1",
+        "--history",
+        "/dev/null/history.sqlite",
+        "--commit",
+        "aaaa1111",
+    ]);
+    assert_eq!(o.code, Some(1), "{}", o.out);
+    assert!(
+        o.out.contains("/dev/null") && !o.out.contains("tokens/s"),
+        "{}",
+        o.out
+    );
     // Outside a checkout, with no --commit: nothing recorded, exit 2.
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_servegate"))
         .args(["bench-client", "--streams", "1", "--history", history])

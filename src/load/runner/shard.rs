@@ -19,8 +19,9 @@ fn share(total: u32, thread: usize, threads: usize) -> u32 {
 }
 
 /// The streams thread `k` of `n` runs in a window: its closed-loop
-/// workers, or its share of an open loop's `max_in_flight` (an open loop
-/// without one: as many as the server keeps in flight, not known before).
+/// workers, or its share of an open loop's `max_in_flight` (at most its
+/// requests; an open loop without one: as many as the server keeps in
+/// flight, not known before).
 fn window_streams(load: &Load, k: usize, n: usize) -> u32 {
     match load.pace {
         Pace::Closed { concurrency } => {
@@ -30,7 +31,9 @@ fn window_streams(load: &Load, k: usize, n: usize) -> u32 {
                 .max(1);
             share(total, k, n)
         }
-        Pace::Open { max_in_flight, .. } => max_in_flight.map_or(0, |m| share(m, k, n)),
+        Pace::Open { max_in_flight, .. } => max_in_flight
+            .map(|m| load.requests.map_or(m, |r| m.min(r)))
+            .map_or(0, |m| share(m, k, n)),
     }
 }
 

@@ -25,7 +25,9 @@ fn metric_doc(metric: Metric) -> &'static str {
         Metric::TtftFromSend => {
             "request written → first token (TTFT without connect, write or late start)"
         }
-        Metric::Connect => "time to open a connection (requests that opened one)",
+        Metric::Connect => {
+            "time to open the window's connections: opened before it, or by a request of it"
+        }
         Metric::Itl => "gap between tokens; a chunk of k tokens gives k gaps of gap/k",
         Metric::ItlChunk => {
             "gap before each chunk that brought tokens, whole however many it carried: `bench_serving`'s ITL (`p99_itl_ms`), k times `itl` under decode steps or speculative decoding"
