@@ -25,10 +25,11 @@ pub const SUITE: &str = "bench-client";
 /// The model of bench rows: what answered.
 const MODEL: &str = "stamped simulator";
 
-/// A figure kept of every row: its name, where the row's JSON has it,
-/// its unit, and whether lower is better.
+/// A figure kept of every row: its name (a metric and its statistic),
+/// where the row's JSON has it, its unit, and whether lower is better.
 struct Kept {
-    name: &'static str,
+    metric: &'static str,
+    stat: Option<&'static str>,
     path: &'static [&'static str],
     unit: &'static str,
     lower_better: bool,
@@ -36,31 +37,36 @@ struct Kept {
 
 const KEPT: [Kept; 5] = [
     Kept {
-        name: "cpu_per_token",
+        metric: "cpu_per_token",
+        stat: None,
         path: &["cpu_per_token_s"],
         unit: "s",
         lower_better: true,
     },
     Kept {
-        name: "tokens_per_s",
+        metric: "tokens_per_s",
+        stat: None,
         path: &["tokens_per_s"],
         unit: "tok/s",
         lower_better: false,
     },
     Kept {
-        name: "ttft_error.p99",
+        metric: "ttft_error",
+        stat: Some("p99"),
         path: &["ttft", "err_p99_s"],
         unit: "s",
         lower_better: true,
     },
     Kept {
-        name: "ttft_client_error.p99",
+        metric: "ttft_client_error",
+        stat: Some("p99"),
         path: &["ttft_outside_p99_s"],
         unit: "s",
         lower_better: true,
     },
     Kept {
-        name: "itl_error.p99",
+        metric: "itl_error",
+        stat: Some("p99"),
         path: &["itl", "err_p99_s"],
         unit: "s",
         lower_better: true,
@@ -69,15 +75,9 @@ const KEPT: [Kept; 5] = [
 
 impl Kept {
     fn key(&self) -> FigureKey {
-        match self.name.split_once('.') {
-            Some((metric, stat)) => FigureKey {
-                metric: metric.to_owned(),
-                stat: Some(stat.to_owned()),
-            },
-            None => FigureKey {
-                metric: self.name.to_owned(),
-                stat: None,
-            },
+        FigureKey {
+            metric: self.metric.to_owned(),
+            stat: self.stat.map(str::to_owned),
         }
     }
 
@@ -90,7 +90,7 @@ impl Kept {
     }
 
     fn shown(&self, v: f64) -> String {
-        format_stored(self.name, self.unit, v)
+        format_stored(self.metric, self.unit, v)
     }
 }
 
@@ -110,16 +110,7 @@ pub struct Keeping {
 /// tree's. `None` elsewhere: another project's commit is not the
 /// servegate measured.
 pub fn checkout_commit() -> Option<String> {
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-    };
+    let git = |args: &[&str]| crate::process::command_output("git", args, None);
     let top = git(&["rev-parse", "--show-toplevel"])?;
     let manifest = std::fs::read_to_string(std::path::Path::new(&top).join("Cargo.toml")).ok()?;
     if !manifest.lines().any(|l| {
@@ -197,14 +188,13 @@ fn cpus_named(cpus: usize) -> String {
     format!("{cpus} x {}", crate::text::printable(&model))
 }
 
-/// Writes the rows into the history and says what was kept and how each
+/// Writes the rows into the opened `history` and says what was kept and how each
 /// figure compares with the newest run of another commit on this machine.
 pub fn keep(
+    history: &mut History,
     keeping: &Keeping,
     opts: &BenchOptions,
-    rows: &[Value],
-    cpus: usize,
-    started_unix: i64,
+    (rows, cpus, started_unix): (&[Value], usize, i64),
 ) -> Result<String, String> {
     let node = node_name();
     let run_id = format!("bench-client-{started_unix}-{}", std::process::id());
@@ -250,7 +240,6 @@ pub fn keep(
             });
         }
     }
-    let mut history = History::open(&keeping.location).map_err(|e| e.to_string())?;
     history.write(&run, &points).map_err(|e| e.to_string())?;
     let mut out = format!(
         "\nhistory: {} figure(s) of {} (commit {}) recorded in {}\n",

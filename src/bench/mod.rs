@@ -123,9 +123,13 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
     };
     let started_unix = i64::try_from(crate::record::now_unix()).unwrap_or(i64::MAX);
     // A history that cannot be opened says so before anything is measured.
-    if let Some(keeping) = &opts.history {
-        crate::history::History::open(&keeping.location).map_err(|e| e.to_string())?;
-    }
+    let mut history = match &opts.history {
+        Some(keeping) => Some((
+            keeping,
+            crate::history::History::open(&keeping.location).map_err(|e| e.to_string())?,
+        )),
+        None => None,
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -184,11 +188,13 @@ pub fn run(opts: &BenchOptions) -> Result<String, String> {
     }
     // A history that cannot be written loses no row: the table is printed
     // first, then the error.
-    let (kept, unkept) = match &opts.history {
-        Some(keeping) => match history::keep(keeping, opts, &rows, cpus.len(), started_unix) {
-            Ok(kept) => (Some(kept), None),
-            Err(e) => (None, Some(format!("the rows are not in the history: {e}"))),
-        },
+    let (kept, unkept) = match &mut history {
+        Some((keeping, opened)) => {
+            match history::keep(opened, keeping, opts, (&rows, cpus.len(), started_unix)) {
+                Ok(kept) => (Some(kept), None),
+                Err(e) => (None, Some(format!("the rows are not in the history: {e}"))),
+            }
+        }
         None => (None, None),
     };
     if opts.format == BenchFormat::Json {

@@ -102,19 +102,6 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
     }
 }
 
-/// The output of a command, trimmed; `None` when it fails or is absent.
-fn command_output(program: &str, args: &[&str], dir: Option<&std::path::Path>) -> Option<String> {
-    let mut cmd = std::process::Command::new(program);
-    cmd.args(args).stderr(std::process::Stdio::null());
-    if let Some(d) = dir {
-        cmd.current_dir(d);
-    }
-    let out = cmd.output().ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
 /// The commit of the checkout holding `file`, `+dirty` when the file has
 /// changes not committed; asked of git once per file and run (the record is
 /// written after every trial).
@@ -137,10 +124,11 @@ fn ask_git(file: &std::path::Path) -> Option<String> {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(std::path::Path::new("."));
-    let commit = command_output("git", &["rev-parse", "HEAD"], Some(dir))?;
+    let commit = crate::process::command_output("git", &["rev-parse", "HEAD"], Some(dir))?;
     let name = file.file_name()?.to_str()?;
-    let dirty = command_output("git", &["status", "--porcelain", "--", name], Some(dir))
-        .is_some_and(|s| !s.is_empty());
+    let dirty =
+        crate::process::command_output("git", &["status", "--porcelain", "--", name], Some(dir))
+            .is_some_and(|s| !s.is_empty());
     Some(if dirty {
         format!("{commit}+dirty")
     } else {
@@ -152,7 +140,7 @@ fn ask_git(file: &std::path::Path) -> Option<String> {
 pub(super) fn gpu_inventory() -> Option<Vec<String>> {
     static GPUS: std::sync::OnceLock<Option<Vec<String>>> = std::sync::OnceLock::new();
     GPUS.get_or_init(|| {
-        command_output(
+        crate::process::command_output(
             "nvidia-smi",
             &[
                 "--query-gpu=index,name,memory.total,driver_version",

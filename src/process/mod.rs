@@ -94,3 +94,20 @@ impl fmt::Display for ExitInfo {
         write!(f, "ended ({})", self.0)
     }
 }
+
+/// The output of a command, trimmed; `None` when it fails or is absent.
+pub(crate) fn command_output(
+    program: &str,
+    args: &[&str],
+    dir: Option<&std::path::Path>,
+) -> Option<String> {
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args).stderr(std::process::Stdio::null());
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let out = cmd.output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}

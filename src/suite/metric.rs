@@ -332,8 +332,7 @@ pub fn format_value(metric: Metric, value: f64) -> String {
 /// A value of the figure named `key` (`ttft.p99`) as the run shows it
 /// (`12.30ms`, `512.4 tok/s`); a name that is no figure's, the number.
 pub fn format_named(key: &str, value: f64) -> String {
-    key.parse::<MetricKey>()
-        .map_or_else(|_| value.to_string(), |k| format_value(k.metric, value))
+    format_stored(key, "", value)
 }
 
 /// A value the history holds, as the run shows it: by its figure's name
