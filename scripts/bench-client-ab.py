@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The two halves of scripts/bench-client-ab.sh.
 
-  bench-client-ab.py oha SERVEGATE STREAMS
-      oha's CPU per token against `servegate sim --stamp-tokens` (TTFT and
-      ITL 10 ms, 128 tokens), the simulator on the last CPU and oha on the
-      first: one line `oha STREAMS SECONDS_PER_TOKEN TOKENS`.
+  bench-client-ab.py oha SERVEGATE CELL STREAMS
+      oha's CPU per token against `servegate sim --stamp-tokens`, paced as
+      the cell is (paced: TTFT and ITL 10 ms, 128 tokens; unpaced: none,
+      256 tokens, PACK to a write), the simulator on the last CPU and oha
+      on the first: one line `oha CELL STREAMS SECONDS_PER_TOKEN TOKENS`.
   bench-client-ab.py summary DIR REF NEW
       medians of the bench-client tables in DIR (CELL.ref.N, CELL.new.N)
       and of its oha lines, with new/ref ratios.
@@ -23,7 +24,9 @@ import sys
 from pathlib import Path
 
 UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
-TOKENS, PACE = 128, 0.010
+# What oha is run against, per cell: the simulator's pace (TTFT and ITL,
+# s), tokens per answer, tokens per write — as bench-client-ab.sh's cells.
+CELLS = {"paced": (0.010, 128, 1), "unpaced": (0.0, 256, 16)}
 
 
 def secs(word):
@@ -63,22 +66,27 @@ def ratio(new, ref):
     return "-" if not new or not ref else f"{new / ref:.2f}×"
 
 
-def oha(servegate, streams):
+def oha(servegate, cell, streams):
+    pace, tokens_each, pack = CELLS[cell]
     last = max(os.sched_getaffinity(0))
+    ms = f"{pace * 1000:g}ms"
     sim = subprocess.Popen(
-        [servegate, "sim", "--port", "0", "--ttft", "10ms", "--itl", "10ms",
-         "--capacity", "1000000", "--stamp-tokens"],
+        [servegate, "sim", "--port", "0", "--ttft", ms, "--itl", ms,
+         "--capacity", "1000000", "--stamp-tokens", "--pack-tokens", str(pack)],
         stdout=subprocess.PIPE, text=True,
         preexec_fn=lambda: os.sched_setaffinity(0, {last}),
     )
     try:
         url = next(w for w in sim.stdout.readline().split() if w.startswith("http://"))
         # Every request completes (-n, not -z): CPU is counted for whole
-        # answers only. About five seconds of streams.
-        per_request = PACE * (TOKENS + 1)
-        n = streams * max(1, round(5 / per_request))
+        # answers only. About five seconds of paced streams; unpaced, some
+        # 5M tokens (about as long here).
+        if pace:
+            n = streams * max(1, round(5 / (pace * (tokens_each + 1))))
+        else:
+            n = max(streams, 5_000_000 // tokens_each)
         body = json.dumps({
-            "model": "bench", "max_tokens": TOKENS, "stream": True, "ignore_eos": True,
+            "model": "bench", "max_tokens": tokens_each, "stream": True, "ignore_eos": True,
             "temperature": 0, "messages": [{"role": "user", "content": "Tell me a story."}],
         })
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -95,8 +103,8 @@ def oha(servegate, streams):
         sim.wait()
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     ok = json.loads(done.stdout).get("statusCodeDistribution", {}).get("200", 0)
-    tokens = ok * TOKENS
-    print(f"oha {streams} {cpu / tokens if tokens else 'nan'} {tokens}")
+    tokens = ok * tokens_each
+    print(f"oha {cell} {streams} {cpu / tokens if tokens else 'nan'} {tokens}")
 
 
 def summary(folder, ref, new):
@@ -109,9 +117,9 @@ def summary(folder, ref, new):
     floor = {}
     if (folder / "oha").exists():
         for line in (folder / "oha").read_text().splitlines():
-            _, streams, cpu, _ = line.split()
+            _, cell, streams, cpu, _ = line.split()
             if cpu != "nan":
-                floor.setdefault(int(streams), []).append(float(cpu))
+                floor.setdefault((cell, int(streams)), []).append(float(cpu))
     n = max((len(v) for r in runs.values() for v in r.values()), default=0)
     print(f"bench-client A/B: new = {new}, ref = {ref}; {n} runs each, alternating; medians")
     print("CPU: the whole process per token received; |err| p99: against the simulator's stamps")
@@ -132,18 +140,19 @@ def summary(folder, ref, new):
             verdicts.get("ref", "-"), verdicts.get("new", "-")))
     if floor:
         print()
-        print("the floor: oha (parses no tokens), same stamped simulator, 10 ms ITL, 128 tokens")
-        print("{:>7} {:>13} {:>14}".format("streams", "CPU/token", "new/oha"))
-        for streams, cpus in sorted(floor.items()):
+        print("the floor: oha (parses no tokens), the same stamped simulator paced as the cell")
+        print("{:<8} {:>7} {:>13} {:>14}".format("cell", "streams", "CPU/token", "new/oha"))
+        for (cell, streams), cpus in sorted(floor.items()):
             new_cpu = next((median([r["cpu"] for r in by.get("new", [])])
-                            for (cell, (_, itl, s)), by in runs.items()
-                            if cell == "paced" and s == streams), None)
-            print("{:>7} {:>11}µs {:>14}".format(streams, shown(median(cpus)), ratio(new_cpu, median(cpus))))
+                            for (c, (_, itl, s)), by in runs.items()
+                            if c == cell and s == streams), None)
+            print("{:<8} {:>7} {:>11}µs {:>14}".format(
+                cell, streams, shown(median(cpus)), ratio(new_cpu, median(cpus))))
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "oha":
-        oha(sys.argv[2], int(sys.argv[3]))
+        oha(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     elif sys.argv[1] == "summary":
         summary(sys.argv[2], sys.argv[3], sys.argv[4])
     else:

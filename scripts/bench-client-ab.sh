@@ -76,7 +76,7 @@ keep() {
 # Each cell: a name and bench-client's arguments.
 declare -A args=(
     [paced]="--itl 10ms --tokens 128 --streams 1,64,256"
-    [unpaced]="--itl 0ms --tokens 256 --streams 512"
+    [unpaced]="--itl 0ms --tokens 256 --streams 512 --pack 16"
     [slow]="--itl 100ms --tokens 32 --streams 1000,4000"
     [big]="--itl 100ms --tokens 32 --streams 10000"
     [smoke]="--itl 5ms --tokens 8 --streams 2"
@@ -99,13 +99,19 @@ for cell in $cells; do
             "$bin" bench-client ${args[$cell]} --duration "$d" ${history[@]+"${history[@]}"} >"$raw/$cell.$who.$i" 2>&1 \
                 || { echo "bench-client-ab: $who failed on $cell:" >&2; cat "$raw/$cell.$who.$i" >&2; exit 1; }
         done
+        # The floor, between the same repeats: the paced cell's streams,
+        # and the unpaced one's.
+        if command -v oha >/dev/null 2>&1; then
+            case $cell in
+                paced) floor=(1 64 256) ;;
+                unpaced) floor=(512) ;;
+                *) floor=() ;;
+            esac
+            for streams in ${floor[@]+"${floor[@]}"}; do
+                echo "bench-client-ab: $cell, oha, $streams streams, run $i of $repeats" >&2
+                python3 scripts/bench-client-ab.py oha "$new_bin" "$cell" "$streams" >>"$raw/oha"
+            done
+        fi
     done
 done
-if command -v oha >/dev/null 2>&1 && [[ " $cells " == *" paced "* ]]; then
-    for i in $(seq 1 "$repeats"); do
-        for streams in 1 64 256; do
-            python3 scripts/bench-client-ab.py oha "$new_bin" "$streams" >>"$raw/oha"
-        done
-    done
-fi
 python3 scripts/bench-client-ab.py summary "$raw" "$ref_name" "$(git describe --always --dirty)" | tee "$out"

@@ -70,12 +70,22 @@ async fn read_more(sock: &TcpStream, buf: &mut Vec<u8>, arrived: &mut Instant) -
     }
 }
 
-/// Reads one request: its `max_tokens` (default 64), or `None` at the end;
-/// `arrived` becomes when its last bytes reached this host.
-async fn request(sock: &TcpStream, buf: &mut Vec<u8>, arrived: &mut Instant) -> Option<u64> {
+/// What a request asks for.
+enum Asked {
+    /// A stream of this many tokens (a POST's `max_tokens`, default 64).
+    Tokens(u64),
+    /// Anything else (a `GET /metrics` scrape): the streamer has nothing
+    /// but streams, and says so at once.
+    Other,
+}
+
+/// Reads one request, or `None` at the end; `arrived` becomes when its
+/// last bytes reached this host.
+async fn request(sock: &TcpStream, buf: &mut Vec<u8>, arrived: &mut Instant) -> Option<Asked> {
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let post = head.starts_with("post ");
             let len: usize = head
                 .lines()
                 .find_map(|l| l.strip_prefix("content-length:"))
@@ -92,11 +102,14 @@ async fn request(sock: &TcpStream, buf: &mut Vec<u8>, arrived: &mut Instant) -> 
             let body: serde_json::Value =
                 serde_json::from_slice(&buf[end + 4..end + 4 + len]).unwrap_or_default();
             buf.drain(..end + 4 + len);
-            return Some(
+            if !post {
+                return Some(Asked::Other);
+            }
+            return Some(Asked::Tokens(
                 body.get("max_tokens")
                     .and_then(serde_json::Value::as_u64)
                     .unwrap_or(64),
-            );
+            ));
         }
         if buf.len() > MAX_BODY {
             return None;
@@ -124,8 +137,22 @@ async fn connection(mut sock: TcpStream, pace: Pace) {
         .checked_sub(Duration::from_secs(1))
         .unwrap_or_else(Instant::now);
     let mut out = String::new();
-    while let Some(tokens) = request(&sock, &mut buf, &mut arrived).await {
+    while let Some(asked) = request(&sock, &mut buf, &mut arrived).await {
         let read = micros();
+        let tokens = match asked {
+            Asked::Tokens(n) => n,
+            // Not a paced stream, whose every token the asker's CPU would
+            // parse (a gate's scrapes before and after its window were
+            // each a whole answer, counted in bench-client's CPU and
+            // not in its tokens).
+            Asked::Other => {
+                let none = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n";
+                if sock.write_all(none).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+        };
         let arrived = stamp::epoch_micros(arrived.into_std());
         let head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
         if sock.write_all(head).await.is_err() {
@@ -177,5 +204,65 @@ async fn connection(mut sock: TcpStream, pace: Pace) {
         if sock.write_all(tail.as_bytes()).await.is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    use super::*;
+
+    /// Reads from `sock` onto `got` until it ends with `end`.
+    async fn read_until(sock: &mut TcpStream, got: &mut Vec<u8>, end: &[u8]) {
+        let mut chunk = [0u8; 4096];
+        while !got.ends_with(end) {
+            let n = sock.read(&mut chunk).await.expect("read");
+            assert!(
+                n > 0,
+                "the streamer closed; got {:?}",
+                String::from_utf8_lossy(got)
+            );
+            got.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// A scrape (`GET /metrics`) is told there is nothing there, at once
+    /// and without a token, and the connection then streams a POST's
+    /// tokens: a gate's scrapes cost the asker one small answer each.
+    #[tokio::test]
+    async fn a_request_other_than_a_post_gets_no_stream() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let sim = spawn(
+            listener,
+            Pace {
+                ttft: Duration::ZERO,
+                itl: Duration::ZERO,
+                pack: 1,
+            },
+        )
+        .expect("spawn");
+        let mut sock = TcpStream::connect(sim.addr).await.expect("connect");
+        sock.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .expect("write");
+        let mut got = Vec::new();
+        read_until(&mut sock, &mut got, b"\r\n\r\n").await;
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"
+        );
+        let body = br#"{"max_tokens":2}"#;
+        let post = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        sock.write_all(post.as_bytes()).await.expect("write");
+        sock.write_all(body).await.expect("write");
+        got.clear();
+        read_until(&mut sock, &mut got, b"0\r\n\r\n").await;
+        let text = String::from_utf8_lossy(&got);
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+        assert_eq!(text.matches("\"content\":\"").count(), 2, "{text}");
     }
 }
