@@ -296,14 +296,24 @@ pub fn woke() -> Option<Instant> {
 
 /// Call as the thread goes idle (tokio's `on_thread_park`).
 pub fn parking() {
+    let began = Instant::now();
     let (sleeps, sched) = (sleeps(), schedstat());
+    let parked = Instant::now();
     WAKE.with(|w| {
         let mut s = w.get();
-        s.parked = Some(Instant::now());
+        s.parked = Some(parked);
         s.sleeps = sleeps;
         s.sched = sched;
+        s.hooks += parked.saturating_duration_since(began);
         w.set(s);
     });
+}
+
+/// The time this thread has spent in [`parking`] and [`unparked`] (their
+/// system calls): what the self-check's dating of wakes costs it, for
+/// bench-client to show.
+pub fn hook_time() -> Duration {
+    WAKE.with(|w| w.get().hooks)
 }
 
 /// What a wake is dated less, beyond the time the thread is known to have
@@ -333,6 +343,7 @@ pub fn woke_late(excess: Duration) {
 
 /// Call as the thread resumes (tokio's `on_thread_unpark`).
 pub fn unparked() {
+    let began = Instant::now();
     let (sleeps, sched) = (sleeps(), schedstat());
     let now = Instant::now();
     WAKE.with(|w| {
@@ -342,6 +353,7 @@ pub fn unparked() {
             let slack = WAKE_SLACK + 2 * s.late_now(now);
             s.woke = Some(dated_wake(now, parked, sched.zip(s.sched), slack));
         }
+        s.hooks += now.saturating_duration_since(began);
         w.set(s);
     });
 }
@@ -381,6 +393,8 @@ struct Wake {
     /// slack seen ([`woke_late`]), and when.
     late: Duration,
     late_seen: Option<Instant>,
+    /// See [`hook_time`].
+    hooks: Duration,
 }
 
 impl Wake {

@@ -128,6 +128,30 @@ impl Row {
             .fold(f64::NAN, f64::max)
     }
 
+    /// The time the client threads spent dating their wakes (the
+    /// self-check's hooks) over the window, s (NaN where not measured).
+    fn dating(&self) -> f64 {
+        let threads = &self.metrics.client.threads;
+        if threads.iter().any(|t| t.dating.is_none()) {
+            return f64::NAN;
+        }
+        threads.iter().filter_map(|t| t.dating).sum()
+    }
+
+    /// What the self-check cost per token of the window and as a share of
+    /// one core over it (NaN where not measured).
+    fn check_cost(&self) -> (f64, f64) {
+        let (dating, m) = (self.dating(), &self.metrics);
+        #[expect(clippy::cast_precision_loss, reason = "token counts")]
+        let per_token = if m.output_tokens == 0 {
+            f64::NAN
+        } else {
+            dating / m.output_tokens as f64
+        };
+        let wall = m.wall.as_secs_f64();
+        (per_token, if wall > 0.0 { dating / wall } else { f64::NAN })
+    }
+
     /// The share of token chunks a late read merged (NaN for none).
     fn merged(&self) -> f64 {
         let b = &self.metrics.bounds;
@@ -180,6 +204,8 @@ impl Row {
             "write_p99_s": p(&t.write),
             "errors": self.metrics.errors + t.unreadable,
             "limited": self.check.limited.is_some(),
+            "check_cpu_per_token_s": num(self.check_cost().0),
+            "check_core_share": num(self.check_cost().1),
             "preopened": self.metrics.preopened,
         })
     }
@@ -199,8 +225,12 @@ impl Row {
         );
         let merged = or_na(self.merged(), |v| format!("{:.1}%", 100.0 * v));
         let t = &self.truth;
+        let (check_token, check_core) = self.check_cost();
+        let check_cost = or_na(check_token, |c| {
+            format!("{:.2}µs/{:.1}%", c * 1e6, 100.0 * check_core)
+        });
         let main = format!(
-            "{threads:>7} {:>6} {streams:>7} {:>10.0} {per_token:>9} {:>6} {:>6} {merged:>7} {:>21} {:>10} {:>10} {:>21} {:>10} {:>10} {:>6}  {}{}",
+            "{threads:>7} {:>6} {streams:>7} {:>10.0} {per_token:>9} {:>6} {:>6} {merged:>7} {:>21} {:>10} {:>10} {:>21} {:>10} {:>10} {:>6}  {:<10} {check_cost:>15}{}",
             gap(itl),
             self.rate(),
             or_na(self.worst(|t| t.busy), |b| format!("{:.0}%", 100.0 * b)),
@@ -262,11 +292,11 @@ pub(super) fn header(opts: &BenchOptions) -> String {
     );
     let _ = writeln!(
         out,
-        "truth: the simulator's stamps (TTFT: first token sent − request read; ITL: gap between send stamps); |err| per request and per gap, over the first {KEEP} answers; bound: the most the self-check says the client can have moved the p99 (LIMITED past 2%, at least 0.1ms); CPU/token: the whole process, warm-up included\n"
+        "truth: the simulator's stamps (TTFT: first token sent − request read; ITL: gap between send stamps); |err| per request and per gap, over the first {KEEP} answers; bound: the most the self-check says the client can have moved the p99 (LIMITED past 2%, at least 0.1ms); CPU/token: the whole process, warm-up included; its cost: the client threads' time dating their wakes, per token of the window and as a share of one core\n"
     );
     let _ = writeln!(
         out,
-        "{:>7} {:>6} {:>7} {:>10} {:>9} {:>6} {:>6} {:>7} {:>21} {:>10} {:>10} {:>21} {:>10} {:>10} {:>6}  self-check",
+        "{:>7} {:>6} {:>7} {:>10} {:>9} {:>6} {:>6} {:>7} {:>21} {:>10} {:>10} {:>21} {:>10} {:>10} {:>6}  {:<10} {:>15}",
         "threads",
         "ITL",
         "streams",
@@ -282,6 +312,8 @@ pub(super) fn header(opts: &BenchOptions) -> String {
         "|err| p99",
         "bound",
         "errors",
+        "self-check",
+        "its cost",
     );
     out
 }

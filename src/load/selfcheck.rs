@@ -75,6 +75,12 @@ pub struct ThreadCheck {
     /// does not say (`/proc/thread-self/schedstat`).
     #[serde(default)]
     pub waited: Option<f64>,
+    /// The time, s, it spent in the self-check's hooks at each sleep and
+    /// wake over the window (reading its context switches and schedstat
+    /// to date the wake): what the self-check cost it. `None` in records
+    /// older than the figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dating: Option<f64>,
     /// Open loop: requests it started, and how many of them more than
     /// 5 ms after their intended time because it woke late.
     pub starts: u64,

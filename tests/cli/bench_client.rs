@@ -195,6 +195,12 @@ fn bench_client_prints_its_rows_timing_error_and_scaling() {
             errors.is_some_and(|i| w[i - 1] == "0"),
             "a row with errors or unreadable stamps, or no self-check: {w:?}\n{out}"
         );
+        // … and what the self-check cost: per token, of a core.
+        let cost = errors.and_then(|i| w.get(i + 1)).copied().unwrap_or("");
+        assert!(
+            cost.contains("µs/") && cost.ends_with('%'),
+            "no self-check cost after the verdict: {w:?}\n{out}"
+        );
         assert!(w[4].ends_with("µs"), "CPU per token: {w:?}");
     }
     assert_eq!(words(parts, 15).count(), 4, "{out}");
@@ -258,6 +264,13 @@ fn bench_client_writes_json_and_reads_a_packing_simulator() {
     assert_eq!(row["preopened"].as_u64(), Some(1), "{row:#}");
     let f = |v: &serde_json::Value| v.as_f64().unwrap_or_else(|| panic!("{v} in {row:#}"));
     assert!(f(&row["tokens_per_s"]) > 0.0 && f(&row["cpu_per_token_s"]) > 0.0);
+    // The client thread slept between tokens 5 ms apart: dating its wakes
+    // took time, a share of one core.
+    let (check, share) = (
+        f(&row["check_cpu_per_token_s"]),
+        f(&row["check_core_share"]),
+    );
+    assert!(check > 0.0 && share > 0.0 && share < 1.0, "{row:#}");
     // Three of every four tokens after the first share their write.
     assert!(f(&row["merged"]) >= 0.5, "{row:#}");
     // The true gaps: 0 inside a write, 20 ms between writes (the p99).

@@ -133,6 +133,7 @@ async fn shard(
     };
     let cpu_before = threads::thread_cpu();
     let delay_before = crate::stamp::run_delay();
+    let hooks_before = crate::stamp::hook_time();
     let (mut rec, streams, starts, late_starts) = match load.pace {
         Pace::Closed { .. } => {
             let workers = window_streams(load, k, n);
@@ -169,6 +170,9 @@ async fn shard(
         .zip(delay_before)
         .filter(|_| wall > 0.0)
         .map(|(after, before)| (after.saturating_sub(before) as f64 / 1e9 / wall).min(1.0));
+    let dating = crate::stamp::hook_time()
+        .saturating_sub(hooks_before)
+        .as_secs_f64();
     ShardOut {
         rec,
         check: ThreadCheck {
@@ -176,6 +180,7 @@ async fn shard(
             cpu,
             busy,
             waited,
+            dating: Some(dating),
             starts,
             late_starts,
         },
