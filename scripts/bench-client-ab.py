@@ -11,7 +11,8 @@
       and of its oha lines, with new/ref ratios.
 
 The tables are read as bench-client prints them (every version since its
-columns were set), so any commit can be the reference.
+columns were set), so any commit can be the reference (the unpaced cell's
+`--pack` since 212a76e).
 """
 
 import json

@@ -93,6 +93,10 @@ for cell in $cells; do
             bin=$ref_bin
             kept=$ref_commit
             if [ "$who" = new ]; then bin=$new_bin; kept=$new_commit; fi
+            if [[ ${args[$cell]} == *--pack* ]] && [[ $("$bin" bench-client --help 2>/dev/null) != *--pack* ]]; then
+                echo "bench-client-ab: $bin has no --pack (before 212a76e): the $cell cell needs it; leave it out with CELLS" >&2
+                exit 2
+            fi
             mapfile -t history < <(keep "$bin" "$kept")
             echo "bench-client-ab: $cell, $who, run $i of $repeats" >&2
             # shellcheck disable=SC2086

@@ -204,7 +204,7 @@ impl Row {
             "write_p99_s": p(&t.write),
             "errors": self.metrics.errors + t.unreadable,
             "limited": self.check.limited.is_some(),
-            "check_cpu_per_token_s": num(self.check_cost().0),
+            "check_time_per_token_s": num(self.check_cost().0),
             "check_core_share": num(self.check_cost().1),
             "preopened": self.metrics.preopened,
         })

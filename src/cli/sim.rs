@@ -36,7 +36,8 @@ pub(crate) struct SimArgs {
     #[arg(long, value_name = "N")]
     num_continuous_decode_steps: Option<usize>,
     /// Serve bench-client's truth instead of the simulator: a bare HTTP/1.1
-    /// streamer whose tokens are their own send times (µs since the epoch).
+    /// streamer whose tokens are their own send times (µs since the epoch);
+    /// any request but a POST gets an empty 404.
     #[arg(long)]
     stamp_tokens: bool,
     /// With `--stamp-tokens`: tokens after the first written N at a time,

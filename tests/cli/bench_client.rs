@@ -267,7 +267,7 @@ fn bench_client_writes_json_and_reads_a_packing_simulator() {
     // The client thread slept between tokens 5 ms apart: dating its wakes
     // took time, a share of one core.
     let (check, share) = (
-        f(&row["check_cpu_per_token_s"]),
+        f(&row["check_time_per_token_s"]),
         f(&row["check_core_share"]),
     );
     assert!(check > 0.0 && share > 0.0 && share < 1.0, "{row:#}");
@@ -284,21 +284,22 @@ fn bench_client_writes_json_and_reads_a_packing_simulator() {
 /// end, on its two-stream `smoke` cell with this build as both sides:
 /// it runs each side, reads their tables back and prints the medians with
 /// a new/ref ratio and every run's verdict, keeping every run in the run
-/// history under its side's commit; an unknown cell is an error.
+/// history under its side's commit; an unknown cell is an error, and
+/// so is a reference without `--pack` for the unpaced cell.
 #[test]
 fn the_regression_bench_compares_two_builds() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("ab.txt");
     let history = dir.path().join("history.sqlite");
     let bin = env!("CARGO_BIN_EXE_servegate");
-    let run = |cells: &str| {
+    let run_with = |cells: &str, reference: &str| {
         std::process::Command::new("bash")
             .arg(concat!(
                 env!("CARGO_MANIFEST_DIR"),
                 "/scripts/bench-client-ab.sh"
             ))
             .envs([
-                ("SERVEGATE_REF_BIN", bin),
+                ("SERVEGATE_REF_BIN", reference),
                 ("SERVEGATE_NEW_BIN", bin),
                 ("CELLS", cells),
                 ("REPEATS", "2"),
@@ -310,6 +311,7 @@ fn the_regression_bench_compares_two_builds() {
             .output()
             .unwrap()
     };
+    let run = |cells: &str| run_with(cells, bin);
     let o = run("smoke");
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -361,6 +363,22 @@ fn the_regression_bench_compares_two_builds() {
     let o = run("nonsense");
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no cell nonsense"));
+    // A reference from before `--pack` cannot run the unpaced cell (its
+    // simulator writes 16 tokens at a time): said, not measured unlike.
+    let old = dir.path().join("old-servegate");
+    std::fs::write(
+        &old,
+        "#!/bin/sh\necho 'Usage: servegate bench-client [--streams <N>]'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&old, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let o = run_with("unpaced", old.to_str().unwrap());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("has no --pack"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// `bench-client --history` keeps every row's figures in the run history

@@ -121,7 +121,7 @@ complete -c servegate -n "__fish_servegate_using_subcommand sim" -l speculative-
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l speculative-num-draft-tokens -d 'SGLang\'s `--speculative-num-draft-tokens` (reported; a verify step yields at most this many tokens)' -r
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l reasoning-parser -d 'SGLang\'s `--reasoning-parser` (reported)' -r
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l tool-call-parser -d 'SGLang\'s `--tool-call-parser` (reported; not the profile\'s `sglang.tool_call_parser`: tool calls stream as text)' -r
-complete -c servegate -n "__fish_servegate_using_subcommand sim" -l stamp-tokens -d 'Serve bench-client\'s truth instead of the simulator: a bare HTTP/1.1 streamer whose tokens are their own send times (µs since the epoch)'
+complete -c servegate -n "__fish_servegate_using_subcommand sim" -l stamp-tokens -d 'Serve bench-client\'s truth instead of the simulator: a bare HTTP/1.1 streamer whose tokens are their own send times (µs since the epoch); any request but a POST gets an empty 404'
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l never-ready -d 'Health checks never answer 200: a start-up that hangs'
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l trust-remote-code -d 'SGLang\'s `--trust-remote-code` (taken, as a launch passes it)'
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l enable-metrics -d 'SGLang\'s `--enable-metrics` (taken: the simulator always serves `/metrics`)'
