@@ -344,11 +344,14 @@ pub fn woke_late(excess: Duration) {
 /// Call as the thread resumes (tokio's `on_thread_unpark`).
 pub fn unparked() {
     let began = Instant::now();
-    let (sleeps, sched) = (sleeps(), schedstat());
-    let now = Instant::now();
+    let sleeps = sleeps();
     WAKE.with(|w| {
         let mut s = w.get();
         let slept = matches!((sleeps, s.sleeps), (Some(a), Some(b)) if a > b);
+        // Only a sleep has a wake to date: a park that found work at once
+        // reads no schedstat.
+        let sched = if slept { schedstat() } else { None };
+        let now = Instant::now();
         if slept && let Some(parked) = s.parked {
             let slack = WAKE_SLACK + 2 * s.late_now(now);
             s.woke = Some(dated_wake(now, parked, sched.zip(s.sched), slack));
