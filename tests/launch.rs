@@ -7,7 +7,7 @@
 #[allow(dead_code)] // each test binary uses a subset of the shared helpers
 mod common;
 use common::run::merged;
-use common::verdicts::{assert_has, failure_of, verdict};
+use common::verdicts::{assert_has, client_kept_from_cpu, failure_of, verdict};
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -544,7 +544,17 @@ fn a_variant_bound_fails_the_variant_that_regressed_against_the_other() {
     let run = Run::new("regress");
     let (code, text) = run.run(&["run", "tests/suites/launch/regress.yaml"]);
     assert_eq!(code, Some(1), "{text}");
-    assert_eq!(verdict(&text, "regress[fast]::performance::decode"), "ok");
+    // `fast` passes, or fails only where the self-check rightly found its
+    // client kept from a CPU (a heavily loaded machine: at load 10–11 on
+    // two cores, 3 runs of 8 read a first token together with the second,
+    // 8 ms late: tpot.mean off by up to 164 µs, 155 µs allowed). Its
+    // figure still bounds `slow`'s: the client can only have understated
+    // its TPOT, which makes `slow`'s bound stricter, never looser.
+    let fast = "regress[fast]::performance::decode";
+    assert!(
+        verdict(&text, fast) == "ok" || client_kept_from_cpu(&failure_of(&text, fast)),
+        "{fast} failed, and not for a client kept from its CPU:\n{text}"
+    );
     let failure = failure_of(&text, "regress[slow]::performance::decode");
     assert_has(
         &failure,

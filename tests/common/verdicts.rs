@@ -1,5 +1,6 @@
 //! Reading what a run printed: a trial's verdict, its failure text, and
 //! needles that must be in a text.
+#![allow(dead_code)] // each test binary that includes this module uses part of it
 
 /// The verdict libtest printed for trial `name` (`ok`, `FAILED`): on its
 /// `test <name> ... ` line, or, where the trial printed lines of its own
@@ -34,6 +35,18 @@ pub fn failure_of(out: &str, name: &str) -> String {
         .or_else(|| body.find("\n\nfailures:"))
         .unwrap_or(body.len());
     body[..end].to_owned()
+}
+
+/// Whether a gate's failure text is the self-check's, blaming the client
+/// kept from its CPU (a loaded machine): the figures could not be vouched
+/// for, a true red. The two wordings: the threads waited for a CPU over
+/// the window, or were kept from it when a request went out or tokens came.
+pub fn client_kept_from_cpu(failure: &str) -> bool {
+    failure.contains("the client moved these figures beyond their tolerance")
+        && (failure.contains("its threads waited for a CPU up to")
+            || failure.contains(
+                "its threads were kept from a CPU when a request went out or tokens came",
+            ))
 }
 
 /// Asserts that `text` contains every needle, showing the text when not.
