@@ -191,7 +191,7 @@ fn a_missing_history_is_named_not_created() {
 }
 
 /// An import of a run of 30,000 figures into `history`, killed at ten
-/// moments while it writes: every run the history then holds has all its
+/// moments while it starts or writes: every run the history then holds has all its
 /// figures (the store's transaction), and the kills did land before the
 /// commit.
 fn killed_imports_leave_no_half_run(history: &str, env: &[(&str, &Path)]) {
@@ -210,7 +210,7 @@ fn killed_imports_leave_no_half_run(history: &str, env: &[(&str, &Path)]) {
     let gates: Vec<serde_json::Value> = (0..5000)
         .map(|g| serde_json::json!({ "gate": format!("g{g}"), "load": "x", "repeats": 1, "figures": figures }))
         .collect();
-    let mut killed_before_commit = 0;
+    let (mut killed_before_commit, mut committed) = (0, 0u64);
     for attempt in 0..10u64 {
         let record = dir.path().join(format!("report-{attempt}.json"));
         let run = serde_json::json!({
@@ -236,6 +236,16 @@ fn killed_imports_leave_no_half_run(history: &str, env: &[(&str, &Path)]) {
         std::thread::sleep(std::time::Duration::from_millis(20 + 40 * attempt));
         let _ = child.kill();
         let status = child.wait().unwrap();
+        // Killed before it created the store (a slow start on a loaded
+        // machine): nothing landed, and there is no history to list.
+        if !history.starts_with("postgres") && !Path::new(history).exists() {
+            assert!(
+                !status.success(),
+                "an import that succeeded left no history"
+            );
+            killed_before_commit += 1;
+            continue;
+        }
         let listed = history_json_with(
             dir.path(),
             &["--history", history, "list", "--all", "--suite", "big"],
@@ -249,8 +259,10 @@ fn killed_imports_leave_no_half_run(history: &str, env: &[(&str, &Path)]) {
             .map(|s| s["points"].as_u64().unwrap())
             .collect();
         assert!(sizes.len() <= 1, "a run in part: series of sizes {sizes:?}");
-        let landed = sizes.first().is_some_and(|n| *n == attempt + 1);
-        if !landed && !status.success() {
+        let landed = sizes.first().is_some_and(|n| *n == committed + 1);
+        if landed {
+            committed += 1;
+        } else if !status.success() {
             killed_before_commit += 1;
         }
     }
