@@ -343,15 +343,18 @@ pub fn keep(
 /// digits and `._+/-`, at most 80 (`HEAD` or a branch name would be
 /// stored as it is, and never meet a run of the same commit).
 pub fn commit_name(text: &str) -> Result<String, String> {
-    if !text.is_empty()
-        && text.len() <= 80
+    if text.len() <= 80
+        && text.starts_with(|c: char| c.is_ascii_alphanumeric())
         && text
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._+/-".contains(c))
     {
         Ok(text.to_owned())
     } else {
-        Err("a commit: its hash (letters, digits and `._+/-`, at most 80)".to_owned())
+        Err(
+            "a commit: its hash (a letter or digit, then letters, digits and `._+/-`, at most 80)"
+                .to_owned(),
+        )
     }
 }
 

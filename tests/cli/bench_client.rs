@@ -440,10 +440,14 @@ fn bench_client_keeps_its_figures_per_commit_in_the_history() {
         );
     }
     assert_has(&listed.out, &["3 point(s)"]);
-    // A commit that is no hash is refused; a history that cannot be opened
-    // is refused before anything is measured.
-    let o = servegate(&["bench-client", "--history", history, "--commit", "a b"]);
-    assert_eq!(o.code, Some(2), "{}", o.out);
+    // A commit that is no hash is refused (one that reads as an option
+    // too); a history that cannot be opened is refused before anything is
+    // measured.
+    for commit in ["--commit=a b", "--commit=-x", "--commit="] {
+        let o = servegate(&["bench-client", "--history", history, commit]);
+        assert_eq!(o.code, Some(2), "{commit}: {}", o.out);
+        assert_has(&o.out, &["a letter or digit, then letters, digits"]);
+    }
     let o = servegate(&[
         "bench-client",
         "--streams",
