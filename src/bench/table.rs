@@ -132,10 +132,11 @@ impl Row {
     /// self-check's hooks) over the window, s (NaN where not measured).
     fn dating(&self) -> f64 {
         let threads = &self.metrics.client.threads;
-        if threads.iter().any(|t| t.dating.is_none()) {
-            return f64::NAN;
-        }
-        threads.iter().filter_map(|t| t.dating).sum()
+        threads
+            .iter()
+            .map(|t| t.dating)
+            .sum::<Option<f64>>()
+            .unwrap_or(f64::NAN)
     }
 
     /// What the self-check cost per token of the window and as a share of
@@ -176,6 +177,7 @@ impl Row {
     /// fractions, `null` where there is none.
     pub(super) fn json(&self, at: RowAt) -> serde_json::Value {
         let t = &self.truth;
+        let (check_token, check_core) = self.check_cost();
         let num = |v: f64| (!v.is_nan()).then_some(v);
         let p = |v: &[f64]| num(quantile(v, 0.99));
         let figure = |measured: &[f64], truth: &[f64], err: &[f64], key: MetricKey| {
@@ -204,8 +206,8 @@ impl Row {
             "write_p99_s": p(&t.write),
             "errors": self.metrics.errors + t.unreadable,
             "limited": self.check.limited.is_some(),
-            "check_time_per_token_s": num(self.check_cost().0),
-            "check_core_share": num(self.check_cost().1),
+            "check_time_per_token_s": num(check_token),
+            "check_core_share": num(check_core),
             "preopened": self.metrics.preopened,
         })
     }

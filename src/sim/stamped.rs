@@ -101,17 +101,19 @@ async fn request(sock: &TcpStream, buf: &mut Vec<u8>, arrived: &mut Instant) -> 
             while buf.len() < end + 4 + len {
                 read_more(sock, buf, arrived).await?;
             }
-            let body: serde_json::Value =
-                serde_json::from_slice(&buf[end + 4..end + 4 + len]).unwrap_or_default();
+            let asked = if post {
+                let body: serde_json::Value =
+                    serde_json::from_slice(&buf[end + 4..end + 4 + len]).unwrap_or_default();
+                Asked::Tokens(
+                    body.get("max_tokens")
+                        .and_then(serde_json::Value::as_u64)
+                        .unwrap_or(64),
+                )
+            } else {
+                Asked::Other
+            };
             buf.drain(..end + 4 + len);
-            if !post {
-                return Some(Asked::Other);
-            }
-            return Some(Asked::Tokens(
-                body.get("max_tokens")
-                    .and_then(serde_json::Value::as_u64)
-                    .unwrap_or(64),
-            ));
+            return Some(asked);
         }
         if buf.len() > MAX_BODY {
             return None;
