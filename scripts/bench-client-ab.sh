@@ -63,12 +63,17 @@ fi
 mkdir -p "$(dirname "$out")"
 new_commit=$(git rev-parse HEAD)
 git diff --quiet HEAD || new_commit="$new_commit+dirty"
-# What each side's runs add to bench-client's arguments: the history,
-# where the build has it (a reference older than `--history` has not).
+# Each side's bench-client options, asked once: a reference can be older
+# than some of them.
+declare -A help=(
+    [ref]=$("$ref_bin" bench-client --help 2>/dev/null || true)
+    [new]=$("$new_bin" bench-client --help 2>/dev/null || true)
+)
+# What a side's runs add to bench-client's arguments: the history, where
+# the build has it (a reference older than `--history` has not).
 keep() {
-    local bin=$1 commit=$2
-    if [ -n "${HISTORY:-}" ] && [ -n "$commit" ] \
-        && [[ $("$bin" bench-client --help 2>/dev/null) == *--history* ]]; then
+    local who=$1 commit=$2
+    if [ -n "${HISTORY:-}" ] && [ -n "$commit" ] && [[ ${help[$who]} == *--history* ]]; then
         printf '%s\n' --history "$HISTORY" --commit "$commit"
     fi
 }
@@ -93,11 +98,11 @@ for cell in $cells; do
             bin=$ref_bin
             kept=$ref_commit
             if [ "$who" = new ]; then bin=$new_bin; kept=$new_commit; fi
-            if [[ ${args[$cell]} == *--pack* ]] && [[ $("$bin" bench-client --help 2>/dev/null) != *--pack* ]]; then
+            if [[ ${args[$cell]} == *--pack* ]] && [[ ${help[$who]} != *--pack* ]]; then
                 echo "bench-client-ab: $bin has no --pack (before 212a76e): the $cell cell needs it; leave it out with CELLS" >&2
                 exit 2
             fi
-            mapfile -t history < <(keep "$bin" "$kept")
+            mapfile -t history < <(keep "$who" "$kept")
             echo "bench-client-ab: $cell, $who, run $i of $repeats" >&2
             # shellcheck disable=SC2086
             "$bin" bench-client ${args[$cell]} --duration "$d" ${history[@]+"${history[@]}"} >"$raw/$cell.$who.$i" 2>&1 \
