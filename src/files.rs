@@ -34,6 +34,16 @@ pub enum FileError {
         #[source]
         source: serde_json::Error,
     },
+    /// The file is larger than its reader takes.
+    #[error("{} is over {max} bytes, more than {what} may be: not read", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// What it should be.
+        what: &'static str,
+        /// The most bytes read.
+        max: u64,
+    },
     /// A value could not be written as JSON.
     #[error("{what} cannot be written as JSON to {}: {source}", path.display())]
     Encode {
@@ -113,6 +123,25 @@ pub fn append(path: &Path, line: &str) -> Result<(), FileError> {
         .map_err(io("append to", path))
 }
 
+/// Reads `path` as text of `what`, at most `max` bytes of it: a larger
+/// file (or one without an end, `/dev/zero`) is refused after `max + 1`
+/// bytes, never read whole into memory.
+pub fn read_capped(path: &Path, what: &'static str, max: u64) -> Result<String, FileError> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(max + 1).read_to_string(&mut text))
+        .map_err(io("read", path))?;
+    if text.len() as u64 > max {
+        return Err(FileError::TooLarge {
+            path: path.to_path_buf(),
+            what,
+            max,
+        });
+    }
+    Ok(text)
+}
+
 /// Reads `path` as JSON of `what`.
 pub fn read_json<T: DeserializeOwned>(path: &Path, what: &'static str) -> Result<T, FileError> {
     let text = std::fs::read_to_string(path).map_err(io("read", path))?;
@@ -155,6 +184,14 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, ["figures.json"]);
+        assert!(matches!(
+            read_capped(Path::new("/dev/zero"), "a record", 1024),
+            Err(FileError::TooLarge { max: 1024, .. })
+        ));
+        assert_eq!(
+            read_capped(&path, "figures", 64).unwrap(),
+            "{\n  \"x\": 1\n}\n"
+        );
         let none = dir.path().join("none.json");
         assert!(
             read_json_if_any::<serde_json::Value>(&none, "figures")

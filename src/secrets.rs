@@ -63,7 +63,8 @@ pub fn is_secret_name(name: &str) -> bool {
     words.iter().any(|w| WORDS.contains(&w.as_str()))
 }
 
-/// Registers a secret value; short or empty values are ignored.
+/// Registers a secret value, and the forms a server may echo it in
+/// ([`encodings`]); short or empty values are ignored.
 pub fn add(value: &str) {
     let value = value.trim();
     if value.chars().count() < MIN_LEN {
@@ -73,9 +74,62 @@ pub fn add(value: &str) {
         && !known.iter().any(|k| k == value)
     {
         known.push(value.to_owned());
+        for form in encodings(value) {
+            if form.chars().count() >= MIN_LEN && !known.contains(&form) {
+                known.push(form);
+            }
+        }
         // Longest first, so a secret containing another is replaced whole.
         known.sort_by_key(|k| std::cmp::Reverse(k.len()));
     }
+}
+
+/// The forms a secret may be echoed in besides its own: reversed, in hex
+/// (either case), percent-encoded, and in base64 (standard and URL-safe)
+/// at each of the three alignments it can have inside a longer encoded
+/// text (`Bearer <key>`, `user:<key>` in a Basic header): of each, the
+/// characters that only the secret's own bytes decide.
+fn encodings(value: &str) -> Vec<String> {
+    use base64::Engine as _;
+    use std::fmt::Write as _;
+    let bytes = value.as_bytes();
+    let mut forms = vec![value.chars().rev().collect::<String>()];
+    let lower = bytes.iter().fold(String::new(), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}");
+        hex
+    });
+    forms.push(lower.to_ascii_uppercase());
+    forms.push(lower);
+    let percent = bytes.iter().fold(String::new(), |mut out, &b| {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+        out
+    });
+    if percent != value {
+        forms.push(percent);
+    }
+    for engine in [
+        &base64::engine::general_purpose::STANDARD_NO_PAD,
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+    ] {
+        for offset in 0..3 {
+            let mut shifted = vec![0u8; offset];
+            shifted.extend_from_slice(bytes);
+            let encoded = engine.encode(&shifted);
+            // Character i holds bits 6i..6i+6 of the bytes: the secret's
+            // alone from the first past the offset's bytes to the last
+            // that ends within the secret.
+            let first = (8 * offset).div_ceil(6);
+            let last = (8 * (offset + bytes.len())).saturating_sub(6) / 6;
+            if let Some(core) = encoded.get(first..=last) {
+                forms.push(core.to_owned());
+            }
+        }
+    }
+    forms
 }
 
 /// Registers the values of this process's environment variables whose
@@ -273,6 +327,44 @@ mod tests {
         // Fewer characters than a secret is scrubbed by stay.
         assert_eq!(scrub("it ends in sk-cu"), "it ends in sk-cu");
         assert_eq!(scrub("mid sk-cut-0123 text"), "mid sk-cut-0123 text");
+    }
+
+    /// A key a server echoes encoded is scrubbed as the key is: reversed,
+    /// in hex, percent-encoded, and in base64 alone or inside a longer
+    /// encoded text, at every alignment.
+    #[test]
+    fn encoded_echoes_are_scrubbed() {
+        use base64::Engine as _;
+        let key = "sk-enc/0123+456789&abc def";
+        add(key);
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let b64url = |s: &str| base64::engine::general_purpose::URL_SAFE.encode(s);
+        let hex = key.bytes().fold(String::new(), |mut hex, b| {
+            use std::fmt::Write as _;
+            let _ = write!(hex, "{b:02x}");
+            hex
+        });
+        for echoed in [
+            key.chars().rev().collect::<String>(),
+            hex.clone(),
+            hex.to_ascii_uppercase(),
+            "sk-enc%2F0123%2B456789%26abc%20def".to_owned(),
+            b64(key),
+            b64(&format!("Bearer {key}")),
+            b64(&format!("x{key}")),
+            b64(&format!("xy{key}")),
+            b64url(&format!("user:{key}")),
+        ] {
+            let text = format!("the server said {echoed} back");
+            let shown = scrub(&text);
+            assert!(
+                shown.contains(REDACTED),
+                "`{echoed}` was not scrubbed: {shown}"
+            );
+            // What is left of an encoded form is a character or two of its
+            // edges, never a run of the secret's.
+            assert!(shown.len() < text.len(), "{shown}");
+        }
     }
 
     #[test]

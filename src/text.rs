@@ -30,6 +30,27 @@ pub fn printable(line: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A JSON text (as serde writes it, which escapes the C0 controls in
+/// strings) with every other character that would act on a terminal or a
+/// log written as a `\u` escape: such a character can only stand inside a
+/// string (JSON's own syntax is ASCII, its only controls the line breaks
+/// and tabs between values, which are kept), where the escape means the
+/// same character, so the text stays JSON and reads back equal.
+pub fn json_inert(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if acts(c) && !matches!(c, '\n' | '\r' | '\t') {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A block of output (a failure message, a summary) as it may reach a
 /// terminal or a CI log: every known secret scrubbed, every line's acting
 /// characters escaped, and nothing a CI system or a test-output parser would
@@ -175,6 +196,21 @@ mod tests {
         for line in for_log(forged).lines() {
             assert!(!line.trim_start().starts_with("::") && !line.contains("##["));
         }
+    }
+
+    #[test]
+    fn json_made_inert_stays_json_and_reads_back_equal() {
+        let value = serde_json::json!({ "node": "a\u{1b}[2J\u{9b}b\u{202e}c\u{7f}\n::error::x" });
+        let text = serde_json::to_string_pretty(&value).unwrap();
+        let inert = super::json_inert(&text);
+        assert!(
+            !inert.chars().any(|c| super::acts(c) && c != '\n'),
+            "{inert}"
+        );
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&inert).unwrap(),
+            value
+        );
     }
 
     #[test]

@@ -444,9 +444,13 @@ fn server_text_cannot_forge_log_lines() {
 }
 
 /// A server that echoes the API key (in an answer, in a 401 body, each
-/// also where servegate cuts such text to show it) and reports it in its
-/// server info, reached through a URL with a password: neither secret, nor
-/// any part of one, is in anything servegate prints or writes.
+/// also where servegate cuts such text to show it; encoded: base64, hex,
+/// percent-encoded, reversed) and reports it in its server info, its
+/// version and the model id it serves, reached through a URL with a
+/// password: neither secret, nor any part of one, is in anything
+/// servegate prints or writes — the run history included, and what
+/// `history list` and `history report` show of it where the key is not
+/// in the environment.
 #[test]
 fn echoed_secrets_reach_no_sink() {
     // Characters each format escapes its own way (XML, HTML, annotations'
@@ -455,14 +459,21 @@ fn echoed_secrets_reach_no_sink() {
     let tail = format!("-{}-echo", std::process::id());
     let password = format!("pw-canary-{}-url", std::process::id());
     let port = serve(Arc::new(|req, conn| match req.path.as_str() {
-        "/v1/models" => json(conn, 200, r#"{"data":[{"id":"hostile"}]}"#),
+        "/v1/models" => {
+            let key = req.authorization.trim_start_matches("Bearer ");
+            json(
+                conn,
+                200,
+                &format!(r#"{{"data":[{{"id":"hostile-{key}"}}]}}"#),
+            );
+        }
         "/get_server_info" => {
             let key = req.authorization.trim_start_matches("Bearer ");
             json(
                 conn,
                 200,
                 &format!(
-                    r#"{{"version":"0.5.0","api_key":"{key}","admin_api_key":"outcome","tp_size":1}}"#
+                    r#"{{"version":"0.5.0-{key}","api_key":"{key}","admin_api_key":"outcome","tp_size":1}}"#
                 ),
             );
         }
@@ -500,7 +511,8 @@ fn echoed_secrets_reach_no_sink() {
             stream_head(conn);
             let _ = write!(
                 conn,
-                "data: {{\"choices\":[{{\"delta\":{{\"content\":\"your key is {key}\"}}}}]}}\n\ndata: {{\"choices\":[{{\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n"
+                "data: {{\"choices\":[{{\"delta\":{{\"content\":\"your key is {key}; {}\"}}}}]}}\n\ndata: {{\"choices\":[{{\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n",
+                encoded(&key).join(" ")
             );
         }
         _ => json(
@@ -533,34 +545,48 @@ fn echoed_secrets_reach_no_sink() {
         ],
     );
     o.assert_no_panic();
-    let text = format!("{}{}", o.stdout, o.stderr);
+    // The gate above is gated by the probes: a suite of the gate alone
+    // measures, and its figures go into the run history.
+    let gated = run(
+        "secrets-history",
+        &format!(
+            "suite: hostile\ntarget:\n  base_url: http://bob:{password}@127.0.0.1:PORT\n  api_key_env: SERVEGATE_HOSTILE_KEY\n  timeouts: {{ connect: 2s, first_token: 5s, idle: 5s, total: 10s }}\nperformance:\n  - name: gate\n    load: {{ concurrency: 1, requests: 1, input_tokens: 8, output_tokens: 8 }}\n    thresholds: {{ errors: \"== 0\" }}\n"
+        ),
+        port,
+        &[("SERVEGATE_HOSTILE_KEY", key.as_str())],
+    );
+    assert_eq!(gated.code, Some(0), "{}\n{}", gated.stdout, gated.stderr);
+    // The history, read where the key is not in the environment: only what
+    // was stored can hide it.
+    let page = dir.join("history.html");
+    let read_back = history_read_back(&gated.out_dir, &page);
+    let text = format!(
+        "{}{}{}{}{read_back}",
+        o.stdout, o.stderr, gated.stdout, gated.stderr
+    );
     assert_has(
         &text,
         &[
-            "your key is <redacted>",
+            "your key is <redacted>; <redacted>",
             "HTTP 401: bad key Bearer <redacted>",
             "bob:<redacted>@127.0.0.1",
         ],
     );
     // The key's head, as a cut made before the scrub would show it.
     let head = format!("{}-ech", std::process::id());
-    for secret in [&tail, &password, &head] {
-        assert!(
-            !text.contains(secret.as_str()),
-            "`{secret}` printed:\n{text}"
-        );
-        let mut files = vec![summary.clone()];
-        collect(&o.out_dir, &mut files);
-        collect(&snapshots, &mut files);
-        assert!(files.len() >= 5, "{files:?}");
-        for f in &files {
-            let body = std::fs::read_to_string(f).unwrap_or_default();
-            assert!(
-                !body.contains(secret.as_str()),
-                "`{secret}` in {}",
-                f.display()
-            );
-        }
+    let hex_tail = hex(&tail);
+    let reversed_tail: String = tail.chars().rev().collect();
+    let mut files = vec![summary.clone(), page.clone()];
+    collect(&o.out_dir, &mut files);
+    collect(&gated.out_dir, &mut files);
+    collect(&snapshots, &mut files);
+    assert!(files.len() >= 7, "{files:?}");
+    assert!(
+        files.iter().any(|f| f.ends_with("history.sqlite")),
+        "the run wrote no history: {files:?}"
+    );
+    for secret in [&tail, &password, &head, &hex_tail, &reversed_tail] {
+        assert_in_no_byte(secret, &text, &files);
     }
     let record = std::fs::read_to_string(o.out_dir.join("latest/report.json")).unwrap();
     assert_has(
@@ -579,6 +605,86 @@ fn echoed_secrets_reach_no_sink() {
         "{junit}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What `history list` (table and JSON) and `history report` print of the
+/// history in `out`, run without the key in the environment; the page
+/// goes to `page`.
+fn history_read_back(out: &Path, page: &Path) -> String {
+    let out = out.to_str().unwrap();
+    let page = page.to_str().unwrap();
+    let mut read_back = String::new();
+    for args in [
+        vec!["list", "--all"],
+        vec!["list", "--all", "--format", "json"],
+        vec!["report", "--all", "--output", page],
+    ] {
+        let h = command(&["history", "--out-dir", out], &[])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            h.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&h.stderr)
+        );
+        read_back.push_str(&String::from_utf8_lossy(&h.stdout));
+        read_back.push_str(&String::from_utf8_lossy(&h.stderr));
+    }
+    assert!(read_back.contains("hostile-<redacted>"), "{read_back}");
+    read_back
+}
+
+/// `secret` is in no byte of `text`, of the files, nor of their names
+/// (read as bytes: the history is a SQLite file).
+fn assert_in_no_byte(secret: &str, text: &str, files: &[PathBuf]) {
+    assert!(!text.contains(secret), "`{secret}` printed:\n{text}");
+    for f in files {
+        assert!(
+            !f.to_string_lossy().contains(secret),
+            "`{secret}` names a file: {}",
+            f.display()
+        );
+        let body = std::fs::read(f).unwrap_or_default();
+        assert!(
+            !body.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "`{secret}` in {}",
+            f.display()
+        );
+    }
+}
+
+/// `text` in lower-case hex.
+fn hex(text: &str) -> String {
+    text.bytes().fold(String::new(), |mut hex, b| {
+        use std::fmt::Write as _;
+        let _ = write!(hex, "{b:02x}");
+        hex
+    })
+}
+
+/// The forms a server echoes the key in besides its own: base64 of it
+/// and of `Bearer <key>`, hex, percent-encoded, reversed.
+fn encoded(key: &str) -> Vec<String> {
+    use base64::Engine as _;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let percent: String = key
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    vec![
+        b64(key),
+        b64(&format!("Bearer {key}")),
+        hex(key),
+        percent,
+        key.chars().rev().collect(),
+    ]
 }
 
 /// Every file under `dir`.

@@ -15,7 +15,9 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::{BenchOptions, Contention};
-use crate::history::{FigureKey, History, Location, PointRow, RunRow, SeriesKey, node_name};
+use crate::history::{
+    FigureKey, History, Location, ModelIdentity, PointRow, RunRow, SeriesKey, node_name,
+};
 use crate::suite::metric::format_stored;
 use crate::units::{format_secs, format_unix};
 
@@ -229,6 +231,8 @@ pub fn keep(
                 repeats: 1,
                 fingerprint: fingerprint.clone(),
                 model: MODEL.to_owned(),
+                served_model: MODEL.to_owned(),
+                model_pinned: true,
                 server_version: None,
                 suite_commit: Some(keeping.commit.clone()),
                 gate_passed: errors == 0,
@@ -255,7 +259,15 @@ pub fn keep(
     for p in &points {
         let series = SeriesKey {
             key: p.key.to_string(),
-            ..SeriesKey::of_gate(SUITE, &p.gate, MODEL, &hardware)
+            ..SeriesKey::of_gate(
+                SUITE,
+                &p.gate,
+                &ModelIdentity {
+                    pinned: Some(MODEL),
+                    served: MODEL,
+                },
+                &hardware,
+            )
         };
         let mut found = history
             .points(&series, usize::MAX)

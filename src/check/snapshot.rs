@@ -144,9 +144,22 @@ impl Policy {
     }
 }
 
+/// The most characters of a model id a snapshot directory keeps whole.
+const SLUG_CHARS: usize = 100;
+
 /// A model id as a directory name: `moonshotai/Kimi-K2.5` →
-/// `moonshotai--Kimi-K2.5`; never `.` or `..`, never a path.
+/// `moonshotai--Kimi-K2.5`; never `.` or `..`, never a path. The id is
+/// the server's word: scrubbed of secrets first (a server that echoes the
+/// key into it must not name a directory with it), and at most
+/// [`SLUG_CHARS`] characters, a longer one cut and ended with the start of
+/// its SHA-256 (two ids alike up to the cut stay two directories).
 pub fn slug(model: &str) -> String {
+    let clean = crate::secrets::scrub(model);
+    let (cut, whole) = crate::secrets::cut_scrubbed(&clean, SLUG_CHARS);
+    let model = match whole {
+        None => cut,
+        Some(_) => format!("{cut}-{}", &crate::text::sha256_hex(clean.as_bytes())[..16]),
+    };
     let s: String = model
         .replace('/', "--")
         .chars()
@@ -446,6 +459,9 @@ mod tests {
         assert_eq!(slug(".."), "__");
         assert_eq!(slug("."), "_");
         assert_eq!(slug("../../etc"), "..--..--etc");
+        let long = slug(&"m".repeat(3 << 20));
+        assert_eq!(long.len(), 100 + 1 + 16, "{long}");
+        assert_ne!(long, slug(&format!("{}x", "m".repeat(3 << 20))));
     }
 
     /// The files servegate writes are read back by insta's parser with the

@@ -233,7 +233,7 @@ fn list(
     let (series, every) = selected(history, filter, key_only)?;
     let mut out = String::new();
     match format {
-        Format::Json => out = json(&series)? + "\n",
+        Format::Json => return print_json(&series),
         Format::Table => {
             if series.is_empty() {
                 eprintln!("servegate: no series in the history match");
@@ -363,9 +363,9 @@ fn show(
     let mut out = String::new();
     match format {
         Format::Json => {
-            out = json(
+            return print_json(
                 &serde_json::json!({ "series": series, "points": points, "changes": changes }),
-            )? + "\n";
+            );
         }
         Format::Table => {
             let _ = writeln!(
@@ -497,8 +497,17 @@ fn records_under(path: &Path) -> Vec<PathBuf> {
     runs
 }
 
-fn json<T: serde::Serialize>(value: &T) -> Result<String, String> {
-    serde_json::to_string_pretty(value).map_err(|e| e.to_string())
+/// Writes `value` to stdout as JSON that stays JSON: every string
+/// scrubbed of the environment's secrets, and every character that would
+/// act on a terminal written as a `\u` escape (serde escapes the C0
+/// controls; DEL, C1 and the bidirectional overrides are escaped here).
+fn print_json<T: serde::Serialize>(value: &T) -> Result<(), String> {
+    let mut value = serde_json::to_value(value).map_err(|e| e.to_string())?;
+    servegate::secrets::scrub_json(&mut value);
+    let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+    let shown = servegate::text::json_inert(&text) + "\n";
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), shown.as_bytes());
+    Ok(())
 }
 
 /// A commit as `show` prints it: its first 12 characters, shown as text

@@ -46,13 +46,13 @@ impl SuiteRun {
                     .as_ref()
                     .map(|s| (s.sweep.as_str(), s.level.as_str())),
             ),
-            &target.model_id,
+            &target.model_identity(),
             &crate::history::hardware(&super::recording::gpu_inventory().unwrap_or_default()),
         );
         Some(GateHistory::read(
             &self.plan.history,
             &series,
-            &target.fingerprint,
+            (&target.fingerprint, &target.model_identity()),
             &keys,
         ))
     }

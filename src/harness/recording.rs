@@ -65,6 +65,7 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
                     datasets: run.dataset_records(),
                     fingerprint: target.fingerprint.clone(),
                     model: Some(target.model_id.clone()),
+                    pinned_model: target.pinned_model.clone(),
                     server_version: target.server_version.clone(),
                     baselines: Some(baseline::dir(&run.suite.file.root).display().to_string()),
                     target: target.description.clone(),

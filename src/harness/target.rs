@@ -28,11 +28,23 @@ pub struct Connected {
     pub server: Option<Server>,
     /// The model the server says it serves (else the one requests name).
     pub model_id: String,
+    /// The model the suite pins (`target.model`), which its requests name.
+    pub pinned_model: Option<String>,
     /// The server's version, when it reports one.
     pub server_version: Option<String>,
     /// When discovery's one deadline (a first token's) ends: the documents
     /// kept for the record are read by it too.
     pub discovery_ends: tokio::time::Instant,
+}
+
+impl Connected {
+    /// Which model the suite's figures are of, as the history keys them.
+    pub fn model_identity(&self) -> crate::history::ModelIdentity<'_> {
+        crate::history::ModelIdentity {
+            pinned: self.pinned_model.as_deref(),
+            served: &self.model_id,
+        }
+    }
 }
 
 /// The base URL a suite uses after the override.
@@ -253,6 +265,7 @@ pub async fn connect(
         sim,
         server: launched,
         model_id: served.unwrap_or(model),
+        pinned_model: t.model.clone(),
         server_version: version,
         discovery_ends: ends,
     })

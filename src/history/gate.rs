@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::changepoint::Detector;
-use super::{History, Location, Point, SeriesKey};
+use super::{History, Location, ModelIdentity, Point, SeriesKey};
 use crate::suite::metric::MetricKey;
 use crate::suite::threshold::{Op, Recent};
 
@@ -35,6 +35,9 @@ pub struct GateHistory {
     /// Every earlier point of each figure asked for, oldest first, or why
     /// the history could not be read.
     pub points: Result<BTreeMap<MetricKey, Vec<Point>>, String>,
+    /// The server serves another model than it did in the run before of
+    /// this suite's gate, in words: the history thresholds fail on it.
+    pub changed: Option<String>,
 }
 
 /// What a history bound was made from.
@@ -58,21 +61,29 @@ pub struct Reference {
 
 impl GateHistory {
     /// The earlier points of `keys` of a series (`series.key` is ignored),
-    /// read from `location`.
+    /// read from `location`, and whether the model served changed since
+    /// the run before ([`History::previous`]).
     pub fn read(
         location: &Location,
         series: &SeriesKey,
-        fingerprint: &str,
+        (fingerprint, model): (&str, &ModelIdentity<'_>),
         keys: &[MetricKey],
     ) -> GateHistory {
+        let mut changed = None;
         let points = History::open(location)
-            .map_err(|e| e.to_string())
+            .map_err(|e| format!("the history could not be read: {e}"))
             .and_then(|mut h| {
+                if let Some(first) = keys.first()
+                    && let Ok(Some(previous)) =
+                        h.previous(&series.figure(*first), model.pinned.is_some())
+                {
+                    changed = served_change(&previous, model, series);
+                }
                 keys.iter()
                     .map(|k| {
                         h.points(&series.figure(*k), usize::MAX)
                             .map(|p| (*k, p))
-                            .map_err(|e| e.to_string())
+                            .map_err(|e| format!("the history could not be read: {e}"))
                     })
                     .collect()
             });
@@ -81,6 +92,7 @@ impl GateHistory {
             series: series.clone(),
             fingerprint: fingerprint.to_owned(),
             points,
+            changed,
         }
     }
 
@@ -94,10 +106,32 @@ impl GateHistory {
             .unwrap_or_default())
     }
 
+    /// A reference as it stands once the model served is known: where it
+    /// changed since the run before, the reference fails (the bound is
+    /// still worked out and shown where the series has enough runs: a
+    /// pinned series goes on across the change), and too little history
+    /// is no pass but a failure that names the change.
+    fn served(&self, reference: Option<Reference>) -> Result<Option<Reference>, String> {
+        let Some(changed) = &self.changed else {
+            return Ok(reference);
+        };
+        let mut reference = reference.ok_or_else(|| changed.clone())?;
+        reference.fails = Some(match reference.fails.take() {
+            Some(worse) => format!("{changed}; and {worse}"),
+            None => changed.clone(),
+        });
+        Ok(Some(reference))
+    }
+
     /// `history.median(N)` / `history.mean(N)` of `key` over the last N
     /// good runs of this configuration; `Ok(None)` while fewer than
     /// `min(N, 3)` exist (the threshold is not applied yet).
     pub fn recent(&self, key: MetricKey, recent: Recent) -> Result<Option<Reference>, String> {
+        let reference = self.recent_unserved(key, recent)?;
+        self.served(reference)
+    }
+
+    fn recent_unserved(&self, key: MetricKey, recent: Recent) -> Result<Option<Reference>, String> {
         let same: Vec<&Point> = self
             .good(key)?
             .into_iter()
@@ -140,6 +174,16 @@ impl GateHistory {
     ///
     /// `Ok(None)` while fewer than [`LEAST_FOR_REGRESSION`] good runs exist.
     pub fn regression(
+        &self,
+        key: MetricKey,
+        op: Op,
+        newest: Option<f64>,
+    ) -> Result<Option<Reference>, String> {
+        let reference = self.regression_unserved(key, op, newest)?;
+        self.served(reference)
+    }
+
+    fn regression_unserved(
         &self,
         key: MetricKey,
         op: Op,
@@ -220,6 +264,36 @@ impl GateHistory {
     }
 }
 
+/// The change of served model since `previous`, in words, or `None`
+/// where the server serves what it served then. Never "too little
+/// history": the history has runs of this gate, and a server that
+/// reports another id (or a model path renamed) must not start a series
+/// of its own unseen — the id is the server's to choose.
+fn served_change(
+    previous: &Point,
+    model: &ModelIdentity<'_>,
+    series: &SeriesKey,
+) -> Option<String> {
+    let now = model.served_kept();
+    (previous.served_model != now).then(|| {
+        format!(
+            "the server serves model {now:?} where the run before of this gate on {} (run {}, {}) served {:?}: a configuration change, which fails this run (its figures are kept, not counted); {}",
+            series.hardware,
+            previous.run_uid,
+            crate::units::format_unix(previous.finished_unix),
+            previous.served_model,
+            match model.pinned {
+                Some(pinned) => format!(
+                    "the series is the model this suite pins, {pinned:?}, and the next run is compared with it as before"
+                ),
+                None => format!(
+                    "the next run starts {now:?}'s own series — pin the model the suite means with `target.model`, so that its series is the suite's to choose, not the server's"
+                ),
+            }
+        )
+    })
+}
+
 /// A figure in a sentence, unit-less (the threshold's line says it).
 fn short(v: f64) -> String {
     format!("{v:.4}")
@@ -269,6 +343,7 @@ mod tests {
             unit: "tok/s".into(),
             suite_commit: Some(format!("c{i}")),
             fingerprint: fingerprint.into(),
+            served_model: "m".into(),
             server_version: None,
             servegate: "0.1.0".into(),
             gate_passed: passed,
@@ -289,6 +364,7 @@ mod tests {
             },
             fingerprint: "f".into(),
             points: Ok([(key, points)].into_iter().collect()),
+            changed: None,
         }
     }
 

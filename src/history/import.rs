@@ -7,10 +7,16 @@ use std::path::Path;
 
 use crate::record::RunRecord;
 
+/// The most bytes a file imported may have: a run record of thousands of
+/// trials with their excerpts is a few MiB.
+pub const MAX_IMPORT_BYTES: u64 = 64 << 20;
+
 /// The record of `file`: a servegate run record (an interrupted run's
-/// with its journal), else a benchmark tool's result file.
+/// with its journal), else a benchmark tool's result file; a file over
+/// [`MAX_IMPORT_BYTES`] is refused unread.
 pub fn read(file: &Path) -> Result<RunRecord, String> {
-    let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read it: {e}"))?;
+    let text = crate::files::read_capped(file, "a run record or result file", MAX_IMPORT_BYTES)
+        .map_err(|e| format!("cannot read it: {e}"))?;
     let mut record = match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(v) if v.get("schema").is_some() => {
             crate::record::read(file).map_err(|e| e.to_string())?

@@ -26,6 +26,7 @@ mod schema;
 mod sqlite;
 pub mod trend;
 
+pub use postgres::PostgresUrl;
 pub use schema::VERSION;
 
 /// The variable naming the history: a file, or `off`.
@@ -40,8 +41,8 @@ pub enum Location {
     /// A SQLite file.
     Sqlite(PathBuf),
     /// A PostgreSQL database: its URL (`postgres://user@host/db`), the
-    /// password from it or from `PGPASSWORD`.
-    Postgres(String),
+    /// password from it or from `PGPASSWORD`, never shown.
+    Postgres(PostgresUrl),
     /// No history: runs are not recorded, and nothing can be read.
     Off,
 }
@@ -59,7 +60,7 @@ impl Location {
             None => Location::Sqlite(out.join(DEFAULT_FILE)),
             Some("off" | "none") => Location::Off,
             Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-                Location::Postgres(url.to_owned())
+                Location::Postgres(PostgresUrl::new(url))
             }
             Some(path) => Location::Sqlite(crate::suite::absolute(Path::new(
                 path.strip_prefix("sqlite://").unwrap_or(path),
@@ -71,7 +72,7 @@ impl Location {
     pub fn describe(&self) -> String {
         match self {
             Location::Sqlite(path) => path.display().to_string(),
-            Location::Postgres(url) => postgres::without_password(url),
+            Location::Postgres(url) => url.to_string(),
             Location::Off => "no history (off)".to_owned(),
         }
     }
@@ -186,8 +187,13 @@ pub struct PointRow {
     /// The configuration measured: API, served model, server version,
     /// the configuration the server reports.
     pub fingerprint: String,
-    /// The served model.
+    /// The model its series is keyed by ([`ModelIdentity::series_model`]).
     pub model: String,
+    /// The model the server said it serves.
+    pub served_model: String,
+    /// Whether `model` is the suite's pinned `target.model` (else it is
+    /// the served id).
+    pub model_pinned: bool,
     /// The server's version, where it says.
     pub server_version: Option<String>,
     /// The suite file's git commit (`+dirty` with local changes).
@@ -201,7 +207,11 @@ pub struct PointRow {
     pub load: String,
 }
 
-/// What the history keeps of a run: its row and every figure's.
+/// What the history keeps of a run: its row and every figure's. A record
+/// is input (an imported file, or a server's words in a run's own: its
+/// model id, its version): every string is scrubbed of the secrets known
+/// here before it is kept, and bounded ([`kept`]), so one point holds at
+/// most [`POINT_CHARS`] characters of text whatever the record says.
 pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
     let node = if record.node.is_empty() {
         "unknown".to_owned()
@@ -209,20 +219,40 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
         stored(&record.node)
     };
     let run_id = stored(&record.run_id);
-    let gpus = record.gpus.clone().unwrap_or_default();
+    let gpus: Vec<String> = record
+        .gpus
+        .iter()
+        .flatten()
+        .take(GPU_LINES)
+        .map(|l| kept(l, SHORT_CHARS))
+        .collect();
     let run = RunRow {
         run_uid: format!("{node}/{run_id}"),
         run_id,
         node,
         started_unix: i64::try_from(record.started_unix).unwrap_or(i64::MAX),
         finished_unix: i64::try_from(record.finished_unix).unwrap_or(i64::MAX),
-        servegate: record.servegate.clone(),
-        hardware: hardware(&gpus),
+        servegate: kept(&record.servegate, SHORT_CHARS),
+        hardware: kept(&hardware(&gpus), SHORT_CHARS),
         gpus: gpus.join("\n"),
         source: source.to_owned(),
     };
     let mut points = Vec::new();
     for suite in &record.suites {
+        let identity = ModelIdentity {
+            pinned: suite.pinned_model.as_deref(),
+            served: suite.model.as_deref().unwrap_or_default(),
+        };
+        // Kept once a suite: every point of it holds the same.
+        let label = stored(&suite.suite);
+        let variant = suite.variant.as_deref().map(stored);
+        let fingerprint = kept(&suite.fingerprint, LONG_CHARS);
+        let (model, served_model) = (identity.series_model(), identity.served_kept());
+        let server_version = suite
+            .server_version
+            .as_deref()
+            .map(|v| kept(v, SHORT_CHARS));
+        let suite_commit = suite.suite_commit.as_deref().map(|c| kept(c, SHORT_CHARS));
         for gate in &suite.gates {
             let name = gate_name(
                 &gate.gate,
@@ -237,25 +267,28 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
                 .find(|t| t.name == trial)
                 .is_some_and(|t| t.outcome == TrialOutcome::Passed);
             let client_limited = gate.client.as_ref().is_some_and(|c| c.limited.is_some());
+            let (gate_stored, load) = (stored(&name), kept(&gate.load, LONG_CHARS));
             for (key, value) in gate.figures.iter() {
                 if !value.is_finite() {
                     continue;
                 }
                 points.push(PointRow {
-                    suite: stored(&suite.suite),
-                    variant: suite.variant.clone(),
-                    gate: stored(&name),
+                    suite: label.clone(),
+                    variant: variant.clone(),
+                    gate: gate_stored.clone(),
                     key: key.into(),
                     value: *value,
                     unit: key.metric.unit().to_owned(),
                     repeats: gate.repeats,
-                    fingerprint: suite.fingerprint.clone(),
-                    model: stored(suite.model.as_deref().unwrap_or_default()),
-                    server_version: suite.server_version.clone(),
-                    suite_commit: suite.suite_commit.clone(),
+                    fingerprint: fingerprint.clone(),
+                    model: model.clone(),
+                    served_model: served_model.clone(),
+                    model_pinned: identity.pinned.is_some(),
+                    server_version: server_version.clone(),
+                    suite_commit: suite_commit.clone(),
                     gate_passed,
                     client_limited,
-                    load: gate.load.clone(),
+                    load: load.clone(),
                 });
             }
         }
@@ -263,12 +296,81 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
     (run, points)
 }
 
+/// The most characters a name keeps (a suite, gate, variant, node, run).
+const NAME_CHARS: usize = 100;
+
+/// The most characters a short text keeps whole (a model id, a version,
+/// a commit, a GPU's line, the hardware), [`kept`]'s mark aside.
+const SHORT_CHARS: usize = 200;
+
+/// The most characters a long text keeps whole (the configuration's
+/// fingerprint, a load in words), [`kept`]'s mark aside.
+const LONG_CHARS: usize = 2000;
+
+/// The most GPU lines a run keeps.
+const GPU_LINES: usize = 64;
+
+/// What [`kept`] adds to a text it cut: ` … (N chars, sha256 <16 hex>)`.
+const CUT_MARK_CHARS: usize = 50;
+
+/// The most characters of text one point of the history holds: its names,
+/// its figure's, two model ids, a version and a commit, the fingerprint
+/// and the load, each at its bound.
+pub const POINT_CHARS: usize =
+    3 * NAME_CHARS + 100 + 4 * (SHORT_CHARS + CUT_MARK_CHARS) + 2 * (LONG_CHARS + CUT_MARK_CHARS);
+
+/// A text of a record as the history keeps it: scrubbed of every known
+/// secret, its acting characters escaped, and at most `max` characters of
+/// it — a longer one cut and marked with its length and the start of its
+/// SHA-256, so two texts that differ after the cut stay two (a
+/// configuration compared by its fingerprint is still compared whole).
+fn kept(text: &str, max: usize) -> String {
+    let clean = crate::text::printable(&crate::secrets::scrub(text)).into_owned();
+    let (excerpt, whole) = crate::secrets::cut_scrubbed(&clean, max);
+    match whole {
+        None => excerpt,
+        Some(chars) => format!(
+            "{excerpt} … ({chars} chars, sha256 {})",
+            &crate::text::sha256_hex(clean.as_bytes())[..16]
+        ),
+    }
+}
+
+/// Which model a suite's figures are of: the one the suite pins (its
+/// `target.model`, which its requests name), else the one the server says
+/// it serves.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelIdentity<'a> {
+    /// The suite's `target.model`, where it names one.
+    pub pinned: Option<&'a str>,
+    /// What the server said it serves (else the model requests named).
+    pub served: &'a str,
+}
+
+impl ModelIdentity<'_> {
+    /// The model a series is keyed by, as the history keeps it: what the
+    /// suite asked for where it pins one, so that a server cannot choose
+    /// its series by the id it reports.
+    pub fn series_model(&self) -> String {
+        kept(self.pinned.unwrap_or(self.served), SHORT_CHARS)
+    }
+
+    /// The served id as the history keeps it.
+    pub fn served_kept(&self) -> String {
+        kept(self.served, SHORT_CHARS)
+    }
+}
+
 /// A name a record brings as the history keeps it. A record is input (an
 /// imported file can say anything): its names are kept as they can be
-/// shown, every acting character escaped, at most 100 characters (the
-/// names a suite file allows are unchanged by it).
+/// shown, scrubbed, every acting character escaped, at most
+/// [`NAME_CHARS`] characters (the names a suite file allows are unchanged
+/// by it).
 fn stored(name: &str) -> String {
-    crate::text::printable(name).chars().take(100).collect()
+    crate::text::printable(&crate::secrets::scrub(name))
+        .chars()
+        .take(NAME_CHARS)
+        .collect()
 }
 
 /// A gate's name in the history: its own, or `<sweep>::<level>`, as the
@@ -335,7 +437,8 @@ pub struct SeriesKey {
     pub gate: String,
     /// The figure (`ttft.p99`).
     pub key: String,
-    /// The served model.
+    /// The model: the suite's pinned one, else the one served
+    /// ([`ModelIdentity::series_model`]).
     pub model: String,
     /// The hardware ([`RunRow::hardware`]).
     pub hardware: String,
@@ -345,13 +448,18 @@ impl SeriesKey {
     /// The series of a suite's gate (figure to be named) as the history
     /// stores it: names cut and escaped as [`rows`] keeps them, so a
     /// reader finds what a run wrote whatever its names.
-    pub fn of_gate(suite: &str, gate: &str, model: &str, hardware: &str) -> SeriesKey {
+    pub fn of_gate(
+        suite: &str,
+        gate: &str,
+        model: &ModelIdentity<'_>,
+        hardware: &str,
+    ) -> SeriesKey {
         SeriesKey {
             suite: stored(suite),
             gate: stored(gate),
             key: String::new(),
-            model: stored(model),
-            hardware: hardware.to_owned(),
+            model: model.series_model(),
+            hardware: kept(hardware, SHORT_CHARS),
         }
     }
 
@@ -398,6 +506,8 @@ pub struct Point {
     pub suite_commit: Option<String>,
     /// The configuration measured.
     pub fingerprint: String,
+    /// The model the server said it served.
+    pub served_model: String,
     /// The server's version.
     pub server_version: Option<String>,
     /// servegate's version.
@@ -493,6 +603,10 @@ trait Store {
     fn groups(&mut self) -> Result<Vec<(SeriesKey, u64)>, HistoryError>;
     /// A series' points, oldest first, or only its newest.
     fn select(&mut self, series: &SeriesKey, newest: bool) -> Result<Vec<Point>, HistoryError>;
+    /// The newest point of a suite's gate's figure on its hardware whose
+    /// series was keyed by the server's id (no pinned model), whatever
+    /// the model.
+    fn newest_unpinned(&mut self, series: &SeriesKey) -> Result<Option<Point>, HistoryError>;
 }
 
 /// An open history.
@@ -549,6 +663,23 @@ impl History {
             }
         }
         Ok(out)
+    }
+
+    /// The run before this one of the series' suite, gate, figure and
+    /// hardware that a served id is compared with ([`ModelIdentity`]):
+    /// with a pinned model, the series' newest point; without, the newest
+    /// of any served model (the server's id is then the key, and a new id
+    /// would otherwise start a new series unseen).
+    pub fn previous(
+        &mut self,
+        series: &SeriesKey,
+        pinned: bool,
+    ) -> Result<Option<Point>, HistoryError> {
+        if pinned {
+            Ok(self.store.select(series, true)?.pop())
+        } else {
+            self.store.newest_unpinned(series)
+        }
     }
 
     /// The newest `last` points of a series (all: `usize::MAX`), oldest

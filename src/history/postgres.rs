@@ -24,19 +24,112 @@ pub struct Postgres {
     at: String,
 }
 
-/// `url` with its password replaced, as messages show it.
-pub fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
-        Some((user, host)) => {
-            let user = user.split_once(':').map_or(user, |(u, _)| u);
-            format!("{scheme}://{user}:***@{host}{tail}")
+/// A PostgreSQL history's URL (`postgres://user@host/db?…`): the one
+/// value that holds its password, parsed once. Whatever shows it
+/// ([`std::fmt::Display`], [`std::fmt::Debug`], every message built from
+/// it) shows no password in any form libpq's URI takes — `user:pw@`,
+/// `?password=pw` (its key percent-encoded too) — and the passwords it
+/// holds, `PGPASSWORD`'s with them, are registered with the scrubber as
+/// it is made, so a driver's or server's message that repeats one is
+/// scrubbed too.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PostgresUrl(String);
+
+impl PostgresUrl {
+    /// The URL, its passwords registered as secrets.
+    pub fn new(url: &str) -> PostgresUrl {
+        let (plain, _) = root_file(url);
+        if let Ok(config) = postgres::Config::from_str(&plain)
+            && let Some(password) = config.get_password()
+        {
+            crate::secrets::add(&String::from_utf8_lossy(password));
         }
-        None => url.to_owned(),
+        for raw in url_passwords(url) {
+            crate::secrets::add(raw);
+        }
+        if let Ok(password) = std::env::var("PGPASSWORD") {
+            crate::secrets::add(&password);
+        }
+        PostgresUrl(url.to_owned())
     }
+
+    /// The URL with its password, for the driver only.
+    fn secret(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for PostgresUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&without_password(&self.0))
+    }
+}
+
+impl std::fmt::Debug for PostgresUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PostgresUrl({self})")
+    }
+}
+
+/// The parts of a URL that are passwords, as written in it: after the
+/// user's `:` in the credentials (up to the first `@`, where the driver
+/// ends them), and the value of each `password` parameter.
+fn url_passwords(url: &str) -> Vec<&str> {
+    let Some((_, rest)) = url.split_once("://") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    if let Some((creds, _)) = rest.split_once('@')
+        && let Some((_, password)) = creds.split_once(':')
+    {
+        found.push(password);
+    }
+    if let Some((_, query)) = rest.split_once('?') {
+        found.extend(
+            query
+                .split('&')
+                .filter_map(|pair| pair.split_once('='))
+                .filter(|(key, _)| is_password_key(key))
+                .map(|(_, value)| value),
+        );
+    }
+    found
+}
+
+/// Whether a URL parameter's key, percent-decoded as the driver decodes
+/// it, is `password`.
+fn is_password_key(key: &str) -> bool {
+    percent_encoding::percent_decode_str(key).decode_utf8_lossy() == "password"
+}
+
+/// `url` as messages show it: the password after the user's `:` and every
+/// `password` parameter's value replaced by `***`, and any registered
+/// secret scrubbed from what is left.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return crate::secrets::scrub(url).into_owned();
+    };
+    let (creds, rest) = match rest.split_once('@') {
+        Some((creds, rest)) => {
+            let user = creds.split_once(':').map_or(creds, |(u, _)| u);
+            (format!("{user}:***@"), rest)
+        }
+        None => (String::new(), rest),
+    };
+    let rest = match rest.split_once('?') {
+        Some((base, query)) => {
+            let params: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((key, _)) if is_password_key(key) => format!("{key}=***"),
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            format!("{base}?{}", params.join("&"))
+        }
+        None => rest.to_owned(),
+    };
+    crate::secrets::scrub(&format!("{scheme}://{creds}{rest}")).into_owned()
 }
 
 /// The URL without `sslrootcert=FILE` (which the driver does not read),
@@ -87,13 +180,13 @@ fn tls(file: Option<&str>) -> Result<rustls::ClientConfig, String> {
 
 impl Postgres {
     /// Connects and brings the database to [`VERSION`].
-    pub fn open(url: &str) -> Result<Postgres, HistoryError> {
-        let at = without_password(url);
+    pub fn open(url: &PostgresUrl) -> Result<Postgres, HistoryError> {
+        let at = url.to_string();
         let fail = |e: String| HistoryError::Store {
             at: at.clone(),
             source: e.into(),
         };
-        let (plain, roots) = root_file(url);
+        let (plain, roots) = root_file(url.secret());
         let mut config = postgres::Config::from_str(&plain).map_err(|e| fail(explained(&e)))?;
         if config.get_password().is_none()
             && let Ok(password) = std::env::var("PGPASSWORD")
@@ -190,6 +283,8 @@ fn insert_points(
                 &i32::from(p.gate_passed),
                 &i32::from(p.client_limited),
                 &p.load,
+                &p.served_model,
+                &i32::from(p.model_pinned),
             ],
         )?;
     }
@@ -255,22 +350,36 @@ impl super::Store for Postgres {
                 &[&s.suite, &s.gate, &s.key, &s.model, &s.hardware],
             )
             .map_err(|e| self.error(&e))?;
-        Ok(rows
-            .iter()
-            .map(|r| Point {
-                run_uid: r.get(0),
-                node: r.get(1),
-                finished_unix: r.get(2),
-                value: r.get(3),
-                unit: r.get(4),
-                suite_commit: r.get(5),
-                fingerprint: r.get(6),
-                server_version: r.get(7),
-                servegate: r.get(8),
-                gate_passed: r.get::<_, i32>(9) != 0,
-                client_limited: r.get::<_, i32>(10) != 0,
-            })
-            .collect())
+        Ok(rows.iter().map(point).collect())
+    }
+
+    fn newest_unpinned(&mut self, s: &SeriesKey) -> Result<Option<Point>, HistoryError> {
+        let rows = self
+            .client
+            .query(
+                &schema::newest_unpinned(),
+                &[&s.suite, &s.gate, &s.key, &s.hardware],
+            )
+            .map_err(|e| self.error(&e))?;
+        Ok(rows.first().map(point))
+    }
+}
+
+/// A point as the schema's queries read it.
+fn point(r: &postgres::Row) -> Point {
+    Point {
+        run_uid: r.get(0),
+        node: r.get(1),
+        finished_unix: r.get(2),
+        value: r.get(3),
+        unit: r.get(4),
+        suite_commit: r.get(5),
+        fingerprint: r.get(6),
+        server_version: r.get(7),
+        servegate: r.get(8),
+        gate_passed: r.get::<_, i32>(9) != 0,
+        client_limited: r.get::<_, i32>(10) != 0,
+        served_model: r.get(11),
     }
 }
 
@@ -294,19 +403,39 @@ fn now() -> i64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{root_file, without_password};
+    use super::{PostgresUrl, root_file};
 
     #[test]
-    fn a_url_is_shown_without_its_password() {
+    fn a_url_is_shown_without_its_password_in_any_form() {
+        let shown = |url: &str| PostgresUrl::new(url).to_string();
         assert_eq!(
-            without_password("postgres://sg:hunter2@db.example:5432/h?sslmode=require"),
+            shown("postgres://sg:hunter2@db.example:5432/h?sslmode=require"),
             "postgres://sg:***@db.example:5432/h?sslmode=require"
         );
+        assert_eq!(shown("postgresql://sg@db/h"), "postgresql://sg:***@db/h");
+        assert_eq!(shown("postgres://db/h"), "postgres://db/h");
+        // libpq's URI takes the password as a parameter too, its key
+        // percent-encoded or not; the driver ends the credentials at the
+        // first `@`.
         assert_eq!(
-            without_password("postgresql://sg@db/h"),
-            "postgresql://sg:***@db/h"
+            shown("postgres://sg@db/h?sslmode=disable&password=pw-query-canary"),
+            "postgres://sg:***@db/h?sslmode=disable&password=***"
         );
-        assert_eq!(without_password("postgres://db/h"), "postgres://db/h");
+        assert_eq!(
+            shown("postgres://db/h?pass%77ord=pw-encoded-key&application_name=x"),
+            "postgres://db/h?pass%77ord=***&application_name=x"
+        );
+        assert_eq!(
+            shown("postgres://sg:p@ss-word-at@db/h"),
+            "postgres://sg:***@ss-word-at@db/h"
+        );
+        let url = PostgresUrl::new("postgres://sg@db/h?password=pw-debug-canary");
+        assert!(!format!("{url:?}").contains("pw-debug-canary"), "{url:?}");
+        // Registered: a message that repeats one is scrubbed.
+        assert_eq!(
+            crate::secrets::scrub("auth pw-query-canary failed"),
+            "auth <redacted> failed"
+        );
     }
 
     #[test]

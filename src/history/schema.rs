@@ -7,7 +7,7 @@
 //! dashboard's queries read either store alike.
 
 /// The schema this servegate writes.
-pub const VERSION: i64 = 1;
+pub const VERSION: i64 = 2;
 
 /// The table of applied migrations (its own, first of all).
 pub const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS servegate_schema (
@@ -17,9 +17,10 @@ pub const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS servegate_schema (
 )";
 
 /// Migration `i + 1` is `MIGRATIONS[i]`: statements run in order.
-pub const MIGRATIONS: &[&[&str]] = &[&[
-    // One row per run: unique across runners by its node and id.
-    "CREATE TABLE servegate_runs (
+pub const MIGRATIONS: &[&[&str]] = &[
+    &[
+        // One row per run: unique across runners by its node and id.
+        "CREATE TABLE servegate_runs (
         run_uid TEXT PRIMARY KEY,
         run_id TEXT NOT NULL,
         node TEXT NOT NULL,
@@ -31,8 +32,8 @@ pub const MIGRATIONS: &[&[&str]] = &[&[
         source TEXT NOT NULL,
         recorded_unix BIGINT NOT NULL
     )",
-    // One row per figure of a gate of a suite of a run.
-    "CREATE TABLE servegate_points (
+        // One row per figure of a gate of a suite of a run.
+        "CREATE TABLE servegate_points (
         run_uid TEXT NOT NULL REFERENCES servegate_runs (run_uid),
         suite TEXT NOT NULL,
         variant TEXT,
@@ -52,16 +53,33 @@ pub const MIGRATIONS: &[&[&str]] = &[&[
         load TEXT NOT NULL,
         PRIMARY KEY (run_uid, suite, gate, figure)
     )",
-    "CREATE INDEX servegate_points_series ON servegate_points (suite, gate, figure, model)",
-    // What a dashboard plots: every point with its run's time, machine
-    // and hardware.
-    "CREATE VIEW servegate_series AS
+        "CREATE INDEX servegate_points_series ON servegate_points (suite, gate, figure, model)",
+        // What a dashboard plots: every point with its run's time, machine
+        // and hardware.
+        "CREATE VIEW servegate_series AS
         SELECT p.suite, p.variant, p.gate, p.figure, p.metric, p.stat, p.model, r.hardware,
                p.value, p.unit, p.repeats, p.fingerprint, p.server_version, p.suite_commit,
                p.gate_passed, p.client_limited, p.load,
                r.run_uid, r.run_id, r.node, r.started_unix, r.finished_unix, r.servegate
         FROM servegate_points p JOIN servegate_runs r ON r.run_uid = p.run_uid",
-]];
+    ],
+    // 2: a series is keyed by the model the suite pins, where it pins one
+    // (`model`), and the id the server said it served is kept beside it
+    // (`served_model`; NULL in a row of version 1, whose `model` was it).
+    &[
+        "ALTER TABLE servegate_points ADD COLUMN served_model TEXT",
+        "ALTER TABLE servegate_points ADD COLUMN model_pinned INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX servegate_points_gate ON servegate_points (suite, gate, figure)",
+        "DROP VIEW servegate_series",
+        "CREATE VIEW servegate_series AS
+        SELECT p.suite, p.variant, p.gate, p.figure, p.metric, p.stat, p.model, r.hardware,
+               p.value, p.unit, p.repeats, p.fingerprint, p.server_version, p.suite_commit,
+               p.gate_passed, p.client_limited, p.load,
+               r.run_uid, r.run_id, r.node, r.started_unix, r.finished_unix, r.servegate,
+               COALESCE(p.served_model, p.model) AS served_model, p.model_pinned
+        FROM servegate_points p JOIN servegate_runs r ON r.run_uid = p.run_uid",
+    ],
+];
 
 /// Inserts a run's row unless its `run_uid` is there (`$1` … `$10`).
 pub const INSERT_RUN: &str = "INSERT INTO servegate_runs
@@ -69,11 +87,27 @@ pub const INSERT_RUN: &str = "INSERT INTO servegate_runs
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
     ON CONFLICT (run_uid) DO NOTHING";
 
-/// Inserts a figure's row (`$1` … `$17`).
+/// Inserts a figure's row (`$1` … `$19`).
 pub const INSERT_POINT: &str = "INSERT INTO servegate_points
     (run_uid, suite, variant, gate, metric, stat, figure, value, unit, repeats, fingerprint,
-     model, server_version, suite_commit, gate_passed, client_limited, load)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
+     model, server_version, suite_commit, gate_passed, client_limited, load, served_model,
+     model_pinned)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+     $19)";
+
+/// The columns of a point as [`points`] and [`newest_unpinned`] read it.
+const POINT_COLUMNS: &str = "run_uid, node, finished_unix, value, unit, suite_commit, fingerprint,
+    server_version, servegate, gate_passed, client_limited, served_model";
+
+/// The newest point of a suite's gate's figure on its hardware, of any
+/// model its server named (`$1` … `$4`: suite, gate, figure, hardware).
+pub fn newest_unpinned() -> String {
+    format!(
+        "SELECT {POINT_COLUMNS} FROM servegate_series
+        WHERE suite = $1 AND gate = $2 AND figure = $3 AND hardware = $4 AND model_pinned = 0
+        ORDER BY finished_unix DESC, run_uid DESC LIMIT 1"
+    )
+}
 
 /// Every series with its size, and the time of its newest point.
 pub const SERIES: &str =
@@ -84,8 +118,7 @@ pub const SERIES: &str =
 /// suite, gate, figure, model, hardware).
 pub fn points(newest: bool) -> String {
     format!(
-        "SELECT run_uid, node, finished_unix, value, unit, suite_commit, fingerprint,
-            server_version, servegate, gate_passed, client_limited
+        "SELECT {POINT_COLUMNS}
         FROM servegate_series
         WHERE suite = $1 AND gate = $2 AND figure = $3 AND model = $4 AND hardware = $5
         ORDER BY {}",

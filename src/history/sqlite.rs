@@ -139,6 +139,8 @@ impl Sqlite {
                         i64::from(p.gate_passed),
                         i64::from(p.client_limited),
                         p.load,
+                        p.served_model,
+                        i64::from(p.model_pinned),
                     ])
                     .map_err(at)?;
             }
@@ -181,24 +183,39 @@ impl super::Store for Sqlite {
             .prepare(&schema::points(newest))
             .map_err(|e| self.error(e))?;
         query
-            .query_map(params![s.suite, s.gate, s.key, s.model, s.hardware], |r| {
-                Ok(Point {
-                    run_uid: r.get(0)?,
-                    node: r.get(1)?,
-                    finished_unix: r.get(2)?,
-                    value: r.get(3)?,
-                    unit: r.get(4)?,
-                    suite_commit: r.get(5)?,
-                    fingerprint: r.get(6)?,
-                    server_version: r.get(7)?,
-                    servegate: r.get(8)?,
-                    gate_passed: r.get::<_, i64>(9)? != 0,
-                    client_limited: r.get::<_, i64>(10)? != 0,
-                })
-            })
+            .query_map(params![s.suite, s.gate, s.key, s.model, s.hardware], point)
             .and_then(Iterator::collect)
             .map_err(|e| self.error(e))
     }
+
+    fn newest_unpinned(&mut self, s: &SeriesKey) -> Result<Option<Point>, HistoryError> {
+        let mut query = self
+            .conn
+            .prepare(&schema::newest_unpinned())
+            .map_err(|e| self.error(e))?;
+        query
+            .query_map(params![s.suite, s.gate, s.key, s.hardware], point)
+            .and_then(|mut rows| rows.next().transpose())
+            .map_err(|e| self.error(e))
+    }
+}
+
+/// A point as the schema's queries read it.
+fn point(r: &rusqlite::Row<'_>) -> rusqlite::Result<Point> {
+    Ok(Point {
+        run_uid: r.get(0)?,
+        node: r.get(1)?,
+        finished_unix: r.get(2)?,
+        value: r.get(3)?,
+        unit: r.get(4)?,
+        suite_commit: r.get(5)?,
+        fingerprint: r.get(6)?,
+        server_version: r.get(7)?,
+        servegate: r.get(8)?,
+        gate_passed: r.get::<_, i64>(9)? != 0,
+        client_limited: r.get::<_, i64>(10)? != 0,
+        served_model: r.get(11)?,
+    })
 }
 
 fn store_error(path: &Path, e: rusqlite::Error) -> HistoryError {
@@ -285,7 +302,11 @@ mod tests {
         let mut record = run("a", "1-1", 1, 500.0);
         record.suites[0].model = Some(model.clone());
         h.record(&record, "run").unwrap();
-        let key = SeriesKey::of_gate("s", "g0", &model, "no GPU")
+        let identity = super::super::ModelIdentity {
+            pinned: None,
+            served: &model,
+        };
+        let key = SeriesKey::of_gate("s", "g0", &identity, "no GPU")
             .figure("decode_tok_s.mean".parse().unwrap());
         assert_eq!(h.points(&key, 10).unwrap().len(), 1, "{key:?}");
         let raw = SeriesKey {
@@ -340,8 +361,49 @@ mod tests {
             "{err}"
         );
         assert!(
-            err.to_string().contains("newer than this servegate's (1)"),
+            err.to_string().contains("newer than this servegate's (2)"),
             "{err}"
         );
+    }
+
+    /// A history of schema 1 (before the served model was kept beside the
+    /// series' model) is brought to 2 as it is opened: its rows read back
+    /// with the model they were keyed by as the one served, unpinned.
+    #[test]
+    fn a_version_1_history_is_migrated_and_reads_back() {
+        let (_dir, at) = temp();
+        let Location::Sqlite(path) = &at else {
+            unreachable!()
+        };
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.execute(super::schema::SCHEMA_TABLE, []).unwrap();
+        for statement in super::MIGRATIONS[0] {
+            conn.execute(statement, []).unwrap();
+        }
+        conn.execute_batch(
+            "INSERT INTO servegate_schema VALUES (1, 0, '0.1.0');
+            INSERT INTO servegate_runs VALUES ('a/1-1', '1-1', 'a', 1, 2, '0.1.0', '', 'no GPU', 'run', 3);
+            INSERT INTO servegate_points VALUES ('a/1-1', 's', NULL, 'g0', 'decode_tok_s', 'mean',
+                'decode_tok_s.mean', 50.0, 'tok/s', 1, 'f', 'old-model', NULL, NULL, 1, 0, 'x');",
+        )
+        .unwrap();
+        drop(conn);
+        let mut h = History::open(&at).unwrap();
+        let key = SeriesKey {
+            suite: "s".into(),
+            gate: "g0".into(),
+            key: "decode_tok_s.mean".into(),
+            model: "old-model".into(),
+            hardware: "no GPU".into(),
+        };
+        let points = h.points(&key, 10).unwrap();
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0].served_model, "old-model");
+        let previous = h.previous(&key, false).unwrap().unwrap();
+        assert_eq!(previous.run_uid, "a/1-1");
+        // A new run lands beside it.
+        h.record(&run("a", "2-1", 1, 51.0), "run").unwrap();
+        assert_eq!(h.previous(&key, false).unwrap().unwrap().served_model, "m");
     }
 }

@@ -7,7 +7,7 @@
 //! level's 99% prediction bound.
 
 use super::gate::{GateHistory, LEAST_CHANGE, Reference};
-use super::{History, Location, Point, SeriesKey};
+use super::{History, Location, ModelIdentity, Point, SeriesKey};
 use crate::record::{GateRecord, RunRecord, Trend, TrendPoint};
 use crate::suite::metric::MetricKey;
 use crate::suite::threshold::Op;
@@ -52,7 +52,10 @@ pub fn attach(location: &Location, record: &mut RunRecord) {
                         .as_ref()
                         .map(|s| (s.of.sweep.as_str(), s.of.level.as_str())),
                 ),
-                suite.model.as_deref().unwrap_or_default(),
+                &ModelIdentity {
+                    pinned: suite.pinned_model.as_deref(),
+                    served: suite.model.as_deref().unwrap_or_default(),
+                },
                 &run.hardware,
             );
             // A figure the client set is kept, never compared.
@@ -124,6 +127,7 @@ pub fn moved(
         series: series.clone(),
         fingerprint: fingerprint.to_owned(),
         points: Ok([(key, points.to_vec())].into_iter().collect()),
+        changed: None,
     };
     let judged = |op: Op| history.regression(key, op, Some(value)).ok().flatten();
     let said = |r: &Reference, direction: &str| {
@@ -184,6 +188,7 @@ mod tests {
                 unit: "tok/s".into(),
                 suite_commit: Some(format!("c{i}")),
                 fingerprint: "f".into(),
+                served_model: "m".into(),
                 server_version: None,
                 servegate: "0.1.0".into(),
                 gate_passed: true,

@@ -151,6 +151,7 @@ pub fn bench_serving(text: &str, naming: &Naming) -> Result<RunRecord, ImportErr
                 target: format!("IMPORTED from {}", tool.name()),
                 fingerprint,
                 model: Some(identity(result).0),
+                pinned_model: None,
                 server_version: identity(result).1,
                 baselines: None,
                 gates: vec![gate],

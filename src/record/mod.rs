@@ -244,6 +244,10 @@ pub struct SuiteRecord {
     /// The model the server said it serves (else the one requests named).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The model the suite pins (`target.model`), which its requests name
+    /// and its history series is keyed by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_model: Option<String>,
     /// The server's version, where it reported one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_version: Option<String>,

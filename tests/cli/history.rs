@@ -102,9 +102,9 @@ fn every_run_is_recorded_and_reads_back_with_its_run() {
     );
 }
 
-/// A record is input: an imported one whose node and suite carry an
+/// A record is input: an imported one whose node, suite and GPU carry an
 /// escape sequence and a forged workflow command is stored and shown with
-/// both escaped.
+/// both escaped, in a table and in JSON that stays JSON.
 #[test]
 fn an_imported_record_cannot_forge_output() {
     let dir = tempfile::tempdir().unwrap();
@@ -112,6 +112,7 @@ fn an_imported_record_cannot_forge_output() {
     let forged = "evil\u{1b}[2J\n::error::forged";
     let run = serde_json::json!({
         "schema": "servegate.run/2", "run_id": "1-1", "node": forged,
+        "gpus": [format!("0, GPU {forged}\u{9b}, 1 MiB, 1")],
         "finished_unix": 1, "complete": true,
         "suites": [{ "suite": format!("s{forged}"), "fingerprint": "f", "target": "t",
             "gates": [{ "gate": "g", "load": "x", "repeats": 1, "figures": { "errors": 0.0 } }] }]
@@ -143,6 +144,100 @@ fn an_imported_record_cannot_forge_output() {
         );
         assert!(o.out.contains("evil\\u{1b}[2J\\n"), "{}", o.out);
     }
+    let o = command(
+        &[
+            "history",
+            "--history",
+            h,
+            "list",
+            "--all",
+            "--format",
+            "json",
+        ],
+        &[],
+    )
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{9b}'),
+        "an escape reached the output:\n{text}"
+    );
+    let listed: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let hardware = listed[0]["hardware"].as_str().unwrap();
+    assert!(
+        hardware.starts_with("1 x GPU evil\\u{1b}[2J\\n::error::forged"),
+        "{hardware}"
+    );
+}
+
+/// A crafted record cannot grow the history past its bounds: every
+/// string 3 MiB long (the model id, the fingerprint, the version, the
+/// commit, the load, the names; 100 GPU lines of 100 KiB), 40 figures: each stored string is an
+/// excerpt with its length and hash, so the file stays small; and a file
+/// without an end is refused unread.
+#[test]
+fn a_crafted_record_is_bounded_in_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("report.json");
+    let huge = "m".repeat(3 << 20);
+    let figures: serde_json::Map<String, serde_json::Value> = [
+        "ttft",
+        "itl",
+        "tpot",
+        "e2e",
+        "decode_tok_s",
+        "ttft_content",
+        "ttft_from_send",
+        "connect",
+    ]
+    .iter()
+    .flat_map(|m| ["mean", "p50", "p90", "p99", "max"].map(|s| format!("{m}.{s}")))
+    .map(|k| (k, serde_json::json!(1.0)))
+    .collect();
+    let run = serde_json::json!({
+        "schema": "servegate.run/2", "run_id": "1-1", "node": huge, "servegate": huge,
+        "gpus": vec![format!("0, {}, 1 MiB, 1", "g".repeat(100 << 10)); 100],
+        "finished_unix": 1, "complete": true,
+        "suites": [{ "suite": huge, "variant": huge, "fingerprint": huge, "target": "t",
+            "model": huge, "server_version": huge, "suite_commit": huge,
+            "gates": [{ "gate": huge, "load": huge, "repeats": 1, "figures": figures }] }]
+    });
+    std::fs::write(&record, run.to_string()).unwrap();
+    let history = dir.path().join("h.sqlite");
+    let h = history.to_str().unwrap();
+    let o = servegate_with(
+        &[
+            "history",
+            "--history",
+            h,
+            "import",
+            record.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.out);
+    assert!(o.out.contains("40 figure(s)"), "{}", o.out);
+    let bytes = std::fs::metadata(&history).unwrap().len();
+    eprintln!("a crafted record of 3 MiB strings: {bytes} bytes of history for 40 points");
+    assert!(bytes < 1 << 20, "{bytes} bytes");
+    let listed = history_json_with(dir.path(), &["--history", h, "list", "--all"], &[]);
+    assert_eq!(listed.as_array().unwrap().len(), 40);
+    let model = listed[0]["model"].as_str().unwrap();
+    assert!(
+        model.starts_with(&"m".repeat(200))
+            && model.contains(&format!(" … ({} chars, sha256 ", 3 << 20))
+            && model.chars().count() < 260,
+        "{model}"
+    );
+    let o = servegate_with(&["history", "--history", h, "import", "/dev/zero"], &[]);
+    assert_eq!(o.code, Some(2), "{}", o.out);
+    assert!(
+        o.out.contains("/dev/zero is over 67108864 bytes"),
+        "{}",
+        o.out
+    );
 }
 
 #[test]
@@ -356,6 +451,82 @@ fn runners_share_one_postgresql_history() {
     assert!(o.out.contains("password missing"), "{}", o.out);
 
     killed_imports_leave_no_half_run(&pg.url, &env);
+}
+
+/// libpq's URI takes the password as a parameter too (`?password=…`, its
+/// key percent-encoded or not): right or wrong, no command that names
+/// such a URL prints it — a run, `history list` and `import`, and
+/// `bench-client --history` — and the right one reaches the history.
+#[test]
+fn a_postgresql_password_in_the_url_query_is_never_printed() {
+    let Some(pg) = Postgres::start("a_postgresql_password_in_the_url_query_is_never_printed")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let wrong = format!("wrong-pw-canary-{}", std::process::id());
+    for (key, password, works) in [
+        ("password", pg.password.as_str(), true),
+        ("pass%77ord", pg.password.as_str(), true),
+        ("password", wrong.as_str(), false),
+    ] {
+        let url = format!("{}&{key}={password}", pg.url);
+        let mut printed = String::new();
+        for args in [
+            vec!["run", "tests/suites/history.yaml", "--history", &url],
+            vec!["history", "--history", &url, "list"],
+            vec![
+                "history",
+                "--history",
+                &url,
+                "import",
+                "fixtures/bench-serving/sglang-0.5.23.jsonl",
+            ],
+            vec![
+                "bench-client",
+                "--streams",
+                "1",
+                "--itl",
+                "5ms",
+                "--tokens",
+                "4",
+                "--duration",
+                "200ms",
+                "--history",
+                &url,
+                "--commit",
+                "abc123",
+            ],
+        ] {
+            let o = servegate_with(&args, &[("SERVEGATE_OUT", out.as_path())]);
+            // Wrong: a run's verdict stands (its figures are not
+            // recorded), `history` is refused, the bench measures nothing.
+            let expected = match (works, args[0]) {
+                (true, _) | (false, "run") => 0,
+                (false, "history") => 2,
+                (false, _) => 1,
+            };
+            assert_eq!(o.code, Some(expected), "{args:?}:\n{}", o.out);
+            if works && args[0] != "bench-client" {
+                assert!(
+                    !o.out.contains("error:") && !o.out.contains("warning: this run's figures"),
+                    "{args:?}:\n{}",
+                    o.out
+                );
+            }
+            printed.push_str(&o.out);
+        }
+        assert!(
+            printed.contains(&format!("{key}=***")),
+            "the URL is not shown at all:\n{printed}"
+        );
+        assert!(
+            !printed.contains(password),
+            "the password ({key}=, {}) printed:\n{printed}",
+            if works { "right" } else { "wrong" }
+        );
+    }
 }
 
 /// A history in a PostgreSQL that takes TLS only: reached over TLS with
@@ -618,4 +789,140 @@ fn the_page_marks_the_change(repo: &Path, out: &Path, first_slow: &str, slow_com
             &format!("commit {slow_commit}"),
         ],
     );
+}
+
+/// A history series is keyed by what the suite asked for, not by what the
+/// server says it serves: after six honest runs, a server ten times
+/// slower that reports another model id fails its history thresholds —
+/// naming both ids — where it passed them as "too little history yet".
+/// With `target.model` pinned the series goes on across the new id, and
+/// the slow server fails on its figures as well, in the run that renamed
+/// and in the next; unpinned, the renamed id's series starts in the run
+/// after (a series that has never had enough points: documented).
+#[test]
+fn a_server_cannot_reset_its_history_by_renaming_its_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let suites = dir.path().join("suites");
+    std::fs::create_dir_all(&suites).unwrap();
+    let profile = |model: &str, itl: &str| format!("model: {model}\nttft: 20ms\nitl: {itl}\n");
+    let sim = dir.path().join("sim.yaml");
+    let gate = "performance:\n  - name: decode\n    load: { concurrency: 2, requests: 4, input_tokens: 8, output_tokens: 8, ignore_eos: true }\n    thresholds:\n      decode_tok_s.mean: \">= no_regression\"\n      tpot.mean: \"<= history.median(5) * 1.5\"\n";
+    let sim_path = sim.to_str().unwrap();
+    std::fs::write(
+        suites.join("unpinned.yaml"),
+        format!("suite: unpinned\nsim: {{ profile: {sim_path} }}\n{gate}"),
+    )
+    .unwrap();
+    std::fs::write(
+        suites.join("pinned.yaml"),
+        format!(
+            "suite: pinned\ntarget: {{ base_url: sim, model: sim-honest }}\nsim: {{ profile: {sim_path} }}\n{gate}"
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let run = || {
+        let o = servegate_with(
+            &["run", suites.to_str().unwrap()],
+            &[("SERVEGATE_OUT", out.as_path())],
+        );
+        let record = crate::record_of(&o.out);
+        (o, record)
+    };
+    let outcome = |record: &serde_json::Value, suite: &str| {
+        record["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == format!("{suite}::performance::decode"))
+            .map(|t| t["outcome"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    std::fs::write(&sim, profile("sim-honest", "20ms")).unwrap();
+    let mut first_uid = String::new();
+    for night in 1..=6 {
+        let (o, record) = run();
+        if night <= 5 {
+            assert_eq!(o.code, Some(0), "night {night}:\n{}", o.out);
+        }
+        first_uid = format!(
+            "{}/{}",
+            record["node"].as_str().unwrap(),
+            record["run_id"].as_str().unwrap()
+        );
+    }
+    // Ten times slower, and another id.
+    std::fs::write(&sim, profile("sim-renamed", "200ms")).unwrap();
+    let (o, record) = run();
+    assert_eq!(o.code, Some(1), "the renamed server passed:\n{}", o.out);
+    assert!(
+        !o.out.contains("not applied"),
+        "a renamed server's thresholds were not applied:\n{}",
+        o.out
+    );
+    for suite in ["unpinned", "pinned"] {
+        assert_eq!(outcome(&record, suite), "failed", "{}", o.out);
+        let failure =
+            crate::common::verdicts::failure_of(&o.out, &format!("{suite}::performance::decode"));
+        crate::common::verdicts::assert_has(
+            &failure,
+            &[
+                "threshold failed: tpot.mean <= history.median(5) * 1.5",
+                "the server serves model \"sim-renamed\" where the run before of this gate on no GPU (run ",
+                &format!("run {first_uid}, "),
+                "served \"sim-honest\": a configuration change, which fails this run",
+            ],
+        );
+        assert_eq!(
+            failure.contains("pin the model the suite means with `target.model`"),
+            suite == "unpinned",
+            "{failure}"
+        );
+    }
+    // Pinned, the series went on: its bound is worked out from the honest
+    // runs and shown, the change said beside it; unpinned, the new id has
+    // no series to compare with.
+    let pinned = crate::common::verdicts::failure_of(&o.out, "pinned::performance::decode");
+    crate::common::verdicts::assert_has(
+        &pinned,
+        &[
+            "bound:    decode_tok_s.mean >= no_regression = ",
+            "and it fails whatever the bound: the server serves model \"sim-renamed\"",
+            "the series is the model this suite pins, \"sim-honest\"",
+        ],
+    );
+    let unpinned = crate::common::verdicts::failure_of(&o.out, "unpinned::performance::decode");
+    assert!(
+        unpinned.contains("bound:    decode_tok_s.mean >= no_regression, but the server serves model \"sim-renamed\"")
+            && unpinned.contains("the next run starts \"sim-renamed\"'s own series"),
+        "{unpinned}"
+    );
+    // The next run: pinned, still measured against the honest runs;
+    // unpinned, the renamed id's own series has too little history.
+    let (o, record) = run();
+    assert_eq!(outcome(&record, "pinned"), "failed", "{}", o.out);
+    let pinned = crate::common::verdicts::failure_of(&o.out, "pinned::performance::decode");
+    assert!(
+        pinned.contains("threshold failed: decode_tok_s.mean >= no_regression")
+            && !pinned.contains("the server serves model"),
+        "{pinned}"
+    );
+    assert_eq!(outcome(&record, "unpinned"), "passed", "{}", o.out);
+    assert!(
+        o.out.contains("not applied: too little history yet"),
+        "{}",
+        o.out
+    );
+    // Both ids are kept: the pinned series holds the renamed runs, each
+    // with the id it was served under.
+    let shown = history_json(&out, &["show", "pinned::decode", "decode_tok_s.mean"]);
+    let served: Vec<&str> = shown["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["served_model"].as_str().unwrap())
+        .collect();
+    assert_eq!(served.len(), 8, "{shown:#}");
+    assert_eq!(&served[6..], ["sim-renamed", "sim-renamed"], "{shown:#}");
+    assert_eq!(shown["series"]["model"], "sim-honest", "{shown:#}");
 }

@@ -422,6 +422,9 @@ fn explain_bound(
         }
         (Bound::History(..) | Bound::NoRegression, Ok(_)) => {
             let _ = writeln!(out, "bound:    {t}{against}");
+            if let Some(why) = history.and_then(|h| h.fails.as_deref()) {
+                let _ = writeln!(out, "          and it fails whatever the bound: {why}");
+            }
             if let Some(good) = history.as_ref().and_then(|h| h.last_good.as_ref()) {
                 let _ = writeln!(
                     out,
@@ -440,10 +443,7 @@ fn explain_bound(
             }
         }
         (Bound::History(..) | Bound::NoRegression, Err(why)) => {
-            let _ = writeln!(
-                out,
-                "bound:    {t}, but the history could not be read: {why}"
-            );
+            let _ = writeln!(out, "bound:    {t}, but {why}");
         }
         (Bound::Baseline(_), Err(why)) => {
             let _ = writeln!(out, "bound:    {t}, but there is no baseline: {why}");

@@ -228,6 +228,7 @@ mod tests {
                 unit: "tok/s".into(),
                 suite_commit: Some(format!("c{i}")),
                 fingerprint: "openai-chat m".into(),
+                served_model: "m".into(),
                 server_version: None,
                 servegate: "0.1.0".into(),
                 gate_passed: i != 6,
