@@ -265,6 +265,7 @@ pub fn keep(
                 &ModelIdentity {
                     pinned: Some(MODEL),
                     served: MODEL,
+                    reported: true,
                 },
                 &hardware,
             )

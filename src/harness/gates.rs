@@ -47,7 +47,7 @@ impl SuiteRun {
                     .map(|s| (s.sweep.as_str(), s.level.as_str())),
             ),
             &target.model_identity(),
-            &crate::history::hardware(&super::recording::gpu_inventory().unwrap_or_default()),
+            &crate::history::run_hardware(&super::recording::gpu_inventory().unwrap_or_default()),
         );
         Some(GateHistory::read(
             &self.plan.history,

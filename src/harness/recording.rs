@@ -66,6 +66,7 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
                     fingerprint: target.fingerprint.clone(),
                     model: Some(target.model_id.clone()),
                     pinned_model: target.pinned_model.clone(),
+                    model_unreported: !target.model_reported,
                     server_version: target.server_version.clone(),
                     baselines: Some(baseline::dir(&run.suite.file.root).display().to_string()),
                     target: target.description.clone(),

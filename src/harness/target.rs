@@ -30,6 +30,9 @@ pub struct Connected {
     pub model_id: String,
     /// The model the suite pins (`target.model`), which its requests name.
     pub pinned_model: Option<String>,
+    /// Whether the server said which model it serves (else `model_id` is
+    /// the one requests name).
+    pub model_reported: bool,
     /// The server's version, when it reports one.
     pub server_version: Option<String>,
     /// When discovery's one deadline (a first token's) ends: the documents
@@ -43,6 +46,7 @@ impl Connected {
         crate::history::ModelIdentity {
             pinned: self.pinned_model.as_deref(),
             served: &self.model_id,
+            reported: self.model_reported,
         }
     }
 }
@@ -264,6 +268,7 @@ pub async fn connect(
         fingerprint,
         sim,
         server: launched,
+        model_reported: served.is_some(),
         model_id: served.unwrap_or(model),
         pinned_model: t.model.clone(),
         server_version: version,

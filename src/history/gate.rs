@@ -62,7 +62,7 @@ pub struct Reference {
 impl GateHistory {
     /// The earlier points of `keys` of a series (`series.key` is ignored),
     /// read from `location`, and whether the model served changed since
-    /// the run before ([`History::previous`]).
+    /// this machine's run before ([`History::previous`]).
     pub fn read(
         location: &Location,
         series: &SeriesKey,
@@ -70,23 +70,27 @@ impl GateHistory {
         keys: &[MetricKey],
     ) -> GateHistory {
         let mut changed = None;
-        let points = History::open(location)
-            .map_err(|e| format!("the history could not be read: {e}"))
-            .and_then(|mut h| {
-                if let Some(first) = keys.first()
-                    && let Ok(Some(previous)) =
-                        h.previous(&series.figure(*first), model.pinned.is_some())
-                {
-                    changed = served_change(&previous, model, series);
-                }
-                keys.iter()
-                    .map(|k| {
-                        h.points(&series.figure(*k), usize::MAX)
-                            .map(|p| (*k, p))
-                            .map_err(|e| format!("the history could not be read: {e}"))
-                    })
-                    .collect()
-            });
+        let unread = |e: super::HistoryError| format!("the history could not be read: {e}");
+        let points = History::open(location).map_err(unread).and_then(|mut h| {
+            if let Some(first) = keys.first()
+                && let Some(previous) = h
+                    .previous(
+                        &series.figure(*first),
+                        model.pinned.is_some(),
+                        &super::node_name(),
+                    )
+                    .map_err(unread)?
+            {
+                changed = served_change(&previous, model, series);
+            }
+            keys.iter()
+                .map(|k| {
+                    h.points(&series.figure(*k), usize::MAX)
+                        .map(|p| (*k, p))
+                        .map_err(unread)
+                })
+                .collect()
+        });
         GateHistory {
             at: location.describe(),
             series: series.clone(),
@@ -124,24 +128,41 @@ impl GateHistory {
     }
 
     /// `history.median(N)` / `history.mean(N)` of `key` over the last N
-    /// good runs of this configuration; `Ok(None)` while fewer than
-    /// `min(N, 3)` exist (the threshold is not applied yet).
+    /// good runs of this configuration, or — while it has fewer than
+    /// `min(N, 3)` — of the series' in any configuration: a configuration
+    /// change (new flags, a new version, another served id) is held to
+    /// the runs before it, never a free pass until it has runs of its own.
+    /// `Ok(None)` while the series has fewer than `min(N, 3)` in all (the
+    /// threshold is not applied yet).
     pub fn recent(&self, key: MetricKey, recent: Recent) -> Result<Option<Reference>, String> {
         let reference = self.recent_unserved(key, recent)?;
         self.served(reference)
     }
 
     fn recent_unserved(&self, key: MetricKey, recent: Recent) -> Result<Option<Reference>, String> {
-        let same: Vec<&Point> = self
-            .good(key)?
-            .into_iter()
+        let good = self.good(key)?;
+        let same: Vec<&Point> = good
+            .iter()
+            .copied()
             .filter(|p| p.fingerprint == self.fingerprint)
             .collect();
         let n = usize::try_from(recent.runs()).unwrap_or(usize::MAX);
-        if same.len() < n.min(3) {
+        let needed = n.min(3);
+        let (pool, of) = if same.len() >= needed {
+            (same, "of this configuration".to_owned())
+        } else {
+            let had = same.len();
+            (
+                good,
+                format!(
+                    "of the series in any configuration (this configuration has {had} of the {needed} it needs)"
+                ),
+            )
+        };
+        if pool.len() < needed {
             return Ok(None);
         }
-        let last: Vec<&Point> = same[same.len().saturating_sub(n)..].to_vec();
+        let last: Vec<&Point> = pool[pool.len().saturating_sub(n)..].to_vec();
         let values: Vec<f64> = last.iter().map(|p| p.value).collect();
         let (value, what) = match recent {
             Recent::Median(_) => (median(&values), "median"),
@@ -151,10 +172,7 @@ impl GateHistory {
             value,
             bound: None,
             runs: last.len(),
-            said: format!(
-                "the {what} of the last {} passing run(s) of this configuration",
-                last.len()
-            ),
+            said: format!("the {what} of the last {} passing run(s) {of}", last.len()),
             last_good: last.last().map(|p| (*p).clone()),
             fails: None,
         }))
@@ -275,9 +293,12 @@ fn served_change(
     series: &SeriesKey,
 ) -> Option<String> {
     let now = model.served_kept();
-    (previous.served_model != now).then(|| {
+    // A server that said nothing (its discovery failed), now or then, is
+    // no change of id.
+    let unknown = now.is_empty() || previous.served_model.is_empty();
+    (!unknown && previous.served_model != now).then(|| {
         format!(
-            "the server serves model {now:?} where the run before of this gate on {} (run {}, {}) served {:?}: a configuration change, which fails this run (its figures are kept, not counted); {}",
+            "the server serves model {now:?} where this machine's run before of this gate on {} (run {}, {}) served {:?}: a configuration change, which fails this run (its figures are kept, not counted); {}",
             series.hardware,
             previous.run_uid,
             crate::units::format_unix(previous.finished_unix),
@@ -366,6 +387,28 @@ mod tests {
             points: Ok([(key, points)].into_iter().collect()),
             changed: None,
         }
+    }
+
+    /// A server that said no model id (its discovery failed), now or in
+    /// the run before, is no change of id; one that says another is.
+    #[test]
+    fn an_unreported_id_is_no_change_of_model() {
+        let series = history(Vec::new()).series;
+        let identity = |served, reported| super::ModelIdentity {
+            pinned: Some("m"),
+            served,
+            reported,
+        };
+        let said = |served: &str| Point {
+            served_model: served.into(),
+            ..point(1, 1.0, "f", true)
+        };
+        let change = |before: &str, now| super::served_change(&said(before), &now, &series);
+        assert!(change("m", identity("m", false)).is_none());
+        assert!(change("", identity("other", true)).is_none());
+        assert!(change("m", identity("m", true)).is_none());
+        let changed = change("m", identity("other", true)).expect("a change");
+        assert!(changed.contains("serves model \"other\""), "{changed}");
     }
 
     #[test]

@@ -189,7 +189,7 @@ pub struct PointRow {
     pub fingerprint: String,
     /// The model its series is keyed by ([`ModelIdentity::series_model`]).
     pub model: String,
-    /// The model the server said it serves.
+    /// The model the server said it serves; empty where it said none.
     pub served_model: String,
     /// Whether `model` is the suite's pinned `target.model` (else it is
     /// the served id).
@@ -219,13 +219,7 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
         stored(&record.node)
     };
     let run_id = stored(&record.run_id);
-    let gpus: Vec<String> = record
-        .gpus
-        .iter()
-        .flatten()
-        .take(GPU_LINES)
-        .map(|l| kept(l, SHORT_CHARS))
-        .collect();
+    let gpus = kept_gpus(record.gpus.as_deref().unwrap_or_default());
     let run = RunRow {
         run_uid: format!("{node}/{run_id}"),
         run_id,
@@ -239,10 +233,7 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
     };
     let mut points = Vec::new();
     for suite in &record.suites {
-        let identity = ModelIdentity {
-            pinned: suite.pinned_model.as_deref(),
-            served: suite.model.as_deref().unwrap_or_default(),
-        };
+        let identity = ModelIdentity::of(suite);
         // Kept once a suite: every point of it holds the same.
         let label = stored(&suite.suite);
         let variant = suite.variant.as_deref().map(stored);
@@ -336,6 +327,21 @@ fn kept(text: &str, max: usize) -> String {
     }
 }
 
+/// The GPU lines a run keeps: at most [`GPU_LINES`], each [`kept`].
+fn kept_gpus(gpus: &[String]) -> Vec<String> {
+    gpus.iter()
+        .take(GPU_LINES)
+        .map(|l| kept(l, SHORT_CHARS))
+        .collect()
+}
+
+/// The hardware of a run on these GPUs (`nvidia-smi`'s lines) as the
+/// history keeps it ([`RunRow::hardware`]): what a reader of a series
+/// names it by.
+pub fn run_hardware(gpus: &[String]) -> String {
+    kept(&hardware(&kept_gpus(gpus)), SHORT_CHARS)
+}
+
 /// Which model a suite's figures are of: the one the suite pins (its
 /// `target.model`, which its requests name), else the one the server says
 /// it serves.
@@ -343,11 +349,23 @@ fn kept(text: &str, max: usize) -> String {
 pub struct ModelIdentity<'a> {
     /// The suite's `target.model`, where it names one.
     pub pinned: Option<&'a str>,
-    /// What the server said it serves (else the model requests named).
+    /// What the server said it serves, else the model requests named.
     pub served: &'a str,
+    /// Whether the server said (`false`: discovery found no id, and
+    /// `served` is the one requests named).
+    pub reported: bool,
 }
 
-impl ModelIdentity<'_> {
+impl<'a> ModelIdentity<'a> {
+    /// A suite record's.
+    pub fn of(suite: &'a crate::record::SuiteRecord) -> Self {
+        ModelIdentity {
+            pinned: suite.pinned_model.as_deref(),
+            served: suite.model.as_deref().unwrap_or_default(),
+            reported: !suite.model_unreported,
+        }
+    }
+
     /// The model a series is keyed by, as the history keeps it: what the
     /// suite asked for where it pins one, so that a server cannot choose
     /// its series by the id it reports.
@@ -355,9 +373,14 @@ impl ModelIdentity<'_> {
         kept(self.pinned.unwrap_or(self.served), SHORT_CHARS)
     }
 
-    /// The served id as the history keeps it.
+    /// The served id as the history keeps it; empty where the server
+    /// reported none.
     pub fn served_kept(&self) -> String {
-        kept(self.served, SHORT_CHARS)
+        if self.reported {
+            kept(self.served, SHORT_CHARS)
+        } else {
+            String::new()
+        }
     }
 }
 
@@ -447,7 +470,8 @@ pub struct SeriesKey {
 impl SeriesKey {
     /// The series of a suite's gate (figure to be named) as the history
     /// stores it: names cut and escaped as [`rows`] keeps them, so a
-    /// reader finds what a run wrote whatever its names.
+    /// reader finds what a run wrote whatever its names; `hardware` as
+    /// [`run_hardware`] made it.
     pub fn of_gate(
         suite: &str,
         gate: &str,
@@ -459,7 +483,7 @@ impl SeriesKey {
             gate: stored(gate),
             key: String::new(),
             model: model.series_model(),
-            hardware: kept(hardware, SHORT_CHARS),
+            hardware: hardware.to_owned(),
         }
     }
 
@@ -506,7 +530,7 @@ pub struct Point {
     pub suite_commit: Option<String>,
     /// The configuration measured.
     pub fingerprint: String,
-    /// The model the server said it served.
+    /// The model the server said it served (empty: it said none).
     pub served_model: String,
     /// The server's version.
     pub server_version: Option<String>,
@@ -603,10 +627,15 @@ trait Store {
     fn groups(&mut self) -> Result<Vec<(SeriesKey, u64)>, HistoryError>;
     /// A series' points, oldest first, or only its newest.
     fn select(&mut self, series: &SeriesKey, newest: bool) -> Result<Vec<Point>, HistoryError>;
-    /// The newest point of a suite's gate's figure on its hardware whose
-    /// series was keyed by the server's id (no pinned model), whatever
-    /// the model.
-    fn newest_unpinned(&mut self, series: &SeriesKey) -> Result<Option<Point>, HistoryError>;
+    /// The newest point of `node` of a suite's gate's figure on its
+    /// hardware: of the series' model where `pinned`, else of any model
+    /// keyed by the server's id (no pinned model).
+    fn newest_of_node(
+        &mut self,
+        series: &SeriesKey,
+        pinned: bool,
+        node: &str,
+    ) -> Result<Option<Point>, HistoryError>;
 }
 
 /// An open history.
@@ -665,21 +694,20 @@ impl History {
         Ok(out)
     }
 
-    /// The run before this one of the series' suite, gate, figure and
-    /// hardware that a served id is compared with ([`ModelIdentity`]):
-    /// with a pinned model, the series' newest point; without, the newest
-    /// of any served model (the server's id is then the key, and a new id
-    /// would otherwise start a new series unseen).
+    /// The run before this one, on this machine (`node`), of the series'
+    /// suite, gate, figure and hardware that a served id is compared with
+    /// ([`ModelIdentity`]): with a pinned model, the series' newest point;
+    /// without, the newest of any served model (the server's id is then
+    /// the key, and a new id would otherwise start a new series unseen).
+    /// Per machine: runners of one series may serve one model under ids of
+    /// their own (its path on each).
     pub fn previous(
         &mut self,
         series: &SeriesKey,
         pinned: bool,
+        node: &str,
     ) -> Result<Option<Point>, HistoryError> {
-        if pinned {
-            Ok(self.store.select(series, true)?.pop())
-        } else {
-            self.store.newest_unpinned(series)
-        }
+        self.store.newest_of_node(series, pinned, node)
     }
 
     /// The newest `last` points of a series (all: `usize::MAX`), oldest

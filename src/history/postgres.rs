@@ -38,14 +38,9 @@ pub struct PostgresUrl(String);
 impl PostgresUrl {
     /// The URL, its passwords registered as secrets.
     pub fn new(url: &str) -> PostgresUrl {
-        let (plain, _) = root_file(url);
-        if let Ok(config) = postgres::Config::from_str(&plain)
-            && let Some(password) = config.get_password()
-        {
-            crate::secrets::add(&String::from_utf8_lossy(password));
-        }
         for raw in url_passwords(url) {
             crate::secrets::add(raw);
+            crate::secrets::add(&percent_encoding::percent_decode_str(raw).decode_utf8_lossy());
         }
         if let Ok(password) = std::env::var("PGPASSWORD") {
             crate::secrets::add(&password);
@@ -71,28 +66,45 @@ impl std::fmt::Debug for PostgresUrl {
     }
 }
 
+/// A URL split as servegate reads it to hide its passwords: the scheme,
+/// the credentials (up to the last `@` before the query), the rest of
+/// what comes before the query, and the query. Hiding is safer than the
+/// driver's parse: it ends the credentials at the first `@` anywhere (a
+/// password with an `@` would leave its tail shown), so both readings are
+/// hidden where it differs: the driver's password then is this one's head.
+fn url_parts(url: &str) -> Option<(&str, Option<&str>, &str, Option<&str>)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let (base, query) = match rest.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (rest, None),
+    };
+    let (creds, host) = match base.rsplit_once('@') {
+        Some((creds, host)) => (Some(creds), host),
+        None => (None, base),
+    };
+    Some((scheme, creds, host, query))
+}
+
 /// The parts of a URL that are passwords, as written in it: after the
-/// user's `:` in the credentials (up to the first `@`, where the driver
-/// ends them), and the value of each `password` parameter.
+/// user's `:` in the credentials, and the value of each `password`
+/// parameter.
 fn url_passwords(url: &str) -> Vec<&str> {
-    let Some((_, rest)) = url.split_once("://") else {
+    let Some((_, creds, _, query)) = url_parts(url) else {
         return Vec::new();
     };
-    let mut found = Vec::new();
-    if let Some((creds, _)) = rest.split_once('@')
-        && let Some((_, password)) = creds.split_once(':')
-    {
-        found.push(password);
-    }
-    if let Some((_, query)) = rest.split_once('?') {
-        found.extend(
-            query
-                .split('&')
-                .filter_map(|pair| pair.split_once('='))
-                .filter(|(key, _)| is_password_key(key))
-                .map(|(_, value)| value),
-        );
-    }
+    let mut found: Vec<&str> = creds
+        .and_then(|c| c.split_once(':'))
+        .map(|(_, password)| password)
+        .into_iter()
+        .collect();
+    found.extend(
+        query
+            .into_iter()
+            .flat_map(|q| q.split('&'))
+            .filter_map(|pair| pair.split_once('='))
+            .filter(|(key, _)| is_password_key(key))
+            .map(|(_, value)| value),
+    );
     found
 }
 
@@ -106,30 +118,23 @@ fn is_password_key(key: &str) -> bool {
 /// `password` parameter's value replaced by `***`, and any registered
 /// secret scrubbed from what is left.
 fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
+    let Some((scheme, creds, host, query)) = url_parts(url) else {
         return crate::secrets::scrub(url).into_owned();
     };
-    let (creds, rest) = match rest.split_once('@') {
-        Some((creds, rest)) => {
-            let user = creds.split_once(':').map_or(creds, |(u, _)| u);
-            (format!("{user}:***@"), rest)
-        }
-        None => (String::new(), rest),
-    };
-    let rest = match rest.split_once('?') {
-        Some((base, query)) => {
-            let params: Vec<String> = query
-                .split('&')
-                .map(|pair| match pair.split_once('=') {
-                    Some((key, _)) if is_password_key(key) => format!("{key}=***"),
-                    _ => pair.to_owned(),
-                })
-                .collect();
-            format!("{base}?{}", params.join("&"))
-        }
-        None => rest.to_owned(),
-    };
-    crate::secrets::scrub(&format!("{scheme}://{creds}{rest}")).into_owned()
+    let creds = creds.map_or_else(String::new, |c| {
+        format!("{}:***@", c.split_once(':').map_or(c, |(user, _)| user))
+    });
+    let query = query.map_or_else(String::new, |q| {
+        let params: Vec<String> = q
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if is_password_key(key) => format!("{key}=***"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        format!("?{}", params.join("&"))
+    });
+    crate::secrets::scrub(&format!("{scheme}://{creds}{host}{query}")).into_owned()
 }
 
 /// The URL without `sslrootcert=FILE` (which the driver does not read),
@@ -353,13 +358,20 @@ impl super::Store for Postgres {
         Ok(rows.iter().map(point).collect())
     }
 
-    fn newest_unpinned(&mut self, s: &SeriesKey) -> Result<Option<Point>, HistoryError> {
+    fn newest_of_node(
+        &mut self,
+        s: &SeriesKey,
+        pinned: bool,
+        node: &str,
+    ) -> Result<Option<Point>, HistoryError> {
+        let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            vec![&s.suite, &s.gate, &s.key, &s.hardware, &node];
+        if pinned {
+            params.push(&s.model);
+        }
         let rows = self
             .client
-            .query(
-                &schema::newest_unpinned(),
-                &[&s.suite, &s.gate, &s.key, &s.hardware],
-            )
+            .query(&schema::newest_of_node(pinned), &params)
             .map_err(|e| self.error(&e))?;
         Ok(rows.first().map(point))
     }
@@ -425,9 +437,14 @@ mod tests {
             shown("postgres://db/h?pass%77ord=pw-encoded-key&application_name=x"),
             "postgres://db/h?pass%77ord=***&application_name=x"
         );
+        // An `@` in the password, or in the query, leaves nothing shown.
         assert_eq!(
             shown("postgres://sg:p@ss-word-at@db/h"),
-            "postgres://sg:***@ss-word-at@db/h"
+            "postgres://sg:***@db/h"
+        );
+        assert_eq!(
+            shown("postgres://db:1/h?application_name=a@b&password=abc12"),
+            "postgres://db:1/h?application_name=a@b&password=***"
         );
         let url = PostgresUrl::new("postgres://sg@db/h?password=pw-debug-canary");
         assert!(!format!("{url:?}").contains("pw-debug-canary"), "{url:?}");

@@ -65,19 +65,14 @@ pub const MIGRATIONS: &[&[&str]] = &[
     ],
     // 2: a series is keyed by the model the suite pins, where it pins one
     // (`model`), and the id the server said it served is kept beside it
-    // (`served_model`; NULL in a row of version 1, whose `model` was it).
+    // (`served_model`: empty where it said none; NULL in a row of version
+    // 1, whose `model` was it). The view `servegate_series` is left as it
+    // is — a dashboard's own view may depend on it, and PostgreSQL
+    // refuses to drop one that does — and servegate reads the tables.
     &[
         "ALTER TABLE servegate_points ADD COLUMN served_model TEXT",
         "ALTER TABLE servegate_points ADD COLUMN model_pinned INTEGER NOT NULL DEFAULT 0",
         "CREATE INDEX servegate_points_gate ON servegate_points (suite, gate, figure)",
-        "DROP VIEW servegate_series",
-        "CREATE VIEW servegate_series AS
-        SELECT p.suite, p.variant, p.gate, p.figure, p.metric, p.stat, p.model, r.hardware,
-               p.value, p.unit, p.repeats, p.fingerprint, p.server_version, p.suite_commit,
-               p.gate_passed, p.client_limited, p.load,
-               r.run_uid, r.run_id, r.node, r.started_unix, r.finished_unix, r.servegate,
-               COALESCE(p.served_model, p.model) AS served_model, p.model_pinned
-        FROM servegate_points p JOIN servegate_runs r ON r.run_uid = p.run_uid",
     ],
 ];
 
@@ -95,17 +90,30 @@ pub const INSERT_POINT: &str = "INSERT INTO servegate_points
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
      $19)";
 
-/// The columns of a point as [`points`] and [`newest_unpinned`] read it.
-const POINT_COLUMNS: &str = "run_uid, node, finished_unix, value, unit, suite_commit, fingerprint,
-    server_version, servegate, gate_passed, client_limited, served_model";
+/// A point's columns as [`points`] and [`newest_of_node`] read it, from
+/// the tables (not the view, which version 1 made).
+const POINT_COLUMNS: &str = "r.run_uid, r.node, r.finished_unix, p.value, p.unit, p.suite_commit,
+    p.fingerprint, p.server_version, r.servegate, p.gate_passed, p.client_limited,
+    COALESCE(p.served_model, p.model)";
 
-/// The newest point of a suite's gate's figure on its hardware, of any
-/// model its server named (`$1` … `$4`: suite, gate, figure, hardware).
-pub fn newest_unpinned() -> String {
+/// The tables a point is read from.
+const POINT_TABLES: &str = "servegate_points p JOIN servegate_runs r ON r.run_uid = p.run_uid";
+
+/// The newest point of a machine's run of a suite's gate's figure on its
+/// hardware (`$1` … `$4`: suite, gate, figure, hardware; `$5` the node):
+/// where `pinned`, of the series' model (`$6`) keyed by a pin; else of any
+/// model its server named.
+pub fn newest_of_node(pinned: bool) -> String {
     format!(
-        "SELECT {POINT_COLUMNS} FROM servegate_series
-        WHERE suite = $1 AND gate = $2 AND figure = $3 AND hardware = $4 AND model_pinned = 0
-        ORDER BY finished_unix DESC, run_uid DESC LIMIT 1"
+        "SELECT {POINT_COLUMNS} FROM {POINT_TABLES}
+        WHERE p.suite = $1 AND p.gate = $2 AND p.figure = $3 AND r.hardware = $4 AND r.node = $5
+            AND {}
+        ORDER BY r.finished_unix DESC, r.run_uid DESC LIMIT 1",
+        if pinned {
+            "p.model_pinned = 1 AND p.model = $6"
+        } else {
+            "p.model_pinned = 0"
+        }
     )
 }
 
@@ -119,13 +127,13 @@ pub const SERIES: &str =
 pub fn points(newest: bool) -> String {
     format!(
         "SELECT {POINT_COLUMNS}
-        FROM servegate_series
-        WHERE suite = $1 AND gate = $2 AND figure = $3 AND model = $4 AND hardware = $5
+        FROM {POINT_TABLES}
+        WHERE p.suite = $1 AND p.gate = $2 AND p.figure = $3 AND p.model = $4 AND r.hardware = $5
         ORDER BY {}",
         if newest {
-            "finished_unix DESC, run_uid DESC LIMIT 1"
+            "r.finished_unix DESC, r.run_uid DESC LIMIT 1"
         } else {
-            "finished_unix, run_uid"
+            "r.finished_unix, r.run_uid"
         }
     )
 }

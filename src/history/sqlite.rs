@@ -188,14 +188,25 @@ impl super::Store for Sqlite {
             .map_err(|e| self.error(e))
     }
 
-    fn newest_unpinned(&mut self, s: &SeriesKey) -> Result<Option<Point>, HistoryError> {
+    fn newest_of_node(
+        &mut self,
+        s: &SeriesKey,
+        pinned: bool,
+        node: &str,
+    ) -> Result<Option<Point>, HistoryError> {
         let mut query = self
             .conn
-            .prepare(&schema::newest_unpinned())
+            .prepare(&schema::newest_of_node(pinned))
             .map_err(|e| self.error(e))?;
-        query
-            .query_map(params![s.suite, s.gate, s.key, s.hardware], point)
-            .and_then(|mut rows| rows.next().transpose())
+        let rows = if pinned {
+            query.query_map(
+                params![s.suite, s.gate, s.key, s.hardware, node, s.model],
+                point,
+            )
+        } else {
+            query.query_map(params![s.suite, s.gate, s.key, s.hardware, node], point)
+        };
+        rows.and_then(|mut rows| rows.next().transpose())
             .map_err(|e| self.error(e))
     }
 }
@@ -305,6 +316,7 @@ mod tests {
         let identity = super::super::ModelIdentity {
             pinned: None,
             served: &model,
+            reported: true,
         };
         let key = SeriesKey::of_gate("s", "g0", &identity, "no GPU")
             .figure("decode_tok_s.mean".parse().unwrap());
@@ -400,10 +412,17 @@ mod tests {
         let points = h.points(&key, 10).unwrap();
         assert_eq!(points.len(), 1);
         assert_eq!(points[0].served_model, "old-model");
-        let previous = h.previous(&key, false).unwrap().unwrap();
+        let previous = h.previous(&key, false, "a").unwrap().unwrap();
         assert_eq!(previous.run_uid, "a/1-1");
+        assert!(
+            h.previous(&key, false, "b").unwrap().is_none(),
+            "another machine's"
+        );
         // A new run lands beside it.
         h.record(&run("a", "2-1", 1, 51.0), "run").unwrap();
-        assert_eq!(h.previous(&key, false).unwrap().unwrap().served_model, "m");
+        assert_eq!(
+            h.previous(&key, false, "a").unwrap().unwrap().served_model,
+            "m"
+        );
     }
 }

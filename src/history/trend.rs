@@ -43,21 +43,18 @@ pub fn attach(location: &Location, record: &mut RunRecord) {
     };
     let (run, _) = super::rows(record, "run");
     for suite in &mut record.suites {
+        let of_suite =
+            SeriesKey::of_gate(&suite.suite, "", &ModelIdentity::of(suite), &run.hardware);
         for gate in &mut suite.gates {
-            let series = SeriesKey::of_gate(
-                &suite.suite,
-                &super::gate_name(
+            let series = SeriesKey {
+                gate: super::stored(&super::gate_name(
                     &gate.gate,
                     gate.sweep
                         .as_ref()
                         .map(|s| (s.of.sweep.as_str(), s.of.level.as_str())),
-                ),
-                &ModelIdentity {
-                    pinned: suite.pinned_model.as_deref(),
-                    served: suite.model.as_deref().unwrap_or_default(),
-                },
-                &run.hardware,
-            );
+                )),
+                ..of_suite.clone()
+            };
             // A figure the client set is kept, never compared.
             let limited = gate.client.as_ref().is_some_and(|c| c.limited.is_some());
             for key in gated(gate) {

@@ -152,6 +152,7 @@ pub fn bench_serving(text: &str, naming: &Naming) -> Result<RunRecord, ImportErr
                 fingerprint,
                 model: Some(identity(result).0),
                 pinned_model: None,
+                model_unreported: false,
                 server_version: identity(result).1,
                 baselines: None,
                 gates: vec![gate],

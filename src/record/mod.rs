@@ -248,6 +248,10 @@ pub struct SuiteRecord {
     /// and its history series is keyed by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned_model: Option<String>,
+    /// The server said no model id (its discovery found none): `model` is
+    /// the one requests named.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub model_unreported: bool,
     /// The server's version, where it reported one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_version: Option<String>,
