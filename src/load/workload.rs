@@ -19,9 +19,14 @@ const WORDS: &[&str] = &[
 pub const PROMPT_APPROXIMATION: &str = "synthetic, ~1 token per word, no tokenizer";
 
 /// A prompt of about `tokens` tokens, different for every request index so
-/// that a prefix cache cannot serve one request from another.
-pub fn synthetic_prompt(tokens: u32, index: u32) -> String {
-    let mut rng = SplitMix::new(u64::from(index) ^ 0xD1B5_4A32_D192_ED03);
+/// that a prefix cache cannot serve one request from another, and for
+/// every `salt`: a gate's window draws its own ([`crate::random::unpredictable`]),
+/// so that no window's prompts are in the cache another left — an earlier
+/// run's, another gate's, another repeat's (against vLLM without a cache
+/// reset, the same prompts every run read an 81% prefix-cache hit rate and
+/// TTFTs 2.5–3.5× too low).
+pub fn synthetic_prompt(tokens: u32, index: u32, salt: u64) -> String {
+    let mut rng = SplitMix::new((u64::from(index) ^ 0xD1B5_4A32_D192_ED03) ^ salt.rotate_left(21));
     let mut words = Vec::with_capacity(tokens as usize);
     words.push(format!("Request {index}:"));
     for _ in 1..tokens.max(1) {
@@ -33,34 +38,37 @@ pub fn synthetic_prompt(tokens: u32, index: u32) -> String {
 
 /// A synthetic prompt of `tokens` tokens: cut to length by the tokenizer
 /// when there is one, else about one token per word.
-fn sized_prompt(tokens: u32, index: u32, tokenizer: Option<&Tokenizer>) -> String {
+fn sized_prompt(tokens: u32, index: u32, salt: u64, tokenizer: Option<&Tokenizer>) -> String {
     let Some(t) = tokenizer else {
-        return synthetic_prompt(tokens, index);
+        return synthetic_prompt(tokens, index, salt);
     };
     // Words are at least one token each: twice as many words always suffice.
-    let text = synthetic_prompt(tokens.saturating_mul(2).max(2), index);
+    let text = synthetic_prompt(tokens.saturating_mul(2).max(2), index, salt);
     t.cut(&text, tokens as usize).unwrap_or(text)
 }
 
-/// The prompt of request `index` of a load.
-pub fn prompt(load: &Load, index: u32) -> String {
+/// The prompt of request `index` of a load, in a window salted `salt`
+/// (synthetic prompts and shared prefixes are the window's own; a fixed
+/// prompt and a dataset's are what they are).
+pub fn prompt(load: &Load, index: u32, salt: u64) -> String {
     let tokenizer = load.tokenizer.as_ref();
     match &load.prompt {
         LoadPrompt::Text(t) => t.clone(),
-        LoadPrompt::Tokens(n) => sized_prompt(*n, index, tokenizer),
+        LoadPrompt::Tokens(n) => sized_prompt(*n, index, salt, tokenizer),
         LoadPrompt::Dataset { prompts, .. } => prompts[index as usize % prompts.len()].clone(),
         LoadPrompt::SharedPrefix {
             prefix_tokens,
             groups,
             suffix_tokens,
         } => {
-            // Group g's prefix is the same for every request of the group;
-            // the suffix is unique to the request.
+            // Group g's prefix is the same for every request of the group
+            // in this window (and its warm-up); the suffix is unique to the
+            // request.
             let group = index % groups;
-            let prefix = sized_prompt(*prefix_tokens, u32::MAX - group, tokenizer);
+            let prefix = sized_prompt(*prefix_tokens, u32::MAX - group, salt, tokenizer);
             format!(
                 "{prefix}\n{}",
-                sized_prompt(*suffix_tokens, index, tokenizer)
+                sized_prompt(*suffix_tokens, index, salt, tokenizer)
             )
         }
     }
@@ -82,11 +90,20 @@ mod tests {
 
     #[test]
     fn synthetic_prompts_have_the_asked_length_and_differ() {
-        let a = synthetic_prompt(128, 1);
-        let b = synthetic_prompt(128, 2);
+        let a = synthetic_prompt(128, 1, 7);
+        let b = synthetic_prompt(128, 2, 7);
         assert_eq!(a.split_whitespace().count(), 129); // "Request 1:" is two words
         assert_ne!(a, b);
-        assert_eq!(a, synthetic_prompt(128, 1));
+        assert_eq!(a, synthetic_prompt(128, 1, 7));
+        // Another window's: the same request index, other words after the
+        // first two.
+        let other = synthetic_prompt(128, 1, 8);
+        let shared = a
+            .split_whitespace()
+            .zip(other.split_whitespace())
+            .take_while(|(x, y)| x == y)
+            .count();
+        assert!(shared <= 4, "{shared} words shared: {a} / {other}");
     }
 
     #[test]
@@ -97,9 +114,9 @@ mod tests {
         };
         assert_eq!(
             [
-                prompt(&load_of(w.clone(), None), 0),
-                prompt(&load_of(w.clone(), None), 1),
-                prompt(&load_of(w.clone(), None), 2)
+                prompt(&load_of(w.clone(), None), 0, 0),
+                prompt(&load_of(w.clone(), None), 1, 0),
+                prompt(&load_of(w.clone(), None), 2, 0)
             ],
             ["x", "y", "x"]
         );
@@ -112,7 +129,7 @@ mod tests {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tokenizers/words.json");
         let t = Tokenizer::load(&path).unwrap();
         for n in [1, 7, 64, 300] {
-            let p = prompt(&load_of(LoadPrompt::Tokens(n), Some(t.clone())), 3);
+            let p = prompt(&load_of(LoadPrompt::Tokens(n), Some(t.clone())), 3, 0);
             assert_eq!(t.count(&p), Some(n as usize), "{n}: {p}");
         }
         let shared = LoadPrompt::SharedPrefix {
@@ -120,7 +137,7 @@ mod tests {
             groups: 1,
             suffix_tokens: 10,
         };
-        let p = prompt(&load_of(shared, Some(t.clone())), 0);
+        let p = prompt(&load_of(shared, Some(t.clone())), 0, 0);
         assert_eq!(t.count(&p), Some(50));
     }
 
@@ -132,9 +149,9 @@ mod tests {
             suffix_tokens: 8,
         };
         let (a, b, c) = (
-            prompt(&load_of(w.clone(), None), 0),
-            prompt(&load_of(w.clone(), None), 1),
-            prompt(&load_of(w.clone(), None), 2),
+            prompt(&load_of(w.clone(), None), 0, 0),
+            prompt(&load_of(w.clone(), None), 1, 0),
+            prompt(&load_of(w.clone(), None), 2, 0),
         );
         let prefix = |s: &str| s.split('\n').next().unwrap().to_owned();
         assert_eq!(

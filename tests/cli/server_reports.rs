@@ -181,3 +181,53 @@ fn the_servers_abort_counter_fails_its_gate() {
         "{failure}"
     );
 }
+
+/// Each gate's window sends prompts of its own: against a server with a
+/// prefix cache, a second gate of the same shape is not served from the
+/// first one's prompts (before, every window sent the same prompts, and a
+/// server kept from earlier runs read 81% hits); and a load whose prompts
+/// the cache serves though it did not ask for reuse (one fixed prompt)
+/// says so beside its figures.
+#[test]
+fn a_window_is_not_served_from_another_windows_prompts() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("cache.yaml");
+    let profile =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sim/speculative.yaml");
+    let gate = |name: &str, prompt: &str, bound: &str| {
+        format!(
+            "  - name: {name}\n    load: {{ concurrency: 1, requests: 4, {prompt}, output_tokens: 6, ignore_eos: true }}\n    thresholds: {{ server.cache_hit_rate: \"{bound}\" }}\n"
+        )
+    };
+    std::fs::write(
+        &suite,
+        format!(
+            "suite: cache\nsim: {{ profile: {} }}\nperformance:\n{}{}{}",
+            profile.display(),
+            gate("first", "input_tokens: 48", "<= 0.2"),
+            gate("same_shape", "input_tokens: 48", "<= 0.2"),
+            gate(
+                "fixed",
+                "prompt: \"Tell me about the week in review, in detail, day by day.\"",
+                ">= 0.5"
+            ),
+        ),
+    )
+    .unwrap();
+    let out = run_expecting(&["run", suite.to_str().unwrap()], 0);
+    let fixed = out
+        .split("cache::performance::fixed [")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no figures of the fixed gate:\n{out}"));
+    assert!(
+        fixed.contains("note: the server's prefix cache served ")
+            && fixed
+                .contains("of this window's prompt tokens, though the load did not ask for reuse"),
+        "{out}"
+    );
+    let synthetic = out.split("cache::performance::fixed [").next().unwrap();
+    assert!(
+        !synthetic.contains("note: the server's prefix cache"),
+        "{out}"
+    );
+}

@@ -96,6 +96,12 @@ pub struct GateMetrics {
     pub reported: ServerReports,
     /// The server's own `/metrics` view of the window, or why there is none.
     pub server: Result<ServerView, String>,
+    /// The share of the window's prompt tokens the server's prefix cache
+    /// served ([`Metric::ServerCacheHitRate`]) where the load did not ask
+    /// for reuse (no `shared_prefix`) and it was at least
+    /// [`CACHE_UNASKED`]: the window's TTFT is then largely of cached
+    /// prompts, and its figures say so.
+    pub cache_unasked: Option<f64>,
     /// The measured window.
     pub wall: Duration,
     /// How far the client can have moved each sample.
@@ -104,6 +110,12 @@ pub struct GateMetrics {
     /// TTFT and E2E in seconds (at most [`SERIES_MAX`]).
     pub series: Vec<(f64, f64, f64)>,
 }
+
+/// The server cache hit rate of a load that did not ask for reuse from
+/// which its figures say the cache served its prompts: a chat template's
+/// shared system prompt is a part of every prompt (a fifth to a quarter
+/// of a short one), a repeated prompt nearly all of it.
+pub const CACHE_UNASKED: f64 = 0.5;
 
 impl GateMetrics {
     /// Figures of finished requests, for tests and one-shot use.

@@ -340,6 +340,7 @@ impl Recorder {
             token_sources: self.token_sources,
             side_tokens: 0,
             unsolicited: 0,
+            cache_unasked: None,
             reported: self.reported,
             server: Err("the server's /metrics was not read".to_owned()),
             wall,

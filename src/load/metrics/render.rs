@@ -130,6 +130,13 @@ impl GateMetrics {
         if let Ok(server) = &self.server {
             out.push_str(&server.render());
         }
+        if let Some(rate) = self.cache_unasked {
+            let _ = writeln!(
+                out,
+                "    note: the server's prefix cache served {:.0}% of this window's prompt tokens, though the load did not ask for reuse: its TTFT is largely of cached prompts (a load that measures reuse says so with `shared_prefix`; one that measures prefill gives each request its own prompt, `input_tokens`)",
+                100.0 * rate
+            );
+        }
         if self.late_starts > 0 {
             let _ = writeln!(
                 out,

@@ -28,6 +28,8 @@ pub(super) struct Window {
     /// Count `i` is request `first + i * stride.1 + stride.0`: a thread's
     /// own warm-up takes every n-th index from its own.
     pub(super) stride: (u32, u32),
+    /// Its prompts' salt ([`crate::load::workload::prompt`]).
+    pub(super) salt: u64,
     pub(super) finished: Arc<AtomicU64>,
     pub(super) breaker: Arc<Breaker>,
     pub(super) watch: Arc<Watch>,
@@ -55,7 +57,7 @@ pub(super) async fn closed(
     next: &Arc<AtomicU32>,
     window: &Window,
 ) -> Recorder {
-    let (bound, first, stride) = (window.bound, window.first, window.stride);
+    let (bound, first, stride, salt) = (window.bound, window.first, window.stride, window.salt);
     let rec = Arc::new(Mutex::new(Recorder::new(gate.slo)));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers {
@@ -70,7 +72,14 @@ pub(super) async fn closed(
                 if !bound.allows(i, Instant::now()) || breaker.tripped().is_some() {
                     break;
                 }
-                let result = send(&client, &gate, first, i * stride.1 + stride.0, &watch).await;
+                let result = send(
+                    &client,
+                    &gate,
+                    (first, salt),
+                    i * stride.1 + stride.0,
+                    &watch,
+                )
+                .await;
                 breaker.note(&result);
                 if let Ok(mut rec) = rec.lock() {
                     match result {
@@ -149,7 +158,7 @@ pub(super) async fn open(
     shard: OpenShard,
     window: &Window,
 ) -> (Recorder, u64, u64) {
-    let (bound, first) = (window.bound, window.first);
+    let (bound, first, salt) = (window.bound, window.first, window.salt);
     let rec = Arc::new(Mutex::new(Recorder::new(gate.slo)));
     let mut tasks = tokio::task::JoinSet::new();
     let (mut starts, mut late_wakes) = (0u64, 0u64);
@@ -204,7 +213,7 @@ pub(super) async fn open(
         tasks.spawn(async move {
             let sent = Instant::now();
             let late = sent.saturating_duration_since(intended);
-            let result = send(&client, &gate, first, i, &watch).await;
+            let result = send(&client, &gate, (first, salt), i, &watch).await;
             breaker.note(&result);
             if permit.is_some()
                 && let Ok(mut e) = freed_end.lock()

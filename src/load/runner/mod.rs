@@ -40,6 +40,8 @@ pub use watch::{Sample, Watch};
 /// is warm).
 struct Shared {
     gate: Arc<Gate>,
+    /// This window's prompts' salt: its own, drawn as it starts.
+    salt: u64,
     threads: usize,
     warm_concurrency: u32,
     next: Arc<AtomicU32>,
@@ -140,6 +142,7 @@ pub async fn run_watched(
     let breaker = Arc::new(Breaker::new(load.abort_after));
     let shared = Arc::new(Shared {
         gate: Arc::new(gate.clone()),
+        salt: crate::random::unpredictable(),
         threads: n,
         warm_concurrency,
         next: Arc::default(),
@@ -247,6 +250,13 @@ pub async fn run_watched(
             ..ServerView::between(&b, &a)
         })
     });
+    let asked = matches!(load.prompt, crate::suite::LoadPrompt::SharedPrefix { .. });
+    metrics.cache_unasked = metrics
+        .server
+        .as_ref()
+        .ok()
+        .and_then(|s| s.value(crate::suite::metric::Metric::ServerCacheHitRate, None))
+        .filter(|rate| !asked && *rate >= crate::load::metrics::CACHE_UNASKED);
     Ok(metrics)
 }
 

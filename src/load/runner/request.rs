@@ -6,8 +6,8 @@ use crate::client::{CallError, CallRequest, Client, Completion, ErrorKind, Token
 use crate::load::workload;
 use crate::suite::{Gate, Input};
 
-fn request(gate: &Gate, index: u32) -> CallRequest {
-    let prompt = workload::prompt(&gate.load, index);
+fn request(gate: &Gate, index: u32, salt: u64) -> CallRequest {
+    let prompt = workload::prompt(&gate.load, index, salt);
     CallRequest {
         input: Input::Prompt {
             system: None,
@@ -68,16 +68,17 @@ fn checked(
     Ok(c)
 }
 
-/// Sends request `first + i` of a window: whole when its watch keeps it.
+/// Sends request `first + i` of a window salted `salt`: whole when its
+/// watch keeps it.
 pub(super) async fn send(
     client: &Client,
     gate: &Gate,
-    window_first: u32,
+    (window_first, salt): (u32, u64),
     i: u32,
     watch: &Watch,
 ) -> Result<Completion, CallError> {
     let index = window_first + i;
-    let req = request(gate, index);
+    let req = request(gate, index, salt);
     // The measured window starts after the warm-up's requests.
     let measured = window_first == gate.load.warmup && watch.wants(i);
     let audited = gate
