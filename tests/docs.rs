@@ -137,6 +137,10 @@ static FIGURE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\b\d+\.\d+(?:ms|us|µs|ns|s|%)?|\b\d+(?:ms|us|µs|ns|s)\b|\b\d+%").unwrap()
 });
 static SPACES: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\s+").unwrap());
+/// A window's prompt tokens: its synthetic prompts are its own words, so
+/// their count differs run to run.
+static PROMPT_TOKENS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\bprompt tokens \d+").unwrap());
 static TEST_LINE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^test \S+ \.\.\. \S+$").unwrap());
 
 /// One line as any run prints it.
@@ -146,6 +150,7 @@ fn normal(line: &str) -> String {
     let line = WORKDIR.replace_all(&line, "servegate-code-<dir>");
     let line = SANDBOX.replace(&line, "${1}<layers>");
     let line = FIGURE.replace_all(&line, "<n>");
+    let line = PROMPT_TOKENS.replace_all(&line, "prompt tokens <n>");
     SPACES.replace_all(line.trim_end(), " ").into_owned()
 }
 

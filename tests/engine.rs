@@ -12,6 +12,9 @@ use std::process::Command;
 #[allow(dead_code)] // each test binary uses a subset of the shared helpers
 mod common;
 use common::run::{command, merged};
+#[path = "common/engines.rs"]
+mod engines;
+use engines::{expect, healthy};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -70,25 +73,6 @@ fn servegate(args: &[&str], server: &PathBuf, model: &PathBuf) -> (Option<i32>, 
         .env("SERVEGATE_SMOLLM2_GGUF", model)
         .env_remove("SERVEGATE_TARGET");
     merged(cmd)
-}
-
-/// `Ok` when the run ended with `code` and printed every needle; else the
-/// failure, with servegate's whole output.
-fn expect(
-    got: Option<i32>,
-    out: &str,
-    code: i32,
-    why: &str,
-    needles: &[&str],
-) -> Result<(), Failed> {
-    let fail = |what: String| Err(format!("{what}\n--- servegate's output ---\n{out}").into());
-    if got != Some(code) {
-        return fail(format!("{why} (exit {got:?}, expected {code})"));
-    }
-    match needles.iter().find(|n| !out.contains(**n)) {
-        Some(missing) => fail(format!("`{missing}` not in the output")),
-        None => Ok(()),
-    }
 }
 
 /// The shipped suite passes against the real server, which it launches.
@@ -286,20 +270,6 @@ impl Drop for LlamaServer {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-/// Whether `GET /health` answers 200.
-fn healthy(port: u16) -> bool {
-    use std::io::{Read as _, Write as _};
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
-    let mut answer = String::new();
-    s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-        .is_ok()
-        && s.read_to_string(&mut answer).is_ok()
-        && answer.starts_with("HTTP/1.1 200")
 }
 
 /// A new user's path: `servegate init` against a llama-server they started

@@ -23,6 +23,9 @@ impl Finish {
     }
 }
 
+/// The end-of-sequence token's id the simulator reports stopping on.
+pub const EOS_TOKEN_ID: u64 = 2;
+
 /// The tokens of one response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
@@ -39,6 +42,8 @@ pub struct Plan {
     /// A tool call, streamed after the content: the function's name, then
     /// its arguments' JSON text in pieces (a token each).
     pub tool_call: Option<(String, Vec<String>)>,
+    /// The stop sequence the answer was ended before, where one was.
+    pub matched: Option<String>,
 }
 
 /// What a server reports of a request beside its token counts.
@@ -103,6 +108,47 @@ impl Plan {
         }
         self.content = kept;
         self.finish = Finish::Stop;
+        self.matched = stops
+            .iter()
+            .filter(|s| !s.is_empty())
+            .filter_map(|s| text.find(s.as_str()).map(|at| (at, s)))
+            .min_by_key(|(at, _)| *at)
+            .map(|(_, s)| s.clone());
+    }
+
+    /// The ids of tokens `from..to` of the answer (its reasoning first), as
+    /// SGLang's `/generate` lists them in `output_ids`: each token's text
+    /// hashed into the vocabulary of `SmolLM2` (49,152), the same text the same
+    /// id; a token past the plan (a misbehaving stream's filler) counts as
+    /// `" more"`.
+    pub fn output_ids(&self, from: u64, to: u64) -> Vec<u64> {
+        let tokens = self.reasoning.iter().chain(&self.content);
+        let id = |t: &str| {
+            t.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            }) % 49_152
+        };
+        let planned: Vec<u64> = tokens.map(|t| id(t)).collect();
+        (from..to)
+            .map(|i| {
+                usize::try_from(i)
+                    .ok()
+                    .and_then(|i| planned.get(i).copied())
+                    .unwrap_or_else(|| id(" more"))
+            })
+            .collect()
+    }
+
+    /// What ended the answer as SGLang 0.5.23 names it (`matched_stop` of
+    /// a chat or completions choice, `finish_reason.matched` of
+    /// `/generate`): the stop sequence, else the end-of-sequence token's
+    /// id (`SmolLM2`'s, 2, as real SGLang sent it); nothing at `length`.
+    pub fn matched_stop(&self) -> serde_json::Value {
+        match (self.finish, &self.matched) {
+            (Finish::Length, _) => serde_json::Value::Null,
+            (Finish::Stop, Some(stop)) => serde_json::Value::String(stop.clone()),
+            (Finish::Stop, None) => serde_json::json!(EOS_TOKEN_ID),
+        }
     }
 
     /// Generated tokens in all.
@@ -226,6 +272,7 @@ pub fn plan(
         prompt_tokens: count_tokens(prompt),
         server: ServerCounts::default(),
         tool_call: None,
+        matched: None,
     }
 }
 

@@ -27,6 +27,19 @@ pub(super) fn usage(plan: &Plan, profile: &Profile) -> Value {
     usage_at(plan, reported_tokens(plan, profile))
 }
 
+/// A chat answer's usage: SGLang 0.5.23's chat serializer writes both
+/// details fields, `null` where there are none (its completions serializer
+/// leaves them out).
+pub(super) fn chat_usage(usage: Value) -> Value {
+    let mut usage = usage;
+    for details in ["prompt_tokens_details", "completion_tokens_details"] {
+        if usage.get(details).is_none() {
+            usage[details] = Value::Null;
+        }
+    }
+    usage
+}
+
 /// Usage as SGLang 0.5.23's `UsageProcessor` writes it after `completion`
 /// tokens: `reasoning_tokens` always (its own field), OpenAI's
 /// `completion_tokens_details` when there are some, and
@@ -57,7 +70,7 @@ pub(super) fn meta_info(plan: &Plan, id: &str, completion_tokens: u64, finished:
     let finish = if finished {
         match plan.finish {
             Finish::Length => json!({"type": "length", "length": completion_tokens}),
-            Finish::Stop => json!({"type": "stop", "matched": 2}),
+            Finish::Stop => json!({"type": "stop", "matched": plan.matched_stop()}),
         }
     } else {
         Value::Null
@@ -70,6 +83,7 @@ pub(super) fn meta_info(plan: &Plan, id: &str, completion_tokens: u64, finished:
         "reasoning_tokens": reasoning_so_far(plan, completion_tokens),
         "completion_tokens": completion_tokens,
         "cached_tokens": plan.server.cached_tokens,
+        "weight_version": "default",
     });
     // SGLang's `_calculate_spec_decoding_metrics`: accept length is
     // completion tokens per verify step (the bonus token included).
@@ -152,17 +166,20 @@ pub(super) fn whole(
                     "content": if content.is_empty() { Value::Null } else { Value::String(content) },
                     "reasoning_content": if reasoning.is_empty() { Value::Null } else { Value::String(reasoning) },
                 },
+                "logprobs": null,
                 "finish_reason": plan.finish.name(),
+                "matched_stop": plan.matched_stop(),
             }],
-            "usage": usage(plan, profile),
+            "usage": chat_usage(usage(plan, profile)),
         }),
         Shape::Completions => json!({
             "id": id, "object": "text_completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "text": inline_reasoning(&reasoning, &content), "finish_reason": plan.finish.name()}],
+            "choices": [{"index": 0, "text": inline_reasoning(&reasoning, &content), "logprobs": null, "finish_reason": plan.finish.name(), "matched_stop": plan.matched_stop()}],
             "usage": usage(plan, profile),
         }),
         Shape::Generate => json!({
             "text": inline_reasoning(&reasoning, &content),
+            "output_ids": plan.output_ids(0, plan.completion_tokens()),
             "meta_info": meta_info(plan, id, plan.completion_tokens(), true),
         }),
         Shape::Llama => llama_stop(
@@ -188,10 +205,23 @@ pub(super) fn sse(value: &Value) -> Bytes {
     Bytes::from(format!("data: {value}\n\n"))
 }
 
-pub(super) fn chat_chunk(model: &str, id: &str, delta: &Value, finish: Option<&str>) -> Bytes {
+/// A chat chunk as SGLang 0.5.23 streams one: `matched_stop` beside the
+/// finish reason (`null` but in the last), and `reasoning_content`
+/// written in every delta, `null` where there is none.
+pub(super) fn chat_chunk(
+    model: &str,
+    id: &str,
+    delta: &Value,
+    finish: Option<(&str, Value)>,
+) -> Bytes {
+    let mut delta = delta.clone();
+    if delta.get("reasoning_content").is_none() {
+        delta["reasoning_content"] = Value::Null;
+    }
+    let (finish, matched) = finish.map_or((None, Value::Null), |(f, m)| (Some(f), m));
     sse(&json!({
         "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
-        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish, "matched_stop": matched}],
     }))
 }
 
@@ -225,16 +255,14 @@ pub(super) fn token_chunk(
     sent: u64,
     extras: Extras,
 ) -> Bytes {
-    let usage = if extras.continuous && (plan.server.cache_report || !plan.reasoning.is_empty()) {
-        format!(",\"usage\":{}", usage_at(plan, sent))
-    } else if extras.continuous {
-        format!(
-            ",\"usage\":{{\"prompt_tokens\":{p},\"completion_tokens\":{sent},\"total_tokens\":{t}}}",
-            p = plan.prompt_tokens,
-            t = plan.prompt_tokens + sent
-        )
-    } else {
-        String::new()
+    // SGLang 0.5.23's running usage: chat's with both details (`null`
+    // where none), completions' without; a completions chunk without it
+    // says `"usage":null`, a chat chunk leaves it out.
+    let usage = match (extras.continuous, shape) {
+        (true, Shape::Chat) => format!(",\"usage\":{}", chat_usage(usage_at(plan, sent))),
+        (true, _) => format!(",\"usage\":{}", usage_at(plan, sent)),
+        (false, Shape::Completions) => ",\"usage\":null".to_owned(),
+        (false, _) => String::new(),
     };
     let text = match shape {
         Shape::Chat => {
@@ -244,15 +272,18 @@ pub(super) fn token_chunk(
                     quoted(piece)
                 )
             } else {
-                format!("{{\"content\":{}}}", quoted(piece))
+                format!(
+                    "{{\"reasoning_content\":null,\"content\":{}}}",
+                    quoted(piece)
+                )
             };
             format!(
-                "data: {{\"id\":\"{id}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":{},\"choices\":[{{\"index\":0,\"delta\":{delta},\"logprobs\":null,\"finish_reason\":null}}]{usage}}}\n\n",
+                "data: {{\"id\":\"{id}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":{},\"choices\":[{{\"index\":0,\"delta\":{delta},\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null}}]{usage}}}\n\n",
                 quoted(model)
             )
         }
         Shape::Completions => format!(
-            "data: {{\"id\":\"{id}\",\"object\":\"text_completion\",\"created\":0,\"model\":{},\"choices\":[{{\"index\":0,\"text\":{},\"finish_reason\":null}}]{usage}}}\n\n",
+            "data: {{\"id\":\"{id}\",\"object\":\"text_completion\",\"created\":0,\"model\":{},\"choices\":[{{\"index\":0,\"text\":{},\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null}}]{usage}}}\n\n",
             quoted(model),
             quoted(piece)
         ),
@@ -263,8 +294,11 @@ pub(super) fn token_chunk(
         ),
         Shape::Generate => {
             let done = sent == plan.completion_tokens();
+            // SGLang's `output_ids`: every token's so far, or the chunk's
+            // own with incremental output.
+            let ids = plan.output_ids(if extras.segments { sent - 1 } else { 0 }, sent);
             format!(
-                "data: {{\"text\":{},\"meta_info\":{}}}\n\n",
+                "data: {{\"text\":{},\"output_ids\":{ids:?},\"meta_info\":{}}}\n\n",
                 quoted(if extras.segments { piece } else { cumulative }),
                 meta_info(plan, id, sent, done)
             )

@@ -9,7 +9,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::sim::fault::Fault;
 use crate::sim::{SimState, VERSION};
@@ -106,7 +106,8 @@ pub(in crate::sim) async fn models(State(s): State<Arc<SimState>>) -> Response {
     Json(json!({
         "object": "list",
         "data": [{"id": s.profile.model, "object": "model", "created": 0,
-                  "owned_by": "servegate-sim", "root": s.profile.model, "max_model_len": 32768}],
+                  "owned_by": "servegate-sim", "root": s.profile.model, "parent": null,
+                  "max_model_len": 32768}],
     }))
     .into_response()
 }
@@ -115,12 +116,28 @@ pub(in crate::sim) async fn model_info(State(s): State<Arc<SimState>>) -> Respon
     if let Some(r) = http_fault(&s) {
         return r;
     }
+    // The fields SGLang 0.5.23 reports of a text model; its parsers as the
+    // profile's server_info names them.
+    let parser = |name: &str| {
+        s.profile
+            .server_info
+            .get(name)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
     Json(json!({
         "model_path": s.profile.model,
+        "served_model_name": s.profile.model,
         "tokenizer_path": s.profile.model,
         "is_generation": true,
         "preferred_sampling_params": null,
         "weight_version": "default",
+        "load_format": "auto",
+        "reasoning_parser": parser("reasoning_parser"),
+        "tool_call_parser": parser("tool_call_parser"),
+        "disaggregation_mode": "null",
+        "has_image_understanding": false,
+        "has_audio_understanding": false,
     }))
     .into_response()
 }

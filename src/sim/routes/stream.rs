@@ -12,13 +12,13 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
 use super::answer::{
-    chat_chunk, llama_stop, meta_info, role_chunk, sse, token_chunk, usage, usage_at,
+    chat_chunk, chat_usage, llama_stop, meta_info, role_chunk, sse, token_chunk, usage, usage_at,
 };
 use super::ask::Extras;
 use super::{ABORT, Running, Shape};
-use crate::sim::SimState;
 use crate::sim::engine::Plan;
 use crate::sim::fault::Fault;
+use crate::sim::{Profile, SimState};
 
 /// Breaks a stream after its first tokens; `true` when the stream is over.
 async fn fault_mid_stream(fault: Fault, tx: &mpsc::Sender<Bytes>) -> bool {
@@ -84,10 +84,10 @@ async fn tool_call(
         running.0.generation_tokens.fetch_add(1, Ordering::Relaxed);
         let mut chunk = json!({
             "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
-            "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "logprobs": null, "finish_reason": null}],
+            "choices": [{"index": 0, "delta": {"reasoning_content": null, "tool_calls": [call]}, "logprobs": null, "finish_reason": null, "matched_stop": null}],
         });
         if extras.continuous {
-            chunk["usage"] = usage_at(plan, cursor.sent);
+            chunk["usage"] = chat_usage(usage_at(plan, cursor.sent));
         }
         if tx.send(sse(&chunk)).await.is_err() {
             return None;
@@ -99,6 +99,20 @@ async fn tool_call(
         }
     }
     Some(cursor)
+}
+
+/// The usage chunk that ends a chat or completions stream (no choices),
+/// as SGLang 0.5.23 writes each.
+fn usage_chunk(shape: Shape, model: &str, id: &str, plan: &Plan, profile: &Profile) -> Bytes {
+    let (object, usage) = if shape == Shape::Chat {
+        ("chat.completion.chunk", chat_usage(usage(plan, profile)))
+    } else {
+        ("text_completion", usage(plan, profile))
+    };
+    sse(&json!({
+        "id": id, "object": object, "created": 0, "model": model,
+        "choices": [], "usage": usage,
+    }))
 }
 
 pub(super) async fn stream(
@@ -219,15 +233,16 @@ pub(super) async fn stream(
             &model,
             &id,
             &json!({}),
-            Some(plan.finish_reason()),
+            Some((plan.finish_reason(), plan.matched_stop())),
         )),
         Shape::Completions => tail.push(sse(&json!({
             "id": id, "object": "text_completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "text": "", "finish_reason": plan.finish.name()}],
+            "choices": [{"index": 0, "text": "", "logprobs": null, "finish_reason": plan.finish.name(), "matched_stop": plan.matched_stop()}],
+            "usage": null,
         }))),
         Shape::Generate if plan.completion_tokens() == 0 => {
             tail.push(sse(
-                &json!({"text": "", "meta_info": meta_info(&plan, &id, 0, true)}),
+                &json!({"text": "", "output_ids": [], "meta_info": meta_info(&plan, &id, 0, true)}),
             ));
         }
         Shape::Generate => {}
@@ -240,10 +255,7 @@ pub(super) async fn stream(
         ))),
     }
     if extras.usage && matches!(shape, Shape::Chat | Shape::Completions) {
-        tail.push(sse(&json!({
-            "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
-            "choices": [], "usage": usage(&plan, &state.profile),
-        })));
+        tail.push(usage_chunk(shape, &model, &id, &plan, &state.profile));
     }
     if shape != Shape::Llama {
         tail.push(Bytes::from_static(b"data: [DONE]\n\n"));
