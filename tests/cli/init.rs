@@ -156,10 +156,15 @@ fn a_failed_calibration_points_at_the_suite_it_ran() {
     std::fs::create_dir_all(dir.join(".git")).unwrap();
     let file = dir.join("suites/first.yaml");
     let (sim, url) = external_sim("fixtures/sim/aborting.yaml");
-    let out = run_expecting(
+    // The project's own output directory (a temporary one), not the one
+    // tests are given.
+    let mut init = crate::common::run::command(
         &["init", "--target", &url, "--out", file.to_str().unwrap()],
-        1,
+        &[],
     );
+    init.env_remove("CARGO_TARGET_DIR");
+    let (code, out) = crate::common::run::merged(init);
+    assert_eq!(code, Some(1), "{out}");
     drop(sim);
     let ran = dir.join(".servegate/init/first-calibration.yaml");
     assert_has(

@@ -19,8 +19,22 @@ pub fn command(args: &[&str], env: &[(&str, &std::path::Path)]) -> Command {
         .env_remove("SERVEGATE_PIN_CLIENT")
         .env_remove("SERVEGATE_TEST_UNSET_VARIABLE")
         .env_remove("SERVEGATE_HISTORY")
+        .env("CARGO_TARGET_DIR", test_out())
         .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())));
     cmd
+}
+
+/// Where a test's runs go unless it names a place: servegate writes a
+/// Cargo project's runs under `$CARGO_TARGET_DIR/servegate/`, and this is
+/// a directory of this test process's own under Cargo's scratch space for
+/// integration tests (`target/tmp/`) — never the checkout's
+/// `target/servegate/`, the user's runs and run history (a test binary's
+/// fixture series there pushed the user's own out of the history). A test
+/// that sets `SERVEGATE_OUT`, `--out-dir` or its own `CARGO_TARGET_DIR`
+/// chooses for itself.
+pub fn test_out() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("servegate-out-{}", std::process::id()))
 }
 
 /// A command's standard output and error through one pipe: servegate's
