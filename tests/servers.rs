@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 #[allow(dead_code)] // each test binary uses a subset of the shared helpers
 mod common;
-use common::run::{command, merged};
+use common::run::command;
 #[path = "common/engines.rs"]
 mod engines;
 use engines::{expect, healthy};
@@ -61,14 +61,41 @@ fn installed() -> Result<Installed, String> {
 /// answer fails its snapshot trial and is written nowhere, the project's
 /// `snapshots/` least of all): its exit code and everything it printed.
 fn run_suite(suite: &str, servers: &Installed) -> (Option<i32>, String) {
+    run_watching(std::path::Path::new(suite), servers, |_, _| {})
+}
+
+/// [`run_suite`], handing `on` each line servegate prints (both streams)
+/// as it prints it, with servegate's process id: a test acts on the
+/// server at a given point of the run.
+fn run_watching(
+    suite: &std::path::Path,
+    servers: &Installed,
+    mut on: impl FnMut(&str, u32),
+) -> (Option<i32>, String) {
+    use std::io::BufRead as _;
     let out = tempfile::tempdir().expect("a temporary directory");
-    let mut cmd = command(&["run", suite, "--out-dir"], &[]);
-    cmd.arg(out.path())
+    let mut cmd = command(&["run"], &[]);
+    cmd.arg(suite)
+        .arg("--out-dir")
+        .arg(out.path())
         .env("SERVEGATE_SERVERS_PYTHON", &servers.python)
         .env("SERVEGATE_SMOLLM2_HF", &servers.checkpoint)
         .env("INSTA_UPDATE", "no")
         .env("SERVEGATE_HISTORY", "off");
-    merged(cmd)
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    cmd.stdout(writer.try_clone().expect("a second write end"))
+        .stderr(writer);
+    let mut child = cmd.spawn().expect("servegate starts");
+    drop(cmd);
+    let mut all = String::new();
+    for line in std::io::BufReader::new(reader).lines() {
+        let line = line.unwrap_or_else(|e| format!("(unreadable: {e})"));
+        on(&line, child.id());
+        all.push_str(&line);
+        all.push('\n');
+    }
+    let status = child.wait().expect("servegate ends");
+    (status.code(), all)
 }
 
 /// Prints the pass lines of a run (the figures each gate measured).
@@ -145,9 +172,36 @@ impl Drop for Group {
     }
 }
 
-/// Real SGLang with the shipped suite's launch line, on a free port, and
-/// its URL once `/health` answers (at most 300 s).
-fn start_sglang(servers: &Installed) -> Result<(Group, String), Failed> {
+/// SGLang's launch flags after `--model-path <checkpoint>` and before
+/// `--host`/`--port`, as the shipped suite has them, with `sampling` as
+/// the sampling backend; and its environment.
+fn sglang_flags(sampling: &str) -> [&str; 12] {
+    [
+        "--served-model-name",
+        "smollm2-135m",
+        "--device",
+        "cpu",
+        "--attention-backend",
+        "torch_native",
+        "--sampling-backend",
+        sampling,
+        "--max-total-tokens",
+        "32768",
+        "--sleep-on-idle",
+        "--enable-metrics",
+    ]
+}
+
+const SGLANG_ENV: [(&str, &str); 3] = [
+    ("SGLANG_USE_CPU_ENGINE", "1"),
+    ("HF_HUB_OFFLINE", "1"),
+    ("OMP_NUM_THREADS", "1"),
+];
+
+/// Real SGLang with the shipped suite's launch line (but `sampling`, its
+/// sampling backend), on a free port: the process group and its port once
+/// `/health` answers (at most 300 s).
+fn start_sglang(servers: &Installed, sampling: &str) -> Result<(Group, u16), Failed> {
     use std::os::unix::process::CommandExt as _;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -156,30 +210,15 @@ fn start_sglang(servers: &Installed) -> Result<(Group, String), Failed> {
     let child = std::process::Command::new(&servers.python)
         .args(["-m", "sglang.launch_server", "--model-path"])
         .arg(&servers.checkpoint)
-        .args(["--served-model-name", "smollm2-135m", "--device", "cpu"])
-        .args([
-            "--attention-backend",
-            "torch_native",
-            "--sampling-backend",
-            "pytorch",
-        ])
-        .args([
-            "--max-total-tokens",
-            "32768",
-            "--sleep-on-idle",
-            "--enable-metrics",
-        ])
+        .args(sglang_flags(sampling))
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .env("SGLANG_USE_CPU_ENGINE", "1")
-        .env("HF_HUB_OFFLINE", "1")
-        .env("OMP_NUM_THREADS", "1")
+        .envs(SGLANG_ENV)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .process_group(0)
         .spawn()
         .map_err(|e| format!("SGLang did not start: {e}"))?;
     let group = Group(child);
-    let url = format!("http://127.0.0.1:{port}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
     while !healthy(port) {
         if std::time::Instant::now() > deadline {
@@ -187,7 +226,7 @@ fn start_sglang(servers: &Installed) -> Result<(Group, String), Failed> {
         }
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
-    Ok((group, url))
+    Ok((group, port))
 }
 
 /// `servegate sim` speaking as SGLang (its shipped profile), and its URL.
@@ -419,9 +458,9 @@ const SGLANG_ONLY: &[(&str, &[&str])] = &[
 /// does not do.
 fn sglang_conformance(servers: &Installed) -> Result<(), Failed> {
     let (_sim, sim_url) = start_sim()?;
-    let (_sglang, url) = start_sglang(servers)?;
+    let (_sglang, port) = start_sglang(servers, "pytorch")?;
     let sim = shapes(&sim_url)?;
-    let real = shapes(&url)?;
+    let real = shapes(&format!("http://127.0.0.1:{port}"))?;
     let mut wrong = Vec::new();
     for key in sim
         .keys()
@@ -468,6 +507,256 @@ fn sglang_conformance(servers: &Installed) -> Result<(), Failed> {
     }
 }
 
+/// The processes under `root` (its children, theirs, …) whose name
+/// (`/proc/<pid>/comm`, 15 bytes at most) starts with `name`.
+fn descendants_named(root: u32, name: &str) -> Vec<i32> {
+    let mut procs = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`: the name may hold spaces and ')'.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let parent = stat[close + 1..]
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<i32>().ok());
+        if let Some(parent) = parent {
+            procs.push((pid, parent, stat[open + 1..close].to_owned()));
+        }
+    }
+    let mut under = vec![i32::try_from(root).unwrap_or(i32::MAX)];
+    let mut found = Vec::new();
+    while let Some(parent) = under.pop() {
+        for (pid, _, comm) in procs.iter().filter(|(_, of, _)| *of == parent) {
+            if comm.starts_with(name) {
+                found.push(*pid);
+            }
+            under.push(*pid);
+        }
+    }
+    found
+}
+
+/// Sends `signal` to every SGLang scheduler process under `root`; how
+/// many there were.
+fn signal_schedulers(root: u32, signal: nix::sys::signal::Signal) -> usize {
+    let pids = descendants_named(root, "sglang::schedul");
+    for pid in &pids {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), signal);
+    }
+    pids.len()
+}
+
+/// `Ok` when each trial of `verdicts` got its verdict (`ok`, `FAILED`)
+/// and every needle is in the output; else what differs, with the output.
+fn judged(
+    (code, out): &(Option<i32>, String),
+    what: &str,
+    verdicts: &[(&str, &str)],
+    needles: &[&str],
+) -> Result<(), Failed> {
+    for (trial, want) in verdicts {
+        let got = common::verdicts::verdict(out, trial);
+        if got != *want {
+            return Err(format!(
+                "{what}: {trial} is {got}, expected {want}\n--- servegate's output ---\n{out}"
+            )
+            .into());
+        }
+    }
+    expect(*code, out, 1, what, needles)?;
+    for (trial, _) in verdicts.iter().filter(|(_, v)| *v == "FAILED") {
+        let failure = common::verdicts::failure_of(out, trial);
+        println!("  {trial}: {}", failure.lines().next().unwrap_or(""));
+    }
+    Ok(())
+}
+
+/// A suite file `name.yaml` in `dir`, its text `body`.
+fn suite_file(dir: &std::path::Path, name: &str, body: &str) -> Result<std::path::PathBuf, Failed> {
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(&path, body).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+/// The faults of a real bring-up, on real SGLang, each failing the trial
+/// it struck with a message that needs no second run, the others going
+/// on. Against one SGLang the test starts with `--sampling-backend
+/// flashinfer`:
+/// - a launch flag SGLang replaces without a word (on a CPU its sampling
+///   backend is `pytorch` whatever was asked:
+///   `srt/arg_groups/platform_hook.py::handle_cpu_backends`) fails the
+///   configuration check that asserts it, and gates the rest;
+/// - a prompt over the context length: SGLang's 400 and its words fail
+///   that probe; the next probe passes on the same server;
+/// - requests the client abandons at its deadline are counted by
+///   SGLang's own abort counter in the gate's window;
+/// - a hung scheduler (SIGSTOP once servegate found the server): the
+///   probe fails at its deadline, `/health_generate` says why, and the
+///   rest of the suite fails with that cause instead of waiting.
+///
+/// And one SGLang that servegate launches: its scheduler killed in the
+/// middle of a gate's stream fails that gate with SGLang's own line
+/// (`Subprocess scheduler_0 (pid=…) crashed with exit code -9`) and its
+/// log's tail.
+fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
+    use nix::sys::signal::Signal;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (server, port) = start_sglang(servers, "flashinfer")?;
+    // The deadlines of each suite: its first token, its stall, its whole.
+    let target = |first: &str, idle: &str, total: &str| {
+        format!(
+            "target:\n  base_url: http://127.0.0.1:{port}\n  api: openai-chat\n  timeouts: {{ connect: 5s, first_token: {first}, idle: {idle}, total: {total} }}\ndefaults: {{ temperature: 0 }}\n"
+        )
+    };
+    let roomy = target("60s", "30s", "120s");
+    let probe = "  - name: arithmetic\n    prompt: \"What is 2+2?\"\n    max_tokens: 64\n    expect: [{ number: 4 }]\n";
+
+    let config = suite_file(
+        dir.path(),
+        "sglang-flags",
+        &format!(
+            "suite: sglang-flags\n{roomy}expect_server:\n  server_info: {{ sampling_backend: flashinfer }}\ncorrectness:\n{probe}"
+        ),
+    )?;
+    judged(
+        &run_suite(config.to_str().unwrap_or_default(), servers),
+        "the ignored flag",
+        &[
+            (
+                "sglang-flags::config::server_info.sampling_backend",
+                "FAILED",
+            ),
+            ("sglang-flags::correctness::arithmetic", "FAILED"),
+        ],
+        &[
+            "server_info.sampling_backend is \"pytorch\", expected \"flashinfer\"",
+            "gated: config check server_info.sampling_backend failed",
+        ],
+    )?;
+
+    let words = "hello ".repeat(9000);
+    let long = suite_file(
+        dir.path(),
+        "sglang-long",
+        &format!(
+            "suite: sglang-long\n{roomy}correctness:\n  - name: over_length\n    prompt: \"{words}\"\n    max_tokens: 8\n    expect: [{{ min_chars: 1 }}]\n{probe}"
+        ),
+    )?;
+    judged(
+        &run_suite(long.to_str().unwrap_or_default(), servers),
+        "the prompt over the context length",
+        &[
+            ("sglang-long::correctness::over_length", "FAILED"),
+            ("sglang-long::correctness::arithmetic", "ok"),
+        ],
+        &[
+            "HTTP 400",
+            "is longer than the model's context length (8192 tokens)",
+        ],
+    )?;
+
+    let abandon = suite_file(
+        dir.path(),
+        "sglang-abandon",
+        &format!(
+            "suite: sglang-abandon\n{}performance:\n  - name: abandoned\n    load: {{ concurrency: 2, requests: 2, warmup: 0, input_tokens: 16, output_tokens: 2000, ignore_eos: true }}\n    thresholds: {{ server.aborted: \">= 2\", errors: \"== 2\" }}\n",
+            target("60s", "30s", "5s")
+        ),
+    )?;
+    judged(
+        &run_suite(abandon.to_str().unwrap_or_default(), servers),
+        "the abandoned requests",
+        &[("sglang-abandon::performance::abandoned", "FAILED")],
+        &[
+            "errors:   2 (timeout ×2)",
+            ", aborted 2",
+            "pass server.aborted >= 2 (measured 2)",
+            "could not measure: all 2 requests failed",
+        ],
+    )?;
+
+    let hang = suite_file(
+        dir.path(),
+        "sglang-hang",
+        &format!(
+            "suite: sglang-hang\n{}correctness:\n  - name: hung\n    prompt: \"Write a long story about a dragon.\"\n    max_tokens: 300\n    expect: [{{ min_chars: 1 }}]\n{probe}",
+            target("5s", "5s", "120s")
+        ),
+    )?;
+    let mut stopped = 0;
+    let run = run_watching(&hang, servers, |line, _| {
+        if line.starts_with("servegate: suite `sglang-hang` → ") {
+            stopped = signal_schedulers(server.0.id(), Signal::SIGSTOP);
+        }
+    });
+    signal_schedulers(server.0.id(), Signal::SIGCONT);
+    if stopped == 0 {
+        return Err(format!("no SGLang scheduler was found to stop\n{}", run.1).into());
+    }
+    judged(
+        &run,
+        "the hung scheduler",
+        &[
+            ("sglang-hang::correctness::hung", "FAILED"),
+            ("sglang-hang::correctness::arithmetic", "FAILED"),
+        ],
+        &[
+            "deadline",
+            "the server stopped answering during sglang-hang::correctness::hung (GET /health_generate",
+        ],
+    )?;
+    drop(server);
+
+    let crash = suite_file(
+        dir.path(),
+        "sglang-crash",
+        &format!(
+            "suite: sglang-crash\ntarget:\n  api: openai-chat\n  launch:\n    command: [{python:?}, -m, sglang.launch_server, --model-path, {checkpoint:?}, {flags}, --host, \"{{host}}\", --port, \"{{port}}\"]\n    env: {{ {env} }}\n    ready: {{ path: /health_generate, interval: 500ms, timeout: 300s }}\n    fatal_log_patterns: ['Subprocess \\S+ \\(pid=\\d+\\) crashed']\n    grace: 10s\n  timeouts: {{ connect: 5s, first_token: 60s, idle: 30s, total: 600s }}\ndefaults: {{ temperature: 0 }}\ncorrectness:\n{probe}performance:\n  - name: crash\n    load: {{ concurrency: 1, requests: 1, warmup: 0, input_tokens: 16, output_tokens: 2000, ignore_eos: true }}\n    thresholds: {{ errors: \"== 0\" }}\n",
+            python = servers.python.display().to_string(),
+            checkpoint = servers.checkpoint.display().to_string(),
+            flags = sglang_flags("pytorch").map(|f| format!("{f:?}")).join(", "),
+            env = SGLANG_ENV.map(|(k, v)| format!("{k}: {v:?}")).join(", "),
+        ),
+    )?;
+    let killed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let run = run_watching(&crash, servers, |line, servegate| {
+        if line.starts_with("test sglang-crash::correctness::arithmetic ") {
+            // The gate's one request is under way within a second of the
+            // probe's end; it asks for 2,000 tokens (over a minute here).
+            let killed = std::sync::Arc::clone(&killed);
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_secs(3));
+                killed.store(
+                    signal_schedulers(servegate, Signal::SIGKILL),
+                    std::sync::atomic::Ordering::SeqCst,
+                );
+            });
+        }
+    });
+    if killed.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        return Err(format!("no SGLang scheduler was found to kill\n{}", run.1).into());
+    }
+    judged(
+        &run,
+        "the killed scheduler",
+        &[
+            ("sglang-crash::correctness::arithmetic", "ok"),
+            ("sglang-crash::performance::crash", "FAILED"),
+        ],
+        &[
+            "crashed with exit code -9",
+            "during sglang-crash::performance::crash",
+        ],
+    )
+}
+
 /// One trial at a time: each launches a server of ~3.5 GB, and the gates
 /// measure it. (Two libtest threads, so that libtest prints each trial's
 /// line after it ran and what a trial prints comes before its line.)
@@ -491,11 +780,15 @@ fn main() {
             eprintln!("note: the real SGLang and vLLM trials are ignored: {why}");
         }
     }
-    let trials: [(&str, TrialFn); 3] = [
+    let trials: [(&str, TrialFn); 4] = [
         ("real_sglang::shipped_suite_passes", sglang_shipped_suite),
         (
             "real_sglang::the_simulator_sends_what_sglang_sends",
             sglang_conformance,
+        ),
+        (
+            "real_sglang::faults_fail_the_trial_they_strike",
+            sglang_faults,
         ),
         ("real_vllm::shipped_suite_passes", vllm_shipped_suite),
     ];

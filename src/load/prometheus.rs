@@ -368,6 +368,22 @@ fn named_delta(before: &Scrape, after: &Scrape, names: &[&str]) -> Option<f64> {
     Some(a - before.values.get(name).copied().unwrap_or(0.0))
 }
 
+/// The change of an SGLang counter of events (aborts, retractions): SGLang
+/// 0.5.23 makes such a series at its first event
+/// (`srt/observability/metrics_collector.py`: `.labels(..).inc()` in the
+/// event's handler), so on a server that counts prompt tokens its absence
+/// is none yet, not a server without the counter (seen on real SGLang: a
+/// fresh server's `/metrics` has no `num_aborted_requests_total` sample
+/// until a client disconnects).
+fn sglang_event_delta(before: &Scrape, after: &Scrape, name: &str) -> Option<f64> {
+    named_delta(before, after, &[name]).or_else(|| {
+        after
+            .values
+            .contains_key("sglang:prompt_tokens_total")
+            .then_some(0.0)
+    })
+}
+
 /// Cached and all prompt tokens over the window: SGLang's
 /// `cached_tokens_total` (made at its first hit: none yet is none cached)
 /// over `prompt_tokens_total`; vLLM's prefix-cache hits over its queries.
@@ -480,21 +496,14 @@ impl ServerView {
             ),
             itl: histogram_delta(before, after, &["inter_token_latency_seconds"]),
             e2e: histogram_delta(before, after, &["e2e_request_latency_seconds"]),
-            retractions: named_delta(
-                before,
-                after,
-                &[
-                    "sglang:num_retracted_requests_total",
-                    "vllm:num_preemptions_total",
-                ],
-            ),
-            aborted: named_delta(before, after, &["sglang:num_aborted_requests_total"]).or_else(
-                || {
+            retractions: sglang_event_delta(before, after, "sglang:num_retracted_requests_total")
+                .or_else(|| named_delta(before, after, &["vllm:num_preemptions_total"])),
+            aborted: sglang_event_delta(before, after, "sglang:num_aborted_requests_total")
+                .or_else(|| {
                     let key = ("vllm:request_success_total".to_owned(), "abort".to_owned());
                     let a = after.reasons.get(&key)?;
                     Some(a - before.reasons.get(&key).copied().unwrap_or(0.0))
-                },
-            ),
+                }),
             cache: cache_delta(before, after),
             spec: spec_delta(before, after),
             samples: Samples::default(),
@@ -823,6 +832,23 @@ mod tests {
             &Scrape::parse("sglang:prompt_tokens_total 64\n"),
         );
         assert_eq!(cold.value(Metric::ServerCacheHitRate, None), Some(0.0));
+        // Its abort and retraction counters too, at the first event: none
+        // yet is none; a server without SGLang's counters has no figure.
+        assert_eq!(cold.value(Metric::ServerAborted, None), Some(0.0));
+        assert_eq!(cold.value(Metric::ServerRetractions, None), Some(0.0));
+        let first = ServerView::between(
+            &Scrape::parse("sglang:prompt_tokens_total 0\n"),
+            &Scrape::parse(
+                "sglang:prompt_tokens_total 64\nsglang:num_aborted_requests_total{model_name=\"m\"} 2\n",
+            ),
+        );
+        assert_eq!(first.value(Metric::ServerAborted, None), Some(2.0));
+        let other = ServerView::between(
+            &Scrape::parse("llamacpp:prompt_tokens_total 0\n"),
+            &Scrape::parse("llamacpp:prompt_tokens_total 64\n"),
+        );
+        assert_eq!(other.value(Metric::ServerAborted, None), None);
+        assert_eq!(other.value(Metric::ServerRetractions, None), None);
     }
 
     /// Every TP rank's copy of a scheduler series counts once, each DP

@@ -231,3 +231,40 @@ fn a_window_is_not_served_from_another_windows_prompts() {
         "{out}"
     );
 }
+
+/// Requests the client abandons at its deadline (it closes their
+/// connections) are counted by the server's own abort counter in the
+/// gate's window: the read of `/metrics` after the window waits for the
+/// server to notice them (the simulator, as SGLang, at its next token's
+/// write, here 400 ms away). A gate whose every request failed cannot
+/// pass, whatever the server counted.
+#[test]
+fn the_server_counts_the_requests_the_client_abandoned() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("slow.yaml");
+    std::fs::write(
+        &profile,
+        "model: sim-slow\nttft: 20ms\nitl: 400ms\nreplies:\n  - match: '.*'\n    reply: ok\n",
+    )
+    .unwrap();
+    let suite = dir.path().join("abandon.yaml");
+    std::fs::write(
+        &suite,
+        format!(
+            "suite: abandon\nsim: {{ profile: {} }}\ntarget:\n  timeouts: {{ total: 1s }}\nperformance:\n  - name: abandoned\n    load: {{ concurrency: 2, requests: 2, input_tokens: 8, output_tokens: 50, ignore_eos: true }}\n    thresholds: {{ server.aborted: \">= 2\", errors: \"== 2\" }}\n",
+            profile.display()
+        ),
+    )
+    .unwrap();
+    let out = run_expecting(&["run", suite.to_str().unwrap()], 1);
+    assert_has(
+        &out,
+        &[
+            "errors:   2 (timeout ×2)",
+            "request exceeded the total deadline (1.000s)",
+            ", aborted 2\n",
+            "pass server.aborted >= 2 (measured 2)",
+            "error: could not measure: all 2 requests failed, so no figure exists",
+        ],
+    );
+}

@@ -17,6 +17,7 @@ mod watch;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::{Notify, Semaphore, oneshot};
 use tokio::time::Instant;
@@ -243,7 +244,8 @@ pub async fn run_watched(
     // Tokens the check beside the load asked for are the server's too.
     watch.side_quiet().await;
     metrics.side_tokens = watch.side_tokens.swap(0, Ordering::SeqCst);
-    let after = scrape(client).await;
+    let abandoned = metrics.error_classes.get("timeout").copied().unwrap_or(0);
+    let after = scrape_after(client, before.as_ref().ok(), abandoned).await;
     metrics.server = before.and_then(|b| {
         after.map(|a| ServerView {
             samples,
@@ -295,6 +297,37 @@ async fn collect(outs: Vec<oneshot::Receiver<ShardOut>>) -> Vec<Option<ShardOut>
         got.push(out.await.ok());
     }
     got
+}
+
+/// How long the read of the server's counters after a window waits for
+/// it to count the requests the client abandoned at a deadline.
+const ABANDONED_SETTLE: Duration = Duration::from_secs(5);
+
+/// The server's `/metrics` after a window in which the client abandoned
+/// `abandoned` requests at a deadline (it closed their connections): such
+/// a request is the server's until it notices — real SGLang 0.5.23 counts
+/// the abort at its next token's write, 0.3 s after the close here — so
+/// the read waits, at most [`ABANDONED_SETTLE`], until the server's abort
+/// counter holds them all; a server without one is read at once.
+async fn scrape_after(
+    client: &Client,
+    before: Option<&Scrape>,
+    abandoned: u64,
+) -> Result<Scrape, String> {
+    let until = Instant::now() + ABANDONED_SETTLE;
+    loop {
+        let after = scrape(client).await;
+        let counted = match (before, &after) {
+            (Some(b), Ok(a)) => ServerView::between(b, a).aborted,
+            _ => None,
+        };
+        #[allow(clippy::cast_precision_loss)] // request counts
+        let settled = counted.is_none_or(|n| n >= abandoned as f64);
+        if abandoned == 0 || settled || Instant::now() >= until {
+            return after;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// The server's `/metrics`, or why there are none.

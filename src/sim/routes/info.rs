@@ -235,18 +235,17 @@ pub(in crate::sim) async fn metrics(State(s): State<Arc<SimState>>) -> Response 
     series("gauge", "num_queue_reqs", "0".to_owned());
     series("gauge", "token_usage", format!("{usage:.4}"));
     series("gauge", "gen_throughput", format!("{throughput:.2}"));
-    series(
-        "counter",
-        "num_aborted_requests_total",
-        load(&c.aborted).to_string(),
-    );
-    series(
-        "counter",
-        "num_retracted_requests_total",
-        load(&c.retracted).to_string(),
-    );
+    // SGLang 0.5.23 makes each of these counters at its first event (an
+    // abort, a retraction, a cache hit): a fresh server has none of them.
+    for (name, count) in [
+        ("num_aborted_requests_total", &c.aborted),
+        ("num_retracted_requests_total", &c.retracted),
+    ] {
+        if load(count) > 0 {
+            series("counter", name, load(count).to_string());
+        }
+    }
     if load(&c.cached_tokens) > 0 {
-        // SGLang makes it at its first hit.
         series(
             "counter",
             "cached_tokens_total",
