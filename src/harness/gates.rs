@@ -218,7 +218,7 @@ impl SuiteRun {
                     OnClientLimited::Fail
                 }),
         };
-        let verdict = judge(&self.suite, gate, &repeats, &refs);
+        let verdict = judge(&self.suite, gate, &mut repeats, &refs);
         self.plan.figures.record(
             &self.suite.name,
             self.variant.as_ref().map(|v| v.name.as_str()),

@@ -2,7 +2,9 @@
 //! client can have done to them, not by a proxy of its health: every gated
 //! figure gets the most the client can have moved it, and a figure moved
 //! beyond its tolerance is `client-limited` — it measures servegate, by
-//! that much, not the server.
+//! that much, not the server. It fails its gate only where that could have
+//! changed a verdict: where the interval its true value lies in crosses a
+//! threshold's bound ([`ClientCheck::stake`]).
 //!
 //! Where the client's error comes from, and its bound:
 //! - **Tokens read together.** Arrival times are the kernel's receive
@@ -38,7 +40,8 @@
 //! Figures the client cannot move (errors, token drift, the server's own
 //! timings) are not judged.
 
-use crate::suite::metric::MetricKey;
+use crate::suite::metric::{Metric, MetricKey};
+use crate::suite::threshold::Op;
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
@@ -103,6 +106,14 @@ pub struct FigureBound {
     pub tolerance: f64,
     /// Whether it is a time (shown as one).
     pub time: bool,
+    /// Where the true figure lies, as the client's bounds say: the figure
+    /// of every sample moved down by its bound, and up by it (`None` in
+    /// records older than the interval: `value ± bound`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low: Option<f64>,
+    /// See `low`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high: Option<f64>,
 }
 
 impl FigureBound {
@@ -121,7 +132,56 @@ impl FigureBound {
             bound,
             tolerance,
             time,
+            low: None,
+            high: None,
         }
+    }
+
+    /// A figure whose true value lies in `low ..= high` (around `value`).
+    pub fn within(figure: MetricKey, value: f64, low: f64, high: f64) -> Self {
+        Self {
+            low: Some(low),
+            high: Some(high),
+            ..Self::new(
+                figure,
+                value,
+                Some((value - low).max(high - value).max(0.0)),
+            )
+        }
+    }
+
+    /// Where the true figure lies; `None` where nothing bounds it.
+    fn interval(&self) -> Option<(f64, f64)> {
+        let b = self.bound?;
+        Some((
+            self.low.unwrap_or(self.value - b),
+            self.high.unwrap_or(self.value + b),
+        ))
+    }
+
+    /// Why the client's error could change the verdict of `value op
+    /// bound`: it is beyond the tolerance (within it, run-to-run noise
+    /// moves the figure more than the client could), and the true
+    /// figure's interval holds values on both sides of the bound.
+    fn at_stake(&self, op: Op, bound: f64) -> Option<String> {
+        if !self.moved() {
+            return None;
+        }
+        let (low, high) = self.interval()?;
+        let now = op.holds(self.value, bound);
+        if op.holds(low, bound) == now && op.holds(high, bound) == now {
+            return None;
+        }
+        Some(format!(
+            "{} {} could be off by up to {}: the true figure lies in {} … {}, on both sides of `{} {}`",
+            self.figure,
+            self.show(self.value),
+            self.show(self.bound.unwrap_or(0.0)),
+            self.show(low),
+            self.show(high),
+            op.symbol(),
+            self.show(bound)
+        ))
     }
 
     fn show(&self, v: f64) -> String {
@@ -170,9 +230,46 @@ pub struct ClientCheck {
     /// See `merged`.
     #[serde(default)]
     pub marks: u64,
-    /// Why the figures are client-limited, if they are.
+    /// Why the figures are client-limited, if they are: a figure moved
+    /// beyond its tolerance, or a rate the client set. Such figures
+    /// measure servegate, by that much: the history keeps them and
+    /// compares them with nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limited: Option<String>,
+    /// Why a threshold's verdict depends on the client, if one does (its
+    /// figure's true value could lie on the other side of its bound): the
+    /// gate then fails as client-limited. A figure however far the client
+    /// moved it, whose whole interval lies on one side of every bound,
+    /// decides nothing the client did ([`ClientCheck::stake`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_stake: Option<String>,
+}
+
+/// A threshold of a gate as judged: its figure, how it compares, against
+/// what bound (resolved), and the figure measured.
+#[derive(Debug, Clone, Copy)]
+pub struct Judged {
+    /// The figure.
+    pub key: MetricKey,
+    /// How it compares.
+    pub op: Op,
+    /// Against what.
+    pub bound: f64,
+    /// What was measured.
+    pub value: f64,
+}
+
+/// Whether a figure is a throughput (tok/s, requests/s, goodput).
+pub fn is_rate(metric: Metric) -> bool {
+    matches!(
+        metric,
+        Metric::OutputTokS
+            | Metric::InputTokS
+            | Metric::TotalTokS
+            | Metric::RequestsPerS
+            | Metric::GoodputRequestsPerS
+            | Metric::GoodputTokS
+    )
 }
 
 impl ThreadCheck {
@@ -288,11 +385,53 @@ impl ClientCheck {
         }
     }
 
-    /// The failure of a gate whose client moved its figures.
+    /// Sets [`ClientCheck::at_stake`] from the gate's thresholds: a
+    /// threshold is at stake when its figure's true value, within the
+    /// client's bounds, could lie on the other side of its bound. A rate
+    /// the client set can only be understated (the server could have
+    /// served more): a `>=` it meets, or a `<=` it misses, is certain
+    /// whatever the client did; the other verdicts are at stake.
+    pub fn stake(&mut self, judged: &[Judged]) {
+        let rate_setter = self
+            .threads
+            .iter()
+            .enumerate()
+            .find_map(|(i, t)| t.set_the_rate().map(|w| format!("thread {i} {w}")));
+        let why: Vec<String> = judged
+            .iter()
+            .filter_map(|j| {
+                if is_rate(j.key.metric) {
+                    let setter = rate_setter.as_ref()?;
+                    let certain = match j.op {
+                        Op::Ge | Op::Gt => j.op.holds(j.value, j.bound),
+                        Op::Le | Op::Lt => !j.op.holds(j.value, j.bound),
+                        Op::Eq => false,
+                    };
+                    return (!certain).then(|| {
+                        format!(
+                            "{} {:.1} was set by the client ({setter}), and the server's could be higher: `{} {} {:.1}` could go the other way",
+                            j.key,
+                            j.value,
+                            j.key,
+                            j.op.symbol(),
+                            j.bound
+                        )
+                    });
+                }
+                self.figures
+                    .iter()
+                    .find(|f| f.figure == j.key)?
+                    .at_stake(j.op, j.bound)
+            })
+            .collect();
+        self.at_stake = (!why.is_empty()).then(|| why.join("; "));
+    }
+
+    /// The failure of a gate whose verdict the client could have changed.
     pub fn failure(&self) -> Option<String> {
-        self.limited.as_ref().map(|why| {
+        self.at_stake.as_ref().map(|why| {
             format!(
-                "the client moved these figures beyond their tolerance ({why}): they measure servegate, not the server; {}",
+                "the client could have changed this gate's verdict ({why}): it measures servegate, not the server; {}",
                 self.advice()
             )
         })
@@ -333,17 +472,23 @@ impl ClientCheck {
         if !judged.is_empty() {
             let _ = write!(s, ", client error {}", judged.join(", "));
         }
-        match &self.limited {
-            Some(why) => {
+        match (&self.at_stake, &self.limited) {
+            (Some(why), _) => {
                 let _ = write!(s, ": CLIENT-LIMITED ({why})");
             }
-            None if self.figures.is_empty() => {
+            (None, Some(why)) => {
+                let _ = write!(
+                    s,
+                    ": client-limited figures ({why}), but no threshold's verdict depends on them: kept, not compared, in the history"
+                );
+            }
+            (None, None) if self.figures.is_empty() => {
                 s.push_str(": no gated figure the client can move");
             }
-            None if self.figures.iter().any(|f| f.bound.is_none()) => s.push_str(
+            (None, None) if self.figures.iter().any(|f| f.bound.is_none()) => s.push_str(
                 ": every bounded figure within 2% (0.1ms) of the server's; what is not bounded is not judged",
             ),
-            None => s.push_str(": every gated figure within 2% (0.1ms) of the server's"),
+            (None, None) => s.push_str(": every gated figure within 2% (0.1ms) of the server's"),
         }
         s
     }
@@ -383,6 +528,17 @@ mod tests {
         .judged(figures, rates)
     }
 
+    /// `c` staked on one threshold `key op bound`, measured `value`.
+    fn staked(mut c: ClientCheck, key_text: &str, op: Op, bound: f64, value: f64) -> ClientCheck {
+        c.stake(&[Judged {
+            key: key(key_text),
+            op,
+            bound,
+            value,
+        }]);
+        c
+    }
+
     #[test]
     fn the_tolerance_is_two_percent_and_a_tenth_of_a_millisecond_for_times() {
         assert!(
@@ -409,21 +565,80 @@ mod tests {
             c.limited.as_deref(),
             Some("ttft.p99 100.00ms could be off by up to 9.80ms (2.00ms allowed)")
         );
-        let failure = c.failure().unwrap();
+        // Far inside its bound, the figure decides nothing the client did.
+        let far = staked(c.clone(), "ttft.p99", Op::Le, 1.0, 0.100);
+        assert_eq!((far.at_stake.as_ref(), far.failure()), (None, None));
+        assert!(
+            far.summary()
+                .contains("but no threshold's verdict depends on them"),
+            "{}",
+            far.summary()
+        );
+        // Its true value (90.2–109.8 ms: a bound without its interval is
+        // either way) on both sides of 95 ms: at stake,
+        // both numbers named.
+        let near = staked(c, "ttft.p99", Op::Le, 0.095, 0.100);
+        assert_eq!(
+            near.at_stake.as_deref(),
+            Some(
+                "ttft.p99 100.00ms could be off by up to 9.80ms: the true figure lies in 90.20ms … 109.80ms, on both sides of `<= 95.00ms`"
+            )
+        );
+        let failure = near.failure().unwrap();
         assert!(
             failure.contains("kept from a CPU when a request went out"),
             "{failure}"
         );
+        assert!(
+            near.summary().contains(": CLIENT-LIMITED ("),
+            "{}",
+            near.summary()
+        );
+    }
+
+    #[test]
+    fn a_verdict_is_at_stake_only_where_the_interval_crosses_the_bound() {
+        // A TTFT can only have been inflated: its true value lies in
+        // 40–50 ms.
+        let ttft = FigureBound::within(key("ttft.mean"), 0.050, 0.040, 0.050);
+        let c = check(vec![thread(0.2)], vec![ttft], false);
+        for (op, bound, stake) in [
+            (Op::Le, 0.060, false), // passes whatever the client did
+            (Op::Le, 0.030, false), // fails whatever the client did
+            (Op::Le, 0.045, true),  // fails as measured, the truth may pass
+            (Op::Ge, 0.045, true),
+            (Op::Ge, 0.035, false),
+        ] {
+            let c = staked(c.clone(), "ttft.mean", op, bound, 0.050);
+            assert_eq!(c.at_stake.is_some(), stake, "{op:?} {bound}: {c:?}");
+        }
+        // Within its tolerance the client's error decides nothing: noise
+        // moves the figure more.
+        let small = FigureBound::within(key("itl.p99"), 0.010, 0.009_9, 0.010);
+        let c = check(vec![thread(0.2)], vec![small], false);
+        assert_eq!(staked(c, "itl.p99", Op::Le, 0.009_95, 0.010).at_stake, None);
     }
 
     #[test]
     fn the_advice_fits_a_busy_client_or_a_contended_host() {
         let beyond = || vec![FigureBound::new(key("itl.p99"), 0.010, Some(0.005))];
-        let busy = check(vec![thread(0.95)], beyond(), false);
+        let busy = staked(
+            check(vec![thread(0.95)], beyond(), false),
+            "itl.p99",
+            Op::Le,
+            0.008,
+            0.010,
+        );
         assert!(busy.failure().unwrap().ends_with("raise client_threads"));
         let mut starved = thread(0.1);
         starved.waited = Some(0.4);
-        let host = check(vec![starved], beyond(), false);
+        let host = staked(
+            check(vec![starved], beyond(), false),
+            "itl.p99",
+            Op::Le,
+            0.008,
+            0.010,
+        );
         assert!(
             host.failure()
                 .unwrap()
@@ -437,6 +652,26 @@ mod tests {
     fn a_busy_thread_limits_gated_rates_only() {
         let c = check(vec![thread(0.2), thread(0.94)], Vec::new(), true);
         assert_eq!(c.limited.as_deref(), Some("thread 1 busy 94%"));
+        // The client can only have held the rate down: a lower bound met
+        // is met, a lower bound missed may not be, and the reverse for an
+        // upper bound.
+        for (op, bound, stake) in [
+            (Op::Ge, 100.0, false),
+            (Op::Ge, 150.0, true),
+            (Op::Le, 150.0, true),
+            (Op::Le, 100.0, false),
+        ] {
+            let s = staked(c.clone(), "output_tok_s", op, bound, 120.0);
+            assert_eq!(s.at_stake.is_some(), stake, "{op:?} {bound}: {s:?}");
+        }
+        assert_eq!(
+            staked(c.clone(), "output_tok_s", Op::Ge, 150.0, 120.0)
+                .at_stake
+                .as_deref(),
+            Some(
+                "output_tok_s 120.0 was set by the client (thread 1 busy 94%), and the server's could be higher: `output_tok_s >= 150.0` could go the other way"
+            )
+        );
         // Without a gated rate, a busy thread that moved no figure is fine.
         let c = check(vec![thread(0.94)], Vec::new(), false);
         assert_eq!(c.limited, None);
@@ -452,6 +687,7 @@ mod tests {
             c.limited.as_deref(),
             Some("thread 0 busy 88% and waiting for a CPU 12%: no idle time")
         );
+        let c = staked(c, "requests_per_s", Op::Ge, 10.0, 8.0);
         assert!(c.failure().unwrap().ends_with("raise client_threads"));
     }
 

@@ -49,8 +49,10 @@ fn starved_run(args: &[&str]) -> Option<(crate::common::run::Run, serde_json::Va
 }
 
 /// A load one client thread cannot keep up with (tokens as fast as the
-/// server sends them, 32 streams): the gate fails, whatever its
-/// thresholds say, with the thread's own figures, and the record says why.
+/// server sends them, 32 streams): the gate whose verdict the client's
+/// rate could change fails, with the thread's own figures, and the record
+/// says why; the gate whose bound that rate already meets passes, its
+/// figures marked client-limited.
 #[test]
 fn a_saturated_client_fails_its_gate_and_says_it_was_the_bottleneck() {
     let Some((o, record)) = starved_run(&[]) else {
@@ -66,22 +68,39 @@ fn a_saturated_client_fails_its_gate_and_says_it_was_the_bottleneck() {
     // No idle time: busy, or (on a loaded machine) waiting for a CPU; the
     // advice fits which.
     assert!(
-        first.starts_with("error: the client moved these figures beyond their tolerance (thread 0 busy ")
+        first.starts_with("error: the client could have changed this gate's verdict (output_tok_s ")
+            && first.contains(" was set by the client (thread 0 busy ")
             && (first.ends_with(
-                "): they measure servegate, not the server; its threads had no room: raise client_threads"
+                "): it measures servegate, not the server; its threads had no room: raise client_threads"
             ) || first.ends_with("(other work on their cores): give servegate cores of its own (taskset, a cpuset) or run it on a quieter host")),
         "{failure}"
     );
     assert_has(
         &failure,
         &[
-            " --> tests/suites/client/starved.yaml:8:5",
+            "  --> tests/suites/client/starved.yaml:10:5",
             "`load.client_limited: warn` judges these figures anyway",
             "    client thread 0: 32 streams, busy ",
         ],
     );
-    // The other thresholds held: the self-check alone failed the gate.
+    assert!(
+        first.contains("and the server's could be higher: `output_tok_s >= 1000000000000.0` could go the other way"),
+        "{failure}"
+    );
+    // A bound the client's own rate meets is met: the gate passes, its
+    // figures marked.
+    assert_eq!(verdict(&out, "starved::performance::roomy"), "ok", "{out}");
     assert!(out.contains("pass output_tok_s >= 1.0 tok/s"), "{out}");
+    assert!(
+        out.contains(
+            "but no threshold's verdict depends on them: kept, not compared, in the history"
+        ),
+        "{out}"
+    );
+    assert!(
+        record["suites"][0]["gates"][1]["client"]["limited"].is_string(),
+        "{record}"
+    );
     let gate = &record["suites"][0]["gates"][0];
     let client = &gate["client"];
     assert_eq!(client["chosen"], "suite", "{gate}");
@@ -96,13 +115,20 @@ fn a_saturated_client_fails_its_gate_and_says_it_was_the_bottleneck() {
             .is_some_and(|l| l.starts_with("thread 0 ")),
         "{gate}"
     );
-    // Marked, but judged anyway, when the run says so.
+    assert!(client["at_stake"].is_string(), "{gate}");
+    // Marked, but judged anyway, when the run says so: the gate at stake
+    // fails on its threshold alone.
     let (warned, record) = starved_run(&["--client-limited", "warn"]).unwrap();
-    assert_eq!(warned.code, Some(0), "{}", warned.out);
-    // Limited as above, or (its simulator starved) not limited at all.
+    assert_eq!(warned.code, Some(1), "{}", warned.out);
+    let failure = failure_of(&warned.out, "starved::performance::flood");
+    assert!(
+        failure.starts_with("error: threshold failed: output_tok_s >= "),
+        "{failure}"
+    );
+    // At stake as above, or (its simulator starved) not limited at all.
     assert_eq!(
-        record["suites"][0]["gates"][0]["client"]["limited"].is_string(),
-        warned.out.contains("CLIENT-LIMITED (thread 0 ")
+        record["suites"][0]["gates"][0]["client"]["at_stake"].is_string(),
+        warned.out.contains("CLIENT-LIMITED (output_tok_s ")
             && warned.out.contains("(client_limited: warn: judged anyway)"),
         "{}",
         warned.out

@@ -42,7 +42,7 @@ pub fn failure_of(out: &str, name: &str) -> String {
 /// for, a true red. The two wordings: the threads waited for a CPU over
 /// the window, or were kept from it when a request went out or tokens came.
 pub fn client_kept_from_cpu(failure: &str) -> bool {
-    failure.contains("the client moved these figures beyond their tolerance")
+    failure.contains("the client could have changed this gate's verdict")
         && (failure.contains("its threads waited for a CPU up to")
             || failure.contains(
                 "its threads were kept from a CPU when a request went out or tokens came",

@@ -8,6 +8,7 @@ use crate::history::gate::{GateHistory, Reference};
 use crate::load::baseline::Lookup;
 use crate::load::estimate::Estimate;
 use crate::load::metrics::GateMetrics;
+use crate::load::selfcheck;
 use crate::load::workload::PROMPT_APPROXIMATION;
 use crate::record::{ThresholdRecord, ThresholdVerdict};
 use crate::suite::figures::Figures;
@@ -455,14 +456,86 @@ fn explain_bound(
     }
 }
 
+/// A threshold's bound as judged: the reference a relative bound starts
+/// from, the history's reference, and the bound (or why there is none:
+/// a relative bound without its reference cannot pass).
+struct Resolution {
+    reference: Option<Result<f64, String>>,
+    history: Option<Reference>,
+    resolved: Result<f64, String>,
+}
+
+fn resolve(t: &Threshold, est: Option<&Estimate>, refs: &References<'_>) -> Resolution {
+    let from_history = refs.history_reference(t, est.map(|e| e.mean));
+    let reference = match &from_history {
+        Some(r) => Some(r.clone().and_then(|r| {
+            r.map(|r| r.value)
+                .ok_or_else(|| "too little history".to_owned())
+        })),
+        None => refs.reference(t),
+    };
+    let history = from_history.and_then(|r| r.ok().flatten());
+    let resolved = match (&t.bound, &reference) {
+        (Bound::Value(v), _) => Ok(*v),
+        (Bound::NoRegression, Some(Ok(_))) => history
+            .as_ref()
+            .and_then(|h| h.bound)
+            .ok_or_else(|| "no bound".to_owned()),
+        (Bound::Baseline(r) | Bound::Variant(_, r) | Bound::History(_, r), Some(Ok(b))) => {
+            Ok(r.apply(*b))
+        }
+        (_, Some(Err(e))) => Err(e.clone()),
+        (_, None) => Err("no reference".to_owned()),
+    };
+    Resolution {
+        reference,
+        history,
+        resolved,
+    }
+}
+
 /// Judges a gate from the figures of its repeats (at least one).
+///
+/// The client's self-check of each repeat is decided here, where each
+/// threshold's bound is known: it fails the gate only where the client's
+/// error could have changed a verdict
+/// ([`crate::load::selfcheck::ClientCheck::stake`]).
 pub fn judge(
     suite: &Suite,
     gate: &Gate,
-    repeats: &[GateMetrics],
+    repeats: &mut [GateMetrics],
     refs: &References<'_>,
 ) -> Judgement {
     let file = &suite.file;
+    // Each threshold with its estimate, and its resolved bound or why it
+    // is not applied.
+    let plan: Vec<_> = thresholds(gate)
+        .into_iter()
+        .map(|(lt, implicit)| {
+            let est = estimate(lt.threshold.key, repeats);
+            let resolution = match refs.not_applied(&lt.threshold) {
+                Some(why) => Err(why),
+                None => Ok(resolve(&lt.threshold, est.as_ref(), refs)),
+            };
+            (lt, implicit, est, resolution)
+        })
+        .collect();
+    for m in repeats.iter_mut() {
+        let judged: Vec<selfcheck::Judged> = plan
+            .iter()
+            .filter_map(|(lt, _, _, resolution)| {
+                let t = &lt.threshold;
+                Some(selfcheck::Judged {
+                    key: t.key,
+                    op: t.op,
+                    bound: *resolution.as_ref().ok()?.resolved.as_ref().ok()?,
+                    value: m.value(t.key)?,
+                })
+            })
+            .collect();
+        m.client.stake(&judged);
+    }
+    let repeats = &*repeats;
     let last = repeats.last().expect("at least one repeat");
     let mut out = Message::new();
     let mut checks = Vec::new();
@@ -474,7 +547,7 @@ pub fn judge(
     } else {
         None
     };
-    for (lt, implicit) in thresholds(gate) {
+    for (lt, implicit, est, resolution) in plan {
         let t = &lt.threshold;
         // What each repeat measured, as the failure message lists it.
         let each: Vec<f64> = if repeats.len() > 1 {
@@ -482,7 +555,6 @@ pub fn judge(
         } else {
             Vec::new()
         };
-        let est = estimate(t.key, repeats);
         let verdict = |bound, reference, not_applied| {
             Judged {
                 bound,
@@ -493,36 +565,20 @@ pub fn judge(
             }
             .verdict(&lt, implicit)
         };
-        if let Some(why) = refs.not_applied(t) {
-            checks.push(ThresholdRecord {
-                check: format!("{t} (not applied: {why})"),
-                passed: true,
-                threshold: Some(verdict(None, None, Some(why))),
-            });
-            continue;
-        }
-        // A relative bound needs its reference figure; without it the
-        // threshold cannot pass.
-        let from_history = refs.history_reference(t, est.as_ref().map(|e| e.mean));
-        let reference = match &from_history {
-            Some(r) => Some(r.clone().and_then(|r| {
-                r.map(|r| r.value)
-                    .ok_or_else(|| "too little history".to_owned())
-            })),
-            None => refs.reference(t),
-        };
-        let history = from_history.and_then(|r| r.ok().flatten());
-        let resolved = match (&t.bound, &reference) {
-            (Bound::Value(v), _) => Ok(*v),
-            (Bound::NoRegression, Some(Ok(_))) => history
-                .as_ref()
-                .and_then(|h| h.bound)
-                .ok_or_else(|| "no bound".to_owned()),
-            (Bound::Baseline(r) | Bound::Variant(_, r) | Bound::History(_, r), Some(Ok(b))) => {
-                Ok(r.apply(*b))
+        let Resolution {
+            reference,
+            history,
+            resolved,
+        } = match resolution {
+            Ok(r) => r,
+            Err(why) => {
+                checks.push(ThresholdRecord {
+                    check: format!("{t} (not applied: {why})"),
+                    passed: true,
+                    threshold: Some(verdict(None, None, Some(why))),
+                });
+                continue;
             }
-            (_, Some(Err(e))) => Err(e.clone()),
-            (_, None) => Err("no reference".to_owned()),
         };
         let pass = match (&est, &resolved) {
             (Some(e), Ok(bound)) => holds(t, *bound, e, gate.verdict),

@@ -50,7 +50,7 @@ fn a_noisy_gate_passes_leniently_and_fails_strictly() {
     // Mean 499 tok/s, spread ±16: noise around the bound of 500.
     let repeats: Vec<GateMetrics> = [480, 520, 495, 510, 490].into_iter().map(repeat).collect();
     let (suite, gate) = noisy_gate("lenient");
-    let j = judge(&suite, &gate, &repeats, &refs(&no_baseline()));
+    let j = judge(&suite, &gate, &mut repeats.clone(), &refs(&no_baseline()));
     assert!(j.result.is_ok(), "{:?}", j.result);
     assert!(
         j.checks[0]
@@ -80,12 +80,12 @@ fn a_noisy_gate_passes_leniently_and_fails_strictly() {
     );
     let (suite, gate) = noisy_gate("mean");
     assert!(
-        judge(&suite, &gate, &repeats, &refs(&no_baseline()))
+        judge(&suite, &gate, &mut repeats.clone(), &refs(&no_baseline()))
             .result
             .is_err()
     );
     let (suite, gate) = noisy_gate("strict");
-    let message = judge(&suite, &gate, &repeats, &refs(&no_baseline()))
+    let message = judge(&suite, &gate, &mut repeats.clone(), &refs(&no_baseline()))
         .result
         .unwrap_err()
         .to_string();
@@ -104,7 +104,7 @@ fn a_noisy_gate_passes_leniently_and_fails_strictly() {
     let slow: Vec<GateMetrics> = [300, 310, 305].into_iter().map(repeat).collect();
     let (suite, gate) = noisy_gate("lenient");
     assert!(
-        judge(&suite, &gate, &slow, &refs(&no_baseline()))
+        judge(&suite, &gate, &mut slow.clone(), &refs(&no_baseline()))
             .result
             .is_err()
     );

@@ -165,15 +165,7 @@ impl GateMetrics {
             let Some(value) = self.value(key) else {
                 continue;
             };
-            if matches!(
-                key.metric,
-                Metric::OutputTokS
-                    | Metric::InputTokS
-                    | Metric::TotalTokS
-                    | Metric::RequestsPerS
-                    | Metric::GoodputRequestsPerS
-                    | Metric::GoodputTokS
-            ) {
+            if super::selfcheck::is_rate(key.metric) {
                 rates = true;
                 continue;
             }
@@ -187,13 +179,13 @@ impl GateMetrics {
                 figures.push(FigureBound::new(key, value, None));
                 continue;
             }
-            let down = lo
+            let low = lo
                 .and_then(|d| d.stat(stat))
-                .map_or(0.0, |v| (value - v).max(0.0));
-            let up = hi
+                .map_or(value, |v| v.min(value));
+            let high = hi
                 .and_then(|d| d.stat(stat))
-                .map_or(0.0, |v| (v - value).max(0.0));
-            figures.push(FigureBound::new(key, value, Some(down.max(up))));
+                .map_or(value, |v| v.max(value));
+            figures.push(FigureBound::within(key, value, low, high));
         }
         (figures, rates)
     }

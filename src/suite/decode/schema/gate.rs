@@ -86,10 +86,10 @@ fn metric_doc(metric: Metric) -> &'static str {
             "generated tokens per speculative verify step over the window, the bonus token included (`sglang:generation_tokens_total` / `sglang:spec_verify_calls_total`; vLLM 1 + accepted / drafts)"
         }
         Metric::ServerRetractions => {
-            "requests the server retracted for want of KV cache in the window (`sglang:num_retracted_requests_total`; vLLM's preemptions, `num_preemptions_total`)"
+            "requests the server retracted for want of KV cache in the window (`sglang:num_retracted_requests_total`, which SGLang makes at its first retraction, as the abort counter: none yet is 0; vLLM's preemptions, `num_preemptions_total`)"
         }
         Metric::ServerAborted => {
-            "requests the server aborted in the window (`sglang:num_aborted_requests_total`; vLLM `request_success_total{finished_reason=\"abort\"}`)"
+            "requests the server aborted in the window (`sglang:num_aborted_requests_total`; vLLM `request_success_total{finished_reason=\"abort\"}`); the requests the client abandoned at a deadline count: the read after the window waits up to 5 s for the server to count them"
         }
     }
 }
