@@ -428,11 +428,48 @@ fn libtest_args(extra: impl IntoIterator<Item = String>) -> Arguments {
     Arguments::from_iter(std::iter::once("servegate".to_owned()).chain(extra))
 }
 
+/// The exit code of a process a closed pipe ended (128 + SIGPIPE), as a
+/// shell reports `yes | head -1`'s `yes`.
+const CLOSED_PIPE: u8 = 141;
+
+/// Whether a panic's payload is a write to a closed standard stream
+/// (`println!`'s, or libtest's printer unwrapping it).
+fn closed_pipe(payload: &(dyn std::any::Any + Send)) -> bool {
+    let text = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    text.contains("kind: BrokenPipe") || text.contains("Broken pipe (os error 32)")
+}
+
 fn main() -> ExitCode {
     // The hidden re-exec mode a launched server is started through.
     if let Some(failed) = servegate::process::tree::exec_mode_if_asked() {
         return failed;
     }
+    // `servegate list | head -1`: the reader closed the pipe. Rust ignores
+    // SIGPIPE, so the next write fails and the printer (libtest's unwraps
+    // it) panics; that panic ends the command quietly, unwinding as it
+    // goes (a launched server is stopped), with the code a shell gives a
+    // process a closed pipe ended. SIGPIPE itself stays ignored: a write
+    // to a closed socket or to a sandboxed program's stdin must not end
+    // servegate.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !closed_pipe(info.payload()) {
+            default_hook(info);
+        }
+    }));
+    match std::panic::catch_unwind(dispatch) {
+        Ok(code) => code,
+        Err(payload) if closed_pipe(payload.as_ref()) => ExitCode::from(CLOSED_PIPE),
+        Err(payload) => std::panic::resume_unwind(payload),
+    }
+}
+
+/// Runs the command the arguments name.
+fn dispatch() -> ExitCode {
     match Cli::parse().command {
         Command::Run(args) => {
             let (suites, options, libtest) = args.split(false);

@@ -95,10 +95,23 @@ fn run(command: &str) -> String {
     }
     assert_eq!(words.next(), Some("servegate"), "a sample runs servegate");
     let mut cmd = common::run::command(&[], &[]);
+    // `servegate` on PATH, as a user's install puts it (a suite that
+    // launches servegate's own simulator finds it there too), and no
+    // variable a user would not have set.
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_servegate"));
+    let path = std::env::join_paths(
+        bin.parent()
+            .into_iter()
+            .map(std::path::Path::to_path_buf)
+            .chain(std::env::split_paths(
+                &std::env::var_os("PATH").unwrap_or_default(),
+            )),
+    )
+    .expect("a PATH");
     cmd.args(words)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        // Suites that launch servegate's own simulator name it so.
-        .env("SERVEGATE_BIN", env!("CARGO_BIN_EXE_servegate"))
+        .env("PATH", path)
+        .env_remove("SERVEGATE_BIN")
         .env("INSTA_UPDATE", "no")
         .env_remove("CI")
         .env_remove("GITHUB_ACTIONS")

@@ -18,12 +18,12 @@ pub(crate) struct HistoryArgs {
     /// The history: a SQLite file [default: `history.sqlite` in the
     /// output directory].
     // Its value may be a PostgreSQL URL with a password: never shown.
-    #[arg(long, env = servegate::history::HISTORY_ENV, value_name = "FILE", hide_env_values = true)]
+    #[arg(long, global = true, env = servegate::history::HISTORY_ENV, value_name = "FILE", hide_env_values = true)]
     history: Option<String>,
     /// servegate's output directory, where the default history is
     /// [default: `target/servegate` in the working directory's project, or
     /// `.servegate` outside a Cargo project].
-    #[arg(long, env = "SERVEGATE_OUT")]
+    #[arg(long, global = true, env = "SERVEGATE_OUT")]
     out_dir: Option<PathBuf>,
     #[command(subcommand)]
     action: HistoryAction,

@@ -129,6 +129,8 @@ fn an_imported_record_cannot_forge_output() {
             record.to_str().unwrap(),
         ],
         vec!["history", "--history", h, "list", "--all"],
+        // The group's options after its subcommand too, as cargo's.
+        vec!["history", "list", "--all", "--history", h],
     ] {
         let o = servegate_with(&args, &[]);
         assert_eq!(o.code, Some(0), "{}", o.out);
