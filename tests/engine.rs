@@ -303,11 +303,10 @@ fn init_suite(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
     let file = dir.join("suites/llama.yaml");
     let path = file.to_str().ok_or("a temporary path that is not UTF-8")?;
     let url = format!("http://127.0.0.1:{port}");
-    // The subject is init's thresholds, not the client's self-check (its
-    // own test judges it against known truth): on a loaded machine one
-    // request sent 10 ms late is a client-limited TTFT p99, and init's
-    // calibration would rightly refuse it. Judged anyway, as a user on a
-    // busy laptop would ask.
+    // On a loaded machine a request sent 10 ms late makes a client-limited
+    // TTFT p99; the calibration's bounds (any value meets them) are never
+    // at stake, and neither is a written bound the client's error does not
+    // cross: no `--client-limited warn` needed.
     let (code, out) = servegate(
         &[
             "init",
@@ -317,8 +316,6 @@ fn init_suite(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
             path,
             "--concurrency",
             "4",
-            "--client-limited",
-            "warn",
         ],
         server,
         model,
@@ -345,7 +342,7 @@ fn init_suite(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
     // it was (the bounds come from the calibration's spread).
     let mut passed = Ok(());
     for _ in 0..3 {
-        let (code, out) = servegate(&["run", path, "--client-limited", "warn"], server, model);
+        let (code, out) = servegate(&["run", path], server, model);
         passed = expect(
             code,
             &out,

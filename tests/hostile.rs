@@ -1885,3 +1885,65 @@ fn a_document_of_too_many_values_is_refused_unparsed() {
     );
     assert_eq!(o.code, Some(1), "{}", o.stdout);
 }
+
+/// Tool calls as OpenAI defines them, from servers that bend them: the
+/// arguments sent as a JSON object instead of JSON text, a second call's
+/// id arriving at the first call's index (its name would be glued onto the
+/// first's), and two calls of one function of which one misses its
+/// schema. Each fails the probe, naming what came; none passes.
+#[test]
+fn tool_calls_are_held_to_openais_format() {
+    let chunk = |call: &str| {
+        format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{call}]}}}}]}}\n\n")
+    };
+    let cases: [(&str, Vec<String>, &str); 3] = [
+        (
+            "object-arguments",
+            vec![chunk(
+                r#"{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":{"city":"Paris"}}}"#,
+            )],
+            "malformed response: `tool_calls[].function.arguments` is an object, not a string: OpenAI's format sends a call's arguments as JSON text",
+        ),
+        (
+            "id-changed",
+            vec![
+                chunk(
+                    r#"{"index":0,"id":"call_a","type":"function","function":{"name":"get_","arguments":""}}"#,
+                ),
+                chunk(
+                    r#"{"index":0,"id":"call_b","type":"function","function":{"name":"weather","arguments":"{\"city\": \"Paris\"}"}}"#,
+                ),
+            ],
+            "tool call 0 changed its id from \"call_a\" to \"call_b\" mid-stream: one call's name and arguments belong to one id",
+        ),
+        (
+            "one-bad-of-two",
+            vec![
+                chunk(
+                    r#"{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}"#,
+                ),
+                chunk(
+                    r#"{"index":1,"id":"call_b","type":"function","function":{"name":"get_weather","arguments":"{\"city\": 12}"}}"#,
+                ),
+            ],
+            "1 of 2 calls of `get_weather` failed: call 1 of `get_weather` (id `call_b`): its arguments {\"city\":12} miss the schema: /city: 12 is not of type \"string\"",
+        ),
+    ];
+    let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\ncorrectness:\n  - name: probe\n    prompt: \"What is the weather in Paris?\"\n    tools:\n      - name: get_weather\n        parameters: { type: object, properties: { city: { type: string } }, required: [city] }\n    expect: [{ tool_call: get_weather }]\n";
+    for (tag, chunks, needle) in cases {
+        let body: String = chunks.concat()
+            + "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n";
+        let port = serve(Arc::new(move |req, conn| {
+            if !discovery(req, conn) {
+                stream_head(conn);
+                let _ = conn.write_all(body.as_bytes());
+            }
+        }));
+        let o = run(tag, suite, port, &[]);
+        assert_eq!(o.code, Some(1), "{tag}: {}", o.stdout);
+        assert_has(
+            &failure_of(&o.stdout, "hostile::correctness::probe"),
+            &[needle],
+        );
+    }
+}

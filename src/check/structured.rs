@@ -64,21 +64,41 @@ pub fn tool_call(c: &Completion, name: &str, schema: Option<&Value>) -> Result<(
             format!("calls of {} only", names.join(", "))
         });
     }
+    // Every call of it is checked: one good call does not vouch for a
+    // bad one beside it.
     let mut why = Vec::new();
-    for call in calls {
+    for (i, call) in c.tool_calls.iter().enumerate() {
+        if call.name != name {
+            continue;
+        }
+        let which = if call.id.is_empty() {
+            format!("call {i} of `{name}`")
+        } else {
+            format!("call {i} of `{name}` (id `{}`)", call.id)
+        };
         let arguments: Value = match serde_json::from_str(&call.arguments) {
             Ok(v) => v,
             Err(e) => {
-                why.push(format!("its arguments are not JSON ({e})"));
+                why.push(format!("{which}: its arguments are not JSON ({e})"));
                 continue;
             }
         };
-        match schema.map_or(Ok(()), |s| violations(s, &arguments)) {
-            Ok(()) => return Ok(()),
-            Err(v) => why.push(format!("its arguments {arguments} miss the schema: {v}")),
+        if let Err(v) = schema.map_or(Ok(()), |s| violations(s, &arguments)) {
+            why.push(format!(
+                "{which}: its arguments {arguments} miss the schema: {v}"
+            ));
         }
     }
-    fail(why.join("; another call: "))
+    if why.is_empty() {
+        return Ok(());
+    }
+    let of = calls.len();
+    fail(format!(
+        "{} of {of} call{} of `{name}` failed: {}",
+        why.len(),
+        if of == 1 { "" } else { "s" },
+        why.join("; ")
+    ))
 }
 
 /// `text` (inside a JSON code fence, if fenced) is JSON that meets
@@ -115,6 +135,7 @@ mod tests {
             tool_calls: vec![ToolCall {
                 name: "get_weather".into(),
                 arguments: arguments.into(),
+                ..ToolCall::default()
             }],
             ..Completion::default()
         }
@@ -137,6 +158,26 @@ mod tests {
         assert_eq!(other, "calls of `get_weather` only");
         let none = tool_call(&Completion::default(), "get_time", None).unwrap_err();
         assert_eq!(none, "no tool call (finish_reason absent)");
+    }
+
+    /// One good call does not vouch for a bad one beside it: each call of
+    /// the function is checked, and the one that failed is named.
+    #[test]
+    fn every_call_of_the_function_is_checked() {
+        let s = weather();
+        let mut two = calling(r#"{"city": "Paris"}"#);
+        two.tool_calls.push(ToolCall {
+            id: "call_b".into(),
+            name: "get_weather".into(),
+            arguments: r#"{"city": 12}"#.into(),
+        });
+        let why = tool_call(&two, "get_weather", Some(&s)).unwrap_err();
+        assert!(
+            why.starts_with("1 of 2 calls of `get_weather` failed: call 1 of `get_weather` (id `call_b`): its arguments {\"city\":12} miss the schema: /city: 12 is not of type"),
+            "{why}"
+        );
+        two.tool_calls[1].arguments = r#"{"city": "Rome"}"#.into();
+        assert!(tool_call(&two, "get_weather", Some(&s)).is_ok());
     }
 
     #[test]

@@ -263,6 +263,10 @@ pub struct ToolCallDelta {
     /// Which call of the answer it belongs to (0 when absent).
     #[serde(default)]
     pub index: Option<u64>,
+    /// The call's id, in its first piece (OpenAI; SGLang and vLLM send it
+    /// there too).
+    #[serde(default)]
+    pub id: Option<String>,
     /// The function called, and a fragment of its arguments.
     #[serde(default)]
     pub function: Option<FunctionDelta>,
@@ -274,7 +278,10 @@ pub struct FunctionDelta {
     /// The function's name, in the call's first piece.
     #[serde(default)]
     pub name: Option<String>,
-    /// A fragment of the arguments' JSON text (SGLang may send an object).
+    /// A fragment of the arguments' JSON text: a string in OpenAI's
+    /// format (SGLang 0.5.23's type allows an object, its parsers send
+    /// text: `srt/function_call/core_types.py` `parameters: str`); read as
+    /// any value to name what came when it is not one.
     #[serde(default)]
     pub arguments: Option<serde_json::Value>,
 }
@@ -282,6 +289,9 @@ pub struct FunctionDelta {
 /// A tool call the model made, whole.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ToolCall {
+    /// Its id, as the server gave it (empty where none came).
+    #[serde(skip)]
+    pub id: String,
     /// The function's name.
     pub name: String,
     /// Its arguments, as the server sent them (JSON text when valid).

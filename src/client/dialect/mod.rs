@@ -78,7 +78,7 @@ pub trait Events {
     fn reasoning(&mut self, text: &str);
     /// A piece of tool call `index`: its function's name (in its first
     /// piece) and a fragment of its arguments.
-    fn tool_call(&mut self, index: u64, name: Option<&str>, arguments: &str);
+    fn tool_call(&mut self, index: u64, id: Option<&str>, name: Option<&str>, arguments: &str);
     /// The finish reason (`stop`, `length`, `abort`), with the server's
     /// words where the dialect carries them (SGLang's abort `message`).
     fn finish(&mut self, reason: &str, message: Option<&str>);

@@ -126,10 +126,21 @@ impl Dialect for OpenAi {
                     let arguments = match f.and_then(|f| f.arguments.as_ref()) {
                         None | Some(Value::Null) => String::new(),
                         Some(Value::String(s)) => s.clone(),
-                        Some(other) => other.to_string(),
+                        Some(other) => {
+                            return Err(EventError::Contract(format!(
+                                "`tool_calls[].function.arguments` is {}, not a string: OpenAI's format sends a call's arguments as JSON text (a client's SDK refuses this): {}",
+                                match other {
+                                    Value::Object(_) => "an object",
+                                    Value::Array(_) => "an array",
+                                    _ => "a number or a boolean",
+                                },
+                                crate::client::error::excerpt(&other.to_string(), 200)
+                            )));
+                        }
                     };
                     out.tool_call(
                         call.index.unwrap_or(0),
+                        call.id.as_deref(),
                         f.and_then(|f| f.name.as_deref()),
                         &arguments,
                     );

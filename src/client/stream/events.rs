@@ -82,7 +82,7 @@ impl Events for StreamReader {
         self.event.bytes += text.len();
     }
 
-    fn tool_call(&mut self, index: u64, name: Option<&str>, arguments: &str) {
+    fn tool_call(&mut self, index: u64, id: Option<&str>, name: Option<&str>, arguments: &str) {
         // One choice makes a few calls; an index beyond them is no call.
         let Some(i) = usize::try_from(index).ok().filter(|&i| i < MAX_TOOL_CALLS) else {
             self.event.broken.get_or_insert(CallError::new(
@@ -98,6 +98,24 @@ impl Events for StreamReader {
                 self.tool_calls.resize_with(i + 1, ToolCall::default);
             }
             let call = &mut self.tool_calls[i];
+            // A call's pieces share its id: a new id at the same index is
+            // another call's, whose name and arguments would otherwise be
+            // read as this one's.
+            if let Some(id) = id.filter(|id| !id.is_empty()) {
+                if call.id.is_empty() {
+                    id.clone_into(&mut call.id);
+                } else if call.id != id {
+                    self.event.broken.get_or_insert(CallError::new(
+                        ErrorKind::Protocol,
+                        format!(
+                            "tool call {index} changed its id from {} to {} mid-stream: one call's name and arguments belong to one id",
+                            excerpt(&call.id, 80),
+                            excerpt(id, 80)
+                        ),
+                    ));
+                    return;
+                }
+            }
             if let Some(n) = name {
                 call.name.push_str(n);
             }
