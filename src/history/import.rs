@@ -37,5 +37,29 @@ pub fn read(file: &Path) -> Result<RunRecord, String> {
     if record.node.is_empty() {
         record.node = super::node_name();
     }
+    plausible(&record)?;
     Ok(record)
+}
+
+/// `Err` naming the first figure no measurement gives: servegate's
+/// figures are counts, times, rates and shares, none negative, none
+/// infinite. A crafted file's `-5` errors or `-100` tok/s would otherwise
+/// become a baseline every later run is held to.
+fn plausible(record: &RunRecord) -> Result<(), String> {
+    for suite in &record.suites {
+        for gate in &suite.gates {
+            if let Some((key, value)) = gate
+                .figures
+                .iter()
+                .find(|(_, v)| !v.is_finite() || **v < 0.0)
+            {
+                return Err(format!(
+                    "its gate `{}` of suite `{}` has {key} = {value}: a count, a time or a rate is never negative or infinite, so nothing of the file was imported",
+                    crate::text::printable(&crate::secrets::cut(&gate.gate, 100).0),
+                    crate::text::printable(&crate::secrets::cut(&suite.suite, 100).0),
+                ));
+            }
+        }
+    }
+    Ok(())
 }

@@ -110,6 +110,18 @@ pub enum HistoryError {
     /// The history is off.
     #[error("the history is off ({HISTORY_ENV}=off or --history off): nothing to read")]
     Off,
+    /// Another process held the file's lock longer than servegate waits.
+    #[error(
+        "the history at {at} stayed locked by another process for {waited_s} s (a run committing its figures takes well under a second; an open `sqlite3` session or a copy in progress may hold it): {what} gave up"
+    )]
+    Locked {
+        /// The history.
+        at: String,
+        /// How long servegate waited, seconds.
+        waited_s: u64,
+        /// What waited: a read, or a write.
+        what: &'static str,
+    },
 }
 
 /// A run as the history keeps it: one row.

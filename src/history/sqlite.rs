@@ -1,8 +1,11 @@
 //! The SQLite store: one file, written by one transaction per run.
 //! Writers on the same file queue behind SQLite's lock (a busy wait of up
-//! to a minute, never an error while another run commits), and a process
-//! killed mid-run leaves the file as its last commit: SQLite's rollback
-//! journal undoes a transaction that never committed.
+//! to a minute, never an error while another run commits); a read waits
+//! at most [`READ_WAIT`] (a gate's history read behind a stuck lock fails
+//! its history thresholds, saying so, instead of holding the run), and
+//! opening a file already at [`VERSION`] takes no lock. A process killed
+//! mid-run leaves the file as its last commit: SQLite's rollback journal
+//! undoes a transaction that never committed.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -14,6 +17,9 @@ use super::{HistoryError, Point, PointRow, RunRow, SeriesKey};
 
 /// How long a writer waits for another's transaction to end.
 const BUSY: Duration = Duration::from_secs(60);
+/// How long a read waits for a writer's lock: a run's commit takes well
+/// under a second.
+pub const READ_WAIT: Duration = Duration::from_secs(5);
 
 /// An open SQLite history.
 pub struct Sqlite {
@@ -36,18 +42,63 @@ impl Sqlite {
         };
         store
             .conn
-            .busy_timeout(BUSY)
+            .busy_timeout(READ_WAIT)
             .map_err(|e| store_error(path, e))?;
         store
             .conn
             .pragma_update(None, "foreign_keys", true)
             .map_err(|e| store_error(path, e))?;
-        store.migrate()?;
+        match store.version()? {
+            Some(found) if found > VERSION => {
+                return Err(HistoryError::Newer {
+                    at: path.display().to_string(),
+                    found,
+                });
+            }
+            Some(VERSION) => {}
+            _ => store.writing(Self::migrate)?,
+        }
         Ok(store)
     }
 
     fn error(&self, e: rusqlite::Error) -> HistoryError {
         store_error(&self.path, e)
+    }
+
+    /// The file's schema version, read with a reader's wait; `None` where
+    /// it has none yet (a new file).
+    fn version(&self) -> Result<Option<i64>, HistoryError> {
+        let read = self.conn.query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM servegate_schema",
+            [],
+            |r| r.get(0),
+        );
+        match read {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.to_string().contains("no such table") => Ok(None),
+            Err(e) => Err(self.error(e)),
+        }
+    }
+
+    /// Runs `write` with a writer's wait for the lock ([`BUSY`]), then
+    /// gives the connection back its reader's wait.
+    fn writing<T>(
+        &mut self,
+        write: impl FnOnce(&mut Self) -> Result<T, HistoryError>,
+    ) -> Result<T, HistoryError> {
+        self.conn
+            .busy_timeout(BUSY)
+            .map_err(|e| store_error(&self.path, e))?;
+        let done = write(self).map_err(|e| match e {
+            HistoryError::Locked { at, .. } => HistoryError::Locked {
+                at,
+                waited_s: BUSY.as_secs(),
+                what: "a write",
+            },
+            other => other,
+        });
+        let _ = self.conn.busy_timeout(READ_WAIT);
+        done
     }
 
     /// Applies the migrations the file lacks, each with its version row,
@@ -152,7 +203,7 @@ impl Sqlite {
 
 impl super::Store for Sqlite {
     fn insert(&mut self, run: &RunRow, points: &[PointRow]) -> Result<bool, HistoryError> {
-        self.write_run(run, points)
+        self.writing(|s| s.write_run(run, points))
     }
 
     fn groups(&mut self) -> Result<Vec<(SeriesKey, u64)>, HistoryError> {
@@ -230,6 +281,13 @@ fn point(r: &rusqlite::Row<'_>) -> rusqlite::Result<Point> {
 }
 
 fn store_error(path: &Path, e: rusqlite::Error) -> HistoryError {
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) {
+        return HistoryError::Locked {
+            at: path.display().to_string(),
+            waited_s: READ_WAIT.as_secs(),
+            what: "a read",
+        };
+    }
     HistoryError::Store {
         at: path.display().to_string(),
         source: Box::new(e),

@@ -102,6 +102,95 @@ fn every_run_is_recorded_and_reads_back_with_its_run() {
     );
 }
 
+/// A figure no measurement gives — negative errors, a negative or
+/// infinite throughput — refuses the whole file: it would become the
+/// baseline every later run is held to.
+#[test]
+fn an_imported_record_with_an_impossible_figure_is_refused_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.sqlite");
+    for (figures, named) in [
+        (serde_json::json!({ "errors": -5.0 }), "errors = -5"),
+        (
+            serde_json::json!({ "errors": 0.0, "output_tok_s": -100.0 }),
+            "output_tok_s = -100",
+        ),
+    ] {
+        let record = dir.path().join("report.json");
+        let run = serde_json::json!({
+            "schema": "servegate.run/2", "run_id": "1-1", "node": "n",
+            "finished_unix": 1, "complete": true,
+            "suites": [{ "suite": "s", "fingerprint": "f", "target": "t",
+                "gates": [{ "gate": "g", "load": "x", "repeats": 1, "figures": figures }] }]
+        });
+        std::fs::write(&record, run.to_string()).unwrap();
+        let o = servegate_with(
+            &[
+                "history",
+                "import",
+                record.to_str().unwrap(),
+                "--history",
+                history.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert_eq!(o.code, Some(2), "{}", o.out);
+        assert!(
+            o.out.contains(&format!("its gate `g` of suite `s` has {named}: a count, a time or a rate is never negative or infinite, so nothing of the file was imported")),
+            "{}",
+            o.out
+        );
+        assert!(o.out.contains("servegate: 0 run(s) added to "), "{}", o.out);
+    }
+}
+
+/// A history file another process keeps locked (an open `sqlite3`
+/// session's `BEGIN EXCLUSIVE`): a read gives up after 5 s, saying who
+/// holds what, instead of waiting a minute; once the lock is gone the same
+/// read works.
+#[test]
+fn a_read_behind_a_held_lock_gives_up_soon_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("report.json");
+    let run = serde_json::json!({
+        "schema": "servegate.run/2", "run_id": "1-1", "node": "n",
+        "finished_unix": 1, "complete": true,
+        "suites": [{ "suite": "s", "fingerprint": "f", "target": "t",
+            "gates": [{ "gate": "g", "load": "x", "repeats": 1, "figures": { "errors": 0.0 } }] }]
+    });
+    std::fs::write(&record, run.to_string()).unwrap();
+    let history = dir.path().join("h.sqlite");
+    let h = history.to_str().unwrap();
+    let o = servegate_with(
+        &[
+            "history",
+            "import",
+            record.to_str().unwrap(),
+            "--history",
+            h,
+        ],
+        &[],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.out);
+    let holder = rusqlite::Connection::open(&history).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let started = std::time::Instant::now();
+    let o = servegate_with(&["history", "list", "--all", "--history", h], &[]);
+    let waited = started.elapsed();
+    assert_eq!(o.code, Some(2), "{}", o.out);
+    assert!(
+        o.out.contains("stayed locked by another process for 5 s")
+            && o.out.contains("a read gave up"),
+        "{}",
+        o.out
+    );
+    // Five seconds and the process's start, on a loaded machine too.
+    assert!(waited < std::time::Duration::from_secs(40), "{waited:?}");
+    holder.execute_batch("ROLLBACK").unwrap();
+    let o = servegate_with(&["history", "list", "--all", "--history", h], &[]);
+    assert_eq!(o.code, Some(0), "{}", o.out);
+}
+
 /// A record is input: an imported one whose node, suite and GPU carry an
 /// escape sequence and a forged workflow command is stored and shown with
 /// both escaped, in a table and in JSON that stays JSON.
