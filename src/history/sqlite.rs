@@ -36,8 +36,24 @@ impl Sqlite {
                 source,
             })?;
         }
+        // A history file is never a symbolic link: one planted at the
+        // default path (a checkout's `target/servegate/history.sqlite`)
+        // would have servegate create and write a database wherever it
+        // points. The target itself can be named with `--history`.
+        if let Ok(to) = std::fs::read_link(path) {
+            return Err(HistoryError::Store {
+                at: path.display().to_string(),
+                source: format!(
+                    "it is a symbolic link (to {}): servegate opens no history through one; name the file itself with --history or {}",
+                    to.display(),
+                    super::HISTORY_ENV
+                )
+                .into(),
+            });
+        }
+        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
         let mut store = Sqlite {
-            conn: Connection::open(path).map_err(|e| store_error(path, e))?,
+            conn: Connection::open_with_flags(path, flags).map_err(|e| store_error(path, e))?,
             path: path.to_path_buf(),
         };
         store

@@ -191,6 +191,45 @@ fn a_read_behind_a_held_lock_gives_up_soon_and_says_why() {
     assert_eq!(o.code, Some(0), "{}", o.out);
 }
 
+/// A history file that is a symbolic link (one planted at the default
+/// path would have servegate create a database wherever it points) is
+/// refused, naming the link and its target; nothing is made there.
+#[cfg(unix)]
+#[test]
+fn a_symlinked_history_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let elsewhere = dir.path().join("elsewhere.sqlite");
+    std::os::unix::fs::symlink(&elsewhere, out.join("history.sqlite")).unwrap();
+    let record = dir.path().join("report.json");
+    let run = serde_json::json!({
+        "schema": "servegate.run/2", "run_id": "1-1", "node": "n",
+        "finished_unix": 1, "complete": true,
+        "suites": [{ "suite": "s", "fingerprint": "f", "target": "t",
+            "gates": [{ "gate": "g", "load": "x", "repeats": 1, "figures": { "errors": 0.0 } }] }]
+    });
+    std::fs::write(&record, run.to_string()).unwrap();
+    let o = servegate_with(
+        &[
+            "history",
+            "import",
+            record.to_str().unwrap(),
+            "--out-dir",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(o.code, Some(2), "{}", o.out);
+    assert!(
+        o.out.contains("history.sqlite: it is a symbolic link (to ")
+            && o.out.contains("servegate opens no history through one"),
+        "{}",
+        o.out
+    );
+    assert!(!elsewhere.exists(), "a database was made through the link");
+}
+
 /// A record is input: an imported one whose node, suite and GPU carry an
 /// escape sequence and a forged workflow command is stored and shown with
 /// both escaped, in a table and in JSON that stays JSON.
