@@ -7,15 +7,13 @@ use std::path::Path;
 
 use crate::record::RunRecord;
 
-/// The most bytes a file imported may have: a run record of thousands of
-/// trials with their excerpts is a few MiB.
-pub const MAX_IMPORT_BYTES: u64 = 64 << 20;
+use crate::record::MAX_RECORD_BYTES;
 
 /// The record of `file`: a servegate run record (an interrupted run's
 /// with its journal), else a benchmark tool's result file; a file over
-/// [`MAX_IMPORT_BYTES`] is refused unread.
+/// [`MAX_RECORD_BYTES`] is refused unread.
 pub fn read(file: &Path) -> Result<RunRecord, String> {
-    let text = crate::files::read_capped(file, "a run record or result file", MAX_IMPORT_BYTES)
+    let text = crate::files::read_capped(file, "a run record or result file", MAX_RECORD_BYTES)
         .map_err(|e| format!("cannot read it: {e}"))?;
     let mut record = match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(v) if v.get("schema").is_some() => {

@@ -223,11 +223,14 @@ pub fn append(path: &Path, trial: &TrialRecord) -> Result<(), FileError> {
 /// The trials of a run's journal that its record does not hold yet (the
 /// record of an interrupted run is its last checkpoint).
 pub fn merge_journal(record: &mut RunRecord, dir: &Path) {
-    let Ok(text) = std::fs::read_to_string(dir.join(JOURNAL)) else {
+    let Ok(text) = files::read_capped(&dir.join(JOURNAL), "a run's journal", MAX_RECORD_BYTES)
+    else {
         return;
     };
     for line in text.lines() {
-        if let Ok(t) = serde_json::from_str::<TrialRecord>(line)
+        if let Some(t) = serde_json::from_str(line)
+            .ok()
+            .and_then(|v| serde_json::from_value::<TrialRecord>(inert(v)).ok())
             && !record.trials.iter().any(|r| r.name == t.name)
         {
             record.trials.push(t);
@@ -235,7 +238,35 @@ pub fn merge_journal(record: &mut RunRecord, dir: &Path) {
     }
 }
 
-/// Reads a record from `report.json` or a run directory holding one; an
+/// The most bytes a record read back may have (a run of thousands of
+/// trials with their excerpts is a few MiB).
+pub const MAX_RECORD_BYTES: u64 = 64 << 20;
+
+/// Every string of a record read back (keys too) as it may reach a
+/// terminal, a CI log or a report: a record is a file anyone can write,
+/// and `report`, `report merge` and `history import` show its strings
+/// where the run that wrote it had made them safe. [`for_log`] keeps a
+/// message's lines and escapes what would act (an escape sequence, a
+/// line that is a workflow command); it changes nothing of a record
+/// servegate wrote.
+///
+/// [`for_log`]: crate::text::for_log
+fn inert(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(crate::text::for_log(&s)),
+        Value::Array(items) => Value::Array(items.into_iter().map(inert).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (crate::text::for_log(&k), inert(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// Reads a record from `report.json` or a run directory holding one (at
+/// most [`MAX_RECORD_BYTES`], every string made inert: [`inert`]); an
 /// interrupted run's journal is merged into it.
 pub fn read(path: &Path) -> Result<RunRecord, FileError> {
     let file = if path.is_dir() {
@@ -243,7 +274,15 @@ pub fn read(path: &Path) -> Result<RunRecord, FileError> {
     } else {
         path.to_path_buf()
     };
-    let mut record: RunRecord = files::read_json(&file, "a servegate run record")?;
+    let what = "a servegate run record";
+    let text = files::read_capped(&file, what, MAX_RECORD_BYTES)?;
+    let not_json = |source| FileError::NotJson {
+        path: file.clone(),
+        what,
+        source,
+    };
+    let value = serde_json::from_str(&text).map_err(not_json)?;
+    let mut record: RunRecord = serde_json::from_value(inert(value)).map_err(not_json)?;
     // An interrupted run's record is its last checkpoint: the trials after
     // it are in the journal beside it.
     if !record.complete

@@ -297,7 +297,9 @@ fn an_imported_record_cannot_forge_output() {
     let listed: serde_json::Value = serde_json::from_str(&text).expect("JSON");
     let hardware = listed[0]["hardware"].as_str().unwrap();
     assert!(
-        hardware.starts_with("1 x GPU evil\\u{1b}[2J\\n::error::forged"),
+        // Read back inert (a zero-width space breaks the command), then
+        // stored escaped.
+        hardware.starts_with("1 x GPU evil\\u{1b}[2J\\n:\u{200b}:error::forged"),
         "{hardware}"
     );
 }

@@ -367,3 +367,85 @@ fn an_invalid_suite_filtered_out_still_fails_the_run_and_says_why() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A record is a file anyone can write: one whose node, suite, trial,
+/// file, message and gate names carry an escape sequence and a forged
+/// workflow command is reported (`report --format md|annotations|junit`,
+/// `report merge`) with both made inert — no escape byte, no line a CI
+/// log reads as a command but servegate's own annotations.
+#[test]
+fn a_crafted_record_forges_nothing_in_its_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = servegate_with(
+        &[
+            "run",
+            "tests/suites/wrong_arithmetic.yaml",
+            "--out-dir",
+            dir.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(run.code, Some(1), "{}", run.out);
+    let forged = "evil\u{1b}[2J\n::error::forged";
+    let mut record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("latest/report.json")).unwrap(),
+    )
+    .unwrap();
+    let add = |v: &mut serde_json::Value| {
+        *v = serde_json::Value::String(format!("{}{forged}", v.as_str().unwrap_or("")));
+    };
+    add(&mut record["node"]);
+    for t in record["trials"].as_array_mut().unwrap() {
+        for k in ["name", "file", "message"] {
+            add(&mut t[k]);
+        }
+    }
+    for s in record["suites"].as_array_mut().unwrap() {
+        add(&mut s["suite"]);
+        add(&mut s["target"]);
+        for g in s["gates"].as_array_mut().unwrap() {
+            add(&mut g["gate"]);
+            add(&mut g["load"]);
+        }
+    }
+    let crafted = dir.path().join("crafted.json");
+    std::fs::write(&crafted, record.to_string()).unwrap();
+    let c = crafted.to_str().unwrap();
+    let merged_dir = dir.path().join("merged");
+    let mut outputs = Vec::new();
+    for format in ["md", "annotations", "junit"] {
+        let o = servegate_with(&["report", c, "--format", format], &[]);
+        outputs.push((format!("report --format {format}"), o.out));
+    }
+    let o = servegate_with(
+        &[
+            "report",
+            "merge",
+            &format!("a={c}"),
+            &format!("b={c}"),
+            "--out-dir",
+            merged_dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    outputs.push(("report merge".to_owned(), o.out));
+    for file in ["summary.md", "junit.xml", "report.html"] {
+        outputs.push((
+            file.to_owned(),
+            std::fs::read_to_string(merged_dir.join(file)).unwrap(),
+        ));
+    }
+    for (what, text) in &outputs {
+        assert!(
+            text.contains("evil"),
+            "{what}: the crafted strings are not shown:\n{text}"
+        );
+        assert!(!text.contains('\u{1b}'), "{what}: an escape byte:\n{text}");
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.trim_start().starts_with("::") && !l.starts_with("::error file=")),
+            "{what}: a forged workflow command:\n{text}"
+        );
+    }
+}
