@@ -432,15 +432,25 @@ fn libtest_args(extra: impl IntoIterator<Item = String>) -> Arguments {
 /// shell reports `yes | head -1`'s `yes`.
 const CLOSED_PIPE: u8 = 141;
 
-/// Whether a panic's payload is a write to a closed standard stream
-/// (`println!`'s, or libtest's printer unwrapping it).
-fn closed_pipe(payload: &(dyn std::any::Any + Send)) -> bool {
+/// Set by the panic hook when a panic was a write to a closed standard
+/// output: `println!`'s own (`failed printing to stdout`), or libtest's
+/// printer unwrapping its write — and nothing else (a broken pipe to a
+/// socket or a child is an error of its own, shown as any panic).
+static CLOSED_PIPE_SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the panic `info` describes is a write to a closed stdout.
+fn closed_pipe(info: &std::panic::PanicHookInfo<'_>) -> bool {
+    let payload = info.payload();
     let text = payload
         .downcast_ref::<String>()
         .map(String::as_str)
         .or_else(|| payload.downcast_ref::<&str>().copied())
         .unwrap_or("");
-    text.contains("kind: BrokenPipe") || text.contains("Broken pipe (os error 32)")
+    let printer = info
+        .location()
+        .is_some_and(|l| l.file().contains("libtest-mimic"));
+    (text.starts_with("failed printing to stdout") && text.contains("Broken pipe"))
+        || (printer && text.contains("kind: BrokenPipe"))
 }
 
 fn main() -> ExitCode {
@@ -450,20 +460,25 @@ fn main() -> ExitCode {
     }
     // `servegate list | head -1`: the reader closed the pipe. Rust ignores
     // SIGPIPE, so the next write fails and the printer (libtest's unwraps
-    // it) panics; that panic ends the command quietly, unwinding as it
-    // goes (a launched server is stopped), with the code a shell gives a
-    // process a closed pipe ended. SIGPIPE itself stays ignored: a write
-    // to a closed socket or to a sandboxed program's stdin must not end
-    // servegate.
+    // it) panics; that panic ends the command quietly, with the code a
+    // shell gives a process a closed pipe ended. A run's trials under way
+    // finish first (libtest's workers are joined as the panic unwinds),
+    // and a launched server is stopped as its owner is dropped. SIGPIPE
+    // itself stays ignored: a write to a closed socket or to a sandboxed
+    // program's stdin must not end servegate.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if !closed_pipe(info.payload()) {
+        if closed_pipe(info) {
+            CLOSED_PIPE_SEEN.store(true, std::sync::atomic::Ordering::SeqCst);
+        } else {
             default_hook(info);
         }
     }));
     match std::panic::catch_unwind(dispatch) {
         Ok(code) => code,
-        Err(payload) if closed_pipe(payload.as_ref()) => ExitCode::from(CLOSED_PIPE),
+        Err(_) if CLOSED_PIPE_SEEN.load(std::sync::atomic::Ordering::SeqCst) => {
+            ExitCode::from(CLOSED_PIPE)
+        }
         Err(payload) => std::panic::resume_unwind(payload),
     }
 }

@@ -1926,7 +1926,7 @@ fn tool_calls_are_held_to_openais_format() {
                     r#"{"index":1,"id":"call_b","type":"function","function":{"name":"get_weather","arguments":"{\"city\": 12}"}}"#,
                 ),
             ],
-            "1 of 2 calls of `get_weather` failed: call 1 of `get_weather` (id `call_b`): its arguments {\"city\":12} miss the schema: /city: 12 is not of type \"string\"",
+            "1 of 2 calls of `get_weather` failed: tool_calls[1] (id `call_b`): its arguments {\"city\":12} miss the schema: /city: 12 is not of type \"string\"",
         ),
     ];
     let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\ncorrectness:\n  - name: probe\n    prompt: \"What is the weather in Paris?\"\n    tools:\n      - name: get_weather\n        parameters: { type: object, properties: { city: { type: string } }, required: [city] }\n    expect: [{ tool_call: get_weather }]\n";

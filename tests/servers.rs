@@ -578,6 +578,23 @@ fn judged(
     Ok(())
 }
 
+/// The requests SGLang on a loopback `port` says it is running
+/// (`sglang:num_running_reqs`), if it answers.
+fn running_requests(port: u16) -> Option<f64> {
+    use std::io::{Read as _, Write as _};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .ok()?;
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    text.lines()
+        .filter(|l| l.starts_with("sglang:num_running_reqs"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .reduce(f64::max)
+}
+
 /// A suite file `name.yaml` in `dir`, its text `body`.
 fn suite_file(dir: &std::path::Path, name: &str, body: &str) -> Result<std::path::PathBuf, Failed> {
     let path = dir.join(format!("{name}.yaml"));
@@ -602,7 +619,7 @@ fn suite_file(dir: &std::path::Path, name: &str, body: &str) -> Result<std::path
 ///   rest of the suite fails with that cause instead of waiting.
 ///
 /// And one SGLang that servegate launches: its scheduler killed in the
-/// middle of a gate's stream fails that gate with SGLang's own line
+/// middle of a gate's stream (once SGLang counts it running) fails that gate with SGLang's own line
 /// (`Subprocess scheduler_0 (pid=…) crashed with exit code -9`) and its
 /// log's tail.
 fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
@@ -713,9 +730,15 @@ fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
         ],
     )?;
     drop(server);
+    crash_mid_stream(servers, dir.path(), probe)
+}
 
+/// The crash of [`sglang_faults`]: SGLang launched by servegate, its
+/// scheduler killed mid-stream.
+fn crash_mid_stream(servers: &Installed, dir: &std::path::Path, probe: &str) -> Result<(), Failed> {
+    use nix::sys::signal::Signal;
     let crash = suite_file(
-        dir.path(),
+        dir,
         "sglang-crash",
         &format!(
             "suite: sglang-crash\ntarget:\n  api: openai-chat\n  launch:\n    command: [{python:?}, -m, sglang.launch_server, --model-path, {checkpoint:?}, {flags}, --host, \"{{host}}\", --port, \"{{port}}\"]\n    env: {{ {env} }}\n    ready: {{ path: /health_generate, interval: 500ms, timeout: 300s }}\n    fatal_log_patterns: ['Subprocess \\S+ \\(pid=\\d+\\) crashed']\n    grace: 10s\n  timeouts: {{ connect: 5s, first_token: 60s, idle: 30s, total: 600s }}\ndefaults: {{ temperature: 0 }}\ncorrectness:\n{probe}performance:\n  - name: crash\n    load: {{ concurrency: 1, requests: 1, warmup: 0, input_tokens: 16, output_tokens: 2000, ignore_eos: true }}\n    thresholds: {{ errors: \"== 0\" }}\n",
@@ -726,13 +749,27 @@ fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
         ),
     )?;
     let killed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut port = None;
     let run = run_watching(&crash, servers, |line, servegate| {
+        if line.contains("LAUNCHED server") {
+            port = line
+                .rsplit("http://127.0.0.1:")
+                .next()
+                .and_then(|p| p.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|p| p.parse::<u16>().ok());
+        }
         if line.starts_with("test sglang-crash::correctness::arithmetic ") {
-            // The gate's one request is under way within a second of the
-            // probe's end; it asks for 2,000 tokens (over a minute here).
-            let killed = std::sync::Arc::clone(&killed);
+            // The gate's one request asks for 2,000 tokens (over a minute
+            // here): SGLang's gauge shows it running once its scheduler
+            // logs a decode batch (every 40 tokens), mid-stream.
+            let (killed, port) = (std::sync::Arc::clone(&killed), port);
             std::thread::spawn(move || {
-                std::thread::sleep(std::time::Duration::from_secs(3));
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+                while std::time::Instant::now() < deadline
+                    && port.and_then(running_requests).unwrap_or(0.0) < 1.0
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
                 killed.store(
                     signal_schedulers(servegate, Signal::SIGKILL),
                     std::sync::atomic::Ordering::SeqCst,

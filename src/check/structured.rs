@@ -72,9 +72,9 @@ pub fn tool_call(c: &Completion, name: &str, schema: Option<&Value>) -> Result<(
             continue;
         }
         let which = if call.id.is_empty() {
-            format!("call {i} of `{name}`")
+            format!("tool_calls[{i}]")
         } else {
-            format!("call {i} of `{name}` (id `{}`)", call.id)
+            format!("tool_calls[{i}] (id `{}`)", call.id)
         };
         let arguments: Value = match serde_json::from_str(&call.arguments) {
             Ok(v) => v,
@@ -173,7 +173,7 @@ mod tests {
         });
         let why = tool_call(&two, "get_weather", Some(&s)).unwrap_err();
         assert!(
-            why.starts_with("1 of 2 calls of `get_weather` failed: call 1 of `get_weather` (id `call_b`): its arguments {\"city\":12} miss the schema: /city: 12 is not of type"),
+            why.starts_with("1 of 2 calls of `get_weather` failed: tool_calls[1] (id `call_b`): its arguments {\"city\":12} miss the schema: /city: 12 is not of type"),
             "{why}"
         );
         two.tool_calls[1].arguments = r#"{"city": "Rome"}"#.into();

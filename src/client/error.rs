@@ -75,6 +75,12 @@ pub struct CallError {
 }
 
 impl CallError {
+    /// Whether the client gave up on the request at a deadline after it
+    /// reached the server (any deadline but the connect's).
+    pub fn abandoned(&self) -> bool {
+        matches!(self.kind, ErrorKind::Timeout(d, _) if d != Deadline::Connect)
+    }
+
     /// An error without partial output.
     pub fn new(kind: ErrorKind, detail: impl Into<String>) -> Self {
         Self {

@@ -4,7 +4,7 @@
 //! beyond its tolerance is `client-limited` — it measures servegate, by
 //! that much, not the server. It fails its gate only where that could have
 //! changed a verdict: where the interval its true value lies in crosses a
-//! threshold's bound ([`ClientCheck::stake`]).
+//! threshold's bound ([`at_stake`]).
 //!
 //! Where the client's error comes from, and its bound:
 //! - **Tokens read together.** Arrival times are the kernel's receive
@@ -150,37 +150,15 @@ impl FigureBound {
         }
     }
 
-    /// Where the true figure lies; `None` where nothing bounds it.
-    fn interval(&self) -> Option<(f64, f64)> {
-        let b = self.bound?;
+    /// Where the true figure lies when the client may have moved it past
+    /// its tolerance (within it, run-to-run noise moves the figure more
+    /// than the client could: the figure counts as exact); `None` where
+    /// it did not, or nothing bounds it.
+    fn moved_range(&self) -> Option<(f64, f64)> {
+        let b = self.bound.filter(|_| self.moved())?;
         Some((
             self.low.unwrap_or(self.value - b),
             self.high.unwrap_or(self.value + b),
-        ))
-    }
-
-    /// Why the client's error could change the verdict of `value op
-    /// bound`: it is beyond the tolerance (within it, run-to-run noise
-    /// moves the figure more than the client could), and the true
-    /// figure's interval holds values on both sides of the bound.
-    fn at_stake(&self, op: Op, bound: f64) -> Option<String> {
-        if !self.moved() {
-            return None;
-        }
-        let (low, high) = self.interval()?;
-        let now = op.holds(self.value, bound);
-        if op.holds(low, bound) == now && op.holds(high, bound) == now {
-            return None;
-        }
-        Some(format!(
-            "{} {} could be off by up to {}: the true figure lies in {} … {}, on both sides of `{} {}`",
-            self.figure,
-            self.show(self.value),
-            self.show(self.bound.unwrap_or(0.0)),
-            self.show(low),
-            self.show(high),
-            op.symbol(),
-            self.show(bound)
         ))
     }
 
@@ -240,23 +218,140 @@ pub struct ClientCheck {
     /// figure's true value could lie on the other side of its bound): the
     /// gate then fails as client-limited. A figure however far the client
     /// moved it, whose whole interval lies on one side of every bound,
-    /// decides nothing the client did ([`ClientCheck::stake`]).
+    /// decides nothing the client did ([`at_stake`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_stake: Option<String>,
 }
 
-/// A threshold of a gate as judged: its figure, how it compares, against
-/// what bound (resolved), and the figure measured.
-#[derive(Debug, Clone, Copy)]
-pub struct Judged {
-    /// The figure.
-    pub key: MetricKey,
-    /// How it compares.
-    pub op: Op,
-    /// Against what.
-    pub bound: f64,
-    /// What was measured.
-    pub value: f64,
+/// How far above its measured value a rate the client set may truly lie,
+/// as a factor: unbounded in principle (the server could have served any
+/// more), a factor no server reaches in practice.
+const RATE_CEILING: f64 = 1e9;
+
+/// Why the client's error could change the verdict of `key op bound`
+/// over a gate's repeats — each its measured value and its client's
+/// check — judged as `mode` says; `None` when the verdict is the same
+/// wherever the true figures lie within the client's bounds.
+///
+/// Each repeat's true figure lies in an interval: its figure's when the
+/// client moved it beyond the tolerance, `[v, ∞)` for a rate a client
+/// thread set (it can only have been held down), else the measured value
+/// alone. The verdict's own figure is then bounded: the mean between the
+/// means of the intervals' ends; the standard deviation within the
+/// measured one ± `sqrt(Σδ²/(n−1))` (δ a repeat's widest move: the
+/// deviation is a norm of the centred values); a confidence interval's end
+/// within the mean's range ± t·s/√n over the deviation's range. The
+/// threshold is at stake when that range holds figures on both sides of
+/// its bound; `==` whenever it holds the bound or a value off it.
+pub fn at_stake(
+    key: MetricKey,
+    op: Op,
+    bound: f64,
+    mode: crate::suite::VerdictMode,
+    repeats: &[(f64, &ClientCheck)],
+) -> Option<String> {
+    use crate::suite::VerdictMode;
+    let mut moved = Vec::new();
+    let mut ranges = Vec::with_capacity(repeats.len());
+    for (i, (v, check)) in repeats.iter().enumerate() {
+        let which = if repeats.len() > 1 {
+            format!(" (repeat {})", i + 1)
+        } else {
+            String::new()
+        };
+        let range = if is_rate(key.metric) {
+            check.rate_setter().map(|setter| {
+                moved.push(format!(
+                    "{key} {v:.1}{which} was set by the client ({setter}), and the server's could be higher"
+                ));
+                (*v, v.abs().max(1.0) * RATE_CEILING)
+            })
+        } else {
+            check
+                .figures
+                .iter()
+                .find(|f| f.figure == key)
+                .and_then(|f| {
+                    let (low, high) = f.moved_range()?;
+                    moved.push(format!(
+                        "{key} {}{which} could be off by up to {}",
+                        f.show(*v),
+                        f.show(f.bound.unwrap_or(0.0)),
+                    ));
+                    Some((low, high))
+                })
+        };
+        ranges.push(range.unwrap_or((*v, *v)));
+    }
+    if moved.is_empty() {
+        return None;
+    }
+    #[expect(clippy::cast_precision_loss, reason = "repeat counts are small")]
+    let n = repeats.len() as f64;
+    let mean = |f: fn(&(f64, f64)) -> f64| ranges.iter().map(f).sum::<f64>() / n;
+    let (mean_lo, mean_hi) = (mean(|r| r.0), mean(|r| r.1));
+    // One repeat, or the mean's verdict: the mean's range decides.
+    let (lo, hi) = if repeats.len() < 2 || mode == VerdictMode::Mean {
+        (mean_lo, mean_hi)
+    } else {
+        let values: Vec<f64> = repeats.iter().map(|(v, _)| *v).collect();
+        let measured = crate::load::estimate::Estimate::of(values);
+        let widest: f64 = repeats
+            .iter()
+            .zip(&ranges)
+            .map(|((v, _), (l, h))| (v - l).max(h - v).powi(2))
+            .sum();
+        let d = (widest / (n - 1.0)).sqrt();
+        let k = crate::load::estimate::t95(repeats.len() - 1) / n.sqrt();
+        let (s_lo, s_hi) = ((measured.stddev - d).max(0.0), measured.stddev + d);
+        // The end of the interval the verdict reads (`judge::holds`).
+        let upper_end = matches!(
+            (mode, op),
+            (VerdictMode::Lenient, Op::Ge | Op::Gt) | (VerdictMode::Strict, Op::Le | Op::Lt)
+        );
+        if op == Op::Eq {
+            (mean_lo - k * s_hi, mean_hi + k * s_hi)
+        } else if upper_end {
+            (mean_lo + k * s_lo, mean_hi + k * s_hi)
+        } else {
+            (mean_lo - k * s_hi, mean_hi - k * s_lo)
+        }
+    };
+    let certain = if op == Op::Eq {
+        lo > bound || hi < bound
+    } else {
+        op.holds(lo, bound) == op.holds(hi, bound)
+    };
+    if certain {
+        return None;
+    }
+    let show = |v: f64| {
+        if key.metric.is_duration() {
+            format_secs(v)
+        } else {
+            format!("{v:.1}")
+        }
+    };
+    let figure = if repeats.len() > 1 {
+        format!(
+            "its {} verdict's figure over {} repeats",
+            mode.name(),
+            repeats.len()
+        )
+    } else {
+        "the true figure".to_owned()
+    };
+    let range = if hi >= RATE_CEILING {
+        format!("at {} or more", show(lo))
+    } else {
+        format!("anywhere in {} … {}", show(lo), show(hi))
+    };
+    Some(format!(
+        "{}: {figure} could lie {range}, on both sides of `{} {}`",
+        moved.join("; "),
+        op.symbol(),
+        show(bound)
+    ))
 }
 
 /// Whether a figure is a throughput (tok/s, requests/s, goodput).
@@ -385,46 +480,13 @@ impl ClientCheck {
         }
     }
 
-    /// Sets [`ClientCheck::at_stake`] from the gate's thresholds: a
-    /// threshold is at stake when its figure's true value, within the
-    /// client's bounds, could lie on the other side of its bound. A rate
-    /// the client set can only be understated (the server could have
-    /// served more): a `>=` it meets, or a `<=` it misses, is certain
-    /// whatever the client did; the other verdicts are at stake.
-    pub fn stake(&mut self, judged: &[Judged]) {
-        let rate_setter = self
-            .threads
+    /// Why a client thread set the gate's request rate, if one did (the
+    /// first).
+    pub fn rate_setter(&self) -> Option<String> {
+        self.threads
             .iter()
             .enumerate()
-            .find_map(|(i, t)| t.set_the_rate().map(|w| format!("thread {i} {w}")));
-        let why: Vec<String> = judged
-            .iter()
-            .filter_map(|j| {
-                if is_rate(j.key.metric) {
-                    let setter = rate_setter.as_ref()?;
-                    let certain = match j.op {
-                        Op::Ge | Op::Gt => j.op.holds(j.value, j.bound),
-                        Op::Le | Op::Lt => !j.op.holds(j.value, j.bound),
-                        Op::Eq => false,
-                    };
-                    return (!certain).then(|| {
-                        format!(
-                            "{} {:.1} was set by the client ({setter}), and the server's could be higher: `{} {} {:.1}` could go the other way",
-                            j.key,
-                            j.value,
-                            j.key,
-                            j.op.symbol(),
-                            j.bound
-                        )
-                    });
-                }
-                self.figures
-                    .iter()
-                    .find(|f| f.figure == j.key)?
-                    .at_stake(j.op, j.bound)
-            })
-            .collect();
-        self.at_stake = (!why.is_empty()).then(|| why.join("; "));
+            .find_map(|(i, t)| t.set_the_rate().map(|w| format!("thread {i} {w}")))
     }
 
     /// The failure of a gate whose verdict the client could have changed.
@@ -528,14 +590,16 @@ mod tests {
         .judged(figures, rates)
     }
 
-    /// `c` staked on one threshold `key op bound`, measured `value`.
+    /// `c` staked on one threshold `key op bound`, one repeat measured
+    /// `value`.
     fn staked(mut c: ClientCheck, key_text: &str, op: Op, bound: f64, value: f64) -> ClientCheck {
-        c.stake(&[Judged {
-            key: key(key_text),
+        c.at_stake = at_stake(
+            key(key_text),
             op,
             bound,
-            value,
-        }]);
+            crate::suite::VerdictMode::Mean,
+            &[(value, &c)],
+        );
         c
     }
 
@@ -581,7 +645,7 @@ mod tests {
         assert_eq!(
             near.at_stake.as_deref(),
             Some(
-                "ttft.p99 100.00ms could be off by up to 9.80ms: the true figure lies in 90.20ms … 109.80ms, on both sides of `<= 95.00ms`"
+                "ttft.p99 100.00ms could be off by up to 9.80ms: the true figure could lie anywhere in 90.20ms … 109.80ms, on both sides of `<= 95.00ms`"
             )
         );
         let failure = near.failure().unwrap();
@@ -593,6 +657,51 @@ mod tests {
             near.summary().contains(": CLIENT-LIMITED ("),
             "{}",
             near.summary()
+        );
+    }
+
+    /// Over repeats the verdict reads their mean, or its interval: a
+    /// repeat certain alone does not make the verdict certain.
+    #[test]
+    fn a_verdict_over_repeats_is_staked_as_the_verdict_reads_them() {
+        use crate::suite::VerdictMode::{Lenient, Mean, Strict};
+        let busy = check(vec![thread(0.95)], Vec::new(), true);
+        let rate = |op, bound, mode, values: &[f64]| {
+            let each: Vec<(f64, &ClientCheck)> = values.iter().map(|v| (*v, &busy)).collect();
+            at_stake(key("output_tok_s"), op, bound, mode, &each).is_some()
+        };
+        // Repeat 1 misses `<= 500` for sure, repeat 2 meets it only as
+        // measured: the mean (475) passes, the true one may not.
+        assert!(rate(Op::Le, 500.0, Mean, &[550.0, 400.0]));
+        // Each repeat misses `<= 500`; the lenient interval meets it as
+        // measured, and higher true rates could narrow it past the bound.
+        assert!(rate(Op::Le, 500.0, Lenient, &[510.0, 900.0, 510.0]));
+        // A lower bound the held-down rates already meet, leniently or by
+        // the mean, is met; strictly, higher true rates may widen the
+        // interval below it.
+        assert!(!rate(Op::Ge, 100.0, Lenient, &[550.0, 400.0]));
+        assert!(!rate(Op::Ge, 100.0, Mean, &[550.0, 400.0]));
+        assert!(rate(Op::Ge, 100.0, Strict, &[550.0, 400.0]));
+        // TPOT can only have been understated: 100 (true 100–110) and 80
+        // (true 80–85) average 90, their truth 90–97.5, across 95.
+        let tpot = |v: f64, high: f64| {
+            check(
+                vec![thread(0.2)],
+                vec![FigureBound::within(key("tpot.mean"), v, v, high)],
+                false,
+            )
+        };
+        let (a, b) = (tpot(0.100, 0.110), tpot(0.080, 0.085));
+        let each = [(0.100, &a), (0.080, &b)];
+        let said = at_stake(key("tpot.mean"), Op::Le, 0.095, Mean, &each).unwrap();
+        assert_eq!(
+            said,
+            "tpot.mean 100.00ms (repeat 1) could be off by up to 10.00ms; tpot.mean 80.00ms (repeat 2) could be off by up to 5.00ms: its mean verdict's figure over 2 repeats could lie anywhere in 90.00ms … 97.50ms, on both sides of `<= 95.00ms`"
+        );
+        assert_eq!(
+            at_stake(key("tpot.mean"), Op::Le, 0.1, Mean, &each),
+            None,
+            "97.5 ms at most meets 100 ms"
         );
     }
 
@@ -669,7 +778,7 @@ mod tests {
                 .at_stake
                 .as_deref(),
             Some(
-                "output_tok_s 120.0 was set by the client (thread 1 busy 94%), and the server's could be higher: `output_tok_s >= 150.0` could go the other way"
+                "output_tok_s 120.0 was set by the client (thread 1 busy 94%), and the server's could be higher: the true figure could lie at 120.0 or more, on both sides of `>= 150.0`"
             )
         );
         // Without a gated rate, a busy thread that moved no figure is fine.

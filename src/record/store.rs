@@ -313,6 +313,18 @@ pub fn accept(out: &Path) -> Result<Vec<PathBuf>, String> {
             .as_ref()
             .map_or_else(|| baseline::dir(&working_project()), PathBuf::from);
         for gate in &suite.gates {
+            // A figure the client moved past its tolerance measures the
+            // client: held to it, later runs would be judged against
+            // servegate's own limit (a held-down rate, an inflated TTFT).
+            if let Some(why) = gate.client.as_ref().and_then(|c| c.limited.as_deref()) {
+                eprintln!(
+                    "warning: no baseline for `{}::{}`: its figures are client-limited ({}); rerun it where the client has room",
+                    crate::text::printable(&suite.suite),
+                    crate::text::printable(&gate.gate),
+                    crate::text::printable(why)
+                );
+                continue;
+            }
             let file = baseline::path(&dir, &suite.suite, &gate.file_parts());
             let entry = Entry {
                 saved_unix: figures.finished_unix,

@@ -157,7 +157,7 @@ fn tool_calls_and_json_that_miss_their_schemas_fail_saying_how() {
         &failure_of(&out, "tool_calls_bad::correctness::missing_city"),
         &[
             "error: assertion failed: expected a call of `get_weather` with arguments that meet its schema\n  --> tests/suites/tool-calls-bad.yaml:21:9",
-            "found:    1 of 1 call of `get_weather` failed: call 0 of `get_weather` (id `call_sim-1`): its arguments {\"unit\":\"kelvin\"} miss the schema: \"city\" is a required property",
+            "found:    1 of 1 call of `get_weather` failed: tool_calls[0] (id `call_sim-1`): its arguments {\"unit\":\"kelvin\"} miss the schema: \"city\" is a required property",
             "\"tools\":[{\"function\":{\"name\":\"get_weather\",\"parameters\":{",
         ],
     );

@@ -35,13 +35,18 @@ fn starved_run(args: &[&str]) -> Option<(crate::common::run::Run, serde_json::Va
         &std::fs::read_to_string(dir.path().join("latest/report.json")).unwrap(),
     )
     .unwrap();
-    let thread = &record["suites"][0]["gates"][0]["client"]["threads"][0];
-    let share = |k: &str| thread[k].as_f64().unwrap_or(0.0);
-    let idle = 1.0 - share("busy") - share("waited");
-    if o.code == Some(0) && args.is_empty() && idle > 0.10 {
+    // Each gate's client must have been saturated for what the test holds
+    // of it: on a loaded machine the simulator, starved, may set the rate.
+    let idle = |gate: usize| {
+        let thread = &record["suites"][0]["gates"][gate]["client"]["threads"][0];
+        let share = |k: &str| thread[k].as_f64().unwrap_or(0.0);
+        1.0 - share("busy") - share("waited")
+    };
+    let idlest = idle(0).max(idle(1));
+    if args.is_empty() && idlest > 0.10 {
         eprintln!(
-            "note: the client thread was idle {:.0}% of the window (the simulator, starved by this machine's load, set the rate): the saturated client was not tested in this run",
-            100.0 * idle
+            "note: a client thread was idle {:.0}% of its window (the simulator, starved by this machine's load, set the rate): the saturated client was not tested in this run",
+            100.0 * idlest
         );
         return None;
     }
@@ -84,7 +89,7 @@ fn a_saturated_client_fails_its_gate_and_says_it_was_the_bottleneck() {
         ],
     );
     assert!(
-        first.contains("and the server's could be higher: `output_tok_s >= 1000000000000.0` could go the other way"),
+        first.contains("and the server's could be higher: the true figure could lie at "),
         "{failure}"
     );
     // A bound the client's own rate meets is met: the gate passes, its

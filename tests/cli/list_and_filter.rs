@@ -213,7 +213,7 @@ fn skipping_every_trial_is_no_match() {
 /// A reader that closes the pipe after its first line (`servegate list |
 /// head -1`, `servegate run … | head`): servegate ends quietly, with the
 /// code a shell gives a process a closed pipe ended (128 + SIGPIPE), no
-/// panic; a run stops its work on the way out.
+/// panic (a run's trials under way finish first).
 #[test]
 fn a_closed_pipe_ends_the_command_quietly() {
     use std::io::BufRead as _;

@@ -275,10 +275,18 @@ fn self_check(
     out: &mut Message,
 ) -> Option<(String, bool)> {
     let last = repeats.last()?;
+    // The verdict at stake first (the last repeat's check says it), then
+    // a repeat whose figures are client-limited, then the last.
     let check = repeats
         .iter()
         .map(|m| &m.client)
-        .find(|c| c.limited.is_some())
+        .find(|c| c.at_stake.is_some())
+        .or_else(|| {
+            repeats
+                .iter()
+                .map(|m| &m.client)
+                .find(|c| c.limited.is_some())
+        })
         .or_else(|| Some(&last.client).filter(|c| !c.threads.is_empty()))?;
     let failure = check.failure();
     let fails = failure.is_some() && refs.client_limited == OnClientLimited::Fail;
@@ -499,7 +507,7 @@ fn resolve(t: &Threshold, est: Option<&Estimate>, refs: &References<'_>) -> Reso
 /// The client's self-check of each repeat is decided here, where each
 /// threshold's bound is known: it fails the gate only where the client's
 /// error could have changed a verdict
-/// ([`crate::load::selfcheck::ClientCheck::stake`]).
+/// ([`crate::load::selfcheck::at_stake`]).
 pub fn judge(
     suite: &Suite,
     gate: &Gate,
@@ -520,20 +528,26 @@ pub fn judge(
             (lt, implicit, est, resolution)
         })
         .collect();
+    // Whether the client's error could change a verdict, each threshold
+    // over every repeat as its verdict reads them; said by the last
+    // repeat's check (the record's).
+    let stakes: Vec<String> = plan
+        .iter()
+        .filter_map(|(lt, _, _, resolution)| {
+            let t = &lt.threshold;
+            let bound = *resolution.as_ref().ok()?.resolved.as_ref().ok()?;
+            let each: Option<Vec<(f64, &selfcheck::ClientCheck)>> = repeats
+                .iter()
+                .map(|m| Some((m.value(t.key)?, &m.client)))
+                .collect();
+            selfcheck::at_stake(t.key, t.op, bound, gate.verdict, &each?)
+        })
+        .collect();
     for m in repeats.iter_mut() {
-        let judged: Vec<selfcheck::Judged> = plan
-            .iter()
-            .filter_map(|(lt, _, _, resolution)| {
-                let t = &lt.threshold;
-                Some(selfcheck::Judged {
-                    key: t.key,
-                    op: t.op,
-                    bound: *resolution.as_ref().ok()?.resolved.as_ref().ok()?,
-                    value: m.value(t.key)?,
-                })
-            })
-            .collect();
-        m.client.stake(&judged);
+        m.client.at_stake = None;
+    }
+    if let Some(last) = repeats.last_mut() {
+        last.client.at_stake = (!stakes.is_empty()).then(|| stakes.join("; "));
     }
     let repeats = &*repeats;
     let last = repeats.last().expect("at least one repeat");

@@ -42,6 +42,7 @@ pub struct Recorder {
     /// failing gate keeps what its message needs, not every error.
     errors: u64,
     error_classes: BTreeMap<&'static str, u64>,
+    abandoned: u64,
     first_errors: Vec<String>,
     token_sources: BTreeMap<&'static str, u64>,
     slo: Slo,
@@ -85,6 +86,7 @@ impl Recorder {
             chunk_tokens: 0,
             errors: 0,
             error_classes: BTreeMap::new(),
+            abandoned: 0,
             first_errors: Vec::new(),
             token_sources: BTreeMap::new(),
             slo,
@@ -240,6 +242,9 @@ impl Recorder {
     pub fn fail(&mut self, e: &CallError) {
         self.errors += 1;
         *self.error_classes.entry(e.class()).or_insert(0) += 1;
+        if e.abandoned() {
+            self.abandoned += 1;
+        }
         if self.first_errors.len() < KEEP_ERRORS {
             self.first_errors.push(e.to_string());
         }
@@ -281,6 +286,7 @@ impl Recorder {
         self.usage_tokens = self.usage_tokens.saturating_add(other.usage_tokens);
         self.chunk_tokens = self.chunk_tokens.saturating_add(other.chunk_tokens);
         self.errors += other.errors;
+        self.abandoned += other.abandoned;
         for (k, v) in other.error_classes {
             *self.error_classes.entry(k).or_insert(0) += v;
         }
@@ -327,6 +333,7 @@ impl Recorder {
             completed: self.completed,
             errors: self.errors,
             error_classes: self.error_classes,
+            abandoned: self.abandoned,
             first_errors: self.first_errors,
             output_tokens: self.output_tokens,
             input_tokens: (self.input_reported == self.completed && self.completed > 0)

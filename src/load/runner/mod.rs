@@ -244,8 +244,7 @@ pub async fn run_watched(
     // Tokens the check beside the load asked for are the server's too.
     watch.side_quiet().await;
     metrics.side_tokens = watch.side_tokens.swap(0, Ordering::SeqCst);
-    let abandoned = metrics.error_classes.get("timeout").copied().unwrap_or(0);
-    let after = scrape_after(client, before.as_ref().ok(), abandoned).await;
+    let after = scrape_after(client, before.as_ref().ok(), metrics.abandoned).await;
     metrics.server = before.and_then(|b| {
         after.map(|a| ServerView {
             samples,
