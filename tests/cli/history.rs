@@ -102,6 +102,27 @@ fn every_run_is_recorded_and_reads_back_with_its_run() {
     );
 }
 
+/// A run record of one suite `s` with one gate `g` of `figures`, written
+/// in `dir`: its path.
+fn one_gate_record(dir: &std::path::Path, figures: &serde_json::Value) -> std::path::PathBuf {
+    let record = dir.join("report.json");
+    let run = serde_json::json!({
+        "schema": "servegate.run/2", "run_id": "1-1", "node": "n",
+        "finished_unix": 1, "complete": true,
+        "suites": [{ "suite": "s", "fingerprint": "f", "target": "t",
+            "gates": [{ "gate": "g", "load": "x", "repeats": 1, "figures": figures }] }]
+    });
+    std::fs::write(&record, run.to_string()).unwrap();
+    record
+}
+
+/// `servegate history import <record> <args…>`.
+fn import_with(record: &std::path::Path, args: &[&str]) -> crate::common::run::Run {
+    let mut all = vec!["history", "import", record.to_str().unwrap()];
+    all.extend_from_slice(args);
+    servegate_with(&all, &[])
+}
+
 /// A figure no measurement gives — negative errors, a negative or
 /// infinite throughput — refuses the whole file: it would become the
 /// baseline every later run is held to.
@@ -116,24 +137,8 @@ fn an_imported_record_with_an_impossible_figure_is_refused_whole() {
             "output_tok_s = -100",
         ),
     ] {
-        let record = dir.path().join("report.json");
-        let run = serde_json::json!({
-            "schema": "servegate.run/2", "run_id": "1-1", "node": "n",
-            "finished_unix": 1, "complete": true,
-            "suites": [{ "suite": "s", "fingerprint": "f", "target": "t",
-                "gates": [{ "gate": "g", "load": "x", "repeats": 1, "figures": figures }] }]
-        });
-        std::fs::write(&record, run.to_string()).unwrap();
-        let o = servegate_with(
-            &[
-                "history",
-                "import",
-                record.to_str().unwrap(),
-                "--history",
-                history.to_str().unwrap(),
-            ],
-            &[],
-        );
+        let record = one_gate_record(dir.path(), &figures);
+        let o = import_with(&record, &["--history", history.to_str().unwrap()]);
         assert_eq!(o.code, Some(2), "{}", o.out);
         assert!(
             o.out.contains(&format!("its gate `g` of suite `s` has {named}: a count, a time or a rate is never negative or infinite, so nothing of the file was imported")),
@@ -151,26 +156,10 @@ fn an_imported_record_with_an_impossible_figure_is_refused_whole() {
 #[test]
 fn a_read_behind_a_held_lock_gives_up_soon_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
-    let record = dir.path().join("report.json");
-    let run = serde_json::json!({
-        "schema": "servegate.run/2", "run_id": "1-1", "node": "n",
-        "finished_unix": 1, "complete": true,
-        "suites": [{ "suite": "s", "fingerprint": "f", "target": "t",
-            "gates": [{ "gate": "g", "load": "x", "repeats": 1, "figures": { "errors": 0.0 } }] }]
-    });
-    std::fs::write(&record, run.to_string()).unwrap();
+    let record = one_gate_record(dir.path(), &serde_json::json!({ "errors": 0.0 }));
     let history = dir.path().join("h.sqlite");
     let h = history.to_str().unwrap();
-    let o = servegate_with(
-        &[
-            "history",
-            "import",
-            record.to_str().unwrap(),
-            "--history",
-            h,
-        ],
-        &[],
-    );
+    let o = import_with(&record, &["--history", h]);
     assert_eq!(o.code, Some(0), "{}", o.out);
     let holder = rusqlite::Connection::open(&history).unwrap();
     holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
@@ -202,24 +191,8 @@ fn a_symlinked_history_is_refused() {
     std::fs::create_dir_all(&out).unwrap();
     let elsewhere = dir.path().join("elsewhere.sqlite");
     std::os::unix::fs::symlink(&elsewhere, out.join("history.sqlite")).unwrap();
-    let record = dir.path().join("report.json");
-    let run = serde_json::json!({
-        "schema": "servegate.run/2", "run_id": "1-1", "node": "n",
-        "finished_unix": 1, "complete": true,
-        "suites": [{ "suite": "s", "fingerprint": "f", "target": "t",
-            "gates": [{ "gate": "g", "load": "x", "repeats": 1, "figures": { "errors": 0.0 } }] }]
-    });
-    std::fs::write(&record, run.to_string()).unwrap();
-    let o = servegate_with(
-        &[
-            "history",
-            "import",
-            record.to_str().unwrap(),
-            "--out-dir",
-            out.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let record = one_gate_record(dir.path(), &serde_json::json!({ "errors": 0.0 }));
+    let o = import_with(&record, &["--out-dir", out.to_str().unwrap()]);
     assert_eq!(o.code, Some(2), "{}", o.out);
     assert!(
         o.out.contains("history.sqlite: it is a symbolic link (to ")
