@@ -269,7 +269,6 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
                 .iter()
                 .find(|t| t.name == trial)
                 .is_some_and(|t| t.outcome == TrialOutcome::Passed);
-            let client_limited = gate.client.as_ref().is_some_and(|c| c.limited.is_some());
             let (gate_stored, load) = (stored(&name), kept(&gate.load, LONG_CHARS));
             for (key, value) in gate.figures.iter() {
                 if !value.is_finite() {
@@ -290,7 +289,10 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
                     server_version: server_version.clone(),
                     suite_commit: suite_commit.clone(),
                     gate_passed,
-                    client_limited,
+                    // Only the figures the client moved: a gate that passed
+                    // with one (its verdict certain) still builds the
+                    // history of the others.
+                    client_limited: gate.client.as_ref().is_some_and(|c| c.limits(key)),
                     load: load.clone(),
                 });
             }
@@ -777,6 +779,37 @@ mod tests {
             ])),
             "1 x NVIDIA L4 + 1 x NVIDIA A10G"
         );
+    }
+
+    #[test]
+    fn only_the_figures_the_client_moved_are_not_counted() {
+        // A passing gate whose ITL the client moved past its tolerance (its
+        // verdict certain): that figure is kept, not counted; its decode
+        // rate counts.
+        let run: crate::record::RunRecord = serde_json::from_value(serde_json::json!({
+            "schema": "servegate.run/2", "run_id": "1-1", "node": "n",
+            "finished_unix": 1, "complete": true,
+            "trials": [{ "name": "s::performance::g", "suite": "s", "stage": "performance",
+                "item": "g", "outcome": "passed", "duration_s": 1.0, "file": "s.yaml", "line": 1 }],
+            "suites": [{ "suite": "s", "fingerprint": "f", "target": "t",
+                "gates": [{ "gate": "g", "load": "x", "repeats": 1,
+                    "figures": { "itl.p99": 0.012, "decode_tok_s.mean": 80.0 },
+                    "client": { "chosen": "auto", "threads": [],
+                        "figures": [{ "figure": "itl.p99", "value": 0.012, "bound": 0.003,
+                            "tolerance": 0.000_24, "time": true, "low": 0.009, "high": 0.012 }],
+                        "limited": "itl.p99 12.00ms could be off by up to 3.00ms (240us allowed)" } }] }]
+        }))
+        .unwrap();
+        let (_, points) = super::rows(&run, "run");
+        let counted = |key: &str| {
+            points
+                .iter()
+                .find(|p| p.key.to_string() == key)
+                .map(|p| p.gate_passed && !p.client_limited)
+                .unwrap()
+        };
+        assert!(!counted("itl.p99"));
+        assert!(counted("decode_tok_s.mean"));
     }
 
     #[test]

@@ -55,9 +55,9 @@ pub fn attach(location: &Location, record: &mut RunRecord) {
                 )),
                 ..of_suite.clone()
             };
-            // A figure the client set is kept, never compared.
-            let limited = gate.client.as_ref().is_some_and(|c| c.limited.is_some());
             for key in gated(gate) {
+                // A figure the client set is kept, never compared.
+                let limited = gate.client.as_ref().is_some_and(|c| c.limits(key));
                 let s = series.figure(key);
                 let points = match history.points(&s, usize::MAX) {
                     Ok(mut p) => {

@@ -480,6 +480,19 @@ impl ClientCheck {
         }
     }
 
+    /// Whether the client may have moved figure `key` past its tolerance
+    /// (a rate: a thread set it): such a figure measures servegate, and
+    /// the history keeps it, compared with nothing. The gate's other
+    /// figures count.
+    pub fn limits(&self, key: MetricKey) -> bool {
+        if is_rate(key.metric) {
+            return self.rate_setter().is_some();
+        }
+        self.figures
+            .iter()
+            .any(|f| f.figure == key && f.moved_range().is_some())
+    }
+
     /// Why a client thread set the gate's request rate, if one did (the
     /// first).
     pub fn rate_setter(&self) -> Option<String> {

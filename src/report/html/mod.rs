@@ -136,7 +136,7 @@ fn trends(out: &mut String, g: &GateRecord) {
                 ),
             })
             .collect();
-        let limited = g.client.as_ref().is_some_and(|c| c.limited.is_some());
+        let limited = g.client.as_ref().is_some_and(|c| c.limits(t.key));
         dots.push(trend::Dot {
             value,
             kind: match (&t.moved, limited) {
