@@ -293,6 +293,14 @@ pub fn read(path: &Path) -> Result<RunRecord, FileError> {
     Ok(record)
 }
 
+/// `a, b` of figure names.
+fn join(keys: &[crate::suite::metric::MetricKey]) -> String {
+    keys.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Turns the latest run's figures (in output directory `out`) into
 /// baselines, each in the baselines directory of its suite's project;
 /// returns the files written.
@@ -313,16 +321,49 @@ pub fn accept(out: &Path) -> Result<Vec<PathBuf>, String> {
             .as_ref()
             .map_or_else(|| baseline::dir(&working_project()), PathBuf::from);
         for gate in &suite.gates {
-            // A figure the client moved past its tolerance measures the
-            // client: held to it, later runs would be judged against
-            // servegate's own limit (a held-down rate, an inflated TTFT).
-            if let Some(why) = gate.client.as_ref().and_then(|c| c.limited.as_deref()) {
-                eprintln!(
-                    "warning: no baseline for `{}::{}`: its figures are client-limited ({}); rerun it where the client has room",
+            // A rate the client set measures the client, and may lie far
+            // below the server's: held to it, later runs would be judged
+            // against servegate's own limit. It gets no baseline; a time
+            // the client moved past its tolerance is kept, said.
+            let mut kept = gate.figures.clone();
+            if let Some(client) = &gate.client {
+                let moved: Vec<_> = gate.figures.keys().filter(|k| client.limits(*k)).collect();
+                let (rates, times): (Vec<_>, Vec<_>) = moved
+                    .into_iter()
+                    .partition(|k| crate::load::selfcheck::is_rate(k.metric));
+                let name = format!(
+                    "{}::{}",
                     crate::text::printable(&suite.suite),
-                    crate::text::printable(&gate.gate),
-                    crate::text::printable(why)
+                    crate::text::printable(&gate.gate)
                 );
+                kept = kept
+                    .iter()
+                    .filter(|(k, _)| !rates.contains(k))
+                    .map(|(k, v)| (k, *v))
+                    .collect();
+                if !rates.is_empty() {
+                    eprintln!(
+                        "warning: no baseline of {} for `{name}`: the client set {} ({}); rerun it where the client has room",
+                        join(&rates),
+                        if rates.len() == 1 { "it" } else { "them" },
+                        crate::text::printable(
+                            client
+                                .limited
+                                .as_deref()
+                                .unwrap_or("its threads had no room")
+                        )
+                    );
+                }
+                if !times.is_empty() {
+                    eprintln!(
+                        "warning: the baseline of {} for `{name}` is off by what the client moved {} past its tolerance ({})",
+                        join(&times),
+                        if times.len() == 1 { "it" } else { "them" },
+                        crate::text::printable(client.limited.as_deref().unwrap_or(""))
+                    );
+                }
+            }
+            if kept.is_empty() {
                 continue;
             }
             let file = baseline::path(&dir, &suite.suite, &gate.file_parts());
@@ -331,7 +372,7 @@ pub fn accept(out: &Path) -> Result<Vec<PathBuf>, String> {
                 servegate: env!("CARGO_PKG_VERSION").to_owned(),
                 load: gate.load.clone(),
                 repeats: gate.repeats,
-                figures: gate.figures.clone(),
+                figures: kept,
             };
             baseline::write(&file, &suite.fingerprint, entry).map_err(|e| e.to_string())?;
             written.push(file);
