@@ -162,7 +162,7 @@ pub(crate) fn history(args: HistoryArgs) -> ExitCode {
     let mut history = match History::open(&location) {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", servegate::text::for_log(&e.to_string()));
             return Exit::Usage.into();
         }
     };
@@ -200,7 +200,7 @@ pub(crate) fn history(args: HistoryArgs) -> ExitCode {
     match done {
         Ok(()) => Exit::Passed.into(),
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", servegate::text::for_log(&e));
             Exit::Usage.into()
         }
     }
@@ -448,12 +448,13 @@ fn import(history: &mut History, location: &Location, paths: &[PathBuf]) -> Resu
             Ok(r) if r.already => already += 1,
             Ok(r) => {
                 added += 1;
-                eprintln!(
+                let line = format!(
                     "servegate: {}: {} figure(s) as run {}",
                     file.display(),
                     r.points,
                     r.run_uid
                 );
+                eprintln!("{}", servegate::text::for_log(&line));
             }
             Err(e) => failed.push(format!("{}: {e}", file.display())),
         }
