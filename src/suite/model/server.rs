@@ -182,12 +182,16 @@ pub enum ConfigSource {
     ModelInfo,
     /// `/v1/models`.
     Models,
+    /// `/version`: vLLM's `{"version": …}` (`vllm/entrypoints/serve/
+    /// instrumentator/basic.py`, 0.32.0).
+    Version,
 }
 
 names!(ConfigSource {
     ServerInfo => "server_info",
     ModelInfo => "model_info",
     Models => "models",
+    Version => "version",
 });
 
 impl ConfigSource {
@@ -199,6 +203,7 @@ impl ConfigSource {
             ConfigSource::ServerInfo => &["/server_info", "/get_server_info"],
             ConfigSource::ModelInfo => &["/model_info", "/get_model_info"],
             ConfigSource::Models => &["/v1/models"],
+            ConfigSource::Version => &["/version"],
         }
     }
 }
