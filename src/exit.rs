@@ -22,17 +22,21 @@ pub enum Exit {
     /// Interrupted (Ctrl-C, SIGTERM), after its record was written: 128 +
     /// SIGINT, as a shell reports it.
     Interrupted,
+    /// The reader of its output went away (`servegate list | head -1`):
+    /// 128 + SIGPIPE, as a shell reports a process a closed pipe ended.
+    ClosedPipe,
 }
 
 impl Exit {
     /// Every exit, in order of its code.
-    pub const ALL: [Exit; 6] = [
+    pub const ALL: [Exit; 7] = [
         Exit::Passed,
         Exit::Failed,
         Exit::Usage,
         Exit::Unreachable,
         Exit::NoMatch,
         Exit::Interrupted,
+        Exit::ClosedPipe,
     ];
 
     /// The process's exit status.
@@ -44,6 +48,7 @@ impl Exit {
             Exit::Unreachable => 3,
             Exit::NoMatch => 4,
             Exit::Interrupted => 130,
+            Exit::ClosedPipe => 141,
         }
     }
 

@@ -428,10 +428,6 @@ fn libtest_args(extra: impl IntoIterator<Item = String>) -> Arguments {
     Arguments::from_iter(std::iter::once("servegate".to_owned()).chain(extra))
 }
 
-/// The exit code of a process a closed pipe ended (128 + SIGPIPE), as a
-/// shell reports `yes | head -1`'s `yes`.
-const CLOSED_PIPE: u8 = 141;
-
 /// Set by the panic hook when a panic was a write to a closed standard
 /// output: `println!`'s own (`failed printing to stdout`), or libtest's
 /// printer unwrapping its write — and nothing else (a broken pipe to a
@@ -477,7 +473,7 @@ fn main() -> ExitCode {
     match std::panic::catch_unwind(dispatch) {
         Ok(code) => code,
         Err(_) if CLOSED_PIPE_SEEN.load(std::sync::atomic::Ordering::SeqCst) => {
-            ExitCode::from(CLOSED_PIPE)
+            Exit::ClosedPipe.into()
         }
         Err(payload) => std::panic::resume_unwind(payload),
     }
