@@ -5,9 +5,7 @@
 
 use std::path::Path;
 
-use crate::record::RunRecord;
-
-use crate::record::MAX_RECORD_BYTES;
+use crate::record::{MAX_RECORD_BYTES, RunRecord};
 
 /// The record of `file`: a servegate run record (an interrupted run's
 /// with its journal), else a benchmark tool's result file; a file over
@@ -17,7 +15,7 @@ pub fn read(file: &Path) -> Result<RunRecord, String> {
         .map_err(|e| format!("cannot read it: {e}"))?;
     let mut record = match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(v) if v.get("schema").is_some() => {
-            crate::record::read(file).map_err(|e| e.to_string())?
+            crate::record::from_json(v, file).map_err(|e| e.to_string())?
         }
         _ => {
             let mut r = crate::record::import::bench_serving(

@@ -19,7 +19,7 @@ use super::{HistoryError, Point, PointRow, RunRow, SeriesKey};
 const BUSY: Duration = Duration::from_secs(60);
 /// How long a read waits for a writer's lock: a run's commit takes well
 /// under a second.
-pub const READ_WAIT: Duration = Duration::from_secs(5);
+const READ_WAIT: Duration = Duration::from_secs(5);
 
 /// An open SQLite history.
 pub struct Sqlite {
@@ -64,15 +64,9 @@ impl Sqlite {
             .conn
             .pragma_update(None, "foreign_keys", true)
             .map_err(|e| store_error(path, e))?;
-        match store.version()? {
-            Some(found) if found > VERSION => {
-                return Err(HistoryError::Newer {
-                    at: path.display().to_string(),
-                    found,
-                });
-            }
-            Some(VERSION) => {}
-            _ => store.writing(Self::migrate)?,
+        // Older, newer (refused under the lock) or new: the migration.
+        if store.version()? != Some(VERSION) {
+            store.writing(Self::migrate)?;
         }
         Ok(store)
     }

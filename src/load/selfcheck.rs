@@ -440,13 +440,7 @@ impl ClientCheck {
             .map(FigureBound::describe)
             .collect();
         if rates {
-            why.extend(
-                self.threads
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, t)| t.set_the_rate().map(|w| format!("thread {i} {w}")))
-                    .take(2),
-            );
+            why.extend(self.rate_setters().take(2));
         }
         self.figures = figures;
         self.limited = (!why.is_empty()).then(|| why.join("; "));
@@ -496,10 +490,15 @@ impl ClientCheck {
     /// Why a client thread set the gate's request rate, if one did (the
     /// first).
     pub fn rate_setter(&self) -> Option<String> {
+        self.rate_setters().next()
+    }
+
+    /// Each client thread that set the gate's request rate, and why.
+    fn rate_setters(&self) -> impl Iterator<Item = String> + '_ {
         self.threads
             .iter()
             .enumerate()
-            .find_map(|(i, t)| t.set_the_rate().map(|w| format!("thread {i} {w}")))
+            .filter_map(|(i, t)| t.set_the_rate().map(|w| format!("thread {i} {w}")))
     }
 
     /// The failure of a gate whose verdict the client could have changed.

@@ -274,15 +274,30 @@ pub fn read(path: &Path) -> Result<RunRecord, FileError> {
     } else {
         path.to_path_buf()
     };
-    let what = "a servegate run record";
-    let text = files::read_capped(&file, what, MAX_RECORD_BYTES)?;
-    let not_json = |source| FileError::NotJson {
+    let text = files::read_capped(&file, RECORD, MAX_RECORD_BYTES)?;
+    let value = serde_json::from_str(&text).map_err(|source| FileError::NotJson {
         path: file.clone(),
-        what,
+        what: RECORD,
         source,
-    };
-    let value = serde_json::from_str(&text).map_err(not_json)?;
-    let mut record: RunRecord = serde_json::from_value(inert(value)).map_err(not_json)?;
+    })?;
+    from_json(value, &file)
+}
+
+/// What a run record is called in messages.
+const RECORD: &str = "a servegate run record";
+
+/// The record a JSON document read from `file` holds, every string made
+/// inert ([`inert`]); an interrupted run's journal beside `file` is merged
+/// into it. [`read`] reads `file` first; `history import`, which has
+/// parsed it already to tell a record from a benchmark's results, starts
+/// here.
+pub fn from_json(value: serde_json::Value, file: &Path) -> Result<RunRecord, FileError> {
+    let mut record: RunRecord =
+        serde_json::from_value(inert(value)).map_err(|source| FileError::NotJson {
+            path: file.to_path_buf(),
+            what: RECORD,
+            source,
+        })?;
     // An interrupted run's record is its last checkpoint: the trials after
     // it are in the journal beside it.
     if !record.complete
