@@ -27,13 +27,35 @@ pub mod suite;
 pub mod text;
 pub mod units;
 
-/// The `main` of a `harness = false` test (`tests/sglang_suite.rs` here;
-/// `examples/consumer` shows one in a project of its own): the suites in
-/// `SERVEGATE_SUITES` or under `<manifest_dir>/suites/` (engine- and
-/// GPU-specific subdirectories are collected only when named), the target
-/// override from `SERVEGATE_TARGET`, libtest's arguments from the command
-/// line; or, started as a code probe's sandbox helper, that helper.
+/// The `main` of a `harness = false` test (`examples/consumer` shows one in
+/// a project of its own): the suites in `SERVEGATE_SUITES` or under
+/// `<manifest_dir>/suites/` (engine- and GPU-specific subdirectories are
+/// collected only when named), the target override from
+/// `SERVEGATE_TARGET`, libtest's arguments from the command line; or,
+/// started as a code probe's sandbox helper, that helper. Runs, their
+/// reports and the run history go where `servegate run` puts them:
+/// `SERVEGATE_OUT`, else the project's `target/servegate/`.
 pub fn test_main(manifest_dir: &str) -> std::process::ExitCode {
+    harness_main(manifest_dir, None)
+}
+
+/// [`test_main`], with runs, reports and the run history written under
+/// `out_dir` unless `SERVEGATE_OUT` names another place: for a harness
+/// whose runs are a project's own tests rather than its users' runs
+/// (servegate's `tests/sglang_suite.rs` writes under Cargo's
+/// `CARGO_TARGET_TMPDIR`, so that `cargo test` in a checkout leaves its
+/// `target/servegate/`, and the history there, as it found them).
+pub fn test_main_writing_to(
+    manifest_dir: &str,
+    out_dir: impl AsRef<std::path::Path>,
+) -> std::process::ExitCode {
+    let out_dir = std::env::var_os("SERVEGATE_OUT")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| out_dir.as_ref().to_path_buf(), std::path::PathBuf::from);
+    harness_main(manifest_dir, Some(out_dir))
+}
+
+fn harness_main(manifest_dir: &str, out_dir: Option<std::path::PathBuf>) -> std::process::ExitCode {
     // A launched server is started through the running binary's re-exec
     // mode (`crate::process::tree`), and code probes re-execute it as their
     // sandbox's helper: here, the test binary's.
@@ -61,7 +83,7 @@ pub fn test_main(manifest_dir: &str) -> std::process::ExitCode {
         target: std::env::var(harness::target::TARGET_ENV).ok(),
         client_threads,
         client_limited,
-        out_dir: None,
+        out_dir,
         publish: Some(report::publish),
         recording_baselines: false,
         keep_runs: record::keep_runs_from_env(),
