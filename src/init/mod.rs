@@ -141,6 +141,22 @@ fn gates(concurrency: u32) -> [GateSpec; 2] {
 /// five give a median and a spread that one slow run does not move.
 const CALIBRATION_RUNS: u32 = 5;
 
+/// How many times `init` asks each starter probe; it is written live only
+/// when every answer passed.
+const PROBE_TRIES: usize = 3;
+
+/// Starter probe `text` as its try `t`: the first keeps its name, the
+/// others are `<name>_try<t>`.
+fn tried(text: &str, t: usize) -> String {
+    if t == 1 {
+        return text.to_owned();
+    }
+    match text.split_once('\n') {
+        Some((head, rest)) => format!("{head}_try{t}\n{rest}"),
+        None => text.to_owned(),
+    }
+}
+
 /// `text` as a YAML double-quoted scalar that interpolation leaves alone.
 fn quoted(text: &str) -> String {
     serde_json::to_string(&text.replace('$', "$$")).unwrap_or_default()
@@ -312,8 +328,11 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
     let plain = target(base_url, o.api, None);
     let starters = [ARITHMETIC, IS_PRIME];
     let mut body = String::from("correctness:\n");
+    // Each starter PROBE_TRIES times (`is_prime`, `is_prime_try2`, …).
     for p in starters {
-        body.push_str(p);
+        for t in 1..=PROBE_TRIES {
+            body.push_str(&tried(p, t));
+        }
     }
     for c in Contract::ALL.iter().map(|(_, c)| *c) {
         let _ = writeln!(
@@ -358,18 +377,33 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
     let description = crate::text::printable(&connected.description).into_owned();
     let mut results = Vec::new();
     for (i, text) in starters.iter().enumerate() {
-        let verdict = probes.probe(i);
-        let why = verdict.as_ref().err().map(crate::harness::Stop::headline);
+        let failed: Vec<String> = (0..PROBE_TRIES)
+            .filter_map(|t| probes.probe(i * PROBE_TRIES + t).err())
+            .map(|stop| stop.headline())
+            .collect();
+        // A probe is written live only when every try passed: a server
+        // whose answer varies (batching, a prompt cache) would fail the
+        // suite's own reruns now and then.
+        let why = failed.first().map(|first| {
+            if failed.len() == PROBE_TRIES {
+                first.clone()
+            } else {
+                format!(
+                    "{} of {PROBE_TRIES} tries failed, the answer varies: {first}",
+                    failed.len()
+                )
+            }
+        });
         say(&format!(
             "probe {}: {}",
-            probes.suite.probes[i].name,
+            probes.suite.probes[i * PROBE_TRIES].name,
             why.as_deref().unwrap_or("ok")
         ));
         results.push(((*text).to_owned(), why));
     }
     let (mut held, mut broke) = (Vec::new(), Vec::new());
     for (j, c) in Contract::ALL.iter().map(|(_, c)| *c).enumerate() {
-        match probes.probe(starters.len() + j) {
+        match probes.probe(starters.len() * PROBE_TRIES + j) {
             Ok(()) => held.push(c),
             Err(stop) => broke.push((c, stop.headline())),
         }

@@ -244,7 +244,11 @@ pub fn plan(
 ) -> Plan {
     let limit = max_tokens as usize;
     let mut rng = SplitMix::new(profile.seed ^ hash(prompt) ^ seed.unwrap_or(0));
-    let scripted = profile.replies.iter().find(|r| r.pattern.is_match(prompt));
+    let scripted = profile
+        .replies
+        .iter()
+        .find(|r| r.pattern.is_match(prompt))
+        .filter(|r| r.answers());
     let (mut reasoning, mut content) = if let Some(r) = scripted {
         (
             r.reasoning.as_deref().map(tokenize).unwrap_or_default(),
@@ -289,6 +293,8 @@ mod tests {
                 reply: "The answer is 4".into(),
                 reasoning: Some("two plus two".into()),
                 tool_call: None,
+                wrong_every: None,
+                matched: std::sync::Arc::default(),
             }],
             ..Profile::default()
         }

@@ -19,6 +19,24 @@ pub struct Reply {
     /// A tool call made instead of `reply` when the request offers
     /// `tools`: the function's name and its arguments' JSON text.
     pub tool_call: Option<(String, String)>,
+    /// Every Nth request this reply matches is answered with filler
+    /// instead, as a server whose answers vary from request to request
+    /// (batch-dependent numerics, a prompt cache) is now and then wrong.
+    pub wrong_every: Option<std::num::NonZeroU64>,
+    /// The requests this reply has matched.
+    pub matched: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Reply {
+    /// Whether this request, which matched, is answered as scripted
+    /// (counts it).
+    pub fn answers(&self) -> bool {
+        let n = self
+            .matched
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        self.wrong_every.is_none_or(|every| !n.is_multiple_of(every.get()))
+    }
 }
 
 /// How the simulator behaves.
@@ -229,6 +247,8 @@ struct ReplyFile {
     reasoning: Option<String>,
     #[serde(default)]
     tool_call: Option<ToolCallFile>,
+    #[serde(default)]
+    wrong_every: Option<std::num::NonZeroU64>,
 }
 
 #[derive(Deserialize)]
@@ -271,6 +291,8 @@ impl Profile {
                     tool_call: r
                         .tool_call
                         .map(|t| (t.name, serde_json::Value::Object(t.arguments).to_string())),
+                    wrong_every: r.wrong_every,
+                    matched: std::sync::Arc::default(),
                 })
             })
             .collect::<Result<Vec<_>, String>>()?;
