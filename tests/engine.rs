@@ -317,7 +317,7 @@ const CALIBRATIONS: usize = 3;
 /// slow (llama.cpp went from 36.7 to 24.9 tok/s, 0.68×, when a build
 /// started beside it). So a failed rerun is judged against a fresh
 /// calibration made at once: if the fresh medians still meet the written
-/// bounds, the engine's speed held and the bounds were too tight — the
+/// bounds, the engine's speed held and the failure is the rule's — the
 /// trial fails; if they do not, the engine itself moved, and the trial
 /// starts over from the fresh calibration, at most three calibrations in
 /// all.
@@ -351,7 +351,7 @@ fn calibrate_and_rerun(
         let moved = moved_past(&written.1, &fresh.1)?;
         if moved.is_empty() {
             return Err(format!(
-                "{failed}\nA fresh calibration made at once still meets every bound written: the engine's speed held, and the bounds were too tight for its own noise"
+                "{failed}\nA fresh calibration made at once still meets every bound written: the engine's speed held, so a change of load does not explain the failure above (a bound too tight for the engine's own noise, or a probe whose answer varies)"
             )
             .into());
         }

@@ -35,7 +35,8 @@ impl Reply {
             .matched
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             + 1;
-        self.wrong_every.is_none_or(|every| !n.is_multiple_of(every.get()))
+        self.wrong_every
+            .is_none_or(|every| !n.is_multiple_of(every.get()))
     }
 }
 
