@@ -1110,10 +1110,11 @@ fn aborted_cut_and_short_streams_fail_their_gates() {
     }
 }
 
-/// A chat server that streams `chunks` (text, its true tokens), counting
-/// `times` each chunk's tokens in the continuous usage and in its
-/// `/metrics`, then an unprinted end-of-sequence token; it asserts that a
-/// request with `ignore_eos` asks `skip_special_tokens: false`.
+/// A chat server that streams `chunks` (text, its true tokens; a chunk
+/// that starts with `{` is the delta itself), counting `times` each
+/// chunk's tokens in the continuous usage and in its `/metrics`, then an
+/// unprinted end-of-sequence token; it asserts that a request with
+/// `ignore_eos` asks `skip_special_tokens: false`.
 fn counting_server(chunks: &'static [(&'static str, u64)], times: u64) -> u16 {
     use std::sync::atomic::{AtomicU64, Ordering};
     let generated = Arc::new(AtomicU64::new(0));
@@ -1142,9 +1143,14 @@ fn counting_server(chunks: &'static [(&'static str, u64)], times: u64) -> u16 {
         let mut n = 0;
         for (text, tokens) in chunks {
             n += tokens * times;
+            let delta = if text.starts_with('{') {
+                (*text).to_owned()
+            } else {
+                format!("{{\"content\":\"{text}\"}}")
+            };
             let _ = write!(
                 conn,
-                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{n}}}}}\n\n"
+                "data: {{\"choices\":[{{\"index\":0,\"delta\":{delta}}}],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{n}}}}}\n\n"
             );
         }
         n += 1;
@@ -1178,29 +1184,106 @@ fn counted_gate(load: &str) -> String {
 fn token_counts_the_stream_does_not_bear_out_fail_as_protocol_errors() {
     // The emoji is 4 bytes: honestly up to 4 tokens.
     const CHUNKS: &[(&str, u64)] = &[("a", 1), ("b", 1), ("\u{1F642}", 3)];
-    let o = run(
+    forged_counts_fail(
         "forged-count",
-        &counted_gate("output_tokens: 512"),
+        "output_tokens: 512",
         counting_server(CHUNKS, 20),
-        &[],
-    );
-    assert_eq!(o.code, Some(1), "{}", o.stdout);
-    let gate = failure_of(&o.stdout, "hostile::performance::gate");
-    assert_has(
-        &gate,
         &[
             "could not measure: all 2 requests failed",
             "protocol ×2",
             "the server counts 101 completion tokens, but the stream carried 6 bytes of text in 4 events: at most 14 tokens can have been sent",
         ],
     );
-    let o = run(
+    honest_counts_pass(
         "honest-count",
-        &counted_gate("output_tokens: 6, ignore_eos: true"),
+        "output_tokens: 6, ignore_eos: true",
         counting_server(CHUNKS, 1),
-        &[],
     );
+}
+
+/// A tool call's framing is counted but not streamed: SGLang's `qwen`
+/// parser sends `get_weather` and `{"city": "Paris"}` of the model's
+/// `<tool_call>\n{"name": …, "arguments": …}\n</tool_call>`, counting 43
+/// tokens for 28 bytes in 4 events (SGLang 0.5.23, `SmolLM2`). That count
+/// passes. A server that makes eight one-letter calls of `{}` and counts 35
+/// tokens for each fails: framing is granted to four calls of an answer,
+/// not bought with calls.
+#[test]
+fn a_tool_calls_framing_is_counted_and_cannot_be_bought_with_calls() {
+    macro_rules! call {
+        ($i:literal) => {
+            (
+                concat!(
+                    r#"{"tool_calls":[{"index":"#,
+                    $i,
+                    r#","id":"c"#,
+                    $i,
+                    r#"","type":"function","function":{"name":"f","arguments":"{}"}}]}"#
+                ),
+                35,
+            )
+        };
+    }
+    const MANY: &[(&str, u64)] = &[
+        call!(0),
+        call!(1),
+        call!(2),
+        call!(3),
+        call!(4),
+        call!(5),
+        call!(6),
+        call!(7),
+    ];
+    const SGLANG: &[(&str, u64)] = &[
+        (
+            r#"{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}"#,
+            14,
+        ),
+        (
+            r#"{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": \""}}]}"#,
+            20,
+        ),
+        (
+            r#"{"tool_calls":[{"index":0,"function":{"arguments":"Paris"}}]}"#,
+            1,
+        ),
+        (
+            r#"{"tool_calls":[{"index":0,"function":{"arguments":"\"}"}}]}"#,
+            7,
+        ),
+    ];
+    honest_counts_pass(
+        "framed-call",
+        "output_tokens: 64",
+        counting_server(SGLANG, 1),
+    );
+    forged_counts_fail(
+        "bought-with-calls",
+        "output_tokens: 512",
+        counting_server(MANY, 1),
+        &[
+            "the server counts 281 completion tokens, but the stream carried 24 bytes of text in 9 events and 8 tool call(s): at most 165 tokens can have been sent",
+            "32 per tool call for its framing (at most 4 calls)",
+        ],
+    );
+}
+
+/// A counted gate (`load` its other keys) against the server on `port`
+/// passes.
+fn honest_counts_pass(name: &str, load: &str, port: u16) {
+    let o = run(name, &counted_gate(load), port, &[]);
     assert_eq!(o.code, Some(0), "{}", o.stdout);
+}
+
+/// A counted gate (`load` its other keys) against the server on `port`
+/// fails, its failure holding every needle.
+fn forged_counts_fail(name: &str, load: &str, port: u16, needles: &[&str]) {
+    let o = run(name, &counted_gate(load), port, &[]);
+    assert_eq!(o.code, Some(1), "{}", o.stdout);
+    assert_has(
+        &failure_of(&o.stdout, "hostile::performance::gate"),
+        needles,
+    );
 }
 
 /// With the suite's tokenizer, a count within the bytes' bound is still
@@ -1221,15 +1304,10 @@ fn a_suite_tokenizer_checks_the_servers_count() {
     ];
     let tokenizer = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tokenizers/words.json");
     let load = format!("output_tokens: 64, tokenizer: {}", tokenizer.display());
-    let o = run(
+    forged_counts_fail(
         "tokenizer-forged",
-        &counted_gate(&load),
+        &load,
         counting_server(WORDS, 4),
-        &[],
-    );
-    assert_eq!(o.code, Some(1), "{}", o.stdout);
-    assert_has(
-        &failure_of(&o.stdout, "hostile::performance::gate"),
         &[
             "the server counts 33 completion tokens, but the suite's tokenizer (",
             "words.json) splits the text that came into 8: at most 26 can have been sent",

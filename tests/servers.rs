@@ -132,7 +132,9 @@ fn shipped_suite(servers: &Installed, label: &str, needles: &[&str]) -> Result<(
 }
 
 /// Real SGLang: the configuration its launch line set, read back from
-/// `/server_info` and `/model_info`.
+/// `/server_info` and `/model_info`; a named tool call read by SGLang's
+/// own `qwen` parser, its arguments held to the tool's schema (and its
+/// token count borne out by the call's text and framing).
 fn sglang_shipped_suite(servers: &Installed) -> Result<(), Failed> {
     shipped_suite(
         servers,
@@ -141,6 +143,9 @@ fn sglang_shipped_suite(servers: &Installed) -> Result<(), Failed> {
             "→ LAUNCHED server `SGLANG_USE_CPU_ENGINE=1 ",
             "test sglang-smollm2::config::server_info.version ",
             "test sglang-smollm2::config::model_info.architectures.0 ",
+            "test sglang-smollm2::config::server_info.tool_call_parser ",
+            "test sglang-smollm2::correctness::calls_get_weather ",
+            "test sglang-smollm2::snapshot::calls_get_weather ",
         ],
     )
 }

@@ -180,8 +180,10 @@ pub fn slug(model: &str) -> String {
     }
 }
 
-/// What is snapshotted of a completion: the answer, the reasoning when there
-/// is any, and the finish reason. Ids and timings are never written.
+/// What is snapshotted of a completion: the answer, the reasoning and the
+/// tool calls when there are any (each call's name and arguments as the
+/// server sent them), and the finish reason. Ids and timings are never
+/// written.
 pub fn render(c: &Completion) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -191,6 +193,12 @@ pub fn render(c: &Completion) -> String {
     );
     if !c.reasoning.is_empty() {
         let _ = writeln!(out, "--- reasoning ---\n{}", c.reasoning.trim_end());
+    }
+    if !c.tool_calls.is_empty() {
+        out.push_str("--- tool_calls ---\n");
+        for call in &c.tool_calls {
+            let _ = writeln!(out, "{} {}", call.name, call.arguments);
+        }
     }
     let _ = write!(out, "--- content ---\n{}", c.content.trim_end());
     out
@@ -449,6 +457,24 @@ mod tests {
             description: "suite::snapshot::probe".to_owned(),
             info: serde_json::json!({"model": "m", "request": {"prompt": "Hi: \"there\"\n---"}}),
         }
+    }
+
+    #[test]
+    fn a_tool_call_is_part_of_the_answer_without_its_id() {
+        use crate::client::api::ToolCall;
+        let c = Completion {
+            finish_reason: Some("tool_calls".into()),
+            tool_calls: vec![ToolCall {
+                id: "call_1c823bbd".into(),
+                name: "get_weather".into(),
+                arguments: r#"{"city": "Paris"}"#.into(),
+            }],
+            ..Completion::default()
+        };
+        assert_eq!(
+            render(&c),
+            "finish_reason: tool_calls\n--- tool_calls ---\nget_weather {\"city\": \"Paris\"}\n--- content ---\n"
+        );
     }
 
     #[test]

@@ -12,6 +12,20 @@ use crate::client::error::{CallError, ErrorKind};
 /// markers print nothing.
 const UNPRINTED_TOKENS: u64 = 4;
 
+/// Completion tokens a tool call may be counted beyond the text its
+/// events carried: a tool-call parser strips the call's framing from what
+/// it streams. SGLang 0.5.23's `qwen` parser sends the name and the
+/// arguments of `<tool_call>\n{"name": "get_weather", "arguments":
+/// {"city": "Paris"}}\n</tool_call>` and not the rest: 43 tokens counted
+/// for 28 bytes in 4 events, with the `SmolLM2` tokenizer; other formats frame
+/// a call with a few special tokens. Granted to at most
+/// [`FRAMED_CALLS`] calls of an answer, so that a server cannot buy
+/// room for forged counts with calls.
+const TOOL_CALL_FRAMING_TOKENS: u64 = 32;
+
+/// The calls of one answer granted [`TOOL_CALL_FRAMING_TOKENS`].
+const FRAMED_CALLS: u64 = 4;
+
 /// Prompt tokens a request can be charged beyond one per byte sent (chat
 /// templates add tokens the request does not carry).
 pub(super) const PROMPT_SLACK: u64 = 65_536;
@@ -45,17 +59,20 @@ impl StreamReader {
     /// one per event that brought text or a rise of the count, the tokens
     /// of the request's stop sequences (at most one per byte), and
     /// [`UNPRINTED_TOKENS`] more (the end-of-sequence token, a reasoning
-    /// model's think markers). Gates that ask for `ignore_eos` also ask
+    /// model's think markers), and [`TOOL_CALL_FRAMING_TOKENS`] for each
+    /// tool call (of the first [`FRAMED_CALLS`]). Gates that ask for `ignore_eos` also ask
     /// `skip_special_tokens: false`, so a model that samples its
     /// end-of-sequence token again and again prints it.
     pub(super) fn evidenced(&self, counted: u64) -> Result<(), CallError> {
         let text = (self.content_len as u64)
             .saturating_add(self.reasoning_len as u64)
             .saturating_add(self.tool_len as u64);
+        let calls = self.calls_begun as u64;
         let bound = text
             .saturating_add(self.token_events)
             .saturating_add(self.stop_bytes)
-            .saturating_add(UNPRINTED_TOKENS);
+            .saturating_add(UNPRINTED_TOKENS)
+            .saturating_add(calls.min(FRAMED_CALLS) * TOOL_CALL_FRAMING_TOKENS);
         if counted > bound {
             let (stops, per_stop) = if self.stop_bytes > 0 {
                 (
@@ -65,10 +82,20 @@ impl StreamReader {
             } else {
                 (String::new(), "")
             };
+            let (calls, per_call) = if calls > 0 {
+                (
+                    format!(" and {calls} tool call(s)"),
+                    format!(
+                        ", {TOOL_CALL_FRAMING_TOKENS} per tool call for its framing (at most {FRAMED_CALLS} calls)"
+                    ),
+                )
+            } else {
+                (String::new(), String::new())
+            };
             return Err(CallError::new(
                 ErrorKind::Protocol,
                 format!(
-                    "the server counts {counted} completion tokens, but the stream carried {text} bytes of text in {} events{stops}: at most {bound} tokens can have been sent (one per byte of text, one unprinted per event{per_stop}, {UNPRINTED_TOKENS} more) — a count the stream does not bear out",
+                    "the server counts {counted} completion tokens, but the stream carried {text} bytes of text in {} events{stops}{calls}: at most {bound} tokens can have been sent (one per byte of text, one unprinted per event{per_stop}{per_call}, {UNPRINTED_TOKENS} more) — a count the stream does not bear out",
                     self.token_events,
                 ),
             ));

@@ -48,6 +48,9 @@ pub(super) struct StreamReader {
     pub(super) reasoning_len: usize,
     /// Bytes of tool calls (names and arguments) received so far.
     pub(super) tool_len: usize,
+    /// Tool calls begun so far (the highest `tool_calls[].index` plus
+    /// one), counted whether or not their text is kept.
+    pub(super) calls_begun: usize,
     /// The tool calls so far (kept as text is).
     pub(super) tool_calls: Vec<ToolCall>,
     /// Most token-bearing chunks this request may have.
@@ -121,6 +124,7 @@ impl StreamReader {
             text_mode: TextMode::Cumulative,
             content_len: 0,
             tool_len: 0,
+            calls_begun: 0,
             tool_calls: Vec::new(),
             reasoning_len: 0,
             max_marks: MAX_MARKS,

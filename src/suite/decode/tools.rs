@@ -11,7 +11,7 @@ use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{Api, Assertion, Check, Sampling, Tool};
 use crate::suite::node::{Node, Yaml};
 
-pub(super) const TOOL: &[&str] = &["name", "description", "parameters"];
+pub(super) const TOOL: &[&str] = &["name", "description", "parameters", "strict"];
 
 pub(super) const RESPONSE_FORMAT: &[&str] = &["type", "json_schema"];
 
@@ -79,7 +79,7 @@ impl Decoder<'_> {
         }
     }
 
-    /// `tools: [{name, description, parameters}]`.
+    /// `tools: [{name, description, parameters, strict}]`.
     pub(super) fn tools(&mut self, y: &Yaml) -> Option<Vec<Tool>> {
         let tools = self.items(y, "tools", |d, item| {
             let f = d.fields(item, "tool", TOOL)?;
@@ -91,11 +91,16 @@ impl Decoder<'_> {
                 Some(v) => d.json_schema(v, "tool parameters"),
                 None => Some(json!({"type": "object", "properties": {}})),
             };
+            let strict = match f.get("strict") {
+                Some(v) => d.boolean(v, "tool strict")?,
+                None => false,
+            };
             Some((
                 Tool {
                     name: name?,
                     description: description.map_or(Some(None), |d| d.map(Some))?,
                     parameters: parameters?,
+                    strict,
                 },
                 item.loc,
             ))

@@ -149,6 +149,12 @@ pub struct Tool {
     /// The JSON Schema of its arguments (checked as a schema when the suite
     /// loads); a `tool_call` check validates a call's arguments with it.
     pub parameters: serde_json::Value,
+    /// `strict: true`: the server is asked to hold the arguments to
+    /// `parameters` (OpenAI's `function.strict`). SGLang 0.5.23 constrains
+    /// a required or named call's arguments to the schema only then, and
+    /// to any JSON object otherwise (`FunctionCallParser`: "accept all if
+    /// not strict").
+    pub strict: bool,
 }
 
 impl Tool {
@@ -157,6 +163,9 @@ impl Tool {
         let mut function = serde_json::json!({"name": self.name, "parameters": self.parameters});
         if let Some(d) = &self.description {
             function["description"] = serde_json::Value::String(d.clone());
+        }
+        if self.strict {
+            function["strict"] = serde_json::Value::Bool(true);
         }
         serde_json::json!({"type": "function", "function": function})
     }

@@ -145,6 +145,7 @@ fn sampling() -> Vec<(&'static str, Value)> {
                                 ("name", described(text(), "The function's name: 1 to 64 letters, digits, `_` or `-`.")),
                                 ("description", described(text(), "What it does, for the model.")),
                                 ("parameters", json!({"type": ["object", "boolean"], "description": "The JSON Schema of its arguments (checked as one when the suite loads; default: an object of no properties)."})),
+                                ("strict", described(json!({"type": "boolean"}), "Sent as `function.strict`: the server is asked to hold the arguments to `parameters` (SGLang constrains a required or named call's arguments to the schema only then). Default false.")),
                             ],
                         ),
                         &["name"],
