@@ -203,9 +203,15 @@ impl Row {
             "itl": figure(&t.itl, &t.itl_true, &t.itl_err, MetricKey::stat(Metric::Itl, Stat::P99)),
             "ttft_server_queue_p99_s": p(&t.queue),
             "ttft_outside_p99_s": p(&t.outside),
+            // The server's own TTFT of each answer, its socket's wait
+            // included (first token sent − request arrived).
+            "ttft_server_p99_s": p(&t.ttft.iter().zip(&t.outside).map(|(m, o)| m - o).collect::<Vec<_>>()),
             "write_p99_s": p(&t.write),
             "errors": self.metrics.errors + t.unreadable,
             "limited": self.check.limited.is_some(),
+            // The self-check as a gate's verdict reads it (its figures'
+            // bounds), for judging thresholds against the stamped truth.
+            "check": self.check,
             "check_time_per_token_s": num(check_token),
             "check_core_share": num(check_core),
             "preopened": self.metrics.preopened,
