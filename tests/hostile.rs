@@ -2025,3 +2025,56 @@ fn tool_calls_are_held_to_openais_format() {
         );
     }
 }
+
+/// `expect_server`'s `metrics` source reads the labels of the server's
+/// info series, as vLLM writes `vllm:cache_config_info`: a label that
+/// holds commas and escaped quotes is read whole, a value other than the
+/// one expected fails its check saying what came and from where, and a
+/// label the series does not carry is named as absent, with the labels it
+/// does carry.
+#[test]
+fn info_series_labels_are_configuration_checked() {
+    let port = serve(Arc::new(move |req, conn| {
+        if req.path == "/metrics" {
+            let body = "# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size=\"64\",kv_cache_dtype_skip_layers=\"[a, b]\",note=\"say \\\"hi\\\"\",engine=\"0\"} 1.0\nvllm:num_requests_running{engine=\"0\"} 0\n";
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        } else {
+            discovery(req, conn);
+        }
+    }));
+    let config = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\nexpect_server:\n  metrics:\n    vllm:cache_config_info.kv_cache_dtype_skip_layers: \"[a, b]\"\n    vllm:cache_config_info.note: 'say \"hi\"'\n    vllm:cache_config_info.block_size: \"128\"\n    vllm:cache_config_info.enable_prefix_caching: \"True\"\ncorrectness:\n  - name: p\n    prompt: \"Hi.\"\n    expect: [{min_chars: 1}]\n";
+    let o = run("info-metrics", config, port, &[]);
+    assert_eq!(o.code, Some(1), "{}", o.stdout);
+    for ok in [
+        "vllm:cache_config_info.kv_cache_dtype_skip_layers",
+        "vllm:cache_config_info.note",
+    ] {
+        assert_eq!(
+            crate::common::verdicts::verdict(&o.stdout, &format!("hostile::config::metrics.{ok}")),
+            "ok",
+            "{}",
+            o.stdout
+        );
+    }
+    assert_has(
+        &failure_of(
+            &o.stdout,
+            "hostile::config::metrics.vllm:cache_config_info.block_size",
+        ),
+        &["\"64\"", "\"128\"", "GET /metrics"],
+    );
+    assert_has(
+        &failure_of(
+            &o.stdout,
+            "hostile::config::metrics.vllm:cache_config_info.enable_prefix_caching",
+        ),
+        &[
+            "the server's metrics has no field `vllm:cache_config_info.enable_prefix_caching`",
+            "= read from GET /metrics; the fields of `vllm:cache_config_info`: block_size, engine, kv_cache_dtype_skip_layers, note",
+        ],
+    );
+}

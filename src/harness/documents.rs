@@ -1,6 +1,7 @@
-//! The server's own documents (`/get_server_info`, `/get_model_info`,
-//! `/v1/models`), fetched once per suite run and kept: the config checks
-//! read them, the run record keeps them (secrets redacted).
+//! The server's own documents (`/server_info`, `/model_info`,
+//! `/v1/models`, `/version`, the info series of `/metrics`), fetched once
+//! per suite run and kept: the config checks read them, the run record
+//! keeps them (secrets redacted).
 
 use std::sync::Mutex;
 
@@ -52,7 +53,12 @@ async fn fetch(client: &Client, source: ConfigSource) -> Fetched {
     for path in source.paths() {
         match client.get(path).await {
             Ok((status, text)) if (200..300).contains(&status) => {
-                return crate::client::stream::document(&text)
+                let parsed = if source == ConfigSource::Metrics {
+                    Ok(crate::load::prometheus::info_document(&text))
+                } else {
+                    crate::client::stream::document(&text)
+                };
+                return parsed
                     .map(|v| {
                         // Its secret-looking values are scrubbed wherever
                         // the server echoes them later.

@@ -116,6 +116,72 @@ fn label<'l>(labels: &'l str, key: &str) -> Option<&'l str> {
     })
 }
 
+/// Most info series an info document keeps, and most labels of each.
+const INFO_SERIES: usize = 64;
+const INFO_LABELS: usize = 256;
+
+/// The server's info series as a document: each family whose name ends
+/// in `_info` (a gauge set to 1 whose labels carry a configuration, as
+/// vLLM 0.32.0's `vllm:cache_config_info{block_size="128",…}`), by name,
+/// the labels of its first series as strings. `expect_server`'s
+/// `metrics` source reads it.
+pub fn info_document(text: &str) -> serde_json::Value {
+    let mut doc = serde_json::Map::new();
+    for line in text.lines().map(str::trim) {
+        if doc.len() >= INFO_SERIES {
+            break;
+        }
+        let Some((name, labels, _)) = sample(line).filter(|(n, ..)| n.ends_with("_info")) else {
+            continue;
+        };
+        if doc.contains_key(name) {
+            continue;
+        }
+        let labels = label_pairs(labels)
+            .into_iter()
+            .take(INFO_LABELS)
+            .map(|(k, v)| (k, serde_json::Value::String(v)))
+            .collect();
+        doc.insert(name.to_owned(), serde_json::Value::Object(labels));
+    }
+    serde_json::Value::Object(doc)
+}
+
+/// `a="x",b="y, z"` as pairs, each value unescaped (`\"`, `\\`, `\n`)
+/// and free to hold commas; a malformed rest is dropped.
+fn label_pairs(labels: &str) -> Vec<(String, String)> {
+    let mut pairs = Vec::new();
+    let mut rest = labels.trim();
+    while let Some((key, after)) = rest.split_once('=') {
+        let Some(quoted) = after.trim_start().strip_prefix('"') else {
+            break;
+        };
+        let mut value = String::new();
+        let mut chars = quoted.char_indices();
+        let mut end = None;
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some((_, 'n')) => value.push('\n'),
+                    Some((_, other)) => value.push(other),
+                    None => break,
+                },
+                '"' => {
+                    end = Some(i);
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        let Some(end) = end else {
+            break;
+        };
+        pairs.push((key.trim().trim_start_matches(',').trim().to_owned(), value));
+        rest = quoted[end + 1..].trim_start().trim_start_matches(',');
+    }
+    pairs
+}
+
 /// One sample line: `name{labels} value [timestamp]`, the labels' values
 /// quoted (and free to hold spaces, braces and escaped quotes); the
 /// timestamp, when there is one, is not the value.
@@ -680,6 +746,22 @@ impl ServerView {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn info_series_are_a_document_of_their_labels() {
+        let text = "# TYPE vllm:cache_config_info gauge\n\
+            vllm:cache_config_info{block_size=\"128\",kv_cache_dtype_skip_layers=\"[a, b]\",note=\"say \\\"hi\\\"\",engine=\"0\"} 1.0\n\
+            vllm:cache_config_info{block_size=\"64\",engine=\"1\"} 1.0\n\
+            vllm:num_requests_running{engine=\"0\"} 3\n\
+            python_info{implementation=\"CPython\"} 1.0\n";
+        assert_eq!(
+            info_document(text),
+            serde_json::json!({
+                "vllm:cache_config_info": {"block_size": "128", "kv_cache_dtype_skip_layers": "[a, b]", "note": "say \"hi\"", "engine": "0"},
+                "python_info": {"implementation": "CPython"},
+            })
+        );
+    }
 
     const BEFORE: &str = "# TYPE sglang:generation_tokens_total counter\n\
         sglang:generation_tokens_total{model_name=\"m\",tp_rank=\"0\"} 100\n\

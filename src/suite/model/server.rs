@@ -185,6 +185,10 @@ pub enum ConfigSource {
     /// `/version`: vLLM's `{"version": …}` (`vllm/entrypoints/serve/
     /// instrumentator/basic.py`, 0.32.0).
     Version,
+    /// `/metrics`: the labels of its info series
+    /// ([`crate::load::prometheus::info_document`]), vLLM's
+    /// `vllm:cache_config_info` (`vllm/v1/metrics/loggers.py`, 0.32.0).
+    Metrics,
 }
 
 names!(ConfigSource {
@@ -192,6 +196,7 @@ names!(ConfigSource {
     ModelInfo => "model_info",
     Models => "models",
     Version => "version",
+    Metrics => "metrics",
 });
 
 impl ConfigSource {
@@ -204,6 +209,7 @@ impl ConfigSource {
             ConfigSource::ModelInfo => &["/model_info", "/get_model_info"],
             ConfigSource::Models => &["/v1/models"],
             ConfigSource::Version => &["/version"],
+            ConfigSource::Metrics => &["/metrics"],
         }
     }
 }
