@@ -1904,6 +1904,42 @@ fn discovery_has_one_deadline_not_one_per_get() {
     assert_has(&o.stderr, &["served model unknown"]);
 }
 
+/// The liveness question after a failed trial has one deadline: a server
+/// whose `/health_generate` answers 404 after 6 s and whose `/health`
+/// never answers took 6 s and then 10 s more (each GET bounded alone);
+/// now 10 s in all, naming both GETs.
+#[test]
+fn the_liveness_check_has_one_deadline() {
+    let port = serve(Arc::new(|req, conn| match req.path.as_str() {
+        "/v1/chat/completions" => std::thread::sleep(Duration::from_secs(4)),
+        "/health_generate" => {
+            std::thread::sleep(Duration::from_secs(6));
+            json(conn, 404, r#"{"error":{"message":"no such endpoint"}}"#);
+        }
+        "/health" => std::thread::sleep(Duration::from_secs(30)),
+        _ => {
+            discovery(req, conn);
+        }
+    }));
+    let o = run(
+        "hung-liveness",
+        &probe_suite("{ connect: 2s, first_token: 1s, idle: 5s, total: 3s }"),
+        port,
+        &[],
+    );
+    assert_eq!(o.code, Some(1), "{}", o.stdout);
+    assert_has(
+        &failure_of(&o.stdout, "hostile::correctness::probe"),
+        &[
+            "the server stopped answering during hostile::correctness::probe (GET /health_generate, then GET /health: no answer within 10",
+        ],
+    );
+    // The probe's 1 s, the liveness check's 10 s: 16 s of GETs before, 5 s
+    // to spare for a loaded machine now.
+    let trial = o.trial_seconds("hostile::correctness::probe");
+    assert!(trial < 14.0, "the trial took {trial:.1} s:\n{}", o.stdout);
+}
+
 /// Memory is bounded per run, not only per request: 32 streams each sent
 /// a 15 MiB SSE line that never ends took 32 × 15 MiB (499 MiB peak); with
 /// the streams' buffers sharing `target.limits.buffers: 64 MiB` the

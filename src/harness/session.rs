@@ -453,29 +453,44 @@ impl SuiteRun {
     }
 
     /// `Some(cause)` when the server does not show it is alive within
-    /// 10 s: SGLang's `GET /health_generate` generates a token through the
-    /// scheduler (its `/health` answers 200 without it since 0.5.x, so a
-    /// hung scheduler would pass), and answers 503 when none came; any
-    /// other answer (a 404 from vLLM or llama.cpp, which lack the route)
-    /// sends the question to `GET /health`, where any answer will do.
+    /// 10 s in all: SGLang's `GET /health_generate` generates a token
+    /// through the scheduler (its `/health` answers 200 without it since
+    /// 0.5.x, so a hung scheduler would pass), and answers 503 when none
+    /// came; any other answer (a 404 from vLLM or llama.cpp, which lack
+    /// the route) sends the question to `GET /health`, where any answer
+    /// will do — within what is left of the same 10 s.
     fn unresponsive(&self, c: &Connected, name: &str) -> Option<String> {
+        const WITHIN: Duration = Duration::from_secs(10);
         let quick = Timeouts {
             connect: Duration::from_secs(5),
-            total: Duration::from_secs(10),
+            total: WITHIN,
             ..Timeouts::default()
         };
         let client = c.client.with_timeouts(quick);
-        let why = match self.runtime.block_on(client.get("/health_generate")) {
-            Ok((200..=299, _)) => return None,
-            Ok((503, _)) => {
-                "GET /health_generate answered 503: the server could not generate a token"
-                    .to_owned()
+        let asked = async {
+            match client.get("/health_generate").await {
+                Ok((200..=299, _)) => None,
+                Ok((503, _)) => Some(
+                    "GET /health_generate answered 503: the server could not generate a token"
+                        .to_owned(),
+                ),
+                Ok(_) => match client.get("/health").await {
+                    Ok(_) => None,
+                    Err(e) => Some(format!("GET /health: {e}")),
+                },
+                Err(e) => Some(format!("GET /health_generate: {e}")),
             }
-            Ok(_) => match self.runtime.block_on(client.get("/health")) {
-                Ok(_) => return None,
-                Err(e) => format!("GET /health: {e}"),
-            },
-            Err(e) => format!("GET /health_generate: {e}"),
+        };
+        let why = match self
+            .runtime
+            .block_on(async { tokio::time::timeout(WITHIN, asked).await })
+        {
+            Ok(None) => return None,
+            Ok(Some(why)) => why,
+            Err(_) => format!(
+                "GET /health_generate, then GET /health: no answer within {}",
+                crate::units::format_secs(WITHIN.as_secs_f64())
+            ),
         };
         let tail = c
             .server
