@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 #[allow(dead_code)] // each test binary uses a subset of the shared helpers
 mod common;
-use common::run::command;
+use common::run::{command, merged};
 #[path = "common/engines.rs"]
 mod engines;
 use engines::{expect, healthy};
@@ -471,7 +471,14 @@ const SGLANG_ONLY: &[(&str, &[&str])] = &[
 fn sglang_conformance(servers: &Installed) -> Result<(), Failed> {
     let (_sim, sim_url) = start_sim()?;
     let (_sglang, port) = start_sglang(servers, "pytorch")?;
-    let sim = shapes(&sim_url)?;
+    conformance(&sim_url, port)?;
+    beside_bench_serving(servers, port)
+}
+
+/// [`sglang_conformance`]'s comparison of the simulator with the SGLang on
+/// `port`.
+fn conformance(sim_url: &str, port: u16) -> Result<(), Failed> {
+    let sim = shapes(sim_url)?;
     let real = shapes(&format!("http://127.0.0.1:{port}"))?;
     let mut wrong = Vec::new();
     for key in sim
@@ -516,6 +523,253 @@ fn sglang_conformance(servers: &Installed) -> Result<(), Failed> {
         Ok(())
     } else {
         Err(wrong.join("\n").into())
+    }
+}
+
+/// The figures compared side by side, each in servegate's name (the
+/// bench's ITL, between chunks, is `itl_chunk`), with the name of the
+/// `bench_serving` field it is imported from and that field's scale.
+const BESIDE: [(&str, &str, f64); 7] = [
+    ("ttft.mean", "mean_ttft_ms", 1e-3),
+    ("ttft.p50", "median_ttft_ms", 1e-3),
+    ("ttft.p99", "p99_ttft_ms", 1e-3),
+    ("tpot.mean", "mean_tpot_ms", 1e-3),
+    ("itl_chunk.mean", "mean_itl_ms", 1e-3),
+    ("e2e.mean", "mean_e2e_latency_ms", 1e-3),
+    ("output_tok_s", "output_throughput", 1.0),
+];
+
+/// servegate beside SGLang's own benchmark client, on the same real
+/// server, with the same workload (64 prompt tokens by the model's own
+/// tokenizer, 32 output tokens, `ignore_eos`, concurrency 1 and 4):
+/// `sglang.bench_serving` (backend `sglang-oai-chat`, and `sglang` at
+/// concurrency 4) writes its results; `servegate import` turns them into
+/// figures equal to the file's (milliseconds as seconds); `baseline
+/// accept` makes them baselines; servegate's own run of the same gates on
+/// the unchanged server is green against them; and the figures of both
+/// clients are printed side by side with their ratio.
+fn beside_bench_serving(servers: &Installed, port: u16) -> Result<(), Failed> {
+    const WORDS: [&str; 16] = [
+        "river", "stone", "market", "winter", "lamp", "garden", "bridge", "copper", "harbor",
+        "violin", "meadow", "tower", "ember", "canyon", "orchard", "lantern",
+    ];
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = dir.path();
+    std::fs::create_dir_all(dir.join(".git")).map_err(|e| e.to_string())?;
+    // bench_serving's `random` dataset samples its prompts' text from a
+    // ShareGPT file, which it downloads unless given one. Every
+    // conversation's words differ from the others' (a prompt sharing
+    // another's prefix would be served from SGLang's cache, and its TTFT
+    // would not be the one servegate's fresh prompts measure).
+    let sharegpt = dir.join("sharegpt.json");
+    let text = |seed: usize| -> String {
+        (0..96)
+            .map(|i| WORDS[(seed * 7 + i * (seed % 5 + 3) + i * i) % WORDS.len()])
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let conversations: Vec<_> = (0..40)
+        .map(|n| {
+            serde_json::json!({"conversations": [
+                {"from": "human", "value": text(2 * n)},
+                {"from": "gpt", "value": text(2 * n + 1)},
+            ]})
+        })
+        .collect();
+    std::fs::write(
+        &sharegpt,
+        serde_json::to_string(&conversations).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let bench = |backend: &str, concurrency: u32, file: &std::path::Path| -> Result<(), Failed> {
+        let out = std::process::Command::new("timeout")
+            .arg("600")
+            .arg(&servers.python)
+            .args(["-m", "sglang.bench_serving", "--backend", backend])
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--model", "smollm2-135m", "--tokenizer"])
+            .arg(&servers.checkpoint)
+            .args(["--dataset-name", "random", "--dataset-path"])
+            .arg(&sharegpt)
+            .args(["--random-input-len", "64", "--random-output-len", "32"])
+            .args(["--random-range-ratio", "1"])
+            .args(["--num-prompts", &(4 * concurrency).to_string()])
+            .args(["--max-concurrency", &concurrency.to_string()])
+            .arg("--output-file")
+            .arg(file)
+            .env("HF_HUB_OFFLINE", "1")
+            .output()
+            .map_err(|e| format!("sglang.bench_serving did not start: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            let text = String::from_utf8_lossy(&out.stderr);
+            let tail: Vec<&str> = text.lines().rev().take(20).collect();
+            Err(format!(
+                "sglang.bench_serving --backend {backend} --max-concurrency {concurrency} {}:\n{}",
+                out.status,
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            )
+            .into())
+        }
+    };
+    let (chat, native) = (dir.join("chat.jsonl"), dir.join("native.jsonl"));
+    bench("sglang-oai-chat", 1, &chat)?;
+    bench("sglang-oai-chat", 4, &chat)?;
+    bench("sglang", 4, &native)?;
+    let out = dir.join("out");
+    let servegate = |args: &[&str]| {
+        let mut cmd = command(args, &[]);
+        cmd.arg("--out-dir").arg(&out).current_dir(dir);
+        merged(cmd)
+    };
+    // The native backend's figures, imported as a suite of their own,
+    // before the chat ones, whose import is the latest run.
+    let mut imported = Vec::new();
+    for (file, suite) in [(&native, "side-native"), (&chat, "side")] {
+        let path = file.to_str().ok_or("a temporary path that is not UTF-8")?;
+        let (code, text) = servegate(&["import", "bench-serving", path, "--suite", suite]);
+        if code != Some(0) {
+            return Err(format!("servegate import of {path} failed:\n{text}").into());
+        }
+        imported.push(exactly_imported(file, &out.join("latest/report.json"))?);
+    }
+    let (code, text) = servegate(&["baseline", "accept"]);
+    if code != Some(0) {
+        return Err(format!("servegate baseline accept failed:\n{text}").into());
+    }
+    let tokenizer = servers
+        .checkpoint
+        .join("tokenizer.json")
+        .display()
+        .to_string();
+    let gate = |name: &str, concurrency: u32| {
+        format!(
+            "  - name: {name}\n    load: {{ concurrency: {concurrency}, requests: {}, warmup: {concurrency}, input_tokens: 64, output_tokens: 32, ignore_eos: true, tokenizer: {tokenizer:?} }}\n    thresholds: {{ ttft.mean: \"<= baseline * 5\", output_tok_s: \">= baseline * 0.2\", errors: \"== 0\" }}\n",
+            4 * concurrency
+        )
+    };
+    let suite = suite_file(
+        dir,
+        "side",
+        &format!(
+            "suite: side\ntarget:\n  base_url: http://127.0.0.1:{port}\n  api: openai-chat\n  timeouts: {{ connect: 5s, first_token: 60s, idle: 30s, total: 180s }}\nperformance:\n{}{}",
+            gate("c1_rate_inf", 1),
+            gate("c4_rate_inf", 4)
+        ),
+    )?;
+    let suite = suite.to_str().ok_or("a temporary path that is not UTF-8")?;
+    let (code, text) = servegate(&["run", suite]);
+    expect(
+        code,
+        &text,
+        0,
+        "servegate's run against the baselines bench_serving's figures became failed",
+        &[
+            "pass ttft.mean <= baseline * 5",
+            "pass output_tok_s >= baseline * 0.2",
+            "test side::performance::c4_rate_inf ",
+        ],
+    )?;
+    let ours = record_gates(&out.join("latest/report.json"))?;
+    println!(
+        "  beside bench_serving: figure, gate: servegate | sglang-oai-chat (ratio) | sglang at c4 (ratio)"
+    );
+    for (gate, bench) in &imported[1] {
+        for (key, ..) in BESIDE {
+            let mine = ours.get(gate).and_then(|f| f.get(key)).copied();
+            let theirs = bench.get(key).copied();
+            let native = imported[0].get(gate).and_then(|f| f.get(key)).copied();
+            let shown = |v: Option<f64>| match v {
+                Some(v) if key.ends_with("tok_s") => format!("{v:.1} tok/s"),
+                Some(v) => format!("{:.2}ms", v * 1e3),
+                None => "-".into(),
+            };
+            let ratio = |v: Option<f64>| match (mine, v) {
+                (Some(m), Some(t)) if t != 0.0 => format!(" ({:.2}×)", m / t),
+                _ => String::new(),
+            };
+            println!(
+                "  beside bench_serving: {key}, {gate}: {} | {}{} | {}{}",
+                shown(mine),
+                shown(theirs),
+                ratio(theirs),
+                shown(native),
+                ratio(native)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Each gate's figures in a run record.
+type GateFigures = std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>;
+
+fn record_gates(record: &std::path::Path) -> Result<GateFigures, Failed> {
+    let text = std::fs::read_to_string(record).map_err(|e| e.to_string())?;
+    let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let mut gates = GateFigures::new();
+    for suite in doc["suites"].as_array().into_iter().flatten() {
+        for gate in suite["gates"].as_array().into_iter().flatten() {
+            let figures = gate["figures"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| v.as_f64().map(|v| (k.clone(), v)))
+                .collect();
+            gates.insert(
+                gate["gate"].as_str().unwrap_or_default().to_owned(),
+                figures,
+            );
+        }
+    }
+    Ok(gates)
+}
+
+/// The figures `servegate import` wrote to `record` from `file` (one
+/// `bench_serving` result a line, each a gate named by its concurrency),
+/// each equal to the file's field it came from, scaled.
+fn exactly_imported(
+    file: &std::path::Path,
+    record: &std::path::Path,
+) -> Result<GateFigures, Failed> {
+    let gates = record_gates(record)?;
+    let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
+    let mut wrong = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        // Python's json writes `Infinity` for an unbounded request rate,
+        // which JSON has no number for.
+        let result: serde_json::Value = serde_json::from_str(&line.replace("Infinity", "null"))
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        let gate = format!("c{}_rate_inf", result["max_concurrency"]);
+        let Some(figures) = gates.get(&gate) else {
+            return Err(format!(
+                "no gate {gate} in the imported record of {}",
+                file.display()
+            )
+            .into());
+        };
+        for (key, field, scale) in BESIDE {
+            let Some(want) = result[field].as_f64().map(|v| v * scale) else {
+                wrong.push(format!("{gate}: the file has no {field}"));
+                continue;
+            };
+            match figures.get(key) {
+                Some(got) if (got - want).abs() <= 1e-12 * want.abs() => {}
+                got => wrong.push(format!(
+                    "{gate}: {key} is {got:?}, the file's {field} says {want}"
+                )),
+            }
+        }
+    }
+    if wrong.is_empty() {
+        Ok(gates)
+    } else {
+        Err(format!(
+            "servegate import changed bench_serving's figures:\n{}",
+            wrong.join("\n")
+        )
+        .into())
     }
 }
 
@@ -832,7 +1086,7 @@ fn main() {
     let trials: [(&str, TrialFn); 4] = [
         ("real_sglang::shipped_suite_passes", sglang_shipped_suite),
         (
-            "real_sglang::the_simulator_sends_what_sglang_sends",
+            "real_sglang::the_simulator_and_bench_serving_beside_sglang",
             sglang_conformance,
         ),
         (
