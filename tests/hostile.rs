@@ -1186,7 +1186,7 @@ fn token_counts_the_stream_does_not_bear_out_fail_as_protocol_errors() {
     const CHUNKS: &[(&str, u64)] = &[("a", 1), ("b", 1), ("\u{1F642}", 3)];
     forged_counts_fail(
         "forged-count",
-        "output_tokens: 512",
+        &counted_gate("output_tokens: 512"),
         counting_server(CHUNKS, 20),
         &[
             "could not measure: all 2 requests failed",
@@ -1196,7 +1196,7 @@ fn token_counts_the_stream_does_not_bear_out_fail_as_protocol_errors() {
     );
     honest_counts_pass(
         "honest-count",
-        "output_tokens: 6, ignore_eos: true",
+        &counted_gate("output_tokens: 6, ignore_eos: true"),
         counting_server(CHUNKS, 1),
     );
 }
@@ -1205,9 +1205,11 @@ fn token_counts_the_stream_does_not_bear_out_fail_as_protocol_errors() {
 /// parser sends `get_weather` and `{"city": "Paris"}` of the model's
 /// `<tool_call>\n{"name": …, "arguments": …}\n</tool_call>`, counting 43
 /// tokens for 28 bytes in 4 events (SGLang 0.5.23, `SmolLM2`). That count
-/// passes. A server that makes eight one-letter calls of `{}` and counts 35
-/// tokens for each fails: framing is granted to four calls of an answer,
-/// not bought with calls.
+/// passes where the request offered tools, and fails where it did not. A
+/// server that makes eight one-letter calls of `{}` and counts 35 tokens
+/// for each fails: framing is granted to four calls of an answer, not
+/// bought with calls; nor with an empty delta at index 3 that names no
+/// function.
 #[test]
 fn a_tool_calls_framing_is_counted_and_cannot_be_bought_with_calls() {
     macro_rules! call {
@@ -1252,33 +1254,57 @@ fn a_tool_calls_framing_is_counted_and_cannot_be_bought_with_calls() {
             7,
         ),
     ];
+    const EMPTY_CALL: &[(&str, u64)] = &[("a", 1), (r#"{"tool_calls":[{"index":3}]}"#, 127)];
+    // The gate offers a tool, as a tool-calling gate does.
+    let offered = |load: &str| {
+        counted_gate(load).replace(
+            "performance:",
+            "defaults:\n  tools: [{ name: get_weather }]\nperformance:",
+        )
+    };
     honest_counts_pass(
         "framed-call",
-        "output_tokens: 64",
+        &offered("output_tokens: 64"),
         counting_server(SGLANG, 1),
     );
     forged_counts_fail(
+        "framed-call-no-tools",
+        &counted_gate("output_tokens: 64"),
+        counting_server(SGLANG, 1),
+        &[
+            "the server counts 43 completion tokens, but the stream carried 28 bytes of text in 5 events: at most 37 tokens can have been sent",
+        ],
+    );
+    forged_counts_fail(
         "bought-with-calls",
-        "output_tokens: 512",
+        &offered("output_tokens: 512"),
         counting_server(MANY, 1),
         &[
             "the server counts 281 completion tokens, but the stream carried 24 bytes of text in 9 events and 8 tool call(s): at most 165 tokens can have been sent",
             "32 per tool call for its framing (at most 4 calls)",
         ],
     );
+    forged_counts_fail(
+        "bought-with-an-empty-call",
+        &offered("output_tokens: 128, ignore_eos: true"),
+        counting_server(EMPTY_CALL, 1),
+        &[
+            "the server counts 129 completion tokens, but the stream carried 1 bytes of text in 3 events: at most 8 tokens can have been sent",
+        ],
+    );
 }
 
-/// A counted gate (`load` its other keys) against the server on `port`
-/// passes.
-fn honest_counts_pass(name: &str, load: &str, port: u16) {
-    let o = run(name, &counted_gate(load), port, &[]);
+/// A counted gate's suite ([`counted_gate`]) against the server on
+/// `port` passes.
+fn honest_counts_pass(name: &str, suite: &str, port: u16) {
+    let o = run(name, suite, port, &[]);
     assert_eq!(o.code, Some(0), "{}", o.stdout);
 }
 
-/// A counted gate (`load` its other keys) against the server on `port`
-/// fails, its failure holding every needle.
-fn forged_counts_fail(name: &str, load: &str, port: u16, needles: &[&str]) {
-    let o = run(name, &counted_gate(load), port, &[]);
+/// A counted gate's suite ([`counted_gate`]) against the server on
+/// `port` fails, its failure holding every needle.
+fn forged_counts_fail(name: &str, suite: &str, port: u16, needles: &[&str]) {
+    let o = run(name, suite, port, &[]);
     assert_eq!(o.code, Some(1), "{}", o.stdout);
     assert_has(
         &failure_of(&o.stdout, "hostile::performance::gate"),
@@ -1306,7 +1332,7 @@ fn a_suite_tokenizer_checks_the_servers_count() {
     let load = format!("output_tokens: 64, tokenizer: {}", tokenizer.display());
     forged_counts_fail(
         "tokenizer-forged",
-        &load,
+        &counted_gate(&load),
         counting_server(WORDS, 4),
         &[
             "the server counts 33 completion tokens, but the suite's tokenizer (",

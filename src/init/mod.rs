@@ -141,8 +141,8 @@ fn gates(concurrency: u32) -> [GateSpec; 2] {
 /// five give a median and a spread that one slow run does not move.
 const CALIBRATION_RUNS: u32 = 5;
 
-/// How many times `init` asks each starter probe; it is written live only
-/// when every answer passed.
+/// How many times `init` asks each starter probe before the calibration,
+/// and again after it; it is written live only when every answer passed.
 const PROBE_TRIES: usize = 3;
 
 /// Starter probe `text` as its try `t`: the first keeps its name, the
@@ -327,13 +327,14 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
         .map_err(|e| Error::Calibration(format!("failed to start the async runtime: {e}")))?;
     let plain = target(base_url, o.api, None);
     let starters = [ARITHMETIC, IS_PRIME];
-    let mut body = String::from("correctness:\n");
+    let mut tries = String::from("correctness:\n");
     // Each starter PROBE_TRIES times (`is_prime`, `is_prime_try2`, …).
     for p in starters {
         for t in 1..=PROBE_TRIES {
-            body.push_str(&tried(p, t));
+            tries.push_str(&tried(p, t));
         }
     }
+    let mut body = tries.clone();
     for c in Contract::ALL.iter().map(|(_, c)| *c) {
         let _ = writeln!(
             body,
@@ -375,32 +376,15 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
     // Server strings go into comments: one line each, whatever they hold.
     let server = crate::text::printable(&server).into_owned();
     let description = crate::text::printable(&connected.description).into_owned();
-    let mut results = Vec::new();
-    for (i, text) in starters.iter().enumerate() {
-        let failed: Vec<String> = (0..PROBE_TRIES)
-            .filter_map(|t| probes.probe(i * PROBE_TRIES + t).err())
+    let failed_tries = |run: &SuiteRun, i: usize| -> Vec<String> {
+        (0..PROBE_TRIES)
+            .filter_map(|t| run.probe(i * PROBE_TRIES + t).err())
             .map(|stop| stop.headline())
-            .collect();
-        // A probe is written live only when every try passed: a server
-        // whose answer varies (batching, a prompt cache) would fail the
-        // suite's own reruns now and then.
-        let why = failed.first().map(|first| {
-            if failed.len() == PROBE_TRIES {
-                first.clone()
-            } else {
-                format!(
-                    "{} of {PROBE_TRIES} tries failed, the answer varies: {first}",
-                    failed.len()
-                )
-            }
-        });
-        say(&format!(
-            "probe {}: {}",
-            probes.suite.probes[i * PROBE_TRIES].name,
-            why.as_deref().unwrap_or("ok")
-        ));
-        results.push(((*text).to_owned(), why));
-    }
+            .collect()
+    };
+    let before: Vec<Vec<String>> = (0..starters.len())
+        .map(|i| failed_tries(&probes, i))
+        .collect();
     let (mut held, mut broke) = (Vec::new(), Vec::new());
     for (j, c) in Contract::ALL.iter().map(|(_, c)| *c).enumerate() {
         match probes.probe(starters.len() * PROBE_TRIES + j) {
@@ -464,6 +448,27 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
             .unwrap_or_default();
         figures.push(measured);
     }
+    // The starters again, after the load: a server whose answers change
+    // once it has served others (a prompt cache holding their prefixes,
+    // llama.cpp's slots) fails the suite's reruns, which come after gates.
+    let text = calibration_suite(&format!("{name}-probes-after"), &plain, &tries);
+    let after = suite_run(
+        &calibration_file(o, &format!("{name}-probes-after"), &text),
+        &text,
+        &runtime,
+        o.client_limited,
+    );
+    let mut results = Vec::new();
+    for (i, (text, mut failed)) in starters.iter().zip(before).enumerate() {
+        failed.extend(failed_tries(&after, i));
+        let why = probe_verdict(&failed);
+        say(&format!(
+            "probe {}: {}",
+            probes.suite.probes[i * PROBE_TRIES].name,
+            why.as_deref().unwrap_or("ok")
+        ));
+        results.push(((*text).to_owned(), why));
+    }
     Ok(Measured {
         description,
         server,
@@ -473,6 +478,30 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
         broke,
         figures,
     })
+}
+
+/// Why a starter probe is written commented out, from the failures of
+/// its tries before and after the calibration (`None`: every try passed).
+/// A probe is written live only when every try passed: a server whose
+/// answer varies (batching, a prompt cache) would fail the suite's own
+/// reruns now and then.
+fn probe_verdict(failed: &[String]) -> Option<String> {
+    let all = 2 * PROBE_TRIES;
+    let first = failed.first()?;
+    if failed.len() == all {
+        return Some(first.clone());
+    }
+    // A request that failed (a timeout, a dropped connection) says
+    // nothing of the answer.
+    let varies = if first.starts_with("assertion failed") {
+        ", the answer varies"
+    } else {
+        ""
+    };
+    Some(format!(
+        "{} of {all} tries (before and after the calibration's load) failed{varies}: {first}",
+        failed.len()
+    ))
 }
 
 fn names(contracts: &[Contract]) -> String {

@@ -93,7 +93,9 @@ impl Events for StreamReader {
         };
         let bytes = name.map_or(0, str::len) + arguments.len();
         self.tool_len += bytes;
-        self.calls_begun = self.calls_begun.max(i + 1);
+        if name.is_some_and(|n| !n.is_empty()) {
+            self.named_calls |= 1 << i;
+        }
         if self.keep_text {
             if self.tool_calls.len() <= i {
                 self.tool_calls.resize_with(i + 1, ToolCall::default);

@@ -401,6 +401,9 @@ impl Client {
         reader.text_mode = self.text_mode;
         reader.max_buffers = self.limits.buffers;
         reader.stop_bytes = req.sampling.stop_bytes();
+        if req.sampling.tools.as_ref().is_some_and(|t| !t.is_empty()) {
+            reader.framed_calls = plausibility::FRAMED_CALLS;
+        }
         reader.max_marks = req
             .sampling
             .max_tokens

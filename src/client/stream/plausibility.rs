@@ -24,7 +24,7 @@ const UNPRINTED_TOKENS: u64 = 4;
 const TOOL_CALL_FRAMING_TOKENS: u64 = 32;
 
 /// The calls of one answer granted [`TOOL_CALL_FRAMING_TOKENS`].
-const FRAMED_CALLS: u64 = 4;
+pub(super) const FRAMED_CALLS: u64 = 4;
 
 /// Prompt tokens a request can be charged beyond one per byte sent (chat
 /// templates add tokens the request does not carry).
@@ -60,19 +60,24 @@ impl StreamReader {
     /// of the request's stop sequences (at most one per byte), and
     /// [`UNPRINTED_TOKENS`] more (the end-of-sequence token, a reasoning
     /// model's think markers), and [`TOOL_CALL_FRAMING_TOKENS`] for each
-    /// tool call (of the first [`FRAMED_CALLS`]). Gates that ask for `ignore_eos` also ask
+    /// tool call that named its function, where the request offered tools
+    /// (of the first [`FRAMED_CALLS`]). Gates that ask for `ignore_eos` also ask
     /// `skip_special_tokens: false`, so a model that samples its
     /// end-of-sequence token again and again prints it.
     pub(super) fn evidenced(&self, counted: u64) -> Result<(), CallError> {
         let text = (self.content_len as u64)
             .saturating_add(self.reasoning_len as u64)
             .saturating_add(self.tool_len as u64);
-        let calls = self.calls_begun as u64;
+        // Framing is granted only to calls that named a function, of a
+        // request that offered tools: an empty delta at some index buys
+        // nothing.
+        let named = u64::from(self.named_calls.count_ones());
+        let calls = named.min(self.framed_calls);
         let bound = text
             .saturating_add(self.token_events)
             .saturating_add(self.stop_bytes)
             .saturating_add(UNPRINTED_TOKENS)
-            .saturating_add(calls.min(FRAMED_CALLS) * TOOL_CALL_FRAMING_TOKENS);
+            .saturating_add(calls * TOOL_CALL_FRAMING_TOKENS);
         if counted > bound {
             let (stops, per_stop) = if self.stop_bytes > 0 {
                 (
@@ -84,7 +89,7 @@ impl StreamReader {
             };
             let (calls, per_call) = if calls > 0 {
                 (
-                    format!(" and {calls} tool call(s)"),
+                    format!(" and {named} tool call(s)"),
                     format!(
                         ", {TOOL_CALL_FRAMING_TOKENS} per tool call for its framing (at most {FRAMED_CALLS} calls)"
                     ),

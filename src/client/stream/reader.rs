@@ -48,9 +48,12 @@ pub(super) struct StreamReader {
     pub(super) reasoning_len: usize,
     /// Bytes of tool calls (names and arguments) received so far.
     pub(super) tool_len: usize,
-    /// Tool calls begun so far (the highest `tool_calls[].index` plus
-    /// one), counted whether or not their text is kept.
-    pub(super) calls_begun: usize,
+    /// The tool calls that named their function so far, one bit per
+    /// `tool_calls[].index`, counted whether or not their text is kept.
+    pub(super) named_calls: u64,
+    /// How many tool calls' framing the server's count may hold: none
+    /// unless the request offered tools.
+    pub(super) framed_calls: u64,
     /// The tool calls so far (kept as text is).
     pub(super) tool_calls: Vec<ToolCall>,
     /// Most token-bearing chunks this request may have.
@@ -124,7 +127,8 @@ impl StreamReader {
             text_mode: TextMode::Cumulative,
             content_len: 0,
             tool_len: 0,
-            calls_begun: 0,
+            named_calls: 0,
+            framed_calls: 0,
             tool_calls: Vec::new(),
             reasoning_len: 0,
             max_marks: MAX_MARKS,
