@@ -429,12 +429,15 @@ fn libtest_args(extra: impl IntoIterator<Item = String>) -> Arguments {
 }
 
 /// Set by the panic hook when a panic was a write to a closed standard
-/// output: `println!`'s own (`failed printing to stdout`), or libtest's
-/// printer unwrapping its write — and nothing else (a broken pipe to a
-/// socket or a child is an error of its own, shown as any panic).
+/// output or error: `println!`'s and `eprintln!`'s own (`failed printing
+/// to stdout`, `… to stderr`: `servegate history list 2>&1 | head -1`), or
+/// libtest's printer unwrapping its write — and nothing else (a broken
+/// pipe to a socket or a child is an error of its own, shown as any
+/// panic).
 static CLOSED_PIPE_SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Whether the panic `info` describes is a write to a closed stdout.
+/// Whether the panic `info` describes is a write to a closed stdout or
+/// stderr.
 fn closed_pipe(info: &std::panic::PanicHookInfo<'_>) -> bool {
     let payload = info.payload();
     let text = payload
@@ -445,7 +448,9 @@ fn closed_pipe(info: &std::panic::PanicHookInfo<'_>) -> bool {
     let printer = info
         .location()
         .is_some_and(|l| l.file().contains("libtest-mimic"));
-    (text.starts_with("failed printing to stdout") && text.contains("Broken pipe"))
+    ((text.starts_with("failed printing to stdout")
+        || text.starts_with("failed printing to stderr"))
+        && text.contains("Broken pipe"))
         || (printer && text.contains("kind: BrokenPipe"))
 }
 

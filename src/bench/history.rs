@@ -122,8 +122,13 @@ pub fn checkout_commit() -> Option<String> {
         return None;
     }
     let commit = git(&["rev-parse", "HEAD"])?;
-    let dirty =
-        git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    let dirty = git(&[
+        "--no-optional-locks",
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+    ])
+    .is_some_and(|s| !s.is_empty());
     Some(if dirty {
         format!("{commit}+dirty")
     } else {

@@ -128,9 +128,14 @@ fn ask_git(file: &std::path::Path) -> Option<String> {
         .unwrap_or(std::path::Path::new("."));
     let commit = crate::process::command_output("git", &["rev-parse", "HEAD"], Some(dir))?;
     let name = file.file_name()?.to_str()?;
-    let dirty =
-        crate::process::command_output("git", &["status", "--porcelain", "--", name], Some(dir))
-            .is_some_and(|s| !s.is_empty());
+    // `status` refreshes the index of the checkout it reads, which may be
+    // another's: read it without the optional lock (and the write).
+    let dirty = crate::process::command_output(
+        "git",
+        &["--no-optional-locks", "status", "--porcelain", "--", name],
+        Some(dir),
+    )
+    .is_some_and(|s| !s.is_empty());
     Some(if dirty {
         format!("{commit}+dirty")
     } else {

@@ -211,7 +211,8 @@ fn skipping_every_trial_is_no_match() {
 }
 
 /// A reader that is gone (`servegate list | head -1`, `servegate run … |
-/// head` once head has its line): servegate ends quietly, with the code a
+/// head` once head has its line, of stdout or of stderr): servegate ends
+/// quietly, with the code a
 /// shell gives a process a closed pipe ended (128 + SIGPIPE), no panic (a
 /// run's trials under way finish first). The reader's end is closed before
 /// servegate starts, so every write meets the closed pipe however busy the
@@ -236,4 +237,17 @@ fn a_closed_pipe_ends_the_command_quietly() {
         assert_eq!(out.status.code(), Some(141), "{args:?}:\n{stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}:\n{stderr}");
     }
+    // A closed standard error ends it the same way (`history list 2>&1 |
+    // head -1`: its message about the missing history has nowhere to go).
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("history.sqlite");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = crate::common::run::command(&["history", "list", "--history"], &[])
+        .arg(&missing)
+        .stdout(std::process::Stdio::piped())
+        .stderr(writer)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(141), "{out:?}");
 }

@@ -356,3 +356,65 @@ fn help_never_shows_the_historys_password() {
         assert!(!text.contains("hunter2"), "{args:?}: {text}");
     }
 }
+
+/// A run reads the suite's git state (its commit, and `+dirty`) without
+/// writing the checkout's index: `git status` refreshes a stale index
+/// under an optional lock, and the suite's checkout may be another's,
+/// busy with its own git (the index was rewritten before
+/// `--no-optional-locks`).
+#[test]
+fn a_run_leaves_the_suites_git_index_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&["init", "-q"]);
+    let suite = dir.path().join("suites/locks.yaml");
+    std::fs::create_dir_all(suite.parent().unwrap()).unwrap();
+    std::fs::write(
+        &suite,
+        "suite: locks\ntarget: { base_url: sim }\ncorrectness:\n  - name: p\n    prompt: \"Hi\"\n    expect: [{ min_chars: 1 }]\n",
+    )
+    .unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "suite"]);
+    // The file's times change, its bytes do not: the index is stale.
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    std::fs::File::options()
+        .write(true)
+        .open(&suite)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let index = dir.path().join(".git/index");
+    let before = std::fs::metadata(&index).unwrap().modified().unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = run_expecting(
+        &[
+            "run",
+            suite.to_str().unwrap(),
+            "--out-dir",
+            out_dir.path().to_str().unwrap(),
+        ],
+        0,
+    );
+    assert_has(&out, &["1 passed"]);
+    let after = std::fs::metadata(&index).unwrap().modified().unwrap();
+    assert_eq!(before, after, "the run rewrote the suite's git index");
+    // The commit was read, and the file is not dirty.
+    let record = std::fs::read_to_string(out_dir.path().join("latest/report.json")).unwrap();
+    assert!(!record.contains("+dirty"), "{record}");
+}
