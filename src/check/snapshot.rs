@@ -182,7 +182,7 @@ pub fn slug(model: &str) -> String {
 
 /// What is snapshotted of a completion: the answer, the reasoning and the
 /// tool calls when there are any (each call's name and arguments as the
-/// server sent them), and the finish reason. Ids and timings are never
+/// server sent them, a JSON object a line), and the finish reason. Ids and timings are never
 /// written.
 pub fn render(c: &Completion) -> String {
     let mut out = String::new();
@@ -196,8 +196,10 @@ pub fn render(c: &Completion) -> String {
     }
     if !c.tool_calls.is_empty() {
         out.push_str("--- tool_calls ---\n");
+        // One JSON object a call: a name or arguments holding a newline or
+        // `--- content ---` cannot make two answers read alike.
         for call in &c.tool_calls {
-            let _ = writeln!(out, "{} {}", call.name, call.arguments);
+            let _ = writeln!(out, "{}", serde_json::to_string(call).unwrap_or_default());
         }
     }
     let _ = write!(out, "--- content ---\n{}", c.content.trim_end());
@@ -473,7 +475,7 @@ mod tests {
         };
         assert_eq!(
             render(&c),
-            "finish_reason: tool_calls\n--- tool_calls ---\nget_weather {\"city\": \"Paris\"}\n--- content ---\n"
+            "finish_reason: tool_calls\n--- tool_calls ---\n{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\": \\\"Paris\\\"}\"}\n--- content ---\n"
         );
     }
 

@@ -98,10 +98,19 @@ impl SuiteRun {
             let keys = parent.as_object().map_or_else(
                 || "it is not a JSON object".to_owned(),
                 |m| {
+                    // The server's names, each cut and made printable.
                     let mut k: Vec<String> = m
                         .keys()
                         .take(40)
-                        .map(|k| crate::text::printable(k).into_owned())
+                        .map(|k| {
+                            let (cut, longer) = crate::secrets::cut(k, 80);
+                            let cut = crate::text::printable(&cut).into_owned();
+                            if longer.is_some() {
+                                format!("{cut}…")
+                            } else {
+                                cut
+                            }
+                        })
                         .collect();
                     k.sort_unstable();
                     let whose = if depth == 0 {
@@ -109,7 +118,12 @@ impl SuiteRun {
                     } else {
                         format!("the fields of `{}`", check.path[..depth].join("."))
                     };
-                    format!("{whose}: {}", k.join(", "))
+                    let of = if m.len() > k.len() {
+                        format!(" (40 of {})", m.len())
+                    } else {
+                        String::new()
+                    };
+                    format!("{whose}{of}: {}", k.join(", "))
                 },
             );
             return Err(fail(

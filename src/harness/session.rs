@@ -467,6 +467,8 @@ impl SuiteRun {
             ..Timeouts::default()
         };
         let client = c.client.with_timeouts(quick);
+        // The question under way when the deadline came.
+        let asking = std::cell::Cell::new("GET /health_generate");
         let asked = async {
             match client.get("/health_generate").await {
                 Ok((200..=299, _)) => None,
@@ -474,10 +476,13 @@ impl SuiteRun {
                     "GET /health_generate answered 503: the server could not generate a token"
                         .to_owned(),
                 ),
-                Ok(_) => match client.get("/health").await {
-                    Ok(_) => None,
-                    Err(e) => Some(format!("GET /health: {e}")),
-                },
+                Ok(_) => {
+                    asking.set("GET /health_generate, then GET /health");
+                    match client.get("/health").await {
+                        Ok(_) => None,
+                        Err(e) => Some(format!("GET /health: {e}")),
+                    }
+                }
                 Err(e) => Some(format!("GET /health_generate: {e}")),
             }
         };
@@ -488,7 +493,8 @@ impl SuiteRun {
             Ok(None) => return None,
             Ok(Some(why)) => why,
             Err(_) => format!(
-                "GET /health_generate, then GET /health: no answer within {}",
+                "{}: no answer within {}",
+                asking.get(),
                 crate::units::format_secs(WITHIN.as_secs_f64())
             ),
         };

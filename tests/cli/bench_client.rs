@@ -528,18 +528,19 @@ fn a_verdict_is_client_limited_only_where_the_client_could_flip_it() {
             let check: ClientCheck = serde_json::from_value(row["check"].clone())
                 .unwrap_or_else(|e| panic!("{e}: {row:#}"));
             let secs = |v: &serde_json::Value| v.as_f64().unwrap_or_else(|| panic!("{row:#}"));
-            for (key, measured, truth) in [
-                (
-                    "itl.p99",
-                    secs(&row["itl"]["p99_s"]),
-                    secs(&row["itl"]["true_p99_s"]),
-                ),
-                (
-                    "ttft.p99",
-                    secs(&row["ttft"]["p99_s"]),
-                    secs(&row["ttft_server_p99_s"]),
-                ),
+            for (key, truth) in [
+                ("itl.p99", secs(&row["itl"]["true_p99_s"])),
+                ("ttft.p99", secs(&row["ttft_server_p99_s"])),
             ] {
+                // The figure as the self-check (and a gate) reads it.
+                let measured = check
+                    .figures
+                    .iter()
+                    .find(|f| f.figure.to_string() == key)
+                    .map_or_else(
+                        || panic!("no {key} in the self-check: {row:#}"),
+                        |f| f.value,
+                    );
                 let tol = tolerance(truth);
                 let far = 2.0 * measured.max(truth) + 0.001;
                 let thresholds = [
