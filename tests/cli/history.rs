@@ -682,27 +682,7 @@ fn a_postgresql_history_over_tls_verifies_its_server() {
 fn a_nightly_slowdown_fails_the_run_it_starts() {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path();
-    let git = |args: &[&str]| {
-        let o = std::process::Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "commit.gpgsign=false",
-            ])
-            .args(args)
-            .current_dir(repo)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8_lossy(&o.stdout).trim().to_owned()
-    };
+    let git = |args: &[&str]| crate::git_in(repo, args);
     let profile = |itl: &str| format!("model: sim-nightly\nttft: 20ms\nitl: {itl}\n");
     std::fs::write(repo.join("sim.yaml"), profile("20ms")).unwrap();
     std::fs::write(

@@ -28,6 +28,30 @@ mod server_reports;
 mod snapshots;
 mod targets;
 
+/// `git ARGS` in `repo` with a committer of its own (none is configured
+/// on a CI machine), which must succeed; its standard output, trimmed.
+fn git_in(repo: &std::path::Path, args: &[&str]) -> String {
+    let o = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).trim().to_owned()
+}
+
 /// Whether trial `a` ran before trial `b` in the run whose output is
 /// `out`, by its run record (trials in the order they ran). Not by where
 /// libtest printed their lines: it prints a trial's line when its result

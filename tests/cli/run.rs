@@ -365,22 +365,7 @@ fn help_never_shows_the_historys_password() {
 #[test]
 fn a_run_leaves_the_suites_git_index_alone() {
     let dir = tempfile::tempdir().unwrap();
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "commit.gpgsign=false",
-            ])
-            .args(args)
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-    };
+    let git = |args: &[&str]| crate::git_in(dir.path(), args);
     git(&["init", "-q"]);
     let suite = dir.path().join("suites/locks.yaml");
     std::fs::create_dir_all(suite.parent().unwrap()).unwrap();
