@@ -143,7 +143,7 @@ const CALIBRATION_RUNS: u32 = 5;
 
 /// How many times `init` asks each starter probe before the calibration,
 /// and again after it; it is written live only when every answer passed.
-const PROBE_TRIES: usize = 3;
+const PROBE_TRIES: usize = 2;
 
 /// Starter probe `text` as its try `t`: the first keeps its name, the
 /// others are `<name>_try<t>`.

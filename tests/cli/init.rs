@@ -193,7 +193,7 @@ fn a_failed_calibration_points_at_the_suite_it_ran() {
 
 /// A server whose answer varies from request to request (right twice,
 /// then wrong: `fixtures/sim/varying.yaml`): `init` asks each starter
-/// probe three times before its calibration and three times after, and
+/// probe twice before its calibration and twice after, and
 /// writes live only a probe every answer passed, so
 /// the suite's own reruns do not fail now and then; the varying probe is
 /// written commented out, saying how often it failed.
@@ -207,7 +207,7 @@ fn a_probe_whose_answer_varies_is_written_commented_out() {
     assert_has(
         &out,
         &[
-            "probe arithmetic: 2 of 6 tries (before and after the calibration's load) failed, the answer varies: assertion failed",
+            "probe arithmetic: 1 of 4 tries (before and after the calibration's load) failed, the answer varies: assertion failed",
             "probe is_prime: ok",
         ],
     );
@@ -215,7 +215,7 @@ fn a_probe_whose_answer_varies_is_written_commented_out() {
     assert_has(
         &suite,
         &[
-            "  # Failed on this server when written (2 of 6 tries (before and after the calibration's load) failed, the answer varies: assertion failed: expected content matches regex `\\b4\\b`):\n",
+            "  # Failed on this server when written (1 of 4 tries (before and after the calibration's load) failed, the answer varies: assertion failed: expected content matches regex `\\b4\\b`):\n",
             "  # - name: arithmetic\n",
             "  - name: is_prime\n",
         ],
