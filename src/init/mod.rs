@@ -353,13 +353,18 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
             "note: the embedded simulator's default profile answers filler: the starter probes fail on it by design and are written commented out; `--target URL` calibrates your server",
         );
     }
-    let text = calibration_suite(&format!("{name}-probes"), &plain, &body);
-    let probes = suite_run(
-        &calibration_file(o, &format!("{name}-probes"), &text),
-        &text,
-        &runtime,
-        o.client_limited,
-    );
+    // A calibration suite `<name>-<part>` of `body`, written and run.
+    let probe_run = |part: &str, body: &str| {
+        let suite = format!("{name}-{part}");
+        let text = calibration_suite(&suite, &plain, body);
+        suite_run(
+            &calibration_file(o, &suite, &text),
+            &text,
+            &runtime,
+            o.client_limited,
+        )
+    };
+    let probes = probe_run("probes", &body);
     let connected = match probes.connect() {
         Ok(c) => c,
         Err(e) => return Err(Error::Unreachable(e.clone())),
@@ -451,13 +456,7 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
     // The starters again, after the load: a server whose answers change
     // once it has served others (a prompt cache holding their prefixes,
     // llama.cpp's slots) fails the suite's reruns, which come after gates.
-    let text = calibration_suite(&format!("{name}-probes-after"), &plain, &tries);
-    let after = suite_run(
-        &calibration_file(o, &format!("{name}-probes-after"), &text),
-        &text,
-        &runtime,
-        o.client_limited,
-    );
+    let after = probe_run("probes-after", &tries);
     let mut results = Vec::new();
     for (i, (text, mut failed)) in starters.iter().zip(before).enumerate() {
         failed.extend(failed_tries(&after, i));
