@@ -428,17 +428,9 @@ fn libtest_args(extra: impl IntoIterator<Item = String>) -> Arguments {
     Arguments::from_iter(std::iter::once("servegate".to_owned()).chain(extra))
 }
 
-/// Set by the panic hook when a panic was a write to a closed standard
-/// output or error: `println!`'s and `eprintln!`'s own (`failed printing
-/// to stdout`, `… to stderr`: `servegate history list 2>&1 | head -1`), or
-/// libtest's printer unwrapping its write — and nothing else (a broken
-/// pipe to a socket or a child is an error of its own, shown as any
-/// panic).
-static CLOSED_PIPE_SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
 /// Whether the panic `info` describes is a write to a closed stdout or
 /// stderr.
-fn closed_pipe(info: &std::panic::PanicHookInfo<'_>) -> bool {
+fn closed_output(info: &std::panic::PanicHookInfo<'_>) -> bool {
     let payload = info.payload();
     let text = payload
         .downcast_ref::<String>()
@@ -461,27 +453,22 @@ fn main() -> ExitCode {
     }
     // `servegate list | head -1`: the reader closed the pipe. Rust ignores
     // SIGPIPE, so the next write fails and the printer (libtest's unwraps
-    // it) panics; that panic ends the command quietly, with the code a
-    // shell gives a process a closed pipe ended. A run's trials under way
-    // finish first (libtest's workers are joined as the panic unwinds),
-    // and a launched server is stopped as its owner is dropped. SIGPIPE
-    // itself stays ignored: a write to a closed socket or to a sandboxed
-    // program's stdin must not end servegate.
+    // it) panics. A write to a closed stdout or stderr — `println!`'s and
+    // `eprintln!`'s own (`failed printing to stdout`, `… to stderr`), or
+    // libtest's printer's — stops the command as Ctrl-C would: a run's
+    // trials under way and its launched servers are stopped, the record of
+    // the trials that finished is written (and said on stderr, where that
+    // is still read), and it exits 141 without a panic.
+    // Anything else (a broken pipe to a socket or a sandboxed program's
+    // stdin, where SIGPIPE must not end servegate) panics as any panic.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if closed_pipe(info) {
-            CLOSED_PIPE_SEEN.store(true, std::sync::atomic::Ordering::SeqCst);
-        } else {
-            default_hook(info);
+        if closed_output(info) {
+            servegate::process::stop_for_closed_output();
         }
+        default_hook(info);
     }));
-    match std::panic::catch_unwind(dispatch) {
-        Ok(code) => code,
-        Err(_) if CLOSED_PIPE_SEEN.load(std::sync::atomic::Ordering::SeqCst) => {
-            Exit::ClosedPipe.into()
-        }
-        Err(payload) => std::panic::resume_unwind(payload),
-    }
+    dispatch()
 }
 
 /// Runs the command the arguments name.

@@ -21,6 +21,7 @@ mod summary;
 pub mod target;
 mod trials;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
@@ -188,6 +189,9 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         }
     }
     let conclusion = libtest_mimic::run(&args, trials);
+    // Stopped meanwhile (a signal, a closed output): the stopping thread
+    // writes the record and exits with its cause's code, never this one.
+    crate::process::reaper::park_if_stopping();
     let runs = book.lock().map(|r| r.clone()).unwrap_or_default();
     summary::print(&runs);
     let mut final_record = recording::collect(&info, &runs, true);
@@ -287,8 +291,9 @@ fn no_match(filter: &str, exact: bool, names: &[&str]) -> String {
     out
 }
 
-/// A signal (Ctrl-C, a CI cancel) stops every server, then writes the
-/// record of what finished and its reports before the run exits 130.
+/// A signal (Ctrl-C, a CI cancel), or a reader that closed the run's
+/// output, stops every server, then writes the record of what finished and
+/// its reports before the run exits (130, or 141 for the closed output).
 fn write_when_interrupted(
     book: &Arc<Mutex<Vec<Arc<SuiteRun>>>>,
     info: &record::RunInfo,
@@ -316,7 +321,9 @@ fn write_when_interrupted(
                 if let Some(publish) = publish {
                     publish(&info, &rec);
                 }
-                eprintln!(
+                // Not `eprintln!`: standard error may be the pipe that closed.
+                let _ = writeln!(
+                    std::io::stderr(),
                     "servegate: the record of the {} finished trial(s) is in {}",
                     rec.trials.len(),
                     info.dir.display()

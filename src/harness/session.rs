@@ -345,6 +345,11 @@ impl SuiteRun {
         let verdict = self
             .trial_inner(&name, body)
             .map_err(|stop| stop.map_text(crate::text::for_log));
+        // A trial that ended while a signal or a closed output stops the run
+        // ended by that stop (its server killed, its requests cut): its
+        // outcome is not the server's, and is not recorded. The stopping
+        // thread writes the record of what finished and exits.
+        crate::process::reaper::park_if_stopping();
         let exchange = (id.stage == crate::record::Stage::Correctness && id.part.is_none())
             .then(|| self.suite.probes.iter().position(|p| p.name == id.item))
             .flatten()

@@ -3,7 +3,8 @@
 //! installs a watcher that, on SIGINT, SIGTERM or SIGHUP, stops every
 //! registered group, then removes what the sandboxes leave (their work
 //! directories), before exiting (results already measured are on disk:
-//! they are written after each trial).
+//! they are written after each trial). A reader that closed servegate's
+//! output (`servegate run … | head`) stops the run the same way.
 
 use std::process::Child;
 use std::sync::{Mutex, Once};
@@ -11,25 +12,32 @@ use std::time::{Duration, Instant};
 
 static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
-/// Set when a signal interrupted the run; the watcher then stops
-/// everything and exits 130, however the trial in flight ended.
+/// Set when a signal (or a closed output) interrupted the run; everything
+/// is then stopped and the process exits, however the trial in flight
+/// ended.
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Whether a signal interrupted the run.
+/// The thread that stops everything, once one does.
+static STOPPER: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
+
+/// Whether a signal, or a reader that closed servegate's output,
+/// interrupted the run.
 pub fn interrupted() -> bool {
     INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
-/// Parks the calling thread for good while the watcher stops everything:
-/// a trial whose program it killed must not report that as the program's
-/// own end (nor finish the run first); the watcher exits the process.
+/// Parks the calling thread for good while another stops everything: a
+/// trial whose program it killed must not report that as the program's
+/// own end, nor may the run finish (and exit) first; the stopping thread
+/// exits the process with the code of its cause.
 pub fn park_if_stopping() {
     while interrupted() {
         std::thread::sleep(Duration::from_secs(1));
     }
 }
 
-/// What the run writes when a signal interrupts it (its record and reports).
+/// What the run writes when a signal or a closed output interrupts it (its
+/// record and reports).
 type Hook = Box<dyn Fn() + Send + Sync>;
 
 static ON_INTERRUPT: Mutex<Option<Hook>> = Mutex::new(None);
@@ -129,19 +137,53 @@ fn group_alive(pid: u32) -> bool {
     i32::try_from(pid).is_ok_and(|p| killpg(Pid::from_raw(p), None).is_ok())
 }
 
-/// On a signal: SIGTERM to every group, up to 5 s for them to go, SIGKILL.
-fn stop_all_and_exit(signal: &str) -> ! {
-    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+/// The reader of servegate's standard output or error closed it (`servegate
+/// run … | head`): nobody reads the rest, so the run stops as on Ctrl-C —
+/// its servers and sandboxes stopped, the record of the trials that
+/// finished written — and the process exits 141, the code a shell gives a
+/// process a closed pipe ended. Called from the panic hook of the write
+/// that failed.
+pub fn stop_for_closed_output() -> ! {
+    stop_all_and_exit("its output was closed", crate::exit::Exit::ClosedPipe)
+}
+
+/// On a signal: SIGTERM to every group, up to 5 s for them to go, SIGKILL;
+/// then the run's record and `exit`. A second caller (a signal while a
+/// closed output stops the run) waits for the first. Nothing here panics
+/// on a closed standard error.
+fn stop_all_and_exit(why: &str, exit: crate::exit::Exit) -> ! {
+    use std::io::Write as _;
+    // Whatever the cause, an output whose reader is gone is pointed at
+    // /dev/null first: a write to it (a warning of a sandbox's clean-up,
+    // another thread's line) would panic again inside the panic hook.
+    silence_closed_outputs();
+    if INTERRUPTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        // The stopping thread itself met a closed output mid-stop (its
+        // reader went away just then): it cannot go on from a panic, and
+        // no one else would exit.
+        if STOPPER.get() == Some(&std::thread::current().id()) {
+            std::process::exit(exit.code().into());
+        }
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+    let _ = STOPPER.set(std::thread::current().id());
     let live: Vec<u32> = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
     let sandboxes: Vec<(u32, Cleanup)> = SANDBOXES
         .lock()
         .map(|mut s| std::mem::take(&mut *s))
         .unwrap_or_default();
-    eprintln!(
-        "servegate: {signal}: stopping {} launched server(s) and {} sandboxed program(s)",
-        live.len() - sandboxes.len().min(live.len()),
-        sandboxes.len()
-    );
+    // (A closed output with nothing to stop, `servegate list | head`, ends
+    // quietly.)
+    if !live.is_empty() || !matches!(exit, crate::exit::Exit::ClosedPipe) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "servegate: {why}: stopping {} launched server(s) and {} sandboxed program(s)",
+            live.len() - sandboxes.len().min(live.len()),
+            sandboxes.len()
+        );
+    }
     #[cfg(unix)]
     {
         use nix::sys::signal::{Signal, killpg};
@@ -176,8 +218,36 @@ fn stop_all_and_exit(signal: &str) -> ! {
             });
         let _ = wait.recv_timeout(Duration::from_secs(5));
     }
-    std::process::exit(crate::exit::Exit::Interrupted.code().into())
+    std::process::exit(exit.code().into())
 }
+
+/// Points standard output and error at /dev/null where their reader is
+/// gone (a pipe whose read end is closed: `poll` says `POLLERR`); one still
+/// read (a terminal, a file, a live pipe) is kept.
+#[cfg(unix)]
+fn silence_closed_outputs() {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd as _;
+    let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") else {
+        return;
+    };
+    let gone = |fd: std::os::fd::BorrowedFd<'_>| {
+        let mut fds = [PollFd::new(fd, PollFlags::POLLOUT)];
+        poll(&mut fds, PollTimeout::ZERO).is_ok()
+            && fds[0]
+                .revents()
+                .is_some_and(|r| r.contains(PollFlags::POLLERR))
+    };
+    if gone(std::io::stdout().as_fd()) {
+        let _ = nix::unistd::dup2_stdout(&null);
+    }
+    if gone(std::io::stderr().as_fd()) {
+        let _ = nix::unistd::dup2_stderr(&null);
+    }
+}
+
+#[cfg(not(unix))]
+fn silence_closed_outputs() {}
 
 /// Installs the signal watcher once, on a thread of its own (the harness's
 /// runtime is busy with trials and may be single-threaded).
@@ -195,7 +265,7 @@ fn watch_signals() {
                 };
                 let name = rt.block_on(wait_for_signal());
                 if let Some(name) = name {
-                    stop_all_and_exit(name);
+                    stop_all_and_exit(name, crate::exit::Exit::Interrupted);
                 }
             });
         if let Err(e) = spawned {

@@ -211,13 +211,12 @@ fn skipping_every_trial_is_no_match() {
 }
 
 /// A reader that is gone (`servegate list | head -1`, `servegate run … |
-/// head` once head has its line, of stdout or of stderr): servegate ends
-/// quietly, with the code a
-/// shell gives a process a closed pipe ended (128 + SIGPIPE), no panic (a
-/// run's trials under way finish first). The reader's end is closed before
-/// servegate starts, so every write meets the closed pipe however busy the
-/// machine is (a reader that closes after its first line races servegate
-/// writing the rest into the pipe's buffer and exiting 0 first).
+/// head`, of stdout or of stderr): servegate ends quietly, with the code a
+/// shell gives a process a closed pipe ended (128 + SIGPIPE), no panic.
+/// The reader's end is closed before servegate starts, so every write
+/// meets the closed pipe however busy the machine is (a reader that closes
+/// after its first line races servegate writing the rest into the pipe's
+/// buffer and exiting 0 first; the next test closes it mid-run).
 #[test]
 fn a_closed_pipe_ends_the_command_quietly() {
     for args in [vec!["list"], vec!["run", "suites/sglang.yaml", "--out-dir"]] {
@@ -250,4 +249,98 @@ fn a_closed_pipe_ends_the_command_quietly() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(141), "{out:?}");
+}
+
+/// `servegate run … | head -3` once head has its lines: the reader is gone
+/// in the middle of the run. Nobody reads the rest, so the run stops there
+/// as on Ctrl-C — the gate under way is not finished (it would measure for
+/// a minute here) and the launched server is stopped — and nothing
+/// measured is lost: the record of the trials that finished is written,
+/// and servegate exits 141 without a panic. The simulator's slow second
+/// probe (about 3 s) leaves the reader ample time to close after the
+/// first; were the run to go on, the gate would be in the record.
+#[test]
+fn a_reader_gone_mid_run_stops_the_run_and_keeps_what_finished() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let long = "word ".repeat(150);
+    std::fs::write(
+        dir.path().join("sim.yaml"),
+        format!(
+            "model: sim-slow\nttft: 5ms\nitl: 20ms\nreplies:\n  - match: '2\\+2'\n    reply: \"4\"\n  - match: 'long'\n    reply: \"{long}\"\n"
+        ),
+    )
+    .unwrap();
+    // A server servegate launches (the simulator in a process of its own),
+    // marked so that a survivor would be found.
+    let marker = format!("servegate-piped-marker-{}", std::process::id());
+    std::fs::write(
+        dir.path().join("piped.yaml"),
+        format!("suite: piped\ntarget:\n  launch:\n    command: [{bin:?}, sim, --port, '{{port}}', --profile, {profile:?}, --say, {marker}]\n    ready: {{ interval: 50ms, timeout: 60s }}\n    grace: 2s\ncorrectness:\n  - name: first\n    prompt: \"What is 2+2?\"\n    expect: [ {{ number: 4 }} ]\n  - name: second\n    prompt: \"Say something long.\"\n    max_tokens: 200\n    expect: [ {{ regex: word }} ]\nperformance:\n  - name: minute\n    load: {{ concurrency: 1, requests: 20, input_tokens: 8, output_tokens: 150, ignore_eos: true }}\n    thresholds:\n      decode_tok_s.mean: \">= 1\"\n",
+            bin = env!("CARGO_BIN_EXE_servegate"),
+            profile = dir.path().join("sim.yaml").to_str().unwrap(),
+        ),
+    )
+    .unwrap();
+    // The reader of stdout alone (`| head`), then of both (`2>&1 | head`,
+    // where even the stop's own lines meet the closed pipe).
+    for merged in [false, true] {
+        let out_dir = dir.path().join(format!("out-{merged}"));
+        let (reader, writer) = std::io::pipe().unwrap();
+        let mut cmd = crate::common::run::command(&["run"], &[]);
+        cmd.arg(dir.path().join("piped.yaml"))
+            .arg("--out-dir")
+            .arg(&out_dir)
+            .stderr(if merged {
+                writer.try_clone().unwrap().into()
+            } else {
+                std::process::Stdio::piped()
+            })
+            .stdout(writer);
+        let child = cmd.spawn().unwrap();
+        // No copy of the write end stays here: the pipe closes with the reader.
+        drop(cmd);
+        // Read up to the first trial's line, then close the pipe.
+        let mut lines = std::io::BufReader::new(reader);
+        let mut seen = String::new();
+        while !seen.contains("test piped::") {
+            let mut line = String::new();
+            assert_ne!(lines.read_line(&mut line).unwrap(), 0, "{seen}");
+            seen.push_str(&line);
+        }
+        drop(lines);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{merged}: {seen}\n{stderr}");
+        if !merged {
+            assert!(!stderr.contains("panicked"), "{stderr}");
+            assert_has(
+                &stderr,
+                &[
+                    "servegate: its output was closed: stopping 1 launched server(s) and 0 sandboxed program(s)",
+                    "servegate: the record of the ",
+                ],
+            );
+        }
+        assert_eq!(
+            crate::common::run::processes_with(&marker),
+            Vec::<String>::new(),
+            "{merged}: the launched server outlived the run"
+        );
+        let run = crate::only_run(&out_dir);
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run.join("report.json")).unwrap()).unwrap();
+        let names = crate::trial_names(&record);
+        assert_eq!(record["complete"], false, "{record}");
+        assert!(
+            names.contains(&"piped::correctness::first"),
+            "{merged}: {names:?}"
+        );
+        // The gate under way when the run stopped ended by the stop (its
+        // server killed): no outcome of the server's, so not recorded.
+        assert!(
+            !names.contains(&"piped::performance::minute"),
+            "{merged}: {names:?}"
+        );
+    }
 }

@@ -28,6 +28,26 @@ mod server_reports;
 mod snapshots;
 mod targets;
 
+/// The names of a run record's trials, in the order they ran.
+fn trial_names(record: &serde_json::Value) -> Vec<&str> {
+    record["trials"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect()
+}
+
+/// The one run directory servegate wrote under `out_dir`.
+fn only_run(out_dir: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(out_dir.join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
 /// `git ARGS` in `repo` with a committer of its own (none is configured
 /// on a CI machine), which must succeed; its standard output, trimmed.
 fn git_in(repo: &std::path::Path, args: &[&str]) -> String {
@@ -58,12 +78,7 @@ fn git_in(repo: &std::path::Path, args: &[&str]) -> String {
 /// reaches it, and on a loaded machine a quick next trial's can come first.
 fn ran_before(out: &str, a: &str, b: &str) -> bool {
     let record = record_of(out);
-    let order: Vec<&str> = record["trials"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let order = crate::trial_names(&record);
     let at = |n: &str| {
         order
             .iter()

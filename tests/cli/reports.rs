@@ -86,12 +86,7 @@ fn an_interrupted_run_keeps_every_finished_trial_in_its_journal() {
     assert_eq!(on_disk["trials"].as_array().map(Vec::len), Some(4));
     let merged = streams(&["report", run.to_str().unwrap(), "--format", "json"]);
     let merged: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
-    let names: Vec<&str> = merged["trials"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let names = crate::trial_names(&merged);
     assert_eq!(
         names,
         ["a", "b", "c", "d", "e", "f"].map(|p| format!("journal::correctness::{p}"))

@@ -294,12 +294,7 @@ fn servegate_review_accepts_and_rejects_through_stdin() {
         &["run", "b.yaml", "--out-dir", out_dir.to_str().unwrap()],
         &[("CI", "true")],
     );
-    let run = std::fs::read_dir(out_dir.join("runs"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let run = crate::only_run(&out_dir);
     let shown = review(&root, &["--from", run.to_str().unwrap()], "s\n");
     assert_has(&shown, &["0 accepted, 0 rejected, 1 skipped"]);
     let shown = review(

@@ -84,3 +84,21 @@ pub fn run_expecting(args: &[&str], code: i32) -> String {
 pub fn streams(args: &[&str]) -> Output {
     command(args, &[]).output().expect("servegate runs")
 }
+
+/// The living processes whose command line holds `marker`, as
+/// `PID: command line` (a zombie's command line is empty).
+pub fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(marker) {
+                found.push(format!(
+                    "{}: {cmdline}",
+                    entry.file_name().to_string_lossy()
+                ));
+            }
+        }
+    }
+    found
+}
