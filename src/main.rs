@@ -174,6 +174,10 @@ enum Command {
         /// (the default against a server), or `warn`.
         #[arg(long, env = harness::CLIENT_LIMITED_ENV, value_name = "fail|warn", value_parser = parse_client_limited)]
         client_limited: Option<OnClientLimited>,
+        /// Say in full what it says in short: the sandbox its code probes
+        /// run in, part by part, with why one is missing.
+        #[arg(long, short, env = harness::VERBOSE_ENV, value_parser = clap::builder::FalseyValueParser::new())]
+        verbose: bool,
     },
     /// Turn another tool's benchmark results into a run record that
     /// baselines (`baseline accept`), reports and comparisons read.
@@ -551,14 +555,18 @@ fn dispatch() -> ExitCode {
             api,
             concurrency,
             client_limited,
-        } => init(&servegate::init::Options {
-            target,
-            api,
-            out,
-            force,
-            concurrency,
-            client_limited,
-        }),
+            verbose,
+        } => init(
+            &servegate::init::Options {
+                target,
+                api,
+                out,
+                force,
+                concurrency,
+                client_limited,
+            },
+            verbose,
+        ),
         Command::Import {
             what:
                 ImportWhat::BenchServing {
@@ -663,7 +671,8 @@ fn bench_client(opts: &BenchOptions) -> ExitCode {
 }
 
 /// `servegate init`.
-fn init(options: &servegate::init::Options) -> ExitCode {
+fn init(options: &servegate::init::Options, verbose: bool) -> ExitCode {
+    servegate::check::sandbox::set_verbose(verbose);
     match servegate::init::init(options) {
         Ok(path) => {
             eprintln!(

@@ -203,7 +203,10 @@ fn a_probe_whose_answer_varies_is_written_commented_out() {
     let file = dir.path().join("suites/varying.yaml");
     let path = file.to_str().unwrap();
     let (sim, url) = external_sim("fixtures/sim/varying.yaml");
-    let out = run_expecting(&["init", "--target", &url, "--out", path], 0);
+    let out = run_expecting(&["init", "--target", &url, "--out", path, "--verbose"], 0);
+    // Its sandbox line in full: the flag its short form names is init's too.
+    assert_has(&out, &["servegate: sandbox: "]);
+    assert!(!out.contains("(--verbose: each part, and why)"), "{out}");
     assert_has(
         &out,
         &[
