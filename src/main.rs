@@ -202,6 +202,9 @@ enum Command {
         dir: Option<PathBuf>,
     },
     /// Serve the embedded simulator.
+    // A flag given twice takes its last value, as SGLang's argparse does
+    // (a variant appends `--attention-backend` to a launch that has one).
+    #[command(args_override_self = true)]
     Sim(Box<SimArgs>),
     /// Render a saved run record (`report.json`, or a run directory) as
     /// Markdown, JUnit XML, GitHub annotations, HTML or JSON; `report merge`

@@ -66,20 +66,7 @@ impl Run {
 
     /// Processes whose command line carries this run's marker.
     fn survivors(&self) -> Vec<String> {
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-                let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-                // A zombie has an empty command line: only the living count.
-                if cmdline.contains(&self.marker) {
-                    found.push(format!(
-                        "{}: {cmdline}",
-                        entry.file_name().to_string_lossy()
-                    ));
-                }
-            }
-        }
-        found
+        common::run::processes_with(&self.marker)
     }
 
     fn assert_no_survivors(&self) {
@@ -407,6 +394,11 @@ fn a_variants_expect_server_proves_its_launch_took_effect() {
             "FAILED",
         ),
         ("variant_config[forgot]::performance::decode", "FAILED"),
+        (
+            "variant_config[triton]::config::server_info.attention_backend",
+            "ok",
+        ),
+        ("variant_config[triton]::performance::decode", "ok"),
     ] {
         assert_eq!(verdict(&text, name), want, "{name}\n{text}");
     }
@@ -416,7 +408,7 @@ fn a_variants_expect_server_proves_its_launch_took_effect() {
             "variant_config[forgot]::config::server_info.num_continuous_decode_steps",
         ),
         &[
-            "error: server configuration mismatch: server_info.num_continuous_decode_steps is 1, expected 4\n  --> tests/suites/launch/variant-config.yaml:23:22",
+            "error: server configuration mismatch: server_info.num_continuous_decode_steps is 1, expected 4\n  --> tests/suites/launch/variant-config.yaml:25:22",
         ],
     );
     assert_has(
