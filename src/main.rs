@@ -302,8 +302,10 @@ enum Command {
 enum ImportWhat {
     /// The result file of `sglang.bench_serving --output-file` (JSON lines,
     /// one run each) or of `vllm bench serve --save-result` (one JSON
-    /// object): each run a gate, its figures in servegate's names (its ITL,
-    /// the gap between chunks, is `itl_chunk`). Written as
+    /// object): each run a gate, its figures in servegate's names (its ITL
+    /// is `itl_chunk`, the gap between chunks, or `itl` where SGLang's
+    /// bench shares a chunk's gap among its tokens: its native backend, or
+    /// beside a speculative accept length). Written as
     /// `<out>/runs/<run>/report.json` and `<out>/latest/report.json`.
     ///
     /// Exit codes: 0 written, 1 the record could not be written, 2 the file

@@ -6,10 +6,11 @@
 //! reports and comparisons read.
 //!
 //! Each tool's names map to servegate's metrics: milliseconds become
-//! seconds, `median` is `p50`, and both tools' ITL — the gap between
-//! chunks, however many tokens a chunk carried — is `itl_chunk`, never
-//! `itl` (servegate's per-token ITL is k times smaller under k-token
-//! chunks). A figure a tool does not write is left out, never guessed.
+//! seconds, `median` is `p50`, and a tool's ITL is servegate's metric of
+//! the same meaning (see [`itl_of`]): the gap between chunks, however many
+//! tokens a chunk carried, is `itl_chunk`; a gap shared among the chunk's
+//! tokens is `itl` (k times smaller under k-token chunks). A figure a tool
+//! does not write is left out, never guessed.
 
 use serde_json::{Map, Value};
 
@@ -58,7 +59,7 @@ impl Tool {
         match (self, metric) {
             (_, Metric::Ttft) => "ttft",
             (_, Metric::Tpot) => "tpot",
-            (_, Metric::ItlChunk) => "itl",
+            (_, Metric::ItlChunk | Metric::Itl) => "itl",
             (Tool::SglangBenchServing, _) => "e2e_latency",
             (Tool::VllmBenchServe, _) => "e2el",
         }
@@ -338,6 +339,30 @@ fn gate(tool: Tool, r: &Map<String, Value>, name: Option<&str>) -> GateRecord {
     }
 }
 
+/// What a result's ITL is. SGLang 0.5.23's `bench_serving` shares each
+/// chunk's gap among its new tokens on its native backends (`sglang`,
+/// `sglang-native`: `benchmark/serving.py:792-797`), and on `sglang-oai` and
+/// `sglang-oai-chat` when the server reported a speculative accept length
+/// (each chunk retokenized, 1153-1181): per token, `itl`. Otherwise, and
+/// in `vllm bench serve`'s results, it is the gap between chunks:
+/// `itl_chunk`.
+fn itl_of(tool: Tool, r: &Map<String, Value>) -> Metric {
+    let backend = r.get("backend").and_then(Value::as_str).unwrap_or_default();
+    let accepted = r
+        .get("accept_length")
+        .and_then(Value::as_f64)
+        .is_some_and(|a| a > 0.0);
+    match tool {
+        Tool::SglangBenchServing
+            if matches!(backend, "sglang" | "sglang-native")
+                || (matches!(backend, "sglang-oai" | "sglang-oai-chat") && accepted) =>
+        {
+            Metric::Itl
+        }
+        _ => Metric::ItlChunk,
+    }
+}
+
 /// A result's figures in servegate's metrics, and what stands behind each.
 fn figures(tool: Tool, r: &Map<String, Value>) -> (Figures, ByKey<String>) {
     let num = |k: &str| r.get(k).and_then(Value::as_f64).filter(|v| v.is_finite());
@@ -354,7 +379,7 @@ fn figures(tool: Tool, r: &Map<String, Value>) -> (Figures, ByKey<String>) {
             samples.insert(key, format!("{behind} (`{from}`)"));
         }
     };
-    for metric in [Metric::Ttft, Metric::Tpot, Metric::ItlChunk, Metric::E2e] {
+    for metric in [Metric::Ttft, Metric::Tpot, itl_of(tool, r), Metric::E2e] {
         let name = tool.latency_name(metric);
         for (stat, prefix) in [
             (Stat::Mean, "mean"),
@@ -395,8 +420,28 @@ fn figures(tool: Tool, r: &Map<String, Value>) -> (Figures, ByKey<String>) {
         num("request_throughput"),
         "request_throughput",
     );
-    // SGLang's result counts no failures: its errors stay unknown.
-    put(single(Metric::Errors), num("failed"), "failed");
+    // vLLM counts its failures. SGLang's result does only with its
+    // per-request details (`--output-details`: each request's error, empty
+    // when it succeeded, `benchmark/serving.py:1951`); without them its
+    // errors stay unknown, never 0.
+    let failed = num("failed").map(|f| (f, "failed")).or_else(|| {
+        let errors = r.get("errors")?.as_array()?;
+        #[expect(clippy::cast_precision_loss, reason = "a count of requests")]
+        let n = errors
+            .iter()
+            .filter(|e| e.as_str().is_some_and(|e| !e.is_empty()))
+            .count() as f64;
+        Some((n, "errors"))
+    });
+    if let Some((n, from)) = failed {
+        put(single(Metric::Errors), Some(n), from);
+    }
+    // Both write the rate of requests within every SLO when given some.
+    put(
+        single(Metric::GoodputRequestsPerS),
+        num("request_goodput"),
+        "request_goodput",
+    );
     // Both read the server's own acceptance: SGLang from `/server_info`,
     // vLLM from `/metrics` counters over the run.
     let accept = if tool == Tool::SglangBenchServing {

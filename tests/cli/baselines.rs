@@ -103,10 +103,12 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
 
 /// `servegate import bench-serving` reads SGLang's result lines (Python's
 /// `Infinity` for an unbounded rate included) and vLLM's result object:
-/// each run a gate, milliseconds in seconds, their ITL (a gap between
-/// chunks) as `itl_chunk`, never `itl`; SGLang's carries its server's
-/// configuration, which makes the fingerprint a servegate run against
-/// that server has.
+/// each run a gate, milliseconds in seconds, their ITL as the metric of
+/// its meaning — per token (`itl`) where SGLang's bench shares a chunk's
+/// gap among its tokens (its native backend, or a chat backend beside a
+/// speculative accept length), else the gap between chunks (`itl_chunk`);
+/// SGLang's carries its server's configuration, which makes the
+/// fingerprint a servegate run against that server has.
 #[test]
 fn bench_serving_results_become_a_run_record() {
     let dir = std::env::temp_dir().join(format!("servegate-import-{}", std::process::id()));
@@ -145,7 +147,8 @@ fn bench_serving_results_become_a_run_record() {
             "{key}: {got} for {want}"
         );
     };
-    close("itl_chunk.p99", 155.2 * 1.9 / 1e3);
+    // sglang-oai-chat beside an accept length of 2.64: per token.
+    close("itl.p99", 155.2 * 1.9 / 1e3);
     close("ttft.p50", 951.0 * 0.98 / 1e3);
     close("e2e.mean", 20.83);
     close("output_tok_s", 203.1);
@@ -155,10 +158,43 @@ fn bench_serving_results_become_a_run_record() {
         f.as_object()
             .unwrap()
             .keys()
-            .all(|k| !k.starts_with("itl.")),
-        "bench_serving's ITL is per chunk: {f}"
+            .all(|k| !k.starts_with("itl_chunk.")),
+        "this bench_serving's ITL is per token: {f}"
     );
-    // SGLang's result counts no failures: no errors figure is made up.
+    // The same chat result without an accept length: per chunk; the native
+    // backend: per token whatever the accept length.
+    let text = std::fs::read_to_string("fixtures/bench-serving/sglang-0.5.23.jsonl").unwrap();
+    let first = text
+        .lines()
+        .nth(1)
+        .unwrap()
+        .replace("Infinity", "\"Infinity\"");
+    let result: serde_json::Value = serde_json::from_str(&first).unwrap();
+    for (backend, accept, key) in [
+        ("sglang-oai-chat", None, "itl_chunk.p99"),
+        ("sglang", None, "itl.p99"),
+        ("sglang-native", Some(2.64), "itl.p99"),
+    ] {
+        let mut r = result.clone();
+        r["backend"] = backend.into();
+        r["accept_length"] = accept.map_or(serde_json::Value::Null, Into::into);
+        let file = dir.join(format!("{backend}.jsonl"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(&file, format!("{r}\n")).unwrap();
+        let g = &import(file.to_str().unwrap())["suites"][0]["gates"][0]["figures"];
+        assert!(g.get(key).is_some(), "{backend}, {accept:?}: {key} in {g}");
+    }
+    // With its per-request details (`--output-details`) SGLang's result
+    // names each request's error: 3 of 5 here, and its goodput.
+    let mut detailed = result.clone();
+    detailed["errors"] = serde_json::json!(["", "timeout", "", "HTTP 500", "reset"]);
+    detailed["request_goodput"] = 1.5.into();
+    let file = dir.join("detailed.jsonl");
+    std::fs::write(&file, format!("{detailed}\n")).unwrap();
+    let g = &import(file.to_str().unwrap())["suites"][0]["gates"][0]["figures"];
+    assert_eq!(g["errors"], 3.0, "{g}");
+    assert_eq!(g["goodput_requests_per_s"], 1.5, "{g}");
+    // Without them it counts no failures: no errors figure is made up.
     assert!(f.get("errors").is_none(), "{f}");
 
     let vllm = import("fixtures/bench-serving/vllm-serve.json");
