@@ -12,6 +12,9 @@ pub struct Process {
     pub ppid: i32,
     /// Its state: `R`, `S`, `Z` (a zombie: ended, not yet reaped), ….
     pub state: char,
+    /// The CPU time it used, user and system (`utime` + `stime`), in the
+    /// kernel's clock ticks.
+    pub cpu_ticks: u64,
 }
 
 impl Process {
@@ -33,24 +36,25 @@ pub fn pids() -> Vec<i32> {
 
 /// Every process in `/proc` (one that ends while it is read is left out).
 pub fn processes() -> Vec<Process> {
-    pids()
-        .into_iter()
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            parse_stat(&stat)
-        })
-        .collect()
+    pids().into_iter().filter_map(process).collect()
 }
 
-/// `pid (comm) state ppid …`.
+/// Process `pid`, if it is there.
+pub fn process(pid: i32) -> Option<Process> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// `pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt
+/// majflt cmajflt utime stime …`.
 fn parse_stat(stat: &str) -> Option<Process> {
     let (head, rest) = stat.rsplit_once(')')?;
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|t| t.parse::<u64>().ok());
     Some(Process {
         pid: head.split_whitespace().next()?.parse().ok()?,
-        ppid: fields.next()?.parse().ok()?,
-        state,
+        ppid: fields.get(1)?.parse().ok()?,
+        state: fields.first()?.chars().next()?,
+        cpu_ticks: ticks(11).unwrap_or(0) + ticks(12).unwrap_or(0),
     })
 }
 
@@ -96,9 +100,12 @@ mod tests {
             Process {
                 pid: 42,
                 ppid: 7,
-                state: 'S'
+                state: 'S',
+                cpu_ticks: 0,
             }
         );
+        let busy = parse_stat("9 (x) R 1 9 9 0 -1 4194304 10 0 0 0 250 17 0 0").unwrap();
+        assert_eq!(busy.cpu_ticks, 267);
         assert!(parse_stat("42 (a").is_none());
         let me = i32::try_from(std::process::id()).unwrap();
         let found = processes().into_iter().find(|p| p.pid == me).unwrap();
