@@ -187,7 +187,7 @@ impl Drop for Group {
 /// SGLang's launch flags after `--model-path <checkpoint>` and before
 /// `--host`/`--port`, as the shipped suite has them, with `sampling` as
 /// the sampling backend; and its environment.
-fn sglang_flags(sampling: &str) -> [&str; 12] {
+fn sglang_flags(sampling: &str) -> [&str; 13] {
     [
         "--served-model-name",
         "smollm2-135m",
@@ -201,6 +201,7 @@ fn sglang_flags(sampling: &str) -> [&str; 12] {
         "32768",
         "--sleep-on-idle",
         "--enable-metrics",
+        "--enable-cache-report",
     ]
 }
 
@@ -214,34 +215,69 @@ const SGLANG_ENV: [(&str, &str); 3] = [
 /// sampling backend), on a free port: the process group and its port once
 /// `/health` answers (at most 300 s).
 fn start_sglang(servers: &Installed, sampling: &str) -> Result<(Group, u16), Failed> {
+    start_server(
+        servers,
+        "SGLang",
+        &["-m", "sglang.launch_server", "--model-path"],
+        &sglang_flags(sampling),
+        &SGLANG_ENV,
+    )
+}
+
+/// vLLM's launch flags after `--model <checkpoint>` and before
+/// `--host`/`--port`, as the shipped suite has them (less its tool-call
+/// parser and template, which no request here uses), and its environment.
+const VLLM_FLAGS: [&str; 7] = [
+    "--served-model-name",
+    "smollm2-135m",
+    "--dtype",
+    "bfloat16",
+    "--max-model-len",
+    "2048",
+    "--enforce-eager",
+];
+
+const VLLM_ENV: [(&str, &str); 2] = [("VLLM_CPU_KVCACHE_SPACE", "1"), ("HF_HUB_OFFLINE", "1")];
+
+/// `servers`' Python running `module` (the arguments before the
+/// checkpoint's path) and `flags`, with `env`, on a free port: the process
+/// group and its port once `/health` answers (at most 300 s).
+fn start_server(
+    servers: &Installed,
+    name: &str,
+    module: &[&str],
+    flags: &[&str],
+    env: &[(&str, &str)],
+) -> Result<(Group, u16), Failed> {
     use std::os::unix::process::CommandExt as _;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map_err(|e| e.to_string())?
         .port();
     let child = std::process::Command::new(&servers.python)
-        .args(["-m", "sglang.launch_server", "--model-path"])
+        .args(module)
         .arg(&servers.checkpoint)
-        .args(sglang_flags(sampling))
+        .args(flags)
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .envs(SGLANG_ENV)
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("SGLang did not start: {e}"))?;
+        .map_err(|e| format!("{name} did not start: {e}"))?;
     let group = Group(child);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
     while !healthy(port) {
         if std::time::Instant::now() > deadline {
-            return Err("SGLang was not healthy after 300s".into());
+            return Err(format!("{name} was not healthy after 300s").into());
         }
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
     Ok((group, port))
 }
 
-/// `servegate sim` speaking as SGLang (its shipped profile), and its URL.
+/// `servegate sim` speaking as SGLang (its shipped profile, launched as
+/// the real one is), and its URL.
 fn start_sim() -> Result<(Group, String), Failed> {
     use std::io::{BufRead as _, BufReader};
     use std::os::unix::process::CommandExt as _;
@@ -252,6 +288,8 @@ fn start_sim() -> Result<(Group, String), Failed> {
             "0",
             "--profile",
             "fixtures/sim/sglang.yaml",
+            // As the real one is launched: usage with its cached tokens.
+            "--enable-cache-report",
         ],
         &[],
     )
@@ -470,9 +508,47 @@ const SGLANG_ONLY: &[(&str, &[&str])] = &[
 /// does not do.
 fn sglang_conformance(servers: &Installed) -> Result<(), Failed> {
     let (_sim, sim_url) = start_sim()?;
-    let (_sglang, port) = start_sglang(servers, "pytorch")?;
+    let (_, port) = shared_sglang(servers)?;
     conformance(&sim_url, port)?;
     beside_bench_serving(servers, port)
+}
+
+/// The SGLang that the conformance and the faults trials share, started by
+/// hand with the shipped suite's launch line but `--sampling-backend
+/// flashinfer`, a flag SGLang on CPU ignores (it samples with `pytorch`,
+/// which the faults trial's configuration check catches; the other trial
+/// does not read it). One start of SGLang is a minute and a half on a
+/// loaded 2-core machine. The faults trial stops it (its last faults
+/// break it), every other trial before it starts, and `main` at the end.
+static SHARED_SGLANG: std::sync::Mutex<Option<(Group, u16)>> = std::sync::Mutex::new(None);
+
+/// Stops [`SHARED_SGLANG`], if it runs.
+fn stop_shared_sglang() {
+    drop(
+        SHARED_SGLANG
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take(),
+    );
+}
+
+/// [`SHARED_SGLANG`]'s process group leader and port, started now unless
+/// one is running and answers.
+fn shared_sglang(servers: &Installed) -> Result<(u32, u16), Failed> {
+    let mut shared = SHARED_SGLANG
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((group, port)) = shared.as_ref()
+        && healthy(*port)
+    {
+        return Ok((group.0.id(), *port));
+    }
+    // A server that stopped answering is stopped before another starts.
+    drop(shared.take());
+    let (group, port) = start_sglang(servers, "flashinfer")?;
+    let pid = group.0.id();
+    *shared = Some((group, port));
+    Ok((pid, port))
 }
 
 /// [`sglang_conformance`]'s comparison of the simulator with the SGLang on
@@ -526,9 +602,37 @@ fn conformance(sim_url: &str, port: u16) -> Result<(), Failed> {
     }
 }
 
+/// A server's own benchmark client, run with a servegate gate's workload.
+#[derive(Clone, Copy)]
+enum Bench {
+    /// `sglang.benchmark.serving --backend sglang-oai-chat`.
+    SglangOaiChat,
+    /// `vllm bench serve --backend openai-chat`.
+    VllmOpenaiChat,
+}
+
+impl Bench {
+    fn name(self) -> &'static str {
+        match self {
+            Bench::SglangOaiChat => "sglang-oai-chat",
+            Bench::VllmOpenaiChat => "vllm bench serve",
+        }
+    }
+
+    /// The result file's field for one of [`BESIDE`]'s (written as
+    /// SGLang's): vLLM calls the end-to-end latency `e2el`.
+    fn field(self, sglang: &str) -> String {
+        match self {
+            Bench::SglangOaiChat => sglang.to_owned(),
+            Bench::VllmOpenaiChat => sglang.replace("e2e_latency", "e2el"),
+        }
+    }
+}
+
 /// The figures compared side by side, each in servegate's name (the
 /// bench's ITL, between chunks, is `itl_chunk`), with the name of the
-/// `bench_serving` field it is imported from and that field's scale.
+/// result file's field it is imported from (SGLang's; see
+/// [`Bench::field`]) and that field's scale.
 const BESIDE: [(&str, &str, f64); 7] = [
     ("ttft.mean", "mean_ttft_ms", 1e-3),
     ("ttft.p50", "median_ttft_ms", 1e-3),
@@ -539,14 +643,10 @@ const BESIDE: [(&str, &str, f64); 7] = [
     ("output_tok_s", "output_throughput", 1.0),
 ];
 
-/// servegate beside SGLang's own benchmark client, on the same real
-/// server, with the same workload (64 prompt tokens by the model's own
-/// tokenizer, 32 output tokens, `ignore_eos`, concurrency 1 and 4):
-/// `sglang.bench_serving` (backend `sglang-oai-chat`) writes its results; `servegate import` turns them into
-/// figures equal to the file's (milliseconds as seconds); `baseline
-/// accept` makes them baselines; servegate's own run of the same gates on
-/// the unchanged server is green against them; and the figures of both
-/// clients are printed side by side with their ratio.
+/// servegate beside SGLang's own benchmark client,
+/// `sglang.benchmark.serving` (`sglang.bench_serving`, its deprecated
+/// path, in SGLang's docs) with the backend `sglang-oai-chat`, on the same
+/// real server, in the workload of [`beside`].
 fn beside_bench_serving(servers: &Installed, port: u16) -> Result<(), Failed> {
     const WORDS: [&str; 16] = [
         "river", "stone", "market", "winter", "lamp", "garden", "bridge", "copper", "harbor",
@@ -580,61 +680,68 @@ fn beside_bench_serving(servers: &Installed, port: u16) -> Result<(), Failed> {
         serde_json::to_string(&conversations).map_err(|e| e.to_string())?,
     )
     .map_err(|e| e.to_string())?;
-    // Each run with a seed of its own: the same seed draws the same
-    // prompts, which SGLang's radix cache would then serve.
-    let bench = |concurrency: u32, file: &std::path::Path| -> Result<(), Failed> {
-        let backend = "sglang-oai-chat";
-        let out = std::process::Command::new("timeout")
-            .arg("600")
-            .arg(&servers.python)
-            .args(["-m", "sglang.bench_serving", "--backend", backend])
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--model", "smollm2-135m", "--tokenizer"])
-            .arg(&servers.checkpoint)
-            .args(["--dataset-name", "random", "--dataset-path"])
-            .arg(&sharegpt)
-            .args(["--random-input-len", "64", "--random-output-len", "32"])
-            .args(["--random-range-ratio", "1"])
-            .args(["--num-prompts", &requests(concurrency).to_string()])
-            .args(["--max-concurrency", &concurrency.to_string()])
-            .args(["--seed", &concurrency.to_string()])
-            .arg("--output-file")
-            .arg(file)
-            .env("HF_HUB_OFFLINE", "1")
-            .output()
-            .map_err(|e| format!("sglang.bench_serving did not start: {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            let text = String::from_utf8_lossy(&out.stderr);
-            let tail: Vec<&str> = text.lines().rev().take(20).collect();
-            Err(format!(
-                "sglang.bench_serving --backend {backend} --max-concurrency {concurrency} {}:\n{}",
-                out.status,
-                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-            )
-            .into())
-        }
-    };
     let chat = dir.join("chat.jsonl");
-    bench(1, &chat)?;
-    bench(4, &chat)?;
+    bench_runs(
+        servers,
+        Bench::SglangOaiChat,
+        port,
+        &[
+            "--backend".as_ref(),
+            "sglang-oai-chat".as_ref(),
+            "--dataset-path".as_ref(),
+            sharegpt.as_os_str(),
+            "--random-range-ratio".as_ref(),
+            "1".as_ref(),
+            "--output-file".as_ref(),
+            chat.as_os_str(),
+        ],
+    )?;
+    beside(servers, port, Bench::SglangOaiChat, &chat)
+}
+
+/// A server's own benchmark client has written its `results` (one line a
+/// run, at concurrency 1 and 4, of [`requests`] each; 64 prompt tokens by
+/// the model's tokenizer, 32 output tokens, `ignore_eos`) from the server
+/// on `port`: `servegate import` turns them into figures equal to the
+/// file's (milliseconds as seconds); `baseline accept` makes them
+/// baselines; servegate's own run of the same gates on the unchanged
+/// server is green against them; and the figures of both clients are
+/// printed side by side with their ratio.
+fn beside(
+    servers: &Installed,
+    port: u16,
+    bench: Bench,
+    results: &std::path::Path,
+) -> Result<(), Failed> {
+    let dir = results
+        .parent()
+        .ok_or("a results file without a directory")?;
     let out = dir.join("out");
     let servegate = |args: &[&str]| {
         let mut cmd = command(args, &[]);
         cmd.arg("--out-dir").arg(&out).current_dir(dir);
         merged(cmd)
     };
-    let path = chat.to_str().ok_or("a temporary path that is not UTF-8")?;
-    let (code, text) = servegate(&["import", "bench-serving", path, "--suite", "side"]);
-    if code != Some(0) {
-        return Err(format!("servegate import of {path} failed:\n{text}").into());
-    }
-    let imported = exactly_imported(&chat, &out.join("latest/report.json"))?;
-    let (code, text) = servegate(&["baseline", "accept"]);
-    if code != Some(0) {
-        return Err(format!("servegate baseline accept failed:\n{text}").into());
-    }
+    let path = results
+        .to_str()
+        .ok_or("a temporary path that is not UTF-8")?;
+    // The file imported (`--suite side`, and `extra`) and accepted as the
+    // baselines of the suite's gates.
+    let import = |extra: &[&str]| -> Result<GateFigures, Failed> {
+        let mut args = vec!["import", "bench-serving", path, "--suite", "side"];
+        args.extend(extra);
+        let (code, text) = servegate(&args);
+        if code != Some(0) {
+            return Err(format!("servegate import of {path} failed:\n{text}").into());
+        }
+        let imported = exactly_imported(bench, results, &out.join("latest/report.json"))?;
+        let (code, text) = servegate(&["baseline", "accept"]);
+        if code != Some(0) {
+            return Err(format!("servegate baseline accept failed:\n{text}").into());
+        }
+        Ok(imported)
+    };
+    let mut imported = import(&[])?;
     let tokenizer = servers
         .checkpoint
         .join("tokenizer.json")
@@ -656,12 +763,37 @@ fn beside_bench_serving(servers: &Installed, port: u16) -> Result<(), Failed> {
         ),
     )?;
     let suite = suite.to_str().ok_or("a temporary path that is not UTF-8")?;
-    let (code, text) = servegate(&["run", suite]);
+    let (mut code, mut text) = servegate(&["run", suite]);
+    if let Bench::VllmOpenaiChat = bench {
+        // vLLM's results name the model, not the server's version (which
+        // a run reads from `/version`): they are filed under a server of
+        // unknown version, which no run's configuration is. The run says
+        // so and how to import them for its own; done as it says, the same
+        // run is green.
+        let fingerprint = text
+            .split_once("import it again with `--fingerprint \"")
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .map(|(f, _)| f.to_owned())
+            .ok_or_else(|| {
+                format!("the run against baselines of a server of unknown version did not say how to import them for its configuration:\n{text}")
+            })?;
+        if code != Some(1) {
+            return Err(format!(
+                "the run without baselines for its configuration exited {code:?}, not 1:\n{text}"
+            )
+            .into());
+        }
+        imported = import(&["--fingerprint", &fingerprint])?;
+        (code, text) = servegate(&["run", suite]);
+    }
     expect(
         code,
         &text,
         0,
-        "servegate's run against the baselines bench_serving's figures became failed",
+        &format!(
+            "servegate's run against the baselines {}'s figures became failed",
+            bench.name()
+        ),
         &[
             "pass ttft.mean <= baseline * 5",
             "pass output_tok_s >= baseline * 0.2",
@@ -669,7 +801,8 @@ fn beside_bench_serving(servers: &Installed, port: u16) -> Result<(), Failed> {
         ],
     )?;
     let ours = record_gates(&out.join("latest/report.json"))?;
-    println!("  beside bench_serving: figure, gate: servegate | sglang-oai-chat (ratio)");
+    let name = bench.name();
+    println!("  beside {name}: figure, gate: servegate | {name} (ratio)");
     for (gate, bench) in &imported {
         for (key, ..) in BESIDE {
             let mine = ours.get(gate).and_then(|f| f.get(key)).copied();
@@ -684,13 +817,117 @@ fn beside_bench_serving(servers: &Installed, port: u16) -> Result<(), Failed> {
                 _ => String::new(),
             };
             println!(
-                "  beside bench_serving: {key}, {gate}: {} | {}{ratio}",
+                "  beside {name}: {key}, {gate}: {} | {}{ratio}",
                 shown(mine),
                 shown(theirs)
             );
         }
     }
     Ok(())
+}
+
+/// servegate beside vLLM's own benchmark client, `vllm bench serve
+/// --backend openai-chat`, on a real vLLM started with the shipped suite's
+/// launch line, in the workload of [`beside`]. Its `random` dataset draws
+/// token ids with a seed of each run's own, so no prompt shares another's
+/// prefix in vLLM's prefix cache (on, as vLLM's default is). It runs
+/// through `scripts/servers/bench_runs.py`: vLLM 0.32.0's own
+/// `vllm bench serve` dies on the CPU distribution's name (see there).
+fn vllm_beside_bench_serve(servers: &Installed) -> Result<(), Failed> {
+    let (_vllm, port) = start_server(
+        servers,
+        "vLLM",
+        &["-m", "vllm.entrypoints.openai.api_server", "--model"],
+        &VLLM_FLAGS,
+        &VLLM_ENV,
+    )?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = dir.path();
+    std::fs::create_dir_all(dir.join(".git")).map_err(|e| e.to_string())?;
+    let results = dir.join("vllm.jsonl");
+    bench_runs(
+        servers,
+        Bench::VllmOpenaiChat,
+        port,
+        &[
+            "--backend".as_ref(),
+            "openai-chat".as_ref(),
+            "--endpoint".as_ref(),
+            "/v1/chat/completions".as_ref(),
+            "--random-range-ratio".as_ref(),
+            "0".as_ref(),
+            "--ignore-eos".as_ref(),
+            // Without it vLLM 0.32.0 leaves the end-to-end latency out of
+            // a generative model's results (`ttft,tpot,itl` by default).
+            "--percentile-metrics".as_ref(),
+            "ttft,tpot,itl,e2el".as_ref(),
+            "--save-result".as_ref(),
+            "--append-result".as_ref(),
+            "--result-dir".as_ref(),
+            dir.as_os_str(),
+            "--result-filename".as_ref(),
+            "vllm.jsonl".as_ref(),
+        ],
+    )?;
+    beside(servers, port, Bench::VllmOpenaiChat, &results)
+}
+
+/// `bench`'s runs of [`beside`]'s workload at concurrency 1 and 4 against
+/// the server on `port`, in one start of `scripts/servers/bench_runs.py`,
+/// each with `own` (the arguments only that tool takes: where its results
+/// go, a line a run). Each run has a seed of its own: the same seed draws
+/// the same prompts, which the server's prefix cache would then serve.
+fn bench_runs(
+    servers: &Installed,
+    bench: Bench,
+    port: u16,
+    own: &[&std::ffi::OsStr],
+) -> Result<(), Failed> {
+    let tool = match bench {
+        Bench::SglangOaiChat => "sglang",
+        Bench::VllmOpenaiChat => "vllm",
+    };
+    let mut cmd = std::process::Command::new("timeout");
+    cmd.arg("900").arg(&servers.python).arg(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/servers/bench_runs.py"
+    ));
+    cmd.arg(tool);
+    for (n, concurrency) in [1u32, 4].into_iter().enumerate() {
+        if n > 0 {
+            cmd.arg("--next");
+        }
+        cmd.args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--model", "smollm2-135m", "--tokenizer"])
+            .arg(&servers.checkpoint)
+            .args(["--dataset-name", "random"])
+            .args(["--random-input-len", "64", "--random-output-len", "32"])
+            .args(["--num-prompts", &requests(concurrency).to_string()])
+            .args(["--max-concurrency", &concurrency.to_string()])
+            .args(["--seed", &concurrency.to_string()])
+            .args(own);
+    }
+    let out = cmd
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .map_err(|e| format!("{} did not start: {e}", bench.name()))?;
+    succeeded(&out, bench.name())
+}
+
+/// `Err` with `what`, its exit status and the last 20 lines of its stderr
+/// unless the benchmark client's run `out` succeeded.
+fn succeeded(out: &std::process::Output, what: &str) -> Result<(), Failed> {
+    if out.status.success() {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&out.stderr);
+    let tail: Vec<&str> = text.lines().rev().take(20).collect();
+    Err(format!(
+        "{what} {}:\n{}",
+        out.status,
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    )
+    .into())
 }
 
 /// The requests of a side-by-side run at `concurrency`: four alone, two
@@ -724,9 +961,10 @@ fn record_gates(record: &std::path::Path) -> Result<GateFigures, Failed> {
 }
 
 /// The figures `servegate import` wrote to `record` from `file` (one
-/// `bench_serving` result a line, each a gate named by its concurrency),
-/// each equal to the file's field it came from, scaled.
+/// `bench`'s result a line, each a gate named by its concurrency), each
+/// equal to the file's field it came from, scaled.
 fn exactly_imported(
+    bench: Bench,
     file: &std::path::Path,
     record: &std::path::Path,
 ) -> Result<GateFigures, Failed> {
@@ -747,7 +985,8 @@ fn exactly_imported(
             .into());
         };
         for (key, field, scale) in BESIDE {
-            let Some(want) = result[field].as_f64().map(|v| v * scale) else {
+            let field = bench.field(field);
+            let Some(want) = result[&field].as_f64().map(|v| v * scale) else {
                 wrong.push(format!("{gate}: the file has no {field}"));
                 continue;
             };
@@ -763,7 +1002,8 @@ fn exactly_imported(
         Ok(gates)
     } else {
         Err(format!(
-            "servegate import changed bench_serving's figures:\n{}",
+            "servegate import changed {}'s figures:\n{}",
+            bench.name(),
             wrong.join("\n")
         )
         .into())
@@ -888,7 +1128,7 @@ fn suite_file(dir: &std::path::Path, name: &str, body: &str) -> Result<std::path
 fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
     use nix::sys::signal::Signal;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let (server, port) = start_sglang(servers, "flashinfer")?;
+    let (server, port) = shared_sglang(servers)?;
     // The deadlines of each suite: its first token, its stall, its whole.
     let target = |first: &str, idle: &str, total: &str| {
         format!(
@@ -973,10 +1213,10 @@ fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
     let mut stopped = 0;
     let run = run_watching(&hang, servers, |line, _| {
         if line.starts_with("servegate: suite `sglang-hang` → ") {
-            stopped = signal_schedulers(server.0.id(), Signal::SIGSTOP);
+            stopped = signal_schedulers(server, Signal::SIGSTOP);
         }
     });
-    signal_schedulers(server.0.id(), Signal::SIGCONT);
+    signal_schedulers(server, Signal::SIGCONT);
     if stopped == 0 {
         return Err(format!("no SGLang scheduler was found to stop\n{}", run.1).into());
     }
@@ -992,7 +1232,8 @@ fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
             "the server stopped answering during sglang-hang::correctness::hung (GET /health_generate",
         ],
     )?;
-    drop(server);
+    // The hang leaves it stopped and resumed: no server to share on.
+    stop_shared_sglang();
     crash_mid_stream(servers, dir.path(), probe)
 }
 
@@ -1080,21 +1321,33 @@ fn main() {
             eprintln!("note: the real SGLang and vLLM trials are ignored: {why}");
         }
     }
-    let trials: [(&str, TrialFn); 4] = [
-        ("real_sglang::shipped_suite_passes", sglang_shipped_suite),
+    // Each trial, and whether it uses the shared SGLang.
+    let trials: [(&str, TrialFn, bool); 5] = [
+        (
+            "real_sglang::shipped_suite_passes",
+            sglang_shipped_suite,
+            false,
+        ),
         (
             "real_sglang::the_simulator_and_bench_serving_beside_sglang",
             sglang_conformance,
+            true,
         ),
         (
             "real_sglang::faults_fail_the_trial_they_strike",
             sglang_faults,
+            true,
         ),
-        ("real_vllm::shipped_suite_passes", vllm_shipped_suite),
+        ("real_vllm::shipped_suite_passes", vllm_shipped_suite, false),
+        (
+            "real_vllm::vllm_bench_serve_beside_vllm",
+            vllm_beside_bench_serve,
+            false,
+        ),
     ];
     let trials = trials
         .into_iter()
-        .map(|(name, f)| {
+        .map(|(name, f, shares)| {
             let found = found.clone();
             let ignored = found.is_err() && !required;
             Trial::test(name, move || {
@@ -1104,10 +1357,17 @@ fn main() {
                 let _turn = ONE_AT_A_TIME
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
+                // No idle SGLang beside another trial's server and gates
+                // (libtest's order of turns is not the list's).
+                if !shares {
+                    stop_shared_sglang();
+                }
                 f(&servers)
             })
             .with_ignored_flag(ignored)
         })
         .collect();
-    libtest_mimic::run(&args, trials).exit();
+    let conclusion = libtest_mimic::run(&args, trials);
+    stop_shared_sglang();
+    conclusion.exit();
 }

@@ -13,6 +13,10 @@ use super::metrics::GateMetrics;
 use crate::suite::figures::Figures;
 use crate::suite::metric::MetricKey;
 
+/// A fingerprint's server version where nothing named one (a result file
+/// of `vllm bench serve`, which names the model only).
+const UNKNOWN_VERSION: &str = "of unknown version";
+
 /// The configuration a figure was measured on, as baselines key it: the
 /// API, the served model, the server's version and the configuration it
 /// reports. A baseline is compared only with its own configuration: a TP8
@@ -33,7 +37,7 @@ pub fn fingerprint(
         "{}, model {}, server {}",
         api.name(),
         model,
-        version.unwrap_or("of unknown version")
+        version.unwrap_or(UNKNOWN_VERSION)
     );
     if !config.is_empty() {
         let config: Vec<String> = config
@@ -139,8 +143,20 @@ impl Lookup {
             Ok(None) => Err(format!("no baseline file {}", path.display())),
             Ok(Some(file)) => file.entries.get(fingerprint).cloned().ok_or_else(|| {
                 let known: Vec<&str> = file.entries.keys().map(String::as_str).collect();
+                // An imported result that named no server version is
+                // filed under none; the import can name this configuration.
+                let imported = if known
+                    .iter()
+                    .any(|k| k.contains(&format!("server {UNKNOWN_VERSION}")))
+                {
+                    format!(
+                        " (a server of unknown version is what a result file that names none, such as `vllm bench serve`'s, is filed under: import it again with `--fingerprint \"{fingerprint}\"` for this configuration's baselines)"
+                    )
+                } else {
+                    String::new()
+                };
                 format!(
-                    "{} has no entry for this configuration ({fingerprint}); it has: {}",
+                    "{} has no entry for this configuration ({fingerprint}); it has: {}{imported}",
                     path.display(),
                     if known.is_empty() {
                         "none".to_owned()

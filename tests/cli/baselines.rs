@@ -274,6 +274,56 @@ fn an_imported_result_is_a_baseline_servegate_judges_against() {
     assert!(failure.contains("50000"), "{failure}");
 }
 
+/// `vllm bench serve`'s results name the model, not the server's version:
+/// imported, they are filed under a server of unknown version, which no
+/// run's configuration is (real vLLM 0.32.0's `/version` names it,
+/// tests/servers.rs). The run that finds no baseline for its own says how
+/// to import them for it, and done as it says, the run finds them.
+#[test]
+fn a_result_of_unknown_server_version_says_how_to_import_it_for_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (baselines, out) = (dir.path().join("baselines"), dir.path().join("out"));
+    let env = [
+        ("SERVEGATE_BASELINES", baselines.as_path()),
+        ("SERVEGATE_OUT", out.as_path()),
+    ];
+    let import = |extra: &[&str]| {
+        let mut args = vec![
+            "import",
+            "bench-serving",
+            "fixtures/bench-serving/vllm-serve.json",
+            "--suite",
+            "imported",
+            "--gate",
+            "decode",
+        ];
+        args.extend(extra);
+        let o = servegate_with(&args, &env);
+        assert_eq!(o.code, Some(0), "{}", o.out);
+        let o = servegate_with(&["baseline", "accept"], &env);
+        assert_eq!(o.code, Some(0), "{}", o.out);
+    };
+    import(&[]);
+    let o = servegate_with(&["run", "tests/suites/imported.yaml"], &env);
+    assert_eq!(o.code, Some(1), "{}", o.out);
+    let failure = failure_of(&o.out, "imported::performance::decode");
+    assert_has(
+        &failure,
+        &[
+            "it has: openai-chat, model zai-org/GLM-5, server of unknown version (a server of unknown version is what a result file that names none, such as `vllm bench serve`'s, is filed under: import it again with `--fingerprint \"openai-chat, model sim-steady, server servegate-sim 0.1.0, ",
+        ],
+    );
+    let fingerprint = failure
+        .split_once("--fingerprint \"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .unwrap()
+        .0;
+    import(&["--fingerprint", fingerprint]);
+    let o = servegate_with(&["run", "tests/suites/imported.yaml"], &env);
+    assert!(!o.out.contains("has no entry"), "{}", o.out);
+    assert_has(&o.out, &["ttft.p50 >= baseline * 0.5"]);
+}
+
 /// A rate the client set (a thread with no idle time held it down) gets
 /// no baseline from `baseline accept`: later runs would be held to
 /// servegate's own limit. The gate's other figures, and the other gates',
