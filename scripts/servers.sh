@@ -198,7 +198,7 @@ start() {
             SGLANG_USE_CPU_ENGINE=1 HF_HUB_OFFLINE=1 setsid "$PYTHON" -m sglang.launch_server \
                 --model-path "$CHECKPOINT" --served-model-name smollm2-135m \
                 --device cpu --attention-backend torch_native --sampling-backend pytorch \
-                --max-total-tokens 32768 --sleep-on-idle --enable-metrics \
+                --max-total-tokens 32768 --sleep-on-idle --enable-metrics --enable-cache-report \
                 --host 127.0.0.1 --port "$port" >"$RUN/server.log" 2>&1 &
             ;;
         vllm)

@@ -59,6 +59,11 @@ pub struct Flags {
     /// `/metrics`).
     #[arg(long)]
     pub enable_metrics: bool,
+    /// SGLang's `--enable-cache-report` (reported; usage then says how many
+    /// prompt tokens its prefix cache served, as the profile's
+    /// `prefix_cache` does).
+    #[arg(long)]
+    pub enable_cache_report: bool,
 }
 
 impl Flags {
@@ -78,6 +83,7 @@ impl Flags {
             || self.tool_call_parser.is_some()
             || self.trust_remote_code
             || self.enable_metrics
+            || self.enable_cache_report
     }
 
     /// The profile as a server launched with these flags runs it; what it
@@ -128,6 +134,10 @@ impl Flags {
             if let Some(v) = value {
                 report(key, v);
             }
+        }
+        if self.enable_cache_report {
+            report("enable_cache_report", json!(true));
+            p.prefix_cache = true;
         }
         let b = p.sglang.clone();
         if self.speculative_algorithm.is_some() {
