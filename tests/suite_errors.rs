@@ -349,6 +349,34 @@ performance:
     ));
 }
 
+/// `needs` names probes of the suite, at least one: a gate that waits for
+/// none would pass on a server that failed every probe.
+#[test]
+fn needs_names_probes_of_the_suite() {
+    golden!(errors(
+        "needs",
+        r#"suite: s
+correctness:
+  - name: arithmetic
+    prompt: "What is 2+2?"
+    expect: [{number: 4}]
+performance:
+  - name: typo
+    load: {concurrency: 2, requests: 4, input_tokens: 8, output_tokens: 8}
+    needs: [arithmetc]
+    thresholds: {errors: "== 0"}
+  - name: none
+    load: {concurrency: 2, requests: 4, input_tokens: 8, output_tokens: 8}
+    needs: []
+    thresholds: {errors: "== 0"}
+  - name: word
+    load: {concurrency: 2, requests: 4, input_tokens: 8, output_tokens: 8}
+    needs: arithmetic
+    thresholds: {errors: "== 0"}
+"#
+    ));
+}
+
 /// The request surface of agentic models, refused where it cannot hold: a
 /// tool's parameters that are no JSON Schema, a `tool_call` of a tool the
 /// request does not offer, `json_schema: true` without a schema to take,

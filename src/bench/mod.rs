@@ -103,6 +103,7 @@ fn gate(concurrency: u32, tokens: u32, duration: Duration) -> Gate {
         repeats: 1,
         verdict: crate::suite::VerdictMode::Mean,
         recheck: None,
+        needs: None,
         sweep: None,
     }
 }

@@ -75,7 +75,32 @@ impl SuiteRun {
             .ok_or_else(|| format!("variant `{name}` measured nothing in `{gate}` (its trial failed or was filtered out)"))
     }
 
-    /// Runs gate `index` once, after every probe of the suite; later calls
+    /// The probes whose pass `gate` waits for: those it `needs` (every
+    /// probe by default), less those `--skip` left out of the run.
+    fn waits_for(&self, gate: &Gate) -> Vec<usize> {
+        self.needed(gate)
+            .into_iter()
+            .filter(|i| !self.plan.skipped_probes.contains(i))
+            .collect()
+    }
+
+    /// The probes `gate` needs: its `needs`, else every probe.
+    fn needed(&self, gate: &Gate) -> Vec<usize> {
+        gate.needs
+            .clone()
+            .unwrap_or_else(|| (0..self.suite.probes.len()).collect())
+    }
+
+    /// The names of the probes `gate` needs that `--skip` left out.
+    fn probes_skipped(&self, gate: &Gate) -> Vec<String> {
+        self.needed(gate)
+            .into_iter()
+            .filter(|i| self.plan.skipped_probes.contains(i))
+            .map(|i| self.suite.probes[i].name.clone())
+            .collect()
+    }
+
+    /// Runs gate `index` once, after the probes it waits for; later calls
     /// (a curve's prerequisites) return the first verdict.
     pub fn gate(&self, index: usize) -> Verdict {
         once(
@@ -141,8 +166,10 @@ impl SuiteRun {
         let gate = &self.suite.gates[index];
         let target = self.connected()?;
         self.config_prerequisite()?;
-        let (probes, why): (Vec<String>, Vec<String>) = (0..self.suite.probes.len())
-            .filter_map(|i| {
+        let waits_for = self.waits_for(gate);
+        let (probes, why): (Vec<String>, Vec<String>) = waits_for
+            .iter()
+            .filter_map(|&i| {
                 let stop = self.probe(i).err()?;
                 Some((self.suite.probes[i].name.clone(), stop.gist()))
             })
@@ -154,7 +181,8 @@ impl SuiteRun {
                 why,
             }));
         }
-        let changed: Vec<String> = (0..self.suite.probes.len())
+        let changed: Vec<String> = waits_for
+            .into_iter()
             .filter(|&i| {
                 self.suite.probes[i].snapshot == SnapshotMode::Gate && self.snapshot(i).is_err()
             })
@@ -228,6 +256,7 @@ impl SuiteRun {
                 load: describe_load(gate),
                 checks: verdict.checks.clone(),
                 figures: baseline::figures(&repeats),
+                probes_skipped: self.probes_skipped(gate),
                 repeat_values: gate
                     .thresholds
                     .iter()

@@ -95,6 +95,7 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
                             series: f.metrics.series,
                             thresholds: f.checks,
                             trends: Vec::new(),
+                            probes_skipped: f.probes_skipped,
                         })
                         .collect(),
                 })

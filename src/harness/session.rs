@@ -41,6 +41,8 @@ pub struct GateFigures {
     pub repeat_values: crate::suite::figures::ByKey<Vec<f64>>,
     /// The sweep level the gate is, if it is one.
     pub sweep: Option<crate::record::SweepPoint>,
+    /// The probes it would have waited for that `--skip` left out.
+    pub probes_skipped: Vec<String>,
 }
 
 /// What every gate of a harness run measured, by suite and variant: each
@@ -110,6 +112,9 @@ pub struct Plan {
     /// The run history, where `history.…` and `no_regression` bounds
     /// read earlier runs.
     pub history: crate::history::Location,
+    /// The probes `--skip` left out of the run, as indexes: no gate waits
+    /// for them, and each gate's record names those it would have.
+    pub skipped_probes: Vec<usize>,
 }
 
 /// Where a suite run's server stands, under one lock: how many selected

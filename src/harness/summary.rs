@@ -59,6 +59,9 @@ fn render(runs: &[Arc<SuiteRun>]) -> String {
                     f.repeats
                 );
             }
+            if let Some(note) = crate::record::skipped_note(&f.probes_skipped) {
+                let _ = writeln!(out, "    {note}");
+            }
             out.push_str(&f.metrics.render());
             for c in &f.checks {
                 let _ = writeln!(

@@ -222,6 +222,16 @@ pub(super) fn add_run(
     let (runtime, book) = (ctx.runtime, ctx.book);
     let names = Names::of(suite, label);
     let selected = |id: &TrialId| !ctx.args.is_filtered_out(&Trial::test(id.name(), || Ok(())));
+    // A probe `--skip` leaves out is left out of the gates' prerequisites
+    // too: the run was told not to ask it. One a filter merely does not
+    // select still runs first for the selected gates that need it.
+    let skips = Arguments {
+        filter: None,
+        ..ctx.args.clone()
+    };
+    let skipped_probes: Vec<usize> = (0..names.probes.len())
+        .filter(|&i| skips.is_filtered_out(&Trial::test(names.probes[i].name(), || Ok(()))))
+        .collect();
     let count = |list: &[TrialId]| list.iter().filter(|n| selected(n)).count();
     let snapshot_names: Vec<TrialId> = names.snapshots.iter().map(|(_, n)| n.clone()).collect();
     let recheck_names: Vec<TrialId> = names.rechecks.iter().map(|(_, n)| n.clone()).collect();
@@ -252,6 +262,7 @@ pub(super) fn add_run(
         snapshots: ctx.snapshots.update.clone(),
         figures: Arc::clone(ctx.figures),
         history: ctx.history.clone(),
+        skipped_probes: skipped_probes.clone(),
     };
     let run = Arc::new(SuiteRun::new(suite.clone(), plan, Arc::clone(runtime)));
     if target::launches(suite, ctx.target_override) {
@@ -278,7 +289,38 @@ pub(super) fn add_run(
     };
     earlier(configs, names.configs.len(), "config check(s)");
     if gates + curves > 0 {
-        earlier(probes, names.probes.len(), "correctness probe(s)");
+        // What the gates that run wait for (a curve's or a recheck's gates
+        // among them: all, for the note).
+        let waited: std::collections::BTreeSet<usize> = suite
+            .gates
+            .iter()
+            .zip(&names.gates)
+            .filter(|(_, n)| curves > 0 || selected(n))
+            .flat_map(|(g, _)| {
+                g.needs
+                    .clone()
+                    .unwrap_or_else(|| (0..names.probes.len()).collect())
+            })
+            .filter(|i| !skipped_probes.contains(i))
+            .collect();
+        earlier(
+            waited
+                .iter()
+                .filter(|&&i| selected(&names.probes[i]))
+                .count(),
+            waited.len(),
+            "correctness probe(s)",
+        );
+        if !skipped_probes.is_empty() {
+            let list: Vec<String> = skipped_probes
+                .iter()
+                .map(|&i| format!("`{}`", suite.probes[i].name))
+                .collect();
+            eprintln!(
+                "note: suite `{label}`: correctness probe(s) {} left out by --skip: no gate waits for them, and each gate's record says it ran without them",
+                list.join(", ")
+            );
+        }
     } else if snapshots > 0 {
         let unselected = names
             .snapshots

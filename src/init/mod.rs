@@ -228,6 +228,7 @@ fn suite_run(
         figures: Arc::default(),
         // A calibration is no run of the suite: nothing to compare with.
         history: crate::history::Location::Off,
+        skipped_probes: Vec::new(),
     };
     SuiteRun::new(suite, plan, Arc::clone(runtime))
 }

@@ -336,6 +336,7 @@ fn gate(tool: Tool, r: &Map<String, Value>, name: Option<&str>) -> GateRecord {
         client: None,
         sweep: None,
         trends: Vec::new(),
+        probes_skipped: Vec::new(),
     }
 }
 

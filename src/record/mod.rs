@@ -63,6 +63,10 @@ pub struct GateRecord {
     /// this run moved off their level.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trends: Vec<Trend>,
+    /// The correctness probes it would have waited for that the run left
+    /// out (`--skip`): it ran without their verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes_skipped: Vec<String>,
 }
 
 /// A gated figure's earlier values in the run history (same suite, gate,
@@ -107,6 +111,24 @@ impl GateRecord {
                 .map(|s| (s.of.sweep.as_str(), s.of.level.as_str())),
         )
     }
+
+    /// What every report says of a gate that ran without the verdict of
+    /// probes it waits for (`--skip`), else nothing.
+    pub fn skipped_note(&self) -> Option<String> {
+        skipped_note(&self.probes_skipped)
+    }
+}
+
+/// "ran without …" for the probes a gate would have waited for that
+/// `--skip` left out, else nothing.
+pub fn skipped_note(probes: &[String]) -> Option<String> {
+    (!probes.is_empty()).then(|| {
+        let list: Vec<String> = probes.iter().map(|p| format!("`{p}`")).collect();
+        format!(
+            "ran without the verdict of correctness probe(s) {}, which --skip left out",
+            list.join(", ")
+        )
+    })
 }
 
 /// One level of a sweep.

@@ -54,6 +54,9 @@ pub fn render(record: &RunRecord, at: Option<&std::path::Path>) -> String {
             if g.repeats > 1 {
                 let _ = writeln!(out, "(means over {} repeats)\n", g.repeats);
             }
+            if let Some(note) = g.skipped_note() {
+                let _ = writeln!(out, "⚠️ {}\n", for_markdown(&note));
+            }
             let _ = writeln!(out, "| figure | value |\n|---|---|");
             for key in KEY_FIGURES {
                 if let Some(v) = g.figures.get(key) {

@@ -1,9 +1,10 @@
 //! Naming trials without running them and choosing which run: `list`,
-//! libtest filters (`--exact`, a filter that matches nothing), and a
-//! filtered gate that still runs its probes first.
+//! libtest filters (`--exact`, a filter that matches nothing), a filtered
+//! gate that still runs its probes first, and the probes a gate waits for
+//! (`needs`, `--skip`).
 
-use crate::common::run::{run_expecting, streams};
-use crate::common::verdicts::{assert_has, failure_of};
+use crate::common::run::{run_expecting, servegate, streams};
+use crate::common::verdicts::{assert_has, failure_of, verdict};
 use crate::position;
 
 #[test]
@@ -42,6 +43,98 @@ fn a_filtered_performance_gate_still_runs_the_probes_first() {
     assert!(
         !gate.contains("sent:"),
         "only the gist of the probe's failure:\n{gate}"
+    );
+}
+
+/// A gate waits for the probes it `needs` (every probe by default): one
+/// that needs only a passing probe runs beside a failed one. A probe
+/// `--skip` leaves out gates nothing — the run was told not to ask it —
+/// and the run says so, in its notes, its figures and each gate's record.
+#[test]
+fn a_gate_waits_for_the_probes_it_needs_and_not_for_a_skipped_one() {
+    let out = run_expecting(&["run", "tests/suites/needs.yaml"], 1);
+    assert_eq!(
+        verdict(&out, "needs::correctness::arithmetic"),
+        "FAILED",
+        "{out}"
+    );
+    assert_eq!(verdict(&out, "needs::correctness::is_prime"), "ok", "{out}");
+    assert_eq!(verdict(&out, "needs::performance::tokens"), "ok", "{out}");
+    let gate = failure_of(&out, "needs::performance::decode");
+    assert!(
+        gate.starts_with("gated: correctness probe arithmetic failed"),
+        "{gate}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let mut all = vec!["run", "tests/suites/needs.yaml", "--out-dir"];
+        all.push(dir.path().to_str().unwrap());
+        all.extend(args);
+        servegate(&all)
+    };
+    let o = run(&["--", "--skip", "arithmetic"]);
+    assert_eq!(o.code, Some(0), "{}", o.out);
+    assert_eq!(
+        verdict(&o.out, "needs::performance::decode"),
+        "ok",
+        "{}",
+        o.out
+    );
+    assert_has(
+        &o.out,
+        &[
+            "note: suite `needs`: correctness probe(s) `arithmetic` left out by --skip: no gate waits for them",
+            "  needs::performance::decode [",
+            "    ran without the verdict of correctness probe(s) `arithmetic`, which --skip left out",
+            "3 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out",
+        ],
+    );
+    assert!(
+        !o.out.contains("test needs::correctness::arithmetic ..."),
+        "{}",
+        o.out
+    );
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("latest/report.json")).unwrap(),
+    )
+    .unwrap();
+    let skipped: Vec<(&str, &serde_json::Value)> = record["suites"][0]["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["gate"].as_str().unwrap(), &g["probes_skipped"]))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            ("decode", &serde_json::json!(["arithmetic"])),
+            ("tokens", &serde_json::Value::Null),
+        ],
+        "only the gate that needs the skipped probe ran without it"
+    );
+    let markdown = streams(&[
+        "report",
+        dir.path().join("latest").to_str().unwrap(),
+        "--format",
+        "md",
+    ]);
+    assert_has(
+        &String::from_utf8_lossy(&markdown.stdout),
+        &[
+            "⚠️ ran without the verdict of correctness probe(s) \\`arithmetic\\`, which --skip left out",
+        ],
+    );
+
+    // A filter that merely does not select the probe leaves it a
+    // prerequisite: it runs first and gates as before.
+    let o = run(&["--", "performance::decode"]);
+    assert_eq!(o.code, Some(1), "{}", o.out);
+    assert!(
+        failure_of(&o.out, "needs::performance::decode")
+            .starts_with("gated: correctness probe arithmetic failed"),
+        "{}",
+        o.out
     );
 }
 

@@ -358,6 +358,7 @@ mod tests {
             thresholds: Vec::new(),
             client: None,
             trends: Vec::new(),
+            probes_skipped: Vec::new(),
             sweep: sweep.map(|(s, c)| crate::record::SweepPoint {
                 of: crate::suite::SweepLevel {
                     sweep: s.into(),
@@ -424,6 +425,7 @@ mod tests {
             client: None,
             sweep: None,
             trends: Vec::new(),
+            probes_skipped: Vec::new(),
         };
         let svg = percentile_chart(&g);
         let x = xs(&svg);

@@ -28,7 +28,7 @@ pub(super) fn esc(text: &str) -> String {
 fn gate_section(out: &mut String, suite: &str, g: &GateRecord) {
     let _ = write!(
         out,
-        "<section><h3><code>{}::performance::{}</code></h3><p class=\"load\">{}{}</p>",
+        "<section><h3><code>{}::performance::{}</code></h3><p class=\"load\">{}{}</p>{}",
         esc(suite),
         esc(&g.gate),
         esc(&g.load),
@@ -36,7 +36,11 @@ fn gate_section(out: &mut String, suite: &str, g: &GateRecord) {
             format!(" — means over {} repeats", g.repeats)
         } else {
             String::new()
-        }
+        },
+        g.skipped_note().map_or_else(String::new, |n| format!(
+            "<p class=\"skipped\">⚠ {}</p>",
+            esc(&n)
+        ))
     );
     let shown = crate::suite::metric::format_figure;
     let table = |out: &mut String, keys: &mut dyn Iterator<Item = (MetricKey, &f64)>| {

@@ -22,12 +22,53 @@ pub(super) const GATE: &[&str] = &[
     "token_accounting",
     "curve",
     "recheck",
+    "needs",
     "extra_body",
 ];
 pub(super) const TOKEN_ACCOUNTING: &[&str] = &["tolerance"];
 pub(super) const SLO: &[&str] = &["ttft", "tpot", "e2e"];
 
 impl Decoder<'_> {
+    /// A non-empty list of this suite's probe names under `key`, as
+    /// indexes; `refuse` says why a named probe may not be listed.
+    fn probe_list(
+        &mut self,
+        v: &Yaml,
+        key: &str,
+        probes: &[Probe],
+        refuse: impl Fn(&Probe) -> Option<String>,
+    ) -> Option<Vec<usize>> {
+        let Node::Seq(items) = &v.node else {
+            self.type_error(v, &format!("`{key}`"), "a list of probe names");
+            return None;
+        };
+        if items.is_empty() {
+            self.error(Diagnostic::new(v.loc, format!("`{key}` names no probe")));
+            return None;
+        }
+        let count = items.len();
+        let names = self.items(v, key, |d, item| {
+            let name = d.text(item, "a probe name")?;
+            let Some(i) = probes.iter().position(|p| p.name == name) else {
+                let known: Vec<&str> = probes.iter().map(|p| p.name.as_str()).collect();
+                let mut diag =
+                    Diagnostic::new(item.loc, format!("no probe `{name}` in this suite"))
+                        .expected(format!("one of {}", quoted_list(&known)));
+                if let Some(close) = did_you_mean(&name, &known) {
+                    diag = diag.help(format!("did you mean `{close}`?"));
+                }
+                d.error(diag);
+                return None;
+            };
+            if let Some(why) = refuse(&probes[i]) {
+                d.error(Diagnostic::new(item.loc, why));
+                return None;
+            }
+            Some(i)
+        });
+        (names.len() == count).then_some(names)
+    }
+
     /// `recheck: all` (every probe that asks one question) or a list of
     /// probe names.
     fn recheck(&mut self, v: &Yaml, probes: &[Probe]) -> Option<Recheck> {
@@ -44,42 +85,10 @@ impl Decoder<'_> {
                 }
                 all
             }
-            Node::Seq(_) => {
-                let names = self.items(v, "recheck", |d, item| {
-                    let name = d.text(item, "a probe name")?;
-                    match probes.iter().position(|p| p.name == name) {
-                        Some(i) if askable(&probes[i]) => Some(i),
-                        Some(_) => {
-                            d.error(Diagnostic::new(
-                                item.loc,
-                                format!("probe `{name}` is a dataset probe: it is not rechecked"),
-                            ));
-                            None
-                        }
-                        None => {
-                            let known: Vec<&str> = probes.iter().map(|p| p.name.as_str()).collect();
-                            let mut diag = Diagnostic::new(
-                                item.loc,
-                                format!("no probe `{name}` in this suite"),
-                            )
-                            .expected(format!("one of {}", quoted_list(&known)));
-                            if let Some(close) = did_you_mean(&name, &known) {
-                                diag = diag.help(format!("did you mean `{close}`?"));
-                            }
-                            d.error(diag);
-                            None
-                        }
-                    }
-                });
-                match &v.node {
-                    Node::Seq(items) if items.is_empty() => {
-                        self.error(Diagnostic::new(v.loc, "`recheck` names no probe"));
-                        return None;
-                    }
-                    Node::Seq(items) if names.len() < items.len() => return None,
-                    _ => names,
-                }
-            }
+            Node::Seq(_) => self.probe_list(v, "recheck", probes, |p| {
+                (!askable(p))
+                    .then(|| format!("probe `{}` is a dataset probe: it is not rechecked", p.name))
+            })?,
             _ => {
                 self.type_error(v, "`recheck`", "`all` or a list of probe names");
                 return None;
@@ -122,13 +131,24 @@ impl Decoder<'_> {
             Some(v) => Some(Some(self.recheck(v, probes)?)),
             None => Some(None),
         };
+        let needs = match f.get("needs") {
+            Some(v) => Some(Some(self.probe_list(v, "needs", probes, |_| None)?)),
+            None => Some(None),
+        };
         let (load, levels) = loaded?;
         let mut thresholds = thresholds;
         if let (Some(list), Some(Some(extra))) = (thresholds.as_mut(), accounting) {
             list.extend(extra);
         }
-        let (name, thresholds, slo, repeats, verdict, recheck) =
-            (name?, thresholds?, slo?, repeats?, verdict?, recheck?);
+        let (name, thresholds, slo, repeats, verdict, recheck, needs) = (
+            name?,
+            thresholds?,
+            slo?,
+            repeats?,
+            verdict?,
+            recheck?,
+            needs?,
+        );
         let extra_body = f.get("extra_body").map(|v| self.extra_body(v));
         let sampling = Sampling {
             max_tokens: Some(load.output_tokens),
@@ -160,6 +180,7 @@ impl Decoder<'_> {
                 repeats,
                 verdict,
                 recheck: recheck.clone(),
+                needs: needs.clone(),
             })
             .collect();
         let curve = match curve {

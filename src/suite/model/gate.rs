@@ -73,6 +73,9 @@ pub struct Gate {
     pub recheck: Option<Recheck>,
     /// The sweep this gate is a level of.
     pub sweep: Option<SweepLevel>,
+    /// The probes whose pass it waits for (`needs:`), as indexes into the
+    /// suite's probes; `None`: every probe.
+    pub needs: Option<Vec<usize>>,
 }
 
 impl Gate {

@@ -230,6 +230,13 @@ pub(super) fn gate() -> Value {
                         ),
                     ),
                     (
+                        "needs",
+                        described(
+                            non_empty(name()),
+                            "The correctness probes whose pass this gate waits for (default: every probe). A probe it does not name may fail without gating it; config checks gate it always.",
+                        ),
+                    ),
+                    (
                         "curve",
                         described(
                             curve,
