@@ -78,22 +78,15 @@ impl SuiteRun {
     /// The probes whose pass `gate` waits for: those it `needs` (every
     /// probe by default), less those `--skip` left out of the run.
     fn waits_for(&self, gate: &Gate) -> Vec<usize> {
-        self.needed(gate)
+        gate.needed(self.suite.probes.len())
             .into_iter()
             .filter(|i| !self.plan.skipped_probes.contains(i))
             .collect()
     }
 
-    /// The probes `gate` needs: its `needs`, else every probe.
-    fn needed(&self, gate: &Gate) -> Vec<usize> {
-        gate.needs
-            .clone()
-            .unwrap_or_else(|| (0..self.suite.probes.len()).collect())
-    }
-
     /// The names of the probes `gate` needs that `--skip` left out.
     fn probes_skipped(&self, gate: &Gate) -> Vec<String> {
-        self.needed(gate)
+        gate.needed(self.suite.probes.len())
             .into_iter()
             .filter(|i| self.plan.skipped_probes.contains(i))
             .map(|i| self.suite.probes[i].name.clone())

@@ -296,11 +296,7 @@ pub(super) fn add_run(
             .iter()
             .zip(&names.gates)
             .filter(|(_, n)| curves > 0 || selected(n))
-            .flat_map(|(g, _)| {
-                g.needs
-                    .clone()
-                    .unwrap_or_else(|| (0..names.probes.len()).collect())
-            })
+            .flat_map(|(g, _)| g.needed(names.probes.len()))
             .filter(|i| !skipped_probes.contains(i))
             .collect();
         earlier(

@@ -327,6 +327,20 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// Each gate trial that ran without the verdict of probes it waits
+    /// for (`--skip`), by trial name, with what the reports say of it.
+    pub fn skipped_notes(&self) -> Vec<(String, String)> {
+        self.suites
+            .iter()
+            .flat_map(|s| {
+                s.gates.iter().filter_map(|g| {
+                    let note = g.skipped_note()?;
+                    Some((format!("{}::performance::{}", s.suite, g.gate), note))
+                })
+            })
+            .collect()
+    }
+
     /// The record with every known secret replaced in every string, before
     /// anything renders it: scrubbing a finished document would miss a
     /// secret the format escaped (`&`, `"`, `%`) and could break the format

@@ -12,6 +12,7 @@ use crate::text::for_xml;
 /// The record as JUnit XML.
 pub fn render(record: &RunRecord) -> Result<String, String> {
     let mut report = Report::new(format!("servegate {}", record.run_id));
+    let skipped = record.skipped_notes();
     let mut labels: Vec<&str> = Vec::new();
     for t in &record.trials {
         if !labels.contains(&t.id.suite.as_str()) {
@@ -42,6 +43,9 @@ pub fn render(record: &RunRecord) -> Result<String, String> {
             case.extra.insert("line".into(), t.line.to_string().into());
             case.add_property(("file", for_xml(&t.file).as_ref()));
             case.add_property(("line", t.line.to_string().as_str()));
+            if let Some((_, note)) = skipped.iter().find(|(name, _)| *name == t.name) {
+                case.set_system_out(for_xml(note).as_ref());
+            }
             suite.add_test_case(case);
         }
         report.add_test_suite(suite);

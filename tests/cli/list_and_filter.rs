@@ -113,18 +113,32 @@ fn a_gate_waits_for_the_probes_it_needs_and_not_for_a_skipped_one() {
         ],
         "only the gate that needs the skipped probe ran without it"
     );
-    let markdown = streams(&[
-        "report",
-        dir.path().join("latest").to_str().unwrap(),
-        "--format",
-        "md",
-    ]);
+    let latest = dir.path().join("latest");
+    let report = |format: &str| {
+        let o = streams(&["report", latest.to_str().unwrap(), "--format", format]);
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let note =
+        "ran without the verdict of correctness probe(s) `arithmetic`, which --skip left out";
     assert_has(
-        &String::from_utf8_lossy(&markdown.stdout),
+        &report("md"),
         &[
             "⚠️ ran without the verdict of correctness probe(s) \\`arithmetic\\`, which --skip left out",
         ],
     );
+    assert_has(&report("html"), &[note]);
+    assert_has(
+        &report("junit"),
+        &[&format!("<system-out>{note}</system-out>")],
+    );
+    let annotations = report("annotations");
+    assert_has(
+        &annotations,
+        &[
+            "::warning file=tests/suites/needs.yaml,line=21,title=needs%3A%3Aperformance%3A%3Adecode::ran without the verdict",
+        ],
+    );
+    assert_eq!(annotations.matches("::warning").count(), 1, "{annotations}");
 
     // A filter that merely does not select the probe leaves it a
     // prerequisite: it runs first and gates as before.

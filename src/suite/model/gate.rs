@@ -79,6 +79,12 @@ pub struct Gate {
 }
 
 impl Gate {
+    /// The probes it waits for, of a suite with `probes` probes: those it
+    /// `needs`, else every one.
+    pub fn needed(&self, probes: usize) -> Vec<usize> {
+        self.needs.clone().unwrap_or_else(|| (0..probes).collect())
+    }
+
     /// Its name as a file's path: the gate's, or its sweep's and level.
     pub fn file_parts(&self) -> Vec<&str> {
         file_parts(
