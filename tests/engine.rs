@@ -329,9 +329,11 @@ const CALIBRATIONS: usize = 3;
 ///   written bounds, the engine's speed held and the failure is the rule's
 ///   — the trial fails; if not, the engine itself moved.
 ///
-/// Starting over cannot turn a bound too tight for the engine's own noise
-/// into a pass: every calibration's three reruns must pass under the load
-/// they were written in. A rerun in which anything but a performance gate
+/// Starting over is a bounded retry, not a proof: a bound too tight for the
+/// engine's own noise gets at most three calibrations, each of whose three
+/// reruns must all pass under the load it was written in, so one that
+/// fails a rerun with chance q passes with at most 1 − (1 − (1 − q)³)³
+/// (q = 0.5: 0.33); and only after a witnessed rise of the load. A rerun in which anything but a performance gate
 /// failed (a probe, a check) fails the trial at once: no speed explains it.
 fn calibrate_and_rerun(
     url: &str,
@@ -405,7 +407,8 @@ fn calibrate_and_rerun(
 /// failed rerun than during its calibration before the failure is put down
 /// to the load: a quarter of a core, an eighth of the 2-core machine CI
 /// runs on. A rise this small barely slows the engine; it only lets the
-/// trial calibrate again (see [`calibrate_and_rerun`]), never pass.
+/// trial calibrate again (see [`calibrate_and_rerun`]), never pass
+/// without a fresh calibration's three reruns.
 const LOAD_STEP: f64 = 0.25;
 
 /// A suite `init` wrote: its file, its bounds, and how many cores of other
