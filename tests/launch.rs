@@ -227,6 +227,57 @@ fn a_suite_in_the_working_directory_launches_its_server_there() {
     run.assert_no_survivors();
 }
 
+/// A server that is up but generates nothing (SGLang with
+/// `--skip-server-warmup`, its `/health_generate` held for its timeout and
+/// then 503, each time) is named hung after three such answers in a row,
+/// not at the end of its ready deadline (10 minutes here), with the
+/// server's own log line. Without the flag SGLang's warmup request never
+/// gets its token: it stays starting (503 at once) and kills itself after
+/// `SGLANG_WARMUP_TIMEOUT`, which the run names with its log line.
+#[test]
+fn a_server_up_but_generating_nothing_is_named_hung_before_its_deadline() {
+    let run = Run::new("up_but_hung");
+    let (code, text) = run.run(&["run", "tests/suites/launch/up-but-hung.yaml"]);
+    assert_eq!(code, Some(3), "{text}");
+    let failure = failure_of(&text, "up_but_hung::correctness::answers");
+    assert_has(
+        &failure,
+        &[
+            "launch failed: the server is up but generates nothing: GET /health_generate was held ",
+            " without a 2xx, 3 times in a row (",
+            "last: 503); SGLang answers so once it is up",
+            "its scheduler is hung",
+            "| servegate sim: Health check failed. Server couldn't get a response from detokenizer for last 5 seconds.",
+        ],
+    );
+    // Each answer was held at least SGLang's 5 s here.
+    let held = failure
+        .split("was held ")
+        .nth(1)
+        .and_then(|rest| rest.split(" without").next())
+        .unwrap_or_default();
+    let each: Vec<f64> = held
+        .split(", ")
+        .filter_map(|s| s.strip_suffix('s')?.parse().ok())
+        .collect();
+    assert!(
+        each.len() == 3 && each.iter().all(|&s| s >= 5.0),
+        "{held}\n{failure}"
+    );
+    assert!(!failure.contains("not ready after"), "{failure}");
+
+    let (code, text) = run.run(&["run", "tests/suites/launch/hung-in-warmup.yaml"]);
+    assert_eq!(code, Some(3), "{text}");
+    assert_has(
+        &failure_of(&text, "hung_in_warmup::correctness::answers"),
+        &[
+            "launch failed: the server was killed by signal 9 (SIGKILL) before it was ready",
+            "| servegate sim: Initialization failed. warmup error:",
+        ],
+    );
+    run.assert_no_survivors();
+}
+
 #[test]
 fn a_start_up_that_hangs_fails_at_its_deadline_with_the_last_answer_and_the_log() {
     let run = Run::new("hang");
@@ -604,10 +655,11 @@ fn a_server_that_stops_answering_mid_run_is_named_as_hung_and_gates_the_rest() {
     run.assert_no_survivors();
 }
 
-/// A scheduler that hangs behind a live HTTP server: SGLang 0.5.23's
-/// `/health` answers 200 without reaching it, so the liveness check asks
-/// `/health_generate`, which generates a token; the trial is named as the
-/// one the server hung in, and the rest are gated on it.
+/// A scheduler that hangs behind a live HTTP server: the liveness check
+/// asks `/health_generate`, which generates a token (SGLang 0.5.23's
+/// `/health` too, unless `SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0`);
+/// the trial is named as the one the server hung in, and the rest are
+/// gated on it.
 #[test]
 fn a_hung_scheduler_behind_a_live_health_endpoint_is_named_as_hung() {
     let run = Run::new("scheduler_hung");

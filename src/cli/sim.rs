@@ -57,9 +57,13 @@ pub(crate) struct SimArgs {
     /// arrives after this many.
     #[arg(long)]
     hang_after: Option<u64>,
-    /// Stop generating (generation requests and `/health_generate` hang,
-    /// `/health` answers 200) when a generation request arrives after this
-    /// many: a hung scheduler behind a live HTTP server.
+    /// Stop generating when a generation request arrives after this many:
+    /// a hung scheduler behind a live HTTP server. Generation requests
+    /// hang; `/health_generate` (and `/health`, as in SGLang 0.5.23)
+    /// answers 503 after `SGLANG_HEALTH_CHECK_TIMEOUT` (20 s). At 0 the
+    /// warmup never gets its token: 503 at once, and the process kills
+    /// itself after `SGLANG_WARMUP_TIMEOUT` (600 s), unless
+    /// `--skip-server-warmup`.
     #[arg(long)]
     scheduler_hang_after: Option<u64>,
     /// SGLang's `--api-key`: every route but health and metrics takes it.
@@ -134,6 +138,12 @@ pub(crate) fn serve_sim(set: &SimArgs) -> ExitCode {
         }
     };
     let (stamp_tokens, pack) = (set.stamp_tokens, set.pack_tokens);
+    // A scheduler hung from the start never answers SGLang's warmup
+    // request: after its loading and SGLANG_WARMUP_TIMEOUT the server
+    // kills itself (`srt/entrypoints/http_server.py`, `_execute_server_warmup`).
+    let warmup_dies = (profile.scheduler_hang_after == Some(0) && !profile.skip_server_warmup)
+        .then_some(profile.loading)
+        .flatten();
     runtime.block_on(async {
         let model = profile.model.clone();
         let (ttft, itl) = (profile.ttft, profile.itl);
@@ -145,6 +155,9 @@ pub(crate) fn serve_sim(set: &SimArgs) -> ExitCode {
         };
         match spawned {
             Ok(running) => {
+                if let Some(loading) = warmup_dies {
+                    tokio::spawn(die_after_warmup(loading));
+                }
                 println!(
                     "servegate sim: serving model {model:?} at {} (Ctrl-C to stop)",
                     running.base_url()
@@ -158,4 +171,22 @@ pub(crate) fn serve_sim(set: &SimArgs) -> ExitCode {
             }
         }
     })
+}
+
+/// SGLang 0.5.23's end of a warmup request that got no answer within
+/// `SGLANG_WARMUP_TIMEOUT` (600 s when unset or not positive): its log
+/// line, then SIGKILL to itself (`kill_process_tree`).
+async fn die_after_warmup(loading: Duration) {
+    let timeout = std::env::var("SGLANG_WARMUP_TIMEOUT")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .unwrap_or(600.0);
+    tokio::time::sleep(loading + Duration::from_secs_f64(timeout)).await;
+    eprintln!(
+        "servegate sim: Initialization failed. warmup error: requests.exceptions.ReadTimeout: the warmup request had no answer in {timeout}s (SGLANG_WARMUP_TIMEOUT)"
+    );
+    #[cfg(unix)]
+    let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+    std::process::exit(1);
 }

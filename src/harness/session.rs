@@ -464,9 +464,10 @@ impl SuiteRun {
 
     /// `Some(cause)` when the server does not show it is alive within
     /// 10 s in all: SGLang's `GET /health_generate` generates a token
-    /// through the scheduler (its `/health` answers 200 without it since
-    /// 0.5.x, so a hung scheduler would pass), and answers 503 when none
-    /// came; any other answer (a 404 from vLLM or llama.cpp, which lack
+    /// through the scheduler (its `/health` does too by default in 0.5.23,
+    /// but answers 200 without it under
+    /// `SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0`, so a hung scheduler
+    /// would pass), and answers 503 when none came; any other answer (a 404 from vLLM or llama.cpp, which lack
     /// the route) sends the question to `GET /health`, where any answer
     /// will do — within what is left of the same 10 s.
     fn unresponsive(&self, c: &Connected, name: &str) -> Option<String> {

@@ -152,6 +152,28 @@ fn fill(text: &str, host: &str, port: u16) -> String {
         .replace("{host}", host)
 }
 
+/// How long a readiness answer must have been held to say the server was
+/// up and tried: SGLang 0.5.23 answers `/health_generate` at once while it
+/// starts (`ServerStatus.Starting`), after its 1 s check when a token came,
+/// and with 503 after `SGLANG_HEALTH_CHECK_TIMEOUT` (20 s) when none did
+/// (`srt/entrypoints/http_server.py:722-799`).
+const HELD: Duration = Duration::from_secs(5);
+
+/// Held refusals in a row that name the server hung: a minute at SGLang's
+/// 20 s, where one or two could be a first batch compiling.
+const HELD_IN_A_ROW: usize = 3;
+
+/// Counts a refused readiness answer asked at `asked`: one held past
+/// [`HELD`] adds to the run, a quick one ends it.
+fn held_or_not(held: &mut Vec<f64>, asked: Instant) {
+    let took = asked.elapsed();
+    if took >= HELD {
+        held.push(took.as_secs_f64());
+    } else {
+        held.clear();
+    }
+}
+
 impl Server {
     /// Starts `launch` (with a variant's overrides) in its own process group,
     /// its life tied to servegate's, its output scrubbed into
@@ -353,6 +375,9 @@ impl Server {
             .map_err(|e| e.to_string())?;
         let mut last = "nothing (the port never opened)".to_owned();
         let mut said = Instant::now();
+        // The answers in a row the server held before refusing (seconds
+        // each): it is up, and tried to generate, and nothing came.
+        let mut held: Vec<f64> = Vec::new();
         loop {
             if let Some(exit) = self.exited() {
                 return Err(format!(
@@ -394,12 +419,18 @@ impl Server {
                         return Ok(());
                     }
                     Ok(Ok((status, body))) => {
-                        last = format!(
-                            "{status} {}",
-                            crate::client::error::excerpt(body.trim(), 200)
-                        );
+                        let body = body.trim();
+                        last = if body.is_empty() {
+                            status.to_string()
+                        } else {
+                            format!("{status} {}", crate::client::error::excerpt(body, 200))
+                        };
+                        held_or_not(&mut held, asked);
                     }
-                    Ok(Err(e)) => last = e.to_string(),
+                    Ok(Err(e)) => {
+                        last = e.to_string();
+                        held_or_not(&mut held, asked);
+                    }
                     // Cut short by the deadline: a GET that never answered
                     // says so; an earlier answer stands.
                     Err(_) if last.starts_with("nothing yet") => {
@@ -417,6 +448,25 @@ impl Server {
                     }
                     Err(_) => {}
                 }
+            }
+            // Named hung only where the process lives and logged nothing
+            // fatal: the next turn names an exit or a fatal line first.
+            if held.len() >= HELD_IN_A_ROW && self.exited().is_none() && self.fatal_line().is_none()
+            {
+                let each: Vec<String> = held.iter().map(|s| format!("{s:.1}s")).collect();
+                let sglang = if ready.path.ends_with("/health_generate") {
+                    "; SGLang answers so once it is up and its scheduler gave no token for SGLANG_HEALTH_CHECK_TIMEOUT (20 s by default), and at once while it starts: its scheduler is hung"
+                } else {
+                    ""
+                };
+                return Err(format!(
+                    "the server is up but generates nothing: GET {} was held {} without a 2xx, {} times in a row ({:.1}s after the start; last: {last}){sglang}\n{}",
+                    ready.path,
+                    each.join(", "),
+                    held.len(),
+                    self.spawned.elapsed().as_secs_f64(),
+                    self.tail()
+                ));
             }
             let now = Instant::now();
             if now >= deadline {

@@ -14,6 +14,10 @@ use super::profile::Profile;
 
 /// SGLang's launch flags the simulator takes (`None`: not given).
 #[derive(Debug, Clone, Default, clap::Args)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "SGLang's own switches, a field each as its parser has them"
+)]
 pub struct Flags {
     /// SGLang's `--model-path`: the model served and reported.
     #[arg(long, value_name = "PATH")]
@@ -64,6 +68,11 @@ pub struct Flags {
     /// `prefix_cache` does).
     #[arg(long)]
     pub enable_cache_report: bool,
+    /// SGLang's `--skip-server-warmup` (reported; up without the warmup
+    /// request, so a scheduler hung from the start answers its health
+    /// checks with 503 after their timeout instead of at once).
+    #[arg(long)]
+    pub skip_server_warmup: bool,
 }
 
 impl Flags {
@@ -84,6 +93,7 @@ impl Flags {
             || self.trust_remote_code
             || self.enable_metrics
             || self.enable_cache_report
+            || self.skip_server_warmup
     }
 
     /// The profile as a server launched with these flags runs it; what it
@@ -138,6 +148,10 @@ impl Flags {
         if self.enable_cache_report {
             report("enable_cache_report", json!(true));
             p.prefix_cache = true;
+        }
+        if self.skip_server_warmup {
+            report("skip_server_warmup", json!(true));
+            p.skip_server_warmup = true;
         }
         let b = p.sglang.clone();
         if self.speculative_algorithm.is_some() {

@@ -48,9 +48,23 @@ struct SimState {
     hung: std::sync::atomic::AtomicBool,
     /// Set by `scheduler_hang_after`: nothing is generated any more.
     scheduler_hung: std::sync::atomic::AtomicBool,
+    /// How long `/health_generate` waits for a token before its 503:
+    /// SGLang's `SGLANG_HEALTH_CHECK_TIMEOUT` (20 s by default).
+    health_check_timeout: std::time::Duration,
+    /// Whether `/health` generates as `/health_generate` does: SGLang's
+    /// `SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION` (true by default).
+    health_generates: bool,
     /// The prompts its prefix cache holds (tokenized), at most
     /// [`PREFIXES_KEPT`]; emptied by `/flush_cache`.
     prefixes: std::sync::Mutex<Vec<Vec<String>>>,
+}
+
+impl SimState {
+    /// Whether it is past its loading: health checks may answer 200.
+    fn started(&self) -> bool {
+        self.ready_at
+            .is_some_and(|at| std::time::Instant::now() >= at)
+    }
 }
 
 /// The counters SGLang keeps beside its token counts, as `/metrics` shows
@@ -91,8 +105,17 @@ pub fn app(profile: Profile) -> Router {
     let ready_at = profile
         .loading
         .and_then(|d| std::time::Instant::now().checked_add(d));
+    let env = |k: &str| std::env::var(k).ok();
     let state = Arc::new(SimState {
         ready_at,
+        health_check_timeout: std::time::Duration::from_secs(
+            env("SGLANG_HEALTH_CHECK_TIMEOUT")
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(20),
+        ),
+        // As SGLang's EnvBool reads it (`srt/environ.py`).
+        health_generates: !env("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION")
+            .is_some_and(|v| matches!(v.to_lowercase().as_str(), "false" | "0" | "no" | "n")),
         hung: std::sync::atomic::AtomicBool::new(false),
         scheduler_hung: std::sync::atomic::AtomicBool::new(false),
         profile,
@@ -112,7 +135,7 @@ pub fn app(profile: Profile) -> Router {
         .route("/v1/completions", routes::generation(Shape::Completions))
         .route("/generate", routes::generation(Shape::Generate))
         .route("/completion", routes::generation(Shape::Llama))
-        .route("/health", get(routes::health))
+        .route("/health", get(routes::health_route))
         .route("/health_generate", get(routes::health_generate))
         .route("/v1/models", get(routes::models))
         .route("/get_model_info", get(routes::deprecated_model_info))

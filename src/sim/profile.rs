@@ -42,6 +42,10 @@ impl Reply {
 
 /// How the simulator behaves.
 #[derive(Debug, Clone)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent switches of a simulated server, as its launch flags are"
+)]
 pub struct Profile {
     /// The served model id (`/v1/models`).
     pub model: String,
@@ -74,10 +78,14 @@ pub struct Profile {
     /// request arrives after this many: a server that hangs mid-run.
     pub hang_after: Option<u64>,
     /// Stop generating when a generation request arrives after this many:
-    /// generation requests and `/health_generate` hang, `/health` still
-    /// answers 200 (SGLang 0.5.23's `/health` does not reach the
-    /// scheduler): a scheduler that hangs under a live HTTP server.
+    /// generation requests hang, and `/health_generate` (and `/health`,
+    /// which SGLang 0.5.23 serves from the same handler) answers 503 after
+    /// `SGLANG_HEALTH_CHECK_TIMEOUT`: a scheduler that hangs under a live
+    /// HTTP server. At 0 its warmup never gets a token, so it never says it
+    /// is up (503 at once) unless `skip_server_warmup`.
     pub scheduler_hang_after: Option<u64>,
+    /// SGLang's `--skip-server-warmup`: up without a warmup request.
+    pub skip_server_warmup: bool,
     /// Server contracts this simulator breaks, for contract-probe tests:
     /// `ignore_eos`, `max_tokens`, `usage`, `stop`, `determinism`,
     /// `cached_tokens` (a forged cache hit: more cached than prompted),
@@ -180,6 +188,7 @@ impl Default for Profile {
             crash_after: None,
             hang_after: None,
             scheduler_hang_after: None,
+            skip_server_warmup: false,
             breaks: Vec::new(),
             fault: None,
             corrupt_above: None,

@@ -35,7 +35,7 @@ pub(in crate::sim) async fn health(State(s): State<Arc<SimState>>) -> Response {
     if s.hung.load(Ordering::SeqCst) {
         return std::future::pending().await;
     }
-    if s.ready_at.is_some_and(|at| std::time::Instant::now() >= at) {
+    if s.started() {
         return "".into_response();
     }
     (
@@ -76,14 +76,42 @@ pub(in crate::sim) async fn auth(
     }
 }
 
-/// `/health_generate`: as `/health`, but through the scheduler, so a hung
-/// one hangs it too.
+/// `/health_generate`, and `/health` unless
+/// `SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION` is false: as SGLang 0.5.23's
+/// (`srt/entrypoints/http_server.py:722-799`), 503 at once while it
+/// starts (until its warmup request got a token), else a token through
+/// the scheduler — and a hung scheduler's 503 after
+/// `SGLANG_HEALTH_CHECK_TIMEOUT`, with its log line.
 pub(in crate::sim) async fn health_generate(State(s): State<Arc<SimState>>) -> Response {
-    // Hung from the start (`scheduler_hang_after: 0`), or since a request.
-    if s.scheduler_hung.load(Ordering::SeqCst) || s.profile.scheduler_hang_after == Some(0) {
-        return std::future::pending().await;
+    let from_start = s.profile.scheduler_hang_after == Some(0);
+    if s.hung.load(Ordering::SeqCst) || !s.started() {
+        return health(State(s)).await;
     }
-    health(State(s)).await
+    if from_start && !s.profile.skip_server_warmup {
+        // The warmup request never got its token: SGLang stays `Starting`
+        // (until SGLANG_WARMUP_TIMEOUT ends it, `servegate sim`).
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
+    if !from_start && !s.scheduler_hung.load(Ordering::SeqCst) {
+        return health(State(s)).await;
+    }
+    tokio::time::sleep(s.health_check_timeout).await;
+    eprintln!(
+        "servegate sim: Health check failed. Server couldn't get a response from detokenizer for last {} seconds.",
+        s.health_check_timeout.as_secs()
+    );
+    StatusCode::SERVICE_UNAVAILABLE.into_response()
+}
+
+/// `/health`: SGLang 0.5.23 serves it from `/health_generate`'s handler,
+/// which answers without the scheduler only when
+/// `SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION` is false.
+pub(in crate::sim) async fn health_route(State(s): State<Arc<SimState>>) -> Response {
+    if s.health_generates {
+        health_generate(State(s)).await
+    } else {
+        health(State(s)).await
+    }
 }
 
 /// The HTTP error a faulty server answers everything with, info included.

@@ -36,8 +36,8 @@ use super::profile::GenerateText;
 use answer::whole;
 use ask::{Extras, parse_ask};
 pub(super) use info::{
-    auth, deprecated_model_info, deprecated_server_info, flush_cache, health, health_generate,
-    metrics, model_info, models, server_info,
+    auth, deprecated_model_info, deprecated_server_info, flush_cache, health_generate,
+    health_route, metrics, model_info, models, server_info,
 };
 use stream::stream;
 

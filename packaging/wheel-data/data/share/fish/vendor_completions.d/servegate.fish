@@ -105,7 +105,7 @@ complete -c servegate -n "__fish_servegate_using_subcommand sim" -l pack-tokens 
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l loading -d 'Health checks answer 503 "Loading model" for this long after start' -r
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l crash-after -d 'Abort (SIGABRT) when a generation request arrives after this many' -r
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l hang-after -d 'Stop answering anything (health included) when a generation request arrives after this many' -r
-complete -c servegate -n "__fish_servegate_using_subcommand sim" -l scheduler-hang-after -d 'Stop generating (generation requests and `/health_generate` hang, `/health` answers 200) when a generation request arrives after this many: a hung scheduler behind a live HTTP server' -r
+complete -c servegate -n "__fish_servegate_using_subcommand sim" -l scheduler-hang-after -d 'Stop generating when a generation request arrives after this many: a hung scheduler behind a live HTTP server. Generation requests hang; `/health_generate` (and `/health`, as in SGLang 0.5.23) answers 503 after `SGLANG_HEALTH_CHECK_TIMEOUT` (20 s). At 0 the warmup never gets its token: 503 at once, and the process kills itself after `SGLANG_WARMUP_TIMEOUT` (600 s), unless `--skip-server-warmup`' -r
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l api-key -d 'SGLang\'s `--api-key`: every route but health and metrics takes it' -r
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l admin-api-key -d 'SGLang\'s `--admin-api-key`: `/flush_cache` takes it, and only it' -r
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l server-info -d 'A `/get_server_info` field, as `KEY=VALUE` (VALUE read as JSON when it parses, else as a string); repeatable' -r
@@ -127,6 +127,7 @@ complete -c servegate -n "__fish_servegate_using_subcommand sim" -l never-ready 
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l trust-remote-code -d 'SGLang\'s `--trust-remote-code` (taken, as a launch passes it)'
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l enable-metrics -d 'SGLang\'s `--enable-metrics` (taken: the simulator always serves `/metrics`)'
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l enable-cache-report -d 'SGLang\'s `--enable-cache-report` (reported; usage then says how many prompt tokens its prefix cache served, as the profile\'s `prefix_cache` does)'
+complete -c servegate -n "__fish_servegate_using_subcommand sim" -l skip-server-warmup -d 'SGLang\'s `--skip-server-warmup` (reported; up without the warmup request, so a scheduler hung from the start answers its health checks with 503 after their timeout instead of at once)'
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -s h -l help -d 'Print help'
 complete -c servegate -n "__fish_servegate_using_subcommand report; and not __fish_seen_subcommand_from merge help" -l format -d 'Output format' -r -f -a "md\t'Markdown summary'
 junit\t'JUnit XML'
