@@ -141,7 +141,8 @@ pub(crate) fn serve_sim(set: &SimArgs) -> ExitCode {
     // A scheduler hung from the start never answers SGLang's warmup
     // request: after its loading and SGLANG_WARMUP_TIMEOUT the server
     // kills itself (`srt/entrypoints/http_server.py`, `_execute_server_warmup`).
-    let warmup_dies = (profile.scheduler_hang_after == Some(0) && !profile.skip_server_warmup)
+    let warmup_dies = profile
+        .warmup_never_answers()
         .then_some(profile.loading)
         .flatten();
     runtime.block_on(async {

@@ -166,6 +166,13 @@ pub const BREAKABLE: &[&str] = &[
 ];
 
 impl Profile {
+    /// Whether SGLang's warmup request never gets its token: the
+    /// scheduler hangs from the start and the warmup was not skipped, so
+    /// the server stays starting until `SGLANG_WARMUP_TIMEOUT` ends it.
+    pub fn warmup_never_answers(&self) -> bool {
+        self.scheduler_hang_after == Some(0) && !self.skip_server_warmup
+    }
+
     /// Whether this simulator breaks `contract`.
     pub fn breaks(&self, contract: &str) -> bool {
         self.breaks.iter().any(|b| b == contract)

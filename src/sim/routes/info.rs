@@ -87,7 +87,7 @@ pub(in crate::sim) async fn health_generate(State(s): State<Arc<SimState>>) -> R
     if s.hung.load(Ordering::SeqCst) || !s.started() {
         return health(State(s)).await;
     }
-    if from_start && !s.profile.skip_server_warmup {
+    if s.profile.warmup_never_answers() {
         // The warmup request never got its token: SGLang stays `Starting`
         // (until SGLANG_WARMUP_TIMEOUT ends it, `servegate sim`).
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
