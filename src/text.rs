@@ -30,6 +30,17 @@ pub fn printable(line: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The last `n` lines of `text`, each behind `    | `, as a failure
+/// message quotes a program's output.
+pub fn quoted_tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| format!("    | {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A JSON text (as serde writes it, which escapes the C0 controls in
 /// strings) with every other character that would act on a terminal or a
 /// log written as a `\u` escape: such a character can only stand inside a

@@ -47,6 +47,8 @@ impl World {
         let (tmp, outside) = (root.join("tmp"), root.join("outside"));
         std::fs::create_dir_all(&tmp).unwrap();
         std::fs::create_dir_all(&outside).unwrap();
+        // A file the programs must not learn the name of.
+        std::fs::write(outside.join("planted-beside-the-suite"), "").unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let secret = format!("sk-canary-{tag}-{}", std::process::id());
@@ -133,9 +135,12 @@ fn cases(world: &World) -> Vec<Case> {
             "read_secrets",
             r"import os
 found = []
-for p in os.listdir('/proc'):
-    if not p.isdigit():
-        continue
+try:
+    pids = [p for p in os.listdir('/proc') if p.isdigit()]
+except PermissionError:
+    # Not listed (Landlock): guessed.
+    pids = [str(p) for p in range(1, 32768)]
+for p in pids:
     for f in ('environ', 'cmdline'):
         try:
             found.append(open(f'/proc/{p}/{f}', 'rb').read().decode('latin1'))
@@ -251,15 +256,19 @@ print('survived', chain)",
         },
     ]
     .into_iter()
-    .chain(verdict_cases())
+    .chain(verdict_cases(world))
     .collect()
 }
 
 /// Programs that try to decide their own verdict, and one that reaches for
 /// the descriptors servegate was started with.
-fn verdict_cases() -> Vec<Case> {
+fn verdict_cases(world: &World) -> Vec<Case> {
     let checkout = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
     vec![
+        case(
+            "list_host_dirs",
+            &LIST_HOST_DIRS.replace("OUTSIDE", &world.outside.display().to_string()),
+        ),
         case("inherited_fds", INHERITED_FDS),
         case(
             "read_host_files",
@@ -289,6 +298,25 @@ fn verdict_cases() -> Vec<Case> {
                     "{WRONG_IS_PRIME}\nimport os, sys\nsys.excepthook = lambda *a: os._exit(0)"
                 ),
             )
+        },
+        Case {
+            tests: IS_PRIME_TESTS,
+            ..case("read_own_file", READ_OWN_FILE)
+        },
+        Case {
+            tests: IS_PRIME_TESTS,
+            ..case("settrace_jump", SETTRACE_JUMP)
+        },
+        Case {
+            tests: IS_PRIME_TESTS,
+            ..case("caller_line", CALLER_LINE)
+        },
+        Case {
+            tests: &[
+                "assert is_prime(97) == True",
+                "assert is_prime(91) == False",
+            ],
+            ..case("always_equal", ALWAYS_EQUAL)
         },
         Case {
             tests: IS_PRIME_TESTS,
@@ -432,7 +460,10 @@ assert not reached, reached";
 const READ_HOST_FILES: &str = r"import os
 work = os.getcwd()
 tries = ['CHECKOUT', '/etc/hostname', '/root/.bashrc', os.path.join(os.path.dirname(work), 'nope')]
-tries += [os.path.join(os.path.dirname(work), n) for n in os.listdir(os.path.dirname(work))]
+try:
+    tries += [os.path.join(os.path.dirname(work), n) for n in os.listdir(os.path.dirname(work))]
+except PermissionError:
+    pass
 read = []
 for p in tries:
     if p == work:
@@ -448,10 +479,57 @@ for p in tries:
 print('read', read)
 assert not read, read";
 
+/// Lists the host's directories: `/`, `/home`, `/tmp`, the directory
+/// beside the suite with a planted file, its work directory's parent.
+/// Landlock lets it list only what it may read.
+const LIST_HOST_DIRS: &str = r"import os
+listed = []
+for d in ['/', '/home', '/tmp', '/root', 'OUTSIDE', os.path.dirname(os.getcwd())]:
+    try:
+        names = os.listdir(d)
+    except (PermissionError, FileNotFoundError):
+        continue
+    listed.append(f'{d}: {names[:5]}')
+print('listed', listed)
+assert not listed, listed";
+
 const IS_PRIME_TESTS: &[&str] = &["assert is_prime(97)", "assert not is_prime(91)"];
 const WRONG_IS_PRIME: &str = "def is_prime(n):\n    return False";
 const RIGHT_IS_PRIME: &str =
     "def is_prime(n):\n    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))";
+/// The three ways a wrong `is_prime` passed its sealed tests while they
+/// shared its process: reading the tests from its own file, jumping from
+/// the first test's line to the seal's, and reading the line that called
+/// it. The tests now run in another process: there is nothing to read or
+/// skip.
+const READ_OWN_FILE: &str = r"import re
+def is_prime(n):
+    source = open(__file__).read()
+    if re.search(rf'assert not is_prime\({n}\)', source):
+        return False
+    return bool(re.search(rf'assert is_prime\({n}\)', source))";
+const SETTRACE_JUMP: &str = r"import sys
+def is_prime(n):
+    return False
+def jump(frame, event, arg):
+    if event == 'line' and frame.f_code.co_filename == __file__:
+        lines = open(__file__).read().splitlines()
+        if lines[frame.f_lineno - 1].startswith('assert'):
+            frame.f_lineno = len(lines)
+    return jump
+sys._getframe().f_trace = jump
+sys.settrace(jump)";
+const CALLER_LINE: &str = r"import linecache, sys
+def is_prime(n):
+    caller = sys._getframe(1)
+    return 'not' not in linecache.getline(caller.f_code.co_filename, caller.f_lineno)";
+/// An answer equal to everything: it stays in the program, and the tests
+/// compare a reference to it, equal to nothing but itself.
+const ALWAYS_EQUAL: &str = r"class Anything:
+    def __eq__(self, other):
+        return True
+def is_prime(n):
+    return Anything()";
 /// What models write routinely: run as a script, it would exit before the
 /// tests appended after it.
 const MAIN_GUARD: &str =
@@ -771,6 +849,58 @@ fn skip(what: &str) {
     println!("skipped: {what}");
 }
 
+/// The case failed, its message holding each needle.
+fn assert_contained(run: &Run, name: &str, needles: &[&str]) {
+    assert_eq!(run.verdict(name), "FAILED", "{name}");
+    let message = run.message(name);
+    for n in needles {
+        assert!(message.contains(n), "{name}: `{n}` not in:\n{message}");
+    }
+}
+
+/// The code cannot decide its own verdict: its tests run in another
+/// process. An exit before they start, at exit or from an exception hook,
+/// its own file, a trace function and its caller's line (each passed a
+/// wrong `is_prime` once) leave the tests failing, the call and what it
+/// returned named; a main guard does not skip them.
+fn assert_verdicts_out_of_reach(run: &Run) {
+    let contained = |name: &str, needles: &[&str]| assert_contained(run, name, needles);
+    contained(
+        "exit_before_tests",
+        &["the program ended before its functions were ready: the program exited with code 0"],
+    );
+    for name in [
+        "atexit_exit0",
+        "excepthook_exit0",
+        "read_own_file",
+        "settrace_jump",
+        "main_guard_wrong",
+    ] {
+        contained(
+            name,
+            &[
+                "failed test: assert is_prime(97)",
+                "is_prime(97) returned False",
+                "AssertionError",
+            ],
+        );
+    }
+    contained(
+        "caller_line",
+        &[
+            "failed test: assert not is_prime(91)",
+            "is_prime(91) returned True",
+        ],
+    );
+    contained(
+        "always_equal",
+        &[
+            "failed test: assert is_prime(97) == True",
+            "is_prime(97) returned <the program's Anything from is_prime(97)>",
+        ],
+    );
+}
+
 #[test]
 fn hostile_programs_are_contained() {
     let world = World::new("all");
@@ -790,13 +920,7 @@ fn hostile_programs_are_contained() {
         run.stderr
     );
     assert_eq!(run.verdict("good_is_prime"), "ok");
-    let contained = |name: &str, needles: &[&str]| {
-        assert_eq!(run.verdict(name), "FAILED", "{name}");
-        let message = run.message(name);
-        for n in needles {
-            assert!(message.contains(n), "{name}: `{n}` not in:\n{message}");
-        }
-    };
+    let contained = |name: &str, needles: &[&str]| assert_contained(&run, name, needles);
     assert_inherited_fds_unreached(&world, &run);
     // Closed, and listed again to be sure: fds 7 and 8 (and whatever else
     // the test's own parent left).
@@ -815,20 +939,18 @@ fn hostile_programs_are_contained() {
             "{}",
             run.message("read_host_files")
         );
+        assert_eq!(
+            run.verdict("list_host_dirs"),
+            "ok",
+            "{}",
+            run.message("list_host_dirs")
+        );
     } else {
-        skip("read_host_files: no Landlock here, the program reads what its uid may");
+        skip(
+            "read_host_files, list_host_dirs: no Landlock here, the program reads and lists what its uid may",
+        );
     }
-    // The code cannot decide its own verdict: each exits 0 with a wrong
-    // is_prime (each passed before); a main guard no longer skips the tests.
-    let early = "the program exited 0 before its tests finished";
-    contained("exit_before_tests", &[early]);
-    contained("atexit_exit0", &["failed test: assert is_prime(97)", early]);
-    // Its hook prints no traceback: no test to name.
-    contained("excepthook_exit0", &[early]);
-    contained(
-        "main_guard_wrong",
-        &["failed test: assert is_prime(97)", "AssertionError"],
-    );
+    assert_verdicts_out_of_reach(&run);
     assert_eq!(
         run.verdict("main_guard_right"),
         "ok",
@@ -847,13 +969,15 @@ fn hostile_programs_are_contained() {
         "setsid_daemon",
         &["sandbox: 1 process of the program still running when it ended was killed"],
     );
+    // A Python program's prints go to its stderr: its stdout is the
+    // channel to the test runner.
     contained(
         "stdout_100mb",
-        &["killed: its stdout passed the 8 MiB output cap"],
+        &["killed: its stderr passed the 8 MiB output cap"],
     );
     contained(
         "stdout_3gb",
-        &["killed: its stdout passed the 8 MiB output cap"],
+        &["killed: its stderr passed the 8 MiB output cap"],
     );
     assert_eq!(run.verdict("planted_fifo_and_link"), "ok");
     assert_eq!(run.verdict("tty"), "ok", "{}", run.message("tty"));
@@ -863,7 +987,15 @@ fn hostile_programs_are_contained() {
         .any(|l| l.starts_with("namespaces(") && l.contains("mount"))
     {
         // Its work directory is a 256 MiB file system in memory, not /tmp.
-        contained("disk_cap", &["No space left on device", "wrote 256 MiB"]);
+        // (less the program's own file, some KiB).
+        contained("disk_cap", &["No space left on device"]);
+        let message = run.message("disk_cap");
+        let wrote: u32 = message
+            .split("wrote ")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no count in {message}"));
+        assert!((250..=256).contains(&wrote), "{message}");
     } else {
         skip("disk_cap: no mount namespace, the work directory is on the host's disk");
     }
@@ -935,6 +1067,7 @@ fn without_namespaces_the_fallback_layers_hold() {
         "tty",
         "inherited_fds",
         "exit_before_tests",
+        "list_host_dirs",
     ];
     let cases: Vec<Case> = all
         .into_iter()
@@ -973,6 +1106,13 @@ fn without_namespaces_the_fallback_layers_hold() {
     if run.has("landlock") {
         assert_eq!(run.verdict("write_outside"), "FAILED");
         assert!(run.message("write_outside").contains("Permission denied"));
+        // Landlock alone, the host's own directories: none listed.
+        assert_eq!(
+            run.verdict("list_host_dirs"),
+            "ok",
+            "{}",
+            run.message("list_host_dirs")
+        );
         assert_eq!(
             run.verdict("read_secrets"),
             "ok",

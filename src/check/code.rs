@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::assertion::Mismatch;
+use super::pyrunner;
 use super::sandbox::{self, Layers, Outcome, Stop};
 use crate::suite::{CodeSpec, ProgramLimits};
 
@@ -74,13 +75,10 @@ pub fn extract(text: &str, language: &str) -> (String, String) {
     )
 }
 
-/// The program run: the seal's head, the code, a blank line, one test per
-/// line, then the seal's tail.
+/// The program run where the tests are appended: the code, a blank line,
+/// one test per line, then the seal's line.
 fn program(code: &str, tests: &[String], seal: Option<&Seal>) -> (String, usize) {
-    let (future, code) = split_future(code);
-    let mut p = future;
-    p.push_str(seal.map_or("", |s| s.head));
-    p.push_str(code.trim_end());
+    let mut p = code.trim_end().to_owned();
     p.push_str("\n\n");
     let first_test_line = p.lines().count() + 1;
     for t in tests {
@@ -93,39 +91,19 @@ fn program(code: &str, tests: &[String], seal: Option<&Seal>) -> (String, usize)
     (p, first_test_line)
 }
 
-/// A Python program's `from __future__ import …` lines (at the top level),
-/// and the rest: such imports must open a file, so they go above the
-/// seal's head.
-pub fn split_future(code: &str) -> (String, String) {
-    let (mut future, mut rest) = (String::new(), String::new());
-    for line in code.lines() {
-        let to = if line.starts_with("from __future__ import") {
-            &mut future
-        } else {
-            &mut rest
-        };
-        to.push_str(line);
-        to.push('\n');
-    }
-    (future, rest)
-}
-
-/// What keeps a program's code from deciding its own verdict. Its head
-/// keeps a main guard from running (Python: `__name__` is not
-/// `"__main__"`, so the routine `if __name__ == "__main__":
-/// sys.exit(main())` leaves the tests to run); its tail, after the last
-/// test, prints a number the program's source does not hold (two random
-/// numbers' XOR, drawn for each program), and a run passes only when
-/// that line came. A program that exits 0 before its tests finished
-/// (`os._exit(0)`, `sys.exit(0)`, an `atexit` hook or a `sys.excepthook`
-/// that exits 0, `process.exit(0)`) never prints it. Shell has no seal
-/// (a failed test does not stop a script: its verdict is its last
-/// command's status), nor has an interpreter of a `run:` of another
+/// What keeps a program's code from deciding its own verdict where its
+/// tests are appended to it (JavaScript; Python's run apart, see
+/// `pyrunner`): after the last test the program prints a number its
+/// source does not hold (two random numbers' XOR, drawn for each program),
+/// and a run passes only when that line came. A program that exits 0
+/// before its tests finished (`process.exit(0)`) never prints it. Shell
+/// has no seal (a failed test does not stop a script: its verdict is its
+/// last command's status), nor has an interpreter of a `run:` of another
 /// language: those are judged by exit status alone. What the seal does not
-/// stop: a program written to read its own source and compute the line.
+/// stop: a program that reads its own source and computes the line, or
+/// reaches its tests in the process they share.
 #[derive(Debug, Clone)]
 pub struct Seal {
-    head: &'static str,
     tail: String,
     printed: String,
 }
@@ -134,37 +112,17 @@ impl Seal {
     /// A new seal for a program in `language`; `None` for a language that
     /// has none.
     pub fn new(language: &str) -> Option<Self> {
+        if language != "javascript" {
+            return None;
+        }
         let bits = crate::random::unpredictable();
         // Two 31-bit numbers: exact in every language's integer XOR.
         let (a, b) = ((bits >> 33) | 1, (bits & 0x7FFF_FFFF) | 2);
         let said = "servegate: every test ran";
-        let printed = format!("{said} {}", a ^ b);
-        let (head, tail) = match language {
-            // Registered under its new name too: dataclasses and pickle
-            // look the module up by `__name__`.
-            "python" => (
-                "__name__ = \"servegate_probe\"; __import__(\"sys\").modules[__name__] = __import__(\"sys\").modules[\"__main__\"]  # a main guard does not run; the tests do\n",
-                // On a line of its own even after output without a newline.
-                format!("print(\"\\n{said}\", {a} ^ {b}, flush=True)\n"),
-            ),
-            "javascript" => ("", format!("console.log(\"\\n{said}\", {a} ^ {b});\n")),
-            _ => return None,
-        };
         Some(Self {
-            head,
-            tail,
-            printed,
+            tail: format!("console.log(\"\\n{said}\", {a} ^ {b});\n"),
+            printed: format!("{said} {}", a ^ b),
         })
-    }
-
-    /// The program's first line.
-    pub fn head(&self) -> &str {
-        self.head
-    }
-
-    /// The program's last line.
-    pub fn tail(&self) -> &str {
-        &self.tail
     }
 
     /// Whether the run printed the seal's line: every test before it ran.
@@ -173,23 +131,25 @@ impl Seal {
     }
 
     /// Why a run that exited 0 without the seal's line failed.
-    pub const BROKEN: &'static str = "the program exited 0 before its tests finished: the line after the last test never printed (its code ended the run: `os._exit`, `sys.exit`, an `atexit` hook or exception hook that exits 0)";
+    pub const BROKEN: &'static str = "the program exited 0 before its tests finished: the line after the last test never printed (its code ended the run: `process.exit(0)`)";
 }
 
-/// The line of the program's file a Python traceback ends in: the last
-/// `File "…/<file>", line N`.
-pub fn traceback_line(stderr: &str, file: &str) -> Option<usize> {
-    let marker = format!("{file}\", line ");
+/// The line of the program's file an error's trace ends in: the last
+/// `<file>", line N` (Python) or `<file>:N` (Node).
+fn traceback_line(stderr: &str, file: &str) -> Option<usize> {
+    let markers = [format!("{file}\", line "), format!("{file}:")];
     stderr.lines().rev().find_map(|l| {
-        let (_, rest) = l.split_once(&marker)?;
-        rest.split(|c: char| !c.is_ascii_digit())
-            .next()?
-            .parse()
-            .ok()
+        markers.iter().find_map(|m| {
+            let (_, rest) = l.rsplit_once(m.as_str())?;
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        })
     })
 }
 
-/// The test a Python traceback points at.
+/// The test an error's trace points at.
 fn failed_test<'t>(
     stderr: &str,
     file: &str,
@@ -202,40 +162,19 @@ fn failed_test<'t>(
         .map(String::as_str)
 }
 
-/// Why the sandbox ended the program, in words.
-pub fn stop_line(stop: &Stop, limits: &ProgramLimits) -> String {
-    match stop {
-        Stop::Timeout => format!(
-            "killed at the {} wall-clock limit (an endless loop?)",
-            humantime::format_duration(limits.timeout)
-        ),
-        Stop::OutputCap(stream) => format!(
-            "killed: its {stream} passed the {} MiB output cap",
-            sandbox::OUTPUT_CAP / (1024 * 1024)
-        ),
-        Stop::Refused(why) => format!("not run: {why}"),
-    }
-}
-
-fn numbered(code: &str) -> String {
+/// `code`'s lines numbered from `first`.
+fn numbered(code: &str, first: usize) -> String {
     let mut out = String::new();
     for (i, line) in code.lines().enumerate() {
-        let _ = writeln!(out, "    {:>3} | {line}", i + 1);
+        let _ = writeln!(out, "    {:>3} | {line}", i + first);
     }
     out
 }
 
-fn tail(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..]
-        .iter()
-        .map(|l| format!("    | {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// Runs the answer's code against the spec's tests; the run is added to
-/// `runs`.
+/// `runs`. Python's tests run apart from the program (`pyrunner`); other
+/// languages' are appended to the program, behind the seal where the
+/// language has one.
 pub fn check(
     spec: &CodeSpec,
     field: &str,
@@ -250,93 +189,125 @@ pub fn check(
         if spec.tests.len() == 1 { "" } else { "s" }
     );
     let (code, source) = extract(text, &spec.language);
-    let seal = Seal::new(&spec.language);
-    let (program, first_test_line) = program(&code, &spec.tests, seal.as_ref());
-    let fail = |found: String| {
+    let found = if spec.language == "python" {
+        apart(spec, &code, &source, runs)
+    } else {
+        appended(spec, &code, &source, runs)
+    };
+    found.map_or(Ok(()), |found| {
         Err(Mismatch {
-            expected: expected.clone(),
+            expected,
             found: Some(found),
         })
-    };
-    let outcome: Outcome = match sandbox::run(&program, &spec.limits) {
-        Ok(o) => o,
-        Err(e) => return fail(e),
-    };
-    let stopped = outcome.stopped.as_ref().map(|s| stop_line(s, &spec.limits));
-    runs.push(CodeRun {
+    })
+}
+
+/// The run as the record keeps it.
+pub(super) fn code_run(outcome: &Outcome, limits: &ProgramLimits) -> CodeRun {
+    let stopped = outcome.stopped.as_ref().map(|s| s.describe(limits));
+    CodeRun {
         layers: outcome.layers.clone(),
         elapsed_s: outcome.elapsed.as_secs_f64(),
         contained: stopped.iter().chain(&outcome.contained).cloned().collect(),
-    });
-    let sealed = seal.as_ref().is_none_or(|s| s.held(&outcome.stdout));
-    if outcome.passed() && sealed {
-        return Ok(());
     }
-    let mut found = String::new();
-    let failed = failed_test(
-        &outcome.stderr,
-        &spec.limits.file_name,
-        first_test_line,
-        &spec.tests,
-    );
-    match (outcome.status, stopped) {
-        (_, Some(line)) => {
-            let _ = writeln!(found, "{line}");
-        }
-        (None, None) => {
-            let _ = writeln!(found, "the program ended without a status");
-        }
-        (Some(status), None) => {
-            if let Some(t) = failed {
-                let _ = writeln!(found, "failed test: {t}");
-            }
-            // Exited 0, so only a seal can have failed it.
-            if outcome.passed() {
-                let _ = writeln!(found, "{}", Seal::BROKEN);
-            }
-            let exit = crate::process::ExitInfo::new(status);
-            let why = match status.code() {
-                Some(127) => format!(" (`{interpreter}` not found?)"),
-                Some(_) => String::new(),
-                None => format!(
-                    " (past the {} CPU-time or {} MiB memory limit?)",
-                    humantime::format_duration(spec.limits.timeout),
-                    spec.limits.memory_mib
-                ),
-            };
-            let _ = writeln!(
-                found,
-                "the program {exit}{why} after {:.0?}",
-                outcome.elapsed
-            );
-        }
-    }
+}
+
+/// What the sandbox contained, the code with its lines numbered as the
+/// program's, and the ends of its output.
+fn evidence(found: &mut String, outcome: &Outcome, listing: &str) {
     for c in &outcome.contained {
         let _ = writeln!(found, "sandbox: {c}");
     }
     if matches!(outcome.stopped, Some(Stop::Refused(_))) {
-        return fail(found.trim_end().to_owned());
+        return;
     }
-    let _ = writeln!(
-        found,
-        "code run (from {source}), tests from line {first_test_line}:"
-    );
-    found.push_str(&numbered(&program));
+    found.push_str(listing);
     if !outcome.stderr.trim().is_empty() {
         let _ = writeln!(
             found,
             "stderr (last 20 lines):\n{}",
-            tail(&outcome.stderr, 20)
+            crate::text::quoted_tail(&outcome.stderr, 20)
         );
     }
     if !outcome.stdout.trim().is_empty() {
         let _ = writeln!(
             found,
             "stdout (last 10 lines):\n{}",
-            tail(&outcome.stdout, 10)
+            crate::text::quoted_tail(&outcome.stdout, 10)
         );
     }
-    fail(found.trim_end().to_owned())
+}
+
+/// Python: the code runs as a module in the sandbox, its tests in the test
+/// runner; `Some(why)` when it failed.
+fn apart(spec: &CodeSpec, code: &str, source: &str, runs: &mut Vec<CodeRun>) -> Option<String> {
+    let program = pyrunner::Program::new(code);
+    let job = pyrunner::Job {
+        prelude: "",
+        bind: None,
+        tests: &spec.tests,
+    };
+    let run = match pyrunner::run(&program, &job, &spec.limits) {
+        Ok(run) => run,
+        Err(e) => return Some(e),
+    };
+    runs.push(code_run(&run.outcome, &spec.limits));
+    if run.passed() {
+        return None;
+    }
+    let mut found = run.why(&spec.tests, &spec.limits).join("\n");
+    found.push('\n');
+    if let Some(trace) = run.report.failed.as_ref().and_then(|f| f.trace.as_ref()) {
+        let _ = writeln!(
+            found,
+            "the program's traceback:\n{}",
+            crate::text::quoted_tail(trace, 12)
+        );
+    }
+    let listing = format!(
+        "code run (from {source}; its tests ran apart, in servegate's test runner):\n{}",
+        numbered(&program.code, program.first)
+    );
+    evidence(&mut found, &run.outcome, &listing);
+    Some(found.trim_end().to_owned())
+}
+
+/// Other languages: the tests appended to the code, the seal after them
+/// where the language has one; `Some(why)` when it failed.
+fn appended(spec: &CodeSpec, code: &str, source: &str, runs: &mut Vec<CodeRun>) -> Option<String> {
+    let seal = Seal::new(&spec.language);
+    let (program, first_test_line) = program(code, &spec.tests, seal.as_ref());
+    let outcome: Outcome = match sandbox::run(&program, &spec.limits) {
+        Ok(o) => o,
+        Err(e) => return Some(e),
+    };
+    runs.push(code_run(&outcome, &spec.limits));
+    let sealed = seal.as_ref().is_none_or(|s| s.held(&outcome.stdout));
+    if outcome.passed() && sealed {
+        return None;
+    }
+    let mut found = String::new();
+    if outcome.stopped.is_none() && outcome.status.is_some() {
+        if let Some(t) = failed_test(
+            &outcome.stderr,
+            &spec.limits.file_name,
+            first_test_line,
+            &spec.tests,
+        ) {
+            let _ = writeln!(found, "failed test: {t}");
+        }
+        // Exited 0, so only a seal can have failed it.
+        if outcome.passed() {
+            let _ = writeln!(found, "{}", Seal::BROKEN);
+        }
+    }
+    let _ = writeln!(found, "{}", outcome.ended(&spec.limits));
+    let listing = format!(
+        "code run (from {source}), tests from line {first_test_line}:\n{}",
+        numbered(&program, 1)
+    );
+    evidence(&mut found, &outcome, &listing);
+    Some(found.trim_end().to_owned())
 }
 
 #[cfg(test)]
@@ -362,32 +333,25 @@ mod tests {
     }
 
     #[test]
-    fn finds_the_failing_test_in_a_traceback() {
-        let tests = vec!["assert f(1)".to_owned(), "assert not f(2)".to_owned()];
-        let (p, first) = program("def f(x):\n    return True", &tests, None);
-        assert_eq!(first, 4);
-        assert!(p.ends_with("assert f(1)\nassert not f(2)\n"));
-        let seal = Seal::new("python").unwrap();
-        let (p, first) = program("def f(x):\n    return True", &tests, Some(&seal));
+    fn finds_the_failing_test_in_a_trace() {
+        let tests = vec!["assert(f(1))".to_owned(), "assert(!f(2))".to_owned()];
+        let (p, first) = program("function f(x) {\n  return true\n}", &tests, None);
         assert_eq!(first, 5);
-        assert!(p.starts_with("__name__ = \"servegate_probe\""), "{p}");
-        let (p, _) = program(
-            "from __future__ import annotations\ndef f(x):\n    return True",
-            &tests,
-            Some(&seal),
-        );
-        assert!(
-            p.starts_with("from __future__ import annotations\n__name__ = "),
-            "{p}"
-        );
+        assert!(p.ends_with("assert(f(1))\nassert(!f(2))\n"));
+        let seal = Seal::new("javascript").unwrap();
+        let (p, _) = program("function f(x) {\n  return true\n}", &tests, Some(&seal));
         assert!(!seal.held(&p), "the source holds the line it prints:\n{p}");
-        assert!(Seal::new("bash").is_none());
-        // The seal's head is line 1: the second test is on line 6.
-        let stderr = "Traceback (most recent call last):\n  File \"probe.py\", line 6, in <module>\n    assert not f(2)\nAssertionError\n";
+        assert!(Seal::new("bash").is_none() && Seal::new("python").is_none());
+        let node = "/tmp/w/probe.js:6\nassert(!f(2))\n^\n\nAssertionError [ERR_ASSERTION]\n    at Object.<anonymous> (/tmp/w/probe.js:6:1)\n";
         assert_eq!(
-            failed_test(stderr, "probe.py", first, &tests),
-            Some("assert not f(2)")
+            failed_test(node, "probe.js", first, &tests),
+            Some("assert(!f(2))")
         );
-        assert_eq!(failed_test("boom", "probe.py", first, &tests), None);
+        let python = "Traceback (most recent call last):\n  File \"probe.py\", line 5, in <module>\n    assert f(1)\nAssertionError\n";
+        assert_eq!(
+            failed_test(python, "probe.py", first, &tests),
+            Some("assert(f(1))")
+        );
+        assert_eq!(failed_test("boom", "probe.js", first, &tests), None);
     }
 }

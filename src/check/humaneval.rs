@@ -1,13 +1,17 @@
 //! Code datasets in `HumanEval`'s format (`dataset.format: humaneval`): each
 //! problem is a function's imports, signature and docstring (`prompt`), the
 //! function's name (`entry_point`) and a `test` defining `check(candidate)`.
-//! The program is assembled as `HumanEval` does — the prompt, then the answer,
-//! then the test and `check(<entry_point>)` — and runs in the code-probe
-//! sandbox with its limits. Passing means the program exits 0.
+//! The program is the prompt, then the answer, as `HumanEval` assembles it;
+//! it runs in the code-probe sandbox with its limits, and the test's
+//! `check(<entry_point>)` runs apart, in servegate's test runner
+//! (`pyrunner`), with `candidate` the program's function. The runner runs
+//! the prompt too (trusted: the dataset's), so the test's helpers and
+//! imports are its own, not the program's. Passing means `check` returned
+//! and the program ended cleanly.
 
 use super::accuracy::ItemResult;
-use super::code::{self, CodeRun};
-use super::sandbox;
+use super::code;
+use super::pyrunner;
 use crate::suite::{CodeProblem, ProgramLimits};
 
 /// What a chat model is asked before the problem.
@@ -30,17 +34,12 @@ pub fn prompt(problem: &CodeProblem, chat: bool) -> String {
     }
 }
 
-/// The program run for an answer, and where its code came from. A chat
-/// answer's code block follows the whole prompt (the prompt's function,
-/// its docstring for a body, is redefined by the answer's; a block holding
-/// only the body continues it); a completion continues the prompt up to
-/// the first stop sequence.
-pub fn program(
-    problem: &CodeProblem,
-    answer: &str,
-    chat: bool,
-    seal: Option<&code::Seal>,
-) -> (String, String) {
+/// The program's code for an answer, and where the answer's code came
+/// from. A chat answer's code block follows the whole prompt (the prompt's
+/// function, its docstring for a body, is redefined by the answer's; a
+/// block holding only the body continues it); a completion continues the
+/// prompt up to the first stop sequence.
+pub fn program(problem: &CodeProblem, answer: &str, chat: bool) -> (String, String) {
     let (code, source) = if chat {
         let (code, source) = code::extract(answer, "python");
         let defines = code.contains(&format!("def {}(", problem.entry_point));
@@ -57,15 +56,7 @@ pub fn program(
             "the completion, up to the first stop sequence".to_owned(),
         )
     };
-    let (future, prompt) = code::split_future(&problem.prompt);
-    let program = format!(
-        "{future}{}{prompt}{code}\n\n\n{}\n\ncheck({})\n{}",
-        seal.map_or("", code::Seal::head),
-        problem.test,
-        problem.entry_point,
-        seal.map_or("", code::Seal::tail),
-    );
-    (program, source)
+    (format!("{}{code}\n", problem.prompt), source)
 }
 
 /// Runs the answer's program and grades it; `answer` is the request's
@@ -97,46 +88,50 @@ pub fn grade(
         }
     };
     item.answer = crate::secrets::cut(answer, 300).0;
-    let seal = code::Seal::new("python");
-    let (program, _source) = program(problem, answer, chat, seal.as_ref());
-    let outcome = match sandbox::run(&program, limits) {
-        Ok(o) => o,
+    let (code, _source) = program(problem, answer, chat);
+    let program = pyrunner::Program::new(&code);
+    let entry = [problem.entry_point.clone()];
+    let tests = [
+        problem.test.clone(),
+        format!("check({})", problem.entry_point),
+    ];
+    let job = pyrunner::Job {
+        prelude: &problem.prompt,
+        bind: Some(&entry),
+        tests: &tests,
+    };
+    let run = match pyrunner::run(&program, &job, limits) {
+        Ok(run) => run,
         Err(e) => {
             item.failure = Some(format!("not run: {e}"));
             return item;
         }
     };
-    let stopped = outcome.stopped.as_ref().map(|s| code::stop_line(s, limits));
-    item.run = Some(CodeRun {
-        layers: outcome.layers.clone(),
-        elapsed_s: outcome.elapsed.as_secs_f64(),
-        contained: stopped.iter().chain(&outcome.contained).cloned().collect(),
-    });
-    item.correct = outcome.passed() && seal.as_ref().is_none_or(|s| s.held(&outcome.stdout));
-    item.failure = if item.correct {
-        None
-    } else if let Some(s) = stopped {
-        Some(s)
-    } else {
-        let line = code::traceback_line(&outcome.stderr, &limits.file_name)
-            .and_then(|n| program.lines().nth(n.checked_sub(1)?))
-            .map(str::trim);
-        let last = outcome.stderr.lines().rev().find(|l| !l.trim().is_empty());
-        let why = match (line, last) {
-            (Some(l), Some(e)) => format!("{e} at `{l}`"),
-            (Some(l), None) => format!("failed at `{l}`"),
-            (None, Some(e)) => e.trim().to_owned(),
-            (None, None) => "the program failed without a message".to_owned(),
-        };
-        // Exited 0 without the seal's line: its code ended the run.
-        Some(match (outcome.passed(), line.is_some() || last.is_some()) {
-            (true, true) => format!("{}; {why}", code::Seal::BROKEN),
-            (true, false) => code::Seal::BROKEN.to_owned(),
-            (false, _) => why,
-        })
-    };
-    item.extracted = Some(program);
+    item.run = Some(code::code_run(&run.outcome, limits));
+    item.correct = run.passed();
+    item.failure = (!item.correct).then(|| failure(&run, &tests, limits));
+    item.extracted = Some(program.text);
     item
+}
+
+/// Why an item failed, in one line: the error, the test line it ended at
+/// and the last call's answer, or how the program ended and where.
+fn failure(run: &pyrunner::Run, tests: &[String], limits: &ProgramLimits) -> String {
+    let Some(f) = &run.report.failed else {
+        return run.why(tests, limits).join("; ");
+    };
+    let mut line = match &run.outcome.stopped {
+        Some(stop) => stop.describe(limits),
+        None if f.ended => run.why(tests, limits).last().cloned().unwrap_or_default(),
+        None => f.error.lines().last().unwrap_or("").to_owned(),
+    };
+    if let Some(at) = &f.line {
+        line = format!("{line} at `{at}`");
+    }
+    if let Some(call) = f.calls.last().filter(|_| !f.ended) {
+        line = format!("{line} ({call})");
+    }
+    line
 }
 
 #[cfg(test)]
@@ -161,25 +156,27 @@ mod tests {
             &problem(),
             "    return sum(xs)\n\n\ndef other():\n    pass\n",
             false,
-            None,
         );
         assert!(p.contains("\"\"\"Sum.\"\"\"\n    return sum(xs)\n"), "{p}");
-        assert!(p.find("return sum").unwrap() < p.find("def check(").unwrap());
+        // The test is not the program's: it runs apart.
+        assert!(
+            !p.contains("def check(") && !p.contains("check(total)"),
+            "{p}"
+        );
         assert!(!p.contains("def other"), "{p}");
-        assert!(p.ends_with("check(total)\n"));
     }
 
     #[test]
     fn a_chat_answer_redefines_the_function_or_continues_its_body() {
         let whole = "Here:\n```python\ndef total(xs):\n    return sum(xs)\n```\n";
-        let (p, source) = program(&problem(), whole, true, None);
+        let (p, source) = program(&problem(), whole, true);
         assert_eq!(source, "the ```python block");
         assert!(
             p.contains("\"\"\"Sum.\"\"\"\n\n\ndef total(xs):\n    return sum(xs)\n"),
             "{p}"
         );
         let body = "```python\n    return sum(xs)\n```";
-        let (p, _) = program(&problem(), body, true, None);
+        let (p, _) = program(&problem(), body, true);
         assert!(p.contains("\"\"\"Sum.\"\"\"\n    return sum(xs)\n"), "{p}");
         assert!(prompt(&problem(), true).starts_with(INSTRUCTION));
         assert_eq!(prompt(&problem(), false), problem().prompt);

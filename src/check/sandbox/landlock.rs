@@ -16,9 +16,10 @@ use ::landlock::{
     RulesetStatus, Scope, path_beneath_rules,
 };
 
-/// What the program may read besides its work directory: the system's
-/// programs and libraries, a few files of `/etc` the loader and the
-/// interpreters read, the interpreter's own tree, and what the suite names.
+/// What the program may read (and list) besides its work directory: the
+/// system's programs and libraries, a few files of `/etc` the loader and
+/// the interpreters read, the interpreter's own tree, and what the suite
+/// names. No other directory may be listed: not `/`, `/home` or `/tmp`.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Reach<'a> {
     /// The program's argv (its interpreter first).
@@ -177,8 +178,6 @@ pub(super) fn restrict(
         .scope(Scope::from_all(TARGET))
         .map_err(fail)?
         .create()
-        .map_err(fail)?
-        .add_rules(path_beneath_rules(["/"], AccessFs::ReadDir))
         .map_err(fail)?
         .add_rules(path_beneath_rules(readable, AccessFs::from_read(TARGET)))
         .map_err(fail)?

@@ -42,6 +42,7 @@ pub(super) fn run(
     program: &str,
     limits: &ProgramLimits,
     refused: &[String],
+    channel: Option<OwnedFd>,
 ) -> Result<Outcome, String> {
     let work = WorkDir::new()?;
     let file = work.path().join(&limits.file_name);
@@ -80,7 +81,7 @@ pub(super) fn run(
         host_uid: nix::unistd::getuid().as_raw(),
         namespaces: None,
     };
-    let result = supervise(&job, &cgroup, limits.timeout);
+    let result = supervise(&job, &cgroup, limits.timeout, channel);
     cgroup.remove();
     result
 }
@@ -100,7 +101,14 @@ fn environment(work: &std::path::Path) -> Vec<(String, String)> {
     ]
 }
 
-fn supervise(job: &Job, cgroup: &Cgroup, timeout: Duration) -> Result<Outcome, String> {
+/// Starts the supervisor; the program's stdout, which it and its stage pass
+/// down, is `channel` where there is one, else a pipe read here.
+fn supervise(
+    job: &Job,
+    cgroup: &Cgroup,
+    timeout: Duration,
+    channel: Option<OwnedFd>,
+) -> Result<Outcome, String> {
     let (mut ours, theirs) =
         UnixStream::pair().map_err(|e| format!("failed to make a socket pair: {e}"))?;
     let started = Instant::now();
@@ -113,7 +121,7 @@ fn supervise(job: &Job, cgroup: &Cgroup, timeout: Duration) -> Result<Outcome, S
         .args([super::helper::SUBCOMMAND, role])
         .env_clear()
         .stdin(Stdio::from(OwnedFd::from(theirs)))
-        .stdout(Stdio::piped())
+        .stdout(channel.map_or_else(Stdio::piped, Stdio::from))
         .stderr(Stdio::piped())
         // Its own group: a Ctrl-C at the terminal reaches servegate, which
         // stops it in order.
@@ -150,15 +158,11 @@ fn converse(
     // Before the supervisor reads its job, so before it starts anything.
     cgroup.add(child.id())?;
     let (tx, rx) = mpsc::channel();
-    let out = child
-        .stdout
-        .take()
-        .ok_or("failed to take the helper's stdout")?;
     let err = child
         .stderr
         .take()
         .ok_or("failed to take the helper's stderr")?;
-    output::read("stdout", out, tx.clone(), Event::Output)?;
+    output::read_or_none("stdout", child.stdout.take(), tx.clone(), Event::Output)?;
     output::read("stderr", err, tx.clone(), Event::Output)?;
     let from = ours
         .try_clone()

@@ -13,6 +13,7 @@
 //! warning.
 
 use std::fmt::Write as _;
+use std::os::fd::OwnedFd;
 use std::process::ExitStatus;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -220,6 +221,23 @@ pub enum Stop {
     Refused(String),
 }
 
+impl Stop {
+    /// Why the sandbox ended the program, in words.
+    pub fn describe(&self, limits: &ProgramLimits) -> String {
+        match self {
+            Self::Timeout => format!(
+                "killed at the {} wall-clock limit (an endless loop?)",
+                humantime::format_duration(limits.timeout)
+            ),
+            Self::OutputCap(stream) => format!(
+                "killed: its {stream} passed the {} MiB output cap",
+                OUTPUT_CAP / (1024 * 1024)
+            ),
+            Self::Refused(why) => format!("not run: {why}"),
+        }
+    }
+}
+
 /// What a run did.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -242,6 +260,29 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// How the program ended, in words: why the sandbox stopped it, or its
+    /// status and how long it ran, with a guess at why where the status
+    /// says little.
+    pub fn ended(&self, limits: &ProgramLimits) -> String {
+        if let Some(stop) = &self.stopped {
+            return format!("the program was {}", stop.describe(limits));
+        }
+        let Some(status) = self.status else {
+            return "the program ended without a status".to_owned();
+        };
+        let exit = crate::process::ExitInfo::new(status);
+        let why = match status.code() {
+            Some(127) => format!(" (`{}` not found?)", limits.interpreter.join(" ")),
+            Some(_) => String::new(),
+            None => format!(
+                " (past the {} CPU-time or {} MiB memory limit?)",
+                humantime::format_duration(limits.timeout),
+                limits.memory_mib
+            ),
+        };
+        format!("the program {exit}{why} after {:.0?}", self.elapsed)
+    }
+
     /// Whether it exited with status 0 and the sandbox had nothing to stop.
     pub fn passed(&self) -> bool {
         self.stopped.is_none()
@@ -253,11 +294,30 @@ impl Outcome {
 /// Runs `program` under `limits`; `Err` when the sandbox could not be set
 /// up (a "failed to …" fragment).
 pub fn run(program: &str, limits: &ProgramLimits) -> Result<Outcome, String> {
+    run_with(program, limits, None)
+}
+
+/// Runs `program` under `limits` with `channel` for its standard output
+/// instead of a pipe servegate reads (`Outcome::stdout` is then empty): a
+/// socket whose other end is the test runner's (see `check::pyrunner`).
+pub fn run_talking(
+    program: &str,
+    limits: &ProgramLimits,
+    channel: OwnedFd,
+) -> Result<Outcome, String> {
+    run_with(program, limits, Some(channel))
+}
+
+fn run_with(
+    program: &str,
+    limits: &ProgramLimits,
+    channel: Option<OwnedFd>,
+) -> Result<Outcome, String> {
     let refused = refused_layers();
     #[cfg(target_os = "linux")]
-    let outcome = launch::run(program, limits, &refused)?;
+    let outcome = launch::run(program, limits, &refused, channel)?;
     #[cfg(not(target_os = "linux"))]
-    let outcome = portable::run(program, limits, &refused)?;
+    let outcome = portable::run(program, limits, &refused, channel)?;
     announce(&outcome.layers);
     Ok(outcome)
 }

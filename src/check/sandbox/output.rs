@@ -70,6 +70,25 @@ pub(super) fn read<E: Send + 'static>(
         .map_err(|e| format!("failed to start a thread reading {stream}: {e}"))
 }
 
+/// As [`read`], for a stream that may have gone elsewhere (the program's
+/// stdout given to the test runner): none ends at once, empty.
+pub(super) fn read_or_none<E: Send + 'static>(
+    stream: &'static str,
+    pipe: Option<impl Read + Send + 'static>,
+    events: Sender<E>,
+    wrap: fn(Finished) -> E,
+) -> Result<(), String> {
+    if let Some(pipe) = pipe {
+        return read(stream, pipe, events, wrap);
+    }
+    let _ = events.send(wrap(Finished {
+        stream,
+        text: String::new(),
+        capped: false,
+    }));
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,6 +17,7 @@ pub(super) fn run(
     program: &str,
     limits: &ProgramLimits,
     _refused: &[String],
+    channel: Option<std::os::fd::OwnedFd>,
 ) -> Result<Outcome, String> {
     let mut layers = Layers::default();
     for l in [
@@ -56,7 +57,7 @@ pub(super) fn run(
         .env("LANG", "C.UTF-8")
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(channel.map_or_else(Stdio::piped, Stdio::from))
         .stderr(Stdio::piped());
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
@@ -68,8 +69,8 @@ pub(super) fn run(
         .active
         .push("rlimits(cpu,as,core,fsize,nofile)".into());
     let (tx, rx) = mpsc::channel::<Finished>();
-    if let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) {
-        output::read("stdout", out, tx.clone(), |f| f)?;
+    if let Some(err) = child.stderr.take() {
+        output::read_or_none("stdout", child.stdout.take(), tx.clone(), |f| f)?;
         output::read("stderr", err, tx, |f| f)?;
     }
     let deadline = started + limits.timeout;
