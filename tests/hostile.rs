@@ -9,7 +9,7 @@
 #[allow(dead_code)] // each test binary uses a subset of the shared helpers
 mod common;
 use common::run::command;
-use common::verdicts::{assert_has, failure_of};
+use common::verdicts::{assert_has, failure_of, verdict};
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
@@ -144,9 +144,23 @@ impl Outcome {
 /// Runs `servegate run` on `suite` (its `PORT` replaced) in a directory of
 /// its own, watching its peak memory.
 fn run(tag: &str, suite: &str, port: u16, env: &[(&str, &str)]) -> Outcome {
+    run_with_files(tag, suite, &[], port, env)
+}
+
+/// As [`run`], with `files` (name, contents) beside the suite.
+fn run_with_files(
+    tag: &str,
+    suite: &str,
+    files: &[(&str, &str)],
+    port: u16,
+    env: &[(&str, &str)],
+) -> Outcome {
     let dir = std::env::temp_dir().join(format!("servegate-hostile-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    for (name, contents) in files {
+        std::fs::write(dir.join(name), contents).unwrap();
+    }
     let file = dir.join("suite.yaml");
     std::fs::write(&file, suite.replace("PORT", &port.to_string())).unwrap();
     let out_dir = dir.join("out");
@@ -290,6 +304,55 @@ fn an_answer_past_its_cap_fails_as_oversize() {
     assert!(o.took < Duration::from_secs(30), "{:?}", o.took);
     assert!(o.peak_kib < PEAK_KIB, "peak {} MiB", o.peak_kib / 1024);
     assert_eq!(o.record()["complete"], true);
+}
+
+/// A dataset of 40 questions, each answered with 7 MiB (under the 8 MiB
+/// cap): each answer is graded as it comes and dropped, an excerpt kept,
+/// so memory holds the answers in flight, not the dataset's (it peaked at
+/// 338 MiB when every answer was kept until the last came).
+#[test]
+fn dataset_answers_are_not_kept_whole() {
+    let port = serve(Arc::new(|req, conn| {
+        if discovery(req, conn) {
+            return;
+        }
+        stream_head(conn);
+        let chunk = format!(
+            "data: {{\"choices\":[{{\"delta\":{{\"content\":\"{}\"}}}}]}}\n\n",
+            "x".repeat(64 * 1024)
+        );
+        for _ in 0..112 {
+            if conn.write_all(chunk.as_bytes()).is_err() {
+                return;
+            }
+        }
+        let _ = conn.write_all(
+            b"data: {\"choices\":[{\"delta\":{\"content\":\" 42\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+        );
+    }));
+    let items: String = (0..40)
+        .map(|i| format!("{{\"question\": \"What is {i} + 42 - {i}?\", \"answer\": \"42\"}}\n"))
+        .collect();
+    let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 10s, idle: 10s, total: 60s }\ncorrectness:\n  - name: big_answers\n    dataset: { file: items.jsonl, concurrency: 4 }\n    thresholds: { accuracy: \">= 0.9\" }\n";
+    let o = run_with_files("dataset", suite, &[("items.jsonl", &items)], port, &[]);
+    eprintln!(
+        "40 answers of 7 MiB, 4 at a time: servegate peaked at {} MiB",
+        o.peak_kib / 1024
+    );
+    assert_eq!(
+        verdict(&o.stdout, "hostile::correctness::big_answers"),
+        "ok",
+        "{}",
+        o.stdout
+    );
+    let items = &o.record()["suites"][0]["datasets"][0]["items"];
+    assert_eq!(items.as_array().map(Vec::len), Some(40));
+    assert!(
+        items[0]["answer"].as_str().is_some_and(|a| a.chars().count() <= 300),
+        "{}",
+        items[0]["answer"]
+    );
+    assert!(o.peak_kib < PEAK_KIB, "peak {} MiB", o.peak_kib / 1024);
 }
 
 /// A 3 GB `/v1/models`: read up to the document cap, never whole.

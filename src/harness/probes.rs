@@ -206,28 +206,29 @@ impl SuiteRun {
             }
         };
         let client = &target.client;
-        let answers = self.runtime.block_on(
+        // Each answer graded as it comes and dropped: what stays is its
+        // result (an excerpt of the answer), so memory holds at most
+        // `concurrency` answers, not the dataset's.
+        let grade = |i: usize, answer: Result<crate::client::Completion, _>| match &ds.task {
+            DatasetTask::Qa(qa) => {
+                let item = &accuracy::scored(&qa.items, qa.shots, ds.limit)[i];
+                accuracy::grade_item(&qa.extract, item, answer)
+            }
+            DatasetTask::HumanEval(code) => {
+                let problem = &accuracy::scored(&code.problems, 0, ds.limit)[i];
+                let answer = answer.as_ref().map(|c| c.content.as_str());
+                let answer = answer.map_err(ToString::to_string);
+                humaneval::grade(problem, answer, chat, &code.limits)
+            }
+        };
+        let results: Vec<accuracy::ItemResult> = self.runtime.block_on(
             futures_util::stream::iter(&requests)
                 .map(|req| client.complete(req))
                 .buffered(ds.concurrency)
+                .enumerate()
+                .map(|(i, answer)| grade(i, answer))
                 .collect::<Vec<_>>(),
         );
-        let results: Vec<accuracy::ItemResult> = match &ds.task {
-            DatasetTask::Qa(qa) => accuracy::scored(&qa.items, qa.shots, ds.limit)
-                .iter()
-                .zip(answers)
-                .map(|(item, answer)| accuracy::grade_item(&qa.extract, item, answer))
-                .collect(),
-            DatasetTask::HumanEval(code) => accuracy::scored(&code.problems, 0, ds.limit)
-                .iter()
-                .zip(answers)
-                .map(|(problem, answer)| {
-                    let answer = answer.as_ref().map(|c| c.content.as_str());
-                    let answer = answer.map_err(ToString::to_string);
-                    humaneval::grade(problem, answer, chat, &code.limits)
-                })
-                .collect(),
-        };
         let verdict = accuracy::judge(&self.suite.file, ds, &results).map_err(|mut out| {
             if let Some(first) = requests.first() {
                 let _ = writeln!(out);
