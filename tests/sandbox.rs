@@ -264,7 +264,37 @@ print('survived', chain)",
 /// the descriptors servegate was started with.
 fn verdict_cases(world: &World) -> Vec<Case> {
     let checkout = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    let victim = world.outside.join("victim");
+    std::fs::write(&victim, "the runner's host file").unwrap();
+    // Leaked: a test's line is a 'static str.
+    let remove: &'static str =
+        Box::leak(format!("store.remove({:?})", victim.display().to_string()).into_boxed_str());
     vec![
+        // The program's `os` under another name: the runner must not call
+        // its own (outside the sandbox) in its place.
+        Case {
+            tests: Box::leak(vec![remove, "assert is_prime(97)"].into_boxed_slice()),
+            ..case(
+                "module_alias",
+                &format!("{RIGHT_IS_PRIME}\nimport os as store"),
+            )
+        },
+        // A StopIteration from the program would end the tests' own loop.
+        Case {
+            tests: &[
+                "assert all(map(is_prime, [97, 2]))",
+                "assert not any(map(is_prime, [91, 4]))",
+            ],
+            ..case(
+                "stop_iteration",
+                "def is_prime(n):\n    raise StopIteration",
+            )
+        },
+        // != against the program's object would be identity: always true.
+        Case {
+            tests: &["assert is_prime(91) != True"],
+            ..case("not_equal", ALWAYS_EQUAL)
+        },
         case(
             "list_host_dirs",
             &LIST_HOST_DIRS.replace("OUTSIDE", &world.outside.display().to_string()),
@@ -863,7 +893,7 @@ fn assert_contained(run: &Run, name: &str, needles: &[&str]) {
 /// its own file, a trace function and its caller's line (each passed a
 /// wrong `is_prime` once) leave the tests failing, the call and what it
 /// returned named; a main guard does not skip them.
-fn assert_verdicts_out_of_reach(run: &Run) {
+fn assert_verdicts_out_of_reach(world: &World, run: &Run) {
     let contained = |name: &str, needles: &[&str]| assert_contained(run, name, needles);
     contained(
         "exit_before_tests",
@@ -891,6 +921,23 @@ fn assert_verdicts_out_of_reach(run: &Run) {
             "failed test: assert not is_prime(91)",
             "is_prime(91) returned True",
         ],
+    );
+    contained(
+        "stop_iteration",
+        &[
+            "failed test: assert all(map(is_prime, [97, 2]))",
+            "ProgramError: StopIteration",
+        ],
+    );
+    contained(
+        "not_equal",
+        &["cannot be compared: the program returned an object, not a plain value"],
+    );
+    contained("module_alias", &["failed test: store.remove("]);
+    assert!(
+        std::fs::read_to_string(world.outside.join("victim"))
+            .is_ok_and(|t| t == "the runner's host file"),
+        "the runner removed a host file for the program"
     );
     contained(
         "always_equal",
@@ -950,7 +997,7 @@ fn hostile_programs_are_contained() {
             "read_host_files, list_host_dirs: no Landlock here, the program reads and lists what its uid may",
         );
     }
-    assert_verdicts_out_of_reach(&run);
+    assert_verdicts_out_of_reach(&world, &run);
     assert_eq!(
         run.verdict("main_guard_right"),
         "ok",

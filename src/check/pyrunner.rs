@@ -257,7 +257,7 @@ impl Run {
 pub fn run(program: &Program, job: &Job<'_>, limits: &ProgramLimits) -> Result<Run, String> {
     let (ours, mut theirs) =
         UnixStream::pair().map_err(|e| format!("failed to make a socket pair: {e}"))?;
-    let mut runner = start(&limits.interpreter, ours)?;
+    let mut runner = start(limits, ours)?;
     // Stopped with the run's servers and sandboxes on Ctrl-C.
     crate::process::reaper::register(runner.id());
     let out = capture(runner.stdout.take());
@@ -290,15 +290,19 @@ pub fn run(program: &Program, job: &Job<'_>, limits: &ProgramLimits) -> Result<R
 }
 
 /// The runner, its stdin the channel, in a process group of its own, with
-/// an environment from scratch.
-fn start(interpreter: &[String], channel: UnixStream) -> Result<Child, String> {
-    let (program, args) = interpreter
+/// an environment from scratch; it limits its own CPU time (the program's
+/// time limit and 2 s) and address space (the program's, 1 GiB at least).
+fn start(limits: &ProgramLimits, channel: UnixStream) -> Result<Child, String> {
+    let (program, args) = limits
+        .interpreter
         .split_first()
         .ok_or("no interpreter to run the tests with")?;
     Command::new(program)
         .args(args)
         .arg("-c")
         .arg(format!("{CODEC}\n{TESTS}"))
+        .arg((limits.timeout.as_secs() + 2).to_string())
+        .arg(limits.memory_mib.max(1024).to_string())
         .current_dir("/")
         .env_clear()
         .env(

@@ -6,6 +6,10 @@ import base64 as _base64
 
 DEPTH = 100
 LINE = 4 << 20
+# The most items of one list, tuple or string of items, and of one set or
+# dict (hashed: colliding keys make each insertion slow).
+ITEMS = 1_000_000
+HASHED = 10_000
 
 
 class Refused(Exception):
@@ -59,6 +63,8 @@ def decode(value, ref, depth=0):
         if tag == "b" and text:
             return _base64.b64decode(x, validate=True)
         if many and tag in ("l", "t", "set", "fs", "d"):
+            if len(x) > (HASHED if tag in ("set", "fs", "d") else ITEMS):
+                raise Refused(f"a {tag!r} of {len(x)} items")
             if tag == "d":
                 if not all(isinstance(p, list) and len(p) == 2 for p in x):
                     raise Refused("a dict's entry is not a [key, value] pair")
@@ -98,8 +104,8 @@ class Lines:
             raise Refused(f"a line longer than {LINE >> 20} MiB")
         try:
             return json.loads(line)
-        except ValueError as e:
-            raise Refused(f"not JSON: {e}") from None
+        except (ValueError, RecursionError) as e:
+            raise Refused(f"not JSON: {type(e).__name__}: {str(e)[:200]}") from None
 
     def write(self, value):
         import json

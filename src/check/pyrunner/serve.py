@@ -55,8 +55,6 @@ def answer(request):
         return bool(target)
     if op == "getitem":
         return target[decode(request["key"], ref)]
-    if op == "contains":
-        return decode(request["key"], ref) in target
     raise Refused(f"no such request: {op!r}")
 
 
