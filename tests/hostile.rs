@@ -11,6 +11,7 @@ mod common;
 use common::run::command;
 use common::verdicts::{assert_has, failure_of, verdict};
 
+use std::fmt::Write as _;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -330,9 +331,13 @@ fn dataset_answers_are_not_kept_whole() {
             b"data: {\"choices\":[{\"delta\":{\"content\":\" 42\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
         );
     }));
-    let items: String = (0..40)
-        .map(|i| format!("{{\"question\": \"What is {i} + 42 - {i}?\", \"answer\": \"42\"}}\n"))
-        .collect();
+    let items = (0..40).fold(String::new(), |mut items, i| {
+        let _ = writeln!(
+            items,
+            "{{\"question\": \"What is {i} + 42 - {i}?\", \"answer\": \"42\"}}"
+        );
+        items
+    });
     let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  timeouts: { connect: 2s, first_token: 10s, idle: 10s, total: 60s }\ncorrectness:\n  - name: big_answers\n    dataset: { file: items.jsonl, concurrency: 4 }\n    thresholds: { accuracy: \">= 0.9\" }\n";
     let o = run_with_files("dataset", suite, &[("items.jsonl", &items)], port, &[]);
     eprintln!(
@@ -348,7 +353,9 @@ fn dataset_answers_are_not_kept_whole() {
     let items = &o.record()["suites"][0]["datasets"][0]["items"];
     assert_eq!(items.as_array().map(Vec::len), Some(40));
     assert!(
-        items[0]["answer"].as_str().is_some_and(|a| a.chars().count() <= 300),
+        items[0]["answer"]
+            .as_str()
+            .is_some_and(|a| a.chars().count() <= 300),
         "{}",
         items[0]["answer"]
     );
@@ -1179,8 +1186,18 @@ fn aborted_cut_and_short_streams_fail_their_gates() {
 /// unprinted end-of-sequence token; it asserts that a request with
 /// `ignore_eos` asks `skip_special_tokens: false`.
 fn counting_server(chunks: &'static [(&'static str, u64)], times: u64) -> u16 {
+    counting_server_by(chunks, move |_| times)
+}
+
+/// As [`counting_server`], multiplying the count of its `n`-th answer
+/// (0 first) by `times(n)`.
+fn counting_server_by(
+    chunks: &'static [(&'static str, u64)],
+    times: impl Fn(u64) -> u64 + Send + Sync + 'static,
+) -> u16 {
     use std::sync::atomic::{AtomicU64, Ordering};
     let generated = Arc::new(AtomicU64::new(0));
+    let answered = AtomicU64::new(0);
     serve(Arc::new(move |req, conn| {
         if req.path == "/metrics" {
             let body = format!(
@@ -1203,6 +1220,7 @@ fn counting_server(chunks: &'static [(&'static str, u64)], times: u64) -> u16 {
             req.body
         );
         stream_head(conn);
+        let times = times(answered.fetch_add(1, Ordering::SeqCst));
         let mut n = 0;
         for (text, tokens) in chunks {
             n += tokens * times;
@@ -1366,6 +1384,36 @@ fn honest_counts_pass(name: &str, suite: &str, port: u16) {
 
 /// A counted gate's suite ([`counted_gate`]) against the server on
 /// `port` fails, its failure holding every needle.
+/// Eight words of `fixtures/tokenizers/words.json`, a token each.
+const EIGHT_WORDS: &[(&str, u64)] = &[
+    (" time", 1),
+    (" year", 1),
+    (" people", 1),
+    (" way", 1),
+    (" day", 1),
+    (" man", 1),
+    (" thing", 1),
+    (" woman", 1),
+];
+
+/// A server honest on the answers an audit of every 16th request would
+/// check (0, 16, 32, …) and forging the rest fails all the same: which
+/// answers are audited is drawn with a key the server never sees. (With 200
+/// requests, about 13 are audited; the chance that every one falls on an
+/// honest answer is about 2 in 10 million.)
+#[test]
+fn the_audited_answers_cannot_be_told_in_advance() {
+    let tokenizer = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tokenizers/words.json");
+    let load = format!("output_tokens: 64, tokenizer: {}", tokenizer.display());
+    let suite = counted_gate(&load).replace("requests: 2,", "requests: 200,");
+    forged_counts_fail(
+        "tokenizer-predicted",
+        &suite,
+        counting_server_by(EIGHT_WORDS, |n| if n % 16 == 0 { 1 } else { 4 }),
+        &["the server counts 33 completion tokens, but the suite's tokenizer ("],
+    );
+}
+
 fn forged_counts_fail(name: &str, suite: &str, port: u16, needles: &[&str]) {
     let o = run(name, suite, port, &[]);
     assert_eq!(o.code, Some(1), "{}", o.stdout);
@@ -1381,22 +1429,12 @@ fn forged_counts_fail(name: &str, suite: &str, port: u16, needles: &[&str]) {
 /// the same words counted one each pass.
 #[test]
 fn a_suite_tokenizer_checks_the_servers_count() {
-    const WORDS: &[(&str, u64)] = &[
-        (" time", 1),
-        (" year", 1),
-        (" people", 1),
-        (" way", 1),
-        (" day", 1),
-        (" man", 1),
-        (" thing", 1),
-        (" woman", 1),
-    ];
     let tokenizer = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tokenizers/words.json");
     let load = format!("output_tokens: 64, tokenizer: {}", tokenizer.display());
     forged_counts_fail(
         "tokenizer-forged",
         &counted_gate(&load),
-        counting_server(WORDS, 4),
+        counting_server(EIGHT_WORDS, 4),
         &[
             "the server counts 33 completion tokens, but the suite's tokenizer (",
             "words.json) splits the text that came into 8: at most 26 can have been sent",
@@ -1405,7 +1443,7 @@ fn a_suite_tokenizer_checks_the_servers_count() {
     let o = run(
         "tokenizer-honest",
         &counted_gate(&load),
-        counting_server(WORDS, 1),
+        counting_server(EIGHT_WORDS, 1),
         &[],
     );
     assert_eq!(o.code, Some(0), "{}", o.stdout);

@@ -85,7 +85,7 @@ pub(super) async fn send(
         .load
         .tokenizer
         .as_ref()
-        .filter(|_| index.is_multiple_of(AUDIT_EVERY));
+        .filter(|_| audited(&gate.load, salt, index));
     let result = if measured || audited.is_some() {
         client.sample(&req).await
     } else {
@@ -103,10 +103,31 @@ pub(super) async fn send(
     result
 }
 
-/// One request in this many of a gate whose load names a tokenizer (the
-/// first of them request 0) keeps its text, which the tokenizer then
-/// splits: the server's count is checked against it.
-const AUDIT_EVERY: u32 = 16;
+/// About one request in this many of a gate whose load names a tokenizer
+/// keeps its text, which the tokenizer then splits: the server's count is
+/// checked against it.
+const AUDIT_EVERY: u64 = 16;
+
+/// Whether request `index` of a gate salted `salt` is audited: drawn by a
+/// keyed hash whose key is this process's and never leaves it, so a server
+/// cannot tell which of its answers will be checked (it could when they
+/// were requests 0, 16, 32, …). One in `AUDIT_EVERY`, and one of the first
+/// `AUDIT_EVERY` requests (warm-up included) at least, so a short gate has
+/// one too.
+fn audited(load: &crate::suite::Load, salt: u64, index: u32) -> bool {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    static KEY: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    let draw = |what: u64| {
+        let mut h = KEY.get_or_init(Default::default).build_hasher();
+        h.write_u64(salt);
+        h.write_u64(what);
+        h.finish()
+    };
+    let total = u64::from(load.warmup) + u64::from(load.requests.unwrap_or(u32::MAX));
+    let surely = draw(u64::MAX) % total.clamp(1, AUDIT_EVERY);
+    u64::from(index) == surely || draw(u64::from(index)).is_multiple_of(AUDIT_EVERY)
+}
 
 /// Tokens an answer may hold that print nothing, for the tokenizer's
 /// check: a chat format's own markers (gpt-oss's harmony has about ten).
@@ -153,4 +174,42 @@ async fn audit(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(warmup: u32, requests: u32) -> crate::suite::Load {
+        let pace = crate::suite::Pace::Closed { concurrency: 1 };
+        crate::suite::Load {
+            warmup,
+            requests: Some(requests),
+            ..crate::suite::Load::new(pace, crate::suite::LoadPrompt::Tokens(16), 16)
+        }
+    }
+
+    /// Every gate has an audited request among its first 16; about one in
+    /// 16 in all; and which ones changes with the gate's salt.
+    #[test]
+    fn the_audited_requests_are_drawn() {
+        for salt in 0..200 {
+            for (w, r) in [(0, 1), (1, 2), (0, 5), (4, 64)] {
+                let first = (w + r).min(16);
+                assert!(
+                    (0..first).any(|i| audited(&load(w, r), salt, i)),
+                    "salt {salt}, {w}+{r} requests"
+                );
+            }
+        }
+        let many = load(0, 16_000);
+        let n = (0..16_000).filter(|&i| audited(&many, 7, i)).count();
+        assert!((700..1300).contains(&n), "{n} of 16000 audited");
+        let set = |salt| {
+            (0..64)
+                .filter(|&i| audited(&many, salt, i))
+                .collect::<Vec<_>>()
+        };
+        assert!((1..20).any(|salt| set(salt) != set(0)));
+    }
 }
