@@ -297,13 +297,24 @@ fn start(limits: &ProgramLimits, channel: UnixStream) -> Result<Child, String> {
         .interpreter
         .split_first()
         .ok_or("no interpreter to run the tests with")?;
-    Command::new(program)
+    runner_command(&resolved(program, args))
         .args(args)
         .arg("-c")
         .arg(format!("{CODEC}\n{TESTS}"))
         .arg((limits.timeout.as_secs() + 2).to_string())
         .arg(limits.memory_mib.max(1024).to_string())
-        .current_dir("/")
+        .stdin(Stdio::from(OwnedFd::from(channel)))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("failed to start the test runner `{program}`: {e}"))
+}
+
+/// `program` with the runner's environment: from scratch, in `/`.
+fn runner_command(program: &std::ffi::OsStr) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.current_dir("/")
         .env_clear()
         .env(
             "PATH",
@@ -312,13 +323,46 @@ fn start(limits: &ProgramLimits, channel: UnixStream) -> Result<Child, String> {
         .env("LANG", "C.UTF-8")
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("PYTHONNOUSERSITE", "1")
-        .env("PYTHONSAFEPATH", "1")
-        .stdin(Stdio::from(OwnedFd::from(channel)))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("failed to start the test runner `{program}`: {e}"))
+        .env("PYTHONSAFEPATH", "1");
+    cmd
+}
+
+/// The interpreter `program` starts (its `sys.executable`), asked once per
+/// interpreter: a pyenv shim is a shell script that runs a dozen more
+/// before Python starts (250 ms a program on a two-core machine); else
+/// `program` itself.
+fn resolved(program: &str, args: &[String]) -> std::ffi::OsString {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    type Known = HashMap<Vec<String>, std::ffi::OsString>;
+    static KNOWN: Mutex<Option<Known>> = Mutex::new(None);
+    let key: Vec<String> = std::iter::once(program.to_owned())
+        .chain(args.iter().cloned())
+        .collect();
+    if let Some(known) = KNOWN
+        .lock()
+        .ok()
+        .and_then(|k| k.as_ref()?.get(&key).cloned())
+    {
+        return known;
+    }
+    let asked = runner_command(program.as_ref())
+        .args(args)
+        .args(["-c", "import sys; sys.stdout.write(sys.executable)"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .filter(|p| std::path::Path::new(p).is_absolute());
+    let found: std::ffi::OsString = asked.map_or_else(|| program.into(), Into::into);
+    if let Ok(mut known) = KNOWN.lock() {
+        known
+            .get_or_insert_with(HashMap::new)
+            .insert(key, found.clone());
+    }
+    found
 }
 
 /// Reads a pipe to its end (at most `RUNNER_CAP` bytes) on a thread.
