@@ -1384,6 +1384,54 @@ fn honest_counts_pass(name: &str, suite: &str, port: u16) {
 
 /// A counted gate's suite ([`counted_gate`]) against the server on
 /// `port` fails, its failure holding every needle.
+/// A `/generate` stream of 16 chunks of four bytes each, whose
+/// `meta_info.completion_tokens` rises by `per_chunk` a chunk while its
+/// `output_ids` lists one id a chunk: the count is within what the bytes
+/// bear out (four a chunk), so only the ids can witness it. A gate with
+/// `ignore_eos` (where the tokenizer audit cannot split) fails the forged
+/// count (4 a chunk) and passes the honest one (1).
+#[test]
+fn a_count_its_own_token_ids_do_not_bear_out_fails() {
+    let generate = |per_chunk: u64| {
+        serve(Arc::new(move |req, conn| {
+            if req.path != "/generate" {
+                discovery(req, conn);
+                return;
+            }
+            stream_head(conn);
+            for k in 1..=16u64 {
+                let ids: Vec<u64> = (0..k).map(|i| 100 + i).collect();
+                let finish = if k == 16 {
+                    "{\"type\":\"length\",\"length\":16}"
+                } else {
+                    "null"
+                };
+                let _ = write!(
+                    conn,
+                    "data: {{\"text\":\"{}\",\"output_ids\":{ids:?},\"meta_info\":{{\"id\":\"r\",\"prompt_tokens\":8,\"completion_tokens\":{},\"finish_reason\":{finish}}}}}\n\n",
+                    "abcd".repeat(usize::try_from(k).unwrap()),
+                    k * per_chunk
+                );
+            }
+            let _ = conn.write_all(b"data: [DONE]\n\n");
+        }))
+    };
+    let gate = |tokens: u64| {
+        exact_gate("sglang-generate")
+            .replace("output_tokens: 64", &format!("output_tokens: {tokens}"))
+    };
+    forged_counts_fail(
+        "generate-forged-ids",
+        &gate(64),
+        generate(4),
+        &[
+            "the server counts 64 completion tokens, but lists 16 token ids (`output_ids`): its two accounts of one request disagree",
+        ],
+    );
+    let o = run("generate-honest-ids", &gate(16), generate(1), &[]);
+    assert_eq!(o.code, Some(0), "{}", o.stdout);
+}
+
 /// Eight words of `fixtures/tokenizers/words.json`, a token each.
 const EIGHT_WORDS: &[(&str, u64)] = &[
     (" time", 1),

@@ -97,6 +97,10 @@ pub trait Events {
     fn spec_accept_length(&mut self, field: &'static str, length: f64);
     /// The stream ends with this event (dialects without `[DONE]`).
     fn end(&mut self);
+    /// How many token ids the event listed in the server's field `field`
+    /// (SGLang's `/generate` `output_ids`: all so far, or the chunk's own
+    /// where its text comes in segments): a witness of the count.
+    fn output_ids(&mut self, field: &'static str, n: u64);
 }
 
 /// Why an event could not be read.

@@ -65,6 +65,37 @@ struct GenerateChunk<'a> {
     /// An error object sent in place of a chunk.
     #[serde(default, borrow)]
     error: Option<ErrorValue<'a>>,
+    /// The ids of the tokens generated so far (cumulative; each chunk's
+    /// own with `--incremental-streaming-output`): counted, not kept.
+    #[serde(default)]
+    output_ids: Option<IdCount>,
+}
+
+/// How many token ids a JSON array holds (each an unsigned integer).
+#[derive(Debug)]
+struct IdCount(u64);
+
+impl<'de> Deserialize<'de> for IdCount {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Counter;
+        impl<'de> serde::de::Visitor<'de> for Counter {
+            type Value = IdCount;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array of token ids")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<IdCount, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<u64>()?.is_some() {
+                    n += 1;
+                }
+                Ok(IdCount(n))
+            }
+        }
+        d.deserialize_seq(Counter)
+    }
 }
 
 /// SGLang's `meta_info`.
@@ -166,6 +197,9 @@ impl Dialect for Generate {
         }
         if let Some(text) = &chunk.text {
             out.content_so_far(text);
+        }
+        if let Some(ids) = &chunk.output_ids {
+            out.output_ids("output_ids", ids.0);
         }
         Ok(())
     }

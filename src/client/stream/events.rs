@@ -193,6 +193,23 @@ impl Events for StreamReader {
     fn end(&mut self) {
         self.done = true;
     }
+
+    fn output_ids(&mut self, field: &'static str, n: u64) {
+        let listed = match (self.text_mode, self.listed_ids) {
+            (TextMode::Segments, before) => before.unwrap_or(0).saturating_add(n),
+            (TextMode::Cumulative, Some(before)) if n < before => {
+                self.event.broken.get_or_insert(CallError::new(
+                    ErrorKind::Protocol,
+                    format!(
+                        "`{field}` listed {before} token ids, then {n}: a cumulative list shrank"
+                    ),
+                ));
+                return;
+            }
+            (TextMode::Cumulative, _) => n,
+        };
+        self.listed_ids = Some(listed);
+    }
 }
 
 impl StreamReader {

@@ -108,6 +108,24 @@ impl StreamReader {
         Ok(())
     }
 
+    /// `Err` when the server lists a different number of token ids than it
+    /// counts: SGLang's `/generate` sends both (`output_ids`, the ids
+    /// themselves; `meta_info.completion_tokens`), from one list, equal in
+    /// every stream of SGLang 0.5.23 (the end token and a stop string's
+    /// tokens in both). A server that forges its count must forge the ids
+    /// as well; where a dialect lists none, nothing is checked.
+    pub(super) fn witnessed(&self, counted: u64) -> Result<(), CallError> {
+        match self.listed_ids {
+            Some(listed) if listed != counted => Err(CallError::new(
+                ErrorKind::Protocol,
+                format!(
+                    "the server counts {counted} completion tokens, but lists {listed} token ids (`output_ids`): its two accounts of one request disagree"
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// `Err` when what the server reported beside its counts cannot be
     /// true of the request: more prompt tokens cached than it had, more
     /// reasoning tokens than it generated, a speculative step of fewer than

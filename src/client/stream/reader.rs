@@ -43,6 +43,9 @@ pub(super) struct StreamReader {
     pub(super) keep_text: bool,
     /// How text the dialect sends cumulatively comes.
     pub(super) text_mode: TextMode,
+    /// How many token ids the server listed, where its dialect lists them
+    /// (SGLang's `output_ids`): the witness of its count.
+    pub(super) listed_ids: Option<u64>,
     /// Bytes of content and of reasoning received so far.
     pub(super) content_len: usize,
     pub(super) reasoning_len: usize,
@@ -125,6 +128,7 @@ impl StreamReader {
             held: 0,
             keep_text: true,
             text_mode: TextMode::Cumulative,
+            listed_ids: None,
             content_len: 0,
             tool_len: 0,
             named_calls: 0,
@@ -343,6 +347,7 @@ impl StreamReader {
         };
         if token_source != TokenSource::ChunkCount {
             self.evidenced(completion_tokens)?;
+            self.witnessed(completion_tokens)?;
         }
         let Some(finish_reason) = self.finish_reason.take() else {
             return Err(CallError::new(
