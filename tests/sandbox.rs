@@ -290,6 +290,11 @@ fn verdict_cases(world: &World) -> Vec<Case> {
                 "def is_prime(n):\n    raise StopIteration",
             )
         },
+        // What a test prints is in the failure, beside what the program did.
+        Case {
+            tests: &["print('the tests say hello')", "assert is_prime(2)"],
+            ..case("tests_print", WRONG_IS_PRIME)
+        },
         // != against the program's object would be identity: always true.
         Case {
             tests: &["assert is_prime(91) != True"],

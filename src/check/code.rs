@@ -257,6 +257,13 @@ fn apart(spec: &CodeSpec, code: &str, source: &str, runs: &mut Vec<CodeRun>) -> 
     }
     let mut found = run.why(&spec.tests, &spec.limits).join("\n");
     found.push('\n');
+    if run.report.broken.is_none() && !run.report.printed.trim().is_empty() {
+        let _ = writeln!(
+            found,
+            "the tests printed (last 10 lines):\n{}",
+            crate::text::quoted_tail(&run.report.printed, 10)
+        );
+    }
     if let Some(trace) = run.report.failed.as_ref().and_then(|f| f.trace.as_ref()) {
         let _ = writeln!(
             found,

@@ -167,6 +167,9 @@ pub struct Report {
     /// The runner's own failure (its interpreter, the prelude), with the
     /// end of its stderr.
     pub broken: Option<String>,
+    /// What the tests printed (the runner's stderr, where their stdout
+    /// goes too).
+    pub printed: String,
 }
 
 impl Report {
@@ -283,6 +286,7 @@ pub fn run(program: &Program, job: &Job<'_>, limits: &ProgramLimits) -> Result<R
             .unwrap_or_else(|| "the test runner failed".to_owned());
         report.broken = Some(format!("{why}:\n{}", crate::text::quoted_tail(&stderr, 10)));
     }
+    report.printed = stderr;
     Ok(Run {
         outcome: outcome?,
         report,
