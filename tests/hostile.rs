@@ -1389,10 +1389,11 @@ fn honest_counts_pass(name: &str, suite: &str, port: u16) {
 /// `output_ids` lists one id a chunk: the count is within what the bytes
 /// bear out (four a chunk), so only the ids can witness it. A gate with
 /// `ignore_eos` (where the tokenizer audit cannot split) fails the forged
-/// count (4 a chunk) and passes the honest one (1).
+/// count (4 a chunk) and passes the honest one (1), with or without ids in
+/// its last chunk.
 #[test]
 fn a_count_its_own_token_ids_do_not_bear_out_fails() {
-    let generate = |per_chunk: u64| {
+    let generate = |per_chunk: u64, ids_at_end: bool| {
         serve(Arc::new(move |req, conn| {
             if req.path != "/generate" {
                 discovery(req, conn);
@@ -1406,9 +1407,14 @@ fn a_count_its_own_token_ids_do_not_bear_out_fails() {
                 } else {
                     "null"
                 };
+                let ids = if k < 16 || ids_at_end {
+                    format!("\"output_ids\":{ids:?},")
+                } else {
+                    String::new()
+                };
                 let _ = write!(
                     conn,
-                    "data: {{\"text\":\"{}\",\"output_ids\":{ids:?},\"meta_info\":{{\"id\":\"r\",\"prompt_tokens\":8,\"completion_tokens\":{},\"finish_reason\":{finish}}}}}\n\n",
+                    "data: {{\"text\":\"{}\",{ids}\"meta_info\":{{\"id\":\"r\",\"prompt_tokens\":8,\"completion_tokens\":{},\"finish_reason\":{finish}}}}}\n\n",
                     "abcd".repeat(usize::try_from(k).unwrap()),
                     k * per_chunk
                 );
@@ -1423,12 +1429,21 @@ fn a_count_its_own_token_ids_do_not_bear_out_fails() {
     forged_counts_fail(
         "generate-forged-ids",
         &gate(64),
-        generate(4),
+        generate(4, true),
         &[
             "the server counts 64 completion tokens, but lists 16 token ids (`output_ids`): its two accounts of one request disagree",
         ],
     );
-    let o = run("generate-honest-ids", &gate(16), generate(1), &[]);
+    let o = run("generate-honest-ids", &gate(16), generate(1, true), &[]);
+    assert_eq!(o.code, Some(0), "{}", o.stdout);
+    // A last chunk that lists no ids leaves its count unwitnessed, not
+    // contradicted (the ids before it fall short of it by one).
+    let o = run(
+        "generate-last-without-ids",
+        &gate(16),
+        generate(1, false),
+        &[],
+    );
     assert_eq!(o.code, Some(0), "{}", o.stdout);
 }
 

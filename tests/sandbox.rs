@@ -1102,6 +1102,55 @@ fn hostile_programs_are_contained() {
     }
 }
 
+/// What tests did to the program's functions when they shared its module
+/// still works with the tests apart: a function named like a builtin is
+/// the one they call, the program's objects go back to it as arguments,
+/// integers of any size cross, a big table stays in the program and is
+/// read through its reference; and a test that swallows the program's end
+/// (`except BaseException`) still fails.
+#[test]
+fn the_tests_reach_the_program_as_they_did() {
+    let world = World::new("apart");
+    let cases = vec![
+        Case {
+            tests: &["assert sum([1, 2]) == 3"],
+            ..case("builtin_name", "def sum(xs):\n    return 42")
+        },
+        Case {
+            tests: &["assert length(Node(1, Node(2, None))) == 2"],
+            ..case(
+                "linked_list",
+                "class Node:\n    def __init__(self, v, next=None):\n        self.v, self.next = v, next\ndef length(n):\n    return 0 if n is None else 1 + length(n.next)",
+            )
+        },
+        Case {
+            tests: &["import math; assert fact(2000) == math.factorial(2000)"],
+            ..case(
+                "big_int",
+                "def fact(n):\n    r = 1\n    for i in range(2, n + 1):\n        r *= i\n    return r",
+            )
+        },
+        Case {
+            tests: &["assert at(5) == 5 and TABLE[7] == 7 and len(TABLE) == 2_000_000"],
+            ..case(
+                "big_table",
+                "TABLE = list(range(2_000_000))\ndef at(i):\n    return TABLE[i]",
+            )
+        },
+        Case {
+            tests: &["exec('try:\\n    f()\\nexcept BaseException:\\n    pass')"],
+            ..case("swallowed_end", "import os\ndef f():\n    os._exit(0)")
+        },
+    ];
+    let suite = project(&world, &cases, "best");
+    let run = servegate(&world, &suite, &How::default());
+    for ok in ["linked_list", "big_int", "big_table"] {
+        assert_eq!(run.verdict(ok), "ok", "{ok}: {}", run.message(ok));
+    }
+    assert_contained(&run, "builtin_name", &["sum([1, 2]) returned 42"]);
+    assert_contained(&run, "swallowed_end", &["the program ended during f()"]);
+}
+
 /// With namespaces refused (as by Ubuntu's `AppArmor` restriction), Landlock,
 /// seccomp and rlimits still stop writes, connections, secrets and forks.
 #[test]

@@ -170,6 +170,11 @@ pub struct Report {
     /// What the tests printed (the runner's stderr, where their stdout
     /// goes too).
     pub printed: String,
+    /// How the runner ended; `None` when it was killed at the end of its
+    /// grace. Its verdict counts only when it exited 0: a program of its
+    /// uid that wrote a verdict into its stdout and then killed it cannot
+    /// pass.
+    pub runner_exit: Option<std::process::ExitStatus>,
 }
 
 impl Report {
@@ -211,7 +216,15 @@ impl Run {
     /// Every test passed, and the program ended cleanly with nothing for
     /// the sandbox to stop.
     pub fn passed(&self) -> bool {
-        self.report.done && self.report.failed.is_none() && self.outcome.passed()
+        self.report.done
+            && self.report.failed.is_none()
+            && self.runner_ok()
+            && self.outcome.passed()
+    }
+
+    /// The runner exited 0.
+    fn runner_ok(&self) -> bool {
+        self.report.runner_exit.is_some_and(|s| s.success())
     }
 
     /// Why it failed, a line for each thing to say: the test and its line,
@@ -240,6 +253,14 @@ impl Run {
             lines.push(why.clone());
         } else if let Some(why) = &r.unready {
             lines.push(format!("{why}: {ended}"));
+        } else if r.done && !self.runner_ok() {
+            let how = r.runner_exit.map_or_else(
+                || format!("was killed {GRACE:?} after the program ended"),
+                |s| crate::process::ExitInfo::new(s).to_string(),
+            );
+            lines.push(format!(
+                "every test passed, but the test runner then {how}: its verdict does not count"
+            ));
         } else if r.done {
             lines.push(format!("every test passed, but {ended}"));
         } else if r.ready.is_some() {
@@ -258,6 +279,9 @@ impl Run {
 /// Runs `program` in the sandbox under `limits`, and the job's tests in
 /// the runner, which uses the same interpreter.
 pub fn run(program: &Program, job: &Job<'_>, limits: &ProgramLimits) -> Result<Run, String> {
+    let mut line =
+        serde_json::to_vec(job).map_err(|e| format!("failed to encode the tests: {e}"))?;
+    line.push(b'\n');
     let (ours, mut theirs) =
         UnixStream::pair().map_err(|e| format!("failed to make a socket pair: {e}"))?;
     let mut runner = start(limits, ours)?;
@@ -265,16 +289,13 @@ pub fn run(program: &Program, job: &Job<'_>, limits: &ProgramLimits) -> Result<R
     crate::process::reaper::register(runner.id());
     let out = capture(runner.stdout.take());
     let err = capture(runner.stderr.take());
-    let mut line =
-        serde_json::to_vec(job).map_err(|e| format!("failed to encode the tests: {e}"))?;
-    line.push(b'\n');
     let _ = theirs.set_write_timeout(Some(limits.timeout));
     let sent = theirs.write_all(&line);
     let outcome = match sent {
         Ok(()) => sandbox::run_talking(&program.text, limits, OwnedFd::from(theirs)),
         Err(e) => Err(format!("failed to give the test runner its tests: {e}")),
     };
-    finish(&mut runner);
+    let runner_exit = finish(&mut runner);
     let verdict = out.join().unwrap_or_default();
     let stderr = err.join().unwrap_or_default();
     let mut report = Report::from_lines(&verdict);
@@ -287,6 +308,7 @@ pub fn run(program: &Program, job: &Job<'_>, limits: &ProgramLimits) -> Result<R
         report.broken = Some(format!("{why}:\n{}", crate::text::quoted_tail(&stderr, 10)));
     }
     report.printed = stderr;
+    report.runner_exit = runner_exit;
     Ok(Run {
         outcome: outcome?,
         report,
@@ -333,13 +355,18 @@ fn runner_command(program: &std::ffi::OsStr) -> Command {
 
 /// The interpreter `program` starts (its `sys.executable`), asked once per
 /// interpreter: a pyenv shim is a shell script that runs a dozen more
-/// before Python starts (250 ms a program on a two-core machine); else
-/// `program` itself.
+/// before Python starts (250 ms a program on a two-core machine). Only an
+/// interpreter given flags alone is asked (`[python3, -I]`, not `[env,
+/// python3]` or `[uv, run, python]`, whose arguments are not Python's);
+/// else, or when it does not answer within 10 s, `program` itself.
 fn resolved(program: &str, args: &[String]) -> std::ffi::OsString {
     use std::collections::HashMap;
     use std::sync::Mutex;
     type Known = HashMap<Vec<String>, std::ffi::OsString>;
     static KNOWN: Mutex<Option<Known>> = Mutex::new(None);
+    if !args.iter().all(|a| a.starts_with('-')) {
+        return program.into();
+    }
     let key: Vec<String> = std::iter::once(program.to_owned())
         .chain(args.iter().cloned())
         .collect();
@@ -350,17 +377,9 @@ fn resolved(program: &str, args: &[String]) -> std::ffi::OsString {
     {
         return known;
     }
-    let asked = runner_command(program.as_ref())
-        .args(args)
-        .args(["-c", "import sys; sys.stdout.write(sys.executable)"])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .filter(|p| std::path::Path::new(p).is_absolute());
-    let found: std::ffi::OsString = asked.map_or_else(|| program.into(), Into::into);
+    let found: std::ffi::OsString = ask_executable(program, args)
+        .filter(|p| std::path::Path::new(p).is_absolute())
+        .map_or_else(|| program.into(), Into::into);
     if let Ok(mut known) = KNOWN.lock() {
         known
             .get_or_insert_with(HashMap::new)
@@ -369,30 +388,63 @@ fn resolved(program: &str, args: &[String]) -> std::ffi::OsString {
     found
 }
 
-/// Reads a pipe to its end (at most `RUNNER_CAP` bytes) on a thread.
+/// What `program` says its `sys.executable` is, within 10 s.
+fn ask_executable(program: &str, args: &[String]) -> Option<String> {
+    let mut child = runner_command(program.as_ref())
+        .args(args)
+        .args(["-c", "import sys; sys.stdout.write(sys.executable)"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .ok()?;
+    let out = capture(child.stdout.take());
+    let status = wait_or_kill(&mut child, Duration::from_secs(10));
+    let said = out.join().ok()?;
+    status
+        .filter(std::process::ExitStatus::success)
+        .map(|_| said)
+}
+
+/// Reads a pipe to its end on a thread, keeping the first `RUNNER_CAP`
+/// bytes (the rest read and dropped: a test that prints on must not meet a
+/// closed pipe).
 fn capture(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
     std::thread::spawn(move || {
         let mut bytes = Vec::new();
-        if let Some(pipe) = pipe {
-            let _ = pipe.take(RUNNER_CAP).read_to_end(&mut bytes);
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.by_ref().take(RUNNER_CAP).read_to_end(&mut bytes);
+            let _ = std::io::copy(&mut pipe, &mut std::io::sink());
         }
         String::from_utf8_lossy(&bytes).into_owned()
     })
 }
 
-/// Waits `GRACE` for the runner to end, then kills its group.
-fn finish(runner: &mut Child) {
-    let until = Instant::now() + GRACE;
-    while Instant::now() < until {
-        if matches!(runner.try_wait(), Ok(Some(_))) {
-            break;
+/// Waits `GRACE` for the runner to end, then kills its group; how it
+/// ended, `None` when it had to be killed.
+fn finish(runner: &mut Child) -> Option<std::process::ExitStatus> {
+    let exited = wait_or_kill(runner, GRACE);
+    crate::process::reaper::unregister(runner.id());
+    exited
+}
+
+/// Waits up to `within` for `child` to end; kills its process group (only
+/// if it has not ended: its pid may be another's once reaped) when it
+/// does not. How it ended, `None` when it was killed.
+fn wait_or_kill(child: &mut Child, within: Duration) -> Option<std::process::ExitStatus> {
+    let until = Instant::now() + within;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
+            _ => break,
         }
-        std::thread::sleep(Duration::from_millis(5));
     }
-    let pid = runner.id();
-    crate::process::reaper::signal_group(pid, crate::process::reaper::Stop::Kill, runner);
-    let _ = runner.wait();
-    crate::process::reaper::unregister(pid);
+    let pid = child.id();
+    crate::process::reaper::signal_group(pid, crate::process::reaper::Stop::Kill, child);
+    let _ = child.wait();
+    None
 }
 
 #[cfg(test)]

@@ -206,27 +206,40 @@ impl SuiteRun {
             }
         };
         let client = &target.client;
-        // Each answer graded as it comes and dropped: what stays is its
-        // result (an excerpt of the answer), so memory holds at most
+        // Each request a task of its own, so that its stream is read while
+        // an answer is graded (a HumanEval program runs for up to its time
+        // limit, off the runtime's thread); each answer graded as it comes
+        // and dropped, its result (an excerpt) kept: memory holds at most
         // `concurrency` answers, not the dataset's.
-        let grade = |i: usize, answer: Result<crate::client::Completion, _>| match &ds.task {
-            DatasetTask::Qa(qa) => {
-                let item = &accuracy::scored(&qa.items, qa.shots, ds.limit)[i];
-                accuracy::grade_item(&qa.extract, item, answer)
-            }
-            DatasetTask::HumanEval(code) => {
-                let problem = &accuracy::scored(&code.problems, 0, ds.limit)[i];
-                let answer = answer.as_ref().map(|c| c.content.as_str());
-                let answer = answer.map_err(ToString::to_string);
-                humaneval::grade(problem, answer, chat, &code.limits)
-            }
-        };
         let results: Vec<accuracy::ItemResult> = self.runtime.block_on(
-            futures_util::stream::iter(&requests)
-                .map(|req| client.complete(req))
+            futures_util::stream::iter(requests.iter().cloned())
+                .map(|req| {
+                    let client = client.clone();
+                    tokio::spawn(async move { client.complete(&req).await })
+                })
                 .buffered(ds.concurrency)
                 .enumerate()
-                .map(|(i, answer)| grade(i, answer))
+                .then(|(i, answer)| async move {
+                    let answer =
+                        answer.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+                    match &ds.task {
+                        DatasetTask::Qa(qa) => {
+                            let item = &accuracy::scored(&qa.items, qa.shots, ds.limit)[i];
+                            accuracy::grade_item(&qa.extract, item, answer)
+                        }
+                        DatasetTask::HumanEval(code) => {
+                            let problem = accuracy::scored(&code.problems, 0, ds.limit)[i].clone();
+                            let limits = code.limits.clone();
+                            let answer = answer.map(|c| c.content).map_err(|e| e.to_string());
+                            tokio::task::spawn_blocking(move || {
+                                let answer = answer.as_deref().map_err(Clone::clone);
+                                humaneval::grade(&problem, answer, chat, &limits)
+                            })
+                            .await
+                            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+                        }
+                    }
+                })
                 .collect::<Vec<_>>(),
         );
         let verdict = accuracy::judge(&self.suite.file, ds, &results).map_err(|mut out| {

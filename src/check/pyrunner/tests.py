@@ -54,8 +54,15 @@ class ProgramError(Exception):
 
 
 def short(value, n=200):
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:
+        text = f"<an int of {value.bit_length()} bits>" if isinstance(value, int) else "<unprintable>"
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+# Set once the program ended or broke the channel: no test may pass after.
+broken = []
 
 
 def ask(op, remote, **fields):
@@ -65,16 +72,18 @@ def ask(op, remote, **fields):
         args, kwargs = fields["args"], fields["kwargs"]
         shown = ", ".join([short(a, 80) for a in args] + [f"{k}={short(v, 80)}" for k, v in kwargs.items()])
         what = f"{label}({shown})"
-        fields = {"args": encode(list(args), refuse), "kwargs": encode(dict(kwargs), refuse)}
+        fields = {"args": encode(list(args), sendable), "kwargs": encode(dict(kwargs), sendable)}
     elif "key" in fields:
-        fields["key"] = encode(fields["key"], refuse)
+        fields["key"] = encode(fields["key"], sendable)
     try:
         channel.write({"op": op, "ref": [object.__getattribute__(remote, "_id")], **fields})
         reply = channel.read()
     except (OSError, Refused) as e:
-        raise Ended(f"the program broke off during {what}: {e}") from None
+        broken.append(f"the program broke off during {what}: {e}")
+        raise Ended(broken[-1]) from None
     if reply is None:
-        raise Ended(f"the program ended during {what}")
+        broken.append(f"the program ended during {what}")
+        raise Ended(broken[-1])
     try:
         if not isinstance(reply, dict) or len(reply) != 1:
             raise Refused("not {ok} or {raise}")
@@ -85,7 +94,8 @@ def ask(op, remote, **fields):
         else:
             value = decode(reply["ok"], lambda x: remote_of(x, what))
     except (Refused, KeyError, ValueError, TypeError) as e:
-        raise Ended(f"the program's answer to {what} is not servegate's encoding: {e}") from None
+        broken.append(f"the program's answer to {what} is not servegate's encoding: {e}")
+        raise Ended(broken[-1]) from None
     if "raise" in reply:
         calls.append(f"{what} raised {kind[:80]}: {message[:200]}")
         cls = getattr(builtins, kind, None)
@@ -104,8 +114,13 @@ def ask(op, remote, **fields):
     return value
 
 
-def refuse(value):
-    raise TypeError(f"a {type(value).__name__} cannot be sent to the program (only plain values and its own objects)")
+def sendable(value):
+    """A value for the program that is not a plain one: one of its own
+    objects goes back as its reference; anything else (a function, an
+    object of the tests') cannot cross."""
+    if isinstance(value, Remote):
+        return [object.__getattribute__(value, "_id"), object.__getattribute__(value, "_label")]
+    raise TypeError(f"a {type(value).__name__} cannot be sent to the program (only plain values and its own objects: numbers, strings, bytes, lists, tuples, sets, dicts)")
 
 
 class Remote:
@@ -183,7 +198,9 @@ SAFE = {
 
 def bind(ready, job, namespace):
     """Binds the program's names in the tests' namespace: only those asked
-    for (`bind`), else every one that is not a builtin or the prelude's; a
+    for (`bind`), else every one the prelude does not define (a function
+    named like a builtin, `sum`, is the one the tests call by that name, as
+    when they ran in its module); a
     module the program imported is imported here when it is one of the
     standard library's that do nothing on import (SAFE) or one already
     imported, so that the program cannot change what the tests use."""
@@ -196,7 +213,7 @@ def bind(ready, job, namespace):
         if wanted is not None:
             if name not in wanted:
                 continue
-        elif name in namespace or hasattr(builtins, name):
+        elif name in namespace:
             continue
         if "module" in entry:
             module = entry["module"]
@@ -225,7 +242,7 @@ def failed_line(error, tests):
         tb = tb.tb_next
     if at is None or not 0 <= at[0] < len(tests):
         return None
-    lines = tests[at[0]].splitlines()
+    lines = tests[at[0]].split("\n")
     return lines[at[1] - 1].strip() if 0 < at[1] <= len(lines) else None
 
 
@@ -267,6 +284,10 @@ def main():
                 trace=getattr(e, "servegate_trace", None),
                 calls=calls[-3:],
             )
+            return
+        if broken:
+            # A test caught it (a bare `except:`): it still failed.
+            say(test=i, line=None, error=broken[0], ended=True, trace=None, calls=calls[-3:])
             return
         say(passed=i)
     say(done=True)

@@ -15,6 +15,10 @@ use crate::units::format_duration;
 /// What one event said, gathered while its dialect reads it and applied
 /// after: the marks and checks are the reader's, the same for every dialect.
 #[derive(Debug, Default)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent facts of one event: text, visible text, reasoning, token ids"
+)]
 pub(super) struct EventSaid {
     /// New answer text came.
     content: bool,
@@ -30,6 +34,8 @@ pub(super) struct EventSaid {
     broken: Option<CallError>,
     /// The error finish it gave (`abort`), with the server's words.
     aborted: Option<String>,
+    /// It listed token ids (SGLang's `output_ids`).
+    ids: bool,
 }
 
 /// Finish reasons that end a request without completing it: SGLang's
@@ -209,6 +215,7 @@ impl Events for StreamReader {
             (TextMode::Cumulative, _) => n,
         };
         self.listed_ids = Some(listed);
+        self.event.ids = true;
     }
 }
 
@@ -280,6 +287,16 @@ impl StreamReader {
         let said = std::mem::take(&mut self.event);
         if let Some(e) = said.broken {
             return Err(e);
+        }
+        // A count the same event listed no ids for has no witness: the
+        // last one's, where the list is cumulative; any, where each event
+        // lists its own.
+        if said.completion.is_some() {
+            let gap = !said.ids;
+            self.ids_gap = match self.text_mode {
+                TextMode::Cumulative => gap,
+                TextMode::Segments => self.ids_gap || gap,
+            };
         }
         // The finish ends the choice: text in a later event is not part of
         // the answer the server says it gave ("4" … stop, then " and more").

@@ -113,10 +113,11 @@ impl StreamReader {
     /// themselves; `meta_info.completion_tokens`), from one list, equal in
     /// every stream of SGLang 0.5.23 (the end token and a stop string's
     /// tokens in both). A server that forges its count must forge the ids
-    /// as well; where a dialect lists none, nothing is checked.
+    /// as well; where a dialect lists none, or the count's event listed
+    /// none, nothing is checked.
     pub(super) fn witnessed(&self, counted: u64) -> Result<(), CallError> {
         match self.listed_ids {
-            Some(listed) if listed != counted => Err(CallError::new(
+            Some(listed) if listed != counted && !self.ids_gap => Err(CallError::new(
                 ErrorKind::Protocol,
                 format!(
                     "the server counts {counted} completion tokens, but lists {listed} token ids (`output_ids`): its two accounts of one request disagree"

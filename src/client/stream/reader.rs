@@ -16,6 +16,10 @@ use crate::stamp::Arrival;
 use crate::units::{format_bytes, format_duration};
 
 /// Parses a response body as it arrives and accumulates the completion.
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent facts of one stream: its end, its text kept, a closed connection, a count without ids"
+)]
 pub(super) struct StreamReader {
     pub(super) dialect: &'static dyn Dialect,
     sent: Instant,
@@ -46,6 +50,8 @@ pub(super) struct StreamReader {
     /// How many token ids the server listed, where its dialect lists them
     /// (SGLang's `output_ids`): the witness of its count.
     pub(super) listed_ids: Option<u64>,
+    /// A count came in an event that listed no ids (see `witnessed`).
+    pub(super) ids_gap: bool,
     /// Bytes of content and of reasoning received so far.
     pub(super) content_len: usize,
     pub(super) reasoning_len: usize,
@@ -129,6 +135,7 @@ impl StreamReader {
             keep_text: true,
             text_mode: TextMode::Cumulative,
             listed_ids: None,
+            ids_gap: false,
             content_len: 0,
             tool_len: 0,
             named_calls: 0,
