@@ -31,8 +31,9 @@ const SERVE: &str = include_str!("pyrunner/serve.py");
 const TESTS: &str = include_str!("pyrunner/tests.py");
 
 /// How long the test runner has to finish once the program has ended (its
-/// channel is closed then: it only reports).
-const GRACE: Duration = Duration::from_secs(2);
+/// channel is closed then: it only reports, then exits; a loaded machine
+/// may keep it waiting for a CPU).
+const GRACE: Duration = Duration::from_secs(5);
 
 /// The most bytes read of the runner's verdict and of its stderr.
 const RUNNER_CAP: u64 = 1024 * 1024;
