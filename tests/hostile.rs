@@ -1463,7 +1463,7 @@ const EIGHT_WORDS: &[(&str, u64)] = &[
 /// check (0, 16, 32, …) and forging the rest fails all the same: which
 /// answers are audited is drawn with a key the server never sees. (With 200
 /// requests, about 13 are audited; the chance that every one falls on an
-/// honest answer is about 2 in 10 million.)
+/// honest answer is about 4 in 10 million.)
 #[test]
 fn the_audited_answers_cannot_be_told_in_advance() {
     let tokenizer = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tokenizers/words.json");

@@ -884,6 +884,15 @@ fn skip(what: &str) {
     println!("skipped: {what}");
 }
 
+/// The number a message gives after `word` (`forked 70 …`).
+fn count_after(message: &str, word: &str) -> u32 {
+    message
+        .split(word)
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no count after `{word}` in {message}"))
+}
+
 /// The case failed, its message holding each needle.
 fn assert_contained(run: &Run, name: &str, needles: &[&str]) {
     assert_eq!(run.verdict(name), "FAILED", "{name}");
@@ -1042,12 +1051,10 @@ fn hostile_programs_are_contained() {
         // (less the program's own file, some KiB).
         contained("disk_cap", &["No space left on device"]);
         let message = run.message("disk_cap");
-        let wrote: u32 = message
-            .split("wrote ")
-            .nth(1)
-            .and_then(|s| s.split_whitespace().next()?.parse().ok())
-            .unwrap_or_else(|| panic!("no count in {message}"));
-        assert!((250..=256).contains(&wrote), "{message}");
+        assert!(
+            (250..=256).contains(&count_after(&message, "wrote ")),
+            "{message}"
+        );
     } else {
         skip("disk_cap: no mount namespace, the work directory is on the host's disk");
     }
@@ -1069,12 +1076,7 @@ fn hostile_programs_are_contained() {
     if run.has("cgroup(") && run.layers().iter().any(|l| l.contains("pids")) {
         contained("fork_200", &["refused at the limit of"]);
         let message = run.message("fork_200");
-        let forked: u32 = message
-            .split("forked ")
-            .nth(1)
-            .and_then(|s| s.split_whitespace().next()?.parse().ok())
-            .unwrap_or_else(|| panic!("no count in {message}"));
-        assert!(forked < 200, "{message}");
+        assert!(count_after(&message, "forked ") < 200, "{message}");
         contained(
             "fork_bomb",
             &[

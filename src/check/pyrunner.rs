@@ -127,8 +127,8 @@ pub struct Job<'a> {
     /// Trusted code run in the tests' namespace first (a `HumanEval`
     /// problem's prompt: its imports and helpers are the runner's own).
     pub prelude: &'a str,
-    /// The program's names the tests may use; `None`: every one that is not
-    /// a builtin or the prelude's.
+    /// The program's names the tests may use; `None`: every one the
+    /// prelude does not define.
     pub bind: Option<&'a [String]>,
     /// The tests, each compiled and run in turn until one fails.
     pub tests: &'a [String],
@@ -316,6 +316,12 @@ pub fn run(program: &Program, job: &Job<'_>, limits: &ProgramLimits) -> Result<R
     })
 }
 
+/// The runner's program: the codec, then the tests' side.
+fn runner_source() -> &'static str {
+    static SOURCE: OnceLock<String> = OnceLock::new();
+    SOURCE.get_or_init(|| format!("{CODEC}\n{TESTS}"))
+}
+
 /// The runner, its stdin the channel, in a process group of its own, with
 /// an environment from scratch; it limits its own CPU time (the program's
 /// time limit and 2 s) and address space (the program's, 1 GiB at least).
@@ -327,7 +333,7 @@ fn start(limits: &ProgramLimits, channel: UnixStream) -> Result<Child, String> {
     runner_command(&resolved(program, args))
         .args(args)
         .arg("-c")
-        .arg(format!("{CODEC}\n{TESTS}"))
+        .arg(runner_source())
         .arg((limits.timeout.as_secs() + 2).to_string())
         .arg(limits.memory_mib.max(1024).to_string())
         .stdin(Stdio::from(OwnedFd::from(channel)))

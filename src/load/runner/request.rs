@@ -115,15 +115,10 @@ const AUDIT_EVERY: u64 = 16;
 /// `AUDIT_EVERY` requests (warm-up included) at least, so a short gate has
 /// one too.
 fn audited(load: &crate::suite::Load, salt: u64, index: u32) -> bool {
-    use std::hash::{BuildHasher as _, Hasher as _};
-    static KEY: std::sync::OnceLock<std::collections::hash_map::RandomState> =
-        std::sync::OnceLock::new();
-    let draw = |what: u64| {
-        let mut h = KEY.get_or_init(Default::default).build_hasher();
-        h.write_u64(salt);
-        h.write_u64(what);
-        h.finish()
-    };
+    static KEY: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let key = *KEY.get_or_init(crate::random::unpredictable);
+    let draw =
+        |what: u64| crate::random::SplitMix::new(key ^ salt.rotate_left(32) ^ what).next_u64();
     let total = u64::from(load.warmup) + u64::from(load.requests.unwrap_or(u32::MAX));
     let surely = draw(u64::MAX) % total.clamp(1, AUDIT_EVERY);
     u64::from(index) == surely || draw(u64::from(index)).is_multiple_of(AUDIT_EVERY)
