@@ -1388,9 +1388,9 @@ fn honest_counts_pass(name: &str, suite: &str, port: u16) {
 /// `meta_info.completion_tokens` rises by `per_chunk` a chunk while its
 /// `output_ids` lists one id a chunk: the count is within what the bytes
 /// bear out (four a chunk), so only the ids can witness it. A gate with
-/// `ignore_eos` (where the tokenizer audit cannot split) fails the forged
+/// `ignore_eos` fails the forged
 /// count (4 a chunk) and passes the honest one (1), with or without ids in
-/// its last chunk.
+/// its last chunk; no tokenizer is named, so only the ids witness it.
 #[test]
 fn a_count_its_own_token_ids_do_not_bear_out_fails() {
     let generate = |per_chunk: u64, ids_at_end: bool| {
@@ -1507,6 +1507,39 @@ fn a_suite_tokenizer_checks_the_servers_count() {
         "tokenizer-honest",
         &counted_gate(&load),
         counting_server(EIGHT_WORDS, 1),
+        &[],
+    );
+    assert_eq!(o.code, Some(0), "{}", o.stdout);
+}
+
+/// The headline case, under `ignore_eos` (the usual gate setting,
+/// which the audit once skipped): eight one-word chunks counted as four
+/// tokens each fail the audited request; forty newlines counted one each
+/// pass, though the tokenizer splits them into none: each repeated
+/// character may have been a token of its own.
+#[test]
+fn the_tokenizer_audits_ignore_eos_loads() {
+    const NEWLINES: &[(&str, u64)] = &[("\\n", 1); 40];
+    let tokenizer = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tokenizers/words.json");
+    let load = |tokens: u32| {
+        format!(
+            "output_tokens: {tokens}, ignore_eos: true, tokenizer: {}",
+            tokenizer.display()
+        )
+    };
+    forged_counts_fail(
+        "tokenizer-ignore-eos-forged",
+        &counted_gate(&load(33)),
+        counting_server(EIGHT_WORDS, 4),
+        &[
+            "the server counts 33 completion tokens, but the suite's tokenizer (",
+            "words.json) splits the text that came into 8: at most 26 can have been sent (a quarter more for a sampled split, 0 for repeated characters, 16 unprinted)",
+        ],
+    );
+    let o = run(
+        "tokenizer-ignore-eos-newlines",
+        &counted_gate(&load(41)),
+        counting_server(NEWLINES, 1),
         &[],
     );
     assert_eq!(o.code, Some(0), "{}", o.stdout);

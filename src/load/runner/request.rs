@@ -128,40 +128,59 @@ fn audited(load: &crate::suite::Load, salt: u64, index: u32) -> bool {
 /// check: a chat format's own markers (gpt-oss's harmony has about ten).
 const AUDIT_UNPRINTED: u64 = 16;
 
+/// Characters of `text` that end a repetition of the one to four
+/// characters before them (the second `\n` of `\n\n`, the last `b` of
+/// `abab`, the last three of `ababab`): where a model repeats itself, it may have sampled each
+/// repetition as a token of its own, which the tokenizer's split of the
+/// text merges (`\n` × 200 splits into a few tokens; a model held past its
+/// end by `ignore_eos` often repeats). English prose has few of them (a
+/// double letter).
+fn repeats(text: &str) -> u64 {
+    const PERIOD: usize = 4;
+    let chars: Vec<char> = text.chars().collect();
+    let n = (0..chars.len())
+        .filter(|&i| {
+            (1..=PERIOD).any(|p| i + 1 >= 2 * p && (0..p).all(|k| chars[i - k] == chars[i - k - p]))
+        })
+        .count();
+    n as u64
+}
+
 /// `Err` when the server counts more completion tokens than the suite's
 /// tokenizer finds in the text that came, beyond what a sampled token
 /// sequence can differ from the tokenizer's own split of its text (a
-/// quarter), the stop sequences' tokens (one per byte) and the
-/// end-of-sequence and think markers that print nothing. The split runs
-/// off the client thread's loop.
+/// quarter, and a token for each repeated character), the stop sequences'
+/// tokens (one per byte) and the end-of-sequence and think markers that
+/// print nothing. `ignore_eos` requests are audited too: they ask
+/// `skip_special_tokens: false`, so every token sampled past the end
+/// prints. The split runs off the client thread's loop.
 async fn audit(
     tokenizer: &crate::suite::Tokenizer,
     c: &Completion,
     req: &CallRequest,
 ) -> Result<(), CallError> {
-    // A model held past its end repeats tokens the tokenizer would merge
-    // ("\n" × 200 splits into a few): no split bounds what it sampled.
-    if c.token_source == TokenSource::ChunkCount || req.ignore_eos {
+    if c.token_source == TokenSource::ChunkCount {
         return Ok(());
     }
     let t = tokenizer.clone();
     let (content, reasoning) = (c.content.clone(), c.reasoning.clone());
-    let split =
-        tokio::task::spawn_blocking(move || Some(t.count(&content)? + t.count(&reasoning)?))
-            .await
-            .ok()
-            .flatten();
-    let Some(split) = split else {
+    let split = tokio::task::spawn_blocking(move || {
+        let split = t.count(&content)? + t.count(&reasoning)?;
+        Some((split as u64, repeats(&content) + repeats(&reasoning)))
+    })
+    .await
+    .ok()
+    .flatten();
+    let Some((split, repeated)) = split else {
         return Ok(());
     };
     let stop = req.sampling.stop_bytes();
-    let split = split as u64;
-    let bound = split + split / 4 + stop + AUDIT_UNPRINTED;
+    let bound = split + split / 4 + repeated + stop + AUDIT_UNPRINTED;
     if c.completion_tokens > bound {
         return Err(CallError::new(
             ErrorKind::Protocol,
             format!(
-                "the server counts {} completion tokens, but the suite's tokenizer ({}) splits the text that came into {split}: at most {bound} can have been sent (a quarter more for a sampled split, {} unprinted) — a count the text does not bear out",
+                "the server counts {} completion tokens, but the suite's tokenizer ({}) splits the text that came into {split}: at most {bound} can have been sent (a quarter more for a sampled split, {repeated} for repeated characters, {} unprinted) — a count the text does not bear out",
                 c.completion_tokens,
                 tokenizer.path().display(),
                 stop + AUDIT_UNPRINTED,
@@ -182,6 +201,27 @@ mod tests {
             requests: Some(requests),
             ..crate::suite::Load::new(pace, crate::suite::LoadPrompt::Tokens(16), 16)
         }
+    }
+
+    /// A repetition of a period of up to four characters counts each
+    /// character that ends a second period; prose counts its double
+    /// letters.
+    #[test]
+    fn repeats_count_what_a_model_may_have_sampled_apart() {
+        assert_eq!(repeats(""), 0);
+        assert_eq!(repeats("\n"), 0);
+        assert_eq!(repeats(&"\n".repeat(200)), 199);
+        assert_eq!(repeats("abab"), 1);
+        assert_eq!(repeats("ababab"), 3);
+        assert_eq!(
+            repeats(&"<|x|>".repeat(3)),
+            0,
+            "a period of five is not counted"
+        );
+        assert_eq!(repeats("!!!!"), 3);
+        assert_eq!(repeats("a woman and a man"), 0);
+        assert_eq!(repeats("all good"), 2);
+        assert_eq!(repeats("é\u{1F642}é\u{1F642}"), 1, "characters, not bytes");
     }
 
     /// Every gate has an audited request among its first 16; about one in
