@@ -1447,6 +1447,73 @@ fn a_count_its_own_token_ids_do_not_bear_out_fails() {
     assert_eq!(o.code, Some(0), "{}", o.stdout);
 }
 
+/// The same forgery on the OpenAI chat API of a server that says it is
+/// vLLM (`/version`): servegate asks it to list each chunk's token ids
+/// (`return_token_ids`), and a count of 4 a chunk against one id a chunk
+/// fails every request, naming the field; counted honestly it passes. Its
+/// first chunk counts 0 and lists no ids, as vLLM 0.32's role chunk does,
+/// and its last repeats the count in a usage chunk without a choice: a
+/// count that did not rise needs no ids, and both leave it witnessed. A server that does not say what it is
+/// is not sent the field (a strict OpenAI-compatible server refuses
+/// fields it does not know: this one answers 400 to a request whose
+/// `return_token_ids` is not what it expects).
+#[test]
+fn a_chat_count_its_token_ids_do_not_bear_out_fails() {
+    let chat = |per_chunk: u64, says_vllm: bool| {
+        serve(Arc::new(move |req, conn| {
+            if says_vllm && req.path == "/version" {
+                json(conn, 200, r#"{"version":"0.32.0"}"#);
+                return;
+            }
+            if discovery(req, conn) {
+                return;
+            }
+            if req.body.contains("return_token_ids") != says_vllm {
+                json(
+                    conn,
+                    400,
+                    r#"{"error":{"message":"return_token_ids: not what this server expected"}}"#,
+                );
+                return;
+            }
+            stream_head(conn);
+            let _ = conn.write_all(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":0}}\n\n");
+            for k in 1..=16u64 {
+                let finish = if k == 16 { "\"length\"" } else { "null" };
+                let _ = write!(
+                    conn,
+                    "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"abcd\"}},\"token_ids\":[{}],\"finish_reason\":{finish}}}],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{}}}}}\n\n",
+                    100 + k,
+                    k * per_chunk
+                );
+            }
+            // vLLM's last chunk: the usage alone, no choice, no ids.
+            let _ = write!(
+                conn,
+                "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{}}}}}\n\ndata: [DONE]\n\n",
+                16 * per_chunk
+            );
+        }))
+    };
+    let gate = |tokens: u64| {
+        exact_gate("openai-chat").replace("output_tokens: 64", &format!("output_tokens: {tokens}"))
+    };
+    forged_counts_fail(
+        "chat-forged-ids",
+        &gate(64),
+        chat(4, true),
+        &[
+            "the server counts 64 completion tokens, but lists 16 token ids (`choices[].token_ids`): its two accounts of one request disagree",
+        ],
+    );
+    for (name, says_vllm) in [("chat-honest-ids", true), ("chat-unknown-server", false)] {
+        let o = run(name, &gate(16), chat(1, says_vllm), &[]);
+        assert_eq!(o.code, Some(0), "{}", o.stdout);
+        // Ids listed unasked witness the count all the same.
+        assert_has(&o.stderr, &["counts from server usage = token ids ×2"]);
+    }
+}
+
 /// Eight words of `fixtures/tokenizers/words.json`, a token each.
 const EIGHT_WORDS: &[(&str, u64)] = &[
     (" time", 1),

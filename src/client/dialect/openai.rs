@@ -90,6 +90,10 @@ impl Dialect for OpenAi {
         b
     }
 
+    fn ids_own(&self) -> bool {
+        true
+    }
+
     /// One chunk of either: errors, deltas or text, finish, usage.
     fn event(&self, data: &[u8], out: &mut dyn Events) -> Result<(), EventError> {
         let chunk: OpenAiChunk<'_> = serde_json::from_slice(data)?;
@@ -150,6 +154,9 @@ impl Dialect for OpenAi {
                 && !t.is_empty()
             {
                 out.content(t);
+            }
+            if let Some(ids) = &choice.token_ids {
+                out.output_ids("choices[].token_ids", ids.0);
             }
             if let Some(f) = &choice.finish_reason {
                 out.finish(f, None);

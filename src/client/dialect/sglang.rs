@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 
 use super::{Counts, Dialect, EventError, Events, Reported};
 use crate::client::TokenSource;
-use crate::client::api::{CallRequest, ErrorValue, SamplingNames, prompt_text, put_sampling};
+use crate::client::api::{
+    CallRequest, ErrorValue, IdCount, SamplingNames, prompt_text, put_sampling,
+};
 use crate::suite::Api;
 
 /// `POST /generate`.
@@ -69,33 +71,6 @@ struct GenerateChunk<'a> {
     /// own with `--incremental-streaming-output`): counted, not kept.
     #[serde(default)]
     output_ids: Option<IdCount>,
-}
-
-/// How many token ids a JSON array holds (each an unsigned integer).
-#[derive(Debug)]
-struct IdCount(u64);
-
-impl<'de> Deserialize<'de> for IdCount {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Counter;
-        impl<'de> serde::de::Visitor<'de> for Counter {
-            type Value = IdCount;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an array of token ids")
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<IdCount, A::Error> {
-                let mut n = 0;
-                while seq.next_element::<u64>()?.is_some() {
-                    n += 1;
-                }
-                Ok(IdCount(n))
-            }
-        }
-        d.deserialize_seq(Counter)
-    }
 }
 
 /// SGLang's `meta_info`.

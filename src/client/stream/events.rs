@@ -34,7 +34,8 @@ pub(super) struct EventSaid {
     broken: Option<CallError>,
     /// The error finish it gave (`abort`), with the server's words.
     aborted: Option<String>,
-    /// It listed token ids (SGLang's `output_ids`).
+    /// It listed token ids (SGLang's `output_ids`, the OpenAI APIs'
+    /// `token_ids`).
     ids: bool,
 }
 
@@ -201,9 +202,9 @@ impl Events for StreamReader {
     }
 
     fn output_ids(&mut self, field: &'static str, n: u64) {
-        let listed = match (self.text_mode, self.listed_ids) {
-            (TextMode::Segments, before) => before.unwrap_or(0).saturating_add(n),
-            (TextMode::Cumulative, Some(before)) if n < before => {
+        let listed = match (self.ids_own(), self.listed_ids) {
+            (true, before) => before.unwrap_or(0).saturating_add(n),
+            (false, Some(before)) if n < before => {
                 self.event.broken.get_or_insert(CallError::new(
                     ErrorKind::Protocol,
                     format!(
@@ -212,7 +213,7 @@ impl Events for StreamReader {
                 ));
                 return;
             }
-            (TextMode::Cumulative, _) => n,
+            (false, _) => n,
         };
         self.listed_ids = Some(listed);
         self.event.ids = true;
@@ -220,6 +221,12 @@ impl Events for StreamReader {
 }
 
 impl StreamReader {
+    /// Whether each event lists only its own token ids: the dialect's
+    /// way, or `/generate`'s where its text comes in segments.
+    fn ids_own(&self) -> bool {
+        self.dialect.ids_own() || self.text_mode == TextMode::Segments
+    }
+
     pub(super) fn event(
         &mut self,
         data: &[u8],
@@ -289,13 +296,15 @@ impl StreamReader {
             return Err(e);
         }
         // A count the same event listed no ids for has no witness: the
-        // last one's, where the list is cumulative; any, where each event
-        // lists its own.
-        if said.completion.is_some() {
+        // last one's, where the list is cumulative; any that rose, where
+        // each event lists its own (vLLM's first chat chunk counts 0 and
+        // lists none).
+        if let Some(n) = said.completion {
             let gap = !said.ids;
-            self.ids_gap = match self.text_mode {
-                TextMode::Cumulative => gap,
-                TextMode::Segments => self.ids_gap || gap,
+            self.ids_gap = if self.ids_own() {
+                self.ids_gap || (gap && n > self.reported.unwrap_or(0))
+            } else {
+                gap
             };
         }
         // The finish ends the choice: text in a later event is not part of

@@ -54,6 +54,18 @@ impl TokenSource {
     }
 }
 
+impl Completion {
+    /// How reports name where its count came from: the source, and the
+    /// ids that bear it out where the server listed them.
+    pub fn count_source(&self) -> &'static str {
+        match (self.token_source, self.ids_listed) {
+            (TokenSource::ServerUsage, true) => "server usage = token ids",
+            (TokenSource::MetaInfo, true) => "meta_info = output_ids",
+            (source, _) => source.name(),
+        }
+    }
+}
+
 /// A chunk that carried tokens: when it arrived (since the request was sent)
 /// and how many tokens it carried (1 when the server does not say).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +130,9 @@ pub struct Completion {
     pub usage: Option<Usage>,
     /// Generated tokens, from the best source available.
     pub completion_tokens: u64,
+    /// The server listed the ids of the tokens it sent, as many as it
+    /// counts (SGLang's `output_ids`, `token_ids` where asked).
+    pub ids_listed: bool,
     /// Where `completion_tokens` came from.
     pub token_source: TokenSource,
     /// The server's own timings, where its dialect reports them.
@@ -144,6 +159,8 @@ pub struct Client {
     /// How the server sends a dialect's cumulative text (SGLang's
     /// `--incremental-streaming-output`: as segments).
     text_mode: dialect::TextMode,
+    /// Ask the server to list each chunk's token ids (`return_token_ids`).
+    token_ids: bool,
     timeouts: Timeouts,
     limits: ReadLimits,
     /// Keep-alive connections for `http://` servers; `None` sends through reqwest.
@@ -175,6 +192,7 @@ impl Client {
             auth: api_key.map(|k| dialect.authorization(&k)),
             admin_auth: None,
             text_mode: dialect::TextMode::Cumulative,
+            token_ids: false,
             timeouts,
             limits: ReadLimits::default(),
             raw: raw::Endpoint::parse(base_url).map(raw::Pool::new),
@@ -252,6 +270,19 @@ impl Client {
         self
     }
 
+    /// This client, asking the server to list the ids of the tokens each
+    /// chunk carries (`return_token_ids: true`) when `ask`: a witness of
+    /// every request's count, for servers known to take it (SGLang 0.5.23's
+    /// `/v1/completions`, vLLM 0.32's chat and completions; SGLang refuses
+    /// it on a streaming chat, and a strict OpenAI-compatible server may
+    /// refuse a field it does not know). A suite's `extra_body` overrides
+    /// it.
+    #[must_use]
+    pub fn with_token_ids(mut self, ask: bool) -> Self {
+        self.token_ids = ask;
+        self
+    }
+
     /// This client, sending `key` to administrative endpoints in place of
     /// the API key.
     #[must_use]
@@ -269,6 +300,9 @@ impl Client {
     /// dialect's, with the suite's `extra_body` fields merged in.
     pub fn body(&self, req: &CallRequest) -> serde_json::Value {
         let mut body = self.dialect.body(&self.model, req);
+        if self.token_ids {
+            body["return_token_ids"] = serde_json::Value::Bool(true);
+        }
         if let (Some(extra), Some(obj)) = (&req.sampling.extra_body, body.as_object_mut()) {
             obj.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         }

@@ -112,18 +112,26 @@ impl StreamReader {
     /// counts: SGLang's `/generate` sends both (`output_ids`, the ids
     /// themselves; `meta_info.completion_tokens`), from one list, equal in
     /// every stream of SGLang 0.5.23 (the end token and a stop string's
-    /// tokens in both). A server that forges its count must forge the ids
-    /// as well; where a dialect lists none, or the count's event listed
-    /// none, nothing is checked.
-    pub(super) fn witnessed(&self, counted: u64) -> Result<(), CallError> {
+    /// tokens in both); so do its completions and vLLM 0.32's chat and
+    /// completions when asked (`return_token_ids`: each chunk's
+    /// `token_ids`; usage). A server that forges its count must forge the
+    /// ids as well; where a dialect lists none, or the count's event listed
+    /// none, nothing is checked. `Ok(true)`: the ids bear the count out.
+    pub(super) fn witnessed(&self, counted: u64) -> Result<bool, CallError> {
         match self.listed_ids {
             Some(listed) if listed != counted && !self.ids_gap => Err(CallError::new(
                 ErrorKind::Protocol,
                 format!(
-                    "the server counts {counted} completion tokens, but lists {listed} token ids (`output_ids`): its two accounts of one request disagree"
+                    "the server counts {counted} completion tokens, but lists {listed} token ids (`{}`): its two accounts of one request disagree",
+                    if self.dialect.ids_own() {
+                        "choices[].token_ids"
+                    } else {
+                        "output_ids"
+                    }
                 ),
             )),
-            _ => Ok(()),
+            Some(_) => Ok(!self.ids_gap),
+            None => Ok(false),
         }
     }
 

@@ -352,10 +352,10 @@ impl StreamReader {
             ),
             (_, None) => (self.chunk_tokens, TokenSource::ChunkCount),
         };
-        if token_source != TokenSource::ChunkCount {
+        let ids_listed = token_source != TokenSource::ChunkCount && {
             self.evidenced(completion_tokens)?;
-            self.witnessed(completion_tokens)?;
-        }
+            self.witnessed(completion_tokens)?
+        };
         let Some(finish_reason) = self.finish_reason.take() else {
             return Err(CallError::new(
                 ErrorKind::Protocol,
@@ -375,6 +375,7 @@ impl StreamReader {
             finish_reason: Some(finish_reason),
             usage: self.usage,
             completion_tokens,
+            ids_listed,
             token_source,
             server_timings: self.server_timings,
             server_report: self.server_report,

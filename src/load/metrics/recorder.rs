@@ -131,7 +131,7 @@ impl Recorder {
             self.input_tokens = self.input_tokens.saturating_add(p);
             self.input_reported += 1;
         }
-        *self.token_sources.entry(c.token_source.name()).or_insert(0) += 1;
+        *self.token_sources.entry(c.count_source()).or_insert(0) += 1;
         if c.token_source != TokenSource::ChunkCount {
             self.usage_tokens = self.usage_tokens.saturating_add(c.completion_tokens);
             // What the chunks carried, each at most its text's bytes and

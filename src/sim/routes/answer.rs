@@ -240,6 +240,20 @@ fn quoted(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
 }
 
+/// A completions stream's last chunk: its finish, no text (and no ids,
+/// where `return_token_ids` asked for them).
+pub(super) fn completions_finish(model: &str, id: &str, plan: &Plan, extras: Extras) -> Bytes {
+    let mut finish = json!({
+        "id": id, "object": "text_completion", "created": 0, "model": model,
+        "choices": [{"index": 0, "text": "", "logprobs": null, "finish_reason": plan.finish.name(), "matched_stop": plan.matched_stop()}],
+        "usage": null,
+    });
+    if extras.token_ids {
+        finish["choices"][0]["token_ids"] = json!([]);
+    }
+    sse(&finish)
+}
+
 /// The SSE bytes of one chunk of `tokens` tokens. Token chunks are the hot
 /// path of a benchmark, so they are formatted directly, not through a JSON
 /// tree.
@@ -252,9 +266,10 @@ pub(super) fn token_chunk(
     reasoning: bool,
     cumulative: &str,
     plan: &Plan,
-    sent: u64,
+    tokens: std::ops::Range<u64>,
     extras: Extras,
 ) -> Bytes {
+    let sent = tokens.end;
     // SGLang 0.5.23's running usage: chat's with both details (`null`
     // where none), completions' without; a completions chunk without it
     // says `"usage":null`, a chat chunk leaves it out.
@@ -282,10 +297,17 @@ pub(super) fn token_chunk(
                 quoted(model)
             )
         }
+        // With `return_token_ids`, the chunk's own ids (SGLang 0.5.23's
+        // `CompletionResponseStreamChoice.token_ids`).
         Shape::Completions => format!(
-            "data: {{\"id\":\"{id}\",\"object\":\"text_completion\",\"created\":0,\"model\":{},\"choices\":[{{\"index\":0,\"text\":{},\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null}}]{usage}}}\n\n",
+            "data: {{\"id\":\"{id}\",\"object\":\"text_completion\",\"created\":0,\"model\":{},\"choices\":[{{\"index\":0,\"text\":{},\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null{}}}]{usage}}}\n\n",
             quoted(model),
-            quoted(piece)
+            quoted(piece),
+            if extras.token_ids {
+                format!(",\"token_ids\":{:?}", plan.output_ids(tokens.start, sent))
+            } else {
+                String::new()
+            }
         ),
         Shape::Llama => format!(
             "data: {{\"index\":0,\"content\":{},\"stop\":false,\"id_slot\":-1,\"tokens_predicted\":{sent},\"tokens_evaluated\":{}}}\n\n",
@@ -296,7 +318,7 @@ pub(super) fn token_chunk(
             let done = sent == plan.completion_tokens();
             // SGLang's `output_ids`: every token's so far, or the chunk's
             // own with incremental output.
-            let ids = plan.output_ids(if extras.segments { sent - 1 } else { 0 }, sent);
+            let ids = plan.output_ids(if extras.segments { tokens.start } else { 0 }, sent);
             format!(
                 "data: {{\"text\":{},\"output_ids\":{ids:?},\"meta_info\":{}}}\n\n",
                 quoted(if extras.segments { piece } else { cumulative }),

@@ -43,6 +43,10 @@ const DEFAULT_MAX_TOKENS: u32 = 256;
 
 /// What the client asked to receive besides tokens.
 #[derive(Debug, Clone, Copy)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent switches of one request: usage, its continuity, segments, token ids"
+)]
 pub(super) struct Extras {
     /// A usage chunk at the end.
     pub(super) usage: bool,
@@ -51,6 +55,8 @@ pub(super) struct Extras {
     /// `/generate`'s text as disjoint segments, not cumulative (the
     /// server's `--incremental-streaming-output`, not the client's ask).
     pub(super) segments: bool,
+    /// Each completions chunk's token ids (`return_token_ids`).
+    pub(super) token_ids: bool,
 }
 
 fn u32_field(v: Option<&Value>) -> Option<u32> {
@@ -87,6 +93,12 @@ pub(super) fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
             .ok_or("`text` must be a string")?
             .to_owned(),
     };
+    // SGLang 0.5.23 refuses the field on a streaming chat
+    // (`serving_chat.py`: a `ValueError`, answered 400 by
+    // `serving_base.py`).
+    if shape == Shape::Chat && flag("/stream", false) && flag("/return_token_ids", false) {
+        return Err("return_token_ids is not supported with streaming on /v1/chat/completions. Please set stream=false when using return_token_ids=true.".to_owned());
+    }
     let params = if shape == Shape::Generate {
         body.get("sampling_params").cloned().unwrap_or(json!({}))
     } else {
@@ -145,6 +157,7 @@ pub(super) fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
             usage: flag("/stream_options/include_usage", false),
             continuous: flag("/stream_options/continuous_usage_stats", false),
             segments: false,
+            token_ids: shape == Shape::Completions && flag("/return_token_ids", false),
         },
     })
 }

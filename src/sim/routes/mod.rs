@@ -252,6 +252,7 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
                 usage: ask.extras.usage && state.profile.usage,
                 continuous: ask.extras.continuous && state.profile.usage,
                 segments: state.profile.generate_text == GenerateText::Segments,
+                token_ids: ask.extras.token_ids,
             },
             id,
             tx,

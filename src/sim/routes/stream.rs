@@ -12,7 +12,8 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
 use super::answer::{
-    chat_chunk, chat_usage, llama_stop, meta_info, role_chunk, sse, token_chunk, usage, usage_at,
+    chat_chunk, chat_usage, completions_finish, llama_stop, meta_info, role_chunk, sse,
+    token_chunk, usage, usage_at,
 };
 use super::ask::Extras;
 use super::{ABORT, Running, Shape};
@@ -163,6 +164,7 @@ pub(super) async fn stream(
             sleep_until(at).await;
         }
         at += running.itl();
+        let from = sent;
         sent += n as u64;
         state
             .generation_tokens
@@ -176,7 +178,7 @@ pub(super) async fn stream(
             reasoning,
             &cumulative,
             &plan,
-            sent,
+            from..sent,
             extras,
         );
         if tx.send(chunk).await.is_err() {
@@ -219,7 +221,7 @@ pub(super) async fn stream(
                 false,
                 &cumulative,
                 &plan,
-                sent,
+                sent - 1..sent,
                 extras,
             );
             if tx.send(chunk).await.is_err() {
@@ -235,11 +237,7 @@ pub(super) async fn stream(
             &json!({}),
             Some((plan.finish_reason(), plan.matched_stop())),
         )),
-        Shape::Completions => tail.push(sse(&json!({
-            "id": id, "object": "text_completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "text": "", "logprobs": null, "finish_reason": plan.finish.name(), "matched_stop": plan.matched_stop()}],
-            "usage": null,
-        }))),
+        Shape::Completions => tail.push(completions_finish(&model, &id, &plan, extras)),
         Shape::Generate if plan.completion_tokens() == 0 => {
             tail.push(sse(
                 &json!({"text": "", "output_ids": [], "meta_info": meta_info(&plan, &id, 0, true)}),
