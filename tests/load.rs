@@ -390,6 +390,58 @@ async fn multi_token_chunks_give_per_token_itl() {
     }
 }
 
+/// The simulator lists token ids as SGLang 0.5.23 does, four tokens a
+/// chunk: every `/generate` chunk's `output_ids` (all so far, or the
+/// chunk's own with incremental output), a completions chunk's own
+/// `token_ids` when asked; a streaming chat that asks for them is refused
+/// (400, SGLang's words). Each witnessed count says so.
+#[tokio::test]
+async fn the_simulator_lists_token_ids_as_sglang_does() {
+    const CHUNKS: &str = "model: m\nttft: 5ms\nitl: 1ms\ntokens_per_chunk: 4\n";
+    const SEGMENTS: &str =
+        "model: m\nttft: 5ms\nitl: 1ms\ntokens_per_chunk: 4\nincremental_output: true\n";
+    let gate = one_gate(
+        "{requests: 2, input_tokens: 8, output_tokens: 32, ignore_eos: true}",
+        "",
+    );
+    let run = |profile: &'static str, api: Api| {
+        let gate = gate.clone();
+        async move {
+            let s = simulator(profile);
+            // What discovery would read of it: `/server_info`'s text mode,
+            // and SGLang's name.
+            let client = client(&s.base_url(), api)
+                .with_incremental_output(profile.contains("incremental_output: true"))
+                .with_token_ids(api != Api::SglangGenerate);
+            run_gate(&client, &gate, Threads::of(&gate.load, None))
+                .await
+                .unwrap()
+        }
+    };
+    for (profile, api, source) in [
+        (CHUNKS, Api::SglangGenerate, "meta_info = output_ids"),
+        (SEGMENTS, Api::SglangGenerate, "meta_info = output_ids"),
+        (CHUNKS, Api::OpenAiCompletions, "server usage = token ids"),
+    ] {
+        let m = run(profile, api).await;
+        assert_eq!(m.errors, 0, "{api:?}: {:?}", m.first_errors);
+        assert_eq!(
+            m.token_sources.get(source),
+            Some(&2),
+            "{api:?}: {:?}",
+            m.token_sources
+        );
+    }
+    let m = run(CHUNKS, Api::OpenAiChat).await;
+    assert_eq!(m.errors, 2, "{:?}", m.token_sources);
+    assert!(
+        m.first_errors[0]
+            .contains("return_token_ids is not supported with streaming on /v1/chat/completions"),
+        "{:?}",
+        m.first_errors
+    );
+}
+
 #[tokio::test]
 async fn a_server_without_usage_is_counted_by_chunks_and_says_so() {
     let s = simulator("model: m\nttft: 5ms\nitl: 1ms\nusage: false\n");
