@@ -2230,6 +2230,36 @@ fn the_liveness_check_has_one_deadline() {
     assert!(trial < 14.0, "the trial took {trial:.1} s:\n{}", o.stdout);
 }
 
+/// A live HTTP front over a hung engine (vLLM 0.32 answers `/health` 200
+/// while its engine process is stopped): after the probe missed its
+/// deadline, `/health` answers at once, and a one-token generation gets
+/// nothing within the liveness check's 10 s: the server is named hung, and
+/// the suite's next probe fails with that cause instead of waiting out
+/// its own deadline.
+#[test]
+fn a_live_front_over_a_hung_engine_is_named() {
+    let port = serve(Arc::new(|req, conn| match req.path.as_str() {
+        "/v1/chat/completions" => std::thread::sleep(Duration::from_secs(30)),
+        "/health" => json(conn, 200, "{}"),
+        _ => {
+            discovery(req, conn);
+        }
+    }));
+    let suite = probe_suite("{ connect: 2s, first_token: 1s, idle: 5s, total: 20s }").replace(
+        "correctness:\n",
+        "correctness:\n  - name: next\n    prompt: \"again\"\n    expect: [{ contains: \"4\" }]\n",
+    );
+    let o = run("hung-engine", &suite, port, &[]);
+    assert_eq!(o.code, Some(1), "{}", o.stdout);
+    assert_has(
+        &o.stdout,
+        &[
+            "the server stopped answering during hostile::correctness::next ",
+            "(GET /health_generate, then GET /health, then a one-token generation: no answer within 10",
+        ],
+    );
+}
+
 /// Memory is bounded per run, not only per request: 32 streams each sent
 /// a 15 MiB SSE line that never ends took 32 × 15 MiB (499 MiB peak); with
 /// the streams' buffers sharing `target.limits.buffers: 64 MiB` the

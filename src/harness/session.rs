@@ -15,6 +15,7 @@ use super::documents::Documents;
 use super::target::{self, Connected, LaunchPlace};
 use crate::check::message::Message;
 use crate::check::{accuracy, snapshot};
+use crate::client::ErrorKind;
 use crate::load::metrics::GateMetrics;
 use crate::suite::{ConfigSource, Suite, Timeouts, Variant};
 
@@ -467,9 +468,16 @@ impl SuiteRun {
     /// through the scheduler (its `/health` does too by default in 0.5.23,
     /// but answers 200 without it under
     /// `SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0`, so a hung scheduler
-    /// would pass), and answers 503 when none came; any other answer (a 404 from vLLM or llama.cpp, which lack
-    /// the route) sends the question to `GET /health`, where any answer
-    /// will do — within what is left of the same 10 s.
+    /// would pass), and answers 503 when none came. Any other answer (a
+    /// 404 from vLLM or llama.cpp, which lack the route) sends the
+    /// question to `GET /health`, and then, as its answer proves only the HTTP
+    /// front alive (vLLM 0.32 answers 200 while its engine process is
+    /// stopped), to a generation of one token in the suite's API: whatever
+    /// comes back is an answer (a token, even one the stream then stalls
+    /// after; an error in words; bytes that are not the protocol; a
+    /// connection closed at once: the trials judge those); no first token
+    /// in time, or a refused connection, is not — all within what is left
+    /// of the same 10 s.
     fn unresponsive(&self, c: &Connected, name: &str) -> Option<String> {
         const WITHIN: Duration = Duration::from_secs(10);
         let quick = Timeouts {
@@ -489,9 +497,32 @@ impl SuiteRun {
                 ),
                 Ok(_) => {
                     asking.set("GET /health_generate, then GET /health");
-                    match client.get("/health").await {
-                        Ok(_) => None,
-                        Err(e) => Some(format!("GET /health: {e}")),
+                    if let Err(e) = client.get("/health").await {
+                        return Some(format!("GET /health: {e}"));
+                    }
+                    asking
+                        .set("GET /health_generate, then GET /health, then a one-token generation");
+                    // A token that came, then a stall, is a token: the
+                    // stall past a second ends the question, not the
+                    // server (the text kept says whether one came; vLLM
+                    // sends its headers with no token behind them while
+                    // its engine is stopped).
+                    let generating = client.with_timeouts(Timeouts {
+                        first_token: WITHIN,
+                        idle: Duration::from_secs(1),
+                        ..quick
+                    });
+                    match generating.sample(&one_token()).await {
+                        Err(e)
+                            if e.kind == ErrorKind::Connect
+                                || (matches!(e.kind, ErrorKind::Timeout(..))
+                                    && e.partial.is_empty()) =>
+                        {
+                            Some(format!(
+                                "GET /health answered, but a one-token generation got no token: {e}"
+                            ))
+                        }
+                        _ => None,
                     }
                 }
                 Err(e) => Some(format!("GET /health_generate: {e}")),
@@ -535,6 +566,23 @@ impl SuiteRun {
                 how.map_or_else(|| "status unknown".to_owned(), |e| e.to_string())
             );
         }
+    }
+}
+
+/// The liveness question's generation: one token of a one-word prompt,
+/// greedy.
+fn one_token() -> crate::client::CallRequest {
+    crate::client::CallRequest {
+        input: crate::suite::Input::Prompt {
+            system: None,
+            prompt: "Hi".to_owned(),
+        },
+        sampling: crate::suite::Sampling {
+            max_tokens: Some(1),
+            temperature: Some(0.0),
+            ..crate::suite::Sampling::default()
+        },
+        ignore_eos: false,
     }
 }
 

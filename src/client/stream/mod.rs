@@ -373,14 +373,23 @@ impl Client {
     pub async fn get(&self, path: &str) -> Result<(u16, String), CallError> {
         let url = format!("{}{path}", self.base_url);
         let deadline = tokio::time::Instant::now() + self.small_deadline().1;
-        let resp = self
-            .send_small(
-                self.http.small()?.get(url),
+        let send = || async {
+            self.send_small(
+                self.http.small()?.get(&url),
                 path,
                 deadline,
                 self.auth.as_ref(),
             )
-            .await?;
+            .await
+        };
+        let resp = match send().await {
+            // A kept-alive connection the server closed while it idled
+            // (uvicorn, SGLang's and vLLM's, closes one after 5 s) fails
+            // the request before the server read it: a GET is asked again,
+            // once, on a new connection, within the same deadline.
+            Err(e) if e.kind == ErrorKind::Transport => send().await?,
+            answered => answered?,
+        };
         let status = resp.status().as_u16();
         let text = bounded_text(resp, self.limits.document, deadline, path).await?;
         Ok((status, text))
