@@ -1116,7 +1116,13 @@ fn descendants_named(root: u32, name: &str) -> Vec<i32> {
 /// Sends `signal` to every SGLang scheduler process under `root`; how
 /// many there were.
 fn signal_schedulers(root: u32, signal: nix::sys::signal::Signal) -> usize {
-    let pids = descendants_named(root, "sglang::schedul");
+    signal_named(root, "sglang::schedul", signal)
+}
+
+/// Sends `signal` to every process under `root` whose name starts with
+/// `name`; how many there were.
+fn signal_named(root: u32, name: &str, signal: nix::sys::signal::Signal) -> usize {
+    let pids = descendants_named(root, name);
     for pid in &pids {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), signal);
     }
@@ -1151,6 +1157,12 @@ fn judged(
 /// The requests SGLang on a loopback `port` says it is running
 /// (`sglang:num_running_reqs`), if it answers.
 fn running_requests(port: u16) -> Option<f64> {
+    gauge(port, "sglang:num_running_reqs")
+}
+
+/// The largest sample of the gauge `series` in the `/metrics` of the
+/// server on `port`.
+fn gauge(port: u16, series: &str) -> Option<f64> {
     use std::io::{Read as _, Write as _};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
@@ -1160,7 +1172,7 @@ fn running_requests(port: u16) -> Option<f64> {
     let mut text = String::new();
     s.read_to_string(&mut text).ok()?;
     text.lines()
-        .filter(|l| l.starts_with("sglang:num_running_reqs"))
+        .filter(|l| l.starts_with(series))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .reduce(f64::max)
 }
@@ -1304,6 +1316,179 @@ fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
     crash_mid_stream(servers, dir.path(), probe)
 }
 
+/// The faults of a bring-up on real vLLM 0.32, each failing the trial it
+/// struck with a message that needs no second run, the others going on.
+/// Against one vLLM the test starts:
+/// - a prompt over the context length (2048): vLLM's 400 and its words
+///   fail that probe; the next probe passes on the same server;
+/// - requests the client abandons at its deadline fail as timeouts, and
+///   vLLM's abort counter (`request_success_total{finished_reason="abort"}`)
+///   does not count them: vLLM 0.32 drops a request its client left in
+///   its front end (`v1/engine/output_processor.py::abort_requests`), and
+///   records no finish for it, so `server.aborted` reads 0 there (SGLang
+///   counts them);
+/// - its engine process stopped (SIGSTOP, once servegate found the
+///   server): the probe fails at its deadline, and as vLLM's `/health`
+///   still answers 200, the liveness check's one-token generation finds
+///   the engine hung, and the rest of the suite fails with that cause.
+///
+/// And one vLLM that servegate launches: its engine process killed in the
+/// middle of a gate's stream (once vLLM counts it running) fails that gate
+/// with vLLM's own words in the stream. (Its front end then answers
+/// `/health` 503 for a moment and the one-token generation in words, so
+/// the liveness check finds it answering and the log's tail is not shown.)
+fn vllm_faults(servers: &Installed) -> Result<(), Failed> {
+    use nix::sys::signal::Signal;
+    const ENGINE: &str = "VLLM::EngineCor";
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (server, port) = start_server(
+        servers,
+        "vLLM",
+        &["-m", "vllm.entrypoints.openai.api_server", "--model"],
+        &VLLM_FLAGS,
+        &VLLM_ENV,
+    )?;
+    let target = |first: &str, idle: &str, total: &str| {
+        format!(
+            "target:\n  base_url: http://127.0.0.1:{port}\n  api: openai-chat\n  timeouts: {{ connect: 5s, first_token: {first}, idle: {idle}, total: {total} }}\ndefaults: {{ temperature: 0 }}\n"
+        )
+    };
+    let roomy = target("60s", "30s", "120s");
+    let probe = "  - name: arithmetic\n    prompt: \"What is 2+2?\"\n    max_tokens: 64\n    expect: [{ number: 4 }]\n";
+
+    let words = "hello ".repeat(3000);
+    let long = suite_file(
+        dir.path(),
+        "vllm-long",
+        &format!(
+            "suite: vllm-long\n{roomy}correctness:\n  - name: over_length\n    prompt: \"{words}\"\n    max_tokens: 8\n    expect: [{{ min_chars: 1 }}]\n{probe}"
+        ),
+    )?;
+    judged(
+        &run_suite(long.to_str().unwrap_or_default(), servers),
+        "the prompt over the context length",
+        &[
+            ("vllm-long::correctness::over_length", "FAILED"),
+            ("vllm-long::correctness::arithmetic", "ok"),
+        ],
+        &[
+            "HTTP 400",
+            "This model's maximum context length is 2048 tokens",
+        ],
+    )?;
+
+    let abandon = suite_file(
+        dir.path(),
+        "vllm-abandon",
+        &format!(
+            "suite: vllm-abandon\n{}performance:\n  - name: abandoned\n    load: {{ concurrency: 2, requests: 2, warmup: 0, input_tokens: 16, output_tokens: 1500, ignore_eos: true }}\n    thresholds: {{ server.aborted: \"== 0\", errors: \"== 2\" }}\n",
+            target("60s", "30s", "5s")
+        ),
+    )?;
+    judged(
+        &run_suite(abandon.to_str().unwrap_or_default(), servers),
+        "the abandoned requests",
+        &[("vllm-abandon::performance::abandoned", "FAILED")],
+        &[
+            "errors:   2 (timeout ×2)",
+            "pass server.aborted == 0 (measured 0)",
+            "could not measure: all 2 requests failed",
+        ],
+    )?;
+
+    let hang = suite_file(
+        dir.path(),
+        "vllm-hang",
+        &format!(
+            "suite: vllm-hang\n{}correctness:\n  - name: hung\n    prompt: \"Write a long story about a dragon.\"\n    max_tokens: 300\n    expect: [{{ min_chars: 1 }}]\n{probe}",
+            target("5s", "5s", "120s")
+        ),
+    )?;
+    let root = server.0.id();
+    let mut stopped = 0;
+    let run = run_watching(&hang, servers, |line, _| {
+        if line.starts_with("servegate: suite `vllm-hang` → ") {
+            stopped = signal_named(root, ENGINE, Signal::SIGSTOP);
+        }
+    });
+    signal_named(root, ENGINE, Signal::SIGCONT);
+    if stopped == 0 {
+        return Err(format!("no vLLM engine process was found to stop\n{}", run.1).into());
+    }
+    judged(
+        &run,
+        "the hung engine",
+        &[
+            ("vllm-hang::correctness::hung", "FAILED"),
+            ("vllm-hang::correctness::arithmetic", "FAILED"),
+        ],
+        &[
+            "deadline",
+            // vLLM sends its answer's headers, and no token behind them.
+            "the server stopped answering during vllm-hang::correctness::hung (GET /health answered, but a one-token generation got no token: stream stalled longer than the idle deadline (1.000s))",
+        ],
+    )?;
+    drop(server);
+
+    let crash = suite_file(
+        dir.path(),
+        "vllm-crash",
+        &format!(
+            "suite: vllm-crash\ntarget:\n  api: openai-chat\n  launch:\n    command: [{python:?}, -m, vllm.entrypoints.openai.api_server, --model, {checkpoint:?}, {flags}, --host, \"{{host}}\", --port, \"{{port}}\"]\n    env: {{ {env} }}\n    ready: {{ path: /health, interval: 500ms, timeout: 300s }}\n    grace: 10s\n  timeouts: {{ connect: 5s, first_token: 60s, idle: 30s, total: 600s }}\ndefaults: {{ temperature: 0 }}\ncorrectness:\n{probe}performance:\n  - name: crash\n    load: {{ concurrency: 1, requests: 1, warmup: 0, input_tokens: 16, output_tokens: 1500, ignore_eos: true }}\n    thresholds: {{ errors: \"== 0\" }}\n",
+            python = servers.python.display().to_string(),
+            checkpoint = servers.checkpoint.display().to_string(),
+            flags = VLLM_FLAGS.map(|f| format!("{f:?}")).join(", "),
+            env = VLLM_ENV.map(|(k, v)| format!("{k}: {v:?}")).join(", "),
+        ),
+    )?;
+    let killed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut port = None;
+    let run = run_watching(&crash, servers, |line, servegate| {
+        if line.contains("LAUNCHED server") {
+            port = line
+                .rsplit("http://127.0.0.1:")
+                .next()
+                .and_then(|p| p.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|p| p.parse::<u16>().ok());
+        }
+        if line.starts_with("test vllm-crash::correctness::arithmetic ") {
+            // The gate's one request asks for 1,500 tokens (half a minute
+            // here): killed once vLLM's gauge shows it running.
+            let (killed, port) = (std::sync::Arc::clone(&killed), port);
+            std::thread::spawn(move || {
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+                while std::time::Instant::now() < deadline
+                    && port
+                        .and_then(|p| gauge(p, "vllm:num_requests_running"))
+                        .unwrap_or(0.0)
+                        < 1.0
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                killed.store(
+                    signal_named(servegate, ENGINE, Signal::SIGKILL),
+                    std::sync::atomic::Ordering::SeqCst,
+                );
+            });
+        }
+    });
+    if killed.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        return Err(format!("no vLLM engine process was found to kill\n{}", run.1).into());
+    }
+    judged(
+        &run,
+        "the killed engine",
+        &[
+            ("vllm-crash::correctness::arithmetic", "ok"),
+            ("vllm-crash::performance::crash", "FAILED"),
+        ],
+        &[
+            "in-stream error ×1",
+            "error in stream: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+        ],
+    )
+}
+
 /// The crash of [`sglang_faults`]: SGLang launched by servegate, its
 /// scheduler killed mid-stream.
 fn crash_mid_stream(servers: &Installed, dir: &std::path::Path, probe: &str) -> Result<(), Failed> {
@@ -1389,7 +1574,7 @@ fn main() {
         }
     }
     // Each trial, and whether it uses the shared SGLang.
-    let trials: [(&str, TrialFn, bool); 5] = [
+    let trials: [(&str, TrialFn, bool); 6] = [
         (
             "real_sglang::shipped_suite_passes",
             sglang_shipped_suite,
@@ -1406,6 +1591,11 @@ fn main() {
             true,
         ),
         ("real_vllm::shipped_suite_passes", vllm_shipped_suite, false),
+        (
+            "real_vllm::faults_fail_the_trial_they_strike",
+            vllm_faults,
+            false,
+        ),
         (
             "real_vllm::vllm_bench_serve_beside_vllm",
             vllm_beside_bench_serve,

@@ -20,7 +20,8 @@ pub struct Scrape {
     /// their mean, not their sum.
     sets: BTreeMap<String, u32>,
     /// Counters by `finished_reason` (vLLM counts aborts in
-    /// `request_success_total{finished_reason="abort"}`).
+    /// `request_success_total{finished_reason="abort"}`: those its engine
+    /// decides; 0.32 does not count a request its client abandoned).
     reasons: BTreeMap<(String, String), f64>,
     buckets: BTreeMap<String, BTreeMap<String, f64>>,
 }
