@@ -1448,7 +1448,7 @@ fn a_count_its_own_token_ids_do_not_bear_out_fails() {
 }
 
 /// The same forgery on the OpenAI chat API of a server that says it is
-/// vLLM (`/version`): servegate asks it to list each chunk's token ids
+/// vLLM (`/version`, and `owned_by: vllm` in `/v1/models`): servegate asks it to list each chunk's token ids
 /// (`return_token_ids`), and a count of 4 a chunk against one id a chunk
 /// fails every request, naming the field; counted honestly it passes. Its
 /// first chunk counts 0 and lists no ids, as vLLM 0.32's role chunk does,
@@ -1463,6 +1463,14 @@ fn a_chat_count_its_token_ids_do_not_bear_out_fails() {
         serve(Arc::new(move |req, conn| {
             if says_vllm && req.path == "/version" {
                 json(conn, 200, r#"{"version":"0.32.0"}"#);
+                return;
+            }
+            if says_vllm && req.path == "/v1/models" {
+                json(
+                    conn,
+                    200,
+                    r#"{"data":[{"id":"hostile","owned_by":"vllm"}]}"#,
+                );
                 return;
             }
             if discovery(req, conn) {
@@ -2232,31 +2240,69 @@ fn the_liveness_check_has_one_deadline() {
 
 /// A live HTTP front over a hung engine (vLLM 0.32 answers `/health` 200
 /// while its engine process is stopped): after the probe missed its
-/// deadline, `/health` answers at once, and a one-token generation gets
-/// nothing within the liveness check's 10 s: the server is named hung, and
-/// the suite's next probe fails with that cause instead of waiting out
-/// its own deadline.
+/// deadline, `/health` answers at once, and a one-token generation gets no
+/// token within the liveness check's 10 s — no answer at all, or the
+/// answer's headers and nothing behind them, as vLLM does — so the server
+/// is named hung, and the suite's next probe fails with that cause
+/// instead of waiting out its own deadline. A first token that comes 2 s
+/// after the headers is an answer: the server is alive, and the next
+/// probe fails on its own.
 #[test]
 fn a_live_front_over_a_hung_engine_is_named() {
-    let port = serve(Arc::new(|req, conn| match req.path.as_str() {
-        "/v1/chat/completions" => std::thread::sleep(Duration::from_secs(30)),
-        "/health" => json(conn, 200, "{}"),
-        _ => {
-            discovery(req, conn);
-        }
-    }));
+    // How the chat route answers: nothing, headers alone, or headers and a
+    // token 2 s later.
+    #[derive(Clone, Copy)]
+    enum Engine {
+        Silent,
+        HeadersOnly,
+        Slow,
+    }
+    let server = |engine: Engine| {
+        serve(Arc::new(move |req, conn| match req.path.as_str() {
+            "/v1/chat/completions" => match engine {
+                Engine::Silent => std::thread::sleep(Duration::from_secs(30)),
+                Engine::HeadersOnly => {
+                    stream_head(conn);
+                    std::thread::sleep(Duration::from_secs(30));
+                }
+                Engine::Slow => {
+                    stream_head(conn);
+                    std::thread::sleep(Duration::from_secs(2));
+                    let _ = conn.write_all(
+                        b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"4\"},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n",
+                    );
+                }
+            },
+            "/health" => json(conn, 200, "{}"),
+            _ => {
+                discovery(req, conn);
+            }
+        }))
+    };
     let suite = probe_suite("{ connect: 2s, first_token: 1s, idle: 5s, total: 20s }").replace(
         "correctness:\n",
         "correctness:\n  - name: next\n    prompt: \"again\"\n    expect: [{ contains: \"4\" }]\n",
     );
-    let o = run("hung-engine", &suite, port, &[]);
+    for (name, engine) in [
+        ("hung-silent", Engine::Silent),
+        ("hung-headers", Engine::HeadersOnly),
+    ] {
+        let o = run(name, &suite, server(engine), &[]);
+        assert_eq!(o.code, Some(1), "{}", o.stdout);
+        assert_has(
+            &o.stdout,
+            &[
+                "the server stopped answering during hostile::correctness::next (GET /health answered, but a one-token generation got no token: ",
+                "gated: the server stopped answering during hostile::correctness::next",
+            ],
+        );
+    }
+    let o = run("slow-first-token", &suite, server(Engine::Slow), &[]);
     assert_eq!(o.code, Some(1), "{}", o.stdout);
+    assert!(!o.stdout.contains("stopped answering"), "{}", o.stdout);
     assert_has(
-        &o.stdout,
-        &[
-            "the server stopped answering during hostile::correctness::next ",
-            "(GET /health_generate, then GET /health, then a one-token generation: no answer within 10",
-        ],
+        &failure_of(&o.stdout, "hostile::correctness::probe"),
+        &["no token before the first_token deadline (1.000s)"],
     );
 }
 

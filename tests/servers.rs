@@ -1425,7 +1425,7 @@ fn vllm_faults(servers: &Installed) -> Result<(), Failed> {
         &[
             "deadline",
             // vLLM sends its answer's headers, and no token behind them.
-            "the server stopped answering during vllm-hang::correctness::hung (GET /health answered, but a one-token generation got no token: stream stalled longer than the idle deadline (1.000s))",
+            "the server stopped answering during vllm-hang::correctness::hung (GET /health answered, but a one-token generation got no token: ",
         ],
     )?;
     drop(server);

@@ -15,7 +15,7 @@ use super::documents::Documents;
 use super::target::{self, Connected, LaunchPlace};
 use crate::check::message::Message;
 use crate::check::{accuracy, snapshot};
-use crate::client::ErrorKind;
+use crate::client::{Client, Deadline, ErrorKind};
 use crate::load::metrics::GateMetrics;
 use crate::suite::{ConfigSource, Suite, Timeouts, Variant};
 
@@ -479,13 +479,13 @@ impl SuiteRun {
     /// in time, or a refused connection, is not — all within what is left
     /// of the same 10 s.
     fn unresponsive(&self, c: &Connected, name: &str) -> Option<String> {
-        const WITHIN: Duration = Duration::from_secs(10);
         let quick = Timeouts {
             connect: Duration::from_secs(5),
             total: WITHIN,
             ..Timeouts::default()
         };
         let client = c.client.with_timeouts(quick);
+        let started = tokio::time::Instant::now();
         // The question under way when the deadline came.
         let asking = std::cell::Cell::new("GET /health_generate");
         let asked = async {
@@ -502,28 +502,7 @@ impl SuiteRun {
                     }
                     asking
                         .set("GET /health_generate, then GET /health, then a one-token generation");
-                    // A token that came, then a stall, is a token: the
-                    // stall past a second ends the question, not the
-                    // server (the text kept says whether one came; vLLM
-                    // sends its headers with no token behind them while
-                    // its engine is stopped).
-                    let generating = client.with_timeouts(Timeouts {
-                        first_token: WITHIN,
-                        idle: Duration::from_secs(1),
-                        ..quick
-                    });
-                    match generating.sample(&one_token()).await {
-                        Err(e)
-                            if e.kind == ErrorKind::Connect
-                                || (matches!(e.kind, ErrorKind::Timeout(..))
-                                    && e.partial.is_empty()) =>
-                        {
-                            Some(format!(
-                                "GET /health answered, but a one-token generation got no token: {e}"
-                            ))
-                        }
-                        _ => None,
-                    }
+                    one_token_answered(&client, started).await
                 }
                 Err(e) => Some(format!("GET /health_generate: {e}")),
             }
@@ -566,6 +545,53 @@ impl SuiteRun {
                 how.map_or_else(|| "status unknown".to_owned(), |e| e.to_string())
             );
         }
+    }
+}
+
+/// How long the liveness question may take in all.
+const WITHIN: Duration = Duration::from_secs(10);
+
+/// `Some(cause)` when a one-token generation brings no token within what
+/// is left of the liveness check's 10 s since `started`. A token that
+/// came, then a stall, is a token: asked first with a 1 s idle deadline,
+/// the stall ends the question quickly, not the server (the text kept
+/// says whether one came). As that deadline also runs between the
+/// answer's headers and its first token (vLLM sends its headers with no
+/// token behind them while its engine is stopped), a question stalled
+/// there without a token is asked again with all that is left, so a slow
+/// first token still counts.
+async fn one_token_answered(client: &Client, started: tokio::time::Instant) -> Option<String> {
+    let left = || {
+        WITHIN
+            .saturating_sub(started.elapsed())
+            .saturating_sub(Duration::from_millis(300))
+    };
+    let ask = |idle: Duration| {
+        let left = left();
+        let c = client.with_timeouts(Timeouts {
+            connect: left.min(Duration::from_secs(5)),
+            first_token: left,
+            idle,
+            total: left,
+        });
+        async move { c.sample(&one_token()).await }
+    };
+    let no_token = |e: &crate::client::CallError| {
+        e.kind == ErrorKind::Connect
+            || (matches!(e.kind, ErrorKind::Timeout(..)) && e.partial.is_empty())
+    };
+    let mut answer = ask(Duration::from_secs(1)).await;
+    if let Err(e) = &answer
+        && e.kind == ErrorKind::Timeout(Deadline::Idle, Duration::from_secs(1))
+        && e.partial.is_empty()
+    {
+        answer = ask(left()).await;
+    }
+    match answer {
+        Err(e) if no_token(&e) => Some(format!(
+            "GET /health answered, but a one-token generation got no token: {e}"
+        )),
+        _ => None,
     }
 }
 

@@ -305,7 +305,8 @@ struct Identity {
 enum Engine {
     /// `/server_info` or `/get_server_info`.
     Sglang,
-    /// `/version` (asked after SGLang's paths).
+    /// `/version` (asked after SGLang's paths), and `/v1/models` saying
+    /// `owned_by: vllm`.
     Vllm,
     /// `/props`.
     LlamaCpp,
@@ -340,6 +341,12 @@ async fn server_identity(client: &Client) -> Identity {
             && let Some(v) = body.pointer(pointer).and_then(|v| v.as_str())
         {
             let config = crate::client::dialect::server_config(&body);
+            // `/version` answers on other servers too (TensorRT-LLM's
+            // `trtllm-serve`): vLLM is the one whose models it owns.
+            let engine = match engine {
+                Engine::Vllm => owned_by_vllm(client).await.then_some(engine),
+                _ => Some(engine),
+            };
             return Identity {
                 version: Some(v.to_owned()),
                 config,
@@ -347,11 +354,25 @@ async fn server_identity(client: &Client) -> Identity {
                     .get("incremental_streaming_output")
                     .and_then(serde_json::Value::as_bool)
                     .unwrap_or(false),
-                engine: Some(engine),
+                engine,
             };
         }
     }
     Identity::default()
+}
+
+/// Whether `/v1/models` says vLLM owns the served model (`owned_by`, which
+/// vLLM 0.32 sets to `vllm`).
+async fn owned_by_vllm(client: &Client) -> bool {
+    get_json(client, "/v1/models")
+        .await
+        .ok()
+        .flatten()
+        .is_some_and(|b| {
+            b.pointer("/data/0/owned_by")
+                .and_then(serde_json::Value::as_str)
+                == Some("vllm")
+        })
 }
 
 /// The served model id where the dialect names it (`/v1/models`

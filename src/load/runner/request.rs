@@ -152,14 +152,20 @@ fn repeats(text: &str) -> u64 {
 /// quarter, and a token for each repeated character), the stop sequences'
 /// tokens (one per byte) and the end-of-sequence and think markers that
 /// print nothing. `ignore_eos` requests are audited too: they ask
-/// `skip_special_tokens: false`, so every token sampled past the end
-/// prints. The split runs off the client thread's loop.
+/// `skip_special_tokens: false`, so every token SGLang or vLLM samples past
+/// the end prints (llama.cpp's are not: it ignores the field). The split
+/// runs off the client thread's loop.
 async fn audit(
     tokenizer: &crate::suite::Tokenizer,
     c: &Completion,
     req: &CallRequest,
 ) -> Result<(), CallError> {
-    if c.token_source == TokenSource::ChunkCount {
+    // llama.cpp ignores `skip_special_tokens`: a control token it samples
+    // past the end prints nothing, so its `ignore_eos` text is no split's
+    // measure.
+    if c.token_source == TokenSource::ChunkCount
+        || (req.ignore_eos && c.token_source == TokenSource::TokensPredicted)
+    {
         return Ok(());
     }
     let t = tokenizer.clone();

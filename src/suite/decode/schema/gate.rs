@@ -89,7 +89,7 @@ fn metric_doc(metric: Metric) -> &'static str {
             "requests the server retracted for want of KV cache in the window (`sglang:num_retracted_requests_total`, which SGLang makes at its first retraction, as the abort counter: none yet is 0; vLLM's preemptions, `num_preemptions_total`)"
         }
         Metric::ServerAborted => {
-            "requests the server aborted in the window (`sglang:num_aborted_requests_total`; vLLM `request_success_total{finished_reason=\"abort\"}`); the requests the client abandoned at a deadline count: the read after the window waits up to 5 s for the server to count them"
+            "requests the server aborted in the window (`sglang:num_aborted_requests_total`; vLLM `request_success_total{finished_reason=\"abort\"}`). On SGLang the requests the client abandoned at a deadline count: the read after the window waits up to 5 s for the server to count them. vLLM 0.32 does not count them (its front end drops a request its client left, `v1/engine/output_processor.py::abort_requests`, and records no finish for it; shown against it in `tests/servers.rs`): there the figure counts only the aborts its engine decides, and the client's own `errors` count the abandoned requests"
         }
     }
 }
