@@ -1113,12 +1113,6 @@ fn descendants_named(root: u32, name: &str) -> Vec<i32> {
     found
 }
 
-/// Sends `signal` to every SGLang scheduler process under `root`; how
-/// many there were.
-fn signal_schedulers(root: u32, signal: nix::sys::signal::Signal) -> usize {
-    signal_named(root, "sglang::schedul", signal)
-}
-
 /// Sends `signal` to every process under `root` whose name starts with
 /// `name`; how many there were.
 fn signal_named(root: u32, name: &str, signal: nix::sys::signal::Signal) -> usize {
@@ -1152,12 +1146,6 @@ fn judged(
         println!("  {trial}: {}", failure.lines().next().unwrap_or(""));
     }
     Ok(())
-}
-
-/// The requests SGLang on a loopback `port` says it is running
-/// (`sglang:num_running_reqs`), if it answers.
-fn running_requests(port: u16) -> Option<f64> {
-    gauge(port, "sglang:num_running_reqs")
 }
 
 /// The largest sample of the gauge `series` in the `/metrics` of the
@@ -1205,23 +1193,15 @@ fn suite_file(dir: &std::path::Path, name: &str, body: &str) -> Result<std::path
 /// (`Subprocess scheduler_0 (pid=…) crashed with exit code -9`) and its
 /// log's tail.
 fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
-    use nix::sys::signal::Signal;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (server, port) = shared_sglang(servers)?;
-    // The deadlines of each suite: its first token, its stall, its whole.
-    let target = |first: &str, idle: &str, total: &str| {
-        format!(
-            "target:\n  base_url: http://127.0.0.1:{port}\n  api: openai-chat\n  timeouts: {{ connect: 5s, first_token: {first}, idle: {idle}, total: {total} }}\ndefaults: {{ temperature: 0 }}\n"
-        )
-    };
-    let roomy = target("60s", "30s", "120s");
-    let probe = "  - name: arithmetic\n    prompt: \"What is 2+2?\"\n    max_tokens: 64\n    expect: [{ number: 4 }]\n";
+    let roomy = fault_target(port, "60s", "30s", "120s");
 
     let config = suite_file(
         dir.path(),
         "sglang-flags",
         &format!(
-            "suite: sglang-flags\n{roomy}expect_server:\n  server_info: {{ sampling_backend: flashinfer }}\ncorrectness:\n{probe}"
+            "suite: sglang-flags\n{roomy}expect_server:\n  server_info: {{ sampling_backend: flashinfer }}\ncorrectness:\n{FAULT_PROBE}"
         ),
     )?;
     judged(
@@ -1240,80 +1220,139 @@ fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
         ],
     )?;
 
-    let words = "hello ".repeat(9000);
+    play_faults(&Faults {
+        servers,
+        dir: dir.path(),
+        port,
+        server,
+        engine: "sglang",
+        over_length: (
+            9000,
+            "is longer than the model's context length (8192 tokens)",
+        ),
+        abandoned: (
+            2000,
+            ">= 2",
+            &[", aborted 2", "pass server.aborted >= 2 (measured 2)"],
+        ),
+        process: "sglang::schedul",
+        hung: "the server stopped answering during sglang-hang::correctness::hung (GET /health_generate",
+    })?;
+    // The hang leaves it stopped and resumed: no server to share on.
+    stop_shared_sglang();
+    crash_mid_stream(servers, dir.path())
+}
+
+/// The question every fault suite asks besides its own: it passes on a
+/// healthy server.
+const FAULT_PROBE: &str = "  - name: arithmetic\n    prompt: \"What is 2+2?\"\n    max_tokens: 64\n    expect: [{ number: 4 }]\n";
+
+/// A fault suite's `target:` for the server on `port`, with its deadlines:
+/// its first token, its stall, its whole.
+fn fault_target(port: u16, first: &str, idle: &str, total: &str) -> String {
+    format!(
+        "target:\n  base_url: http://127.0.0.1:{port}\n  api: openai-chat\n  timeouts: {{ connect: 5s, first_token: {first}, idle: {idle}, total: {total} }}\ndefaults: {{ temperature: 0 }}\n"
+    )
+}
+
+/// What the faults every engine shares look like on one of them.
+struct Faults<'a> {
+    servers: &'a Installed,
+    dir: &'a std::path::Path,
+    /// The server's port, and its process (the root of its tree).
+    port: u16,
+    server: u32,
+    /// The suites' prefix (`sglang`, `vllm`).
+    engine: &'a str,
+    /// Words of a prompt over its context length, and its words for it.
+    over_length: (usize, &'a str),
+    /// Tokens each abandoned request asks, the bound on `server.aborted`,
+    /// and what the gate's failure shows of it.
+    abandoned: (u32, &'a str, &'a [&'a str]),
+    /// The name of the process stopped to hang the engine.
+    process: &'a str,
+    /// The start of the hung probe's failure.
+    hung: &'a str,
+}
+
+/// A prompt over the context length (that probe fails with the server's
+/// 400 and words; the next passes), requests the client abandons at a
+/// 5 s deadline (the gate fails; the server's abort counter as
+/// `abandoned` says), and the engine stopped once servegate found the
+/// server (the probe fails at its deadline, the liveness check names the
+/// server hung, the next probe is gated on it).
+fn play_faults(f: &Faults<'_>) -> Result<(), Failed> {
+    use nix::sys::signal::Signal;
+    let e = f.engine;
+    let trial = |suite: &str, name: &str| format!("{e}-{suite}::{name}");
+    let words = "hello ".repeat(f.over_length.0);
     let long = suite_file(
-        dir.path(),
-        "sglang-long",
+        f.dir,
+        &format!("{e}-long"),
         &format!(
-            "suite: sglang-long\n{roomy}correctness:\n  - name: over_length\n    prompt: \"{words}\"\n    max_tokens: 8\n    expect: [{{ min_chars: 1 }}]\n{probe}"
+            "suite: {e}-long\n{}correctness:\n  - name: over_length\n    prompt: \"{words}\"\n    max_tokens: 8\n    expect: [{{ min_chars: 1 }}]\n{FAULT_PROBE}",
+            fault_target(f.port, "60s", "30s", "120s")
         ),
     )?;
     judged(
-        &run_suite(long.to_str().unwrap_or_default(), servers),
+        &run_suite(long.to_str().unwrap_or_default(), f.servers),
         "the prompt over the context length",
         &[
-            ("sglang-long::correctness::over_length", "FAILED"),
-            ("sglang-long::correctness::arithmetic", "ok"),
+            (&trial("long", "correctness::over_length"), "FAILED"),
+            (&trial("long", "correctness::arithmetic"), "ok"),
         ],
-        &[
-            "HTTP 400",
-            "is longer than the model's context length (8192 tokens)",
-        ],
+        &["HTTP 400", f.over_length.1],
     )?;
 
+    let (tokens, bound, shown) = f.abandoned;
     let abandon = suite_file(
-        dir.path(),
-        "sglang-abandon",
+        f.dir,
+        &format!("{e}-abandon"),
         &format!(
-            "suite: sglang-abandon\n{}performance:\n  - name: abandoned\n    load: {{ concurrency: 2, requests: 2, warmup: 0, input_tokens: 16, output_tokens: 2000, ignore_eos: true }}\n    thresholds: {{ server.aborted: \">= 2\", errors: \"== 2\" }}\n",
-            target("60s", "30s", "5s")
+            "suite: {e}-abandon\n{}performance:\n  - name: abandoned\n    load: {{ concurrency: 2, requests: 2, warmup: 0, input_tokens: 16, output_tokens: {tokens}, ignore_eos: true }}\n    thresholds: {{ server.aborted: \"{bound}\", errors: \"== 2\" }}\n",
+            fault_target(f.port, "60s", "30s", "5s")
         ),
     )?;
+    let mut needles = vec![
+        "errors:   2 (timeout ×2)",
+        "could not measure: all 2 requests failed",
+    ];
+    needles.extend(shown);
     judged(
-        &run_suite(abandon.to_str().unwrap_or_default(), servers),
+        &run_suite(abandon.to_str().unwrap_or_default(), f.servers),
         "the abandoned requests",
-        &[("sglang-abandon::performance::abandoned", "FAILED")],
-        &[
-            "errors:   2 (timeout ×2)",
-            ", aborted 2",
-            "pass server.aborted >= 2 (measured 2)",
-            "could not measure: all 2 requests failed",
-        ],
+        &[(&trial("abandon", "performance::abandoned"), "FAILED")],
+        &needles,
     )?;
 
     let hang = suite_file(
-        dir.path(),
-        "sglang-hang",
+        f.dir,
+        &format!("{e}-hang"),
         &format!(
-            "suite: sglang-hang\n{}correctness:\n  - name: hung\n    prompt: \"Write a long story about a dragon.\"\n    max_tokens: 300\n    expect: [{{ min_chars: 1 }}]\n{probe}",
-            target("5s", "5s", "120s")
+            "suite: {e}-hang\n{}correctness:\n  - name: hung\n    prompt: \"Write a long story about a dragon.\"\n    max_tokens: 300\n    expect: [{{ min_chars: 1 }}]\n{FAULT_PROBE}",
+            fault_target(f.port, "5s", "5s", "120s")
         ),
     )?;
+    let found = format!("servegate: suite `{e}-hang` → ");
     let mut stopped = 0;
-    let run = run_watching(&hang, servers, |line, _| {
-        if line.starts_with("servegate: suite `sglang-hang` → ") {
-            stopped = signal_schedulers(server, Signal::SIGSTOP);
+    let run = run_watching(&hang, f.servers, |line, _| {
+        if line.starts_with(&found) {
+            stopped = signal_named(f.server, f.process, Signal::SIGSTOP);
         }
     });
-    signal_schedulers(server, Signal::SIGCONT);
+    signal_named(f.server, f.process, Signal::SIGCONT);
     if stopped == 0 {
-        return Err(format!("no SGLang scheduler was found to stop\n{}", run.1).into());
+        return Err(format!("no `{}` process was found to stop\n{}", f.process, run.1).into());
     }
     judged(
         &run,
-        "the hung scheduler",
+        "the hung engine",
         &[
-            ("sglang-hang::correctness::hung", "FAILED"),
-            ("sglang-hang::correctness::arithmetic", "FAILED"),
+            (&trial("hang", "correctness::hung"), "FAILED"),
+            (&trial("hang", "correctness::arithmetic"), "FAILED"),
         ],
-        &[
-            "deadline",
-            "the server stopped answering during sglang-hang::correctness::hung (GET /health_generate",
-        ],
-    )?;
-    // The hang leaves it stopped and resumed: no server to share on.
-    stop_shared_sglang();
-    crash_mid_stream(servers, dir.path(), probe)
+        &["deadline", f.hung],
+    )
 }
 
 /// The faults of a bring-up on real vLLM 0.32, each failing the trial it
@@ -1338,7 +1377,6 @@ fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
 /// `/health` 503 for a moment and the one-token generation in words, so
 /// the liveness check finds it answering and the log's tail is not shown.)
 fn vllm_faults(servers: &Installed) -> Result<(), Failed> {
-    use nix::sys::signal::Signal;
     const ENGINE: &str = "VLLM::EngineCor";
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (server, port) = start_server(
@@ -1348,131 +1386,41 @@ fn vllm_faults(servers: &Installed) -> Result<(), Failed> {
         &VLLM_FLAGS,
         &VLLM_ENV,
     )?;
-    let target = |first: &str, idle: &str, total: &str| {
-        format!(
-            "target:\n  base_url: http://127.0.0.1:{port}\n  api: openai-chat\n  timeouts: {{ connect: 5s, first_token: {first}, idle: {idle}, total: {total} }}\ndefaults: {{ temperature: 0 }}\n"
-        )
-    };
-    let roomy = target("60s", "30s", "120s");
-    let probe = "  - name: arithmetic\n    prompt: \"What is 2+2?\"\n    max_tokens: 64\n    expect: [{ number: 4 }]\n";
-
-    let words = "hello ".repeat(3000);
-    let long = suite_file(
-        dir.path(),
-        "vllm-long",
-        &format!(
-            "suite: vllm-long\n{roomy}correctness:\n  - name: over_length\n    prompt: \"{words}\"\n    max_tokens: 8\n    expect: [{{ min_chars: 1 }}]\n{probe}"
-        ),
-    )?;
-    judged(
-        &run_suite(long.to_str().unwrap_or_default(), servers),
-        "the prompt over the context length",
-        &[
-            ("vllm-long::correctness::over_length", "FAILED"),
-            ("vllm-long::correctness::arithmetic", "ok"),
-        ],
-        &[
-            "HTTP 400",
-            "This model's maximum context length is 2048 tokens",
-        ],
-    )?;
-
-    let abandon = suite_file(
-        dir.path(),
-        "vllm-abandon",
-        &format!(
-            "suite: vllm-abandon\n{}performance:\n  - name: abandoned\n    load: {{ concurrency: 2, requests: 2, warmup: 0, input_tokens: 16, output_tokens: 1500, ignore_eos: true }}\n    thresholds: {{ server.aborted: \"== 0\", errors: \"== 2\" }}\n",
-            target("60s", "30s", "5s")
-        ),
-    )?;
-    judged(
-        &run_suite(abandon.to_str().unwrap_or_default(), servers),
-        "the abandoned requests",
-        &[("vllm-abandon::performance::abandoned", "FAILED")],
-        &[
-            "errors:   2 (timeout ×2)",
-            "pass server.aborted == 0 (measured 0)",
-            "could not measure: all 2 requests failed",
-        ],
-    )?;
-
-    let hang = suite_file(
-        dir.path(),
-        "vllm-hang",
-        &format!(
-            "suite: vllm-hang\n{}correctness:\n  - name: hung\n    prompt: \"Write a long story about a dragon.\"\n    max_tokens: 300\n    expect: [{{ min_chars: 1 }}]\n{probe}",
-            target("5s", "5s", "120s")
-        ),
-    )?;
-    let root = server.0.id();
-    let mut stopped = 0;
-    let run = run_watching(&hang, servers, |line, _| {
-        if line.starts_with("servegate: suite `vllm-hang` → ") {
-            stopped = signal_named(root, ENGINE, Signal::SIGSTOP);
-        }
-    });
-    signal_named(root, ENGINE, Signal::SIGCONT);
-    if stopped == 0 {
-        return Err(format!("no vLLM engine process was found to stop\n{}", run.1).into());
-    }
-    judged(
-        &run,
-        "the hung engine",
-        &[
-            ("vllm-hang::correctness::hung", "FAILED"),
-            ("vllm-hang::correctness::arithmetic", "FAILED"),
-        ],
-        &[
-            "deadline",
-            // vLLM sends its answer's headers, and no token behind them.
-            "the server stopped answering during vllm-hang::correctness::hung (GET /health answered, but a one-token generation got no token: ",
-        ],
-    )?;
+    play_faults(&Faults {
+        servers,
+        dir: dir.path(),
+        port,
+        server: server.0.id(),
+        engine: "vllm",
+        over_length: (3000, "This model's maximum context length is 2048 tokens"),
+        // vLLM 0.32 does not count them (above).
+        abandoned: (1500, "== 0", &["pass server.aborted == 0 (measured 0)"]),
+        process: ENGINE,
+        // vLLM sends its answer's headers, and no token behind them.
+        hung: "the server stopped answering during vllm-hang::correctness::hung (GET /health answered, but a one-token generation got no token: ",
+    })?;
     drop(server);
 
     let crash = suite_file(
         dir.path(),
         "vllm-crash",
         &format!(
-            "suite: vllm-crash\ntarget:\n  api: openai-chat\n  launch:\n    command: [{python:?}, -m, vllm.entrypoints.openai.api_server, --model, {checkpoint:?}, {flags}, --host, \"{{host}}\", --port, \"{{port}}\"]\n    env: {{ {env} }}\n    ready: {{ path: /health, interval: 500ms, timeout: 300s }}\n    grace: 10s\n  timeouts: {{ connect: 5s, first_token: 60s, idle: 30s, total: 600s }}\ndefaults: {{ temperature: 0 }}\ncorrectness:\n{probe}performance:\n  - name: crash\n    load: {{ concurrency: 1, requests: 1, warmup: 0, input_tokens: 16, output_tokens: 1500, ignore_eos: true }}\n    thresholds: {{ errors: \"== 0\" }}\n",
+            "suite: vllm-crash\ntarget:\n  api: openai-chat\n  launch:\n    command: [{python:?}, -m, vllm.entrypoints.openai.api_server, --model, {checkpoint:?}, {flags}, --host, \"{{host}}\", --port, \"{{port}}\"]\n    env: {{ {env} }}\n    ready: {{ path: /health, interval: 500ms, timeout: 300s }}\n    grace: 10s\n  timeouts: {{ connect: 5s, first_token: 60s, idle: 30s, total: 600s }}\ndefaults: {{ temperature: 0 }}\ncorrectness:\n{FAULT_PROBE}performance:\n  - name: crash\n    load: {{ concurrency: 1, requests: 1, warmup: 0, input_tokens: 16, output_tokens: 1500, ignore_eos: true }}\n    thresholds: {{ errors: \"== 0\" }}\n",
             python = servers.python.display().to_string(),
             checkpoint = servers.checkpoint.display().to_string(),
             flags = VLLM_FLAGS.map(|f| format!("{f:?}")).join(", "),
             env = VLLM_ENV.map(|(k, v)| format!("{k}: {v:?}")).join(", "),
         ),
     )?;
-    let killed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let mut port = None;
-    let run = run_watching(&crash, servers, |line, servegate| {
-        if line.contains("LAUNCHED server") {
-            port = line
-                .rsplit("http://127.0.0.1:")
-                .next()
-                .and_then(|p| p.split(|c: char| !c.is_ascii_digit()).next())
-                .and_then(|p| p.parse::<u16>().ok());
-        }
-        if line.starts_with("test vllm-crash::correctness::arithmetic ") {
-            // The gate's one request asks for 1,500 tokens (half a minute
-            // here): killed once vLLM's gauge shows it running.
-            let (killed, port) = (std::sync::Arc::clone(&killed), port);
-            std::thread::spawn(move || {
-                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
-                while std::time::Instant::now() < deadline
-                    && port
-                        .and_then(|p| gauge(p, "vllm:num_requests_running"))
-                        .unwrap_or(0.0)
-                        < 1.0
-                {
-                    std::thread::sleep(std::time::Duration::from_millis(200));
-                }
-                killed.store(
-                    signal_named(servegate, ENGINE, Signal::SIGKILL),
-                    std::sync::atomic::Ordering::SeqCst,
-                );
-            });
-        }
-    });
-    if killed.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+    // The gate's one request asks for 1,500 tokens (half a minute here):
+    // killed once vLLM's gauge shows it running.
+    let (run, killed) = kill_mid_gate(
+        &crash,
+        servers,
+        "test vllm-crash::correctness::arithmetic ",
+        ("vllm:num_requests_running", ENGINE),
+    );
+    if killed == 0 {
         return Err(format!("no vLLM engine process was found to kill\n{}", run.1).into());
     }
     judged(
@@ -1489,24 +1437,19 @@ fn vllm_faults(servers: &Installed) -> Result<(), Failed> {
     )
 }
 
-/// The crash of [`sglang_faults`]: SGLang launched by servegate, its
-/// scheduler killed mid-stream.
-fn crash_mid_stream(servers: &Installed, dir: &std::path::Path, probe: &str) -> Result<(), Failed> {
-    use nix::sys::signal::Signal;
-    let crash = suite_file(
-        dir,
-        "sglang-crash",
-        &format!(
-            "suite: sglang-crash\ntarget:\n  api: openai-chat\n  launch:\n    command: [{python:?}, -m, sglang.launch_server, --model-path, {checkpoint:?}, {flags}, --host, \"{{host}}\", --port, \"{{port}}\"]\n    env: {{ {env} }}\n    ready: {{ path: /health_generate, interval: 500ms, timeout: 300s }}\n    fatal_log_patterns: ['Subprocess \\S+ \\(pid=\\d+\\) crashed']\n    grace: 10s\n  timeouts: {{ connect: 5s, first_token: 60s, idle: 30s, total: 600s }}\ndefaults: {{ temperature: 0 }}\ncorrectness:\n{probe}performance:\n  - name: crash\n    load: {{ concurrency: 1, requests: 1, warmup: 0, input_tokens: 16, output_tokens: 2000, ignore_eos: true }}\n    thresholds: {{ errors: \"== 0\" }}\n",
-            python = servers.python.display().to_string(),
-            checkpoint = servers.checkpoint.display().to_string(),
-            flags = sglang_flags("pytorch").map(|f| format!("{f:?}")).join(", "),
-            env = SGLANG_ENV.map(|(k, v)| format!("{k}: {v:?}")).join(", "),
-        ),
-    )?;
+/// Runs `suite`, whose server servegate launches, and once the line
+/// `after` is printed, waits until the server's gauge `running.0` counts a
+/// request running and sends SIGKILL to its processes named `running.1`:
+/// the run, and how many were killed.
+fn kill_mid_gate(
+    suite: &std::path::Path,
+    servers: &Installed,
+    after: &str,
+    (gauge_name, process): (&'static str, &'static str),
+) -> ((Option<i32>, String), usize) {
     let killed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut port = None;
-    let run = run_watching(&crash, servers, |line, servegate| {
+    let run = run_watching(suite, servers, |line, servegate| {
         if line.contains("LAUNCHED server") {
             port = line
                 .rsplit("http://127.0.0.1:")
@@ -1514,26 +1457,50 @@ fn crash_mid_stream(servers: &Installed, dir: &std::path::Path, probe: &str) -> 
                 .and_then(|p| p.split(|c: char| !c.is_ascii_digit()).next())
                 .and_then(|p| p.parse::<u16>().ok());
         }
-        if line.starts_with("test sglang-crash::correctness::arithmetic ") {
-            // The gate's one request asks for 2,000 tokens (over a minute
-            // here): SGLang's gauge shows it running once its scheduler
-            // logs a decode batch (every 40 tokens), mid-stream.
+        if line.starts_with(after) {
             let (killed, port) = (std::sync::Arc::clone(&killed), port);
             std::thread::spawn(move || {
                 let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
                 while std::time::Instant::now() < deadline
-                    && port.and_then(running_requests).unwrap_or(0.0) < 1.0
+                    && port.and_then(|p| gauge(p, gauge_name)).unwrap_or(0.0) < 1.0
                 {
                     std::thread::sleep(std::time::Duration::from_millis(200));
                 }
                 killed.store(
-                    signal_schedulers(servegate, Signal::SIGKILL),
+                    signal_named(servegate, process, nix::sys::signal::Signal::SIGKILL),
                     std::sync::atomic::Ordering::SeqCst,
                 );
             });
         }
     });
-    if killed.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+    let killed = killed.load(std::sync::atomic::Ordering::SeqCst);
+    (run, killed)
+}
+
+/// The crash of [`sglang_faults`]: SGLang launched by servegate, its
+/// scheduler killed mid-stream.
+fn crash_mid_stream(servers: &Installed, dir: &std::path::Path) -> Result<(), Failed> {
+    let crash = suite_file(
+        dir,
+        "sglang-crash",
+        &format!(
+            "suite: sglang-crash\ntarget:\n  api: openai-chat\n  launch:\n    command: [{python:?}, -m, sglang.launch_server, --model-path, {checkpoint:?}, {flags}, --host, \"{{host}}\", --port, \"{{port}}\"]\n    env: {{ {env} }}\n    ready: {{ path: /health_generate, interval: 500ms, timeout: 300s }}\n    fatal_log_patterns: ['Subprocess \\S+ \\(pid=\\d+\\) crashed']\n    grace: 10s\n  timeouts: {{ connect: 5s, first_token: 60s, idle: 30s, total: 600s }}\ndefaults: {{ temperature: 0 }}\ncorrectness:\n{FAULT_PROBE}performance:\n  - name: crash\n    load: {{ concurrency: 1, requests: 1, warmup: 0, input_tokens: 16, output_tokens: 2000, ignore_eos: true }}\n    thresholds: {{ errors: \"== 0\" }}\n",
+            python = servers.python.display().to_string(),
+            checkpoint = servers.checkpoint.display().to_string(),
+            flags = sglang_flags("pytorch").map(|f| format!("{f:?}")).join(", "),
+            env = SGLANG_ENV.map(|(k, v)| format!("{k}: {v:?}")).join(", "),
+        ),
+    )?;
+    // The gate's one request asks for 2,000 tokens (over a minute here):
+    // SGLang's gauge shows it running once its scheduler logs a decode
+    // batch (every 40 tokens), mid-stream.
+    let (run, killed) = kill_mid_gate(
+        &crash,
+        servers,
+        "test sglang-crash::correctness::arithmetic ",
+        ("sglang:num_running_reqs", "sglang::schedul"),
+    );
+    if killed == 0 {
         return Err(format!("no SGLang scheduler was found to kill\n{}", run.1).into());
     }
     judged(
