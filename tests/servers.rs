@@ -1373,9 +1373,10 @@ fn play_faults(f: &Faults<'_>) -> Result<(), Failed> {
 ///
 /// And one vLLM that servegate launches: its engine process killed in the
 /// middle of a gate's stream (once vLLM counts it running) fails that gate
-/// with vLLM's own words in the stream. (Its front end then answers
-/// `/health` 503 for a moment and the one-token generation in words, so
-/// the liveness check finds it answering and the log's tail is not shown.)
+/// with vLLM's own words in the stream, and with its log's tail: its front
+/// end answers `/health` 503 for about 3 s, until its watchdog shuts it
+/// down, and the liveness check waits for that exit and names it (the
+/// tail holds the `EngineDeadError` and its stack).
 fn vllm_faults(servers: &Installed) -> Result<(), Failed> {
     const ENGINE: &str = "VLLM::EngineCor";
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -1433,6 +1434,8 @@ fn vllm_faults(servers: &Installed) -> Result<(), Failed> {
         &[
             "in-stream error ×1",
             "error in stream: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+            "the server exited with code 0 during vllm-crash::performance::crash",
+            "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
         ],
     )
 }

@@ -477,7 +477,9 @@ impl SuiteRun {
     /// after; an error in words; bytes that are not the protocol; a
     /// connection closed at once: the trials judge those); no first token
     /// in time, or a refused connection, is not — all within what is left
-    /// of the same 10 s.
+    /// of the same 10 s. A launched server whose `/health` answered 5xx and
+    /// that then exits within those 10 s is not alive either: its exit,
+    /// and its log's tail, name the cause.
     fn unresponsive(&self, c: &Connected, name: &str) -> Option<String> {
         let quick = Timeouts {
             connect: Duration::from_secs(5),
@@ -497,12 +499,21 @@ impl SuiteRun {
                 ),
                 Ok(_) => {
                     asking.set("GET /health_generate, then GET /health");
-                    if let Err(e) = client.get("/health").await {
-                        return Some(format!("GET /health: {e}"));
-                    }
+                    let health = match client.get("/health").await {
+                        Ok((status, _)) => status,
+                        Err(e) => return Some(format!("GET /health: {e}")),
+                    };
                     asking
                         .set("GET /health_generate, then GET /health, then a one-token generation");
-                    one_token_answered(&client, started).await
+                    let hung = one_token_answered(&client, started).await;
+                    if hung.is_some() || health < 500 {
+                        return hung;
+                    }
+                    let s = c.server.as_ref()?;
+                    asking.set("GET /health (5xx), then the launched server's exit");
+                    exit_within(s, started).await.then(|| {
+                        format!("GET /health answered {health}, and the server exited")
+                    })
                 }
                 Err(e) => Some(format!("GET /health_generate: {e}")),
             }
@@ -593,6 +604,23 @@ async fn one_token_answered(client: &Client, started: tokio::time::Instant) -> O
         )),
         _ => None,
     }
+}
+
+/// Whether the launched server `s` exits within what is left of the
+/// liveness check's 10 s since `started`. A server whose `/health` says
+/// it is failing may be on its way out: vLLM 0.32, its engine dead,
+/// answers `/health` 503 and requests with the error in words until its
+/// watchdog (every 5 s, `entrypoints/launchers/launcher.py`) shuts it
+/// down; its exit, with its log's tail (the engine's stack trace), is the
+/// cause to name.
+async fn exit_within(s: &crate::server::Server, started: tokio::time::Instant) -> bool {
+    while started.elapsed() + Duration::from_millis(400) < WITHIN {
+        if s.exited().is_some() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
 }
 
 /// The liveness question's generation: one token of a one-word prompt,
