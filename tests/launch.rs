@@ -359,6 +359,33 @@ fn a_server_that_dies_mid_run_fails_the_trial_in_flight_and_gates_the_rest() {
     run.assert_no_survivors();
 }
 
+/// A server speaking as vLLM 0.32 whose engine dies mid-run: the probe in
+/// flight gets the error in its stream; the front end then answers
+/// `/health` 503 until it exits 3 s later (vLLM's watchdog), and that exit,
+/// waited for within the liveness check, is named with the log's tail
+/// (the `EngineDeadError`); the gate after it is gated on it.
+#[test]
+fn a_vllm_whose_engine_died_is_named_by_its_exit_with_its_log() {
+    let run = Run::new("vllm_dies");
+    let (code, text) = run.run(&["run", "tests/suites/launch/vllm-engine-dies.yaml"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(verdict(&text, "vllm-dies::correctness::first"), "ok");
+    assert_has(
+        &failure_of(&text, "vllm-dies::correctness::second"),
+        &[
+            "error: the server exited with code 0 during vllm-dies::correctness::second",
+            "| vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
+            "the trial's own failure:",
+            "EngineCore encountered an issue. See stack trace (above) for the root cause.",
+        ],
+    );
+    assert_has(
+        &failure_of(&text, "vllm-dies::performance::decode"),
+        &["gated: the server exited with code 0 during vllm-dies::correctness::second"],
+    );
+    run.assert_no_survivors();
+}
+
 #[test]
 fn a_configuration_mismatch_fails_its_check_and_gates_every_later_stage() {
     let run = Run::new("mismatch");

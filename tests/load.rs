@@ -442,6 +442,34 @@ async fn the_simulator_lists_token_ids_as_sglang_does() {
     );
 }
 
+/// Speaking as vLLM 0.32, the simulator lists each chunk's `token_ids`
+/// when asked on chat streams too (SGLang refuses them there), the
+/// prompt's in the first; each count is witnessed by them, and its
+/// `vllm:` series are read over the window.
+#[tokio::test]
+async fn the_simulator_speaking_as_vllm_lists_token_ids_on_chat_too() {
+    let gate = one_gate(
+        "{requests: 2, input_tokens: 8, output_tokens: 32, ignore_eos: true}",
+        "",
+    );
+    for api in [Api::OpenAiChat, Api::OpenAiCompletions] {
+        let s = simulator("speaks: vllm\nmodel: m\nttft: 5ms\nitl: 1ms\n");
+        let client = client(&s.base_url(), api).with_token_ids(true);
+        let m = run_gate(&client, &gate, Threads::of(&gate.load, None))
+            .await
+            .unwrap();
+        assert_eq!(m.errors, 0, "{api:?}: {:?}", m.first_errors);
+        assert_eq!(
+            m.token_sources.get("server usage = token ids"),
+            Some(&2),
+            "{api:?}: {:?}",
+            m.token_sources
+        );
+        let server = m.server.as_ref().expect("vLLM's series read");
+        assert_eq!(server.generation_tokens, Some(64.0), "{api:?}");
+    }
+}
+
 #[tokio::test]
 async fn a_server_without_usage_is_counted_by_chunks_and_says_so() {
     let s = simulator("model: m\nttft: 5ms\nitl: 1ms\nusage: false\n");

@@ -305,27 +305,22 @@ fn start_server(
     Ok((group, port))
 }
 
-/// `servegate sim` speaking as SGLang (its shipped profile, launched as
-/// the real one is), and its URL.
-fn start_sim() -> Result<(Group, String), Failed> {
+/// `servegate sim` speaking as `speaker` (its shipped profile, launched
+/// as the real one is), and its URL.
+fn start_sim(speaker: Speaker) -> Result<(Group, String), Failed> {
     use std::io::{BufRead as _, BufReader};
     use std::os::unix::process::CommandExt as _;
-    let mut sim = command(
-        &[
-            "sim",
-            "--port",
-            "0",
-            "--profile",
-            "fixtures/sim/sglang.yaml",
-            // As the real one is launched: usage with its cached tokens.
-            "--enable-cache-report",
-        ],
-        &[],
-    )
-    .stdout(std::process::Stdio::piped())
-    .process_group(0)
-    .spawn()
-    .map_err(|e| e.to_string())?;
+    let mut args = vec!["sim", "--port", "0", "--profile"];
+    match speaker {
+        // As the real one is launched: usage with its cached tokens.
+        Speaker::Sglang => args.extend(["fixtures/sim/sglang.yaml", "--enable-cache-report"]),
+        Speaker::Vllm => args.push("fixtures/sim/vllm.yaml"),
+    }
+    let mut sim = command(&args, &[])
+        .stdout(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| e.to_string())?;
     let mut line = String::new();
     BufReader::new(sim.stdout.take().ok_or("no stdout")?)
         .read_line(&mut line)
@@ -391,10 +386,117 @@ async fn json_of(request: reqwest::RequestBuilder) -> Result<serde_json::Value, 
         .map_err(|e| e.to_string())
 }
 
-/// The shapes of one server's answers to the exchanges of
-/// [`sglang_conformance`], by `<exchange>/<part>`.
+/// Documents a conformance reads: a name and a path.
+type Documents = &'static [(&'static str, &'static str)];
+
+/// A server the simulator speaks as, compared with the real one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Speaker {
+    Sglang,
+    Vllm,
+}
+
+impl Speaker {
+    fn name(self) -> &'static str {
+        match self {
+            Speaker::Sglang => "SGLang",
+            Speaker::Vllm => "vLLM",
+        }
+    }
+
+    /// What the real server sends that the simulator does not.
+    fn only(self) -> &'static [(&'static str, &'static [&'static str])] {
+        match self {
+            Speaker::Sglang => SGLANG_ONLY,
+            Speaker::Vllm => VLLM_ONLY,
+        }
+    }
+
+    /// The streams of its exchanges: a name, a path, a body.
+    fn streams(self) -> Vec<(&'static str, &'static str, serde_json::Value)> {
+        use serde_json::json;
+        let chat = json!({
+            "model": "smollm2-135m",
+            "messages": [{"role": "user", "content": "What is 2+2?"}],
+            "max_tokens": 40, "temperature": 0, "stream": true,
+            "stream_options": {"include_usage": true, "continuous_usage_stats": true},
+        });
+        let completions = json!({
+            "model": "smollm2-135m", "prompt": "The capital of France is", "max_tokens": 3,
+            "temperature": 0, "stream": true, "stream_options": {"include_usage": true},
+        });
+        let mut streams = vec![
+            ("chat", "/v1/chat/completions", chat.clone()),
+            ("completions", "/v1/completions", completions.clone()),
+        ];
+        match self {
+            Speaker::Sglang => streams.push((
+                "generate",
+                "/generate",
+                json!({
+                    "text": "The capital of France is", "stream": true,
+                    "sampling_params": {"max_new_tokens": 3, "temperature": 0},
+                }),
+            )),
+            // vLLM lists token ids in chat and completions streams when
+            // asked (servegate asks, to witness its counts); a chat at its
+            // limit (3 tokens: both answers are longer) ends on its last
+            // token's chunk.
+            Speaker::Vllm => {
+                let mut chat_ids = chat;
+                chat_ids["max_tokens"] = json!(3);
+                chat_ids["return_token_ids"] = json!(true);
+                let mut completions_ids = completions;
+                completions_ids["return_token_ids"] = json!(true);
+                streams.push(("chat_ids", "/v1/chat/completions", chat_ids));
+                streams.push(("completions_ids", "/v1/completions", completions_ids));
+            }
+        }
+        streams
+    }
+
+    /// Its documents read whole (`GET`, each key path) and by top-level
+    /// keys (`GET`, `/server_info` and the like).
+    fn documents(self) -> (Documents, Documents) {
+        match self {
+            Speaker::Sglang => (
+                &[("models", "/v1/models")],
+                &[
+                    ("model_info", "/model_info"),
+                    ("server_info", "/server_info"),
+                ],
+            ),
+            Speaker::Vllm => (&[("models", "/v1/models"), ("version", "/version")], &[]),
+        }
+    }
+
+    /// The prefix of its metric names.
+    fn metrics(self) -> &'static str {
+        match self {
+            Speaker::Sglang => "sglang:",
+            Speaker::Vllm => "vllm:",
+        }
+    }
+}
+
+/// The names and types of the metric families of a `/metrics` text in
+/// `prefix` (and the simulator's own), from its `# TYPE` lines
+/// (`vllm:prompt_tokens_total counter`).
+fn families(text: &str, prefix: &str) -> std::collections::BTreeSet<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter(|l| l.starts_with(prefix) || l.starts_with("servegate_sim:"))
+        .map(|l| l.replacen(' ', ":", 1))
+        .collect()
+}
+
+/// The shapes of one server's answers to `speaker`'s exchanges, by
+/// `<exchange>/<part>`: every key path of every part of its streams, of a
+/// whole chat answer (and, of vLLM, a whole completions answer and an
+/// unknown model's error), of its documents, and its metric families.
 fn shapes(
     base: &str,
+    speaker: Speaker,
 ) -> Result<std::collections::BTreeMap<String, std::collections::BTreeSet<String>>, String> {
     use serde_json::json;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
@@ -404,34 +506,7 @@ fn shapes(
         let client = reqwest::Client::new();
         let mut by =
             std::collections::BTreeMap::<String, std::collections::BTreeSet<String>>::new();
-        let chat = |stream: bool| {
-            json!({
-                "model": "smollm2-135m",
-                "messages": [{"role": "user", "content": "What is 2+2?"}],
-                "max_tokens": 40, "temperature": 0, "stream": stream,
-                "stream_options": {"include_usage": true, "continuous_usage_stats": true},
-            })
-        };
-        let streams = [
-            ("chat", "/v1/chat/completions", chat(true)),
-            (
-                "completions",
-                "/v1/completions",
-                json!({
-                    "model": "smollm2-135m", "prompt": "The capital of France is", "max_tokens": 3,
-                    "temperature": 0, "stream": true, "stream_options": {"include_usage": true},
-                }),
-            ),
-            (
-                "generate",
-                "/generate",
-                json!({
-                    "text": "The capital of France is", "stream": true,
-                    "sampling_params": {"max_new_tokens": 3, "temperature": 0},
-                }),
-            ),
-        ];
-        for (name, path, body) in streams {
+        for (name, path, body) in speaker.streams() {
             let text = client
                 .post(format!("{base}{path}"))
                 .json(&body)
@@ -457,26 +532,40 @@ fn shapes(
                 paths(&event, "", by.entry(key).or_default());
             }
         }
-        let whole = json_of(
-            client
-                .post(format!("{base}/v1/chat/completions"))
-                .json(&chat(false)),
-        )
-        .await?;
-        paths(&whole, "", by.entry("chat_whole".to_owned()).or_default());
-        for (name, path) in [
-            ("model_info", "/model_info"),
-            ("models", "/v1/models"),
-            ("server_info", "/server_info"),
-        ] {
+        let mut wholes = vec![("chat_whole", "/v1/chat/completions", "smollm2-135m")];
+        if speaker == Speaker::Vllm {
+            wholes.push(("completions_whole", "/v1/completions", "smollm2-135m"));
+            wholes.push(("unknown_model", "/v1/chat/completions", "no-such-model"));
+        }
+        for (name, path, model) in wholes {
+            let mut body = json!({"model": model, "max_tokens": 40, "temperature": 0});
+            if path == "/v1/completions" {
+                body["prompt"] = json!("The capital of France is");
+            } else {
+                body["messages"] = json!([{"role": "user", "content": "What is 2+2?"}]);
+            }
+            let doc = json_of(client.post(format!("{base}{path}")).json(&body)).await?;
+            paths(&doc, "", by.entry(name.to_owned()).or_default());
+        }
+        let (whole, keyed) = speaker.documents();
+        for (name, path) in whole.iter().chain(keyed) {
             let doc = json_of(client.get(format!("{base}{path}"))).await?;
-            let keys = by.entry(name.to_owned()).or_default();
-            if name == "models" {
+            let keys = by.entry((*name).to_owned()).or_default();
+            if whole.iter().any(|(n, _)| n == name) {
                 paths(&doc, "", keys);
             } else {
                 keys.extend(doc.as_object().into_iter().flat_map(|m| m.keys().cloned()));
             }
         }
+        let metrics = client
+            .get(format!("{base}/metrics"))
+            .send()
+            .await
+            .map_err(|e| format!("metrics: {e}"))?
+            .text()
+            .await
+            .map_err(|e| format!("metrics: {e}"))?;
+        by.insert("metrics".to_owned(), families(&metrics, speaker.metrics()));
         Ok(by)
     })
 }
@@ -485,6 +574,10 @@ fn shapes(
 /// as a listed exception (servegate reads none of them), so that a new
 /// field of either side is noticed here. `server_info` is left out: the
 /// simulator reports the part of it its profile sets.
+/// What real vLLM 0.32 sends that the simulator does not, listed as
+/// [`SGLANG_ONLY`] is.
+const VLLM_ONLY: &[(&str, &[&str])] = &[];
+
 const SGLANG_ONLY: &[(&str, &[&str])] = &[
     (
         "generate",
@@ -536,9 +629,9 @@ const SGLANG_ONLY: &[(&str, &[&str])] = &[
 /// that SGLang does not: the simulator must not promise what the server
 /// does not do.
 fn sglang_conformance(servers: &Installed) -> Result<(), Failed> {
-    let (_sim, sim_url) = start_sim()?;
+    let (_sim, sim_url) = start_sim(Speaker::Sglang)?;
     let (_, port) = shared_sglang(servers)?;
-    conformance(&sim_url, port)?;
+    conformance(Speaker::Sglang, &sim_url, port)?;
     generate_witness(servers, port)?;
     beside_bench_serving(servers, port)
 }
@@ -618,11 +711,17 @@ fn shared_sglang(servers: &Installed) -> Result<(u32, u16), Failed> {
     Ok((pid, port))
 }
 
-/// [`sglang_conformance`]'s comparison of the simulator with the SGLang on
-/// `port`.
-fn conformance(sim_url: &str, port: u16) -> Result<(), Failed> {
-    let sim = shapes(sim_url)?;
-    let real = shapes(&format!("http://127.0.0.1:{port}"))?;
+/// The comparison of the simulator speaking as `speaker` with the real
+/// one on `port`: the simulator never sends a path, a key of a document
+/// read by keys, or a metric family the server does not; and the server
+/// sends nothing the simulator does not beyond `speaker`'s listed
+/// exceptions (documents read by keys and metrics aside: the simulator
+/// reports the part of them its profile sets).
+fn conformance(speaker: Speaker, sim_url: &str, port: u16) -> Result<(), Failed> {
+    let sim = shapes(sim_url, speaker)?;
+    let real = shapes(&format!("http://127.0.0.1:{port}"), speaker)?;
+    let (_, keyed) = speaker.documents();
+    let server = speaker.name();
     let mut wrong = Vec::new();
     for key in sim
         .keys()
@@ -636,31 +735,34 @@ fn conformance(sim_url: &str, port: u16) -> Result<(), Failed> {
         let promised: Vec<&String> = s.difference(&r).collect();
         if !promised.is_empty() {
             wrong.push(format!(
-                "{key}: the simulator sends what SGLang does not: {promised:?}"
+                "{key}: the simulator sends what {server} does not: {promised:?}"
             ));
         }
-        if key == "server_info" {
+        if key == "metrics" || keyed.iter().any(|(n, _)| n == key) {
             continue;
         }
         let missing: std::collections::BTreeSet<&str> =
             r.difference(&s).map(String::as_str).collect();
-        let listed: std::collections::BTreeSet<&str> = SGLANG_ONLY
+        let listed: std::collections::BTreeSet<&str> = speaker
+            .only()
             .iter()
             .filter(|(k, _)| k == key)
             .flat_map(|(_, l)| l.iter().copied())
             .collect();
         if missing != listed {
             wrong.push(format!(
-                "{key}: SGLang sends what the simulator does not, beyond the listed exceptions: {:?}; listed but not sent by SGLang: {:?}",
+                "{key}: {server} sends what the simulator does not, beyond the listed exceptions: {:?}; listed but not sent by {server}: {:?}",
                 missing.difference(&listed).collect::<Vec<_>>(),
                 listed.difference(&missing).collect::<Vec<_>>()
             ));
         }
     }
     println!(
-        "  conformance: {} parts compared, {} listed exceptions",
+        "  conformance with {server}: {} parts compared, {} metric families the simulator keeps, {} listed exceptions",
         real.len(),
-        SGLANG_ONLY.iter().map(|(_, l)| l.len()).sum::<usize>()
+        sim.get("metrics")
+            .map_or(0, std::collections::BTreeSet::len),
+        speaker.only().iter().map(|(_, l)| l.len()).sum::<usize>()
     );
     if wrong.is_empty() {
         Ok(())
@@ -893,14 +995,20 @@ fn beside(
     Ok(())
 }
 
-/// servegate beside vLLM's own benchmark client, `vllm bench serve
-/// --backend openai-chat`, on a real vLLM started with the shipped suite's
-/// launch line, in the workload of [`beside`]. Its `random` dataset draws
+/// The simulator speaking as vLLM against real vLLM 0.32 (started with
+/// the shipped suite's launch line), as [`sglang_conformance`] compares
+/// them: every part of a chat and a completions stream, with token ids
+/// and without, whole chat and completions answers, an unknown model's
+/// error, `/v1/models`, `/version` and the metric families, with the
+/// listed exceptions ([`VLLM_ONLY`]). Then, on the same vLLM, servegate
+/// beside vLLM's own benchmark client, `vllm bench serve --backend
+/// openai-chat`, in the workload of [`beside`]. Its `random` dataset draws
 /// token ids with a seed of each run's own, so no prompt shares another's
 /// prefix in vLLM's prefix cache (on, as vLLM's default is). It runs
 /// through `scripts/servers/bench_runs.py`: vLLM 0.32.0's own
 /// `vllm bench serve` dies on the CPU distribution's name (see there).
-fn vllm_beside_bench_serve(servers: &Installed) -> Result<(), Failed> {
+fn vllm_conformance(servers: &Installed) -> Result<(), Failed> {
+    let (_sim, sim_url) = start_sim(Speaker::Vllm)?;
     let (_vllm, port) = start_server(
         servers,
         "vLLM",
@@ -908,6 +1016,7 @@ fn vllm_beside_bench_serve(servers: &Installed) -> Result<(), Failed> {
         &VLLM_FLAGS,
         &VLLM_ENV,
     )?;
+    conformance(Speaker::Vllm, &sim_url, port)?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let dir = dir.path();
     std::fs::create_dir_all(dir.join(".git")).map_err(|e| e.to_string())?;
@@ -1567,8 +1676,8 @@ fn main() {
             false,
         ),
         (
-            "real_vllm::vllm_bench_serve_beside_vllm",
-            vllm_beside_bench_serve,
+            "real_vllm::the_simulator_and_bench_serve_beside_vllm",
+            vllm_conformance,
             false,
         ),
     ];

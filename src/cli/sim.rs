@@ -50,7 +50,14 @@ pub(crate) struct SimArgs {
     /// Health checks never answer 200: a start-up that hangs.
     #[arg(long)]
     never_ready: bool,
-    /// Abort (SIGABRT) when a generation request arrives after this many.
+    /// The server it speaks as, overriding the profile's `speaks`: its
+    /// routes, answer shapes, errors and metric names (SGLang 0.5.23's,
+    /// or vLLM 0.32's).
+    #[arg(long, value_parser = ["sglang", "vllm"])]
+    speaks: Option<String>,
+    /// Abort (SIGABRT) when a generation request arrives after this many;
+    /// speaking as vLLM, its engine dies instead (the request gets the
+    /// error in its stream, `/health` 503, the process exits 3 s later).
     #[arg(long)]
     crash_after: Option<u64>,
     /// Stop answering anything (health included) when a generation request
@@ -105,6 +112,11 @@ pub(crate) fn serve_sim(set: &SimArgs) -> ExitCode {
         .unwrap_or(profile.tokens_per_chunk)
         .max(1);
     profile.crash_after = set.crash_after.or(profile.crash_after);
+    match set.speaks.as_deref() {
+        Some("vllm") => profile.speaks = sim::Speaks::Vllm,
+        Some(_) => profile.speaks = sim::Speaks::Sglang,
+        None => {}
+    }
     profile.fault = set.fault.or(profile.fault);
     profile.hang_after = set.hang_after;
     profile.scheduler_hang_after = set.scheduler_hang_after;

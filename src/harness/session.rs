@@ -511,9 +511,9 @@ impl SuiteRun {
                     }
                     let s = c.server.as_ref()?;
                     asking.set("GET /health (5xx), then the launched server's exit");
-                    exit_within(s, started).await.then(|| {
-                        format!("GET /health answered {health}, and the server exited")
-                    })
+                    exit_within(s, started)
+                        .await
+                        .then(|| format!("GET /health answered {health}, and the server exited"))
                 }
                 Err(e) => Some(format!("GET /health_generate: {e}")),
             }

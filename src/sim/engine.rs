@@ -123,18 +123,13 @@ impl Plan {
     /// `" more"`.
     pub fn output_ids(&self, from: u64, to: u64) -> Vec<u64> {
         let tokens = self.reasoning.iter().chain(&self.content);
-        let id = |t: &str| {
-            t.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-            }) % 49_152
-        };
-        let planned: Vec<u64> = tokens.map(|t| id(t)).collect();
+        let planned: Vec<u64> = tokens.map(|t| token_id(t)).collect();
         (from..to)
             .map(|i| {
                 usize::try_from(i)
                     .ok()
                     .and_then(|i| planned.get(i).copied())
-                    .unwrap_or_else(|| id(" more"))
+                    .unwrap_or_else(|| token_id(" more"))
             })
             .collect()
     }
@@ -216,6 +211,17 @@ pub fn tokenize(text: &str) -> Vec<String> {
 /// Counts prompt tokens the way [`tokenize`] cuts them.
 pub fn count_tokens(text: &str) -> u64 {
     tokenize(text).len() as u64
+}
+
+/// A token's id: its text hashed into the vocabulary of `SmolLM2`
+/// (49,152), the same text the same id.
+pub fn token_id(token: &str) -> u64 {
+    hash(token) % 49_152
+}
+
+/// The ids of a prompt's tokens, as vLLM lists them (`prompt_token_ids`).
+pub fn prompt_ids(prompt: &str) -> Vec<u64> {
+    tokenize(prompt).iter().map(|t| token_id(t)).collect()
 }
 
 fn hash(text: &str) -> u64 {

@@ -22,7 +22,7 @@ use axum::serve::ListenerExt as _;
 use routes::Shape;
 
 pub use engine::{Finish, Plan, count_tokens, plan, tokenize};
-pub use profile::{Profile, Reply};
+pub use profile::{Profile, Reply, Speaks};
 
 /// The version string the simulator reports as its server version.
 pub const VERSION: &str = concat!("servegate-sim ", env!("CARGO_PKG_VERSION"));
@@ -48,6 +48,9 @@ struct SimState {
     hung: std::sync::atomic::AtomicBool,
     /// Set by `scheduler_hang_after`: nothing is generated any more.
     scheduler_hung: std::sync::atomic::AtomicBool,
+    /// Set by `crash_after` speaking as vLLM: its engine died, its front
+    /// end answers with the error until it exits.
+    engine_dead: std::sync::atomic::AtomicBool,
     /// How long `/health_generate` waits for a token before its 503:
     /// SGLang's `SGLANG_HEALTH_CHECK_TIMEOUT` (20 s by default).
     health_check_timeout: std::time::Duration,
@@ -79,6 +82,9 @@ struct Counters {
     cached_tokens: AtomicU64,
     /// Speculative verify steps (one per chunk).
     verify_steps: AtomicU64,
+    /// Requests that reached their end, by finish: stop, length (vLLM's
+    /// `request_success_total`).
+    finished: [AtomicU64; 2],
 }
 
 impl Counters {
@@ -118,6 +124,7 @@ pub fn app(profile: Profile) -> Router {
             .is_some_and(|v| matches!(v.to_lowercase().as_str(), "false" | "0" | "no" | "n")),
         hung: std::sync::atomic::AtomicBool::new(false),
         scheduler_hung: std::sync::atomic::AtomicBool::new(false),
+        engine_dead: std::sync::atomic::AtomicBool::new(false),
         profile,
         running: AtomicUsize::new(0),
         requests: AtomicU64::new(0),
@@ -130,20 +137,34 @@ pub fn app(profile: Profile) -> Router {
         ttft: histogram::PromHistogram::default(),
         e2e: histogram::PromHistogram::default(),
     });
-    Router::new()
+    let openai = Router::new()
         .route("/v1/chat/completions", routes::generation(Shape::Chat))
         .route("/v1/completions", routes::generation(Shape::Completions))
-        .route("/generate", routes::generation(Shape::Generate))
-        .route("/completion", routes::generation(Shape::Llama))
-        .route("/health", get(routes::health_route))
-        .route("/health_generate", get(routes::health_generate))
         .route("/v1/models", get(routes::models))
-        .route("/get_model_info", get(routes::deprecated_model_info))
-        .route("/model_info", get(routes::model_info))
-        .route("/get_server_info", get(routes::deprecated_server_info))
-        .route("/server_info", get(routes::server_info))
         .route("/metrics", get(routes::metrics))
-        .route("/flush_cache", post(routes::flush_cache))
+        // FastAPI's answer to a route it lacks, under SGLang and vLLM.
+        .fallback(|| async {
+            (
+                axum::http::StatusCode::NOT_FOUND,
+                axum::Json(serde_json::json!({"detail": "Not Found"})),
+            )
+        });
+    let routes = match state.profile.speaks {
+        Speaks::Sglang => openai
+            .route("/generate", routes::generation(Shape::Generate))
+            .route("/completion", routes::generation(Shape::Llama))
+            .route("/health", get(routes::health_route))
+            .route("/health_generate", get(routes::health_generate))
+            .route("/get_model_info", get(routes::deprecated_model_info))
+            .route("/model_info", get(routes::model_info))
+            .route("/get_server_info", get(routes::deprecated_server_info))
+            .route("/server_info", get(routes::server_info))
+            .route("/flush_cache", post(routes::flush_cache)),
+        Speaks::Vllm => openai
+            .route("/health", get(routes::vllm_health))
+            .route("/version", get(routes::version)),
+    };
+    routes
         .layer(axum::middleware::from_fn_with_state(
             std::sync::Arc::clone(&state),
             routes::auth,

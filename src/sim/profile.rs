@@ -124,6 +124,28 @@ pub struct Profile {
     /// aborts, as the engine would (`RuntimeError: probability tensor
     /// contains either inf, nan or element < 0`).
     pub crash_message: Option<String>,
+    /// The server it speaks as.
+    pub speaks: Speaks,
+}
+
+/// The server a simulator speaks as: its routes, the shapes of its
+/// answers and errors, its metric names, how it dies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Speaks {
+    /// SGLang 0.5.23: the OpenAI routes in its dialect, `/generate`,
+    /// `/health_generate`, `/server_info`, `/model_info`, `/flush_cache`,
+    /// `sglang:` metrics (and llama.cpp's `/completion`, for the tests of
+    /// that API).
+    #[default]
+    Sglang,
+    /// vLLM 0.32 (`vllm serve`): the OpenAI routes in its dialect (chat
+    /// streams listing `token_ids` when asked, errors under `error`, an
+    /// unknown model refused), `/version`, `vllm:` metrics; none of
+    /// SGLang's routes. A crash (`crash_after`) is its engine dying: the
+    /// request gets the error in its stream, `/health` 503, and the
+    /// process exits 3 s later, as its watchdog stops it.
+    Vllm,
 }
 
 /// How the model a profile stands for behaves under SGLang's flags.
@@ -207,6 +229,7 @@ impl Default for Profile {
             admin_api_key: None,
             sglang: Behaviour::default(),
             crash_message: None,
+            speaks: Speaks::Sglang,
         }
     }
 }
@@ -252,6 +275,8 @@ struct ProfileFile {
     crash_message: Option<String>,
     #[serde(default)]
     sglang: Behaviour,
+    #[serde(default)]
+    speaks: Speaks,
 }
 
 #[derive(Deserialize)]
@@ -355,6 +380,7 @@ impl Profile {
             crash_after: file.crash_after,
             crash_message: file.crash_message,
             sglang: file.sglang,
+            speaks: file.speaks,
             ..defaults
         })
     }

@@ -15,7 +15,7 @@ use crate::sim::engine::{Finish, Plan};
 
 /// The completion count the server reports: breaking `usage` makes it one
 /// that the stream contradicts.
-fn reported_tokens(plan: &Plan, profile: &Profile) -> u64 {
+pub(super) fn reported_tokens(plan: &Plan, profile: &Profile) -> u64 {
     if profile.breaks("usage") {
         1
     } else {
@@ -236,7 +236,7 @@ pub(super) fn role_chunk(model: &str, id: &str) -> Bytes {
 }
 
 /// A JSON string literal.
-fn quoted(text: &str) -> String {
+pub(super) fn quoted(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
 }
 
@@ -254,21 +254,50 @@ pub(super) fn completions_finish(model: &str, id: &str, plan: &Plan, extras: Ext
     sse(&finish)
 }
 
-/// The SSE bytes of one chunk of `tokens` tokens. Token chunks are the hot
-/// path of a benchmark, so they are formatted directly, not through a JSON
-/// tree.
-#[expect(clippy::too_many_arguments, reason = "one chunk is many small facts")]
-pub(super) fn token_chunk(
-    shape: Shape,
-    model: &str,
-    id: &str,
-    piece: &str,
-    reasoning: bool,
-    cumulative: &str,
-    plan: &Plan,
-    tokens: std::ops::Range<u64>,
-    extras: Extras,
-) -> Bytes {
+/// One chunk of a stream: its shape, the model and request it belongs to,
+/// its text, whether that is reasoning, and which of the answer's tokens
+/// it carries.
+pub(super) struct Piece<'a> {
+    pub(super) shape: Shape,
+    pub(super) model: &'a str,
+    pub(super) id: &'a str,
+    pub(super) text: &'a str,
+    pub(super) reasoning: bool,
+    pub(super) tokens: std::ops::Range<u64>,
+}
+
+impl<'a> Piece<'a> {
+    pub(super) fn new(
+        shape: Shape,
+        (model, id): (&'a str, &'a str),
+        text: &'a str,
+        reasoning: bool,
+        tokens: std::ops::Range<u64>,
+    ) -> Self {
+        Self {
+            shape,
+            model,
+            id,
+            text,
+            reasoning,
+            tokens,
+        }
+    }
+}
+
+/// The SSE bytes of one chunk, `cumulative` the text so far. Token chunks
+/// are the hot path of a benchmark, so they are formatted directly, not
+/// through a JSON tree.
+pub(super) fn token_chunk(p: &Piece<'_>, cumulative: &str, plan: &Plan, extras: Extras) -> Bytes {
+    let Piece {
+        shape,
+        model,
+        id,
+        text: piece,
+        reasoning,
+        ..
+    } = *p;
+    let tokens = p.tokens.clone();
     let sent = tokens.end;
     // SGLang 0.5.23's running usage: chat's with both details (`null`
     // where none), completions' without; a completions chunk without it

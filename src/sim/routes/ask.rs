@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use super::Shape;
+use crate::sim::Speaks;
 
 /// The reasoning switches of a chat request.
 #[derive(Debug, Clone, Copy)]
@@ -55,7 +56,8 @@ pub(super) struct Extras {
     /// `/generate`'s text as disjoint segments, not cumulative (the
     /// server's `--incremental-streaming-output`, not the client's ask).
     pub(super) segments: bool,
-    /// Each completions chunk's token ids (`return_token_ids`).
+    /// Each chunk's token ids (`return_token_ids`): on completions, and
+    /// on chat speaking as vLLM (SGLang refuses them on a chat stream).
     pub(super) token_ids: bool,
 }
 
@@ -64,7 +66,7 @@ fn u32_field(v: Option<&Value>) -> Option<u32> {
         .and_then(|n| u32::try_from(n).ok())
 }
 
-pub(super) fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
+pub(super) fn parse_ask(shape: Shape, speaks: Speaks, body: &Value) -> Result<Ask, String> {
     let flag = |pointer: &str, default: bool| {
         body.pointer(pointer)
             .and_then(Value::as_bool)
@@ -96,7 +98,11 @@ pub(super) fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
     // SGLang 0.5.23 refuses the field on a streaming chat
     // (`serving_chat.py`: a `ValueError`, answered 400 by
     // `serving_base.py`).
-    if shape == Shape::Chat && flag("/stream", false) && flag("/return_token_ids", false) {
+    if speaks == Speaks::Sglang
+        && shape == Shape::Chat
+        && flag("/stream", false)
+        && flag("/return_token_ids", false)
+    {
         return Err("return_token_ids is not supported with streaming on /v1/chat/completions. Please set stream=false when using return_token_ids=true.".to_owned());
     }
     let params = if shape == Shape::Generate {
@@ -157,7 +163,8 @@ pub(super) fn parse_ask(shape: Shape, body: &Value) -> Result<Ask, String> {
             usage: flag("/stream_options/include_usage", false),
             continuous: flag("/stream_options/continuous_usage_stats", false),
             segments: false,
-            token_ids: shape == Shape::Completions && flag("/return_token_ids", false),
+            token_ids: (shape == Shape::Completions || speaks == Speaks::Vllm)
+                && flag("/return_token_ids", false),
         },
     })
 }

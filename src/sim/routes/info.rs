@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::sim::fault::Fault;
-use crate::sim::{SimState, VERSION};
+use crate::sim::{SimState, Speaks, VERSION};
 
 /// SGLang answers 400 while requests run; so does the simulator.
 pub(in crate::sim) async fn flush_cache(State(s): State<Arc<SimState>>) -> Response {
@@ -117,27 +117,45 @@ pub(in crate::sim) async fn health_route(State(s): State<Arc<SimState>>) -> Resp
 /// The HTTP error a faulty server answers everything with, info included.
 fn http_fault(s: &SimState) -> Option<Response> {
     let code = s.profile.fault.and_then(Fault::status)?;
-    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    Some(
-        (
-            status,
-            Json(json!({"object": "error", "message": "simulated fault", "code": code})),
-        )
-            .into_response(),
-    )
+    Some(super::error(
+        s.profile.speaks,
+        code,
+        "simulated fault",
+        "ServerError",
+    ))
 }
 
 pub(in crate::sim) async fn models(State(s): State<Arc<SimState>>) -> Response {
     if let Some(r) = http_fault(&s) {
         return r;
     }
-    Json(json!({
-        "object": "list",
-        "data": [{"id": s.profile.model, "object": "model", "created": 0,
-                  "owned_by": "servegate-sim", "root": s.profile.model, "parent": null,
-                  "max_model_len": 32768}],
-    }))
-    .into_response()
+    let mut model = json!({"id": s.profile.model, "object": "model", "created": 0,
+              "owned_by": "servegate-sim", "root": s.profile.model, "parent": null,
+              "max_model_len": 32768});
+    if s.profile.speaks == Speaks::Vllm {
+        // vLLM 0.32's card: its name for the owner (which servegate reads
+        // to tell vLLM), and the permission list OpenAI's once had.
+        model["owned_by"] = json!("vllm");
+        model["permission"] = json!([{"id": "modelperm-sim", "object": "model_permission",
+            "created": 0, "allow_create_engine": false, "allow_sampling": true,
+            "allow_logprobs": true, "allow_search_indices": false, "allow_view": true,
+            "allow_fine_tuning": false, "organization": "*", "group": null, "is_blocking": false}]);
+    }
+    Json(json!({"object": "list", "data": [model]})).into_response()
+}
+
+/// vLLM's `/version`: the simulator's own, never a vLLM release.
+pub(in crate::sim) async fn version() -> Response {
+    Json(json!({"version": VERSION})).into_response()
+}
+
+/// vLLM 0.32's `/health`: 200 with no body while its engine runs (even
+/// hung: it asks nothing of it), 503 once the engine died.
+pub(in crate::sim) async fn vllm_health(State(s): State<Arc<SimState>>) -> Response {
+    if s.engine_dead.load(Ordering::SeqCst) {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
+    health(State(s)).await
 }
 
 pub(in crate::sim) async fn model_info(State(s): State<Arc<SimState>>) -> Response {
@@ -216,6 +234,108 @@ pub(in crate::sim) async fn server_info(State(s): State<Arc<SimState>>) -> Respo
 }
 
 pub(in crate::sim) async fn metrics(State(s): State<Arc<SimState>>) -> Response {
+    let body = match s.profile.speaks {
+        Speaks::Sglang => sglang_metrics(&s),
+        Speaks::Vllm => vllm_metrics(&s),
+    };
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}
+
+/// The share of its capacity the running streams take.
+fn usage(s: &SimState) -> f64 {
+    let running = s.running.load(Ordering::Relaxed);
+    #[expect(clippy::cast_precision_loss, reason = "small counts")]
+    let usage = running.min(s.profile.capacity) as f64 / s.profile.capacity.max(1) as f64;
+    usage
+}
+
+/// The series of vLLM 0.32's `/metrics` the simulator keeps, in its names
+/// and types and with its labels (`engine`, `model_name`): tokens,
+/// requests running and waiting, the KV cache used, prefix-cache queries
+/// and hits (in tokens), preemptions, requests finished by reason (an
+/// abandoned request is not counted there: vLLM drops it in its front
+/// end), its latency histograms and its cache configuration's info series.
+fn vllm_metrics(s: &SimState) -> String {
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let c = &s.counters;
+    let mut body = String::new();
+    let labels = format!("engine=\"0\",model_name=\"{}\"", s.profile.model);
+    let series = |body: &mut String, kind: &str, name: &str, extra: &str, value: String| {
+        let _ = write!(
+            body,
+            "# TYPE vllm:{name} {kind}\nvllm:{name}{{{labels}{extra}}} {value}\n"
+        );
+    };
+    series(
+        &mut body,
+        "gauge",
+        "num_requests_running",
+        "",
+        s.running.load(Ordering::Relaxed).to_string(),
+    );
+    series(
+        &mut body,
+        "gauge",
+        "num_requests_waiting",
+        "",
+        "0".to_owned(),
+    );
+    series(
+        &mut body,
+        "gauge",
+        "kv_cache_usage_perc",
+        "",
+        format!("{:.4}", usage(s)),
+    );
+    for (name, count) in [
+        ("prompt_tokens_total", &s.prompt_tokens),
+        ("generation_tokens_total", &s.generation_tokens),
+        ("prefix_cache_queries_total", &s.prompt_tokens),
+        ("prefix_cache_hits_total", &c.cached_tokens),
+        ("num_preemptions_total", &c.retracted),
+    ] {
+        series(&mut body, "counter", name, "", load(count).to_string());
+    }
+    let _ = writeln!(body, "# TYPE vllm:request_success_total counter");
+    for (reason, count) in [
+        ("stop", load(&c.finished[0])),
+        ("length", load(&c.finished[1])),
+        ("abort", 0),
+        ("error", 0),
+        ("repetition", 0),
+    ] {
+        let _ = writeln!(
+            body,
+            "vllm:request_success_total{{{labels},finished_reason=\"{reason}\"}} {count}"
+        );
+    }
+    series(
+        &mut body,
+        "gauge",
+        "cache_config_info",
+        &format!(
+            ",block_size=\"16\",enable_prefix_caching=\"{}\"",
+            if s.profile.prefix_cache {
+                "True"
+            } else {
+                "False"
+            }
+        ),
+        "1.0".to_owned(),
+    );
+    body.push_str(
+        &s.ttft
+            .render("vllm:time_to_first_token_seconds", &s.profile.model),
+    );
+    body.push_str(
+        &s.e2e
+            .render("vllm:e2e_request_latency_seconds", &s.profile.model),
+    );
+    body
+}
+
+/// The series of SGLang 0.5.23's `/metrics` the simulator keeps.
+fn sglang_metrics(s: &SimState) -> String {
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let generated = load(&s.generation_tokens);
     let running = s.running.load(Ordering::Relaxed);
@@ -237,8 +357,7 @@ pub(in crate::sim) async fn metrics(State(s): State<Arc<SimState>>) -> Response 
         *last = Some((now, generated));
         rate
     };
-    #[expect(clippy::cast_precision_loss, reason = "small counts")]
-    let usage = running.min(s.profile.capacity) as f64 / s.profile.capacity.max(1) as f64;
+    let usage = usage(s);
     let mut body = String::new();
     let labels = format!("model_name=\"{}\"", s.profile.model);
     let mut series = |kind: &str, name: &str, value: String| {
@@ -296,5 +415,5 @@ pub(in crate::sim) async fn metrics(State(s): State<Arc<SimState>>) -> Response 
         s.e2e
             .render("sglang:e2e_request_latency_seconds", &s.profile.model),
     );
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+    body
 }

@@ -14,6 +14,7 @@ mod answer;
 mod ask;
 mod info;
 mod stream;
+mod vllm;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -29,15 +30,15 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
-use super::SimState;
-use super::engine::plan;
+use super::engine::{Finish, plan};
 use super::fault::Fault;
 use super::profile::GenerateText;
+use super::{SimState, Speaks};
 use answer::whole;
 use ask::{Extras, parse_ask};
 pub(super) use info::{
     auth, deprecated_model_info, deprecated_server_info, flush_cache, health_generate,
-    health_route, metrics, model_info, models, server_info,
+    health_route, metrics, model_info, models, server_info, version, vllm_health,
 };
 use stream::stream;
 
@@ -57,16 +58,43 @@ pub(super) enum Shape {
 /// Sent down a stream's channel to drop the connection mid-response.
 const ABORT: &[u8] = b"\0servegate-sim-abort";
 
+/// An error answer as the server the simulator speaks as writes one:
+/// SGLang 0.5.23's `{"object": "error", …}`, vLLM 0.32's
+/// `{"error": {"message", "type", "param", "code"}}`.
+fn error(speaks: Speaks, code: u16, message: &str, kind: &str) -> Response {
+    error_at(speaks, (code, ""), message, kind)
+}
+
+/// [`error`] naming the request's field at fault, as vLLM does
+/// (`param`; "" for none).
+fn error_at(speaks: Speaks, (code, param): (u16, &str), message: &str, kind: &str) -> Response {
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let param = if param.is_empty() {
+        Value::Null
+    } else {
+        Value::from(param)
+    };
+    let body = match speaks {
+        Speaks::Sglang => {
+            json!({"object": "error", "message": message, "type": kind, "code": code})
+        }
+        Speaks::Vllm => {
+            json!({"error": {"message": message, "type": kind, "param": param, "code": code}})
+        }
+    };
+    (status, Json(body)).into_response()
+}
+
+/// What vLLM 0.32 says of a request once its engine died.
+const ENGINE_DEAD: &str =
+    "EngineCore encountered an issue. See stack trace (above) for the root cause.";
+
 /// The faults that strike before a stream starts: an HTTP error, no byte
 /// ever, or headers late. `Some` is the response to send instead.
-async fn fault_before_stream(fault: Option<Fault>) -> Option<Response> {
+async fn fault_before_stream(speaks: Speaks, fault: Option<Fault>) -> Option<Response> {
     let fault = fault?;
     if let Some(code) = fault.status() {
-        let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let body = Json(
-            json!({"object": "error", "message": format!("simulated {fault}"), "type": "ServerError", "code": code}),
-        );
-        let mut r = (status, body).into_response();
+        let mut r = error(speaks, code, &format!("simulated {fault}"), "ServerError");
         if code == 429 {
             r.headers_mut()
                 .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
@@ -81,16 +109,6 @@ async fn fault_before_stream(fault: Option<Fault>) -> Option<Response> {
     None
 }
 
-fn bad_request(message: &str) -> Response {
-    (
-        StatusCode::BAD_REQUEST,
-        Json(
-            json!({"object": "error", "message": message, "type": "BadRequestError", "code": 400}),
-        ),
-    )
-        .into_response()
-}
-
 /// Counts a stream as running for as long as it lives, and as aborted
 /// when it goes before its end (the client went away, a fault cut it).
 struct Running(Arc<SimState>, bool);
@@ -101,9 +119,14 @@ impl Running {
         Self(Arc::clone(state), false)
     }
 
-    /// The request reached its end.
-    fn ended(&mut self) {
+    /// The request reached its end, with `finish`.
+    fn ended(&mut self, finish: Finish) {
         self.1 = true;
+        let i = match finish {
+            Finish::Stop => 0,
+            Finish::Length => 1,
+        };
+        self.0.counters.finished[i].fetch_add(1, Ordering::Relaxed);
     }
 
     /// The ITL now: the base ITL, stretched once streams exceed capacity.
@@ -139,12 +162,16 @@ pub(super) fn generation(shape: Shape) -> MethodRouter<Arc<SimState>> {
 }
 
 async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> Response {
-    let ask = match parse_ask(shape, body) {
+    let speaks = state.profile.speaks;
+    let ask = match parse_ask(shape, speaks, body) {
         Ok(a) => a,
-        Err(e) => return bad_request(&e),
+        Err(e) => return error(speaks, 400, &e, "BadRequestError"),
     };
+    if let Some(refused) = vllm_refusal(&state, body) {
+        return refused;
+    }
     let before = state.requests.fetch_add(1, Ordering::Relaxed);
-    if let Some(r) = fault_before_stream(state.profile.fault).await {
+    if let Some(r) = fault_before_stream(speaks, state.profile.fault).await {
         return r;
     }
     let p = &state.profile;
@@ -205,36 +232,12 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
     {
         plan.content.fill_with(|| "!".to_owned());
     }
-    if state.profile.hang_after.is_some_and(|n| before >= n) {
-        eprintln!(
-            "servegate sim: simulated hang: no answer from now on (request {})",
-            before + 1
-        );
-        state.hung.store(true, Ordering::SeqCst);
-    }
-    if state
-        .profile
-        .scheduler_hang_after
-        .is_some_and(|n| before >= n)
-    {
-        eprintln!(
-            "servegate sim: simulated scheduler hang: HTTP answers, nothing is generated from now on (request {})",
-            before + 1
-        );
-        state.scheduler_hung.store(true, Ordering::SeqCst);
-    }
+    hang_if_due(&state, before);
     if state.hung.load(Ordering::SeqCst) || state.scheduler_hung.load(Ordering::SeqCst) {
         return std::future::pending().await;
     }
-    if state.profile.crash_after.is_some_and(|n| before >= n) {
-        if let Some(line) = &state.profile.crash_message {
-            eprintln!("{line}");
-        }
-        eprintln!(
-            "servegate sim: simulated crash: fatal error in decode (request {})",
-            before + 1
-        );
-        std::process::abort();
+    if let Some(last_words) = crash_if_due(&state, before, ask.stream) {
+        return last_words;
     }
     state
         .prompt_tokens
@@ -247,7 +250,7 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         tokio::spawn(stream(
             Arc::clone(&state),
             shape,
-            plan,
+            (plan, prompt_ids(speaks, &ask)),
             Extras {
                 usage: ask.extras.usage && state.profile.usage,
                 continuous: ask.extras.continuous && state.profile.usage,
@@ -279,12 +282,123 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         at += running.itl();
     }
     sleep_until(at).await;
-    running.ended();
+    running.ended(plan.finish);
     drop(running);
     state
         .generation_tokens
         .fetch_add(plan.completion_tokens(), Ordering::Relaxed);
-    Json(whole(shape, &plan, &state.profile, &id, started.elapsed())).into_response()
+    Json(match speaks {
+        Speaks::Sglang => whole(shape, &plan, &state.profile, &id, started.elapsed()),
+        Speaks::Vllm => vllm::whole(
+            shape,
+            &state.profile.model,
+            &id,
+            &plan,
+            answer::reported_tokens(&plan, &state.profile),
+        ),
+    })
+    .into_response()
+}
+
+/// Sets the profile's hangs (the whole server, or its scheduler) that
+/// are due at request `before + 1`.
+fn hang_if_due(state: &SimState, before: u64) {
+    if state.profile.hang_after.is_some_and(|n| before >= n) {
+        eprintln!(
+            "servegate sim: simulated hang: no answer from now on (request {})",
+            before + 1
+        );
+        state.hung.store(true, Ordering::SeqCst);
+    }
+    if state
+        .profile
+        .scheduler_hang_after
+        .is_some_and(|n| before >= n)
+    {
+        eprintln!(
+            "servegate sim: simulated scheduler hang: HTTP answers, nothing is generated from now on (request {})",
+            before + 1
+        );
+        state.scheduler_hung.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The profile's crash, when due at request `before + 1`: the process
+/// aborts (SGLang), or its engine dies and the request gets the answer of
+/// a dead engine (vLLM).
+fn crash_if_due(state: &SimState, before: u64, stream: bool) -> Option<Response> {
+    if state.profile.crash_after.is_none_or(|n| before < n) {
+        return None;
+    }
+    if let Some(line) = &state.profile.crash_message {
+        eprintln!("{line}");
+    }
+    if state.profile.speaks == Speaks::Vllm {
+        return Some(engine_died(state, stream, before + 1));
+    }
+    eprintln!(
+        "servegate sim: simulated crash: fatal error in decode (request {})",
+        before + 1
+    );
+    std::process::abort();
+}
+
+/// What vLLM 0.32 answers before it plans a request: an unknown model's
+/// 404 (SGLang serves any), and the 500 of a dead engine.
+fn vllm_refusal(state: &SimState, body: &Value) -> Option<Response> {
+    if state.profile.speaks != Speaks::Vllm {
+        return None;
+    }
+    if let Some(model) = body.get("model").and_then(Value::as_str)
+        && model != state.profile.model
+    {
+        let valid = &state.profile.model;
+        let message = format!("The model `{model}` does not exist. Valid aliases: {valid}.");
+        return Some(error_at(
+            Speaks::Vllm,
+            (404, "model"),
+            &message,
+            "NotFoundError",
+        ));
+    }
+    state
+        .engine_dead
+        .load(Ordering::SeqCst)
+        .then(|| error(Speaks::Vllm, 500, ENGINE_DEAD, "InternalServerError"))
+}
+
+/// The prompt's ids, where vLLM lists them (asked, speaking as vLLM).
+fn prompt_ids(speaks: Speaks, ask: &ask::Ask) -> Vec<u64> {
+    if speaks == Speaks::Vllm && ask.extras.token_ids {
+        super::engine::prompt_ids(&ask.prompt)
+    } else {
+        Vec::new()
+    }
+}
+
+/// vLLM 0.32's engine dying under request `n`: its front end logs the
+/// `EngineDeadError`, sends the request the error in its stream (a 500
+/// when it does not stream), answers `/health` 503 and every later
+/// request 500, and exits 3 s later, when its watchdog (every 5 s) finds
+/// the engine dead.
+fn engine_died(state: &SimState, stream: bool, n: u64) -> Response {
+    state.engine_dead.store(true, Ordering::SeqCst);
+    eprintln!(
+        "servegate sim: simulated engine death (request {n})\nERROR [core_client.py] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.\nvllm.v1.engine.exceptions.EngineDeadError: {ENGINE_DEAD}"
+    );
+    tokio::spawn(async {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        eprintln!("INFO:     Shutting down");
+        std::process::exit(0);
+    });
+    if !stream {
+        return error(Speaks::Vllm, 500, ENGINE_DEAD, "InternalServerError");
+    }
+    let event = json!({"error": {"message": ENGINE_DEAD, "type": "InternalServerError", "param": null, "code": 500}});
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .body(Body::from(format!("data: {event}\n\ndata: [DONE]\n\n")))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
 /// What the server reports of a request to `prompt` beside its counts:

@@ -12,14 +12,14 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep_until};
 
 use super::answer::{
-    chat_chunk, chat_usage, completions_finish, llama_stop, meta_info, role_chunk, sse,
-    token_chunk, usage, usage_at,
+    Piece, chat_chunk, chat_usage, completions_finish, llama_stop, meta_info, reported_tokens,
+    role_chunk, sse, token_chunk, usage, usage_at,
 };
 use super::ask::Extras;
-use super::{ABORT, Running, Shape};
+use super::{ABORT, Running, Shape, vllm};
 use crate::sim::engine::Plan;
 use crate::sim::fault::Fault;
-use crate::sim::{Profile, SimState};
+use crate::sim::{Profile, SimState, Speaks};
 
 /// Breaks a stream after its first tokens; `true` when the stream is over.
 async fn fault_mid_stream(fault: Fault, tx: &mpsc::Sender<Bytes>) -> bool {
@@ -83,9 +83,14 @@ async fn tool_call(
         cursor.at += running.itl();
         cursor.sent += 1;
         running.0.generation_tokens.fetch_add(1, Ordering::Relaxed);
+        let choice = if running.0.profile.speaks == Speaks::Vllm {
+            json!({"index": 0, "delta": {"tool_calls": [call]}, "logprobs": null, "finish_reason": null, "token_ids": null})
+        } else {
+            json!({"index": 0, "delta": {"reasoning_content": null, "tool_calls": [call]}, "logprobs": null, "finish_reason": null, "matched_stop": null})
+        };
         let mut chunk = json!({
             "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
-            "choices": [{"index": 0, "delta": {"reasoning_content": null, "tool_calls": [call]}, "logprobs": null, "finish_reason": null, "matched_stop": null}],
+            "choices": [choice],
         });
         if extras.continuous {
             chunk["usage"] = chat_usage(usage_at(plan, cursor.sent));
@@ -116,10 +121,63 @@ fn usage_chunk(shape: Shape, model: &str, id: &str, plan: &Plan, profile: &Profi
     }))
 }
 
+/// The events that close a stream of `sent` tokens, as the server the
+/// simulator speaks as writes them: the finish where the last token did
+/// not carry it, the usage chunk when asked, `[DONE]` (llama.cpp's last
+/// event instead, with the time to the first token and to the end).
+fn closing(
+    state: &SimState,
+    shape: Shape,
+    plan: &Plan,
+    extras: Extras,
+    (model, id): (&str, &str),
+    sent: u64,
+    (first, end): (Duration, Duration),
+) -> Vec<Bytes> {
+    let done = Bytes::from_static(b"data: [DONE]\n\n");
+    let mut tail = Vec::new();
+    if state.profile.speaks == Speaks::Vllm {
+        if !vllm::finishes_on_token(plan, sent) {
+            tail.push(vllm::finish_chunk(shape, model, id, plan, extras));
+        }
+        if extras.usage {
+            let reported = reported_tokens(plan, &state.profile);
+            tail.push(vllm::usage_chunk(shape, model, id, plan, reported));
+        }
+        tail.push(done);
+        return tail;
+    }
+    match shape {
+        Shape::Chat => tail.push(chat_chunk(
+            model,
+            id,
+            &json!({}),
+            Some((plan.finish_reason(), plan.matched_stop())),
+        )),
+        Shape::Completions => tail.push(completions_finish(model, id, plan, extras)),
+        Shape::Generate if plan.completion_tokens() == 0 => {
+            tail.push(sse(
+                &json!({"text": "", "output_ids": [], "meta_info": meta_info(plan, id, 0, true)}),
+            ));
+        }
+        Shape::Generate => {}
+        Shape::Llama => {
+            tail.push(sse(&llama_stop(plan, &state.profile, "", first, end)));
+            return tail;
+        }
+    }
+    if extras.usage && matches!(shape, Shape::Chat | Shape::Completions) {
+        tail.push(usage_chunk(shape, model, id, plan, &state.profile));
+    }
+    tail.push(done);
+    tail
+}
+
+/// Streams `plan` (with the prompt's ids, where vLLM lists them).
 pub(super) async fn stream(
     state: Arc<SimState>,
     shape: Shape,
-    plan: Plan,
+    (plan, prompt_ids): (Plan, Vec<u64>),
     extras: Extras,
     id: String,
     tx: mpsc::Sender<Bytes>,
@@ -128,8 +186,14 @@ pub(super) async fn stream(
     let started = Instant::now();
     let model = state.profile.model.clone();
     let per_chunk = state.profile.tokens_per_chunk;
+    let as_vllm = state.profile.speaks == Speaks::Vllm;
     let mut at = Instant::now() + state.profile.ttft;
-    if shape == Shape::Chat && tx.send(role_chunk(&model, &id)).await.is_err() {
+    let role = if as_vllm {
+        vllm::role_chunk(&model, &id, &plan, extras, &prompt_ids)
+    } else {
+        role_chunk(&model, &id)
+    };
+    if shape == Shape::Chat && tx.send(role).await.is_err() {
         return;
     }
     let tokens: Vec<(&String, bool)> = plan
@@ -170,17 +234,22 @@ pub(super) async fn stream(
             .generation_tokens
             .fetch_add(n as u64, Ordering::Relaxed);
         cumulative.push_str(&piece);
-        let chunk = token_chunk(
-            shape,
-            &model,
-            &id,
-            &piece,
-            reasoning,
-            &cumulative,
-            &plan,
-            from..sent,
-            extras,
-        );
+        let chunk = if as_vllm {
+            vllm::token_chunk(
+                &Piece::new(shape, (&model, &id), &piece, reasoning, from..sent),
+                &plan,
+                extras,
+                &prompt_ids,
+                vllm::finishes_on_token(&plan, sent),
+            )
+        } else {
+            token_chunk(
+                &Piece::new(shape, (&model, &id), &piece, reasoning, from..sent),
+                &cumulative,
+                &plan,
+                extras,
+            )
+        };
         if tx.send(chunk).await.is_err() {
             return;
         }
@@ -214,14 +283,9 @@ pub(super) async fn stream(
             sent += 1;
             cumulative.push_str(" more");
             let chunk = token_chunk(
-                shape,
-                &model,
-                &id,
-                " more",
-                false,
+                &Piece::new(shape, (&model, &id), " more", false, sent - 1..sent),
                 &cumulative,
                 &plan,
-                sent - 1..sent,
                 extras,
             );
             if tx.send(chunk).await.is_err() {
@@ -229,40 +293,23 @@ pub(super) async fn stream(
             }
         }
     }
-    let mut tail = Vec::new();
-    match shape {
-        Shape::Chat => tail.push(chat_chunk(
-            &model,
-            &id,
-            &json!({}),
-            Some((plan.finish_reason(), plan.matched_stop())),
-        )),
-        Shape::Completions => tail.push(completions_finish(&model, &id, &plan, extras)),
-        Shape::Generate if plan.completion_tokens() == 0 => {
-            tail.push(sse(
-                &json!({"text": "", "output_ids": [], "meta_info": meta_info(&plan, &id, 0, true)}),
-            ));
-        }
-        Shape::Generate => {}
-        Shape::Llama => tail.push(sse(&llama_stop(
-            &plan,
-            &state.profile,
-            "",
+    let tail = closing(
+        &state,
+        shape,
+        &plan,
+        extras,
+        (&model, &id),
+        sent,
+        (
             first.unwrap_or_else(|| started.elapsed()),
             started.elapsed(),
-        ))),
-    }
-    if extras.usage && matches!(shape, Shape::Chat | Shape::Completions) {
-        tail.push(usage_chunk(shape, &model, &id, &plan, &state.profile));
-    }
-    if shape != Shape::Llama {
-        tail.push(Bytes::from_static(b"data: [DONE]\n\n"));
-    }
+        ),
+    );
     for b in tail {
         if tx.send(b).await.is_err() {
             return;
         }
     }
-    running.ended();
+    running.ended(plan.finish);
     state.e2e.observe(started.elapsed());
 }
