@@ -98,10 +98,15 @@ fn run_watching(
     (status.code(), all)
 }
 
-/// Prints the pass lines of a run (the figures each gate measured).
+/// Prints the pass lines of a run (the figures each gate measured) and
+/// its variants' tables.
 fn show_passes(label: &str, out: &str) {
-    for line in out.lines().filter(|l| l.trim_start().starts_with("pass ")) {
-        println!("  {label}:{line}");
+    let mut table = false;
+    for line in out.lines() {
+        table = line.starts_with("  variants of ") || (table && line.starts_with("    "));
+        if table || line.trim_start().starts_with("pass ") {
+            println!("  {label}:{line}");
+        }
     }
 }
 
@@ -148,19 +153,27 @@ fn shipped_suite(
 /// Real SGLang: the configuration its launch line set, read back from
 /// `/server_info` and `/model_info`; a named tool call read by SGLang's
 /// own `qwen` parser, its arguments held to the tool's schema (and its
-/// token count borne out by the call's text and framing).
+/// token count borne out by the call's text and framing); and the suite
+/// again with the radix cache off (`--disable-radix-cache`), a variant
+/// its `/server_info` proves and its cache counts show (`cached_tokens` 0
+/// over a shared prefix, the first token 1.5× as late or more), which the
+/// variants' table names the worse.
 fn sglang_shipped_suite(servers: &Installed) -> Result<(), Failed> {
     shipped_suite(
         servers,
         "sglang-smollm2",
-        &[],
+        &["radix-cache", "no-radix-cache"],
         &[
             "→ LAUNCHED server `SGLANG_USE_CPU_ENGINE=1 ",
-            "test sglang-smollm2::config::server_info.version ",
-            "test sglang-smollm2::config::model_info.architectures.0 ",
-            "test sglang-smollm2::config::server_info.tool_call_parser ",
-            "test sglang-smollm2::correctness::calls_get_weather ",
-            "test sglang-smollm2::snapshot::calls_get_weather ",
+            "test sglang-smollm2[radix-cache]::config::server_info.version ",
+            "test sglang-smollm2[radix-cache]::config::model_info.architectures.0 ",
+            "test sglang-smollm2[radix-cache]::config::server_info.tool_call_parser ",
+            "test sglang-smollm2[radix-cache]::correctness::calls_get_weather ",
+            "test sglang-smollm2[radix-cache]::snapshot::calls_get_weather ",
+            "test sglang-smollm2[no-radix-cache]::config::server_info.disable_radix_cache ",
+            "test sglang-smollm2[no-radix-cache]::performance::shared_prefix ",
+            "variants of sglang-smollm2::performance::shared_prefix (delta against `radix-cache`):",
+            "best: `radix-cache`",
         ],
     )
 }
@@ -480,12 +493,13 @@ impl Speaker {
 }
 
 /// The names and types of the metric families of a `/metrics` text in
-/// `prefix` (and the simulator's own), from its `# TYPE` lines
-/// (`vllm:prompt_tokens_total counter`).
+/// the server's `prefix`, from its `# TYPE` lines
+/// (`vllm:prompt_tokens_total counter`). The simulator's own
+/// (`servegate_sim:cache_flushes_total`) say they are its own.
 fn families(text: &str, prefix: &str) -> std::collections::BTreeSet<String> {
     text.lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))
-        .filter(|l| l.starts_with(prefix) || l.starts_with("servegate_sim:"))
+        .filter(|l| l.starts_with(prefix))
         .map(|l| l.replacen(' ', ":", 1))
         .collect()
 }
@@ -1296,11 +1310,6 @@ fn suite_file(dir: &std::path::Path, name: &str, body: &str) -> Result<std::path
 /// - a hung scheduler (SIGSTOP once servegate found the server): the
 ///   probe fails at its deadline, `/health_generate` says why, and the
 ///   rest of the suite fails with that cause instead of waiting.
-///
-/// And one SGLang that servegate launches: its scheduler killed in the
-/// middle of a gate's stream (once SGLang counts it running) fails that gate with SGLang's own line
-/// (`Subprocess scheduler_0 (pid=…) crashed with exit code -9`) and its
-/// log's tail.
 fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (server, port) = shared_sglang(servers)?;
@@ -1349,6 +1358,15 @@ fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
     })?;
     // The hang leaves it stopped and resumed: no server to share on.
     stop_shared_sglang();
+    Ok(())
+}
+
+/// One SGLang that servegate launches: its scheduler killed in the middle
+/// of a gate's stream (once SGLang counts it running) fails that gate
+/// with SGLang's own line (`Subprocess scheduler_0 (pid=…) crashed with
+/// exit code -9`) and its log's tail.
+fn sglang_crash(servers: &Installed) -> Result<(), Failed> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     crash_mid_stream(servers, dir.path())
 }
 
@@ -1589,7 +1607,7 @@ fn kill_mid_gate(
     (run, killed)
 }
 
-/// The crash of [`sglang_faults`]: SGLang launched by servegate, its
+/// The crash of [`sglang_crash`]: SGLang launched by servegate, its
 /// scheduler killed mid-stream.
 fn crash_mid_stream(servers: &Installed, dir: &std::path::Path) -> Result<(), Failed> {
     let crash = suite_file(
@@ -1653,7 +1671,7 @@ fn main() {
         }
     }
     // Each trial, and whether it uses the shared SGLang.
-    let trials: [(&str, TrialFn, bool); 6] = [
+    let trials: [(&str, TrialFn, bool); 7] = [
         (
             "real_sglang::shipped_suite_passes",
             sglang_shipped_suite,
@@ -1668,6 +1686,11 @@ fn main() {
             "real_sglang::faults_fail_the_trial_they_strike",
             sglang_faults,
             true,
+        ),
+        (
+            "real_sglang::a_killed_scheduler_fails_its_gate_with_the_log_tail",
+            sglang_crash,
+            false,
         ),
         ("real_vllm::shipped_suite_passes", vllm_shipped_suite, false),
         (
