@@ -359,11 +359,12 @@ fn a_server_that_dies_mid_run_fails_the_trial_in_flight_and_gates_the_rest() {
     run.assert_no_survivors();
 }
 
-/// A server speaking as vLLM 0.32 whose engine dies mid-run: the probe in
-/// flight gets the error in its stream; the front end then answers
-/// `/health` 503 until it exits 3 s later (vLLM's watchdog), and that exit,
-/// waited for within the liveness check, is named with the log's tail
-/// (the `EngineDeadError`); the gate after it is gated on it.
+/// A server speaking as vLLM 0.32 whose engine dies mid-gate: both of the
+/// gate's streams get the error in their stream (the one under way at its
+/// next token); the front end then answers `/health` 503 until it exits
+/// 3 s later (vLLM's watchdog), and that exit, waited for within the
+/// liveness check, is named with the log's tail (the `EngineDeadError`);
+/// the gate after it is gated on it.
 #[test]
 fn a_vllm_whose_engine_died_is_named_by_its_exit_with_its_log() {
     let run = Run::new("vllm_dies");
@@ -371,17 +372,18 @@ fn a_vllm_whose_engine_died_is_named_by_its_exit_with_its_log() {
     assert_eq!(code, Some(1), "{text}");
     assert_eq!(verdict(&text, "vllm-dies::correctness::first"), "ok");
     assert_has(
-        &failure_of(&text, "vllm-dies::correctness::second"),
+        &failure_of(&text, "vllm-dies::performance::decode"),
         &[
-            "error: the server exited with code 0 during vllm-dies::correctness::second",
+            "error: the server exited with code 0 during vllm-dies::performance::decode",
             "| vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
             "the trial's own failure:",
+            "in-stream error ×2",
             "EngineCore encountered an issue. See stack trace (above) for the root cause.",
         ],
     );
     assert_has(
-        &failure_of(&text, "vllm-dies::performance::decode"),
-        &["gated: the server exited with code 0 during vllm-dies::correctness::second"],
+        &failure_of(&text, "vllm-dies::performance::after"),
+        &["gated: the server exited with code 0 during vllm-dies::performance::decode"],
     );
     run.assert_no_survivors();
 }

@@ -443,9 +443,8 @@ async fn the_simulator_lists_token_ids_as_sglang_does() {
 }
 
 /// Speaking as vLLM 0.32, the simulator lists each chunk's `token_ids`
-/// when asked on chat streams too (SGLang refuses them there), the
-/// prompt's in the first; each count is witnessed by them, and its
-/// `vllm:` series are read over the window.
+/// when asked on chat streams too (SGLang refuses them there); each count
+/// is witnessed by them, and its `vllm:` series are read over the window.
 #[tokio::test]
 async fn the_simulator_speaking_as_vllm_lists_token_ids_on_chat_too() {
     let gate = one_gate(

@@ -193,7 +193,7 @@ pub(super) fn whole(
 }
 
 /// Completion-style APIs have no reasoning channel: the text carries it.
-fn inline_reasoning(reasoning: &str, content: &str) -> String {
+pub(super) fn inline_reasoning(reasoning: &str, content: &str) -> String {
     if reasoning.is_empty() {
         content.to_owned()
     } else {

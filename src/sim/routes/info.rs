@@ -250,7 +250,8 @@ fn usage(s: &SimState) -> f64 {
 }
 
 /// The series of vLLM 0.32's `/metrics` the simulator keeps, in its names
-/// and types and with its labels (`engine`, `model_name`): tokens,
+/// and types, its counters and gauges with its labels (`engine`,
+/// `model_name`; the histograms with `model_name` only): tokens,
 /// requests running and waiting, the KV cache used, prefix-cache queries
 /// and hits (in tokens), preemptions, requests finished by reason (an
 /// abandoned request is not counted there: vLLM drops it in its front

@@ -394,11 +394,17 @@ fn engine_died(state: &SimState, stream: bool, n: u64) -> Response {
     if !stream {
         return error(Speaks::Vllm, 500, ENGINE_DEAD, "InternalServerError");
     }
-    let event = json!({"error": {"message": ENGINE_DEAD, "type": "InternalServerError", "param": null, "code": 500}});
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
-        .body(Body::from(format!("data: {event}\n\ndata: [DONE]\n\n")))
+        .body(Body::from(engine_dead_events()))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// The events that end every stream of a vLLM whose engine died: the
+/// error, then `[DONE]`.
+fn engine_dead_events() -> Bytes {
+    let event = json!({"error": {"message": ENGINE_DEAD, "type": "InternalServerError", "param": null, "code": 500}});
+    Bytes::from(format!("data: {event}\n\ndata: [DONE]\n\n"))
 }
 
 /// What the server reports of a request to `prompt` beside its counts:

@@ -58,8 +58,9 @@ struct Cursor {
 }
 
 /// Streams the plan's tool call — its name, then its arguments in pieces,
-/// a token each — as SGLang 0.5.23 streams `delta.tool_calls`; where the
-/// stream is then, `None` when the client went away.
+/// a token each — as SGLang 0.5.23 (or vLLM 0.32) streams
+/// `delta.tool_calls`; where the stream is then, `None` when the client
+/// went away.
 async fn tool_call(
     running: &Running,
     plan: &Plan,
@@ -83,8 +84,13 @@ async fn tool_call(
         cursor.at += running.itl();
         cursor.sent += 1;
         running.0.generation_tokens.fetch_add(1, Ordering::Relaxed);
-        let choice = if running.0.profile.speaks == Speaks::Vllm {
-            json!({"index": 0, "delta": {"tool_calls": [call]}, "logprobs": null, "finish_reason": null, "token_ids": null})
+        let as_vllm = running.0.profile.speaks == Speaks::Vllm;
+        let choice = if as_vllm {
+            // Its own id, when asked: each piece of the call is a token.
+            let ids = extras
+                .token_ids
+                .then(|| plan.output_ids(cursor.sent - 1, cursor.sent));
+            json!({"index": 0, "delta": {"tool_calls": [call]}, "logprobs": null, "finish_reason": null, "token_ids": ids})
         } else {
             json!({"index": 0, "delta": {"reasoning_content": null, "tool_calls": [call]}, "logprobs": null, "finish_reason": null, "matched_stop": null})
         };
@@ -93,7 +99,11 @@ async fn tool_call(
             "choices": [choice],
         });
         if extras.continuous {
-            chunk["usage"] = chat_usage(usage_at(plan, cursor.sent));
+            chunk["usage"] = if as_vllm {
+                vllm::running_usage(plan, cursor.sent)
+            } else {
+                chat_usage(usage_at(plan, cursor.sent))
+            };
         }
         if tx.send(sse(&chunk)).await.is_err() {
             return None;
@@ -227,6 +237,11 @@ pub(super) async fn stream(
         if at > Instant::now() {
             sleep_until(at).await;
         }
+        if as_vllm && state.engine_dead.load(Ordering::SeqCst) {
+            // Every stream under way gets the dead engine's error.
+            let _ = tx.send(super::engine_dead_events()).await;
+            return;
+        }
         at += running.itl();
         let from = sent;
         sent += n as u64;
@@ -282,12 +297,12 @@ pub(super) async fn stream(
             at = Instant::now().max(at) + running.itl().max(Duration::from_millis(1));
             sent += 1;
             cumulative.push_str(" more");
-            let chunk = token_chunk(
-                &Piece::new(shape, (&model, &id), " more", false, sent - 1..sent),
-                &cumulative,
-                &plan,
-                extras,
-            );
+            let piece = Piece::new(shape, (&model, &id), " more", false, sent - 1..sent);
+            let chunk = if as_vllm {
+                vllm::token_chunk(&piece, &plan, extras, &prompt_ids, false)
+            } else {
+                token_chunk(&piece, &cumulative, &plan, extras)
+            };
             if tx.send(chunk).await.is_err() {
                 return;
             }

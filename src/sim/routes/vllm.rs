@@ -10,7 +10,7 @@ use axum::body::Bytes;
 use serde_json::{Value, json};
 
 use super::Shape;
-use super::answer::{Piece, quoted, sse};
+use super::answer::{Piece, inline_reasoning, quoted, sse};
 use super::ask::Extras;
 use crate::sim::engine::{Finish, Plan};
 
@@ -23,12 +23,13 @@ fn fingerprint() -> String {
 
 /// The running usage of a chunk (`continuous_usage_stats`) after
 /// `completion` tokens.
-fn running_usage(plan: &Plan, completion: u64) -> String {
-    format!(
-        "{{\"prompt_tokens\":{},\"total_tokens\":{},\"completion_tokens\":{completion},\"completion_tokens_details\":null}}",
-        plan.prompt_tokens,
-        plan.prompt_tokens + completion
-    )
+pub(super) fn running_usage(plan: &Plan, completion: u64) -> Value {
+    json!({
+        "prompt_tokens": plan.prompt_tokens,
+        "total_tokens": plan.prompt_tokens + completion,
+        "completion_tokens": completion,
+        "completion_tokens_details": null,
+    })
 }
 
 /// The last usage: no details unless the cache report is on
@@ -154,8 +155,7 @@ pub(super) fn finish_chunk(
     let mut chunk =
         json!({"id": id, "object": object, "created": 0, "model": model, "choices": [choice]});
     if extras.continuous {
-        let sent = plan.completion_tokens();
-        chunk["usage"] = serde_json::from_str(&running_usage(plan, sent)).unwrap_or(Value::Null);
+        chunk["usage"] = running_usage(plan, plan.completion_tokens());
     }
     sse(&chunk)
 }
@@ -207,15 +207,52 @@ pub(super) fn whole(shape: Shape, model: &str, id: &str, plan: &Plan, completion
         choice["message"] = json!({"role": "assistant", "content": text(content),
             "refusal": null, "annotations": null, "audio": null, "function_call": null,
             "reasoning": text(reasoning)});
+        if let Some((name, pieces)) = &plan.tool_call {
+            choice["message"]["tool_calls"] = json!([{"id": format!("call_{id}"), "type": "function",
+                "function": {"name": name, "arguments": pieces.concat()}}]);
+        }
         answer["prompt_logprobs"] = Value::Null;
         answer["prompt_token_ids"] = Value::Null;
         answer["prompt_text"] = Value::Null;
     } else {
         answer["object"] = json!("text_completion");
-        choice["text"] = json!(format!("{reasoning}{content}"));
+        choice["text"] = json!(inline_reasoning(&reasoning, &content));
         choice["prompt_logprobs"] = Value::Null;
         choice["prompt_token_ids"] = Value::Null;
     }
     answer["choices"] = json!([choice]);
     answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::{Profile, plan};
+
+    /// A whole answer carries what its stream would: a tool call in
+    /// `message.tool_calls` (its finish says `tool_calls`), and on the
+    /// completions API the reasoning inline, between `<think>` and
+    /// `</think>`, as the stream writes it.
+    #[test]
+    fn a_whole_answer_carries_what_its_stream_would() {
+        let profile = Profile::default();
+        let mut called = plan(&profile, "weather?", 16, false, None);
+        called.call_tool(&("get_weather".into(), r#"{"city": "Paris"}"#.into()), true);
+        let chat = whole(Shape::Chat, "m", "id", &called, called.completion_tokens());
+        let choice = &chat["choices"][0];
+        assert_eq!(choice["finish_reason"], "tool_calls");
+        assert_eq!(
+            choice["message"]["tool_calls"][0]["function"]["name"],
+            "get_weather"
+        );
+        assert_eq!(
+            choice["message"]["tool_calls"][0]["function"]["arguments"],
+            r#"{"city": "Paris"}"#
+        );
+        let mut thought = plan(&profile, "hi", 4, false, None);
+        thought.reasoning = vec!["hmm".into()];
+        let text = whole(Shape::Completions, "m", "id", &thought, 1);
+        let text = text["choices"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.starts_with("<think>hmm</think>"), "{text}");
+    }
 }
