@@ -1530,41 +1530,103 @@ fn vllm_faults(servers: &Installed) -> Result<(), Failed> {
     })?;
     drop(server);
 
-    let crash = suite_file(
-        dir.path(),
-        "vllm-crash",
-        &format!(
-            "suite: vllm-crash\ntarget:\n  api: openai-chat\n  launch:\n    command: [{python:?}, -m, vllm.entrypoints.openai.api_server, --model, {checkpoint:?}, {flags}, --host, \"{{host}}\", --port, \"{{port}}\"]\n    env: {{ {env} }}\n    ready: {{ path: /health, interval: 500ms, timeout: 300s }}\n    grace: 10s\n  timeouts: {{ connect: 5s, first_token: 60s, idle: 30s, total: 600s }}\ndefaults: {{ temperature: 0 }}\ncorrectness:\n{FAULT_PROBE}performance:\n  - name: crash\n    load: {{ concurrency: 1, requests: 1, warmup: 0, input_tokens: 16, output_tokens: 1500, ignore_eos: true }}\n    thresholds: {{ errors: \"== 0\" }}\n",
-            python = servers.python.display().to_string(),
-            checkpoint = servers.checkpoint.display().to_string(),
-            flags = VLLM_FLAGS.map(|f| format!("{f:?}")).join(", "),
-            env = VLLM_ENV.map(|(k, v)| format!("{k}: {v:?}")).join(", "),
-        ),
-    )?;
-    // The gate's one request asks for 1,500 tokens (half a minute here):
-    // killed once vLLM's gauge shows it running.
-    let (run, killed) = kill_mid_gate(
-        &crash,
+    play_crash(
         servers,
-        "test vllm-crash::correctness::arithmetic ",
-        ("vllm:num_requests_running", ENGINE),
-    );
-    if killed == 0 {
-        return Err(format!("no vLLM engine process was found to kill\n{}", run.1).into());
-    }
-    judged(
-        &run,
-        "the killed engine",
-        &[
-            ("vllm-crash::correctness::arithmetic", "ok"),
-            ("vllm-crash::performance::crash", "FAILED"),
-        ],
+        dir.path(),
+        &CrashLaunch {
+            engine: "vllm",
+            command: &["-m", "vllm.entrypoints.openai.api_server", "--model"],
+            flags: &VLLM_FLAGS,
+            env: &VLLM_ENV,
+            ready: "/health",
+            fatal: "",
+            // Half a minute here: killed once vLLM's gauge shows it
+            // running.
+            tokens: 1500,
+            running: ("vllm:num_requests_running", ENGINE),
+            killed: "engine",
+        },
         &[
             "in-stream error ×1",
             "error in stream: EngineCore encountered an issue. See stack trace (above) for the root cause.",
             "the server exited with code 0 during vllm-crash::performance::crash",
             "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
         ],
+    )
+}
+
+/// A server servegate launches for a crash: its Python's `command` (the
+/// arguments before the checkpoint's path), `flags` and `env`, ready on
+/// `ready`, with `fatal` (a `fatal_log_patterns:` line, or none), a gate
+/// of one `tokens`-token stream to kill it under once its gauge
+/// `running.0` counts it, by SIGKILL to its processes named `running.1`
+/// (its `killed` part).
+struct CrashLaunch<'a> {
+    engine: &'a str,
+    command: &'a [&'a str],
+    flags: &'a [&'a str],
+    env: &'a [(&'a str, &'a str)],
+    ready: &'a str,
+    fatal: &'a str,
+    tokens: u32,
+    running: (&'static str, &'static str),
+    killed: &'a str,
+}
+
+/// Launches `c` through servegate, kills it in the middle of its gate's
+/// stream: the probe before passes, the gate fails, and its failure holds
+/// `needles`.
+fn play_crash(
+    servers: &Installed,
+    dir: &std::path::Path,
+    c: &CrashLaunch<'_>,
+    needles: &[&str],
+) -> Result<(), Failed> {
+    let e = c.engine;
+    let crash = crash_suite(servers, dir, c)?;
+    let (run, killed) = kill_mid_gate(
+        &crash,
+        servers,
+        &format!("test {e}-crash::correctness::arithmetic "),
+        c.running,
+    );
+    if killed == 0 {
+        return Err(format!("no {e} {} was found to kill\n{}", c.killed, run.1).into());
+    }
+    judged(
+        &run,
+        &format!("the killed {}", c.killed),
+        &[
+            (&format!("{e}-crash::correctness::arithmetic"), "ok"),
+            (&format!("{e}-crash::performance::crash"), "FAILED"),
+        ],
+        needles,
+    )
+}
+
+/// The suite `<engine>-crash` in `dir`: the fault probe, then the gate
+/// the crash strikes.
+fn crash_suite(
+    servers: &Installed,
+    dir: &std::path::Path,
+    c: &CrashLaunch<'_>,
+) -> Result<std::path::PathBuf, Failed> {
+    let words = |items: &mut dyn Iterator<Item = String>| items.collect::<Vec<_>>().join(", ");
+    let e = c.engine;
+    suite_file(
+        dir,
+        &format!("{e}-crash"),
+        &format!(
+            "suite: {e}-crash\ntarget:\n  api: openai-chat\n  launch:\n    command: [{python:?}, {command}, {checkpoint:?}, {flags}, --host, \"{{host}}\", --port, \"{{port}}\"]\n    env: {{ {env} }}\n    ready: {{ path: {ready}, interval: 500ms, timeout: 300s }}\n{fatal}    grace: 10s\n  timeouts: {{ connect: 5s, first_token: 60s, idle: 30s, total: 600s }}\ndefaults: {{ temperature: 0 }}\ncorrectness:\n{FAULT_PROBE}performance:\n  - name: crash\n    load: {{ concurrency: 1, requests: 1, warmup: 0, input_tokens: 16, output_tokens: {tokens}, ignore_eos: true }}\n    thresholds: {{ errors: \"== 0\" }}\n",
+            python = servers.python.display().to_string(),
+            command = c.command.join(", "),
+            checkpoint = servers.checkpoint.display().to_string(),
+            flags = words(&mut c.flags.iter().map(|f| format!("{f:?}"))),
+            env = words(&mut c.env.iter().map(|(k, v)| format!("{k}: {v:?}"))),
+            ready = c.ready,
+            fatal = c.fatal,
+            tokens = c.tokens,
+        ),
     )
 }
 
@@ -1611,36 +1673,22 @@ fn kill_mid_gate(
 /// The crash of [`sglang_crash`]: SGLang launched by servegate, its
 /// scheduler killed mid-stream.
 fn crash_mid_stream(servers: &Installed, dir: &std::path::Path) -> Result<(), Failed> {
-    let crash = suite_file(
-        dir,
-        "sglang-crash",
-        &format!(
-            "suite: sglang-crash\ntarget:\n  api: openai-chat\n  launch:\n    command: [{python:?}, -m, sglang.launch_server, --model-path, {checkpoint:?}, {flags}, --host, \"{{host}}\", --port, \"{{port}}\"]\n    env: {{ {env} }}\n    ready: {{ path: /health_generate, interval: 500ms, timeout: 300s }}\n    fatal_log_patterns: ['Subprocess \\S+ \\(pid=\\d+\\) crashed']\n    grace: 10s\n  timeouts: {{ connect: 5s, first_token: 60s, idle: 30s, total: 600s }}\ndefaults: {{ temperature: 0 }}\ncorrectness:\n{FAULT_PROBE}performance:\n  - name: crash\n    load: {{ concurrency: 1, requests: 1, warmup: 0, input_tokens: 16, output_tokens: 2000, ignore_eos: true }}\n    thresholds: {{ errors: \"== 0\" }}\n",
-            python = servers.python.display().to_string(),
-            checkpoint = servers.checkpoint.display().to_string(),
-            flags = sglang_flags("pytorch").map(|f| format!("{f:?}")).join(", "),
-            env = SGLANG_ENV.map(|(k, v)| format!("{k}: {v:?}")).join(", "),
-        ),
-    )?;
-    // The gate's one request asks for 2,000 tokens (over a minute here):
-    // SGLang's gauge shows it running once its scheduler logs a decode
-    // batch (every 40 tokens), mid-stream.
-    let (run, killed) = kill_mid_gate(
-        &crash,
+    play_crash(
         servers,
-        "test sglang-crash::correctness::arithmetic ",
-        ("sglang:num_running_reqs", "sglang::schedul"),
-    );
-    if killed == 0 {
-        return Err(format!("no SGLang scheduler was found to kill\n{}", run.1).into());
-    }
-    judged(
-        &run,
-        "the killed scheduler",
-        &[
-            ("sglang-crash::correctness::arithmetic", "ok"),
-            ("sglang-crash::performance::crash", "FAILED"),
-        ],
+        dir,
+        &CrashLaunch {
+            engine: "sglang",
+            command: &["-m", "sglang.launch_server", "--model-path"],
+            flags: &sglang_flags("pytorch"),
+            env: &SGLANG_ENV,
+            ready: "/health_generate",
+            fatal: "    fatal_log_patterns: ['Subprocess \\S+ \\(pid=\\d+\\) crashed']\n",
+            // Over a minute here: SGLang's gauge shows it running once its
+            // scheduler logs a decode batch (every 40 tokens), mid-stream.
+            tokens: 2000,
+            running: ("sglang:num_running_reqs", "sglang::schedul"),
+            killed: "scheduler",
+        },
         &[
             "crashed with exit code -9",
             "during sglang-crash::performance::crash",
