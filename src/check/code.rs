@@ -18,7 +18,12 @@ pub struct CodeRun {
     pub layers: Layers,
     /// How long it ran, seconds.
     pub elapsed_s: f64,
-    /// What the sandbox stopped, if anything (`killed at the 1s wall-clock
+    /// How long, seconds, it had waited for a CPU behind other work when
+    /// its time limit came: the limit moved that much later on the clock.
+    /// Absent where it ended within its limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_s: Option<f64>,
+    /// What the sandbox stopped, if anything (`killed at the 1s time
     /// limit`, `2 processes … were killed`).
     #[serde(default)]
     pub contained: Vec<String>,
@@ -208,6 +213,7 @@ pub(super) fn code_run(outcome: &Outcome, limits: &ProgramLimits) -> CodeRun {
     CodeRun {
         layers: outcome.layers.clone(),
         elapsed_s: outcome.elapsed.as_secs_f64(),
+        waited_s: outcome.waited.map(|w| w.as_secs_f64()),
         contained: stopped.iter().chain(&outcome.contained).cloned().collect(),
     }
 }

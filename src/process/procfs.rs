@@ -58,6 +58,39 @@ fn parse_stat(stat: &str) -> Option<Process> {
     })
 }
 
+/// The processes descending from `root` (not `root` itself), as `/proc`
+/// lists them now.
+pub fn descendants(root: i32) -> Vec<i32> {
+    let all = processes();
+    let mut found = Vec::new();
+    let mut parents = vec![root];
+    while let Some(parent) = parents.pop() {
+        for p in all.iter().filter(|p| p.ppid == parent && p.pid != root) {
+            if !found.contains(&p.pid) {
+                found.push(p.pid);
+                parents.push(p.pid);
+            }
+        }
+    }
+    found
+}
+
+/// The longest any thread of process `pid` has been runnable but waited
+/// for a CPU (the kernel's run-queue delay, the second figure of
+/// `/proc/<pid>/task/<tid>/schedstat`): time other work held its core.
+/// `None` where the kernel does not say or the process is gone.
+pub fn run_delay(pid: i32) -> Option<std::time::Duration> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+        .filter_map(|task| {
+            let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+            stat.split_ascii_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .max()
+        .map(std::time::Duration::from_nanos)
+}
+
 /// `/proc/<pid>/status`, read once for several fields.
 #[derive(Debug, Clone)]
 pub struct Status(String);
@@ -121,6 +154,21 @@ mod tests {
         );
         assert!(status.number("Threads:").is_some_and(|n| n >= 1));
         assert!(status.number("Nonsense:").is_none());
+        // This test's thread is runnable now: the kernel has a run-queue
+        // figure for it (zero or more) wherever it keeps schedstat.
+        if std::path::Path::new("/proc/thread-self/schedstat").exists() {
+            assert!(run_delay(me).is_some());
+        }
+        assert!(run_delay(-1).is_none());
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        assert!(descendants(me).contains(&pid));
+        assert!(!descendants(pid).contains(&me));
+        child.kill().unwrap();
+        child.wait().unwrap();
         let path = std::env::var("PATH").unwrap_or_default();
         assert!(environ_has(me, &format!("PATH={path}")) || path.is_empty());
         assert!(!environ_has(me, "PATH=/surely/not/this"));

@@ -32,7 +32,7 @@ fn dataset_accuracy_passes_and_fails_with_the_wrong_items() {
 /// answer's code block (a whole function, or the body alone) follows the
 /// prompt; through the completions API the completion continues it up to
 /// `HumanEval`'s stop sequences. A wrong answer names its failing assertion,
-/// an endless one the wall-clock limit; every item is in the run record
+/// an endless one its time limit; every item is in the run record
 /// with its sandbox run.
 #[test]
 fn humaneval_problems_run_against_their_own_tests() {
@@ -61,7 +61,7 @@ fn humaneval_problems_run_against_their_own_tests() {
             // Its atexit hook exits 0 once the tests are over: they ran in
             // another process, and its answer was wrong.
             "Mini/1 (line 2): AssertionError at `assert candidate('one') == 'one'` (reverse_words('one') returned 'eno')",
-            "Mini/3 (line 4): killed at the 2s wall-clock limit (an endless loop?)",
+            "Mini/3 (line 4): killed at the 2s time limit (an endless loop?)",
             "Complete the following Python function.",
         ],
     );
@@ -144,7 +144,7 @@ fn code_probes_run_the_answer_against_its_tests_in_a_sandbox() {
     assert_has(
         &failure_of(&out, "code::correctness::endless"),
         &[
-            "found:    failed test: assert is_prime(7)\nthe program ended during is_prime(7): the program was killed at the 1s wall-clock limit (an endless loop?)",
+            "found:    failed test: assert is_prime(7)\nthe program ended during is_prime(7): the program was killed at the 1s time limit (an endless loop?)",
         ],
     );
 }

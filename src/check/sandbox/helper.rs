@@ -164,7 +164,8 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
         .stdin(Stdio::from(OwnedFd::from(theirs)))
         .spawn()
         .map_err(|e| format!("failed to start the sandbox's {role} stage: {e}"))?;
-    let deadline = Instant::now() + Duration::from_millis(job.timeout_ms);
+    let (started, limit) = (Instant::now(), Duration::from_millis(job.timeout_ms));
+    let mut deadline = started + limit;
     protocol::send(&mut mine, &job)?;
     let mut from_stage = BufReader::new(mine);
     let mut finished = Finished {
@@ -181,6 +182,16 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
         let ready = wait_for(from_stage.get_ref(), closed, up, &signals, wait)?;
         if ready.is_empty() {
             if ended.is_none() {
+                // The limit counts the time the program could run: the
+                // time it waited for a CPU moves it later on the clock.
+                let waited = waited_for_cpu();
+                finished.waited_ms =
+                    waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
+                let later = started + allowed(limit, waited.unwrap_or_default());
+                if later > Instant::now() + Duration::from_millis(10) {
+                    deadline = later;
+                    continue;
+                }
                 finished.timed_out = true;
             }
             break;
@@ -242,6 +253,24 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
         ));
     }
     Ok(finished)
+}
+
+/// How long on the clock a program with `limit` may run having waited
+/// `waited` for a CPU: its limit and that wait, at most `CLOCK_CAP` times
+/// its limit.
+fn allowed(limit: Duration, waited: Duration) -> Duration {
+    (limit + waited).min(limit * super::CLOCK_CAP)
+}
+
+/// The longest any thread of the program's processes (this supervisor's
+/// descendants: the stage and what it started) has waited for a CPU;
+/// `None` where the kernel does not say.
+fn waited_for_cpu() -> Option<Duration> {
+    let me = i32::try_from(std::process::id()).ok()?;
+    crate::process::procfs::descendants(me)
+        .into_iter()
+        .filter_map(crate::process::procfs::run_delay)
+        .max()
 }
 
 /// What became ready.
@@ -402,5 +431,21 @@ mod tests {
         let stuck = kill_until_gone(|| vec![7], |_| {}, || {}, Duration::from_millis(50));
         assert_eq!(stuck, Cleanup { killed: 1, left: 1 });
         assert!(started.elapsed() < Duration::from_secs(1));
+    }
+
+    /// The limit moves later by the time waited for a CPU, never past the
+    /// clock's cap.
+    #[test]
+    fn the_limit_moves_by_the_wait_up_to_the_cap() {
+        let limit = Duration::from_secs(2);
+        assert_eq!(allowed(limit, Duration::ZERO), limit);
+        assert_eq!(
+            allowed(limit, Duration::from_secs(1)),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            allowed(limit, Duration::from_secs(60)),
+            Duration::from_secs(6)
+        );
     }
 }

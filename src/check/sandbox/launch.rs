@@ -177,7 +177,7 @@ fn converse(
         })
         .map_err(|e| format!("failed to start a thread: {e}"))?;
     protocol::send(ours, job)?;
-    let backstop = started + timeout + BACKSTOP;
+    let backstop = started + timeout * super::CLOCK_CAP + BACKSTOP;
     let (mut stdout, mut stderr) = (None::<Output>, None::<Output>);
     let mut finished: Option<Option<Finished>> = None;
     let mut stopped = None;
@@ -204,7 +204,7 @@ fn converse(
             }
             Err(RecvTimeoutError::Timeout) if finished.is_none() => {
                 stop(child, Signal::SIGKILL);
-                stopped = stopped.or(Some(Stop::Timeout));
+                stopped = stopped.or(Some(Stop::Timeout { waited: None }));
                 break;
             }
             Err(_) => break,
@@ -222,7 +222,9 @@ fn converse(
     let mut contained = finished.contained;
     contained.extend(cgroup.contained());
     if finished.timed_out {
-        stopped = stopped.or(Some(Stop::Timeout));
+        stopped = stopped.or(Some(Stop::Timeout {
+            waited: finished.waited_ms.map(Duration::from_millis),
+        }));
     }
     if let (None, Some(e)) = (&stopped, &finished.error) {
         if job.strict && e.starts_with("`sandbox: strict`") {
@@ -242,6 +244,7 @@ fn converse(
         stdout: stdout.map(|o| o.text).unwrap_or_default(),
         stderr: stderr.map(|o| o.text).unwrap_or_default(),
         elapsed,
+        waited: finished.waited_ms.map(Duration::from_millis),
         layers: finished.layers,
     })
 }

@@ -6,8 +6,10 @@
 //! host allow it (see docs/src/security.md):
 //! namespaces (pid, net, mount, ipc, uts; user unless root), Landlock, a seccomp filter,
 //! rlimits and a cgroup leaf, and the host's Unix sockets kept out of reach
-//! by one of them (see `sockets`); always a wall-clock timeout, output through
-//! pipes read with a byte cap, a random work directory removed on every exit
+//! by one of them (see `sockets`); always a time limit (the clock less the
+//! time the program waited for a CPU behind other work, up to
+//! `CLOCK_CAP` times the limit on the clock), output through pipes read
+//! with a byte cap, a random work directory removed on every exit
 //! path (signals included, through `crate::process::reaper`) and an
 //! environment built from scratch. Elsewhere: rlimits, the timeout and a
 //! warning.
@@ -65,6 +67,13 @@ pub const PROCESSES: u64 = 64;
 /// pid 1), which the cgroup's process limit counts with the program's.
 #[cfg(target_os = "linux")]
 const HELPER_TASKS: u64 = 6;
+
+/// On a busy machine a program's time limit is the time it could run:
+/// the clock, less the time it was runnable but waited for a CPU behind
+/// other work (the kernel's run-queue delay, where the kernel says). On the
+/// clock it runs at most this many times its limit: past that the machine,
+/// not the program, is too slow to judge, and the message says so.
+pub const CLOCK_CAP: u32 = 3;
 
 /// The largest file the program may write, in MiB.
 pub const FILE_MIB: u64 = 64;
@@ -213,8 +222,14 @@ impl Layers {
 /// Why the sandbox ended a program before it ended by itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stop {
-    /// It ran past the wall-clock limit.
-    Timeout,
+    /// It ran past its time limit. `waited`: how long, when the limit
+    /// came, it had waited for a CPU behind other work (its limit moved
+    /// that much later on the clock, up to `CLOCK_CAP` times the limit);
+    /// `None` where the kernel does not say.
+    Timeout {
+        /// See the variant.
+        waited: Option<Duration>,
+    },
     /// It wrote more than `OUTPUT_CAP` bytes to this stream.
     OutputCap(&'static str),
     /// It was not run: a layer `sandbox: strict` requires is unavailable.
@@ -225,10 +240,7 @@ impl Stop {
     /// Why the sandbox ended the program, in words.
     pub fn describe(&self, limits: &ProgramLimits) -> String {
         match self {
-            Self::Timeout => format!(
-                "killed at the {} wall-clock limit (an endless loop?)",
-                humantime::format_duration(limits.timeout)
-            ),
+            Self::Timeout { waited } => timed_out(limits.timeout, *waited),
             Self::OutputCap(stream) => format!(
                 "killed: its {stream} passed the {} MiB output cap",
                 OUTPUT_CAP / (1024 * 1024)
@@ -236,6 +248,33 @@ impl Stop {
             Self::Refused(why) => format!("not run: {why}"),
         }
     }
+}
+
+/// A time limit's end in words: an endless loop's, or a busy machine's.
+fn timed_out(limit: Duration, waited: Option<Duration>) -> String {
+    let format = |d: Duration| humantime::format_duration(d).to_string();
+    let waited = waited.unwrap_or_default();
+    if waited < Duration::from_millis(100) {
+        return format!(
+            "killed at the {} time limit (an endless loop?)",
+            format(limit)
+        );
+    }
+    let cap = limit * CLOCK_CAP;
+    if limit + waited >= cap {
+        return format!(
+            "killed after {:.1}s on the clock, {CLOCK_CAP}× its {} time limit, having waited {:.1}s of them for a CPU behind other work: the machine was too busy to judge the program",
+            cap.as_secs_f64(),
+            format(limit),
+            waited.as_secs_f64()
+        );
+    }
+    format!(
+        "killed at the {} time limit (an endless loop?), {:.1}s on the clock less the {:.1}s it waited for a CPU behind other work",
+        format(limit),
+        (limit + waited).as_secs_f64(),
+        waited.as_secs_f64()
+    )
 }
 
 /// What a run did.
@@ -255,6 +294,10 @@ pub struct Outcome {
     pub stderr: String,
     /// How long it ran.
     pub elapsed: Duration,
+    /// How long it had waited for a CPU behind other work when its time
+    /// limit came (which moved the limit that much later on the clock);
+    /// `None` where it ended before its limit, or nothing says.
+    pub waited: Option<Duration>,
     /// The layers that held it.
     pub layers: Layers,
 }
@@ -476,6 +519,24 @@ mod tests {
                 "signals: no pid namespace, no Landlock scoping, servegate's uid",
                 "unix sockets: no mount view, Landlock ABI 4, seccomp refused",
             ]
+        );
+    }
+
+    /// A time limit's end names the wait for a CPU that moved it, and a
+    /// machine too busy to judge the program where the clock's cap ended it.
+    #[test]
+    fn a_time_limit_names_the_wait_for_a_cpu() {
+        let limit = Duration::from_secs(10);
+        let loop_ = "killed at the 10s time limit (an endless loop?)";
+        assert_eq!(timed_out(limit, None), loop_);
+        assert_eq!(timed_out(limit, Some(Duration::from_millis(40))), loop_);
+        assert_eq!(
+            timed_out(limit, Some(Duration::from_millis(4_200))),
+            "killed at the 10s time limit (an endless loop?), 14.2s on the clock less the 4.2s it waited for a CPU behind other work"
+        );
+        assert_eq!(
+            timed_out(limit, Some(Duration::from_secs(27))),
+            "killed after 30.0s on the clock, 3× its 10s time limit, having waited 27.0s of them for a CPU behind other work: the machine was too busy to judge the program"
         );
     }
 }

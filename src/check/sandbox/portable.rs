@@ -1,5 +1,6 @@
 //! Where servegate has no Linux layers (macOS and others): rlimits set by
-//! `sh`'s `ulimit` (no unsafe code), the wall-clock timeout, the program's
+//! `sh`'s `ulimit` (no unsafe code), the time limit on the clock alone (no
+//! run-queue figures to discount a busy machine), the program's
 //! own process group killed whole at the end, capped output pipes, and the
 //! same work directory and environment. The layers line says what is
 //! missing.
@@ -80,7 +81,7 @@ pub(super) fn run(
             Ok(Some(status)) => break Some(status),
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
             _ => {
-                stopped = Some(Stop::Timeout);
+                stopped = Some(Stop::Timeout { waited: None });
                 break None;
             }
         }
@@ -105,6 +106,7 @@ pub(super) fn run(
         stdout,
         stderr,
         elapsed: started.elapsed(),
+        waited: None,
         layers,
     })
 }
@@ -120,6 +122,7 @@ fn refused(layers: Layers) -> Outcome {
         stdout: String::new(),
         stderr: String::new(),
         elapsed: Duration::ZERO,
+        waited: None,
         layers,
     }
 }

@@ -26,7 +26,7 @@ pub(super) struct Job {
     pub read: Vec<PathBuf>,
     /// The program's whole environment.
     pub env: Vec<(String, String)>,
-    /// Wall-clock limit, milliseconds.
+    /// Time limit, milliseconds (see `CLOCK_CAP`).
     pub timeout_ms: u64,
     /// Address-space limit of each process, MiB.
     pub memory_mib: u64,
@@ -96,8 +96,13 @@ pub(super) struct Finished {
     pub layers: Layers,
     /// How the program ended, unless the supervisor ended it.
     pub exit: Option<Exit>,
-    /// It ran past the wall-clock limit and was killed.
+    /// It ran past its time limit and was killed.
     pub timed_out: bool,
+    /// How long, ms, the program had waited for a CPU behind other work
+    /// when its time limit came (the limit moved that much later, up to
+    /// `CLOCK_CAP` times it); `None` where it ended before its limit or
+    /// the kernel does not say.
+    pub waited_ms: Option<u64>,
     /// The program did not run, or its stage failed: why.
     pub error: Option<String>,
     /// What was contained along the way.

@@ -174,7 +174,7 @@ fn dataset() -> Value {
                         "timeout",
                         described(
                             duration(),
-                            "format humaneval: each program's wall-clock limit (default 10s).",
+                            "format humaneval: each program's time limit (default 10s; the time it waits for a CPU behind other work is not counted, up to 3× the limit on the clock).",
                         ),
                     ),
                     (
@@ -295,7 +295,10 @@ fn code() -> Value {
                 ),
                 (
                     "timeout",
-                    described(duration(), "Wall-clock limit (default 10s)."),
+                    described(
+                        duration(),
+                        "Time limit (default 10s): the clock, less the time the program waits for a CPU behind other work, up to 3× the limit on the clock.",
+                    ),
                 ),
                 (
                     "memory_mib",
