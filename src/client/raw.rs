@@ -222,6 +222,9 @@ impl Pool {
             .await
             .map_err(HeadError::Call)?;
         let opened = opening.elapsed();
+        let connected = stamp::woke()
+            .map_or(Duration::ZERO, |w| w.saturating_duration_since(opening))
+            .min(opened);
         match Response::exchange(conn, opening, &bytes, head_deadline).await {
             Err(HeadError::Stale) => Err(HeadError::Call(CallError::new(
                 ErrorKind::Transport,
@@ -229,6 +232,7 @@ impl Pool {
             ))),
             Ok(mut r) => {
                 r.connect = Some(opened);
+                r.connected = Some(connected);
                 r.keep_alive &= reuse;
                 Ok(r)
             }
@@ -311,6 +315,9 @@ pub struct Response {
     emptied: std::time::Instant,
     /// How long opening its connection took, when it opened one.
     pub connect: Option<std::time::Duration>,
+    /// Of it, the time until the thread's last wake from sleep (see
+    /// `Timing::connected`).
+    pub connected: Option<std::time::Duration>,
     /// When the request's last byte was handed to the kernel.
     pub written: std::time::Instant,
     /// The status code.
@@ -345,6 +352,7 @@ impl Response {
         let mut response = Self {
             conn,
             connect: None,
+            connected: None,
             written,
             buf: vec![0; 16 * 1024],
             filled: 0,

@@ -94,6 +94,11 @@ pub struct Timing {
     /// Opening the connection, when the call opened one (`http://`
     /// targets; a pooled connection opens none).
     pub connect: Option<Duration>,
+    /// How much of `connect` is surely not the client's: until the
+    /// thread's last wake from sleep within it (a connection made wakes a
+    /// sleeping thread; a thread awake finds it when it next looks, and
+    /// its last wake came before). The rest can be the client's own delay.
+    pub connected: Option<Duration>,
     /// The request's last byte handed to the kernel (`http://` targets).
     pub written: Option<Duration>,
     /// Response headers received.
@@ -479,6 +484,7 @@ impl Client {
             reader.timing.headers = sent.elapsed();
             reader.timing.stamped = true;
             reader.timing.connect = response.connect;
+            reader.timing.connected = response.connected;
             reader.timing.written = Some(response.written.saturating_duration_since(sent));
             if !(200..300).contains(&response.status) {
                 let text = response.text(deadlines.total_at).await;

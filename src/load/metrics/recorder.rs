@@ -188,9 +188,11 @@ impl Recorder {
         let t = &c.timing;
         let secs = Duration::as_secs_f64;
         // The send: from taking the start to the request written, less
-        // the connect (the server's accept); and a late wake of its own.
+        // the part of a connect that is surely not the client's (until its
+        // thread's last wake: a slow accept queue, the network); and a late
+        // wake of its own.
         let send = t.written.map_or(Duration::ZERO, |w| {
-            w.saturating_sub(t.connect.unwrap_or_default())
+            w.saturating_sub(t.connected.unwrap_or_default())
         }) + own;
         let early = |at: Option<Duration>| {
             at.and_then(|at| t.marks.iter().find(|m| m.at == at))
