@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use servegate::exit::Exit;
-use servegate::history::{Filter, History, Location, SeriesKey, SeriesSummary};
+use servegate::history::{Filter, History, Location, Point, SeriesKey, SeriesSummary};
 use servegate::suite::metric::KEY_FIGURES;
 use servegate::suite::metric::format_stored;
 use servegate::units::format_unix;
@@ -59,7 +59,8 @@ enum HistoryAction {
         /// The hardware (`8 x NVIDIA H200`, `no GPU`), where it has several.
         #[arg(long)]
         hardware: Option<String>,
-        /// How many of the newest points.
+        /// How many of the newest points to show (the changes of level
+        /// are found in the whole series).
         #[arg(long, default_value_t = 20)]
         last: usize,
         /// `table` for people, `json` for scripts.
@@ -75,7 +76,8 @@ enum HistoryAction {
     Report {
         #[command(flatten)]
         series: SeriesArgs,
-        /// How many of each series' newest points.
+        /// How many of each series' newest points to plot (the changes of
+        /// level are found in the whole series).
         #[arg(long, default_value_t = 100)]
         last: usize,
         /// The page [default: `history.html` in the output directory].
@@ -277,9 +279,9 @@ fn report(
     let (series, _) = selected(history, filter, key_only)?;
     let mut plots = Vec::with_capacity(series.len());
     for s in series {
-        let points = history.points(&s.series, last).map_err(|e| e.to_string())?;
+        let (points, _, changes) = newest_with_changes(history, &s.series, last)?;
         plots.push(SeriesPlot {
-            changes: servegate::history::changes(&points),
+            changes,
             series: s.series,
             points,
         });
@@ -297,6 +299,23 @@ fn report(
         plots.len()
     );
     Ok(())
+}
+
+/// A series' newest `last` points, how many it has, and the changes of
+/// level found in the whole of it (a change is a fact of the series, not
+/// of the stretch shown: the newest 20 alone can hide one).
+fn newest_with_changes(
+    history: &mut History,
+    series: &SeriesKey,
+    last: usize,
+) -> Result<(Vec<Point>, usize, Vec<servegate::history::SeriesChange>), String> {
+    let mut points = history
+        .points(series, usize::MAX)
+        .map_err(|e| e.to_string())?;
+    let changes = servegate::history::changes(&points);
+    let total = points.len();
+    points.drain(..total.saturating_sub(last));
+    Ok((points, total, changes))
 }
 
 /// Writes `text` to stdout as a log may show it (what the history holds
@@ -358,25 +377,34 @@ fn show(
 ) -> Result<(), String> {
     use std::fmt::Write as _;
     let series = pick(history, gate, figure, identity)?;
-    let points = history.points(&series, last).map_err(|e| e.to_string())?;
-    let changes = servegate::history::changes(&points);
+    let (points, total, changes) = newest_with_changes(history, &series, last)?;
     let mut out = String::new();
     match format {
         Format::Json => {
-            return print_json(
-                &serde_json::json!({ "series": series, "points": points, "changes": changes }),
-            );
+            return print_json(&serde_json::json!({
+                "series": series,
+                "points_total": total,
+                // The index in the series of the first point shown.
+                "first_index": total - points.len(),
+                "points": points,
+                "changes": changes,
+            }));
         }
         Format::Table => {
             let _ = writeln!(
                 out,
-                "{}::{} {} ({}, {}): {} point(s)",
+                "{}::{} {} ({}, {}): {} point(s){}",
                 series.suite,
                 series.gate,
                 series.key,
                 series.model,
                 series.hardware,
-                points.len()
+                total,
+                if points.len() < total {
+                    format!(", the newest {} shown (--last)", points.len())
+                } else {
+                    String::new()
+                }
             );
             let mut previous: Option<&str> = None;
             for p in &points {
@@ -413,21 +441,22 @@ fn show(
     if matches!(format, Format::Table) {
         let unit = points.first().map_or("", |p| p.unit.as_str());
         if changes.is_empty() {
-            let _ = writeln!(out, "no change of level in these points");
+            let _ = writeln!(out, "no change of level in the series' {total} point(s)");
         }
         for c in &changes {
             let _ = writeln!(
                 out,
-                "change at {} (run {}, commit {}): {} → {} ({:+.1}%, p = {:.3}){}",
+                "change at {} (run {}, point {} of {total}, commit {}): {} → {} ({:+.1}%, p = {}){}",
                 format_unix(c.finished_unix),
                 c.run_uid,
+                c.index + 1,
                 c.suite_commit
                     .as_deref()
                     .map_or_else(|| "-".to_owned(), commit_shown),
                 format_stored(&series.key, unit, c.mean_before),
                 format_stored(&series.key, unit, c.mean_after),
                 100.0 * c.relative,
-                c.p_value,
+                servegate::history::changepoint::format_p(c.p_value),
                 c.configuration
                     .as_ref()
                     .map_or_else(String::new, |f| format!("; configuration now: {f}"))

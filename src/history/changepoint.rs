@@ -166,10 +166,27 @@ pub struct Change {
     /// `(mean_after - mean_before) / mean_before`: `0.04` is 4% up. Not
     /// finite when `mean_before` is zero.
     pub relative: f64,
-    /// The larger of the permutation test's p-value when the split was
-    /// made and Welch's between the two levels as reported; at most
-    /// [`Detector::significance`].
+    /// Welch's two-sided p-value between the two levels as reported: a
+    /// test of their means (exact for normal noise) whose value ranks
+    /// changes, the smaller the surer. At most [`Detector::significance`].
     pub p_value: f64,
+    /// The permutation test's p-value when the split was made: the chance
+    /// of a split this good in the segment shuffled, the search included.
+    /// It decides, it does not rank: it is at least `1 / (permutations +
+    /// 1)`, a floor most real changes reach. At most `significance`.
+    pub p_permutation: f64,
+}
+
+/// A p-value as people read it: three decimals, or where that would read
+/// 0.000 its order of magnitude (`3.2e-9`).
+pub fn format_p(p: f64) -> String {
+    if p >= 0.000_5 || p.is_nan() {
+        format!("{p:.3}")
+    } else if p > 0.0 {
+        format!("{p:.1e}")
+    } else {
+        "< 1e-300".to_owned()
+    }
 }
 
 impl Detector {
@@ -213,7 +230,8 @@ impl Detector {
                     mean_after,
                     // As `(after - before) / before`, without overflowing there.
                     relative: mean_after / mean_before - 1.0,
-                    p_value: permuted.max(welch_p(&values[before..index], &values[index..after])),
+                    p_value: welch_p(&values[before..index], &values[index..after]),
+                    p_permutation: permuted,
                 }
             })
             .collect()
@@ -693,10 +711,9 @@ mod tests {
                 let changes = detector.detect(&s);
                 assert!(changes.windows(2).all(|w| w[0].index < w[1].index));
                 for c in &changes {
-                    assert!(
-                        c.p_value > 0.0 && c.p_value <= detector.significance,
-                        "{c:?}"
-                    );
+                    let sig = detector.significance;
+                    assert!((0.0..=sig).contains(&c.p_value), "{c:?}");
+                    assert!(c.p_permutation > 0.0 && c.p_permutation <= sig, "{c:?}");
                 }
                 let near = |a: usize, b: usize| a.abs_diff(b) <= 2;
                 if !truth.is_empty()
@@ -915,13 +932,32 @@ mod tests {
             let after = mean(&s[c.index..]);
             assert!((c.mean_before - before).abs() < 1e-9 && (c.mean_after - after).abs() < 1e-9);
             assert!((c.relative - (after - before) / before).abs() < 1e-12);
-            // 199 shuffles: none as good, so the smallest p-value there is.
-            assert!(
-                c.p_value > 0.0 && c.p_value <= detector.significance,
-                "{c:?}"
-            );
-            assert!((c.p_value - 1.0 / 200.0).abs() < 1e-12, "{c:?}");
+            // 199 shuffles: none as good, so the smallest p-value there
+            // is; Welch's between the levels, far below it, says how sure.
+            assert!((c.p_permutation - 1.0 / 200.0).abs() < 1e-12, "{c:?}");
+            assert!(c.p_value > 0.0 && c.p_value < 1e-6, "{c:?}");
         }
+    }
+
+    /// Changes rank by their p-value: of three steps in one series, the
+    /// larger against the same noise is the surer, though the shuffles
+    /// find each as good as can be (their floor).
+    #[test]
+    fn p_values_rank_changes_where_the_shuffles_floor() {
+        let mut rng = SplitMix::new(7);
+        let s = series(&mut rng, 90, 0.01, &[(30, 0.03), (60, 0.12)]);
+        let changes = Detector::default().detect(&s);
+        assert_eq!(changes.len(), 2, "{changes:?}");
+        assert!(
+            changes
+                .iter()
+                .all(|c| (c.p_permutation - 1.0 / 200.0).abs() < 1e-12),
+            "{changes:?}"
+        );
+        assert!(changes[1].p_value < changes[0].p_value, "{changes:?}");
+        assert_eq!(format_p(0.0123), "0.012");
+        assert_eq!(format_p(3.21e-9), "3.2e-9");
+        assert_eq!(format_p(0.0), "< 1e-300");
     }
 
     #[test]

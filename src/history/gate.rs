@@ -258,12 +258,12 @@ impl GateHistory {
         };
         let fails = worse_change.map(|c| {
             format!(
-                "the series changed for the worse from {} on: level {} → {} ({:+.1}%, p = {:.3}), and this run is on the new level",
+                "the series changed for the worse from {} on: level {} → {} ({:+.1}%, p = {}), and this run is on the new level",
                 run(c.index),
                 short(c.mean_before),
                 short(c.mean_after),
                 100.0 * c.relative,
-                c.p_value
+                crate::history::changepoint::format_p(c.p_value)
             )
         });
         Ok(Some(Reference {

@@ -567,6 +567,9 @@ impl Point {
 /// A change of level in a series, at the run that starts it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SeriesChange {
+    /// Where the new level starts: the 0-based index of its first run in
+    /// the points the change was found in (the series', oldest first).
+    pub index: usize,
     /// The first run on the new level.
     pub run_uid: String,
     /// When it ended, seconds since the epoch.
@@ -579,8 +582,12 @@ pub struct SeriesChange {
     pub mean_after: f64,
     /// `(after - before) / before`.
     pub relative: f64,
-    /// Its significance (`changepoint.rs`).
+    /// Welch's p-value between the two levels: how sure, comparable
+    /// between changes (`changepoint.rs`).
     pub p_value: f64,
+    /// The permutation test's, which decided it is a change (at least
+    /// 1/200, its floor).
+    pub p_permutation: f64,
     /// The configuration of the run, where it differs from the run's before.
     pub configuration: Option<String>,
 }
@@ -588,15 +595,24 @@ pub struct SeriesChange {
 /// The changes of level in a series' points (those the client did not
 /// set), oldest first.
 pub fn changes(points: &[Point]) -> Vec<SeriesChange> {
-    let kept: Vec<&Point> = points.iter().filter(|p| !p.client_limited).collect();
-    let values: Vec<f64> = kept.iter().map(|p| p.value).collect();
+    let kept: Vec<(usize, &Point)> = points
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !p.client_limited)
+        .collect();
+    let values: Vec<f64> = kept.iter().map(|(_, p)| p.value).collect();
     changepoint::Detector::default()
         .detect(&values)
         .into_iter()
         .filter_map(|c| {
-            let at = kept.get(c.index)?;
-            let before = c.index.checked_sub(1).and_then(|i| kept.get(i));
+            let &(index, at) = kept.get(c.index)?;
+            let before = c
+                .index
+                .checked_sub(1)
+                .and_then(|i| kept.get(i))
+                .map(|(_, p)| p);
             Some(SeriesChange {
+                index,
                 run_uid: at.run_uid.clone(),
                 finished_unix: at.finished_unix,
                 suite_commit: at.suite_commit.clone(),
@@ -604,6 +620,7 @@ pub fn changes(points: &[Point]) -> Vec<SeriesChange> {
                 mean_after: c.mean_after,
                 relative: c.relative,
                 p_value: c.p_value,
+                p_permutation: c.p_permutation,
                 configuration: before
                     .filter(|b| b.fingerprint != at.fingerprint)
                     .map(|_| at.fingerprint.clone()),

@@ -5,6 +5,24 @@
 use crate::common::run::servegate;
 use crate::common::verdicts::assert_has;
 
+/// The classifiers' run as `--format json`: its standard output and
+/// error, `None` (said) where the host cannot make the contention.
+fn contended_json(contention: &str, itl: &str) -> Option<(String, String)> {
+    let o = crate::common::run::streams(
+        &[&contended(contention, itl)[..], &["--format", "json"]].concat(),
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    );
+    if !o.status.success() && stderr.contains("needs") {
+        eprintln!("not proven here: bench-client --contention {contention}: {stderr}");
+        return None;
+    }
+    assert!(o.status.success(), "{stderr}");
+    Some((stdout, stderr))
+}
+
 /// A table's rows: their words (the first is a count of threads).
 fn words(table: &str, min: usize) -> impl Iterator<Item = Vec<&str>> {
     table
@@ -114,18 +132,9 @@ fn the_self_check_is_right_both_ways_against_the_stamped_simulator() {
     // simulator's stamps and the client's, which no client removes.
     let tolerance = |truth: f64| (0.02 * truth).max(0.000_1) + 0.000_1;
     for (contention, itl) in [("host", "20ms"), ("starved", "10ms")] {
-        let o = crate::common::run::streams(
-            &[&contended(contention, itl)[..], &["--format", "json"]].concat(),
-        );
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr),
-        );
-        if !o.status.success() && stderr.contains("needs") {
-            eprintln!("not proven here: bench-client --contention {contention}: {stderr}");
+        let Some((stdout, stderr)) = contended_json(contention, itl) else {
             continue;
-        }
-        assert!(o.status.success(), "{stderr}");
+        };
         let rows = bench_rows(&stdout);
         assert_eq!(rows.len(), 2, "{stdout}");
         for r in &rows {
@@ -527,18 +536,9 @@ fn a_verdict_is_client_limited_only_where_the_client_could_flip_it() {
     let tolerance = |truth: f64| (0.02 * truth).max(0.000_1) + 0.000_1;
     let mut judged = 0;
     for (contention, itl) in [("none", "10ms"), ("host", "20ms"), ("starved", "10ms")] {
-        let o = crate::common::run::streams(
-            &[&contended(contention, itl)[..], &["--format", "json"]].concat(),
-        );
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr),
-        );
-        if !o.status.success() && stderr.contains("needs") {
-            eprintln!("not proven here: bench-client --contention {contention}: {stderr}");
+        let Some((stdout, _)) = contended_json(contention, itl) else {
             continue;
-        }
-        assert!(o.status.success(), "{stderr}");
+        };
         let doc: serde_json::Value =
             serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
         for row in doc["rows"].as_array().expect("rows") {

@@ -123,6 +123,78 @@ fn import_with(record: &std::path::Path, args: &[&str]) -> crate::common::run::R
     servegate_with(&all, &[])
 }
 
+/// A change of level older than the newest points shown is still found:
+/// 40 runs imported at once, a quarter down from run 13, and `show`'s
+/// default of the newest 20 names the change at its place in the series,
+/// with a p-value that says how sure (Welch's, far below the shuffles'
+/// floor of 1/200 that decided it).
+#[test]
+fn a_change_before_the_points_shown_is_found_in_the_whole_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.sqlite");
+    // A fixed wobble of ±1%.
+    let wobble = [0.3, -0.8, 0.5, -0.1, 0.9, -0.4].iter().cycle();
+    let files: Vec<std::path::PathBuf> = (0..40)
+        .zip(wobble)
+        .map(|(i, w)| {
+            let level = if i < 12 { 100.0 } else { 75.0 };
+            let value = level * (1.0 + 0.01 * w);
+            let file = dir.path().join(format!("report-{i}.json"));
+            let run = serde_json::json!({
+                "schema": "servegate.run/2", "run_id": format!("{i}-1"), "node": "n",
+                "finished_unix": 1_000 + i, "complete": true,
+                "suites": [{ "suite": "s", "fingerprint": "f", "target": "t",
+                    "gates": [{ "gate": "g", "load": "x", "repeats": 1,
+                        "figures": { "decode_tok_s.mean": value } }] }]
+            });
+            std::fs::write(&file, run.to_string()).unwrap();
+            file
+        })
+        .collect();
+    let mut args = vec!["history", "--history", history.to_str().unwrap(), "import"];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    let o = servegate_with(&args, &[]);
+    assert_eq!(o.code, Some(0), "{}", o.out);
+    assert!(
+        o.out.contains("servegate: 40 run(s) added to "),
+        "{}",
+        o.out
+    );
+    let h = [
+        "--history",
+        history.to_str().unwrap(),
+        "show",
+        "s::g",
+        "decode_tok_s.mean",
+    ];
+    let shown = history_json(dir.path(), &h);
+    assert_eq!(shown["points_total"], 40, "{shown:#}");
+    assert_eq!(shown["first_index"], 20, "{shown:#}");
+    assert_eq!(shown["points"].as_array().unwrap().len(), 20);
+    let changes = shown["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{shown:#}");
+    assert_eq!(changes[0]["index"], 12, "{shown:#}");
+    assert_eq!(changes[0]["run_uid"], "n/12-1", "{shown:#}");
+    let (p, permuted) = (
+        changes[0]["p_value"].as_f64().unwrap(),
+        changes[0]["p_permutation"].as_f64().unwrap(),
+    );
+    assert!(p < 1e-9 && (permuted - 0.005).abs() < 1e-12, "{shown:#}");
+    let mut all = vec!["history"];
+    all.extend_from_slice(&h);
+    let o = servegate_with(&all, &[]);
+    assert_eq!(o.code, Some(0), "{}", o.out);
+    for said in [
+        "s::g decode_tok_s.mean (",
+        "): 40 point(s), the newest 20 shown (--last)",
+        "(run n/12-1, point 13 of 40, commit -):",
+        "(-25.",
+    ] {
+        assert!(o.out.contains(said), "`{said}` not in:\n{}", o.out);
+    }
+    assert!(o.out.contains("p = ") && o.out.contains("e-"), "{}", o.out);
+}
+
 /// A figure no measurement gives — negative errors, a negative or
 /// infinite throughput — refuses the whole file: it would become the
 /// baseline every later run is held to.

@@ -72,7 +72,7 @@ pub fn render(at: &str, plots: &[SeriesPlot]) -> String {
             for c in &plot.changes {
                 let _ = write!(
                     out,
-                    "<tr><td><code>{}::{}</code> {}</td><td><code>{}</code></td><td>{}</td><td title=\"{}\"><code>{}</code></td><td class=\"level\">{} → {}</td><td>{:+.1}%</td><td>{:.3}</td></tr>",
+                    "<tr><td><code>{}::{}</code> {}</td><td><code>{}</code></td><td>{}</td><td title=\"{}\"><code>{}</code></td><td class=\"level\">{} → {}</td><td>{:+.1}%</td><td>{}</td></tr>",
                     text(&plot.series.suite),
                     text(&plot.series.gate),
                     text(&plot.series.key),
@@ -86,7 +86,7 @@ pub fn render(at: &str, plots: &[SeriesPlot]) -> String {
                     text(&shown(plot, c.mean_before)),
                     text(&shown(plot, c.mean_after)),
                     100.0 * c.relative,
-                    c.p_value
+                    crate::history::changepoint::format_p(c.p_value)
                 );
             }
         }
@@ -142,14 +142,14 @@ fn series_section(out: &mut String, plot: &SeriesPlot) {
                 at,
                 label: format!("{:+.1}%", 100.0 * c.relative),
                 title: scrub(&format!(
-                    "change of level from run {} ({}, commit {}): {} → {} ({:+.1}%, p = {:.3}){}",
+                    "change of level from run {} ({}, commit {}): {} → {} ({:+.1}%, p = {}){}",
                     c.run_uid,
                     format_unix(c.finished_unix),
                     c.suite_commit.as_deref().unwrap_or("unknown"),
                     shown(plot, c.mean_before),
                     shown(plot, c.mean_after),
                     100.0 * c.relative,
-                    c.p_value,
+                    crate::history::changepoint::format_p(c.p_value),
                     c.configuration
                         .as_ref()
                         .map_or_else(String::new, |f| format!("; configuration now {f}"))
@@ -244,6 +244,7 @@ mod tests {
                 hardware: "no GPU".into(),
             },
             changes: vec![SeriesChange {
+                index: 4,
                 run_uid: "gpu-1/4".into(),
                 finished_unix: points[4].finished_unix,
                 suite_commit: Some("c4".into()),
@@ -251,6 +252,7 @@ mod tests {
                 mean_after: 75.0,
                 relative: -0.25,
                 p_value: 0.005,
+                p_permutation: 0.005,
                 configuration: None,
             }],
             points,
