@@ -1,5 +1,6 @@
 //! Benchmarks of the client's per-token hot path (SSE framing and chunk
-//! decoding) and of computing a gate's figures.
+//! decoding), of computing a gate's figures, and of importing runs into a
+//! history (one transaction against one a run).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -117,5 +118,62 @@ fn figures(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, sse_and_chunks, figures);
+/// `n` run records of three gates of the eight key figures each, as an
+/// import reads them.
+fn records(n: usize) -> Vec<servegate::record::RunRecord> {
+    let figures: serde_json::Map<String, serde_json::Value> = servegate::suite::metric::KEY_FIGURES
+        .iter()
+        .map(|k| (k.to_string(), serde_json::json!(1.5)))
+        .collect();
+    (0..n)
+        .map(|i| {
+            let gates: Vec<serde_json::Value> = (0..3)
+                .map(|g| serde_json::json!({ "gate": format!("g{g}"), "load": "x", "repeats": 1, "figures": figures }))
+                .collect();
+            let run = serde_json::json!({
+                "schema": "servegate.run/2", "run_id": format!("{i}-1"), "node": "n",
+                "finished_unix": i, "complete": true,
+                "suites": [{ "suite": "s", "fingerprint": "f", "target": "t", "gates": gates }]
+            });
+            servegate::record::from_json(run, std::path::Path::new("bench.json")).unwrap()
+        })
+        .collect()
+}
+
+/// 200 runs into a new SQLite history: in one transaction (`history
+/// import`), and in one each (as it imported before 2026-12-06; each
+/// commit syncs the file, so the ratio grows with the disk's sync time).
+fn history_import(c: &mut Criterion) {
+    use servegate::history::{History, Location};
+    let runs = records(200);
+    let refs: Vec<&servegate::record::RunRecord> = runs.iter().collect();
+    let mut group = c.benchmark_group("history_import");
+    group.sample_size(10).throughput(Throughput::Elements(200));
+    let fresh = || {
+        let dir = tempfile::tempdir().unwrap();
+        let history = History::open(&Location::Sqlite(dir.path().join("h.sqlite"))).unwrap();
+        (dir, history)
+    };
+    group.bench_function("200_runs_one_transaction", |b| {
+        b.iter_batched(
+            fresh,
+            |(_dir, mut h)| h.record_all(&refs, "import").unwrap(),
+            criterion::BatchSize::PerIteration,
+        );
+    });
+    group.bench_function("200_runs_a_transaction_each", |b| {
+        b.iter_batched(
+            fresh,
+            |(_dir, mut h)| {
+                for r in &refs {
+                    h.record(r, "import").unwrap();
+                }
+            },
+            criterion::BatchSize::PerIteration,
+        );
+    });
+    group.finish();
+}
+
+criterion_group!(benches, sse_and_chunks, figures, history_import);
 criterion_main!(benches);

@@ -465,6 +465,16 @@ pub struct Recorded {
     pub already: bool,
 }
 
+impl Recorded {
+    fn of(run: RunRow, points: &[PointRow], inserted: bool) -> Self {
+        Self {
+            run_uid: run.run_uid,
+            points: if inserted { points.len() } else { 0 },
+            already: !inserted,
+        }
+    }
+}
+
 /// Which series: a suite's gate's figure, on one model and hardware.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct SeriesKey {
@@ -651,9 +661,10 @@ impl Filter {
 
 /// What a history's store does: the same for SQLite and PostgreSQL.
 trait Store {
-    /// Writes a run and its points in one transaction; `false` when the
-    /// run was there already (then nothing is written).
-    fn insert(&mut self, run: &RunRow, points: &[PointRow]) -> Result<bool, HistoryError>;
+    /// Writes runs and their points in one transaction, all or none; for
+    /// each run `false` when it was there already (then nothing of it is
+    /// written).
+    fn insert(&mut self, runs: &[(&RunRow, &[PointRow])]) -> Result<Vec<bool>, HistoryError>;
     /// Every series with its number of points.
     fn groups(&mut self) -> Result<Vec<(SeriesKey, u64)>, HistoryError>;
     /// A series' points, oldest first, or only its newest.
@@ -690,19 +701,37 @@ impl History {
     /// (its node and id) is left as it is.
     pub fn record(&mut self, record: &RunRecord, source: &str) -> Result<Recorded, HistoryError> {
         let (run, points) = rows(record, source);
-        let already = !self.store.insert(&run, &points)?;
-        Ok(Recorded {
-            run_uid: run.run_uid,
-            points: if already { 0 } else { points.len() },
-            already,
-        })
+        let inserted = self.store.insert(&[(&run, &points)])?;
+        Ok(Recorded::of(run, &points, inserted.first() == Some(&true)))
+    }
+
+    /// Records runs in one transaction, all or none (an import's: one
+    /// commit, where a commit each cost four `fsync`s a run); what became
+    /// of each, in order.
+    pub fn record_all(
+        &mut self,
+        records: &[&RunRecord],
+        source: &str,
+    ) -> Result<Vec<Recorded>, HistoryError> {
+        let rows: Vec<(RunRow, Vec<PointRow>)> = records.iter().map(|r| rows(r, source)).collect();
+        let borrowed: Vec<(&RunRow, &[PointRow])> = rows
+            .iter()
+            .map(|(run, points)| (run, points.as_slice()))
+            .collect();
+        let inserted = self.store.insert(&borrowed)?;
+        Ok(rows
+            .into_iter()
+            .zip(inserted)
+            .map(|((run, points), inserted)| Recorded::of(run, &points, inserted))
+            .collect())
     }
 
     /// Writes a run's rows as they are, all or none, once: `false` when
     /// the run was there already (then nothing is written). For figures
     /// that are no suite's (`servegate bench-client`'s).
     pub fn write(&mut self, run: &RunRow, points: &[PointRow]) -> Result<bool, HistoryError> {
-        self.store.insert(run, points)
+        let inserted = self.store.insert(&[(run, points)])?;
+        Ok(inserted.first().copied().unwrap_or(false))
     }
 
     /// Every series, with its size and newest point.

@@ -297,30 +297,33 @@ fn insert_points(
 }
 
 impl super::Store for Postgres {
-    fn insert(&mut self, run: &RunRow, points: &[PointRow]) -> Result<bool, HistoryError> {
+    fn insert(&mut self, runs: &[(&RunRow, &[PointRow])]) -> Result<Vec<bool>, HistoryError> {
         let written = (|| {
             let mut tx = self.client.transaction()?;
-            let inserted = tx.execute(
-                schema::INSERT_RUN,
-                &[
-                    &run.run_uid,
-                    &run.run_id,
-                    &run.node,
-                    &run.started_unix,
-                    &run.finished_unix,
-                    &run.servegate,
-                    &run.gpus,
-                    &run.hardware,
-                    &run.source,
-                    &now(),
-                ],
-            )?;
-            if inserted == 0 {
-                return Ok(false);
+            let mut written = Vec::with_capacity(runs.len());
+            for &(run, points) in runs {
+                let inserted = tx.execute(
+                    schema::INSERT_RUN,
+                    &[
+                        &run.run_uid,
+                        &run.run_id,
+                        &run.node,
+                        &run.started_unix,
+                        &run.finished_unix,
+                        &run.servegate,
+                        &run.gpus,
+                        &run.hardware,
+                        &run.source,
+                        &now(),
+                    ],
+                )?;
+                if inserted > 0 {
+                    insert_points(&mut tx, run, points)?;
+                }
+                written.push(inserted > 0);
             }
-            insert_points(&mut tx, run, points)?;
             tx.commit()?;
-            Ok(true)
+            Ok(written)
         })();
         written.map_err(|e| self.error(&e))
     }

@@ -149,71 +149,80 @@ impl Sqlite {
         tx.commit().map_err(at)
     }
 
-    /// Writes a run and its points in one transaction; `false` when the
-    /// run was there already (then nothing is written).
-    fn write_run(&mut self, run: &RunRow, points: &[PointRow]) -> Result<bool, HistoryError> {
+    /// Writes runs and their points in one transaction; for each run
+    /// `false` when it was there already (then nothing of it is written).
+    fn write_runs(&mut self, runs: &[(&RunRow, &[PointRow])]) -> Result<Vec<bool>, HistoryError> {
         let path = self.path.clone();
         let at = |e| store_error(&path, e);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(at)?;
-        let inserted = tx
-            .execute(
-                schema::INSERT_RUN,
-                params![
-                    run.run_uid,
-                    run.run_id,
-                    run.node,
-                    run.started_unix,
-                    run.finished_unix,
-                    run.servegate,
-                    run.gpus,
-                    run.hardware,
-                    run.source,
-                    now()
-                ],
-            )
-            .map_err(at)?;
-        if inserted == 0 {
-            return Ok(false);
-        }
-        {
-            let mut insert = tx.prepare(schema::INSERT_POINT).map_err(at)?;
-            for p in points {
-                insert
-                    .execute(params![
-                        run.run_uid,
-                        p.suite,
-                        p.variant,
-                        p.gate,
-                        p.key.metric,
-                        p.key.stat.as_deref().unwrap_or(""),
-                        p.key.to_string(),
-                        p.value,
-                        p.unit,
-                        i64::from(p.repeats),
-                        p.fingerprint,
-                        p.model,
-                        p.server_version,
-                        p.suite_commit,
-                        i64::from(p.gate_passed),
-                        i64::from(p.client_limited),
-                        p.load,
-                        p.served_model,
-                        i64::from(p.model_pinned),
-                    ])
-                    .map_err(at)?;
-            }
+        let mut written = Vec::with_capacity(runs.len());
+        for &(run, points) in runs {
+            let inserted = write_run(&tx, run, points).map_err(at)?;
+            written.push(inserted);
         }
         tx.commit().map_err(at)?;
-        Ok(true)
+        Ok(written)
     }
 }
 
+/// Writes a run and its points in `tx`; `false` when the run was there
+/// already (then nothing is written).
+fn write_run(
+    tx: &rusqlite::Transaction<'_>,
+    run: &RunRow,
+    points: &[PointRow],
+) -> rusqlite::Result<bool> {
+    let inserted = tx.execute(
+        schema::INSERT_RUN,
+        params![
+            run.run_uid,
+            run.run_id,
+            run.node,
+            run.started_unix,
+            run.finished_unix,
+            run.servegate,
+            run.gpus,
+            run.hardware,
+            run.source,
+            now()
+        ],
+    )?;
+    if inserted == 0 {
+        return Ok(false);
+    }
+    let mut insert = tx.prepare_cached(schema::INSERT_POINT)?;
+    for p in points {
+        insert.execute(params![
+            run.run_uid,
+            p.suite,
+            p.variant,
+            p.gate,
+            p.key.metric,
+            p.key.stat.as_deref().unwrap_or(""),
+            p.key.to_string(),
+            p.value,
+            p.unit,
+            i64::from(p.repeats),
+            p.fingerprint,
+            p.model,
+            p.server_version,
+            p.suite_commit,
+            i64::from(p.gate_passed),
+            i64::from(p.client_limited),
+            p.load,
+            p.served_model,
+            i64::from(p.model_pinned),
+        ])?;
+    }
+    Ok(true)
+}
+
 impl super::Store for Sqlite {
-    fn insert(&mut self, run: &RunRow, points: &[PointRow]) -> Result<bool, HistoryError> {
-        self.writing(|s| s.write_run(run, points))
+    fn insert(&mut self, runs: &[(&RunRow, &[PointRow])]) -> Result<Vec<bool>, HistoryError> {
+        self.writing(|s| s.write_runs(runs))
     }
 
     fn groups(&mut self) -> Result<Vec<(SeriesKey, u64)>, HistoryError> {

@@ -195,6 +195,45 @@ fn a_change_before_the_points_shown_is_found_in_the_whole_series() {
     assert!(o.out.contains("p = ") && o.out.contains("e-"), "{}", o.out);
 }
 
+/// An import of more runs than one transaction takes (500) writes them
+/// all, batch after batch, each run once: 1,001 runs, then the same files
+/// again, all there already.
+#[test]
+fn an_import_of_many_runs_writes_them_all_in_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.sqlite");
+    for i in 0..1001 {
+        let run = serde_json::json!({
+            "schema": "servegate.run/2", "run_id": format!("{i}-1"), "node": "n",
+            "finished_unix": i, "complete": true,
+            "suites": [{ "suite": "s", "fingerprint": "f", "target": "t",
+                "gates": [{ "gate": "g", "load": "x", "repeats": 1,
+                    "figures": { "errors": 0.0 } }] }]
+        });
+        let run_dir = dir.path().join("out/runs").join(format!("{i}-1"));
+        std::fs::create_dir_all(&run_dir).unwrap();
+        std::fs::write(run_dir.join("report.json"), run.to_string()).unwrap();
+    }
+    let out = dir.path().join("out");
+    for (added, already) in [(1001, 0), (0, 1001)] {
+        let o = import_with(&out, &["--history", history.to_str().unwrap()]);
+        assert_eq!(o.code, Some(0), "{}", o.out);
+        assert!(
+            o.out.contains(&format!(
+                "servegate: {added} run(s) added to {}, {already} there already",
+                history.display()
+            )),
+            "{}",
+            o.out
+        );
+    }
+    let listed = history_json(
+        dir.path(),
+        &["--history", history.to_str().unwrap(), "list", "--all"],
+    );
+    assert_eq!(listed[0]["points"], 1001, "{listed:#}");
+}
+
 /// A figure no measurement gives — negative errors, a negative or
 /// infinite throughput — refuses the whole file: it would become the
 /// baseline every later run is held to.
