@@ -162,7 +162,7 @@ complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_
 complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_seen_subcommand_from show" -l model -d 'The served model, where the series has several' -r
 complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_seen_subcommand_from show" -l hardware -d 'The hardware (`8 x NVIDIA H200`, `no GPU`), where it has several' -r
-complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_seen_subcommand_from show" -l last -d 'How many of the newest points' -r
+complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_seen_subcommand_from show" -l last -d 'How many of the newest points to show (the changes of level are found in the whole series)' -r
 complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_seen_subcommand_from show" -l format -d '`table` for people, `json` for scripts' -r -f -a "table\t'Aligned columns'
 json\t'One JSON document'"
 complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_seen_subcommand_from show" -l history -d 'The history: a SQLite file [default: `history.sqlite` in the output directory]' -r
@@ -171,7 +171,7 @@ complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_
 complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_seen_subcommand_from report" -l suite -d 'Only series whose suite\'s label holds this' -r
 complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_seen_subcommand_from report" -l gate -d 'Only series whose gate\'s name holds this' -r
 complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_seen_subcommand_from report" -l figure -d 'Only series whose figure\'s name holds this (`decode_tok_s`) [default: the key figures, as the reports show them]' -r
-complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_seen_subcommand_from report" -l last -d 'How many of each series\' newest points' -r
+complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_seen_subcommand_from report" -l last -d 'How many of each series\' newest points to plot (the changes of level are found in the whole series)' -r
 complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_seen_subcommand_from report" -s o -l output -d 'The page [default: `history.html` in the output directory]' -r -F
 complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_seen_subcommand_from report" -l history -d 'The history: a SQLite file [default: `history.sqlite` in the output directory]' -r
 complete -c servegate -n "__fish_servegate_using_subcommand history; and __fish_seen_subcommand_from report" -l out-dir -d 'servegate\'s output directory, where the default history is [default: `target/servegate` in the working directory\'s project, or `.servegate` outside a Cargo project]' -r -F
