@@ -334,20 +334,35 @@ impl Gauge {
     }
 
     /// Its value in one scrape: summed over label sets (one per
-    /// data-parallel rank), a share averaged.
-    fn read(self, scrape: &Scrape) -> Option<f64> {
+    /// data-parallel rank), a share averaged; and the series it was read
+    /// from.
+    fn read(self, scrape: &Scrape) -> Option<(&'static str, f64)> {
         let (name, sum) = scrape.find(self.series())?;
         let sets = f64::from(scrape.sets.get(name).copied().unwrap_or(1).max(1));
-        Some(if self == Gauge::TokenUsage {
-            sum / sets
-        } else {
-            sum
-        })
+        Some((
+            name,
+            if self == Gauge::TokenUsage {
+                sum / sets
+            } else {
+                sum
+            },
+        ))
     }
 }
 
+/// How SGLang rewrites its gauges, in words: a value read between two
+/// rewrites is the last one's, however often it is read (0.5.23,
+/// `scheduler_components/metrics_reporter.py`).
+const SGLANG_REFRESH: &str = "SGLang rewrites its gauges at each prefill batch, every `decode_log_interval` decode steps (40 by default) and when it falls idle";
+
 /// The gauges read while a window was open, a scrape every
-/// [`SAMPLE_EVERY`].
+/// [`SAMPLE_EVERY`]. vLLM's and llama.cpp's gauges are live (written at
+/// each engine step, or at the scrape): every read is a sample. SGLang's
+/// are rewritten now and then ([`SGLANG_REFRESH`]), so only a read that
+/// found them rewritten is a sample — the first read of a window finds the
+/// value from before it, and a read between two rewrites the same value
+/// again, which counted would weigh the stale value by how often it was
+/// read.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Samples {
     /// Scrapes read.
@@ -356,6 +371,12 @@ pub struct Samples {
     values: [Vec<f64>; 4],
     /// Scrapes that failed, and the first one's error.
     pub failed: Option<(u32, String)>,
+    /// The gauges of the scrape before (to tell a rewrite), and whether
+    /// the server rewrites them now and then (SGLang's series).
+    previous: Option<[Option<f64>; 4]>,
+    periodic: bool,
+    /// Scrapes that found a periodic server's gauges rewritten.
+    pub refreshes: u32,
 }
 
 /// How often the gauges are sampled while a window is open (only when a
@@ -368,9 +389,29 @@ impl Samples {
         match scrape {
             Ok(s) => {
                 self.scrapes += 1;
-                for (g, values) in Gauge::ALL.iter().zip(&mut self.values) {
-                    if let Some(v) = g.read(s) {
-                        values.push(v);
+                let read = Gauge::ALL.map(|g| g.read(s));
+                let now = read.map(|r| r.map(|(_, v)| v));
+                let first = self.previous.is_none();
+                if first {
+                    self.periodic = read
+                        .iter()
+                        .flatten()
+                        .any(|(name, _)| name.starts_with("sglang:"));
+                }
+                let fresh = if self.periodic {
+                    // Any gauge moved: a rewrite (they are written together).
+                    let rewritten = !first && self.previous != Some(now);
+                    self.refreshes += u32::from(rewritten);
+                    rewritten
+                } else {
+                    true
+                };
+                self.previous = Some(now);
+                if fresh {
+                    for (v, values) in now.iter().zip(&mut self.values) {
+                        if let Some(v) = v {
+                            values.push(*v);
+                        }
                     }
                 }
             }
@@ -386,10 +427,18 @@ impl Samples {
         &self.values[gauge as usize]
     }
 
-    /// A statistic of `gauge` over the samples; `None` without any.
+    /// Whether the gauges were rewritten too seldom in the window to stand
+    /// for it: a periodic server's, rewritten fewer than twice (the window
+    /// no longer than their refresh, one value standing for all of it).
+    fn too_few_refreshes(&self) -> bool {
+        self.periodic && self.refreshes < 2
+    }
+
+    /// A statistic of `gauge` over the samples; `None` without any, or
+    /// where a periodic server rewrote them fewer than twice.
     pub fn stat(&self, gauge: Gauge, stat: Stat) -> Option<f64> {
         let mut v = self.of(gauge).to_vec();
-        if v.is_empty() {
+        if v.is_empty() || self.too_few_refreshes() {
             return None;
         }
         v.sort_by(f64::total_cmp);
@@ -603,11 +652,21 @@ impl ServerView {
     /// What stands behind a `server.` figure, in words.
     pub fn sample_size(&self, metric: Metric, window: &str) -> String {
         if let Some(g) = Gauge::of(metric) {
-            return format!(
-                "{} samples of {} scrapes in {window}",
-                self.samples.of(g).len(),
-                self.samples.scrapes
-            );
+            let s = &self.samples;
+            return if s.periodic {
+                format!(
+                    "{} fresh values in {window}: the server rewrote its gauges {} times in {} scrapes, only those reads count ({SGLANG_REFRESH})",
+                    s.of(g).len(),
+                    s.refreshes,
+                    s.scrapes
+                )
+            } else {
+                format!(
+                    "{} samples of {} scrapes in {window}",
+                    s.of(g).len(),
+                    s.scrapes
+                )
+            };
         }
         match metric {
             Metric::ServerCacheHitRate => self.cache.map_or_else(no_counter, |(c, p)| {
@@ -631,6 +690,21 @@ impl ServerView {
                 format!(
                     "no read of /metrics fell inside the window (one every {}){failed}",
                     format_secs(SAMPLE_EVERY.as_secs_f64())
+                )
+            } else if s.too_few_refreshes() && s.previous.is_some_and(|p| p[g as usize].is_some()) {
+                format!(
+                    "the server rewrote its gauges {} in the window's {} scrapes: the window is no longer than their refresh, so {} ({SGLANG_REFRESH}); lengthen the window{failed}",
+                    match s.refreshes {
+                        0 => "not once".to_owned(),
+                        1 => "once".to_owned(),
+                        n => format!("{n} times"),
+                    },
+                    s.scrapes,
+                    if s.refreshes == 0 {
+                        "every read found the value from before it"
+                    } else {
+                        "one value would stand for all of it"
+                    }
                 )
             } else {
                 format!(
@@ -881,6 +955,57 @@ mod tests {
         );
     }
 
+    /// SGLang's gauges count only where a scrape found them rewritten: the
+    /// window's first read (the value from before it) and the reads
+    /// between two rewrites are not samples; rewritten fewer than twice,
+    /// the window is no longer than their refresh and gives no figure,
+    /// saying why. (Every read of vLLM's live gauges counts: above.)
+    #[test]
+    fn sglangs_gauges_count_only_when_rewritten() {
+        let page = |running: u32, throughput: f64| {
+            Scrape::parse(&format!(
+                "sglang:num_running_reqs {running}
+sglang:num_queue_reqs 0
+                 sglang:token_usage 0.1
+sglang:gen_throughput {throughput}
+"
+            ))
+        };
+        let mut v = ServerView::default();
+        // Idle before the window; then rewritten at 8 running, read four
+        // times; once more at 8, read twice.
+        for (running, throughput) in [(0, 0.0), (8, 95.5), (8, 95.5), (8, 95.5), (8, 95.5)] {
+            v.samples.add(Ok(&page(running, throughput)));
+        }
+        assert_eq!(v.samples.refreshes, 1);
+        assert_eq!(v.value(Metric::ServerRunningReqs, Some(Stat::Max)), None);
+        let why = v.missing(Metric::ServerRunningReqs).unwrap();
+        assert!(
+            why.starts_with("the server rewrote its gauges once in the window's 5 scrapes: the window is no longer than their refresh, so one value would stand for all of it (SGLang rewrites its gauges at each prefill batch"),
+            "{why}"
+        );
+        for (running, throughput) in [(8, 97.25), (8, 97.25)] {
+            v.samples.add(Ok(&page(running, throughput)));
+        }
+        let stat = |m, s| v.value(m, Some(s));
+        assert_eq!(stat(Metric::ServerRunningReqs, Stat::Min), Some(8.0));
+        assert_eq!(stat(Metric::ServerGenThroughput, Stat::Mean), Some(96.375));
+        assert_eq!(
+            v.sample_size(Metric::ServerRunningReqs, "the window"),
+            "2 fresh values in the window: the server rewrote its gauges 2 times in 7 scrapes, only those reads count (SGLang rewrites its gauges at each prefill batch, every `decode_log_interval` decode steps (40 by default) and when it falls idle)"
+        );
+        // Never rewritten: every read found the value from before.
+        let mut idle = ServerView::default();
+        for _ in 0..3 {
+            idle.samples.add(Ok(&page(0, 0.0)));
+        }
+        assert!(
+            idle.missing(Metric::ServerQueueReqs)
+                .unwrap()
+                .starts_with("the server rewrote its gauges not once in the window's 3 scrapes: the window is no longer than their refresh, so every read found the value from before it")
+        );
+    }
+
     /// Counters that went backwards (a restart in the window) or forge an
     /// impossible figure give none, saying why.
     #[test]
@@ -962,7 +1087,10 @@ mod tests {
              sglang:cached_tokens_total{cache_source=\"host\"} 5\n",
         );
         let s = Scrape::parse(&page);
-        assert_eq!(Gauge::RunningReqs.read(&s), Some(8.0));
+        assert_eq!(
+            Gauge::RunningReqs.read(&s),
+            Some(("sglang:num_running_reqs", 8.0))
+        );
         assert_eq!(
             s.values.get("sglang:num_retracted_requests_total"),
             Some(&4.0)

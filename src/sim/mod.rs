@@ -35,11 +35,13 @@ struct SimState {
     requests: AtomicU64,
     prompt_tokens: AtomicU64,
     generation_tokens: AtomicU64,
+    /// Tokens the running requests hold in the KV cache (prompts and what
+    /// they generated so far).
+    kv_tokens: AtomicU64,
     flushes: AtomicU64,
     counters: Counters,
-    /// The generation-token count and when `/metrics` last read it, for
-    /// its throughput gauge.
-    throughput: std::sync::Mutex<Option<(std::time::Instant, u64)>>,
+    /// SGLang's gauges as it last wrote them (`routes::info`).
+    gauges: std::sync::Mutex<Option<routes::Gauges>>,
     ttft: histogram::PromHistogram,
     e2e: histogram::PromHistogram,
     /// When health checks start answering 200; `None`: never.
@@ -130,9 +132,10 @@ pub fn app(profile: Profile) -> Router {
         requests: AtomicU64::new(0),
         prompt_tokens: AtomicU64::new(0),
         generation_tokens: AtomicU64::new(0),
+        kv_tokens: AtomicU64::new(0),
         flushes: AtomicU64::new(0),
         counters: Counters::default(),
-        throughput: std::sync::Mutex::default(),
+        gauges: std::sync::Mutex::default(),
         prefixes: std::sync::Mutex::default(),
         ttft: histogram::PromHistogram::default(),
         e2e: histogram::PromHistogram::default(),

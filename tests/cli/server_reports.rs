@@ -144,6 +144,34 @@ fn the_servers_metrics_prove_what_the_load_did() {
     );
 }
 
+/// SGLang's gauges stand for a window only where it rewrote them in it,
+/// twice at least: a window shorter than their refresh (one request of
+/// 300 ms, rewritten at its prefill only) cannot measure them and fails
+/// saying why; a window of 1.5 s, rewritten every 40 decode steps, passes
+/// on the fresh values alone, the reads between two rewrites not counted.
+#[test]
+fn sglangs_gauges_count_only_where_it_rewrote_them() {
+    let out = run_expecting(&["run", "tests/suites/server-gauges.yaml"], 1);
+    let too_short = failure_of(&out, "server_gauges::performance::too_short");
+    assert_has(
+        &too_short,
+        &[
+            "measured: server.num_running_reqs.max = nothing\n          the server rewrote its gauges ",
+            "in the window's ",
+            "the window is no longer than their refresh",
+            "SGLang rewrites its gauges at each prefill batch, every `decode_log_interval` decode steps (40 by default) and when it falls idle); lengthen the window",
+        ],
+    );
+    let long_enough = "server_gauges::performance::long_enough";
+    assert_eq!(verdict(&out, long_enough), "ok", "{out}");
+    let running = figure(
+        &record_of(&out),
+        "long_enough",
+        "server.num_running_reqs.max",
+    );
+    assert!((running - 1.0).abs() < 1e-9, "{running}");
+}
+
 /// The other way: a load of 2 streams fails a gate written for 8 with the
 /// gauge's reading, a retracting server fails `server.retractions == 0`
 /// with its count, and a server without speculative counters cannot pass

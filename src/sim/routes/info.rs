@@ -226,6 +226,7 @@ pub(in crate::sim) async fn server_info(State(s): State<Arc<SimState>>) -> Respo
         "incremental_streaming_output":
             s.profile.generate_text == crate::sim::profile::GenerateText::Segments,
         "internal_states": [{"last_gen_throughput": 0.0}],
+        "decode_log_interval": DECODE_LOG_INTERVAL,
     });
     if let Some(map) = info.as_object_mut() {
         map.extend(s.profile.server_info.clone());
@@ -241,13 +242,101 @@ pub(in crate::sim) async fn metrics(State(s): State<Arc<SimState>>) -> Response 
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }
 
-/// The share of its capacity the running streams take.
+/// The share of its KV cache the running streams hold.
 fn usage(s: &SimState) -> f64 {
-    let running = s.running.load(Ordering::Relaxed);
+    let held = s.kv_tokens.load(Ordering::Relaxed);
     #[expect(clippy::cast_precision_loss, reason = "small counts")]
-    let usage = running.min(s.profile.capacity) as f64 / s.profile.capacity.max(1) as f64;
-    usage
+    let usage = held as f64 / (s.profile.capacity.max(1) as f64 * KV_TOKENS_PER_STREAM);
+    usage.min(1.0)
 }
+
+/// The KV cache the simulator has for each stream of its capacity, in
+/// tokens: its `token_usage` is the tokens the running requests hold over
+/// this many of each.
+const KV_TOKENS_PER_STREAM: f64 = 4096.0;
+
+/// SGLang's scheduler gauges as it last wrote them: it rewrites them at
+/// each prefill batch, every `decode_log_interval` decode steps (40 by
+/// default) and when it falls idle with a running count that is no longer
+/// true (or 30 s after the last write); a scrape between two writes reads
+/// the same values (0.5.23, `scheduler_components/metrics_reporter.py`).
+#[derive(Debug, Clone, Copy)]
+pub(in crate::sim) struct Gauges {
+    running: usize,
+    usage: f64,
+    /// Tokens generated since the write before, per second.
+    throughput: f64,
+    at: std::time::Instant,
+    generated: u64,
+}
+
+/// Why the gauges are looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::sim) enum Written {
+    /// A prefill batch: written now.
+    Prefill,
+    /// A scrape: written if a decode interval passed, or the server fell
+    /// idle, since the last write.
+    Read,
+}
+
+/// The gauges as a scrape reads them, written first where SGLang would
+/// have written them since.
+pub(in crate::sim) fn gauges(s: &SimState, why: Written) -> Gauges {
+    let mut last = s
+        .gauges
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let now = std::time::Instant::now();
+    let running = s.running.load(Ordering::Relaxed);
+    let interval = s
+        .profile
+        .server_info
+        .get("decode_log_interval")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(DECODE_LOG_INTERVAL);
+    let due = last.is_none_or(|g| {
+        let since = now.duration_since(g.at);
+        why == Written::Prefill
+            || (running > 0
+                && since
+                    >= s.profile
+                        .itl
+                        .saturating_mul(u32::try_from(interval).unwrap_or(u32::MAX)))
+            || (running == 0 && g.running != 0)
+            || since >= std::time::Duration::from_secs(30)
+    });
+    if due {
+        let generated = s.generation_tokens.load(Ordering::Relaxed);
+        let throughput = last.map_or(0.0, |g| {
+            let secs = now.duration_since(g.at).as_secs_f64();
+            #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
+            let made = generated.saturating_sub(g.generated) as f64;
+            if secs > 0.0 && running > 0 {
+                made / secs
+            } else {
+                0.0
+            }
+        });
+        *last = Some(Gauges {
+            running,
+            usage: usage(s),
+            throughput,
+            at: now,
+            generated,
+        });
+    }
+    last.unwrap_or(Gauges {
+        running,
+        usage: usage(s),
+        throughput: 0.0,
+        at: now,
+        generated: 0,
+    })
+}
+
+/// SGLang 0.5.23's `--decode-log-interval` default.
+pub(in crate::sim) const DECODE_LOG_INTERVAL: u64 = 40;
 
 /// The series of vLLM 0.32's `/metrics` the simulator keeps, in its names
 /// and types, its counters and gauges with its labels (`engine`,
@@ -339,26 +428,13 @@ fn vllm_metrics(s: &SimState) -> String {
 fn sglang_metrics(s: &SimState) -> String {
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let generated = load(&s.generation_tokens);
-    let running = s.running.load(Ordering::Relaxed);
     let c = &s.counters;
-    // Its own throughput since the last read, as SGLang's over its last
-    // log interval.
-    let throughput = {
-        let mut last = s
-            .throughput
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let now = std::time::Instant::now();
-        let rate = last.map_or(0.0, |(at, was): (std::time::Instant, u64)| {
-            let secs = now.duration_since(at).as_secs_f64();
-            #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
-            let made = generated.saturating_sub(was) as f64;
-            if secs > 0.0 { made / secs } else { 0.0 }
-        });
-        *last = Some((now, generated));
-        rate
-    };
-    let usage = usage(s);
+    let Gauges {
+        running,
+        usage,
+        throughput,
+        ..
+    } = gauges(s, Written::Read);
     let mut body = String::new();
     let labels = format!("model_name=\"{}\"", s.profile.model);
     let mut series = |kind: &str, name: &str, value: String| {

@@ -36,6 +36,7 @@ use super::profile::GenerateText;
 use super::{SimState, Speaks};
 use answer::whole;
 use ask::{Extras, parse_ask};
+pub(super) use info::Gauges;
 pub(super) use info::{
     auth, deprecated_model_info, deprecated_server_info, flush_cache, health_generate,
     health_route, metrics, model_info, models, server_info, version, vllm_health,
@@ -110,13 +111,30 @@ async fn fault_before_stream(speaks: Speaks, fault: Option<Fault>) -> Option<Res
 }
 
 /// Counts a stream as running for as long as it lives, and as aborted
-/// when it goes before its end (the client went away, a fault cut it).
-struct Running(Arc<SimState>, bool);
+/// when it goes before its end (the client went away, a fault cut it);
+/// and the KV cache it holds (its prompt and the tokens it generated).
+struct Running(Arc<SimState>, bool, std::sync::atomic::AtomicU64);
 
 impl Running {
-    fn start(state: &Arc<SimState>) -> Self {
+    fn start(state: &Arc<SimState>, prompt_tokens: u64) -> Self {
         state.running.fetch_add(1, Ordering::SeqCst);
-        Self(Arc::clone(state), false)
+        state.kv_tokens.fetch_add(prompt_tokens, Ordering::SeqCst);
+        // Its prefill batch: SGLang writes its gauges.
+        if state.profile.speaks == Speaks::Sglang {
+            info::gauges(state, info::Written::Prefill);
+        }
+        Self(
+            Arc::clone(state),
+            false,
+            std::sync::atomic::AtomicU64::new(prompt_tokens),
+        )
+    }
+
+    /// It generated `n` more tokens, held in the KV cache until it ends.
+    fn generated(&self, n: u64) {
+        self.0.generation_tokens.fetch_add(n, Ordering::Relaxed);
+        self.0.kv_tokens.fetch_add(n, Ordering::SeqCst);
+        self.2.fetch_add(n, Ordering::Relaxed);
     }
 
     /// The request reached its end, with `finish`.
@@ -146,6 +164,9 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.0.running.fetch_sub(1, Ordering::SeqCst);
+        self.0
+            .kv_tokens
+            .fetch_sub(self.2.load(Ordering::Relaxed), Ordering::SeqCst);
         if !self.1 {
             self.0.counters.aborted.fetch_add(1, Ordering::Relaxed);
         }
@@ -275,18 +296,16 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
             .body(body)
             .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response());
     }
-    let mut running = Running::start(&state);
+    let mut running = Running::start(&state, plan.prompt_tokens);
     let started = Instant::now();
     let mut at = started + state.profile.ttft;
     for _ in 1..plan.completion_tokens() {
         at += running.itl();
     }
     sleep_until(at).await;
+    running.generated(plan.completion_tokens());
     running.ended(plan.finish);
     drop(running);
-    state
-        .generation_tokens
-        .fetch_add(plan.completion_tokens(), Ordering::Relaxed);
     Json(match speaks {
         Speaks::Sglang => whole(shape, &plan, &state.profile, &id, started.elapsed()),
         Speaks::Vllm => vllm::whole(

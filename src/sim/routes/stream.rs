@@ -83,7 +83,7 @@ async fn tool_call(
         }
         cursor.at += running.itl();
         cursor.sent += 1;
-        running.0.generation_tokens.fetch_add(1, Ordering::Relaxed);
+        running.generated(1);
         let as_vllm = running.0.profile.speaks == Speaks::Vllm;
         let choice = if as_vllm {
             // Its own id, when asked: each piece of the call is a token.
@@ -192,7 +192,7 @@ pub(super) async fn stream(
     id: String,
     tx: mpsc::Sender<Bytes>,
 ) {
-    let mut running = Running::start(&state);
+    let mut running = Running::start(&state, plan.prompt_tokens);
     let started = Instant::now();
     let model = state.profile.model.clone();
     let per_chunk = state.profile.tokens_per_chunk;
@@ -245,9 +245,7 @@ pub(super) async fn stream(
         at += running.itl();
         let from = sent;
         sent += n as u64;
-        state
-            .generation_tokens
-            .fetch_add(n as u64, Ordering::Relaxed);
+        running.generated(n as u64);
         cumulative.push_str(&piece);
         let chunk = if as_vllm {
             vllm::token_chunk(
