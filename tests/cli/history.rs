@@ -234,6 +234,105 @@ fn an_import_of_many_runs_writes_them_all_in_batches() {
     assert_eq!(listed[0]["points"], 1001, "{listed:#}");
 }
 
+/// The planted series Otava finds the changes of and servegate does not:
+/// an 8% excursion of ten nights that comes back, at 1% noise. Its first
+/// split holds the excursion and the level after it on one side, and ten
+/// high nights anywhere in a shuffle score nearly as well (p ≈ 0.08 by
+/// the permutation test). Otava's windows of 50 and its t-test see it.
+const OTAVAS_ALONE: &[&str] = &["excursion_back"];
+
+/// servegate's detector beside Apache Otava's on the same seeded series
+/// (`fixtures/history/otava.json`, drawn and run through Otava 0.8.0 by
+/// `scripts/otava-compare.py`): every planted change Otava finds,
+/// servegate finds within two nights (but [`OTAVAS_ALONE`]'s), among them
+/// a 3% step six and four nights before the end, with no false alarm
+/// where Otava has none; on 50 series with nothing planted
+/// it raises no more false alarms than Otava; on 50 series of a 4% step
+/// in 2% noise it finds at least as many. "Found": a change within two
+/// nights of the planted one; "false": a change no planted one is near.
+#[test]
+fn the_detector_holds_its_own_beside_otava() {
+    let fixture: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/history/otava.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(fixture["otava"], "0.8.0");
+    let indices = |v: &serde_json::Value| -> Vec<usize> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|i| usize::try_from(i.as_u64().unwrap()).unwrap())
+            .collect()
+    };
+    let near = |found: &[usize], at: usize| found.iter().any(|&i| i.abs_diff(at) <= 2);
+    // (series, found, false alarm) per group, for servegate and Otava.
+    let mut tally = std::collections::BTreeMap::<String, [u32; 6]>::new();
+    let mut problems = Vec::new();
+    for s in fixture["series"].as_array().unwrap() {
+        let values: Vec<f64> = s["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        let truth = indices(&s["truth"]);
+        let otava = indices(&s["otava"]);
+        let ours: Vec<usize> = servegate::history::changepoint::Detector::default()
+            .detect(&values)
+            .iter()
+            .map(|c| c.index)
+            .collect();
+        let name = s["name"].as_str().unwrap();
+        eprintln!("{name}: planted {truth:?}, servegate {ours:?}, Otava {otava:?}");
+        let t = tally
+            .entry(s["group"].as_str().unwrap().to_owned())
+            .or_default();
+        for (k, found) in [(0, &ours), (3, &otava)] {
+            t[k] += 1;
+            t[k + 1] += u32::from(truth.iter().all(|&at| near(found, at)) && !truth.is_empty());
+            t[k + 2] += u32::from(found.iter().any(|&i| !near(&truth, i)));
+        }
+        if OTAVAS_ALONE.contains(&name) {
+            // Still so: when servegate finds it, this list and the docs
+            // must say so.
+            if truth.iter().all(|&at| near(&ours, at)) {
+                problems.push(format!(
+                    "{name}: servegate finds it now ({ours:?}): take it off OTAVAS_ALONE"
+                ));
+            }
+        } else if s["group"] == "planted" {
+            for &at in truth
+                .iter()
+                .filter(|&&at| near(&otava, at) && !near(&ours, at))
+            {
+                problems.push(format!(
+                    "{name}: Otava found the change at {at}, servegate not: {ours:?}"
+                ));
+            }
+            if otava.iter().all(|&i| near(&truth, i)) && ours.iter().any(|&i| !near(&truth, i)) {
+                problems.push(format!(
+                    "{name}: a false alarm where Otava has none: {ours:?}"
+                ));
+            }
+        }
+    }
+    eprintln!("(series, found, false) servegate | Otava: {tally:?}");
+    assert!(problems.is_empty(), "{problems:#?}");
+    let [_, _, ours_false, _, _, otava_false] = tally["no_change"];
+    assert!(
+        ours_false <= otava_false,
+        "no change: {ours_false} false alarms, Otava {otava_false}"
+    );
+    let [_, ours_found, _, _, otava_found, _] = tally["step_4pct"];
+    assert!(
+        ours_found >= otava_found,
+        "4% steps: found {ours_found}, Otava {otava_found}"
+    );
+}
+
 /// A figure no measurement gives — negative errors, a negative or
 /// infinite throughput — refuses the whole file: it would become the
 /// baseline every later run is held to.
