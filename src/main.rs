@@ -346,7 +346,7 @@ fn import_bench_serving(
             return ExitCode::from(Exit::Usage);
         }
     };
-    let mut record = match servegate::record::import::bench_serving(&text, naming) {
+    let record = match servegate::record::import::file_record(&text, naming, file) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {}: {e}", file.display());
@@ -354,11 +354,9 @@ fn import_bench_serving(
         }
     };
     let out = servegate::record::out_dir(out_dir, None);
+    // Its run id is the file's (`import-<hash>`), whatever the directory
+    // is called: `servegate history import` of either finds one run.
     let dir = servegate::record::new_run_dir(&out);
-    record.run_id = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let info = servegate::record::RunInfo {
         dir,
         out,

@@ -17,18 +17,16 @@ pub fn read(file: &Path) -> Result<RunRecord, String> {
         Ok(v) if v.get("schema").is_some() => {
             crate::record::from_json(v, file).map_err(|e| e.to_string())?
         }
-        _ => {
-            let mut r = crate::record::import::bench_serving(
-                &text,
-                &crate::record::import::Naming::default(),
-            )
-            .map_err(|e| {
-                format!("neither a servegate run record nor a benchmark tool's results: {e}")
-            })?;
-            // The same file is the same run, whenever it is imported.
-            r.run_id = format!("import-{}", &crate::text::sha256_hex(text.as_bytes())[..16]);
-            r
-        }
+        // The same file is the same run, whenever and by whichever route
+        // it is imported.
+        _ => crate::record::import::file_record(
+            &text,
+            &crate::record::import::Naming::default(),
+            file,
+        )
+        .map_err(|e| {
+            format!("neither a servegate run record nor a benchmark tool's results: {e}")
+        })?,
     };
     if record.node.is_empty() {
         record.node = super::node_name();

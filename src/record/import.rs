@@ -160,12 +160,19 @@ pub fn bench_serving(text: &str, naming: &Naming) -> Result<RunRecord, ImportErr
             }),
         }
     }
-    let now = super::now_unix();
+    // vLLM dates its result (`date`, its local time without a zone: read
+    // as UTC); SGLang does not, and the file's own time stands in
+    // ([`file_record`]).
+    let dated = results
+        .iter()
+        .filter_map(|(_, r)| r.get("date")?.as_str().and_then(parse_date))
+        .max()
+        .unwrap_or_else(super::now_unix);
     Ok(RunRecord {
         schema: SCHEMA.to_owned(),
         run_id: String::new(),
-        started_unix: now,
-        finished_unix: now,
+        started_unix: dated,
+        finished_unix: dated,
         complete: true,
         servegate: env!("CARGO_PKG_VERSION").to_owned(),
         node: String::new(),
@@ -174,6 +181,62 @@ pub fn bench_serving(text: &str, naming: &Naming) -> Result<RunRecord, ImportErr
         suites,
         comparisons: Vec::new(),
     })
+}
+
+/// The run record of a result file, as both of its routes import it
+/// (`servegate import bench-serving` and `servegate history import`): its
+/// run id from the file's content (`import-<16 hex digits of its
+/// SHA-256>`), so that the same file is the same run whichever route and
+/// however often it is imported; dated when the tool ran (vLLM's `date`,
+/// else the file's modification time — SGLang writes no date — else now).
+pub fn file_record(
+    text: &str,
+    naming: &Naming,
+    file: &std::path::Path,
+) -> Result<RunRecord, ImportError> {
+    let mut record = bench_serving(text, naming)?;
+    record.run_id = format!("import-{}", &crate::text::sha256_hex(text.as_bytes())[..16]);
+    let undated = results(text).is_ok_and(|r| {
+        r.iter().all(|(_, r)| {
+            r.get("date")
+                .and_then(Value::as_str)
+                .and_then(parse_date)
+                .is_none()
+        })
+    });
+    if undated
+        && let Some(written) = std::fs::metadata(file)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+    {
+        record.started_unix = written.as_secs();
+        record.finished_unix = written.as_secs();
+    }
+    Ok(record)
+}
+
+/// `vllm bench serve`'s `date` (`20261206-031500`, `%Y%m%d-%H%M%S`) as
+/// seconds since the epoch, read as UTC.
+fn parse_date(date: &str) -> Option<u64> {
+    let (day, time) = date.split_once('-')?;
+    if day.len() != 8 || time.len() != 6 || !date.chars().all(|c| c.is_ascii_digit() || c == '-') {
+        return None;
+    }
+    let rfc3339 = format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        &day[..4],
+        &day[4..6],
+        &day[6..],
+        &time[..2],
+        &time[2..4],
+        &time[4..]
+    );
+    humantime::parse_rfc3339(&rfc3339)
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs())
 }
 
 /// A result and its 1-based line.
@@ -506,5 +569,20 @@ mod tests {
             .map(|g| g.gate.as_str())
             .collect();
         assert_eq!(names, ["rate_inf", "rate_inf_line2"]);
+    }
+
+    /// vLLM's `date` is read as UTC; anything else is no date.
+    #[test]
+    fn a_date_is_vllms_or_none() {
+        assert_eq!(parse_date("20261201-101500"), Some(1_796_120_100));
+        for bad in [
+            "2026-12-01",
+            "20261301-101500",
+            "20261201-1015",
+            "2026120a-101500",
+            "20261201-101500x",
+        ] {
+            assert_eq!(parse_date(bad), None, "{bad}");
+        }
     }
 }

@@ -115,17 +115,7 @@ fn bench_serving_results_become_a_run_record() {
     let _ = std::fs::remove_dir_all(&dir);
     let out = dir.join("out");
     let import = |file: &str| {
-        let o = servegate_with(
-            &[
-                "import",
-                "bench-serving",
-                file,
-                "--out-dir",
-                out.to_str().unwrap(),
-            ],
-            &[],
-        );
-        assert_eq!(o.code, Some(0), "{}", o.out);
+        crate::common::run::import_result(file, &out);
         let text = std::fs::read_to_string(out.join("latest/report.json")).unwrap();
         serde_json::from_str::<serde_json::Value>(&text).unwrap()
     };

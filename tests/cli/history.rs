@@ -102,6 +102,53 @@ fn every_run_is_recorded_and_reads_back_with_its_run() {
     );
 }
 
+/// A benchmark tool's result file is one run whichever documented route
+/// brings it in (`servegate import bench-serving`, then `history import`
+/// of its record; or `history import` of the file), however often: its run
+/// is named by the file's content. And it is dated when the tool ran, not
+/// when it was imported: vLLM's own `date` (2026-12-01 10:15:00, read as
+/// UTC), SGLang's file's modification time (it writes no date).
+#[test]
+fn a_result_file_is_one_run_by_either_route_dated_when_it_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.sqlite");
+    let sglang = dir.path().join("sglang.jsonl");
+    std::fs::copy("fixtures/bench-serving/sglang-0.5.23.jsonl", &sglang).unwrap();
+    let status = std::process::Command::new("touch")
+        .args(["-d", "@1764000000"])
+        .arg(&sglang)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let h = history.to_str().unwrap();
+    for (file, dated) in [
+        (sglang.to_str().unwrap(), 1_764_000_000),
+        ("fixtures/bench-serving/vllm-serve.json", 1_796_120_100),
+    ] {
+        let out = dir.path().join(format!("out-{dated}"));
+        crate::common::run::import_result(file, &out);
+        for (what, added) in [(out.to_str().unwrap(), 1), (file, 0)] {
+            let o = servegate_with(&["history", "--history", h, "import", what], &[]);
+            assert_eq!(o.code, Some(0), "{}", o.out);
+            assert!(
+                o.out
+                    .contains(&format!("servegate: {added} run(s) added to ")),
+                "{what}: {}",
+                o.out
+            );
+        }
+        let runs: Vec<serde_json::Value> =
+            history_json(dir.path(), &["--history", h, "list", "--all"])
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|s| s["last_unix"] == dated)
+                .cloned()
+                .collect();
+        assert!(!runs.is_empty(), "no series dated {dated}");
+    }
+}
+
 /// A run record of one suite `s` with one gate `g` of `figures`, written
 /// in `dir`: its path.
 fn one_gate_record(dir: &std::path::Path, figures: &serde_json::Value) -> std::path::PathBuf {

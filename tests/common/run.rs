@@ -72,6 +72,21 @@ pub fn servegate_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Run {
     Run { code, out }
 }
 
+/// `servegate import bench-serving FILE --out-dir OUT`, which must
+/// succeed; what it printed.
+pub fn import_result(file: &str, out: &std::path::Path) -> String {
+    run_expecting(
+        &[
+            "import",
+            "bench-serving",
+            file,
+            "--out-dir",
+            out.to_str().expect("a UTF-8 path"),
+        ],
+        0,
+    )
+}
+
 /// Runs the binary and checks its exit code; what it printed.
 pub fn run_expecting(args: &[&str], code: i32) -> String {
     let o = servegate(args);
