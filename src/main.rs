@@ -327,11 +327,37 @@ enum ImportWhat {
         /// that configuration).
         #[arg(long)]
         fingerprint: Option<String>,
+        /// The hardware it ran on (`8 x NVIDIA H200`), which the result
+        /// does not say: the history keys its series by it [default:
+        /// `unknown`, never `no GPU`].
+        #[arg(long)]
+        hardware: Option<String>,
         /// servegate's output directory [default: `target/servegate` (or `.servegate` outside a Cargo project) in the
         /// working directory's project].
         #[arg(long, env = "SERVEGATE_OUT")]
         out_dir: Option<PathBuf>,
     },
+}
+
+fn import(what: ImportWhat) -> ExitCode {
+    let ImportWhat::BenchServing {
+        file,
+        suite,
+        gate,
+        fingerprint,
+        hardware,
+        out_dir,
+    } = what;
+    import_bench_serving(
+        &file,
+        &servegate::record::import::Naming {
+            suite,
+            gate,
+            fingerprint,
+            hardware,
+        },
+        out_dir.as_deref(),
+    )
 }
 
 fn import_bench_serving(
@@ -570,24 +596,7 @@ fn dispatch() -> ExitCode {
             },
             verbose,
         ),
-        Command::Import {
-            what:
-                ImportWhat::BenchServing {
-                    file,
-                    suite,
-                    gate,
-                    fingerprint,
-                    out_dir,
-                },
-        } => import_bench_serving(
-            &file,
-            &servegate::record::import::Naming {
-                suite,
-                gate,
-                fingerprint,
-            },
-            out_dir.as_deref(),
-        ),
+        Command::Import { what } => import(what),
         Command::Completions { shell } => {
             cli::manual::completions(shell, <Cli as clap::CommandFactory>::command())
         }

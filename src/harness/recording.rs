@@ -46,6 +46,7 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
         servegate: env!("CARGO_PKG_VERSION").to_owned(),
         node: crate::history::node_name(),
         gpus: gpu_inventory(),
+        hardware: None,
         suites: runs
             .iter()
             .filter_map(|run| {

@@ -239,7 +239,10 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
         started_unix: i64::try_from(record.started_unix).unwrap_or(i64::MAX),
         finished_unix: i64::try_from(record.finished_unix).unwrap_or(i64::MAX),
         servegate: kept(&record.servegate, SHORT_CHARS),
-        hardware: kept(&hardware(&gpus), SHORT_CHARS),
+        hardware: kept(
+            &record.hardware.clone().unwrap_or_else(|| hardware(&gpus)),
+            SHORT_CHARS,
+        ),
         gpus: gpus.join("\n"),
         source: source.to_owned(),
     };

@@ -77,6 +77,9 @@ pub struct Naming {
     /// The configuration fingerprint (`--fingerprint`), in place of the one
     /// made from the result.
     pub fingerprint: Option<String>,
+    /// The hardware it ran on (`--hardware`, `8 x NVIDIA H200`), which the
+    /// result does not say; `unknown` without it.
+    pub hardware: Option<String>,
 }
 
 /// Why a file cannot be imported.
@@ -177,6 +180,13 @@ pub fn bench_serving(text: &str, naming: &Naming) -> Result<RunRecord, ImportErr
         servegate: env!("CARGO_PKG_VERSION").to_owned(),
         node: String::new(),
         gpus: None,
+        // Not seen: servegate was not there. Never "no GPU".
+        hardware: Some(
+            naming
+                .hardware
+                .clone()
+                .unwrap_or_else(|| "unknown".to_owned()),
+        ),
         trials: Vec::new(),
         suites,
         comparisons: Vec::new(),

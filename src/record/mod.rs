@@ -316,6 +316,12 @@ pub struct RunRecord {
     /// lines, when that command exists.
     #[serde(default)]
     pub gpus: Option<Vec<String>>,
+    /// The hardware in words where no GPU list says it: another tool's
+    /// result, whose hardware servegate was not there to see (`unknown`,
+    /// or what `import bench-serving --hardware` names). The history keys
+    /// its series by it in place of the GPU list's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<String>,
     /// Every trial that ran, in run order.
     #[serde(default)]
     pub trials: Vec<TrialRecord>,

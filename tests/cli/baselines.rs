@@ -115,7 +115,7 @@ fn bench_serving_results_become_a_run_record() {
     let _ = std::fs::remove_dir_all(&dir);
     let out = dir.join("out");
     let import = |file: &str| {
-        crate::common::run::import_result(file, &out);
+        crate::common::run::import_result(file, &out, &[]);
         let text = std::fs::read_to_string(out.join("latest/report.json")).unwrap();
         serde_json::from_str::<serde_json::Value>(&text).unwrap()
     };

@@ -107,7 +107,8 @@ fn every_run_is_recorded_and_reads_back_with_its_run() {
 /// of its record; or `history import` of the file), however often: its run
 /// is named by the file's content. And it is dated when the tool ran, not
 /// when it was imported: vLLM's own `date` (2026-12-01 10:15:00, read as
-/// UTC), SGLang's file's modification time (it writes no date).
+/// UTC), SGLang's file's modification time (it writes no date); on the
+/// hardware `--hardware` names, else `unknown` (servegate did not see it).
 #[test]
 fn a_result_file_is_one_run_by_either_route_dated_when_it_ran() {
     let dir = tempfile::tempdir().unwrap();
@@ -121,12 +122,17 @@ fn a_result_file_is_one_run_by_either_route_dated_when_it_ran() {
         .unwrap();
     assert!(status.success());
     let h = history.to_str().unwrap();
-    for (file, dated) in [
-        (sglang.to_str().unwrap(), 1_764_000_000),
-        ("fixtures/bench-serving/vllm-serve.json", 1_796_120_100),
+    for (file, dated, named, hardware) in [
+        (sglang.to_str().unwrap(), 1_764_000_000, &[][..], "unknown"),
+        (
+            "fixtures/bench-serving/vllm-serve.json",
+            1_796_120_100,
+            &["--hardware", "8 x NVIDIA H200"][..],
+            "8 x NVIDIA H200",
+        ),
     ] {
         let out = dir.path().join(format!("out-{dated}"));
-        crate::common::run::import_result(file, &out);
+        crate::common::run::import_result(file, &out, named);
         for (what, added) in [(out.to_str().unwrap(), 1), (file, 0)] {
             let o = servegate_with(&["history", "--history", h, "import", what], &[]);
             assert_eq!(o.code, Some(0), "{}", o.out);
@@ -146,6 +152,8 @@ fn a_result_file_is_one_run_by_either_route_dated_when_it_ran() {
                 .cloned()
                 .collect();
         assert!(!runs.is_empty(), "no series dated {dated}");
+        // Not seen by servegate: never `no GPU`.
+        assert!(runs.iter().all(|s| s["hardware"] == hardware), "{runs:#?}");
     }
 }
 

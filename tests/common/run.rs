@@ -72,19 +72,18 @@ pub fn servegate_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Run {
     Run { code, out }
 }
 
-/// `servegate import bench-serving FILE --out-dir OUT`, which must
-/// succeed; what it printed.
-pub fn import_result(file: &str, out: &std::path::Path) -> String {
-    run_expecting(
-        &[
-            "import",
-            "bench-serving",
-            file,
-            "--out-dir",
-            out.to_str().expect("a UTF-8 path"),
-        ],
-        0,
-    )
+/// `servegate import bench-serving FILE --out-dir OUT` with `more`
+/// arguments, which must succeed; what it printed.
+pub fn import_result(file: &str, out: &std::path::Path, more: &[&str]) -> String {
+    let mut args = vec![
+        "import",
+        "bench-serving",
+        file,
+        "--out-dir",
+        out.to_str().expect("a UTF-8 path"),
+    ];
+    args.extend_from_slice(more);
+    run_expecting(&args, 0)
 }
 
 /// Runs the binary and checks its exit code; what it printed.

@@ -68,7 +68,7 @@ fn metric_doc(metric: Metric) -> &'static str {
             "requests the server retracted and decoded again for want of KV cache, summed (`meta_info.num_retractions`)"
         }
         Metric::ServerRunningReqs => {
-            "requests the server was running, its `/metrics` gauge read every 250 ms in the window (`sglang:num_running_reqs`, `vllm:num_requests_running`, `llamacpp:requests_processing`): `.max` proves the gate's concurrency reached it"
+            "requests the server was running, its `/metrics` gauge read every 250 ms in the window (`sglang:num_running_reqs`, `vllm:num_requests_running`, `llamacpp:requests_processing`), of SGLang's only the reads that found it rewritten: `.max` proves the gate's concurrency reached it"
         }
         Metric::ServerQueueReqs => {
             "requests waiting in the server's queue, sampled the same way (`sglang:num_queue_reqs`, `vllm:num_requests_waiting`, `llamacpp:requests_deferred`)"
