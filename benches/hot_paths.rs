@@ -1,6 +1,6 @@
 //! Benchmarks of the client's per-token hot path (SSE framing and chunk
 //! decoding), of computing a gate's figures, and of importing runs into a
-//! history (one transaction against one a run).
+//! history (in one transaction, and in a transaction per run).
 
 use std::hint::black_box;
 use std::time::Duration;

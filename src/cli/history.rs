@@ -523,8 +523,10 @@ struct Imported {
 
 impl Imported {
     /// Writes `batch` in one transaction (and empties it), saying of each
-    /// run added what it held once it is committed; a batch the history
-    /// refused is not imported, each of its files named with why.
+    /// run added what it held once it is committed. A batch the history
+    /// refused (one run it cannot take rolls back them all) is written
+    /// again a run at a time, so only the files it cannot take are named,
+    /// each with why.
     fn write(&mut self, history: &mut History, batch: &mut Vec<(PathBuf, RunRecord)>) {
         if batch.is_empty() {
             return;
@@ -533,27 +535,38 @@ impl Imported {
         match history.record_all(&records, "import") {
             Ok(recorded) => {
                 for ((file, _), r) in batch.iter().zip(recorded) {
-                    if r.already {
-                        self.already += 1;
-                        continue;
-                    }
-                    self.added += 1;
-                    let line = format!(
-                        "servegate: {}: {} figure(s) as run {}",
-                        file.display(),
-                        r.points,
-                        r.run_uid
-                    );
-                    eprintln!("{}", servegate::text::for_log(&line));
+                    self.said(file, Ok(r));
                 }
             }
-            Err(e) => {
-                for (file, _) in batch.iter() {
-                    self.failed.push(format!("{}: {e}", file.display()));
+            Err(_) => {
+                for (file, record) in batch.iter() {
+                    self.said(file, history.record(record, "import"));
                 }
             }
         }
         batch.clear();
+    }
+
+    /// Counts what became of one file's run, and says it.
+    fn said(
+        &mut self,
+        file: &Path,
+        recorded: Result<servegate::history::Recorded, servegate::history::HistoryError>,
+    ) {
+        match recorded {
+            Ok(r) if r.already => self.already += 1,
+            Ok(r) => {
+                self.added += 1;
+                let line = format!(
+                    "servegate: {}: {} figure(s) as run {}",
+                    file.display(),
+                    r.points,
+                    r.run_uid
+                );
+                eprintln!("{}", servegate::text::for_log(&line));
+            }
+            Err(e) => self.failed.push(format!("{}: {e}", file.display())),
+        }
     }
 }
 

@@ -390,7 +390,9 @@ impl Samples {
             Ok(s) => {
                 self.scrapes += 1;
                 let read = Gauge::ALL.map(|g| g.read(s));
-                let now = read.map(|r| r.map(|(_, v)| v));
+                // A value that is not a number is no reading (and NaN,
+                // unequal to itself, would read as a rewrite every time).
+                let now = read.map(|r| r.map(|(_, v)| v).filter(|v| v.is_finite()));
                 let first = self.previous.is_none();
                 if first {
                     self.periodic = read
@@ -994,11 +996,14 @@ sglang:gen_throughput {throughput}
             v.sample_size(Metric::ServerRunningReqs, "the window"),
             "2 fresh values in the window: the server rewrote its gauges 2 times in 7 scrapes, only those reads count (SGLang rewrites its gauges at each prefill batch, every `decode_log_interval` decode steps (40 by default) and when it falls idle)"
         );
-        // Never rewritten: every read found the value from before.
+        // Never rewritten: every read found the value from before. A
+        // gauge that is not a number reads as no value, not as a rewrite
+        // every time.
         let mut idle = ServerView::default();
         for _ in 0..3 {
-            idle.samples.add(Ok(&page(0, 0.0)));
+            idle.samples.add(Ok(&page(0, f64::NAN)));
         }
+        assert_eq!(idle.samples.refreshes, 0);
         assert!(
             idle.missing(Metric::ServerQueueReqs)
                 .unwrap()

@@ -252,7 +252,8 @@ fn a_change_before_the_points_shown_is_found_in_the_whole_series() {
 
 /// An import of more runs than one transaction takes (500) writes them
 /// all, batch after batch, each run once: 1,001 runs, then the same files
-/// again, all there already.
+/// again, all there already; and a run the history cannot take among
+/// good ones refuses its own file only.
 #[test]
 fn an_import_of_many_runs_writes_them_all_in_batches() {
     let dir = tempfile::tempdir().unwrap();
@@ -287,6 +288,47 @@ fn an_import_of_many_runs_writes_them_all_in_batches() {
         &["--history", history.to_str().unwrap(), "list", "--all"],
     );
     assert_eq!(listed[0]["points"], 1001, "{listed:#}");
+    // A run the history cannot take (one gate twice: its figures' key
+    // twice) rolls its batch back; the batch is written again a run at a
+    // time, and only its own file is refused.
+    let gate =
+        serde_json::json!({ "gate": "g", "load": "x", "repeats": 1, "figures": { "errors": 0.0 } });
+    for (i, gates) in [
+        (2001, vec![gate.clone()]),
+        (2002, vec![gate.clone(), gate.clone()]),
+        (2003, vec![gate]),
+    ] {
+        let run = serde_json::json!({
+            "schema": "servegate.run/2", "run_id": format!("{i}-1"), "node": "n",
+            "finished_unix": i, "complete": true,
+            "suites": [{ "suite": "s", "fingerprint": "f", "target": "t", "gates": gates }]
+        });
+        std::fs::write(dir.path().join(format!("more-{i}.json")), run.to_string()).unwrap();
+    }
+    let more: Vec<String> = (2001..=2003)
+        .map(|i| {
+            dir.path()
+                .join(format!("more-{i}.json"))
+                .display()
+                .to_string()
+        })
+        .collect();
+    let mut args = vec!["history", "--history", history.to_str().unwrap(), "import"];
+    args.extend(more.iter().map(String::as_str));
+    let o = servegate_with(&args, &[]);
+    assert_eq!(o.code, Some(2), "{}", o.out);
+    assert!(o.out.contains("servegate: 2 run(s) added to "), "{}", o.out);
+    assert!(o.out.contains("1 file(s) not imported:"), "{}", o.out);
+    assert!(
+        o.out.contains(&format!("{}: the history at ", more[1])),
+        "{}",
+        o.out
+    );
+    assert!(
+        !o.out.contains(&format!("{}: the history", more[0])),
+        "{}",
+        o.out
+    );
 }
 
 /// The planted series Otava finds the changes of and servegate does not:

@@ -165,7 +165,13 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
         .spawn()
         .map_err(|e| format!("failed to start the sandbox's {role} stage: {e}"))?;
     let (started, limit) = (Instant::now(), Duration::from_millis(job.timeout_ms));
-    let mut deadline = started + limit;
+    // A limit past any clock (a suite's absurd `timeout`) is none.
+    let at = |d: Duration| {
+        started
+            .checked_add(d)
+            .unwrap_or(started + Duration::from_secs(1 << 40))
+    };
+    let mut deadline = at(limit);
     protocol::send(&mut mine, &job)?;
     let mut from_stage = BufReader::new(mine);
     let mut finished = Finished {
@@ -187,7 +193,7 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
                 let waited = waited_for_cpu();
                 finished.waited_ms =
                     waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
-                let later = started + allowed(limit, waited.unwrap_or_default());
+                let later = at(allowed(limit, waited.unwrap_or_default()));
                 if later > Instant::now() + Duration::from_millis(10) {
                     deadline = later;
                     continue;
@@ -259,12 +265,18 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
 /// `waited` for a CPU: its limit and that wait, at most `CLOCK_CAP` times
 /// its limit.
 fn allowed(limit: Duration, waited: Duration) -> Duration {
-    (limit + waited).min(limit * super::CLOCK_CAP)
+    limit
+        .saturating_add(waited)
+        .min(limit.saturating_mul(super::CLOCK_CAP))
 }
 
 /// The longest any thread of the program's processes (this supervisor's
 /// descendants: the stage and what it started) has waited for a CPU;
-/// `None` where the kernel does not say.
+/// `None` where the kernel does not say. Behind other work, or behind the
+/// program's own other processes and threads: a program that contends
+/// with itself gets its limit moved too, never past `CLOCK_CAP` times it
+/// (and each of its processes stops at its CPU-time limit). A process
+/// that has ended takes its wait with it.
 fn waited_for_cpu() -> Option<Duration> {
     let me = i32::try_from(std::process::id()).ok()?;
     crate::process::procfs::descendants(me)

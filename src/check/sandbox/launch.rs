@@ -177,7 +177,13 @@ fn converse(
         })
         .map_err(|e| format!("failed to start a thread: {e}"))?;
     protocol::send(ours, job)?;
-    let backstop = started + timeout * super::CLOCK_CAP + BACKSTOP;
+    let backstop = started
+        .checked_add(
+            timeout
+                .saturating_mul(super::CLOCK_CAP)
+                .saturating_add(BACKSTOP),
+        )
+        .unwrap_or(started + Duration::from_secs(1 << 40));
     let (mut stdout, mut stderr) = (None::<Output>, None::<Output>);
     let mut finished: Option<Option<Finished>> = None;
     let mut stopped = None;

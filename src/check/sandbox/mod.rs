@@ -260,8 +260,8 @@ fn timed_out(limit: Duration, waited: Option<Duration>) -> String {
             format(limit)
         );
     }
-    let cap = limit * CLOCK_CAP;
-    if limit + waited >= cap {
+    let cap = limit.saturating_mul(CLOCK_CAP);
+    if limit.saturating_add(waited) >= cap {
         return format!(
             "killed after {:.1}s on the clock, {CLOCK_CAP}× its {} time limit, having waited {:.1}s of them for a CPU behind other work: the machine was too busy to judge the program",
             cap.as_secs_f64(),
@@ -272,7 +272,7 @@ fn timed_out(limit: Duration, waited: Option<Duration>) -> String {
     format!(
         "killed at the {} time limit (an endless loop?), {:.1}s on the clock less the {:.1}s it waited for a CPU behind other work",
         format(limit),
-        (limit + waited).as_secs_f64(),
+        limit.saturating_add(waited).as_secs_f64(),
         waited.as_secs_f64()
     )
 }
