@@ -154,6 +154,11 @@ static SPACES: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\s+").unwrap());
 /// their count differs run to run.
 static PROMPT_TOKENS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\bprompt tokens \d+").unwrap());
+/// What a busy machine adds to a time limit's end: how long the program
+/// waited for a CPU (none on an idle one).
+static WAITED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r", <n> on the clock less the <n> it waited for a CPU behind other work").unwrap()
+});
 static TEST_LINE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^test \S+ \.\.\. \S+$").unwrap());
 
 /// One line as any run prints it.
@@ -164,6 +169,7 @@ fn normal(line: &str) -> String {
     let line = SANDBOX.replace(&line, "${1}<layers>");
     let line = FIGURE.replace_all(&line, "<n>");
     let line = PROMPT_TOKENS.replace_all(&line, "prompt tokens <n>");
+    let line = WAITED.replace_all(&line, "");
     SPACES.replace_all(line.trim_end(), " ").into_owned()
 }
 
