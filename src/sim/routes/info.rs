@@ -317,7 +317,7 @@ pub(in crate::sim) fn gauges(s: &SimState, why: Written) -> Gauges {
             decode_generated,
         }
     };
-    *last = Some(match *last {
+    let now_written = match *last {
         None => write(0.0, Some((now, generated)), None),
         Some(g) if running > 0 && now.duration_since(g.decode_at) >= decode_every => {
             let secs = now.duration_since(g.decode_at).as_secs_f64();
@@ -338,8 +338,9 @@ pub(in crate::sim) fn gauges(s: &SimState, why: Written) -> Gauges {
             write(0.0, None, Some(g))
         }
         Some(g) => g,
-    });
-    last.unwrap_or_else(|| write(0.0, None, None))
+    };
+    *last = Some(now_written);
+    now_written
 }
 
 /// SGLang 0.5.23's `--decode-log-interval` default.
