@@ -23,6 +23,20 @@ fn the_readme_shows_real_output() {
     check(&[Path::new("README.md").to_path_buf()], 2);
 }
 
+/// A code probe's time limit ends alike on an idle machine and a busy one,
+/// as the book shows it: the wait for a CPU that moved it, and a machine
+/// too busy to judge the program, are the busy machine's additions.
+#[test]
+fn a_busy_machines_time_limit_reads_as_the_books() {
+    let idle = normal("Mini/3 (line 4): killed at the 2s time limit (an endless loop?) at `f()`");
+    for busy in [
+        "Mini/3 (line 4): killed at the 2s time limit (an endless loop?), 3.6s on the clock less the 1.6s it waited for a CPU behind other work at `f()`",
+        "Mini/3 (line 4): killed at the 2s time limit's cap on the clock, 20.0s (10× the limit), having waited 18.9s of them for a CPU behind other work: the machine was too busy to judge the program at `f()`",
+    ] {
+        assert_eq!(normal(busy), idle);
+    }
+}
+
 #[test]
 fn the_book_shows_real_output() {
     let pages: Vec<_> = markdown::pages()
@@ -159,6 +173,11 @@ static PROMPT_TOKENS: LazyLock<Regex> =
 static WAITED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r", <n> on the clock less the <n> it waited for a CPU behind other work").unwrap()
 });
+/// A time limit's end on a machine too busy to judge the program, past the
+/// limit's cap on the clock, where an idle one names an endless loop.
+static TOO_BUSY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"'s cap on the clock, <n> \(\d+× the limit\), having waited <n> of them for a CPU behind other work: the machine was too busy to judge the program").unwrap()
+});
 static TEST_LINE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^test \S+ \.\.\. \S+$").unwrap());
 
 /// One line as any run prints it.
@@ -170,6 +189,7 @@ fn normal(line: &str) -> String {
     let line = FIGURE.replace_all(&line, "<n>");
     let line = PROMPT_TOKENS.replace_all(&line, "prompt tokens <n>");
     let line = WAITED.replace_all(&line, "");
+    let line = TOO_BUSY.replace_all(&line, " (an endless loop?)");
     SPACES.replace_all(line.trim_end(), " ").into_owned()
 }
 

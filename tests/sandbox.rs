@@ -1200,7 +1200,7 @@ impl Drop for Spinners {
 /// CPU beside four processes spinning on it, a program that needs half a
 /// second of CPU passes under a 2 s limit it outlasts on the clock (its
 /// record says how long it waited), and an endless loop is still ended,
-/// by the clock's cap, with the machine named as the reason. (What the
+/// its wait for a CPU named. (What the
 /// sandbox's loaded run in CI once failed: a 2,000,000-element table built
 /// past 10 s on the clock.)
 #[test]

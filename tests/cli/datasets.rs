@@ -61,7 +61,8 @@ fn humaneval_problems_run_against_their_own_tests() {
             // Its atexit hook exits 0 once the tests are over: they ran in
             // another process, and its answer was wrong.
             "Mini/1 (line 2): AssertionError at `assert candidate('one') == 'one'` (reverse_words('one') returned 'eno')",
-            "Mini/3 (line 4): killed at the 2s time limit (an endless loop?)",
+            // (A machine too busy to judge it says so after these words.)
+            "Mini/3 (line 4): killed at the 2s time limit",
             "Complete the following Python function.",
         ],
     );
@@ -144,7 +145,7 @@ fn code_probes_run_the_answer_against_its_tests_in_a_sandbox() {
     assert_has(
         &failure_of(&out, "code::correctness::endless"),
         &[
-            "found:    failed test: assert is_prime(7)\nthe program ended during is_prime(7): the program was killed at the 1s time limit (an endless loop?)",
+            "found:    failed test: assert is_prime(7)\nthe program ended during is_prime(7): the program was killed at the 1s time limit",
         ],
     );
 }

@@ -456,8 +456,12 @@ mod tests {
             Duration::from_secs(3)
         );
         assert_eq!(
+            allowed(limit, Duration::from_secs(15)),
+            Duration::from_secs(17)
+        );
+        assert_eq!(
             allowed(limit, Duration::from_secs(60)),
-            Duration::from_secs(6)
+            Duration::from_secs(20)
         );
     }
 }

@@ -174,7 +174,7 @@ fn dataset() -> Value {
                         "timeout",
                         described(
                             duration(),
-                            "format humaneval: each program's time limit (default 10s; the time it waits for a CPU behind other work is not counted, up to 3× the limit on the clock).",
+                            "format humaneval: each program's time limit (default 10s; the time it waits for a CPU behind other work is not counted, up to 10× the limit on the clock).",
                         ),
                     ),
                     (
@@ -297,7 +297,7 @@ fn code() -> Value {
                     "timeout",
                     described(
                         duration(),
-                        "Time limit (default 10s): the clock, less the time the program waits for a CPU behind other work, up to 3× the limit on the clock.",
+                        "Time limit (default 10s): the clock, less the time the program waits for a CPU behind other work, up to 10× the limit on the clock.",
                     ),
                 ),
                 (
