@@ -575,6 +575,22 @@ fn variants_run_on_their_own_servers_and_the_table_names_the_faster() {
     );
     assert_eq!(thresholds[1]["passed"], true);
     assert_eq!(f["suites"][0]["server"]["env"]["SERVEGATE_SIM_ITL"], "24ms");
+    // The environment that configures a server is part of its
+    // configuration: each variant's is recorded, and their fingerprints
+    // differ by it alone.
+    let (slow, fast) = (&f["suites"][0], &f["suites"][1]);
+    assert_eq!(slow["config"]["env:NCCL_ALGO"], "Ring", "{slow}");
+    assert_eq!(fast["config"]["env:NCCL_ALGO"], "Tree", "{fast}");
+    assert!(
+        slow["config"].get("env:SERVEGATE_SIM_ITL").is_none(),
+        "{slow}"
+    );
+    assert_ne!(slow["fingerprint"], fast["fingerprint"]);
+    let digestless = |s: &serde_json::Value| {
+        let f = s["fingerprint"].as_str().unwrap();
+        f[..f.rfind(", config ").unwrap_or(f.len())].to_owned()
+    };
+    assert_eq!(digestless(slow), digestless(fast));
     run.assert_no_survivors();
 }
 

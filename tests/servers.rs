@@ -984,6 +984,9 @@ fn beside(
             "test side::performance::c4_rate_inf ",
         ],
     )?;
+    if let Bench::SglangOaiChat = bench {
+        whole_configuration(&out.join("latest/report.json"))?;
+    }
     let ours = record_gates(&out.join("latest/report.json"))?;
     let name = bench.name();
     println!("  beside {name}: figure, gate: servegate | {name} (ratio)");
@@ -1149,6 +1152,44 @@ fn record_gates(record: &std::path::Path) -> Result<GateFigures, Failed> {
         }
     }
     Ok(gates)
+}
+
+/// A run against real SGLang keys its figures by the server's whole
+/// resolved configuration — the same as its benchmark client's result
+/// file carries, or the baselines imported from it would not have applied
+/// — read from `/server_info`: the knobs this suite's launch line turned,
+/// and not the address, port or start time a launch picks.
+fn whole_configuration(record: &std::path::Path) -> Result<(), Failed> {
+    let text = std::fs::read_to_string(record).map_err(|e| e.to_string())?;
+    let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let suite = &doc["suites"][0];
+    let fingerprint = suite["fingerprint"].as_str().unwrap_or_default();
+    let config = &suite["config"];
+    let wrong: Vec<String> = [
+        ("attention_backend", Some("torch_native")),
+        ("device", Some("cpu")),
+        ("max_total_tokens", Some("32768")),
+        ("enable_cache_report", Some("true")),
+        ("port", None),
+        ("host", None),
+        ("startup_time", None),
+        ("internal_states", None),
+    ]
+    .into_iter()
+    .filter(|(k, want)| config.get(k).and_then(serde_json::Value::as_str) != *want)
+    .map(|(k, want)| format!("{k}: {} where {want:?} was due", config[k]))
+    .collect();
+    let fields = config.as_object().map_or(0, serde_json::Map::len);
+    if !fingerprint.contains(", config ") || fields < 300 || !wrong.is_empty() {
+        return Err(format!(
+            "the run's configuration is not SGLang's whole resolved one ({fields} fields; fingerprint {fingerprint}): {wrong:?}"
+        )
+        .into());
+    }
+    println!(
+        "  the whole configuration: {fields} fields of SGLang's /server_info, fingerprint {fingerprint}"
+    );
+    Ok(())
 }
 
 /// The figures `servegate import` wrote to `record` from `file` (one

@@ -216,6 +216,7 @@ pub fn keep(
         gpus: String::new(),
         hardware: hardware.clone(),
         source: SUITE.to_owned(),
+        configs: Vec::new(),
     };
     let fingerprint = fingerprint(opts, cpus);
     let mut points = Vec::new();

@@ -313,7 +313,19 @@ fn newest_with_changes(
     let mut points = history
         .points(series, usize::MAX)
         .map_err(|e| e.to_string())?;
-    let changes = servegate::history::changes(&points);
+    let mut changes = servegate::history::changes(&points);
+    for c in &mut changes {
+        let before = points[..c.index]
+            .iter()
+            .rev()
+            .find(|p| !p.client_limited)
+            .map(|p| p.fingerprint.clone());
+        if let (Some(before), Some(now)) = (before, &c.configuration) {
+            c.configuration_differs = history
+                .differences(&before, now)
+                .map_err(|e| e.to_string())?;
+        }
+    }
     let total = points.len();
     points.drain(..total.saturating_sub(last));
     Ok((points, total, changes))
@@ -409,6 +421,13 @@ fn show(
             );
             let mut previous: Option<&str> = None;
             for p in &points {
+                let differs = match previous {
+                    Some(f) if f != p.fingerprint => history
+                        .differences(f, &p.fingerprint)
+                        .map_err(|e| e.to_string())?
+                        .map_or_else(String::new, |d| format!(", by {d}")),
+                    _ => String::new(),
+                };
                 let mut flags = Vec::new();
                 if !p.gate_passed {
                     flags.push("gate failed".to_owned());
@@ -417,7 +436,7 @@ fn show(
                     flags.push("client-limited".to_owned());
                 }
                 if previous.is_some_and(|f| f != p.fingerprint) {
-                    flags.push(format!("configuration now: {}", p.fingerprint));
+                    flags.push(format!("configuration now: {}{differs}", p.fingerprint));
                 }
                 previous = Some(&p.fingerprint);
                 let _ = writeln!(
@@ -460,7 +479,12 @@ fn show(
                 servegate::history::changepoint::format_p(c.p_value),
                 c.configuration
                     .as_ref()
-                    .map_or_else(String::new, |f| format!("; configuration now: {f}"))
+                    .map_or_else(String::new, |f| format!(
+                        "; configuration now: {f}{}",
+                        c.configuration_differs
+                            .as_ref()
+                            .map_or_else(String::new, |d| format!(", by {d}"))
+                    ))
             );
         }
     }

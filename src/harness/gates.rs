@@ -52,7 +52,11 @@ impl SuiteRun {
         Some(GateHistory::read(
             &self.plan.history,
             &series,
-            (&target.fingerprint, &target.model_identity()),
+            (
+                &target.fingerprint,
+                &target.config,
+                &target.model_identity(),
+            ),
             &keys,
         ))
     }
@@ -209,6 +213,7 @@ impl SuiteRun {
             &self.label,
             &gate.file_parts(),
             &target.fingerprint,
+            &target.config,
         );
         let variants: Vec<VariantFigures> = gate
             .thresholds

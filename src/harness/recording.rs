@@ -65,6 +65,7 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
                     model_info: run.documents.body(crate::suite::ConfigSource::ModelInfo),
                     datasets: run.dataset_records(),
                     fingerprint: target.fingerprint.clone(),
+                    config: target.config.clone(),
                     model: Some(target.model_id.clone()),
                     pinned_model: target.pinned_model.clone(),
                     model_unreported: !target.model_reported,

@@ -19,9 +19,13 @@ pub struct Connected {
     pub client: Client,
     /// What the run prints about the target.
     pub description: String,
-    /// What baselines are keyed by: the API, the served model and the
-    /// server's version.
+    /// What baselines and the history key figures by: the API, the served
+    /// model, the server's version and the digest of `config`.
     pub fingerprint: String,
+    /// The whole configuration the fingerprint digests: SGLang's resolved
+    /// server arguments, and the environment a launched server was given
+    /// that configures it; empty where neither is known.
+    pub config: crate::load::fingerprint::Config,
     /// Keeps the embedded simulator alive while the suite runs.
     pub sim: Option<RunningSim>,
     /// The server servegate launched for this run, if it did.
@@ -240,6 +244,7 @@ pub async fn connect(
     let Identity {
         version,
         config,
+        mut whole,
         incremental,
         engine,
     } = tokio::time::timeout_at(ends, server_identity(&probe))
@@ -252,11 +257,15 @@ pub async fn connect(
             .collect::<String>()
     };
     let version = version.as_deref().map(shown);
-    let fingerprint = crate::load::baseline::fingerprint(
+    if let Some(s) = &launched {
+        whole.extend(s.env_config.clone());
+    }
+    let fingerprint = crate::load::fingerprint::fingerprint(
         t.api,
         served.as_deref().unwrap_or(&model),
         version.as_deref(),
         &config,
+        &whole,
     );
     let client = Client::new(&base, t.api, &model, api_key, t.timeouts)
         .map_err(|e| e.to_string())?
@@ -268,6 +277,7 @@ pub async fn connect(
         client,
         description,
         fingerprint,
+        config: whole,
         sim,
         server: launched,
         model_reported: served.is_some(),
@@ -293,6 +303,8 @@ struct Identity {
     version: Option<String>,
     /// The configuration it reports (`dialect::server_config`).
     config: Vec<(&'static str, String)>,
+    /// The whole of it (SGLang's: `fingerprint::sglang_config`).
+    whole: crate::load::fingerprint::Config,
     /// It sends `/generate`'s text as segments
     /// (`incremental_streaming_output`).
     incremental: bool,
@@ -347,9 +359,15 @@ async fn server_identity(client: &Client) -> Identity {
                 Engine::Vllm => owned_by_vllm(client).await.then_some(engine),
                 _ => Some(engine),
             };
+            let whole = if engine == Some(Engine::Sglang) {
+                crate::load::fingerprint::sglang_config(&body)
+            } else {
+                crate::load::fingerprint::Config::new()
+            };
             return Identity {
                 version: Some(v.to_owned()),
                 config,
+                whole,
                 incremental: body
                     .get("incremental_streaming_output")
                     .and_then(serde_json::Value::as_bool)

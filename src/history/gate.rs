@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use super::changepoint::Detector;
 use super::{History, Location, ModelIdentity, Point, SeriesKey};
+use crate::load::fingerprint::Config;
 use crate::suite::metric::MetricKey;
 use crate::suite::threshold::{Op, Recent};
 
@@ -38,6 +39,10 @@ pub struct GateHistory {
     /// The server serves another model than it did in the run before of
     /// this suite's gate, in words: the history thresholds fail on it.
     pub changed: Option<String>,
+    /// How this run's configuration differs by name from the newest
+    /// earlier run's of another, where the history holds that one whole:
+    /// `run X's by dsa_decode_backend: flashmla → trtllm`.
+    pub differs: Option<String>,
 }
 
 /// What a history bound was made from.
@@ -66,10 +71,11 @@ impl GateHistory {
     pub fn read(
         location: &Location,
         series: &SeriesKey,
-        (fingerprint, model): (&str, &ModelIdentity<'_>),
+        (fingerprint, config, model): (&str, &Config, &ModelIdentity<'_>),
         keys: &[MetricKey],
     ) -> GateHistory {
         let mut changed = None;
+        let mut differs = None;
         let unread = |e: super::HistoryError| format!("the history could not be read: {e}");
         let points = History::open(location).map_err(unread).and_then(|mut h| {
             if let Some(first) = keys.first()
@@ -83,13 +89,30 @@ impl GateHistory {
             {
                 changed = served_change(&previous, model, series);
             }
-            keys.iter()
+            let points: BTreeMap<MetricKey, Vec<Point>> = keys
+                .iter()
                 .map(|k| {
                     h.points(&series.figure(*k), usize::MAX)
                         .map(|p| (*k, p))
                         .map_err(unread)
                 })
-                .collect()
+                .collect::<Result<_, _>>()?;
+            let other = points
+                .values()
+                .flatten()
+                .filter(|p| p.fingerprint != fingerprint)
+                .max_by_key(|p| p.finished_unix);
+            if let Some(other) = other
+                && !config.is_empty()
+                && let Some(theirs) = h.config(&other.fingerprint).map_err(unread)?
+            {
+                differs = Some(format!(
+                    "run {}'s by {}",
+                    other.run_uid,
+                    crate::load::fingerprint::differences_line(&theirs, config, 8)
+                ));
+            }
+            Ok(points)
         });
         GateHistory {
             at: location.describe(),
@@ -97,6 +120,7 @@ impl GateHistory {
             fingerprint: fingerprint.to_owned(),
             points,
             changed,
+            differs,
         }
     }
 
@@ -155,7 +179,10 @@ impl GateHistory {
             (
                 good,
                 format!(
-                    "of the series in any configuration (this configuration has {had} of the {needed} it needs)"
+                    "of the series in any configuration (this configuration has {had} of the {needed} it needs{})",
+                    self.differs
+                        .as_ref()
+                        .map_or_else(String::new, |d| format!("; it differs from {d}"))
                 ),
             )
         };
@@ -386,6 +413,7 @@ mod tests {
             fingerprint: "f".into(),
             points: Ok([(key, points)].into_iter().collect()),
             changed: None,
+            differs: None,
         }
     }
 

@@ -148,6 +148,9 @@ pub struct RunRow {
     /// `run` (recorded by the run), or `import` (`servegate history
     /// import`).
     pub source: String,
+    /// The whole configuration of each fingerprint its points have, where
+    /// known: the fingerprint and the configuration as JSON.
+    pub configs: Vec<(String, String)>,
 }
 
 /// A figure's name as the history keeps it: a metric and its statistic
@@ -232,7 +235,7 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
     };
     let run_id = stored(&record.run_id);
     let gpus = kept_gpus(record.gpus.as_deref().unwrap_or_default());
-    let run = RunRow {
+    let mut run = RunRow {
         run_uid: format!("{node}/{run_id}"),
         run_id,
         node,
@@ -245,6 +248,7 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
         ),
         gpus: gpus.join("\n"),
         source: source.to_owned(),
+        configs: Vec::new(),
     };
     let mut points = Vec::new();
     for suite in &record.suites {
@@ -253,6 +257,12 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
         let label = stored(&suite.suite);
         let variant = suite.variant.as_deref().map(stored);
         let fingerprint = kept(&suite.fingerprint, LONG_CHARS);
+        if !suite.config.is_empty() && !run.configs.iter().any(|(f, _)| *f == fingerprint) {
+            let config = crate::load::fingerprint::kept(&suite.config);
+            if let Ok(json) = serde_json::to_string(&config) {
+                run.configs.push((fingerprint.clone(), json));
+            }
+        }
         let (model, served_model) = (identity.series_model(), identity.served_kept());
         let server_version = suite
             .server_version
@@ -603,6 +613,11 @@ pub struct SeriesChange {
     pub p_permutation: f64,
     /// The configuration of the run, where it differs from the run's before.
     pub configuration: Option<String>,
+    /// How it differs, by name (`dsa_decode_backend: flashmla → trtllm`),
+    /// where the history holds both configurations whole
+    /// ([`History::differences`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub configuration_differs: Option<String>,
 }
 
 /// The changes of level in a series' points (those the client did not
@@ -637,6 +652,7 @@ pub fn changes(points: &[Point]) -> Vec<SeriesChange> {
                 configuration: before
                     .filter(|b| b.fingerprint != at.fingerprint)
                     .map(|_| at.fingerprint.clone()),
+                configuration_differs: None,
             })
         })
         .collect()
@@ -681,6 +697,8 @@ trait Store {
         pinned: bool,
         node: &str,
     ) -> Result<Option<Point>, HistoryError>;
+    /// The configuration kept for a fingerprint, as JSON.
+    fn config(&mut self, fingerprint: &str) -> Result<Option<String>, HistoryError>;
 }
 
 /// An open history.
@@ -698,6 +716,31 @@ impl History {
             Location::Off => return Err(HistoryError::Off),
         };
         Ok(History { store })
+    }
+
+    /// The whole configuration a fingerprint digests, where a run of it
+    /// recorded one (runs before servegate kept them did not); a stored
+    /// one that does not read is none.
+    pub fn config(
+        &mut self,
+        fingerprint: &str,
+    ) -> Result<Option<crate::load::fingerprint::Config>, HistoryError> {
+        Ok(self
+            .store
+            .config(fingerprint)?
+            .and_then(|json| serde_json::from_str(&json).ok())
+            .map(|c| crate::load::fingerprint::kept(&c)))
+    }
+
+    /// How configuration `to` differs from `from` by name, where the
+    /// history holds both whole; `None` where it does not (a run recorded
+    /// before servegate kept configurations, or a server that reports
+    /// none).
+    pub fn differences(&mut self, from: &str, to: &str) -> Result<Option<String>, HistoryError> {
+        let (Some(a), Some(b)) = (self.config(from)?, self.config(to)?) else {
+            return Ok(None);
+        };
+        Ok(Some(crate::load::fingerprint::differences_line(&a, &b, 8)))
     }
 
     /// Writes a run's figures, all or none, once: a run already there

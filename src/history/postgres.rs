@@ -319,6 +319,9 @@ impl super::Store for Postgres {
                 )?;
                 if inserted > 0 {
                     insert_points(&mut tx, run, points)?;
+                    for (fingerprint, json) in &run.configs {
+                        tx.execute(schema::INSERT_CONFIG, &[fingerprint, json])?;
+                    }
                 }
                 written.push(inserted > 0);
             }
@@ -377,6 +380,14 @@ impl super::Store for Postgres {
             .query(&schema::newest_of_node(pinned), &params)
             .map_err(|e| self.error(&e))?;
         Ok(rows.first().map(point))
+    }
+
+    fn config(&mut self, fingerprint: &str) -> Result<Option<String>, HistoryError> {
+        let rows = self
+            .client
+            .query(schema::SELECT_CONFIG, &[&fingerprint])
+            .map_err(|e| self.error(&e))?;
+        Ok(rows.first().map(|r| r.get(0)))
     }
 }
 

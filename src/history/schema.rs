@@ -7,7 +7,7 @@
 //! dashboard's queries read either store alike.
 
 /// The schema this servegate writes.
-pub const VERSION: i64 = 2;
+pub const VERSION: i64 = 3;
 
 /// The table of applied migrations (its own, first of all).
 pub const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS servegate_schema (
@@ -74,7 +74,21 @@ pub const MIGRATIONS: &[&[&str]] = &[
         "ALTER TABLE servegate_points ADD COLUMN model_pinned INTEGER NOT NULL DEFAULT 0",
         "CREATE INDEX servegate_points_gate ON servegate_points (suite, gate, figure)",
     ],
+    // 3: the whole configuration a fingerprint digests (JSON: field →
+    // value), once a fingerprint, so a change of configuration is said by
+    // name.
+    &["CREATE TABLE servegate_configs (
+        fingerprint TEXT PRIMARY KEY,
+        config TEXT NOT NULL
+    )"],
 ];
+
+/// Keeps a fingerprint's configuration unless it is there (`$1`, `$2`).
+pub const INSERT_CONFIG: &str = "INSERT INTO servegate_configs (fingerprint, config)
+    VALUES ($1, $2) ON CONFLICT (fingerprint) DO NOTHING";
+
+/// A fingerprint's configuration (`$1`).
+pub const SELECT_CONFIG: &str = "SELECT config FROM servegate_configs WHERE fingerprint = $1";
 
 /// Inserts a run's row unless its `run_uid` is there (`$1` … `$10`).
 pub const INSERT_RUN: &str = "INSERT INTO servegate_runs

@@ -217,6 +217,10 @@ fn write_run(
             i64::from(p.model_pinned),
         ])?;
     }
+    let mut config = tx.prepare_cached(schema::INSERT_CONFIG)?;
+    for (fingerprint, json) in &run.configs {
+        config.execute(params![fingerprint, json])?;
+    }
     Ok(true)
 }
 
@@ -277,6 +281,17 @@ impl super::Store for Sqlite {
             query.query_map(params![s.suite, s.gate, s.key, s.hardware, node], point)
         };
         rows.and_then(|mut rows| rows.next().transpose())
+            .map_err(|e| self.error(e))
+    }
+
+    fn config(&mut self, fingerprint: &str) -> Result<Option<String>, HistoryError> {
+        let mut query = self
+            .conn
+            .prepare_cached(schema::SELECT_CONFIG)
+            .map_err(|e| self.error(e))?;
+        query
+            .query_map(params![fingerprint], |r| r.get(0))
+            .and_then(|mut rows| rows.next().transpose())
             .map_err(|e| self.error(e))
     }
 }
@@ -450,7 +465,8 @@ mod tests {
             "{err}"
         );
         assert!(
-            err.to_string().contains("newer than this servegate's (2)"),
+            err.to_string()
+                .contains(&format!("newer than this servegate's ({})", super::VERSION)),
             "{err}"
         );
     }

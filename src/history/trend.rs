@@ -8,6 +8,7 @@
 
 use super::gate::{GateHistory, LEAST_CHANGE, Reference};
 use super::{History, Location, ModelIdentity, Point, SeriesKey};
+use crate::load::fingerprint::Config;
 use crate::record::{GateRecord, RunRecord, Trend, TrendPoint};
 use crate::suite::metric::MetricKey;
 use crate::suite::threshold::Op;
@@ -76,7 +77,14 @@ pub fn attach(location: &Location, record: &mut RunRecord) {
                     continue;
                 }
                 let value = gate.figures.get(key).copied().filter(|_| !limited);
-                let moved = value.and_then(|v| moved(&s, &suite.fingerprint, key, &points, v));
+                let moved = value
+                    .and_then(|v| moved(&s, &suite.fingerprint, key, &points, v))
+                    .map(|m| {
+                        let across = points.last().map_or_else(String::new, |last| {
+                            across(&mut history, last, &suite.fingerprint, &suite.config)
+                        });
+                        m + &across
+                    });
                 let skip = points.len().saturating_sub(TREND_POINTS);
                 gate.trends.push(Trend {
                     key,
@@ -86,6 +94,34 @@ pub fn attach(location: &Location, record: &mut RunRecord) {
             }
         }
     }
+}
+
+/// Where the run before in a series was of another configuration: that
+/// the move is across the change, and the change by name where the
+/// history holds the other configuration whole. A figure is never said to
+/// move against another configuration's without saying so.
+fn across(history: &mut History, last: &Point, fingerprint: &str, config: &Config) -> String {
+    if last.fingerprint == fingerprint {
+        return String::new();
+    }
+    let named = history
+        .config(&last.fingerprint)
+        .ok()
+        .flatten()
+        .filter(|_| !config.is_empty())
+        .map_or_else(
+            || format!("now {fingerprint}"),
+            |theirs| {
+                format!(
+                    "by {}",
+                    crate::load::fingerprint::differences_line(&theirs, config, 8)
+                )
+            },
+        );
+    format!(
+        "; across a change of configuration since run {} ({named})",
+        last.run_uid
+    )
 }
 
 /// The figures a gate's thresholds name, each once, in their order.
@@ -125,6 +161,7 @@ pub fn moved(
         fingerprint: fingerprint.to_owned(),
         points: Ok([(key, points.to_vec())].into_iter().collect()),
         changed: None,
+        differs: None,
     };
     let judged = |op: Op| history.regression(key, op, Some(value)).ok().flatten();
     let said = |r: &Reference, direction: &str| {

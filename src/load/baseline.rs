@@ -1,54 +1,20 @@
 //! Baselines: the figures of a reference run, kept under `baselines/` as
-//! JSON, one file per suite and gate, one entry per fingerprint (the served
-//! model, the server's version and the API), so a threshold can say
-//! `>= baseline * 0.95`. Written only by `servegate baseline save|accept`.
+//! JSON, one file per suite and gate, one entry per fingerprint (the API,
+//! the served model, the server's version and its whole configuration:
+//! [`super::fingerprint`]), so a threshold can say `>= baseline * 0.95`.
+//! Written only by `servegate baseline save|accept`.
 
 use crate::files::{self, FileError};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::fingerprint::{self, Config, UNKNOWN_VERSION};
 use super::metrics::GateMetrics;
 use crate::suite::figures::Figures;
 use crate::suite::metric::MetricKey;
-
-/// A fingerprint's server version where nothing named one (a result file
-/// of `vllm bench serve`, which names the model only).
-const UNKNOWN_VERSION: &str = "of unknown version";
-
-/// The configuration a figure was measured on, as baselines key it: the
-/// API, the served model, the server's version and the configuration it
-/// reports. A baseline is compared only with its own configuration: a TP8
-/// figure is no reference for a TP4 run.
-pub fn fingerprint(
-    api: crate::suite::Api,
-    model: &str,
-    version: Option<&str>,
-    config: &[(&str, String)],
-) -> String {
-    let shown = |v: &str| {
-        crate::text::printable(v)
-            .chars()
-            .take(200)
-            .collect::<String>()
-    };
-    let mut out = format!(
-        "{}, model {}, server {}",
-        api.name(),
-        model,
-        version.unwrap_or(UNKNOWN_VERSION)
-    );
-    if !config.is_empty() {
-        let config: Vec<String> = config
-            .iter()
-            .map(|(k, v)| format!("{k}={}", shown(v)))
-            .collect();
-        out.push_str(", ");
-        out.push_str(&config.join(" "));
-    }
-    out
-}
 
 /// The directory of baselines: `SERVEGATE_BASELINES`, else `baselines/` in
 /// the suite's project.
@@ -85,6 +51,11 @@ pub struct Entry {
     pub repeats: u32,
     /// Every figure (`ttft.p99`, `output_tok_s`, …): the mean over repeats.
     pub figures: Figures,
+    /// The whole configuration its fingerprint digests, where it was known
+    /// (empty in an entry saved before servegate kept it): what another
+    /// configuration's lookup names its differences from.
+    #[serde(default, skip_serializing_if = "Config::is_empty")]
+    pub config: Config,
 }
 
 /// A gate's baselines file.
@@ -122,6 +93,53 @@ pub fn figures(repeats: &[GateMetrics]) -> Figures {
         .collect()
 }
 
+/// Why a baselines file has no entry for a configuration: the entries it
+/// has, and how the nearest one's configuration differs by name (or that
+/// it was saved before servegate kept whole configurations).
+fn missing(path: &Path, file: &File, fingerprint: &str, config: &Config) -> String {
+    let known: Vec<&str> = file.entries.keys().map(String::as_str).collect();
+    // An imported result that named no server version is filed under
+    // none; the import can name this configuration.
+    let mut why = if known
+        .iter()
+        .any(|k| k.contains(&format!("server {UNKNOWN_VERSION}")))
+    {
+        format!(
+            " (a server of unknown version is what a result file that names none, such as `vllm bench serve`'s, is filed under: import it again with `--fingerprint \"{fingerprint}\"` for this configuration's baselines)"
+        )
+    } else {
+        String::new()
+    };
+    let nearest = file
+        .entries
+        .iter()
+        .filter(|(_, e)| !e.config.is_empty() && !config.is_empty())
+        .min_by_key(|(_, e)| fingerprint::differences(&e.config, config).len());
+    if let Some((key, e)) = nearest {
+        let _ = write!(
+            why,
+            "; this configuration differs from `{key}`'s by {}",
+            fingerprint::differences_line(&e.config, config, 8)
+        );
+    } else if let Some(head) = fingerprint::without_digest(fingerprint)
+        && known.contains(&head)
+    {
+        let _ = write!(
+            why,
+            "; `{head}` was saved before servegate keyed baselines by the server's whole configuration, which it cannot compare: save this configuration's baseline again (`servegate baseline save` after a run of the configuration you trust)"
+        );
+    }
+    format!(
+        "{} has no entry for this configuration ({fingerprint}); it has: {}{why}",
+        path.display(),
+        if known.is_empty() {
+            "none".to_owned()
+        } else {
+            known.join("; ")
+        }
+    )
+}
+
 /// A gate's baseline as a run sees it: the entry of its fingerprint, or why
 /// there is none.
 #[derive(Debug, Clone)]
@@ -135,36 +153,24 @@ pub struct Lookup {
 }
 
 impl Lookup {
-    /// Looks up the baseline of a gate for a fingerprint.
-    pub fn find(dir: &Path, suite: &str, gate: &[&str], fingerprint: &str) -> Self {
+    /// Looks up the baseline of a gate for a fingerprint and the whole
+    /// configuration it digests.
+    pub fn find(
+        dir: &Path,
+        suite: &str,
+        gate: &[&str],
+        fingerprint: &str,
+        config: &Config,
+    ) -> Self {
         let path = path(dir, suite, gate);
         let entry = match read(&path) {
             Err(e) => Err(e.to_string()),
             Ok(None) => Err(format!("no baseline file {}", path.display())),
-            Ok(Some(file)) => file.entries.get(fingerprint).cloned().ok_or_else(|| {
-                let known: Vec<&str> = file.entries.keys().map(String::as_str).collect();
-                // An imported result that named no server version is
-                // filed under none; the import can name this configuration.
-                let imported = if known
-                    .iter()
-                    .any(|k| k.contains(&format!("server {UNKNOWN_VERSION}")))
-                {
-                    format!(
-                        " (a server of unknown version is what a result file that names none, such as `vllm bench serve`'s, is filed under: import it again with `--fingerprint \"{fingerprint}\"` for this configuration's baselines)"
-                    )
-                } else {
-                    String::new()
-                };
-                format!(
-                    "{} has no entry for this configuration ({fingerprint}); it has: {}{imported}",
-                    path.display(),
-                    if known.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        known.join("; ")
-                    }
-                )
-            }),
+            Ok(Some(file)) => file
+                .entries
+                .get(fingerprint)
+                .cloned()
+                .ok_or_else(|| missing(&path, &file, fingerprint, config)),
         };
         Self {
             path,

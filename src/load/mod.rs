@@ -4,6 +4,7 @@
 pub mod baseline;
 pub mod distribution;
 pub mod estimate;
+pub mod fingerprint;
 pub mod metrics;
 pub mod progress;
 pub mod prometheus;

@@ -120,10 +120,12 @@ pub fn bench_serving(text: &str, naming: &Naming) -> Result<RunRecord, ImportErr
     let mut suites: Vec<SuiteRecord> = Vec::new();
     for (line, result) in &results {
         let tool = Tool::of(result).ok_or(ImportError::NotAResult { line: *line })?;
-        let fingerprint = naming
-            .fingerprint
-            .clone()
-            .unwrap_or_else(|| fingerprint(tool, result));
+        // A configuration the import names (`--fingerprint`) is the user's
+        // word; its whole is not known.
+        let (fingerprint, config) = naming.fingerprint.clone().map_or_else(
+            || fingerprint(tool, result),
+            |f| (f, crate::load::fingerprint::Config::new()),
+        );
         let mut gate = gate(tool, result, naming.gate.as_deref());
         // Runs of one load (a sweep of input lengths at one concurrency)
         // are gates of their own, never one baseline overwriting another.
@@ -154,6 +156,7 @@ pub fn bench_serving(text: &str, naming: &Naming) -> Result<RunRecord, ImportErr
                 datasets: Vec::new(),
                 target: format!("IMPORTED from {}", tool.name()),
                 fingerprint,
+                config,
                 model: Some(identity(result).0),
                 pinned_model: None,
                 model_unreported: false,
@@ -323,18 +326,29 @@ fn python_json(text: &str) -> String {
     out
 }
 
-/// The fingerprint a servegate run against the same server would have,
-/// where the result says enough: SGLang's results carry the server's
-/// `/server_info` (its version, model and configuration); vLLM's name the
-/// model only.
-fn fingerprint(tool: Tool, r: &Map<String, Value>) -> String {
+/// The fingerprint a servegate run against the same server would have, and
+/// the whole configuration it digests, where the result says enough:
+/// SGLang's results carry the server's `/server_info` (its version, model
+/// and resolved configuration); vLLM's name the model only.
+fn fingerprint(tool: Tool, r: &Map<String, Value>) -> (String, crate::load::fingerprint::Config) {
     let (model, version) = identity(r);
-    let config = r
-        .get("server_info")
-        .filter(|v| v.is_object())
+    let info = r.get("server_info").filter(|v| v.is_object());
+    let shown = info
         .map(crate::client::dialect::server_config)
         .unwrap_or_default();
-    crate::load::baseline::fingerprint(api(tool, r), &model, version.as_deref(), &config)
+    let whole = info
+        .map(crate::load::fingerprint::sglang_config)
+        .unwrap_or_default();
+    (
+        crate::load::fingerprint::fingerprint(
+            api(tool, r),
+            &model,
+            version.as_deref(),
+            &shown,
+            &whole,
+        ),
+        whole,
+    )
 }
 
 /// The served model and the server's version a result names.

@@ -261,8 +261,14 @@ pub struct SuiteRecord {
     /// Dataset probes: accuracy and every graded item.
     #[serde(default)]
     pub datasets: Vec<DatasetRecord>,
-    /// The configuration measured (API, served model, server version).
+    /// The configuration measured (API, served model, server version, the
+    /// digest of `config`).
     pub fingerprint: String,
+    /// The whole configuration the fingerprint digests (SGLang's resolved
+    /// server arguments, a launched server's configuring environment as
+    /// `env:NAME`), where known.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub config: crate::load::fingerprint::Config,
     /// The model the server said it serves (else the one requests named).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,

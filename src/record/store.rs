@@ -388,6 +388,7 @@ pub fn accept(out: &Path) -> Result<Vec<PathBuf>, String> {
                 load: gate.load.clone(),
                 repeats: gate.repeats,
                 figures: kept,
+                config: crate::load::fingerprint::kept(&suite.config),
             };
             baseline::write(&file, &suite.fingerprint, entry).map_err(|e| e.to_string())?;
             written.push(file);

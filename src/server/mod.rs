@@ -40,6 +40,10 @@ pub struct Server {
     /// The environment variables servegate set, values of secret-looking
     /// names redacted.
     pub env_shown: Vec<(String, String)>,
+    /// The environment it runs with that configures it (NCCL's, SGLang's,
+    /// CUDA's, vLLM's; `fingerprint::launch_env`): part of its
+    /// configuration's fingerprint.
+    pub env_config: crate::load::fingerprint::Config,
     /// Its stdout and stderr.
     pub log_path: PathBuf,
     /// `http://host:port`.
@@ -261,6 +265,10 @@ impl Server {
             .iter()
             .map(|a| crate::secrets::scrub(a).into_owned())
             .collect();
+        let env_config = crate::load::fingerprint::launch_env(
+            std::env::vars(),
+            env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        );
         let env_shown = env
             .into_iter()
             .map(|(k, v)| {
@@ -279,6 +287,7 @@ impl Server {
         Ok(Self {
             argv,
             env_shown,
+            env_config,
             base_url: format!("http://{addr}"),
             addr,
             scanner: Mutex::new(Scanner::new(

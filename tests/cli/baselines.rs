@@ -41,9 +41,21 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     // Keyed by the configuration the server reports: SGLang's /server_info
-    // fields that change what a figure means.
-    let key = "openai-chat, model sim-steady, server servegate-sim 0.1.0, tp_size=1 attention_backend=simulated num_continuous_decode_steps=1";
-    let entry = &json["entries"][key];
+    // fields a reader looks for first, and the digest of the whole of it,
+    // which the entry keeps.
+    let entries = json["entries"].as_object().unwrap();
+    assert_eq!(entries.len(), 1, "{json}");
+    let (key, entry) = entries.iter().next().unwrap();
+    let head = "openai-chat, model sim-steady, server servegate-sim 0.1.0, tp_size=1 attention_backend=simulated num_continuous_decode_steps=1, config ";
+    assert!(
+        key.strip_prefix(head)
+            .is_some_and(|d| d.len() == 12 && d.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{key}"
+    );
+    let key = key.as_str();
+    assert_eq!(entry["config"]["tp_size"], "1", "{json}");
+    assert_eq!(entry["config"]["model_path"], "sim-steady", "{json}");
+    assert!(entry["config"].get("port").is_none(), "{json}");
     assert!(
         entry["figures"]["decode_tok_s.mean"].as_f64().unwrap() > 0.0,
         "{json}"
@@ -73,13 +85,35 @@ fn baselines_round_trip_through_save_and_relative_thresholds() {
     );
 
     // The same suite on a server of another configuration (tensor
-    // parallelism 4): the tp_size 1 baseline is not applied to it.
+    // parallelism 4): the tp_size 1 baseline is not applied to it, and
+    // the difference is named.
     let o = servegate_with(&["run", "tests/suites/relative-tp4.yaml"], &env);
     assert_has(
         &failure_of(&o.out, "relative::performance::steady"),
         &[
-            "has no entry for this configuration (openai-chat, model sim-steady, server servegate-sim 0.1.0, tp_size=4 attention_backend=simulated num_continuous_decode_steps=1); it has: ",
-            key,
+            "has no entry for this configuration (openai-chat, model sim-steady, server servegate-sim 0.1.0, tp_size=4 attention_backend=simulated num_continuous_decode_steps=1, config ",
+            &format!(
+                "); it has: {key}; this configuration differs from `{key}`'s by tp_size: 1 → 4\n"
+            ),
+        ],
+    );
+
+    // A baseline saved before servegate digested the whole configuration
+    // (keyed by the fields alone) is not applied to a run whose whole
+    // configuration it cannot compare: the run says to save it again.
+    let mut old = json.clone();
+    let entry = old["entries"][key].take();
+    old["entries"] = serde_json::json!({ head.trim_end_matches(", config "): entry });
+    old["entries"][head.trim_end_matches(", config ")]
+        .as_object_mut()
+        .unwrap()
+        .remove("config");
+    std::fs::write(&file, old.to_string()).unwrap();
+    let o = run();
+    assert_has(
+        &failure_of(&o.out, "relative::performance::steady"),
+        &[
+            "was saved before servegate keyed baselines by the server's whole configuration, which it cannot compare: save this configuration's baseline again",
         ],
     );
 
@@ -121,10 +155,16 @@ fn bench_serving_results_become_a_run_record() {
     };
     let sglang = import("fixtures/bench-serving/sglang-0.5.23.jsonl");
     let suite = &sglang["suites"][0];
-    assert_eq!(
-        suite["fingerprint"],
-        "openai-chat, model moonshotai/Kimi-K2.5, server 0.5.23, tp_size=8 dp_size=1 pp_size=1 ep_size=1 attention_backend=fa3 kv_cache_dtype=auto num_continuous_decode_steps=4 speculative_algorithm=EAGLE3 speculative_num_steps=3 speculative_eagle_topk=1 speculative_num_draft_tokens=4"
+    let fingerprint = suite["fingerprint"].as_str().unwrap();
+    assert!(
+        fingerprint.starts_with("openai-chat, model moonshotai/Kimi-K2.5, server 0.5.23, tp_size=8 dp_size=1 pp_size=1 ep_size=1 attention_backend=fa3 kv_cache_dtype=auto num_continuous_decode_steps=4 speculative_algorithm=EAGLE3 speculative_num_steps=3 speculative_eagle_topk=1 speculative_num_draft_tokens=4, config "),
+        "{fingerprint}"
     );
+    // The whole configuration the server reported, as a run against it
+    // reads it: its live state left out.
+    assert_eq!(suite["config"]["quantization"], "null", "{suite}");
+    assert_eq!(suite["config"]["model_path"], "Kimi-K2.5", "{suite}");
+    assert!(suite["config"].get("internal_states").is_none(), "{suite}");
     let gates = suite["gates"].as_array().unwrap();
     assert_eq!(gates.len(), 2, "{suite}");
     let c8 = &gates[1];
@@ -234,7 +274,17 @@ fn an_imported_result_is_a_baseline_servegate_judges_against() {
     result["output_throughput"] = 50_000.0.into();
     let file = dir.join("result.jsonl");
     std::fs::write(&file, format!("{result}\n")).unwrap();
-    let fingerprint = "openai-chat, model sim-steady, server servegate-sim 0.1.0, tp_size=1 attention_backend=simulated num_continuous_decode_steps=1";
+    // The simulator's configuration, as a run of the suite records it.
+    let o = servegate_with(&["run", "tests/suites/imported.yaml"], &env);
+    assert_eq!(o.code, Some(1), "no baseline yet: {}", o.out);
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("latest/report.json")).unwrap())
+            .unwrap();
+    let fingerprint = record["suites"][0]["fingerprint"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let fingerprint = fingerprint.as_str();
     let o = servegate_with(
         &[
             "import",

@@ -1197,6 +1197,62 @@ fn the_page_marks_the_change(repo: &Path, out: &Path, first_slow: &str, slow_com
 /// the slow server fails on its figures as well, in the run that renamed
 /// and every run after; unpinned, the renamed id's series starts in the
 /// run after (a series that has never had enough points: documented).
+/// A configuration change is named by what changed: the history keeps
+/// each configuration whole beside its fingerprint, and `history show`
+/// marks the run whose configuration changed with the fields that did.
+#[test]
+fn a_configuration_change_is_named_by_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = dir.path().join("sim.yaml");
+    let suite = dir.path().join("suite.yaml");
+    std::fs::write(
+        &suite,
+        format!(
+            "suite: configured\nsim: {{ profile: {} }}\nperformance:\n  - name: decode\n    load: {{ concurrency: 1, requests: 2, input_tokens: 8, output_tokens: 8, ignore_eos: true }}\n    thresholds:\n      errors: \"== 0\"\n",
+            sim.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let env = [("SERVEGATE_OUT", out.as_path())];
+    let profile = |server_info: &str| {
+        std::fs::write(
+            &sim,
+            format!("model: sim-steady\nttft: 5ms\nitl: 2ms\nserver_info: {server_info}\n"),
+        )
+        .unwrap();
+    };
+    profile("{ tp_size: 1, dsa_decode_backend: flashmla }");
+    for _ in 0..2 {
+        let o = servegate_with(&["run", suite.to_str().unwrap()], &env);
+        assert_eq!(o.code, Some(0), "{}", o.out);
+    }
+    profile("{ tp_size: 1, dsa_decode_backend: trtllm }");
+    let o = servegate_with(&["run", suite.to_str().unwrap()], &env);
+    assert_eq!(o.code, Some(0), "{}", o.out);
+    let record = crate::record_of(&o.out);
+    assert_eq!(
+        record["suites"][0]["config"]["dsa_decode_backend"],
+        "trtllm"
+    );
+    let shown = servegate_with(
+        &["history", "show", "configured::decode", "decode_tok_s.mean"],
+        &env,
+    );
+    assert_eq!(shown.code, Some(0), "{}", shown.out);
+    let marked: Vec<&str> = shown
+        .out
+        .lines()
+        .filter(|l| l.contains("configuration now: "))
+        .collect();
+    assert_eq!(marked.len(), 1, "{}", shown.out);
+    assert!(
+        marked[0].contains(", by dsa_decode_backend: flashmla → trtllm)"),
+        "{}",
+        shown.out
+    );
+}
+
 #[test]
 fn a_server_cannot_reset_its_history_by_renaming_its_model() {
     let dir = tempfile::tempdir().unwrap();
@@ -1277,6 +1333,29 @@ fn a_server_cannot_reset_its_history_by_renaming_its_model() {
             "{failure}"
         );
     }
+    // The reports' trend of the pinned series says the move is across a
+    // change of configuration, and which.
+    let trends = record["suites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["suite"] == "pinned")
+        .map(|s| s["gates"][0]["trends"].clone())
+        .unwrap();
+    let tpot = trends
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["key"] == "tpot.mean")
+        .and_then(|t| t["moved"].as_str())
+        .unwrap_or_else(|| panic!("no move of tpot.mean in {trends}"));
+    assert!(
+        tpot.starts_with("up +")
+            && tpot.ends_with(&format!(
+                "; across a change of configuration since run {first_uid} (by model_path: sim-honest → sim-renamed)"
+            )),
+        "{tpot}"
+    );
     // Pinned, the series went on: its bound is worked out from the honest
     // runs and shown, the change said beside it; unpinned, the new id has
     // no series to compare with.
@@ -1309,7 +1388,11 @@ fn a_server_cannot_reset_its_history_by_renaming_its_model() {
             &[
                 "threshold failed: decode_tok_s.mean >= no_regression",
                 "threshold failed: tpot.mean <= history.median(5) * 1.5",
-                "passing run(s) of the series in any configuration (this configuration has 0 of the 3 it needs)",
+                "passing run(s) of the series in any configuration (this configuration has 0 of the 3 it needs; ",
+                // What changed, by name: the history holds both whole.
+                &format!(
+                    "it differs from run {first_uid}'s by model_path: sim-honest → sim-renamed)"
+                ),
             ],
         );
         assert!(!pinned.contains("the server serves model"), "{pinned}");
@@ -1405,15 +1488,16 @@ fn runners_of_one_series_may_serve_it_under_ids_of_their_own() {
 }
 
 /// A history of schema 1 with a dashboard's own view on `servegate_series`
-/// is brought to schema 2 by the next servegate, in PostgreSQL (which
-/// refuses to drop a view another depends on) and in SQLite, and reads
-/// back. Schema 1 is made here as a newer store less what version 2 added.
+/// is brought to this servegate's schema, in PostgreSQL (which refuses to
+/// drop a view another depends on) and in SQLite, and reads back. Schema 1
+/// is made here as a newer store less what versions 2 and 3 added.
 #[test]
 fn a_version_1_history_with_a_dashboard_view_is_migrated() {
-    const BACK_TO_1: &str = "DROP INDEX servegate_points_gate;
+    const BACK_TO_1: &str = "DROP TABLE servegate_configs;
+        DROP INDEX servegate_points_gate;
         ALTER TABLE servegate_points DROP COLUMN served_model;
         ALTER TABLE servegate_points DROP COLUMN model_pinned;
-        DELETE FROM servegate_schema WHERE version = 2;
+        DELETE FROM servegate_schema WHERE version >= 2;
         CREATE VIEW dashboard AS SELECT suite, value FROM servegate_series;";
     let dir = tempfile::tempdir().unwrap();
     let sqlite = dir.path().join("h.sqlite");

@@ -22,7 +22,13 @@ fn repeat(tokens: u64) -> GateMetrics {
 }
 
 fn no_baseline() -> Lookup {
-    Lookup::find(Path::new("/nonexistent"), "n", &["g"], "test")
+    Lookup::find(
+        Path::new("/nonexistent"),
+        "n",
+        &["g"],
+        "test",
+        &crate::load::fingerprint::Config::new(),
+    )
 }
 
 fn refs(baseline: &Lookup) -> References<'_> {

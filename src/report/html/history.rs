@@ -152,7 +152,12 @@ fn series_section(out: &mut String, plot: &SeriesPlot) {
                     crate::history::changepoint::format_p(c.p_value),
                     c.configuration
                         .as_ref()
-                        .map_or_else(String::new, |f| format!("; configuration now {f}"))
+                        .map_or_else(String::new, |f| format!(
+                            "; configuration now {f}{}",
+                            c.configuration_differs
+                                .as_ref()
+                                .map_or_else(String::new, |d| format!(", by {d}"))
+                        ))
                 ))
                 .into_owned(),
             })
@@ -254,6 +259,7 @@ mod tests {
                 p_value: 0.005,
                 p_permutation: 0.005,
                 configuration: None,
+                configuration_differs: None,
             }],
             points,
         };
