@@ -12,6 +12,7 @@ use axum::body::{Body, Bytes};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::post;
+use servegate::client::dialect::ServerTimings;
 use servegate::client::{CallRequest, Client, Deadline, ErrorKind, TokenSource};
 use servegate::sim::{self, Profile, RunningSim};
 use servegate::suite::{Api, Input, Sampling, Timeouts};
@@ -79,10 +80,11 @@ async fn every_api_streams_the_same_answer_with_server_counts() {
             "{api:?}"
         );
         assert!(t.first_token.unwrap() <= t.end, "{api:?}");
-        // Only llama.cpp's native stream carries the server's own timings.
+        // Only the native streams carry the server's own timings:
+        // llama.cpp's and SGLang's.
         assert_eq!(
             c.server_timings.is_some(),
-            api == Api::LlamacppCompletion,
+            matches!(api, Api::LlamacppCompletion | Api::SglangGenerate),
             "{api:?}"
         );
     }
@@ -99,18 +101,63 @@ async fn llamacpp_completion_sets_the_servers_timings_beside_the_clients() {
         .unwrap();
     assert_eq!(c.completion_tokens, 40);
     assert_eq!(c.finish_reason.as_deref(), Some("length"));
-    let server = c.server_timings.expect("timings in the stop event");
-    assert_eq!(server.predicted_n, 40);
-    assert_eq!(Some(server.prompt_n), c.usage.and_then(|u| u.prompt_tokens));
+    let Some(ServerTimings::LlamaCpp {
+        prompt_n,
+        prompt_ms,
+        predicted_n,
+        predicted_ms,
+    }) = c.server_timings
+    else {
+        panic!(
+            "no llama.cpp timings in the stop event: {:?}",
+            c.server_timings
+        );
+    };
+    assert_eq!(predicted_n, 40);
+    assert_eq!(Some(prompt_n), c.usage.and_then(|u| u.prompt_tokens));
     // The server's clock runs inside the client's: its prompt time is at
     // least the simulator's 5 ms TTFT, and its prompt and decode times fit
     // within the time the client waited for the whole answer.
     let client_end = c.timing.end.as_secs_f64() * 1000.0;
     assert!(
-        server.prompt_ms >= 5.0
-            && server.predicted_ms > 0.0
-            && server.prompt_ms + server.predicted_ms <= client_end,
-        "{server:?} vs the whole answer in {client_end} ms"
+        prompt_ms >= 5.0 && predicted_ms > 0.0 && prompt_ms + predicted_ms <= client_end,
+        "{:?} vs the whole answer in {client_end} ms",
+        c.server_timings
+    );
+}
+
+/// SGLang's `/generate`: the last chunk's `meta_info` carries the
+/// server's own time to first token, end to end, queue and decode rate,
+/// which sit inside the client's.
+#[tokio::test]
+async fn sglang_generate_sets_the_servers_timings_beside_the_clients() {
+    let s = simulator(PROFILE);
+    let c = client(&s.base_url(), Api::SglangGenerate)
+        .complete(&ask("What is 2+2?", 40, true))
+        .await
+        .unwrap();
+    let Some(ServerTimings::Sglang {
+        e2e_s,
+        ttft_s: Some(ttft_s),
+        queue_s: Some(queue_s),
+        decode_tok_s: Some(decode_tok_s),
+    }) = c.server_timings
+    else {
+        panic!(
+            "no SGLang timings in the last chunk: {:?}",
+            c.server_timings
+        );
+    };
+    let client_e2e = c.timing.end.as_secs_f64();
+    let client_ttft = c.timing.first_token.unwrap().as_secs_f64();
+    assert!(
+        ttft_s >= 0.005
+            && ttft_s <= client_ttft
+            && e2e_s <= client_e2e
+            && queue_s == 0.0
+            && decode_tok_s > 0.0,
+        "{:?} vs the client's {client_ttft} s to the first token, {client_e2e} s to the end",
+        c.server_timings
     );
 }
 

@@ -1670,8 +1670,11 @@ fn text_after_the_finish_and_a_second_choice_are_protocol_errors() {
 
 /// llama.cpp's own timings that cannot be true of the stream that carried
 /// them: a decode time of 1e-300 ms for tokens that arrived 20 ms apart
-/// (3.6e9 tok/s by the server's account), a negative prompt time. Each
-/// fails the request as a protocol error; neither becomes a figure.
+/// (3.6e9 tok/s by the server's account), a negative prompt time; and
+/// SGLang's `/generate` timings: a first token 5 s after the request that
+/// reached the client within 100 ms, a queue longer than the time to the
+/// first token, a rate that is no number. Each fails the request as a
+/// protocol error; none becomes a figure.
 #[test]
 fn server_timings_that_cannot_be_true_are_protocol_errors() {
     let llama = |timings: &'static str| {
@@ -1695,6 +1698,55 @@ fn server_timings_that_cannot_be_true_are_protocol_errors() {
         }))
     };
     let suite = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  api: llamacpp-completion\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\nperformance:\n  - name: gate\n    load: { concurrency: 1, requests: 2, input_tokens: 8, output_tokens: 3 }\n    thresholds: { server_decode_tok_s.mean: \">= 1\" }\n";
+    let sglang = |timings: &'static str| {
+        serve(Arc::new(move |req, conn| {
+            if req.path != "/generate" {
+                discovery(req, conn);
+                return;
+            }
+            stream_head(conn);
+            for n in 1..=3 {
+                let last = if n == 3 {
+                    format!(",\"finish_reason\":{{\"type\":\"length\",\"length\":3}},{timings}")
+                } else {
+                    ",\"finish_reason\":null".to_owned()
+                };
+                let _ = write!(
+                    conn,
+                    "data: {{\"text\":\"{}\",\"meta_info\":{{\"prompt_tokens\":8,\"completion_tokens\":{n}{last}}}}}\n\n",
+                    "x".repeat(n)
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = write!(conn, "data: [DONE]\n\n");
+        }))
+    };
+    let generate = "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  api: sglang-generate\n  timeouts: { connect: 2s, first_token: 5s, idle: 5s, total: 10s }\nperformance:\n  - name: gate\n    load: { concurrency: 1, requests: 2, input_tokens: 8, output_tokens: 3 }\n    thresholds: { server_ttft.mean: \"<= 10s\" }\n";
+    for (tag, suite, port, needle) in [
+        (
+            "first-token-5s",
+            generate,
+            sglang(r#""e2e_latency":5.1,"first_token_latency":5.0,"queue_time":0.0"#),
+            "meta_info.first_token_latency = 5 is implausible: the first token reached the client ",
+        ),
+        (
+            "queue-past-first",
+            generate,
+            sglang(r#""e2e_latency":0.05,"first_token_latency":0.001,"queue_time":0.04"#),
+            "meta_info.queue_time = 0.04 is implausible: the server's own meta_info.first_token_latency was 1.0 ms",
+        ),
+        (
+            "rate-negative",
+            generate,
+            sglang(r#""e2e_latency":0.05,"first_token_latency":0.001,"decode_throughput":-3"#),
+            "meta_info.decode_throughput = -3 is implausible: not a rate",
+        ),
+    ] {
+        let o = run(tag, suite, port, &[]);
+        assert_eq!(o.code, Some(1), "{tag}: {}", o.stdout);
+        let gate = failure_of(&o.stdout, "hostile::performance::gate");
+        assert_has(&gate, &["protocol ×2", needle]);
+    }
     for (tag, port, needle) in [
         (
             "decode-1e-300",

@@ -59,9 +59,20 @@ pub enum Metric {
     /// counter delta and the output tokens the client received.
     TokenDriftMetrics,
     /// Per-request decode rate by the server's own clock, where its dialect
-    /// reports timings (llama.cpp's `predicted_n / predicted_ms`): to set
-    /// beside the client's `decode_tok_s`.
+    /// reports timings (llama.cpp's `predicted_n / predicted_ms`, SGLang's
+    /// `meta_info.decode_throughput`): to set beside the client's
+    /// `decode_tok_s`.
     ServerDecodeTokS,
+    /// Per-request time to the first token by the server's own clock, from
+    /// its receipt of the request (SGLang's `meta_info.first_token_latency`):
+    /// to set beside the client's `ttft`.
+    ServerTtft,
+    /// Per-request end-to-end latency by the server's own clock (SGLang's
+    /// `meta_info.e2e_latency`): to set beside the client's `e2e`.
+    ServerE2e,
+    /// Per-request time in the server's scheduler queue (SGLang's
+    /// `meta_info.queue_time`).
+    ServerQueue,
     /// Prompt tokens the server served from its prefix cache, as a share of
     /// all prompt tokens (server-reported, every request).
     CacheHitRate,
@@ -178,7 +189,7 @@ const GAUGE: &str = "the server's `/metrics` with this gauge (SGLang `--enable-m
 const COUNTER: &str = "the server's `/metrics` with this counter (SGLang `--enable-metrics`), read before and after the window";
 
 /// Every metric, in report order (the order of [`Metric`]'s variants).
-pub const METRICS: [MetricSpec; 32] = {
+pub const METRICS: [MetricSpec; 35] = {
     use Combine::{Mean, Sum};
     use Metric as M;
     use Unit::{Count, Percent, Ratio, ReqPerS, Seconds, TokPerS, Tokens};
@@ -235,7 +246,16 @@ pub const METRICS: [MetricSpec; 32] = {
             true,
             Mean,
         )
-        .needs("an API whose server reports its own timings (`api: llamacpp-completion`)"),
+        .needs("an API whose server reports its own timings (`api: llamacpp-completion`, or `api: sglang-generate` against SGLang with `--enable-metrics`)"),
+        row(M::ServerTtft, "server_ttft", Seconds, true, Mean).needs(
+            "SGLang's own timings (`api: sglang-generate`, `meta_info.first_token_latency`, with `--enable-metrics`)",
+        ),
+        row(M::ServerE2e, "server_e2e", Seconds, true, Mean).needs(
+            "SGLang's own timings (`api: sglang-generate`, `meta_info.e2e_latency`)",
+        ),
+        row(M::ServerQueue, "server_queue", Seconds, true, Mean).needs(
+            "SGLang's own timings (`api: sglang-generate`, `meta_info.queue_time`, with `--enable-metrics`)",
+        ),
         row(M::CacheHitRate, "cache_hit_rate", Ratio, false, Mean).needs(
             "cached-token counts from the server for every request (SGLang `--enable-cache-report`, vLLM `--enable-prompt-tokens-details`, llama.cpp `timings.cache_n`)",
         ),

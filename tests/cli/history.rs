@@ -1253,6 +1253,32 @@ fn a_configuration_change_is_named_by_what_changed() {
     );
 }
 
+/// The trend of `suite`'s `tpot.mean` in a run's record moved up, across a
+/// change of configuration since run `since`, named by `change`.
+fn assert_moved_across(record: &serde_json::Value, suite: &str, since: &str, change: &str) {
+    let trends = record["suites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["suite"] == suite)
+        .map(|s| s["gates"][0]["trends"].clone())
+        .unwrap();
+    let tpot = trends
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["key"] == "tpot.mean")
+        .and_then(|t| t["moved"].as_str())
+        .unwrap_or_else(|| panic!("no move of tpot.mean in {trends}"));
+    assert!(
+        tpot.starts_with("up +")
+            && tpot.ends_with(&format!(
+                "; across a change of configuration since run {since} (by {change})"
+            )),
+        "{tpot}"
+    );
+}
+
 #[test]
 fn a_server_cannot_reset_its_history_by_renaming_its_model() {
     let dir = tempfile::tempdir().unwrap();
@@ -1335,26 +1361,11 @@ fn a_server_cannot_reset_its_history_by_renaming_its_model() {
     }
     // The reports' trend of the pinned series says the move is across a
     // change of configuration, and which.
-    let trends = record["suites"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["suite"] == "pinned")
-        .map(|s| s["gates"][0]["trends"].clone())
-        .unwrap();
-    let tpot = trends
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["key"] == "tpot.mean")
-        .and_then(|t| t["moved"].as_str())
-        .unwrap_or_else(|| panic!("no move of tpot.mean in {trends}"));
-    assert!(
-        tpot.starts_with("up +")
-            && tpot.ends_with(&format!(
-                "; across a change of configuration since run {first_uid} (by model_path: sim-honest → sim-renamed)"
-            )),
-        "{tpot}"
+    assert_moved_across(
+        &record,
+        "pinned",
+        &first_uid,
+        "model_path: sim-honest → sim-renamed",
     );
     // Pinned, the series went on: its bound is worked out from the honest
     // runs and shown, the change said beside it; unpinned, the new id has

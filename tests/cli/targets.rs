@@ -116,9 +116,26 @@ fn server_timings_hold_a_gate_only_where_the_dialect_reports_them() {
         &[
             "run",
             "tests/suites/server-timings.yaml",
+            "tests/suites/server-timings-sglang.yaml",
             "tests/suites/no-server-timings.yaml",
         ],
         1,
+    );
+    // SGLang's `/generate` timings, beside the client's.
+    assert_eq!(
+        verdict(&out, "server_timings_sglang::performance::decode"),
+        "ok"
+    );
+    assert_has(
+        &out,
+        &[
+            "server's own timings (n=4): ttft mean ",
+            " (client ttft mean ",
+            "), e2e mean ",
+            "queue mean 0us p99 0us, decode mean ",
+            "pass server_ttft.p99 <= 5.000s (measured ",
+            "pass server_queue.max <= 1.00ms (measured 0us)",
+        ],
     );
     assert_eq!(
         verdict(&out, "server_timings::correctness::arithmetic"),
@@ -143,7 +160,7 @@ fn server_timings_hold_a_gate_only_where_the_dialect_reports_them() {
         &none,
         &[
             "measured: server_decode_tok_s.mean = nothing",
-            "2 requests succeeded, but this figure needs an API whose server reports its own timings (`api: llamacpp-completion`)",
+            "2 requests succeeded, but this figure needs an API whose server reports its own timings (`api: llamacpp-completion`, or `api: sglang-generate` against SGLang with `--enable-metrics`)",
         ],
     );
 }

@@ -117,7 +117,7 @@ impl Dialect for Completion {
                 if let Some(n) = t.cache_n {
                     out.reported(Reported::CachedTokens, "timings.cache_n", n);
                 }
-                out.timings(ServerTimings {
+                out.timings(ServerTimings::LlamaCpp {
                     prompt_n: t.prompt_n,
                     prompt_ms: t.prompt_ms,
                     predicted_n: t.predicted_n,

@@ -18,17 +18,36 @@ use super::stream::TokenSource;
 use crate::suite::Api;
 
 /// The server's own account of a request's time, where the dialect reports
-/// it (llama.cpp's `timings`): set beside the client's figures.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
-pub struct ServerTimings {
-    /// Prompt tokens processed.
-    pub prompt_n: u64,
-    /// Milliseconds spent on the prompt.
-    pub prompt_ms: f64,
-    /// Tokens generated.
-    pub predicted_n: u64,
-    /// Milliseconds spent generating.
-    pub predicted_ms: f64,
+/// it: set beside the client's figures.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(tag = "dialect", rename_all = "snake_case")]
+pub enum ServerTimings {
+    /// llama.cpp's `timings` on its `"stop": true` event.
+    LlamaCpp {
+        /// Prompt tokens processed.
+        prompt_n: u64,
+        /// Milliseconds spent on the prompt.
+        prompt_ms: f64,
+        /// Tokens generated.
+        predicted_n: u64,
+        /// Milliseconds spent generating.
+        predicted_ms: f64,
+    },
+    /// SGLang's `/generate` `meta_info` on its last chunk (0.5.23,
+    /// `tokenizer_manager.py` and `observability/req_time_stats.py`):
+    /// `e2e_latency` always, the rest with `--enable-metrics`. Its clock
+    /// starts when the tokenizer manager took the request.
+    Sglang {
+        /// `e2e_latency`: seconds from the request's receipt to its end.
+        e2e_s: f64,
+        /// `first_token_latency`: seconds from receipt to the first token.
+        ttft_s: Option<f64>,
+        /// `queue_time`: seconds the scheduler held it in its queue.
+        queue_s: Option<f64>,
+        /// `decode_throughput`: tokens after the first over the seconds
+        /// after it.
+        decode_tok_s: Option<f64>,
+    },
 }
 
 /// A count a server reports of a request beside its token counts, where

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Counts, Dialect, EventError, Events, Reported};
+use super::{Counts, Dialect, EventError, Events, Reported, ServerTimings};
 use crate::client::TokenSource;
 use crate::client::api::{
     CallRequest, ErrorValue, IdCount, SamplingNames, prompt_text, put_sampling,
@@ -97,6 +97,18 @@ struct MetaInfo {
     /// Completion tokens per verify step, with speculative decoding.
     #[serde(default)]
     spec_accept_length: Option<f64>,
+    /// Seconds from the request's receipt to its end (the last chunk).
+    #[serde(default)]
+    e2e_latency: Option<f64>,
+    /// Seconds from receipt to the first token (`--enable-metrics`).
+    #[serde(default)]
+    first_token_latency: Option<f64>,
+    /// Seconds in the scheduler's queue (`--enable-metrics`).
+    #[serde(default)]
+    queue_time: Option<f64>,
+    /// Tokens per second after the first (`--enable-metrics`).
+    #[serde(default)]
+    decode_throughput: Option<f64>,
 }
 
 impl Dialect for Generate {
@@ -157,6 +169,14 @@ impl Dialect for Generate {
             }
             if let Some(l) = meta.spec_accept_length {
                 out.spec_accept_length("meta_info.spec_accept_length", l);
+            }
+            if let Some(e2e_s) = meta.e2e_latency {
+                out.timings(ServerTimings::Sglang {
+                    e2e_s,
+                    ttft_s: meta.first_token_latency,
+                    queue_s: meta.queue_time,
+                    decode_tok_s: meta.decode_throughput,
+                });
             }
             if let Some(f) = &meta.finish_reason
                 && !f.is_null()

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use super::reader::StreamReader;
+use crate::client::dialect::ServerTimings;
 use crate::client::error::{CallError, ErrorKind};
 
 /// Completion tokens a stream may be counted beyond what its text and
@@ -171,13 +172,15 @@ impl StreamReader {
     }
 
     /// `Err` when the server's own timings cannot be true of this stream:
-    /// not finite or negative; more time on the prompt than passed before
-    /// the first token reached the client, or on the whole request than it
-    /// lasted (the server cannot have worked longer than it was asked);
-    /// less decode time than half the spread of the tokens' arrivals
-    /// (delivery can bunch tokens a server spread out, by the transit of
-    /// the first and last of them, but not spread tokens it produced at
-    /// once). Each bound allows 10 ms and 10% for clocks and transit.
+    /// not finite or negative; more time before its first token (llama.cpp's
+    /// prompt, SGLang's `first_token_latency`) than passed before the first
+    /// token reached the client, or on the whole request than it lasted
+    /// (the server cannot have worked longer than it was asked); less
+    /// decode time than half the spread of the tokens' arrivals (delivery
+    /// can bunch tokens a server spread out, by the transit of the first
+    /// and last of them, but not spread tokens it produced at once); a
+    /// queue longer than the time to the first token. Each bound allows
+    /// 10 ms and 10% for clocks and transit.
     pub(super) fn check_timings(&self) -> Result<(), CallError> {
         let Some(t) = self.server_timings else {
             return Ok(());
@@ -190,7 +193,7 @@ impl StreamReader {
             (Some(a), Some(b)) => ms(b.at.saturating_sub(a.at)),
             _ => 0.0,
         };
-        let wrong = |field: &str, v: f64, why: String| {
+        let wrong = |(field, v, _): Said, why: String| {
             // 1e-300 as written, not as 301 digits.
             let shown = if v == 0.0 || (1e-3..1e9).contains(&v.abs()) {
                 format!("{v}")
@@ -199,35 +202,110 @@ impl StreamReader {
             };
             Err(CallError::new(
                 ErrorKind::Protocol,
-                format!("timings.{field} = {shown} is implausible: {why}"),
+                format!("{field} = {shown} is implausible: {why}"),
             ))
         };
-        for (field, v) in [("prompt_ms", t.prompt_ms), ("predicted_ms", t.predicted_ms)] {
-            if !v.is_finite() || v < 0.0 {
-                return wrong(field, v, "not a duration".into());
+        let said = Timings::of(t);
+        for d in said.durations.iter().flatten() {
+            if !d.1.is_finite() || d.1 < 0.0 {
+                return wrong(*d, "not a duration".into());
             }
         }
-        if t.prompt_ms > slack(first) {
+        if let Some(rate) = said.rate
+            && (!rate.1.is_finite() || rate.1 < 0.0)
+        {
+            return wrong(rate, "not a rate".into());
+        }
+        if let Some(f) = said.first
+            && f.2 > slack(first)
+        {
             return wrong(
-                "prompt_ms",
-                t.prompt_ms,
+                f,
                 format!("the first token reached the client {first:.1} ms after the request"),
             );
         }
-        if t.prompt_ms + t.predicted_ms > slack(e2e) {
-            return wrong(
-                "predicted_ms",
-                t.predicted_ms,
-                format!("the whole request lasted {e2e:.1} ms"),
-            );
+        if let Some(w) = said.whole
+            && w.2 > slack(e2e)
+        {
+            return wrong(w, format!("the whole request lasted {e2e:.1} ms"));
         }
-        if t.predicted_ms < spread / 2.0 - 10.0 {
+        if let Some(d) = said.decode
+            && d.2 < spread / 2.0 - 10.0
+        {
             return wrong(
-                "predicted_ms",
-                t.predicted_ms,
+                d,
                 format!("the tokens' arrivals were spread over {spread:.1} ms"),
             );
         }
+        if let (Some(q), Some(f)) = (said.queue, said.first.or(said.whole))
+            && q.2 > slack(f.2)
+        {
+            return wrong(q, format!("the server's own {} was {:.1} ms", f.0, f.2));
+        }
         Ok(())
+    }
+}
+
+/// A figure of the server's timings: the field as the server names it, the
+/// value it sent, and what it says in milliseconds.
+type Said = (&'static str, f64, f64);
+
+/// What a server's timings say, each checkable against the stream: the
+/// time before its first token, the whole request, the decode after the
+/// first token, the queue; every duration it sent, and a rate.
+struct Timings {
+    durations: [Option<Said>; 3],
+    rate: Option<Said>,
+    first: Option<Said>,
+    whole: Option<Said>,
+    decode: Option<Said>,
+    queue: Option<Said>,
+}
+
+impl Timings {
+    fn of(t: ServerTimings) -> Self {
+        match t {
+            ServerTimings::LlamaCpp {
+                prompt_ms,
+                predicted_ms,
+                ..
+            } => {
+                let prompt = ("timings.prompt_ms", prompt_ms, prompt_ms);
+                let predicted = ("timings.predicted_ms", predicted_ms, predicted_ms);
+                Timings {
+                    durations: [Some(prompt), Some(predicted), None],
+                    rate: None,
+                    first: Some(prompt),
+                    // The prompt's time and the generation's, together.
+                    whole: Some((
+                        "timings.predicted_ms",
+                        predicted_ms,
+                        prompt_ms + predicted_ms,
+                    )),
+                    decode: Some(predicted),
+                    queue: None,
+                }
+            }
+            ServerTimings::Sglang {
+                e2e_s,
+                ttft_s,
+                queue_s,
+                decode_tok_s,
+            } => {
+                let secs = |field, v: f64| (field, v, v * 1000.0);
+                let whole = secs("meta_info.e2e_latency", e2e_s);
+                let first = ttft_s.map(|v| secs("meta_info.first_token_latency", v));
+                let queue = queue_s.map(|v| secs("meta_info.queue_time", v));
+                Timings {
+                    durations: [Some(whole), first, queue],
+                    rate: decode_tok_s.map(|v| ("meta_info.decode_throughput", v, v)),
+                    first,
+                    whole: Some(whole),
+                    // After the first token: the whole less the time to it.
+                    decode: first.map(|f| ("meta_info.e2e_latency", e2e_s, whole.2 - f.2)),
+                    queue,
+                }
+            }
+        }
     }
 }

@@ -60,6 +60,12 @@ pub struct GateMetrics {
     pub server_decode_tok_s: Distribution,
     /// Per-request prompt time by the server's own timings, seconds.
     pub server_prompt: Distribution,
+    /// Per-request time to the first token by the server's clock, seconds.
+    pub server_ttft: Distribution,
+    /// Per-request end-to-end latency by the server's clock, seconds.
+    pub server_e2e: Distribution,
+    /// Per-request time in the server's queue, seconds.
+    pub server_queue: Distribution,
     /// Successful requests.
     pub completed: u64,
     /// Failed requests.
@@ -146,6 +152,9 @@ impl GateMetrics {
             Metric::E2e => Some(&self.e2e),
             Metric::DecodeTokS => Some(&self.decode_tok_s),
             Metric::ServerDecodeTokS => Some(&self.server_decode_tok_s),
+            Metric::ServerTtft => Some(&self.server_ttft),
+            Metric::ServerE2e => Some(&self.server_e2e),
+            Metric::ServerQueue => Some(&self.server_queue),
             _ => None,
         }
     }

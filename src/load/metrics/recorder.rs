@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{Bounds, GateMetrics, ServerReports};
+use crate::client::dialect::ServerTimings;
 use crate::client::{CallError, Completion, TokenSource};
 use crate::load::distribution::Distribution;
 use crate::load::selfcheck::ClientCheck;
@@ -27,6 +28,9 @@ pub struct Recorder {
     decode_tok_s: Distribution,
     server_decode_tok_s: Distribution,
     server_prompt: Distribution,
+    server_ttft: Distribution,
+    server_e2e: Distribution,
+    server_queue: Distribution,
     reported: ServerReports,
     completed: u64,
     output_tokens: u64,
@@ -72,6 +76,9 @@ impl Recorder {
             decode_tok_s: Distribution::rate(),
             server_decode_tok_s: Distribution::rate(),
             server_prompt: Distribution::seconds(),
+            server_ttft: Distribution::seconds(),
+            server_e2e: Distribution::seconds(),
+            server_queue: Distribution::seconds(),
             reported: ServerReports::default(),
             completed: 0,
             output_tokens: 0,
@@ -156,13 +163,38 @@ impl Recorder {
                 self.decode_tok_s.record(after_first / decode_secs);
             }
         }
-        if let Some(s) = c.server_timings {
-            self.server_prompt.record(s.prompt_ms / 1000.0);
-            if s.predicted_ms > 0.0 {
-                #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
-                self.server_decode_tok_s
-                    .record(s.predicted_n as f64 * 1000.0 / s.predicted_ms);
+        match c.server_timings {
+            Some(ServerTimings::LlamaCpp {
+                prompt_ms,
+                predicted_n,
+                predicted_ms,
+                ..
+            }) => {
+                self.server_prompt.record(prompt_ms / 1000.0);
+                if predicted_ms > 0.0 {
+                    #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
+                    self.server_decode_tok_s
+                        .record(predicted_n as f64 * 1000.0 / predicted_ms);
+                }
             }
+            Some(ServerTimings::Sglang {
+                e2e_s,
+                ttft_s,
+                queue_s,
+                decode_tok_s,
+            }) => {
+                self.server_e2e.record(e2e_s);
+                for (d, v) in [
+                    (&mut self.server_ttft, ttft_s),
+                    (&mut self.server_queue, queue_s),
+                    (&mut self.server_decode_tok_s, decode_tok_s),
+                ] {
+                    if let Some(v) = v {
+                        d.record(v);
+                    }
+                }
+            }
+            None => {}
         }
         self.reported.record(c);
         // A chunk of k tokens contributes k gaps of gap/k to `itl`, one
@@ -274,6 +306,9 @@ impl Recorder {
         self.decode_tok_s.merge(&other.decode_tok_s);
         self.server_decode_tok_s.merge(&other.server_decode_tok_s);
         self.server_prompt.merge(&other.server_prompt);
+        self.server_ttft.merge(&other.server_ttft);
+        self.server_e2e.merge(&other.server_e2e);
+        self.server_queue.merge(&other.server_queue);
         self.reported.merge(&other.reported);
         self.completed += other.completed;
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
@@ -332,6 +367,9 @@ impl Recorder {
             decode_tok_s: self.decode_tok_s,
             server_decode_tok_s: self.server_decode_tok_s,
             server_prompt: self.server_prompt,
+            server_ttft: self.server_ttft,
+            server_e2e: self.server_e2e,
+            server_queue: self.server_queue,
             completed: self.completed,
             errors: self.errors,
             error_classes: self.error_classes,

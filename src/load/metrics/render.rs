@@ -9,6 +9,55 @@ use crate::suite::metric::{Metric, MetricKey, Stat, format_value};
 use crate::units::format_secs;
 
 impl GateMetrics {
+    /// The server's own timings beside the client's, where its dialect
+    /// reported them: llama.cpp's prompt and decode, SGLang's time to
+    /// first token, end to end, queue and decode.
+    fn server_timings_line(&self) -> Option<String> {
+        let stat = |d: &Distribution, s| d.stat(s).unwrap_or(f64::NAN);
+        let secs = |name: &str, d: &Distribution, client: Option<&Distribution>| {
+            (!d.is_empty()).then(|| {
+                format!(
+                    "{name} mean {} p99 {}{}",
+                    format_secs(stat(d, Stat::Mean)),
+                    format_secs(stat(d, Stat::P99)),
+                    client.map_or_else(String::new, |c| format!(
+                        " (client {name} mean {})",
+                        format_secs(stat(c, Stat::Mean))
+                    ))
+                )
+            })
+        };
+        let decode = (!self.server_decode_tok_s.is_empty()).then(|| {
+            format!(
+                "decode mean {:.1} tok/s p50 {:.1} (client decode_tok_s mean {:.1})",
+                stat(&self.server_decode_tok_s, Stat::Mean),
+                stat(&self.server_decode_tok_s, Stat::P50),
+                stat(&self.decode_tok_s, Stat::Mean),
+            )
+        });
+        let parts: Vec<String> = [
+            secs("prompt", &self.server_prompt, None),
+            secs("ttft", &self.server_ttft, Some(&self.ttft)),
+            secs("e2e", &self.server_e2e, Some(&self.e2e)),
+            secs("queue", &self.server_queue, None),
+            decode,
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let n = [
+            &self.server_prompt,
+            &self.server_e2e,
+            &self.server_decode_tok_s,
+        ]
+        .iter()
+        .map(|d| d.len())
+        .max()
+        .unwrap_or(0);
+        (!parts.is_empty())
+            .then(|| format!("    server's own timings (n={n}): {}\n", parts.join(", ")))
+    }
+
     /// A table of every figure, for the run output.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -114,18 +163,8 @@ impl GateMetrics {
                 rate(Metric::GoodputTokS),
             );
         }
-        if !self.server_decode_tok_s.is_empty() {
-            let stat = |d: &Distribution, s| d.stat(s).unwrap_or(f64::NAN);
-            let _ = writeln!(
-                out,
-                "    server's own timings (n={}): prompt mean {} p99 {}, decode mean {:.1} tok/s p50 {:.1} (client decode_tok_s mean {:.1})",
-                self.server_decode_tok_s.len(),
-                format_secs(stat(&self.server_prompt, Stat::Mean)),
-                format_secs(stat(&self.server_prompt, Stat::P99)),
-                stat(&self.server_decode_tok_s, Stat::Mean),
-                stat(&self.server_decode_tok_s, Stat::P50),
-                stat(&self.decode_tok_s, Stat::Mean),
-            );
+        if let Some(line) = self.server_timings_line() {
+            out.push_str(&line);
         }
         if let Ok(server) = &self.server {
             out.push_str(&server.render());

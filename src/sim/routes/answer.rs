@@ -66,8 +66,15 @@ fn reasoning_so_far(plan: &Plan, completion: u64) -> u64 {
     (plan.reasoning.len() as u64).min(completion)
 }
 
-pub(super) fn meta_info(plan: &Plan, id: &str, completion_tokens: u64, finished: bool) -> Value {
-    let finish = if finished {
+/// SGLang's `meta_info` after `completion_tokens`; `finished` with the
+/// time to its first token and to its end, where it is its last.
+pub(super) fn meta_info(
+    plan: &Plan,
+    id: &str,
+    completion_tokens: u64,
+    finished: Option<(Duration, Duration)>,
+) -> Value {
+    let finish = if finished.is_some() {
         match plan.finish {
             Finish::Length => json!({"type": "length", "length": completion_tokens}),
             Finish::Stop => json!({"type": "stop", "matched": plan.matched_stop()}),
@@ -102,6 +109,26 @@ pub(super) fn meta_info(plan: &Plan, id: &str, completion_tokens: u64, finished:
             0.0
         };
         meta["spec_accept_rate"] = json!(rate);
+    }
+    // SGLang 0.5.23's timings of a finished request (`e2e_latency`, and
+    // with `--enable-metrics`, which its shipped launch lines set, the
+    // rest; `observability/req_time_stats.py`). The simulator has no
+    // queue: its requests start at once.
+    if let Some((first, end)) = finished {
+        let received = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .saturating_sub(end);
+        meta["e2e_latency"] = json!(end.as_secs_f64());
+        meta["request_received_ts"] = json!(received.as_secs_f64());
+        meta["first_token_latency"] = json!(first.as_secs_f64());
+        meta["queue_time"] = json!(0.0);
+        let decode = end.saturating_sub(first).as_secs_f64();
+        if completion_tokens > 1 && decode > 0.0 {
+            #[expect(clippy::cast_precision_loss, reason = "small counts")]
+            let rate = (completion_tokens - 1) as f64 / decode;
+            meta["decode_throughput"] = json!(rate);
+        }
     }
     meta
 }
@@ -180,7 +207,7 @@ pub(super) fn whole(
         Shape::Generate => json!({
             "text": inline_reasoning(&reasoning, &content),
             "output_ids": plan.output_ids(0, plan.completion_tokens()),
-            "meta_info": meta_info(plan, id, plan.completion_tokens(), true),
+            "meta_info": meta_info(plan, id, plan.completion_tokens(), Some((profile.ttft, took))),
         }),
         Shape::Llama => llama_stop(
             plan,
@@ -264,6 +291,9 @@ pub(super) struct Piece<'a> {
     pub(super) text: &'a str,
     pub(super) reasoning: bool,
     pub(super) tokens: std::ops::Range<u64>,
+    /// The time to the stream's first token and the time now, for the
+    /// last chunk's timings.
+    pub(super) clock: Option<(Duration, Duration)>,
 }
 
 impl<'a> Piece<'a> {
@@ -281,6 +311,16 @@ impl<'a> Piece<'a> {
             text,
             reasoning,
             tokens,
+            clock: None,
+        }
+    }
+
+    /// The piece with the stream's clock: the time to its first token (or
+    /// now, for the first) and the time now.
+    pub(super) fn clocked(self, first: Option<Duration>, now: Duration) -> Self {
+        Self {
+            clock: Some((first.unwrap_or(now), now)),
+            ..self
         }
     }
 }
@@ -351,7 +391,7 @@ pub(super) fn token_chunk(p: &Piece<'_>, cumulative: &str, plan: &Plan, extras: 
             format!(
                 "data: {{\"text\":{},\"output_ids\":{ids:?},\"meta_info\":{}}}\n\n",
                 quoted(if extras.segments { piece } else { cumulative }),
-                meta_info(plan, id, sent, done)
+                meta_info(plan, id, sent, done.then(|| p.clock.unwrap_or_default()))
             )
         }
     };

@@ -167,7 +167,7 @@ fn closing(
         Shape::Completions => tail.push(completions_finish(model, id, plan, extras)),
         Shape::Generate if plan.completion_tokens() == 0 => {
             tail.push(sse(
-                &json!({"text": "", "output_ids": [], "meta_info": meta_info(plan, id, 0, true)}),
+                &json!({"text": "", "output_ids": [], "meta_info": meta_info(plan, id, 0, Some((first, end)))}),
             ));
         }
         Shape::Generate => {}
@@ -257,7 +257,8 @@ pub(super) async fn stream(
             )
         } else {
             token_chunk(
-                &Piece::new(shape, (&model, &id), &piece, reasoning, from..sent),
+                &Piece::new(shape, (&model, &id), &piece, reasoning, from..sent)
+                    .clocked(first, started.elapsed()),
                 &cumulative,
                 &plan,
                 extras,

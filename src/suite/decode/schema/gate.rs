@@ -53,7 +53,16 @@ fn metric_doc(metric: Metric) -> &'static str {
             "% difference between the server's `/metrics` generation-token delta and the tokens received"
         }
         Metric::ServerDecodeTokS => {
-            "the server's own decode rate per request, `predicted_n / predicted_ms` of llama.cpp's `timings` (`api: llamacpp-completion`); set it beside `decode_tok_s` to see what the transport and the client cost"
+            "the server's own decode rate per request: `predicted_n / predicted_ms` of llama.cpp's `timings` (`api: llamacpp-completion`), SGLang's `meta_info.decode_throughput` (`api: sglang-generate`, `--enable-metrics`); set it beside `decode_tok_s` to see what the transport and the client cost"
+        }
+        Metric::ServerTtft => {
+            "the server's own time to first token per request, from its receipt of the request: SGLang's `meta_info.first_token_latency` (`api: sglang-generate`, `--enable-metrics`); beside `ttft`, what the network, the HTTP front end and the client add"
+        }
+        Metric::ServerE2e => {
+            "the server's own end-to-end latency per request: SGLang's `meta_info.e2e_latency` (`api: sglang-generate`); beside `e2e`"
+        }
+        Metric::ServerQueue => {
+            "time per request in the server's scheduler queue: SGLang's `meta_info.queue_time` (`api: sglang-generate`, `--enable-metrics`)"
         }
         Metric::CacheHitRate => {
             "prompt tokens served from the server's prefix cache over all prompt tokens, 0 to 1 (`usage.prompt_tokens_details.cached_tokens`, `meta_info.cached_tokens`, llama.cpp `timings.cache_n`); every request must report it"
