@@ -31,6 +31,8 @@ fn a_busy_machines_time_limit_reads_as_the_books() {
     let idle = normal("Mini/3 (line 4): killed at the 2s time limit (an endless loop?) at `f()`");
     for busy in [
         "Mini/3 (line 4): killed at the 2s time limit (an endless loop?), 3.6s on the clock less the 1.6s it waited for a CPU behind other work at `f()`",
+        "Mini/3 (line 4): killed at the 2s time limit (an endless loop?), 3.6s on the clock less the 1.1s it waited for a CPU behind other work and the 0.5s it was blocked, off any CPU (asleep, or stalled on a read, its memory or a throttled machine) at `f()`",
+        "Mini/3 (line 4): killed at the 2s time limit (an endless loop?), 2.5s on the clock less the 0.5s it was blocked, off any CPU (asleep, or stalled on a read, its memory or a throttled machine) at `f()`",
         "Mini/3 (line 4): killed at the 2s time limit's cap on the clock, 20.0s (10× the limit), having waited 18.9s of them for a CPU behind other work: the machine was too busy to judge the program at `f()`",
     ] {
         assert_eq!(normal(busy), idle);
@@ -169,9 +171,9 @@ static SPACES: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\s+").unwrap());
 static PROMPT_TOKENS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\bprompt tokens \d+").unwrap());
 /// What a busy machine adds to a time limit's end: how long the program
-/// waited for a CPU (none on an idle one).
+/// waited for a CPU, and was blocked off any CPU (none on an idle one).
 static WAITED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r", <n> on the clock less the <n> it waited for a CPU behind other work").unwrap()
+    Regex::new(r", <n> on the clock less (?:the <n> it waited for a CPU behind other work(?: and )?)?(?:the <n> it was blocked, off any CPU \(asleep, or stalled on a read, its memory or a throttled machine\))?").unwrap()
 });
 /// A time limit's end on a machine too busy to judge the program, past the
 /// limit's cap on the clock, where an idle one names an endless loop.

@@ -91,6 +91,23 @@ pub fn run_delay(pid: i32) -> Option<std::time::Duration> {
         .map(std::time::Duration::from_nanos)
 }
 
+/// How long a process's living threads have run on a CPU (the first field
+/// of each thread's `schedstat`, summed); `None` where the kernel keeps no
+/// such figures or the process is gone.
+pub fn on_cpu(pid: i32) -> Option<std::time::Duration> {
+    let ran = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+        .filter_map(|task| {
+            let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+            stat.split_ascii_whitespace().next()?.parse::<u64>().ok()
+        })
+        .fold(None, |sum: Option<u64>, ns| {
+            Some(sum.unwrap_or(0).saturating_add(ns))
+        })?;
+    Some(std::time::Duration::from_nanos(ran))
+}
+
 /// `/proc/<pid>/status`, read once for several fields.
 #[derive(Debug, Clone)]
 pub struct Status(String);

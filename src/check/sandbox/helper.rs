@@ -189,11 +189,17 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
         if ready.is_empty() {
             if ended.is_none() {
                 // The limit counts the time the program could run: the
-                // time it waited for a CPU moves it later on the clock.
+                // time it waited for a CPU moves it later on the clock,
+                // and so, up to the limit again, the time it was blocked
+                // (asleep, or stalled on a read, its memory or a throttled
+                // cgroup: a loaded run once held a Python start-up 2 s so).
                 let waited = waited_for_cpu();
-                finished.waited_ms =
-                    waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
-                let later = at(allowed(limit, waited.unwrap_or_default()));
+                let blocked = blocked(started.elapsed(), waited, ran_on_cpu(), limit);
+                let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+                finished.waited_ms = waited.map(ms);
+                finished.blocked_ms = blocked.map(ms);
+                let moved = waited.unwrap_or_default() + blocked.unwrap_or_default();
+                let later = at(allowed(limit, moved));
                 if later > Instant::now() + Duration::from_millis(10) {
                     deadline = later;
                     continue;
@@ -283,6 +289,35 @@ fn waited_for_cpu() -> Option<Duration> {
         .into_iter()
         .filter_map(crate::process::procfs::run_delay)
         .max()
+}
+
+/// The longest any thread of the program's processes has run on a CPU
+/// (summed over a process's threads); `None` where the kernel does not say.
+fn ran_on_cpu() -> Option<Duration> {
+    let me = i32::try_from(std::process::id()).ok()?;
+    crate::process::procfs::descendants(me)
+        .into_iter()
+        .filter_map(crate::process::procfs::on_cpu)
+        .max()
+}
+
+/// How long of `elapsed` the program was blocked — neither on a CPU
+/// (`ran`) nor waiting for one (`waited`) — counted up to `limit`: a
+/// program asleep all along gets its limit twice on the clock, an endless
+/// loop none of it. `None` where the kernel does not say how long it ran.
+fn blocked(
+    elapsed: Duration,
+    waited: Option<Duration>,
+    ran: Option<Duration>,
+    limit: Duration,
+) -> Option<Duration> {
+    let ran = ran?;
+    Some(
+        elapsed
+            .saturating_sub(waited.unwrap_or_default())
+            .saturating_sub(ran)
+            .min(limit),
+    )
 }
 
 /// What became ready.
@@ -443,6 +478,26 @@ mod tests {
         let stuck = kill_until_gone(|| vec![7], |_| {}, || {}, Duration::from_millis(50));
         assert_eq!(stuck, Cleanup { killed: 1, left: 1 });
         assert!(started.elapsed() < Duration::from_secs(1));
+    }
+
+    /// Blocked is what is neither run nor waited, up to the limit.
+    #[test]
+    fn blocked_is_the_clock_neither_run_nor_waited_up_to_the_limit() {
+        let (ms, s) = (Duration::from_millis, Duration::from_secs);
+        let limit = s(2);
+        // An endless loop: it ran all the time it did not wait.
+        assert_eq!(
+            blocked(s(2), Some(ms(300)), Some(ms(1_700)), limit),
+            Some(Duration::ZERO)
+        );
+        // A start-up stalled on its reads: 1.8 s blocked.
+        assert_eq!(
+            blocked(s(2), Some(ms(50)), Some(ms(150)), limit),
+            Some(ms(1_800))
+        );
+        // Asleep for ever: blocked counts up to the limit, no further.
+        assert_eq!(blocked(s(9), None, Some(ms(40)), limit), Some(limit));
+        assert_eq!(blocked(s(2), Some(ms(50)), None, limit), None);
     }
 
     /// The limit moves later by the time waited for a CPU, never past the

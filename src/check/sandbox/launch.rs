@@ -210,7 +210,10 @@ fn converse(
             }
             Err(RecvTimeoutError::Timeout) if finished.is_none() => {
                 stop(child, Signal::SIGKILL);
-                stopped = stopped.or(Some(Stop::Timeout { waited: None }));
+                stopped = stopped.or(Some(Stop::Timeout {
+                    waited: None,
+                    blocked: None,
+                }));
                 break;
             }
             Err(_) => break,
@@ -230,6 +233,7 @@ fn converse(
     if finished.timed_out {
         stopped = stopped.or(Some(Stop::Timeout {
             waited: finished.waited_ms.map(Duration::from_millis),
+            blocked: finished.blocked_ms.map(Duration::from_millis),
         }));
     }
     if let (None, Some(e)) = (&stopped, &finished.error) {

@@ -233,6 +233,10 @@ pub enum Stop {
     Timeout {
         /// See the variant.
         waited: Option<Duration>,
+        /// How long it had been blocked (neither on a CPU nor waiting for
+        /// one) when the limit came, which moved the limit later by at most
+        /// the limit; `None` where the kernel does not say.
+        blocked: Option<Duration>,
     },
     /// It wrote more than `OUTPUT_CAP` bytes to this stream.
     OutputCap(&'static str),
@@ -244,7 +248,7 @@ impl Stop {
     /// Why the sandbox ended the program, in words.
     pub fn describe(&self, limits: &ProgramLimits) -> String {
         match self {
-            Self::Timeout { waited } => timed_out(limits.timeout, *waited),
+            Self::Timeout { waited, blocked } => timed_out(limits.timeout, *waited, *blocked),
             Self::OutputCap(stream) => format!(
                 "killed: its {stream} passed the {} MiB output cap",
                 OUTPUT_CAP / (1024 * 1024)
@@ -254,30 +258,49 @@ impl Stop {
     }
 }
 
-/// A time limit's end in words: an endless loop's, or a busy machine's.
-fn timed_out(limit: Duration, waited: Option<Duration>) -> String {
+/// A time limit's end in words: an endless loop's, a blocked program's,
+/// or a busy machine's. Each begins `killed at the <limit> time limit`.
+fn timed_out(limit: Duration, waited: Option<Duration>, blocked: Option<Duration>) -> String {
     let format = |d: Duration| humantime::format_duration(d).to_string();
-    let waited = waited.unwrap_or_default();
-    if waited < Duration::from_millis(100) {
-        return format!(
-            "killed at the {} time limit (an endless loop?)",
-            format(limit)
-        );
+    let some = |d: Option<Duration>| d.filter(|d| *d >= Duration::from_millis(100));
+    let (waited, blocked) = (some(waited), some(blocked));
+    // Blocked for (nearly) all the time it was given: not a loop on a CPU.
+    let hint = if blocked.is_some_and(|b| b + Duration::from_millis(100) >= limit) {
+        "(asleep, or waiting on a lock or a read that never came?)"
+    } else {
+        "(an endless loop?)"
+    };
+    let moved = waited.unwrap_or_default() + blocked.unwrap_or_default();
+    if moved.is_zero() {
+        return format!("killed at the {} time limit {hint}", format(limit));
     }
     let cap = limit.saturating_mul(CLOCK_CAP);
-    if limit.saturating_add(waited) >= cap {
+    if limit.saturating_add(moved) >= cap {
         return format!(
             "killed at the {} time limit's cap on the clock, {:.1}s ({CLOCK_CAP}× the limit), having waited {:.1}s of them for a CPU behind other work: the machine was too busy to judge the program",
             format(limit),
             cap.as_secs_f64(),
-            waited.as_secs_f64()
+            waited.unwrap_or_default().as_secs_f64()
         );
     }
+    let mut less = Vec::new();
+    if let Some(w) = waited {
+        less.push(format!(
+            "the {:.1}s it waited for a CPU behind other work",
+            w.as_secs_f64()
+        ));
+    }
+    if let Some(b) = blocked {
+        less.push(format!(
+            "the {:.1}s it was blocked, off any CPU (asleep, or stalled on a read, its memory or a throttled machine)",
+            b.as_secs_f64()
+        ));
+    }
     format!(
-        "killed at the {} time limit (an endless loop?), {:.1}s on the clock less the {:.1}s it waited for a CPU behind other work",
+        "killed at the {} time limit {hint}, {:.1}s on the clock less {}",
         format(limit),
-        limit.saturating_add(waited).as_secs_f64(),
-        waited.as_secs_f64()
+        limit.saturating_add(moved).as_secs_f64(),
+        less.join(" and ")
     )
 }
 
@@ -526,29 +549,41 @@ mod tests {
         );
     }
 
-    /// A time limit's end names the wait for a CPU that moved it, and a
-    /// machine too busy to judge the program where the clock's cap ended
-    /// it, each beginning as an endless loop's does.
+    /// A time limit's end names the wait for a CPU and the time blocked
+    /// that moved it, a program blocked all along as such, and a machine
+    /// too busy to judge the program where the clock's cap ended it, each
+    /// beginning as an endless loop's does.
     #[test]
     fn a_time_limit_names_the_wait_for_a_cpu() {
         let limit = Duration::from_secs(10);
+        let (ms, s) = (Duration::from_millis, Duration::from_secs);
         let loop_ = "killed at the 10s time limit (an endless loop?)";
-        assert_eq!(timed_out(limit, None), loop_);
-        assert_eq!(timed_out(limit, Some(Duration::from_millis(40))), loop_);
+        assert_eq!(timed_out(limit, None, None), loop_);
+        assert_eq!(timed_out(limit, Some(ms(40)), Some(ms(60))), loop_);
         assert_eq!(
-            timed_out(limit, Some(Duration::from_millis(4_200))),
+            timed_out(limit, Some(ms(4_200)), None),
             "killed at the 10s time limit (an endless loop?), 14.2s on the clock less the 4.2s it waited for a CPU behind other work"
         );
         assert_eq!(
-            timed_out(limit, Some(Duration::from_secs(91))),
+            timed_out(limit, Some(ms(4_200)), Some(ms(1_300))),
+            "killed at the 10s time limit (an endless loop?), 15.5s on the clock less the 4.2s it waited for a CPU behind other work and the 1.3s it was blocked, off any CPU (asleep, or stalled on a read, its memory or a throttled machine)"
+        );
+        assert_eq!(
+            timed_out(limit, None, Some(s(10))),
+            "killed at the 10s time limit (asleep, or waiting on a lock or a read that never came?), 20.0s on the clock less the 10.0s it was blocked, off any CPU (asleep, or stalled on a read, its memory or a throttled machine)"
+        );
+        assert_eq!(
+            timed_out(limit, Some(s(91)), None),
             "killed at the 10s time limit's cap on the clock, 100.0s (10× the limit), having waited 91.0s of them for a CPU behind other work: the machine was too busy to judge the program"
         );
-        assert!(timed_out(limit, Some(Duration::from_secs(89))).contains("99.0s on the clock"));
+        assert!(timed_out(limit, Some(s(89)), None).contains("99.0s on the clock"));
         // Every end begins alike: a check of a time limit's end holds on an
         // idle machine and on one too busy to judge the program.
         for waited in [0, 4, 89, 91, 1_000] {
-            let words = timed_out(limit, Some(Duration::from_secs(waited)));
-            assert!(words.starts_with("killed at the 10s time limit"), "{words}");
+            for blocked in [0, 3, 10] {
+                let words = timed_out(limit, Some(s(waited)), Some(s(blocked)));
+                assert!(words.starts_with("killed at the 10s time limit"), "{words}");
+            }
         }
     }
 }

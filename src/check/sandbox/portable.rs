@@ -81,7 +81,10 @@ pub(super) fn run(
             Ok(Some(status)) => break Some(status),
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
             _ => {
-                stopped = Some(Stop::Timeout { waited: None });
+                stopped = Some(Stop::Timeout {
+                    waited: None,
+                    blocked: None,
+                });
                 break None;
             }
         }

@@ -103,6 +103,12 @@ pub(super) struct Finished {
     /// `CLOCK_CAP` times it); `None` where it ended before its limit or
     /// the kernel does not say.
     pub waited_ms: Option<u64>,
+    /// How long, ms, it had been blocked — neither on a CPU nor waiting
+    /// for one: asleep, or stalled on a read, its memory or a throttled
+    /// cgroup — when its time limit came (the limit moved that much later
+    /// too, by at most the limit); `None` as `waited_ms`.
+    #[serde(default)]
+    pub blocked_ms: Option<u64>,
     /// The program did not run, or its stage failed: why.
     pub error: Option<String>,
     /// What was contained along the way.

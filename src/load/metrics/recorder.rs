@@ -47,7 +47,7 @@ pub struct Recorder {
     errors: u64,
     error_classes: BTreeMap<&'static str, u64>,
     abandoned: u64,
-    first_errors: Vec<String>,
+    first_errors: Vec<(&'static str, String)>,
     token_sources: BTreeMap<&'static str, u64>,
     slo: Slo,
     /// When each request finished, with its TTFT and E2E (seconds), for
@@ -279,9 +279,7 @@ impl Recorder {
         if e.abandoned() {
             self.abandoned += 1;
         }
-        if self.first_errors.len() < KEEP_ERRORS {
-            self.first_errors.push(e.to_string());
-        }
+        keep_error(&mut self.first_errors, e.class(), e.to_string());
     }
 
     /// Connections opened for the window before it began, each with how
@@ -327,9 +325,9 @@ impl Recorder {
         for (k, v) in other.error_classes {
             *self.error_classes.entry(k).or_insert(0) += v;
         }
-        let room = KEEP_ERRORS.saturating_sub(self.first_errors.len());
-        self.first_errors
-            .extend(other.first_errors.into_iter().take(room));
+        for (class, text) in other.first_errors {
+            keep_error(&mut self.first_errors, class, text);
+        }
         for (k, v) in other.token_sources {
             *self.token_sources.entry(k).or_insert(0) += v;
         }
@@ -374,7 +372,7 @@ impl Recorder {
             errors: self.errors,
             error_classes: self.error_classes,
             abandoned: self.abandoned,
-            first_errors: self.first_errors,
+            first_errors: self.first_errors.into_iter().map(|(_, e)| e).collect(),
             output_tokens: self.output_tokens,
             input_tokens: (self.input_reported == self.completed && self.completed > 0)
                 .then_some(self.input_tokens),
@@ -396,5 +394,34 @@ impl Recorder {
     }
 }
 
-/// Keep this many error messages for the failure text.
+/// Keep this many error messages for the failure text, and besides them
+/// the first of each class: a gate whose requests failed two ways shows
+/// both, whichever came first.
 const KEEP_ERRORS: usize = 3;
+
+/// Keeps an error's message where [`KEEP_ERRORS`] are not yet kept, or
+/// none of its class is.
+fn keep_error(kept: &mut Vec<(&'static str, String)>, class: &'static str, text: String) {
+    if kept.len() < KEEP_ERRORS || kept.iter().all(|(c, _)| *c != class) {
+        kept.push((class, text));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keep_error;
+
+    /// The first three errors are kept, and the first of a class that came
+    /// after them: fifteen protocol errors do not hide an oversize one.
+    #[test]
+    fn the_first_error_of_each_class_is_kept() {
+        let mut kept = Vec::new();
+        for i in 0..15 {
+            keep_error(&mut kept, "protocol", format!("p{i}"));
+        }
+        keep_error(&mut kept, "oversize", "o0".to_owned());
+        keep_error(&mut kept, "oversize", "o1".to_owned());
+        let texts: Vec<&str> = kept.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(texts, ["p0", "p1", "p2", "o0"]);
+    }
+}
