@@ -498,6 +498,31 @@ fn a_variants_expect_server_proves_its_launch_took_effect() {
     run.assert_no_survivors();
 }
 
+/// Two attention backends as variants, one breaking the model's numbers
+/// (the simulator's `sglang.garbage_with`): its numerics probe fails and
+/// its gate is not measured; the other passes both.
+#[test]
+fn a_backend_that_breaks_the_numbers_fails_its_numerics_probe() {
+    let run = Run::new("backends");
+    let (code, text) = run.run(&["run", "tests/suites/launch/numerics.yaml"]);
+    assert_eq!(code, Some(1), "{text}");
+    for (name, want) in [
+        ("backends[fa3]::correctness::scores", "ok"),
+        ("backends[fa3]::performance::decode", "ok"),
+        ("backends[flashmla]::correctness::scores", "FAILED"),
+        ("backends[flashmla]::performance::decode", "FAILED"),
+    ] {
+        assert_eq!(verdict(&text, name), want, "{name}\n{text}");
+    }
+    assert_has(
+        &failure_of(&text, "backends[flashmla]::correctness::scores"),
+        &[
+            "error: numerics changed: mean token log-probability -10.9853, a known-good configuration's -1.9853 ± 0.1",
+        ],
+    );
+    run.assert_no_survivors();
+}
+
 #[test]
 fn variants_run_on_their_own_servers_and_the_table_names_the_faster() {
     let run = Run::new("ab");

@@ -898,14 +898,22 @@ fn beside_bench_serving(servers: &Installed, port: u16) -> Result<(), Failed> {
     beside(servers, port, Bench::SglangOaiChat, &chat)
 }
 
+/// A numerics probe of SmolLM2-135M in bf16: the mean token
+/// log-probability of its text, as real SGLang 0.5.23 (-1.7296, through
+/// `/generate` with `return_logprob`) and real vLLM 0.32.0 (-1.7464,
+/// `/v1/completions` with `prompt_logprobs`) scored it on a 2-core Xeon;
+/// either server of this model, on any x86-64 CPU, is within 0.1 of it.
+const NUMERICS: &str = "  - name: numerics\n    numerics:\n      text: \"The capital of France is Paris. The capital of Germany is Berlin.\"\n      mean_logprob: -1.74\n";
+
 /// A server's own benchmark client has written its `results` (one line a
 /// run, at concurrency 1 and 4, of [`requests`] each; 64 prompt tokens by
 /// the model's tokenizer, 32 output tokens, `ignore_eos`) from the server
 /// on `port`: `servegate import` turns them into figures equal to the
 /// file's (milliseconds as seconds); `baseline accept` makes them
 /// baselines; servegate's own run of the same gates on the unchanged
-/// server is green against them; and the figures of both clients are
-/// printed side by side with their ratio.
+/// server is green against them, its numerics probe ([`NUMERICS`]) too;
+/// and the figures of both clients are printed side by side with their
+/// ratio.
 fn beside(
     servers: &Installed,
     port: u16,
@@ -956,7 +964,7 @@ fn beside(
         dir,
         "side",
         &format!(
-            "suite: side\ntarget:\n  base_url: http://127.0.0.1:{port}\n  api: openai-chat\n  timeouts: {{ connect: 5s, first_token: 60s, idle: 30s, total: 180s }}\nperformance:\n{}{}",
+            "suite: side\ntarget:\n  base_url: http://127.0.0.1:{port}\n  api: openai-chat\n  timeouts: {{ connect: 5s, first_token: 60s, idle: 30s, total: 180s }}\ncorrectness:\n{NUMERICS}performance:\n{}{}",
             gate("c1_rate_inf", 1),
             gate("c4_rate_inf", 4)
         ),
@@ -997,6 +1005,7 @@ fn beside(
             "pass ttft.mean <= baseline * 5",
             "pass output_tok_s >= baseline * 0.2",
             "test side::performance::c4_rate_inf ",
+            "test side::correctness::numerics ... ok",
         ],
     )?;
     if let Bench::SglangOaiChat = bench {

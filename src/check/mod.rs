@@ -9,6 +9,7 @@ pub mod degenerate;
 pub mod failure;
 pub mod humaneval;
 pub mod message;
+pub mod numerics;
 pub mod pyrunner;
 pub mod recheck;
 pub mod sandbox;

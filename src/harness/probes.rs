@@ -12,10 +12,10 @@ use super::session::{SuiteRun, once};
 use super::target::Connected;
 use crate::check::failure::{Sent, assertions_failed, request_failed};
 use crate::check::message::Message;
-use crate::check::{accuracy, contract, evaluate, humaneval, snapshot};
+use crate::check::{accuracy, contract, evaluate, humaneval, numerics, snapshot};
 use crate::client::CallRequest;
 use crate::record::FailureKind;
-use crate::suite::{Api, DatasetProbe, DatasetTask, Input, Sampling, SnapshotMode};
+use crate::suite::{Api, DatasetProbe, DatasetTask, Input, Numerics, Sampling, SnapshotMode};
 
 impl SuiteRun {
     /// Runs probe `index` once; later calls return the first verdict.
@@ -105,6 +105,9 @@ impl SuiteRun {
         if let Some(ds) = &probe.dataset {
             return self.run_dataset(index, target, ds);
         }
+        if let Some(n) = &probe.numerics {
+            return self.run_numerics(probe.loc, target, n);
+        }
         let req = CallRequest {
             input: probe.input.clone(),
             sampling: probe.sampling.clone(),
@@ -168,6 +171,48 @@ impl SuiteRun {
                 &problems,
             )))
         }
+    }
+
+    /// Has the server score a numerics probe's text and judges the mean
+    /// token log-probability against the known-good one.
+    fn run_numerics(
+        &self,
+        loc: crate::suite::node::Loc,
+        target: &Connected,
+        n: &Numerics,
+    ) -> Verdict {
+        let file = &self.suite.file;
+        let Some(api) = target.scorer else {
+            let mut out = Message::of_error(
+                "numerics probe cannot measure: servegate knows no way to have this server score a prompt",
+            );
+            out.at(file, loc);
+            let _ = writeln!(
+                out,
+                "expected: SGLang (scored through `/generate` with `return_logprob`) or vLLM (`/v1/completions` with `prompt_logprobs`), which their `/server_info` or `/version` name; {} names neither",
+                target.description
+            );
+            return Err(probe_failed(out));
+        };
+        let (path, body) = target
+            .client
+            .score_request(api, &n.text)
+            .unwrap_or(("", serde_json::Value::Null));
+        let sent = Sent {
+            url: format!("{}{path}", target.client.base_url()),
+            body,
+        };
+        let logprobs = self
+            .runtime
+            .block_on(target.client.score(api, &n.text))
+            .map_err(|e| probe_failed(request_failed(file, loc, &sent, &e)))?;
+        numerics::judge(n, &logprobs).map(|_| ()).map_err(|f| {
+            let mut out = Message::of_error(f.error);
+            out.at(file, loc);
+            let _ = write!(out, "{}", f.detail);
+            sent.write_to(&mut out);
+            probe_failed(out)
+        })
     }
 
     /// Asks every scored item of a dataset, `concurrency` at a time, grades

@@ -39,6 +39,10 @@ pub struct Connected {
     pub model_reported: bool,
     /// The server's version, when it reports one.
     pub server_version: Option<String>,
+    /// The API through which the server scores a prompt (a numerics
+    /// probe's request), by the server it is: SGLang's `/generate`, vLLM's
+    /// completions; `None` for a server servegate knows no such way for.
+    pub scorer: Option<Api>,
     /// When discovery's one deadline (a first token's) ends: the documents
     /// kept for the record are read by it too.
     pub discovery_ends: tokio::time::Instant,
@@ -257,9 +261,7 @@ pub async fn connect(
             .collect::<String>()
     };
     let version = version.as_deref().map(shown);
-    if let Some(s) = &launched {
-        whole.extend(s.env_config.clone());
-    }
+    whole.extend(launched.iter().flat_map(|s| s.env_config.clone()));
     let fingerprint = crate::load::fingerprint::fingerprint(
         t.api,
         served.as_deref().unwrap_or(&model),
@@ -284,6 +286,7 @@ pub async fn connect(
         model_id: served.unwrap_or(model),
         pinned_model: t.model.clone(),
         server_version: version,
+        scorer: engine.and_then(Engine::scorer),
         discovery_ends: ends,
     })
 }
@@ -325,6 +328,17 @@ enum Engine {
 }
 
 impl Engine {
+    /// The API through which it scores a prompt: SGLang's `/generate`
+    /// (`return_logprob`), vLLM's completions (`prompt_logprobs`); none for
+    /// llama.cpp's `/completion`, which scores generated tokens only.
+    fn scorer(self) -> Option<Api> {
+        match self {
+            Engine::Sglang => Some(Api::SglangGenerate),
+            Engine::Vllm => Some(Api::OpenAiCompletions),
+            Engine::LlamaCpp => None,
+        }
+    }
+
     /// Whether its streams of `api` list each chunk's token ids when asked
     /// (`return_token_ids`): SGLang 0.5.23's completions
     /// (`serving_completions.py`; its chat refuses the field when

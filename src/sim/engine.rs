@@ -224,7 +224,8 @@ pub fn prompt_ids(prompt: &str) -> Vec<u64> {
     tokenize(prompt).iter().map(|t| token_id(t)).collect()
 }
 
-fn hash(text: &str) -> u64 {
+/// FNV-1a of a text: the simulator's fixed draw from it.
+pub(crate) fn hash(text: &str) -> u64 {
     text.bytes().fold(0xCBF2_9CE4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3)
     })

@@ -6,7 +6,8 @@
 //! in `/server_info` under SGLang 0.5.23's name for it, and changes what
 //! the simulator does where the profile's `sglang:` section says how the
 //! model behaves under it: the tool-call parser it needs, the tokens a
-//! speculative verify step yields, the attention backends it hangs with.
+//! speculative verify step yields, the attention backends it hangs with or
+//! whose numbers are wrong.
 
 use serde_json::{Value, json};
 
@@ -166,6 +167,14 @@ impl Flags {
                 "servegate sim: tool calls stream as text: this model's parser is {}, launched with {}",
                 b.tool_call_parser.as_deref().unwrap_or("none"),
                 self.tool_call_parser.as_deref().unwrap_or("none"),
+            ));
+        }
+        if let Some(backend) = &self.attention_backend
+            && b.garbage_with.contains(backend)
+        {
+            p.broken_numerics = true;
+            said.push(format!(
+                "servegate sim: simulated broken numerics: attention backend {backend} scores text as no model would"
             ));
         }
         if let Some(backend) = &self.attention_backend

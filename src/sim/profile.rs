@@ -110,6 +110,10 @@ pub struct Profile {
     /// `meta_info.num_retractions` of every request: a server short of KV
     /// cache that retracts requests and decodes them again.
     pub retractions: u64,
+    /// Broken numerics (a wrong attention backend's, a bad kernel's): the
+    /// simulator scores a prompt's tokens (SGLang's `return_logprob`,
+    /// vLLM's `prompt_logprobs`) as no model would, whatever it answers.
+    pub broken_numerics: bool,
     /// How `/generate` streams its text: SGLang's
     /// `--incremental-streaming-output` (`incremental_output: true` in a
     /// profile) sends each chunk's text alone, and `/server_info` says so.
@@ -165,6 +169,11 @@ pub struct Behaviour {
     /// generated), as flashinfer on SM120.
     #[serde(default)]
     pub hangs_with: Vec<String>,
+    /// Attention backends whose numbers are wrong for this model: launched
+    /// with one, the server answers as before and scores text as no model
+    /// would (`broken_numerics`), as GLM-5 on flashmla "produced garbage".
+    #[serde(default)]
+    pub garbage_with: Vec<String>,
 }
 
 /// How `/generate` streams its text.
@@ -224,6 +233,7 @@ impl Default for Profile {
             prefix_cache: false,
             speculative: false,
             retractions: 0,
+            broken_numerics: false,
             generate_text: GenerateText::Cumulative,
             api_key: None,
             admin_api_key: None,
@@ -236,6 +246,10 @@ impl Default for Profile {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "a profile file's independent switches, a field each as it writes them"
+)]
 struct ProfileFile {
     #[serde(default)]
     model: Option<String>,
@@ -267,6 +281,8 @@ struct ProfileFile {
     speculative: bool,
     #[serde(default)]
     retractions: u64,
+    #[serde(default)]
+    broken_numerics: bool,
     #[serde(default)]
     incremental_output: bool,
     #[serde(default)]
@@ -372,6 +388,7 @@ impl Profile {
             prefix_cache: file.prefix_cache,
             speculative: file.speculative,
             retractions: file.retractions,
+            broken_numerics: file.broken_numerics,
             generate_text: if file.incremental_output {
                 GenerateText::Segments
             } else {

@@ -21,6 +21,7 @@ mod history;
 mod init;
 mod list_and_filter;
 mod manual;
+mod numerics;
 mod reasoning;
 mod reports;
 mod run;

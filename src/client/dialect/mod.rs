@@ -194,6 +194,26 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     fn token_source(&self) -> TokenSource {
         TokenSource::ServerUsage
     }
+    /// The request that has the server score `text` — give the
+    /// log-probability of each of its tokens — where the dialect can ask
+    /// it: its path and body (not streamed). `None` where it cannot.
+    fn score_request(&self, _model: &str, _text: &str) -> Option<(&'static str, Value)> {
+        None
+    }
+    /// The log-probabilities of a scored text's tokens in the server's
+    /// answer to [`Dialect::score_request`], the first token (which nothing
+    /// before it predicts) left out; `Err` says what the answer lacks.
+    fn scored(&self, _answer: &Value) -> Result<Vec<f64>, String> {
+        Err("this API scores no prompt".to_owned())
+    }
+}
+
+/// A scored token's log-probability as a server wrote it: a number, or
+/// what it was instead (`null` where a token has none, a string where a
+/// server wrote one).
+fn logprob(v: &Value, at: usize) -> Result<f64, String> {
+    v.as_f64()
+        .ok_or_else(|| format!("token {at}'s log-probability is {v}, not a number"))
 }
 
 static DIALECTS: [&dyn Dialect; 4] = [

@@ -189,4 +189,49 @@ impl Dialect for OpenAi {
         }
         Ok(())
     }
+
+    /// vLLM 0.32's scoring on `/v1/completions`: `prompt_logprobs: 0` (each
+    /// prompt token's own log-probability, no alternatives) beside one
+    /// generated token, the fewest it allows. Chat scores no prompt.
+    fn score_request(&self, model: &str, text: &str) -> Option<(&'static str, Value)> {
+        (self.api == Api::OpenAiCompletions).then(|| {
+            (
+                self.path,
+                json!({
+                    "model": model,
+                    "prompt": text,
+                    "max_tokens": 1,
+                    "temperature": 0,
+                    "prompt_logprobs": 0,
+                }),
+            )
+        })
+    }
+
+    /// `choices[0].prompt_logprobs`: `null` for the first token, then
+    /// `{"<id>": {"logprob": …}}` a token (the token's own only, as
+    /// `prompt_logprobs: 0` asks).
+    fn scored(&self, answer: &Value) -> Result<Vec<f64>, String> {
+        let list = answer
+            .pointer("/choices/0/prompt_logprobs")
+            .and_then(Value::as_array)
+            .ok_or("the answer has no `choices[0].prompt_logprobs` list (vLLM's; SGLang scores a prompt through `api: sglang-generate`)")?;
+        list.iter()
+            .enumerate()
+            .skip(1)
+            .map(
+                |(i, t)| match t.as_object().map(|m| m.values().collect::<Vec<_>>()) {
+                    Some(entries) if entries.len() == 1 => {
+                        super::logprob(entries[0].get("logprob").unwrap_or(&Value::Null), i)
+                    }
+                    _ => Err(format!(
+                        "token {i}'s entry is {}, not one token's log-probability",
+                        crate::text::printable(
+                            &t.to_string().chars().take(120).collect::<String>()
+                        )
+                    )),
+                },
+            )
+            .collect()
+    }
 }

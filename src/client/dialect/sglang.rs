@@ -206,4 +206,33 @@ impl Dialect for Generate {
     fn token_source(&self) -> TokenSource {
         TokenSource::MetaInfo
     }
+
+    /// SGLang 0.5.23's scoring: `return_logprob` from the prompt's first
+    /// token (`logprob_start_len: 0`), nothing generated
+    /// (`max_new_tokens: 0`).
+    fn score_request(&self, _model: &str, text: &str) -> Option<(&'static str, Value)> {
+        Some((
+            "/generate",
+            json!({
+                "text": text,
+                "sampling_params": {"max_new_tokens": 0, "temperature": 0},
+                "return_logprob": true,
+                "logprob_start_len": 0,
+            }),
+        ))
+    }
+
+    /// `meta_info.input_token_logprobs`: `[logprob, token id, text]` a
+    /// token, the first's logprob `null`.
+    fn scored(&self, answer: &Value) -> Result<Vec<f64>, String> {
+        let list = answer
+            .pointer("/meta_info/input_token_logprobs")
+            .and_then(Value::as_array)
+            .ok_or("the answer has no `meta_info.input_token_logprobs` list")?;
+        list.iter()
+            .enumerate()
+            .skip(1)
+            .map(|(i, t)| super::logprob(t.get(0).unwrap_or(&Value::Null), i))
+            .collect()
+    }
 }

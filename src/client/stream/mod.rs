@@ -367,6 +367,51 @@ impl Client {
         ))
     }
 
+    /// The request that has the server score `text` through `api` (SGLang's
+    /// `sglang-generate`, vLLM's `openai-completions`), where that API
+    /// can ask: its path and body.
+    pub fn score_request(&self, api: Api, text: &str) -> Option<(&'static str, serde_json::Value)> {
+        dialect::of(api).score_request(&self.model, text)
+    }
+
+    /// Has the server score `text` through `api`: the log-probability of
+    /// each of its tokens but the first, by the API's scoring request (not
+    /// streamed: a prefill), answered within a first token's deadline and
+    /// read up to the document limit.
+    pub async fn score(&self, api: Api, text: &str) -> Result<Vec<f64>, CallError> {
+        let (path, body) = self.score_request(api, text).ok_or_else(|| {
+            CallError::new(
+                ErrorKind::Protocol,
+                format!("{} scores no prompt", api.name()),
+            )
+        })?;
+        let url = format!("{}{path}", self.base_url);
+        let deadline = tokio::time::Instant::now() + self.small_deadline().1;
+        let req = self
+            .http
+            .small()?
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_string());
+        let resp = self
+            .send_small(req, path, deadline, self.auth.as_ref())
+            .await?;
+        let status = resp.status();
+        let text = bounded_text(resp, self.limits.document, deadline, path).await?;
+        if !status.is_success() {
+            return Err(CallError::new(
+                ErrorKind::Http(status.as_u16()),
+                format!("POST {path}: {}", excerpt(&text, 300)),
+            ));
+        }
+        let answer = super::stream::document(&text).map_err(|e| {
+            CallError::new(ErrorKind::Protocol, format!("POST {path}: not JSON: {e}"))
+        })?;
+        dialect::of(api)
+            .scored(&answer)
+            .map_err(|why| CallError::new(ErrorKind::Protocol, format!("POST {path}: {why}")))
+    }
+
     /// GETs a text endpoint such as `/metrics`; `Ok(None)` when the server
     /// answers but not with success (it has no such endpoint).
     pub async fn get_text(&self, path: &str) -> Result<Option<String>, CallError> {

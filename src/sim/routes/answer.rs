@@ -397,3 +397,57 @@ pub(super) fn token_chunk(p: &Piece<'_>, cumulative: &str, plan: &Plan, extras: 
     };
     Bytes::from(text)
 }
+
+/// The simulator's scores of a prompt's tokens: the first `None`
+/// (nothing predicts it), each other a log-probability drawn from it and
+/// the token before, as a model's are fixed by the text. With broken
+/// numerics (`sglang.garbage_with`), each is nine nats lower: text scored
+/// as no model would.
+pub(super) fn scores(prompt: &str, broken: bool) -> Vec<(Option<f64>, u64, String)> {
+    let tokens = crate::sim::engine::tokenize(prompt);
+    tokens
+        .iter()
+        .enumerate()
+        .map(|(i, token)| {
+            let before = if i > 0 { tokens[i - 1].as_str() } else { "" };
+            let h = crate::sim::engine::hash(&format!("{before}\u{0}{token}"));
+            #[expect(clippy::cast_precision_loss, reason = "a small remainder")]
+            let lp = -0.05 - (h % 400) as f64 / 100.0 - if broken { 9.0 } else { 0.0 };
+            (
+                (i > 0).then_some(lp),
+                crate::sim::engine::token_id(token),
+                token.clone(),
+            )
+        })
+        .collect()
+}
+
+/// Puts a prompt's scores into a whole answer as the server it speaks as
+/// does: SGLang's `meta_info.input_token_logprobs` (`[logprob, id, null]`
+/// a token), vLLM's `choices[0].prompt_logprobs` (`null`, then
+/// `{"<id>": {"logprob", "rank", "decoded_token"}}` a token).
+pub(super) fn put_scores(
+    body: &mut Value,
+    speaks: crate::sim::Speaks,
+    scores: &[(Option<f64>, u64, String)],
+) {
+    match speaks {
+        crate::sim::Speaks::Sglang => {
+            body["meta_info"]["input_token_logprobs"] = scores
+                .iter()
+                .map(|(lp, id, _)| json!([lp, id, null]))
+                .collect();
+        }
+        crate::sim::Speaks::Vllm => {
+            body["choices"][0]["prompt_logprobs"] = scores
+                .iter()
+                .map(|(lp, id, word)| match lp {
+                    None => Value::Null,
+                    Some(lp) => {
+                        json!({ id.to_string(): {"logprob": lp, "rank": 1, "decoded_token": word} })
+                    }
+                })
+                .collect();
+        }
+    }
+}

@@ -18,6 +18,10 @@ pub(super) struct ReasoningAsk {
 }
 
 /// What a request asked for, whatever its API.
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent switches of one request: its end, sampling, streaming, scoring"
+)]
 pub(super) struct Ask {
     pub(super) prompt: String,
     pub(super) max_tokens: u32,
@@ -38,6 +42,10 @@ pub(super) struct Ask {
     /// How many `tools` the request offers: with any, a scripted tool call
     /// may be made.
     pub(super) tools: usize,
+    /// The prompt's tokens scored: SGLang's `return_logprob` from
+    /// `logprob_start_len: 0` on `/generate`, vLLM's `prompt_logprobs` on
+    /// its completions.
+    pub(super) score: bool,
 }
 
 const DEFAULT_MAX_TOKENS: u32 = 256;
@@ -159,6 +167,16 @@ pub(super) fn parse_ask(shape: Shape, speaks: Speaks, body: &Value) -> Result<As
             .get("tools")
             .and_then(Value::as_array)
             .map_or(0, Vec::len),
+        score: match (shape, speaks) {
+            (Shape::Generate, Speaks::Sglang) => {
+                flag("/return_logprob", false)
+                    && body.get("logprob_start_len").and_then(Value::as_i64) == Some(0)
+            }
+            (Shape::Completions, Speaks::Vllm) => {
+                body.get("prompt_logprobs").is_some_and(Value::is_u64)
+            }
+            _ => false,
+        },
         extras: Extras {
             usage: flag("/stream_options/include_usage", false),
             continuous: flag("/stream_options/continuous_usage_stats", false),

@@ -306,7 +306,7 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
     running.generated(plan.completion_tokens());
     running.ended(plan.finish);
     drop(running);
-    Json(match speaks {
+    let mut body = match speaks {
         Speaks::Sglang => whole(shape, &plan, &state.profile, &id, started.elapsed()),
         Speaks::Vllm => vllm::whole(
             shape,
@@ -315,8 +315,15 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
             &plan,
             answer::reported_tokens(&plan, &state.profile),
         ),
-    })
-    .into_response()
+    };
+    if ask.score {
+        answer::put_scores(
+            &mut body,
+            speaks,
+            &answer::scores(&ask.prompt, state.profile.broken_numerics),
+        );
+    }
+    Json(body).into_response()
 }
 
 /// Sets the profile's hangs (the whole server, or its scheduler) that

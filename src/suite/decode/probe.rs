@@ -6,7 +6,7 @@
 use super::{Decoder, Fields, SAMPLING, quoted_list};
 use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{
-    Api, Contract, DatasetTask, Input, Message, Probe, Sampling, SnapshotMode,
+    Api, Contract, DatasetTask, Input, Message, Numerics, Probe, Sampling, SnapshotMode,
 };
 use crate::suite::names::Named as _;
 use crate::suite::node::{Node, Yaml};
@@ -22,7 +22,16 @@ pub(super) const PROBE_OWN: &[&str] = &[
     "dataset",
     "thresholds",
     "contract",
+    "numerics",
 ];
+
+/// The keys of a `numerics:` block.
+pub(super) const NUMERICS: &[&str] = &["text", "mean_logprob", "within"];
+
+/// `numerics.within` where the suite states none: a tenth of a nat per
+/// token, beyond what another kernel or batch size moves a model's mean
+/// (hundredths) and far inside what broken numerics do (whole nats).
+pub const NUMERICS_WITHIN: f64 = 0.1;
 
 pub(super) const MESSAGE: &[&str] = &["role", "content"];
 /// The roles of a chat message.
@@ -64,6 +73,43 @@ impl Decoder<'_> {
                 deterministic: None,
                 dataset: Some(dataset?),
                 contract: Vec::new(),
+                numerics: None,
+            });
+        }
+        if let Some(n) = f.get("numerics") {
+            let numerics = self.numerics(n);
+            for key in [
+                "prompt",
+                "messages",
+                "system",
+                "expect",
+                "dataset",
+                "snapshot",
+                "deterministic",
+                "contract",
+            ] {
+                if let Some(k) = f.key(key) {
+                    self.error(
+                        Diagnostic::new(k.loc, format!("`{key}` on a numerics probe"))
+                            .expected("the text it scores in `numerics.text`: a numerics probe asks for nothing else"),
+                    );
+                }
+            }
+            let numerics = numerics?;
+            return Some(Probe {
+                name: name?,
+                loc: y.loc,
+                input: Input::Prompt {
+                    system: None,
+                    prompt: numerics.text.clone(),
+                },
+                sampling: self.sampling(&f, api).or(defaults),
+                expect: Vec::new(),
+                snapshot: SnapshotMode::Off,
+                deterministic: None,
+                dataset: None,
+                contract: Vec::new(),
+                numerics: Some(numerics),
             });
         }
         if let Some(k) = f.key("thresholds") {
@@ -123,6 +169,46 @@ impl Decoder<'_> {
             deterministic,
             dataset: None,
             contract,
+            numerics: None,
+        })
+    }
+
+    /// A `numerics:` block (any API: the server's own scoring request is
+    /// sent, whatever the suite's requests are).
+    fn numerics(&mut self, y: &Yaml) -> Option<Numerics> {
+        let f = self.fields(y, "numerics", NUMERICS)?;
+        let text = self
+            .required(&f, "text", "numerics")
+            .and_then(|v| self.text(v, "numerics.text"));
+        let mean_logprob = match f.get("mean_logprob") {
+            Some(v) => Some(self.float(v, "numerics.mean_logprob")?),
+            None => None,
+        };
+        if let (Some(v), Some(m)) = (f.get("mean_logprob"), mean_logprob)
+            && m > 0.0
+        {
+            self.error(
+                Diagnostic::new(
+                    v.loc,
+                    format!("`mean_logprob` is {m}: a log-probability is at most 0"),
+                )
+                .expected("the mean a run of a known-good configuration measured, e.g. `-1.71`"),
+            );
+        }
+        let within = match f.get("within") {
+            Some(v) => {
+                let w = self.float(v, "numerics.within")?;
+                if w <= 0.0 {
+                    self.error(Diagnostic::new(v.loc, "`within` must be above 0"));
+                }
+                w
+            }
+            None => NUMERICS_WITHIN,
+        };
+        Some(Numerics {
+            text: text?,
+            mean_logprob,
+            within,
         })
     }
 

@@ -58,6 +58,26 @@ pub struct Probe {
     pub dataset: Option<DatasetProbe>,
     /// Server-contract checks run with this probe's request.
     pub contract: Vec<Contract>,
+    /// A numerics probe: the server scores a fixed text, which asks for
+    /// nothing else.
+    pub numerics: Option<Numerics>,
+}
+
+/// A numerics probe (`numerics:`): the server scores a fixed reference
+/// text — the log-probability it gives each of its tokens — and their
+/// mean must be the one a known-good configuration of the same model
+/// gave, within `within`. A wrong attention backend, a broken kernel or a
+/// bad quantization scores text it did not write differently, whatever
+/// words it would write itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Numerics {
+    /// The text scored.
+    pub text: String,
+    /// The mean token log-probability of a known-good configuration; `None`
+    /// until the suite states it (the probe fails, saying what it measured).
+    pub mean_logprob: Option<f64>,
+    /// The largest difference from it that passes (nats per token).
+    pub within: f64,
 }
 
 /// What a probe's snapshot is: `snapshot: false | true | review | gate`.

@@ -13,7 +13,7 @@ use crate::suite::decode::assertion::{CHECKS, CODE, DEGENERATE, JSON, NUMBER, as
 use crate::suite::decode::dataset::{
     ACCURACY, DATASET, EXTRACT_REGEX, EXTRACTS, FORMATS, PASS_AT_1,
 };
-use crate::suite::decode::probe::{MESSAGE, ROLES, probe_keys};
+use crate::suite::decode::probe::{MESSAGE, NUMERICS, ROLES, probe_keys};
 use crate::suite::decode::tools::TOOL_CALL;
 use crate::suite::model::{Contract, Field};
 use crate::suite::names::Named as _;
@@ -68,6 +68,39 @@ pub(super) fn probe() -> Value {
         ),
         ("dataset", dataset()),
         (
+            "numerics",
+            described(
+                with_required(
+                    object(
+                        "numerics",
+                        NUMERICS,
+                        vec![
+                            (
+                                "text",
+                                described(text(), "The reference text the server scores."),
+                            ),
+                            (
+                                "mean_logprob",
+                                described(
+                                    json!({"type": "number", "maximum": 0}),
+                                    "The mean token log-probability a known-good configuration of the model gave the text; unset, the probe fails and says what it measured.",
+                                ),
+                            ),
+                            (
+                                "within",
+                                described(
+                                    json!({"type": "number", "exclusiveMinimum": 0}),
+                                    "The largest difference from `mean_logprob` that passes, nats per token (default 0.1).",
+                                ),
+                            ),
+                        ],
+                    ),
+                    &["text"],
+                ),
+                "A numerics probe: the server scores `text` — SGLang through `/generate` with `return_logprob`, vLLM through `/v1/completions` with `prompt_logprobs`, whatever the suite's `api` — and the mean token log-probability must be a known-good configuration's.",
+            ),
+        ),
+        (
             "thresholds",
             described(
                 json!({"anyOf": [
@@ -121,7 +154,7 @@ pub(super) fn probe() -> Value {
     described(
         one_of_required(
             with_required(object("probe", &probe_keys(), props), &["name"]),
-            &[&["prompt"], &["messages"], &["dataset"]],
+            &[&["prompt"], &["messages"], &["dataset"], &["numerics"]],
         ),
         "A correctness probe: one request, its answer checked.",
     )
@@ -174,7 +207,7 @@ fn dataset() -> Value {
                         "timeout",
                         described(
                             duration(),
-                            "format humaneval: each program's time limit (default 10s; the time it waits for a CPU behind other work is not counted, up to 10× the limit on the clock).",
+                            "format humaneval: each program's time limit (default 10s; the time it waits for a CPU behind other work is not counted, nor, up to the limit, the time it is blocked; at most 10× the limit on the clock).",
                         ),
                     ),
                     (
@@ -297,7 +330,7 @@ fn code() -> Value {
                     "timeout",
                     described(
                         duration(),
-                        "Time limit (default 10s): the clock, less the time the program waits for a CPU behind other work, up to 10× the limit on the clock.",
+                        "Time limit (default 10s): the clock, less the time the program waits for a CPU behind other work and, up to the limit, the time it is blocked; at most 10× the limit on the clock.",
                     ),
                 ),
                 (
