@@ -185,6 +185,10 @@ pub const SERVER: &str = "server.";
 
 /// What a `server.` gauge figure needs.
 const GAUGE: &str = "the server's `/metrics` with this gauge (SGLang `--enable-metrics`), sampled every 250 ms while the window is open";
+/// What SGLang's own timings of a request need, by its `meta_info` field.
+const SGLANG_TTFT: &str = "SGLang's own timings (`api: sglang-generate`, `meta_info.first_token_latency`, with `--enable-metrics`)";
+const SGLANG_E2E: &str = "SGLang's own timings (`api: sglang-generate`, `meta_info.e2e_latency`)";
+const SGLANG_QUEUE: &str = "SGLang's own timings (`api: sglang-generate`, `meta_info.queue_time`, with `--enable-metrics`)";
 /// What a `server.` counter figure needs.
 const COUNTER: &str = "the server's `/metrics` with this counter (SGLang `--enable-metrics`), read before and after the window";
 
@@ -247,15 +251,9 @@ pub const METRICS: [MetricSpec; 35] = {
             Mean,
         )
         .needs("an API whose server reports its own timings (`api: llamacpp-completion`, or `api: sglang-generate` against SGLang with `--enable-metrics`)"),
-        row(M::ServerTtft, "server_ttft", Seconds, true, Mean).needs(
-            "SGLang's own timings (`api: sglang-generate`, `meta_info.first_token_latency`, with `--enable-metrics`)",
-        ),
-        row(M::ServerE2e, "server_e2e", Seconds, true, Mean).needs(
-            "SGLang's own timings (`api: sglang-generate`, `meta_info.e2e_latency`)",
-        ),
-        row(M::ServerQueue, "server_queue", Seconds, true, Mean).needs(
-            "SGLang's own timings (`api: sglang-generate`, `meta_info.queue_time`, with `--enable-metrics`)",
-        ),
+        row(M::ServerTtft, "server_ttft", Seconds, true, Mean).needs(SGLANG_TTFT),
+        row(M::ServerE2e, "server_e2e", Seconds, true, Mean).needs(SGLANG_E2E),
+        row(M::ServerQueue, "server_queue", Seconds, true, Mean).needs(SGLANG_QUEUE),
         row(M::CacheHitRate, "cache_hit_rate", Ratio, false, Mean).needs(
             "cached-token counts from the server for every request (SGLang `--enable-cache-report`, vLLM `--enable-prompt-tokens-details`, llama.cpp `timings.cache_n`)",
         ),

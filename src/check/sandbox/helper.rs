@@ -284,20 +284,22 @@ fn allowed(limit: Duration, waited: Duration) -> Duration {
 /// (and each of its processes stops at its CPU-time limit). A process
 /// that has ended takes its wait with it.
 fn waited_for_cpu() -> Option<Duration> {
-    let me = i32::try_from(std::process::id()).ok()?;
-    crate::process::procfs::descendants(me)
-        .into_iter()
-        .filter_map(crate::process::procfs::run_delay)
-        .max()
+    most_of_the_program(crate::process::procfs::run_delay)
 }
 
-/// The longest any thread of the program's processes has run on a CPU
-/// (summed over a process's threads); `None` where the kernel does not say.
+/// The longest any of the program's processes has run on a CPU (summed
+/// over its threads); `None` where the kernel does not say.
 fn ran_on_cpu() -> Option<Duration> {
+    most_of_the_program(crate::process::procfs::on_cpu)
+}
+
+/// The largest figure of the program's processes (this supervisor's
+/// descendants: the stage and what it started) that `figure` reads.
+fn most_of_the_program(figure: fn(i32) -> Option<Duration>) -> Option<Duration> {
     let me = i32::try_from(std::process::id()).ok()?;
     crate::process::procfs::descendants(me)
         .into_iter()
-        .filter_map(crate::process::procfs::on_cpu)
+        .filter_map(figure)
         .max()
 }
 

@@ -208,12 +208,31 @@ pub trait Dialect: Send + Sync + std::fmt::Debug {
     }
 }
 
-/// A scored token's log-probability as a server wrote it: a number, or
-/// what it was instead (`null` where a token has none, a string where a
-/// server wrote one).
-fn logprob(v: &Value, at: usize) -> Result<f64, String> {
-    v.as_f64()
-        .ok_or_else(|| format!("token {at}'s log-probability is {v}, not a number"))
+/// The log-probabilities of a scored text's tokens: the list at `pointer`
+/// in the answer (`missing` where there is none), each entry but the
+/// first's read by `each` (its number, or why it has none).
+fn scored_list(
+    answer: &Value,
+    pointer: &str,
+    missing: &str,
+    each: impl Fn(&Value) -> Option<&Value>,
+) -> Result<Vec<f64>, String> {
+    let list = answer
+        .pointer(pointer)
+        .and_then(Value::as_array)
+        .ok_or_else(|| missing.to_owned())?;
+    list.iter()
+        .enumerate()
+        .skip(1)
+        .map(|(i, t)| {
+            each(t).and_then(Value::as_f64).ok_or_else(|| {
+                format!(
+                    "token {i}'s entry is {}, not one token's log-probability",
+                    crate::text::printable(&t.to_string().chars().take(120).collect::<String>())
+                )
+            })
+        })
+        .collect()
 }
 
 static DIALECTS: [&dyn Dialect; 4] = [

@@ -212,26 +212,14 @@ impl Dialect for OpenAi {
     /// `{"<id>": {"logprob": …}}` a token (the token's own only, as
     /// `prompt_logprobs: 0` asks).
     fn scored(&self, answer: &Value) -> Result<Vec<f64>, String> {
-        let list = answer
-            .pointer("/choices/0/prompt_logprobs")
-            .and_then(Value::as_array)
-            .ok_or("the answer has no `choices[0].prompt_logprobs` list (vLLM's; SGLang scores a prompt through `api: sglang-generate`)")?;
-        list.iter()
-            .enumerate()
-            .skip(1)
-            .map(
-                |(i, t)| match t.as_object().map(|m| m.values().collect::<Vec<_>>()) {
-                    Some(entries) if entries.len() == 1 => {
-                        super::logprob(entries[0].get("logprob").unwrap_or(&Value::Null), i)
-                    }
-                    _ => Err(format!(
-                        "token {i}'s entry is {}, not one token's log-probability",
-                        crate::text::printable(
-                            &t.to_string().chars().take(120).collect::<String>()
-                        )
-                    )),
-                },
-            )
-            .collect()
+        super::scored_list(
+            answer,
+            "/choices/0/prompt_logprobs",
+            "the answer has no `choices[0].prompt_logprobs` list (vLLM's; SGLang scores a prompt through `/generate`)",
+            |t| {
+                let entries = t.as_object()?;
+                (entries.len() == 1).then(|| entries.values().next()?.get("logprob"))?
+            },
+        )
     }
 }

@@ -225,14 +225,11 @@ impl Dialect for Generate {
     /// `meta_info.input_token_logprobs`: `[logprob, token id, text]` a
     /// token, the first's logprob `null`.
     fn scored(&self, answer: &Value) -> Result<Vec<f64>, String> {
-        let list = answer
-            .pointer("/meta_info/input_token_logprobs")
-            .and_then(Value::as_array)
-            .ok_or("the answer has no `meta_info.input_token_logprobs` list")?;
-        list.iter()
-            .enumerate()
-            .skip(1)
-            .map(|(i, t)| super::logprob(t.get(0).unwrap_or(&Value::Null), i))
-            .collect()
+        super::scored_list(
+            answer,
+            "/meta_info/input_token_logprobs",
+            "the answer has no `meta_info.input_token_logprobs` list",
+            |t| t.get(0),
+        )
     }
 }
