@@ -182,7 +182,11 @@ impl SuiteRun {
         n: &Numerics,
     ) -> Verdict {
         let file = &self.suite.file;
-        let Some(api) = target.scorer else {
+        let scoring = target.scorer.and_then(|api| {
+            let (path, body) = target.client.score_request(api, &n.text)?;
+            Some((api, path, body))
+        });
+        let Some((api, path, body)) = scoring else {
             let mut out = Message::of_error(
                 "numerics probe cannot measure: servegate knows no way to have this server score a prompt",
             );
@@ -194,17 +198,13 @@ impl SuiteRun {
             );
             return Err(probe_failed(out));
         };
-        let (path, body) = target
-            .client
-            .score_request(api, &n.text)
-            .unwrap_or(("", serde_json::Value::Null));
         let sent = Sent {
             url: format!("{}{path}", target.client.base_url()),
             body,
         };
         let logprobs = self
             .runtime
-            .block_on(target.client.score(api, &n.text))
+            .block_on(target.client.score(api, path, &sent.body))
             .map_err(|e| probe_failed(request_failed(file, loc, &sent, &e)))?;
         numerics::judge(n, &logprobs).map(|_| ()).map_err(|f| {
             let mut out = Message::of_error(f.error);

@@ -75,37 +75,33 @@ pub fn descendants(root: i32) -> Vec<i32> {
     found
 }
 
-/// The longest any thread of process `pid` has been runnable but waited
-/// for a CPU (the kernel's run-queue delay, the second figure of
-/// `/proc/<pid>/task/<tid>/schedstat`): time other work held its core.
-/// `None` where the kernel does not say or the process is gone.
-pub fn run_delay(pid: i32) -> Option<std::time::Duration> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
+/// A process's scheduler figures, from each living thread's `schedstat`
+/// (`/proc/<pid>/task/*/schedstat`: time on a CPU, time runnable waiting
+/// for one): the time its threads ran, summed, and the longest any of them
+/// waited. `None` where the kernel keeps no such figures or the process is
+/// gone.
+pub fn schedstat(pid: i32) -> Option<(std::time::Duration, std::time::Duration)> {
+    let (mut ran, mut waited, mut any) = (0u64, 0u64, false);
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
         .flatten()
-        .filter_map(|task| {
-            let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
-            stat.split_ascii_whitespace().nth(1)?.parse::<u64>().ok()
-        })
-        .max()
-        .map(std::time::Duration::from_nanos)
-}
-
-/// How long a process's living threads have run on a CPU (the first field
-/// of each thread's `schedstat`, summed); `None` where the kernel keeps no
-/// such figures or the process is gone.
-pub fn on_cpu(pid: i32) -> Option<std::time::Duration> {
-    let ran = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .ok()?
-        .flatten()
-        .filter_map(|task| {
-            let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
-            stat.split_ascii_whitespace().next()?.parse::<u64>().ok()
-        })
-        .fold(None, |sum: Option<u64>, ns| {
-            Some(sum.unwrap_or(0).saturating_add(ns))
-        })?;
-    Some(std::time::Duration::from_nanos(ran))
+    {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) else {
+            continue;
+        };
+        let mut fields = stat.split_ascii_whitespace().map(str::parse::<u64>);
+        if let (Some(Ok(r)), Some(Ok(w))) = (fields.next(), fields.next()) {
+            ran = ran.saturating_add(r);
+            waited = waited.max(w);
+            any = true;
+        }
+    }
+    any.then(|| {
+        (
+            std::time::Duration::from_nanos(ran),
+            std::time::Duration::from_nanos(waited),
+        )
+    })
 }
 
 /// `/proc/<pid>/status`, read once for several fields.
@@ -171,12 +167,13 @@ mod tests {
         );
         assert!(status.number("Threads:").is_some_and(|n| n >= 1));
         assert!(status.number("Nonsense:").is_none());
-        // This test's thread is runnable now: the kernel has a run-queue
-        // figure for it (zero or more) wherever it keeps schedstat.
+        // This test's thread is running now: the kernel has its time on a
+        // CPU (more than none) and on the run queue wherever it keeps
+        // schedstat.
         if std::path::Path::new("/proc/thread-self/schedstat").exists() {
-            assert!(run_delay(me).is_some());
+            assert!(schedstat(me).is_some_and(|(ran, _)| !ran.is_zero()));
         }
-        assert!(run_delay(-1).is_none());
+        assert!(schedstat(-1).is_none());
         let mut child = std::process::Command::new("sleep")
             .arg("5")
             .spawn()

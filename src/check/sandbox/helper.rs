@@ -193,8 +193,8 @@ fn supervise_job(mut job: Job, up: &UnixStream) -> Result<Finished, String> {
                 // and so, up to the limit again, the time it was blocked
                 // (asleep, or stalled on a read, its memory or a throttled
                 // cgroup: a loaded run once held a Python start-up 2 s so).
-                let waited = waited_for_cpu();
-                let blocked = blocked(started.elapsed(), waited, ran_on_cpu(), limit);
+                let (ran, waited) = program_schedstat().unzip();
+                let blocked = blocked(started.elapsed(), waited, ran, limit);
                 let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
                 finished.waited_ms = waited.map(ms);
                 finished.blocked_ms = blocked.map(ms);
@@ -276,31 +276,21 @@ fn allowed(limit: Duration, waited: Duration) -> Duration {
         .min(limit.saturating_mul(super::CLOCK_CAP))
 }
 
-/// The longest any thread of the program's processes (this supervisor's
-/// descendants: the stage and what it started) has waited for a CPU;
-/// `None` where the kernel does not say. Behind other work, or behind the
+/// The program's scheduler figures, in one pass over its processes (this
+/// supervisor's descendants: the stage and what it started): the longest
+/// any of them ran on a CPU (its threads summed), and the longest any of
+/// their threads waited for one — behind other work, or behind the
 /// program's own other processes and threads: a program that contends
 /// with itself gets its limit moved too, never past `CLOCK_CAP` times it
 /// (and each of its processes stops at its CPU-time limit). A process
-/// that has ended takes its wait with it.
-fn waited_for_cpu() -> Option<Duration> {
-    most_of_the_program(crate::process::procfs::run_delay)
-}
-
-/// The longest any of the program's processes has run on a CPU (summed
-/// over its threads); `None` where the kernel does not say.
-fn ran_on_cpu() -> Option<Duration> {
-    most_of_the_program(crate::process::procfs::on_cpu)
-}
-
-/// The largest figure of the program's processes (this supervisor's
-/// descendants: the stage and what it started) that `figure` reads.
-fn most_of_the_program(figure: fn(i32) -> Option<Duration>) -> Option<Duration> {
+/// that has ended takes its figures with it. `None` where the kernel does
+/// not say.
+fn program_schedstat() -> Option<(Duration, Duration)> {
     let me = i32::try_from(std::process::id()).ok()?;
     crate::process::procfs::descendants(me)
         .into_iter()
-        .filter_map(figure)
-        .max()
+        .filter_map(crate::process::procfs::schedstat)
+        .reduce(|(r1, w1), (r2, w2)| (r1.max(r2), w1.max(w2)))
 }
 
 /// How long of `elapsed` the program was blocked — neither on a CPU

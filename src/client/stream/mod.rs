@@ -374,17 +374,17 @@ impl Client {
         dialect::of(api).score_request(&self.model, text)
     }
 
-    /// Has the server score `text` through `api`: the log-probability of
-    /// each of its tokens but the first, by the API's scoring request (not
-    /// streamed: a prefill), answered within a first token's deadline and
-    /// read up to the document limit.
-    pub async fn score(&self, api: Api, text: &str) -> Result<Vec<f64>, CallError> {
-        let (path, body) = self.score_request(api, text).ok_or_else(|| {
-            CallError::new(
-                ErrorKind::Protocol,
-                format!("{} scores no prompt", api.name()),
-            )
-        })?;
+    /// Has the server score a text through `api` by its scoring request
+    /// (`path`, `body`: [`Client::score_request`]): the log-probability of
+    /// each of its tokens but the first, not streamed (a prefill),
+    /// answered within a first token's deadline and read up to the
+    /// document limit.
+    pub async fn score(
+        &self,
+        api: Api,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<Vec<f64>, CallError> {
         let url = format!("{}{path}", self.base_url);
         let deadline = tokio::time::Instant::now() + self.small_deadline().1;
         let req = self
