@@ -19,20 +19,30 @@ pub struct Scrape {
     /// Label sets per series name: a gauge of a share (KV-cache use) is
     /// their mean, not their sum.
     sets: BTreeMap<String, u32>,
-    /// Counters by `finished_reason` (vLLM counts aborts in
-    /// `request_success_total{finished_reason="abort"}`: those its engine
-    /// decides; 0.32 does not count a request its client abandoned).
-    reasons: BTreeMap<(String, String), f64>,
+    /// Counters by the label that splits them into kinds ([`KINDS`]),
+    /// keyed by series name and the label's value: vLLM counts aborts in
+    /// `request_success_total{finished_reason="abort"}` (those its engine
+    /// decides; 0.32 does not count a request its client abandoned),
+    /// SGLang its forward passes by `mode` (`decode_cuda_graph`,
+    /// `decode_none`, …).
+    kinds: BTreeMap<(String, String), f64>,
     buckets: BTreeMap<String, BTreeMap<String, f64>>,
+    /// When the client had the page: counters over a window are divided
+    /// by the time between two reads.
+    at: Option<std::time::Instant>,
 }
+
+/// The labels that split a counter into kinds, read by their value.
+const KINDS: [&str; 2] = ["finished_reason", "mode"];
 
 impl Scrape {
     /// Parses Prometheus text exposition; malformed lines are skipped.
     pub fn parse(text: &str) -> Self {
         let mut s = Scrape::default();
-        // The largest value of each series per label set that is one
-        // part of the server (see [`group`]).
+        // The largest value of each series (a bucket: of each bound) per
+        // label set that is one part of the server (see [`group`]).
         let mut groups: BTreeMap<(String, String), f64> = BTreeMap::new();
+        let mut bucket_groups: BTreeMap<(String, String, String), f64> = BTreeMap::new();
         for line in text.lines() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -43,11 +53,10 @@ impl Scrape {
             };
             if let Some(base) = name.strip_suffix("_bucket") {
                 if let Some(le) = label(labels, "le").map(str::to_owned) {
-                    *s.buckets
-                        .entry(base.to_owned())
-                        .or_default()
-                        .entry(le)
-                        .or_insert(0.0) += value;
+                    let seen = bucket_groups
+                        .entry((base.to_owned(), le, group(labels)))
+                        .or_insert(value);
+                    *seen = seen.max(value);
                 }
                 continue;
             }
@@ -56,20 +65,33 @@ impl Scrape {
             if label(labels, "priority").is_some_and(|p| !p.is_empty()) {
                 continue;
             }
-            let group = group(labels);
-            let seen = groups.entry((name.to_owned(), group)).or_insert(value);
+            let seen = groups
+                .entry((name.to_owned(), group(labels)))
+                .or_insert(value);
             *seen = seen.max(value);
-            if let Some(reason) = label(labels, "finished_reason") {
-                *s.reasons
-                    .entry((name.to_owned(), reason.to_owned()))
+        }
+        for ((name, group), value) in groups {
+            if let Some(kind) = KINDS.iter().find_map(|k| label(&group, k)) {
+                *s.kinds
+                    .entry((name.clone(), kind.to_owned()))
                     .or_insert(0.0) += value;
             }
-        }
-        for ((name, _), value) in groups {
             *s.values.entry(name.clone()).or_insert(0.0) += value;
             *s.sets.entry(name).or_insert(0) += 1;
         }
+        for ((base, le, _), value) in bucket_groups {
+            *s.buckets.entry(base).or_default().entry(le).or_insert(0.0) += value;
+        }
         s
+    }
+
+    /// The same scrape, read by the client at `at`.
+    #[must_use]
+    pub fn read_at(self, at: std::time::Instant) -> Self {
+        Self {
+            at: Some(at),
+            ..self
+        }
     }
 
     /// The first of `names` present.
@@ -77,6 +99,11 @@ impl Scrape {
         names
             .iter()
             .find_map(|n| self.values.get(*n).map(|v| (*n, *v)))
+    }
+
+    /// The counter `name` of kind `kind` ([`KINDS`]).
+    fn kind(&self, name: &str, kind: &str) -> Option<f64> {
+        self.kinds.get(&(name.to_owned(), kind.to_owned())).copied()
     }
 }
 
@@ -271,6 +298,13 @@ pub struct ServerView {
     pub cache: Option<(f64, f64)>,
     /// Generated tokens and the speculative verify steps that made them.
     pub spec: Option<(f64, f64)>,
+    /// Time in the queue.
+    pub queue_time: Option<HistogramDelta>,
+    /// Decode passes that ran a CUDA graph, and all decode passes.
+    pub cuda_graph: Option<(f64, f64)>,
+    /// CPU seconds of the scheduler process, and the seconds between the
+    /// two reads (`None` where they were not timed).
+    pub scheduler_cpu: Option<(f64, Option<f64>)>,
     /// The gauges sampled while the window was open.
     pub samples: Samples,
 }
@@ -286,15 +320,21 @@ pub enum Gauge {
     TokenUsage,
     /// Generation throughput, tokens per second.
     GenThroughput,
+    /// KV-cache slots held by running requests, in tokens.
+    KvUsedTokens,
+    /// KV-cache slots free, in tokens.
+    KvAvailableTokens,
 }
 
 impl Gauge {
     /// Every gauge, in the order [`Samples`] keeps them.
-    pub const ALL: [Gauge; 4] = [
+    pub const ALL: [Gauge; GAUGES] = [
         Gauge::RunningReqs,
         Gauge::QueueReqs,
         Gauge::TokenUsage,
         Gauge::GenThroughput,
+        Gauge::KvUsedTokens,
+        Gauge::KvAvailableTokens,
     ];
 
     /// The gauge behind a `server.` metric.
@@ -304,6 +344,8 @@ impl Gauge {
             Metric::ServerQueueReqs => Some(Gauge::QueueReqs),
             Metric::ServerTokenUsage => Some(Gauge::TokenUsage),
             Metric::ServerGenThroughput => Some(Gauge::GenThroughput),
+            Metric::ServerKvUsedTokens => Some(Gauge::KvUsedTokens),
+            Metric::ServerKvAvailableTokens => Some(Gauge::KvAvailableTokens),
             _ => None,
         }
     }
@@ -330,6 +372,10 @@ impl Gauge {
                 "llamacpp:kv_cache_usage_ratio",
             ],
             Gauge::GenThroughput => &["sglang:gen_throughput"],
+            // Written with the others (`pool_stats_observer.py`: the
+            // pool's used and free slots).
+            Gauge::KvUsedTokens => &["sglang:kv_used_tokens"],
+            Gauge::KvAvailableTokens => &["sglang:kv_available_tokens"],
         }
     }
 
@@ -355,6 +401,9 @@ impl Gauge {
 /// `scheduler_components/metrics_reporter.py`).
 const SGLANG_REFRESH: &str = "SGLang rewrites its gauges at each prefill batch, every `decode_log_interval` decode steps (40 by default) and when it falls idle";
 
+/// How many gauges are sampled.
+const GAUGES: usize = 6;
+
 /// The gauges read while a window was open, a scrape every
 /// [`SAMPLE_EVERY`]. vLLM's and llama.cpp's gauges are live (written at
 /// each engine step, or at the scrape): every read is a sample. SGLang's
@@ -368,12 +417,12 @@ pub struct Samples {
     /// Scrapes read.
     pub scrapes: u32,
     /// Values read, by gauge in [`Gauge::ALL`]'s order.
-    values: [Vec<f64>; 4],
+    values: [Vec<f64>; GAUGES],
     /// Scrapes that failed, and the first one's error.
     pub failed: Option<(u32, String)>,
     /// The gauges of the scrape before (to tell a rewrite), and whether
     /// the server rewrites them now and then (SGLang's series).
-    previous: Option<[Option<f64>; 4]>,
+    previous: Option<[Option<f64>; GAUGES]>,
     periodic: bool,
     /// Scrapes that found a periodic server's gauges rewritten.
     pub refreshes: u32,
@@ -534,6 +583,34 @@ fn spec_delta(before: &Scrape, after: &Scrape) -> Option<(f64, f64)> {
     Some((drafts + accepted, drafts))
 }
 
+/// SGLang's counter of its decode passes by `mode`.
+const CUDA_GRAPH_PASSES: &str = "sglang:cuda_graph_passes_total";
+
+/// SGLang's counter of its scheduler process's CPU time.
+const SCHEDULER_CPU: &str = "sglang:scheduler_process_cpu_seconds_total";
+
+/// The shortest window whose scheduler CPU is a figure: SGLang adds to the
+/// counter once at least a second has passed since it last did
+/// (`scheduler_components/metrics_reporter.py`,
+/// `_SCHEDULER_TIME_ACCOUNTING_INTERVAL_NS`), so each read lags by up to a
+/// second of the scheduler's time.
+pub const SCHEDULER_CPU_WINDOW: f64 = 5.0;
+
+/// Decode passes that ran a CUDA graph, and all decode passes, over the
+/// window: SGLang 0.5.23 counts each decode batch under `mode`
+/// `decode_cuda_graph` or `decode_none` (`batch_result_processor.py`),
+/// each made at its first pass (a server without graphs has no
+/// `decode_cuda_graph` series: none yet is 0 where the family is).
+fn cuda_graph_delta(before: &Scrape, after: &Scrape) -> Option<(f64, f64)> {
+    after.values.get(CUDA_GRAPH_PASSES)?;
+    let delta = |mode: &str| {
+        after.kind(CUDA_GRAPH_PASSES, mode).unwrap_or(0.0)
+            - before.kind(CUDA_GRAPH_PASSES, mode).unwrap_or(0.0)
+    };
+    let graph = delta("decode_cuda_graph");
+    Some((graph, graph + delta("decode_none")))
+}
+
 /// The first of the histograms named `suffixes` (new names before old)
 /// that the server has.
 fn histogram_delta(before: &Scrape, after: &Scrape, suffixes: &[&str]) -> Option<HistogramDelta> {
@@ -618,14 +695,44 @@ impl ServerView {
                 .or_else(|| named_delta(before, after, &["vllm:num_preemptions_total"])),
             aborted: sglang_event_delta(before, after, "sglang:num_aborted_requests_total")
                 .or_else(|| {
-                    let key = ("vllm:request_success_total".to_owned(), "abort".to_owned());
-                    let a = after.reasons.get(&key)?;
-                    Some(a - before.reasons.get(&key).copied().unwrap_or(0.0))
+                    let name = "vllm:request_success_total";
+                    Some(after.kind(name, "abort")? - before.kind(name, "abort").unwrap_or(0.0))
                 }),
             cache: cache_delta(before, after),
             spec: spec_delta(before, after),
+            queue_time: histogram_delta(
+                before,
+                after,
+                &["queue_time_seconds", "request_queue_time_seconds"],
+            ),
+            cuda_graph: cuda_graph_delta(before, after),
+            scheduler_cpu: named_delta(before, after, &[SCHEDULER_CPU]).map(|cpu| {
+                let span = before
+                    .at
+                    .zip(after.at)
+                    .map(|(b, a)| a.saturating_duration_since(b).as_secs_f64());
+                (cpu, span)
+            }),
             samples: Samples::default(),
         }
+    }
+
+    /// The server's histogram behind a bucketed `server.` figure, and the
+    /// series it is read from.
+    fn histogram(&self, metric: Metric) -> Option<(Option<&HistogramDelta>, &'static str)> {
+        Some(match metric {
+            Metric::ServerTtftHistogram => (self.ttft.as_ref(), "time_to_first_token_seconds"),
+            Metric::ServerItlHistogram => (self.itl.as_ref(), "inter_token_latency_seconds"),
+            Metric::ServerTpotHistogram => {
+                (self.tpot.as_ref(), "request_time_per_output_token_seconds")
+            }
+            Metric::ServerE2eHistogram => (self.e2e.as_ref(), "e2e_request_latency_seconds"),
+            Metric::ServerQueueTime => (
+                self.queue_time.as_ref(),
+                "queue_time_seconds (vLLM request_queue_time_seconds)",
+            ),
+            _ => return None,
+        })
     }
 
     /// The value of a `server.` figure (`None` for the others, and where
@@ -633,6 +740,15 @@ impl ServerView {
     pub fn value(&self, metric: Metric, stat: Option<Stat>) -> Option<f64> {
         if let Some(g) = Gauge::of(metric) {
             return self.samples.stat(g, stat.unwrap_or(Stat::Mean));
+        }
+        if let Some((h, _)) = self.histogram(metric) {
+            let h = h?;
+            return match stat.unwrap_or(Stat::Mean) {
+                Stat::Mean => h.mean().filter(|m| m.is_finite() && *m >= 0.0),
+                Stat::Max => h.quantile_bound(1.0),
+                q => h.quantile_bound(q.quantile()?),
+            }
+            .filter(|v| v.is_finite());
         }
         let non_negative = |v: Option<f64>| v.filter(|n| *n >= 0.0);
         match metric {
@@ -646,6 +762,15 @@ impl ServerView {
             Metric::ServerSpecAcceptLength => {
                 let (tokens, steps) = self.spec?;
                 (steps > 0.0 && tokens >= steps).then(|| tokens / steps)
+            }
+            Metric::ServerCudaGraphShare => {
+                let (graph, all) = self.cuda_graph?;
+                (all > 0.0 && (0.0..=all).contains(&graph)).then(|| graph / all)
+            }
+            Metric::ServerSchedulerCpu => {
+                let (cpu, span) = self.scheduler_cpu?;
+                let span = span.filter(|s| *s >= SCHEDULER_CPU_WINDOW)?;
+                (cpu >= 0.0).then(|| cpu / span)
             }
             _ => None,
         }
@@ -677,6 +802,24 @@ impl ServerView {
             Metric::ServerSpecAcceptLength => self.spec.map_or_else(no_counter, |(t, s)| {
                 format!("{t:.0} tokens in {s:.0} verify steps by the server's counters")
             }),
+            Metric::ServerCudaGraphShare => self.cuda_graph.map_or_else(no_counter, |(g, a)| {
+                format!("{g:.0} of {a:.0} decode passes ran a CUDA graph, by the server's counter")
+            }),
+            Metric::ServerSchedulerCpu => match self.scheduler_cpu {
+                Some((cpu, Some(span))) => format!(
+                    "{} of CPU in the {} between two reads of /metrics (SGLang adds to the counter about once a second: each read lags by up to a second of it)",
+                    format_secs(cpu),
+                    format_secs(span)
+                ),
+                _ => no_counter(),
+            },
+            m if m.is_bucketed() => match self.histogram(m) {
+                Some((Some(h), _)) => format!(
+                    "{:.0} observations in the server's histogram over {window}; a percentile is the upper bound of its bucket",
+                    h.count
+                ),
+                _ => "no histogram of it".to_owned(),
+            },
             _ => format!("the server's counter over {window}"),
         }
     }
@@ -731,6 +874,36 @@ impl ServerView {
                 Some((_, p)) if p <= 0.0 => "the server counted no prompt tokens in the window".to_owned(),
                 Some((c, p)) => format!("the server's counters cannot be believed: {c:.0} prompt tokens cached of {p:.0}"),
             }),
+            Metric::ServerCudaGraphShare => Some(match self.cuda_graph {
+                None => format!("/metrics has no {CUDA_GRAPH_PASSES} (SGLang 0.5.23 writes it with `--enable-metrics`)"),
+                Some((_, a)) if a <= 0.0 => "the server counted no decode pass in the window".to_owned(),
+                Some((g, a)) => format!("the server's counter cannot be believed: {g:.0} decode passes with a CUDA graph of {a:.0}"),
+            }),
+            Metric::ServerSchedulerCpu => Some(match self.scheduler_cpu {
+                None => format!("/metrics has no {SCHEDULER_CPU} (SGLang 0.5.23 writes it with `--enable-metrics`)"),
+                Some((_, None)) => "the reads of /metrics before and after the window were not timed".to_owned(),
+                Some((_, Some(span))) if span < SCHEDULER_CPU_WINDOW => format!(
+                    "the window, {} between the reads of /metrics, is shorter than {}: SGLang adds to its CPU counter about once a second, so a read can lag by a second of it; lengthen the window",
+                    format_secs(span),
+                    format_secs(SCHEDULER_CPU_WINDOW)
+                ),
+                Some(_) => backwards.to_owned(),
+            }),
+            m if m.is_bucketed() => self.histogram(m).map(|(h, series)| match h {
+                None => format!("/metrics has no histogram {series} (SGLang `--enable-metrics`)"),
+                Some(h) if h.count <= 0.0 => {
+                    "the server's histogram observed nothing in the window".to_owned()
+                }
+                Some(h) => format!(
+                    "the server's histogram cannot bound it: the figure lies in its last bucket, above {}",
+                    h.buckets
+                        .iter()
+                        .rev()
+                        .map(|(le, _)| *le)
+                        .find(|le| le.is_finite())
+                        .map_or_else(|| "its every bound".to_owned(), format_secs)
+                ),
+            }),
             Metric::ServerSpecAcceptLength => Some(match self.spec {
                 None => "/metrics has neither sglang:spec_verify_calls_total nor vllm:spec_decode_num_drafts_total: is speculative decoding on?".to_owned(),
                 Some((_, s)) if s <= 0.0 => "the server counted no speculative verify step in the window".to_owned(),
@@ -755,6 +928,7 @@ impl ServerView {
             ("tpot", &self.tpot),
             ("itl", &self.itl),
             ("e2e", &self.e2e),
+            ("queue", &self.queue_time),
         ] {
             if let Some(h) = h
                 && let Some(mean) = h.mean()
@@ -779,6 +953,7 @@ impl ServerView {
             Metric::ServerSpecAcceptLength,
             Metric::ServerRetractions,
             Metric::ServerAborted,
+            Metric::ServerCudaGraphShare,
         ] {
             if let Some(v) = self.value(metric, None) {
                 let name = metric
@@ -790,11 +965,21 @@ impl ServerView {
                 ));
             }
         }
+        // The reading, however short the window (its figure needs 5 s).
+        if let Some((cpu, Some(span))) = self.scheduler_cpu {
+            parts.push(format!(
+                "scheduler cpu {} in {}",
+                format_secs(cpu),
+                format_secs(span)
+            ));
+        }
         for metric in [
             Metric::ServerRunningReqs,
             Metric::ServerQueueReqs,
             Metric::ServerTokenUsage,
             Metric::ServerGenThroughput,
+            Metric::ServerKvUsedTokens,
+            Metric::ServerKvAvailableTokens,
         ] {
             let Some(g) = Gauge::of(metric) else { continue };
             if let (Some(mean), Some(max)) = (
@@ -1107,5 +1292,160 @@ sglang:gen_throughput {throughput}
     fn servers_without_these_series_give_nothing() {
         let v = ServerView::between(&Scrape::parse(""), &Scrape::parse("up 1\n"));
         assert_eq!(v, ServerView::default());
+    }
+
+    /// SGLang 0.5.23's series as a CPU server wrote them (seen on the real
+    /// one: its `decode_cuda_graph` series is made at the first graph pass,
+    /// so a server without graphs has none), then a GPU one whose batches
+    /// outgrew its graphs: the share of decode passes on a graph, the
+    /// scheduler's CPU per second of a timed window, each read once where
+    /// every tensor-parallel rank writes its copy.
+    #[test]
+    fn cuda_graph_passes_and_scheduler_cpu_are_figures() {
+        let labels = |tp: u32| format!("model_name=\"m\",tp_rank=\"{tp}\"");
+        let page = |graph: Option<u32>, none: u32, cpu: f64| {
+            let mut text = String::new();
+            for tp in 0..2 {
+                let l = labels(tp);
+                let _ = write!(
+                    text,
+                    "sglang:cuda_graph_passes_total{{{l},mode=\"prefill_none\"}} 3\n\
+                     sglang:cuda_graph_passes_total{{{l},mode=\"decode_none\"}} {none}\n\
+                     sglang:scheduler_process_cpu_seconds_total{{{l}}} {cpu}\n"
+                );
+                if let Some(g) = graph {
+                    let _ = writeln!(
+                        text,
+                        "sglang:cuda_graph_passes_total{{{l},mode=\"decode_cuda_graph\"}} {g}"
+                    );
+                }
+            }
+            text
+        };
+        let t0 = std::time::Instant::now();
+        let at = |secs: f64| t0 + std::time::Duration::from_secs_f64(secs);
+        let cpu_box = ServerView::between(
+            &Scrape::parse(&page(None, 7, 2.0)).read_at(at(0.0)),
+            &Scrape::parse(&page(None, 57, 8.0)).read_at(at(10.0)),
+        );
+        assert_eq!(cpu_box.value(Metric::ServerCudaGraphShare, None), Some(0.0));
+        assert_eq!(
+            cpu_box.sample_size(Metric::ServerCudaGraphShare, "10s"),
+            "0 of 50 decode passes ran a CUDA graph, by the server's counter"
+        );
+        let cpu = cpu_box.value(Metric::ServerSchedulerCpu, None).unwrap();
+        assert!((cpu - 0.6).abs() < 1e-9, "{cpu}");
+        let outgrown = ServerView::between(
+            &Scrape::parse(&page(Some(100), 0, 0.0)),
+            &Scrape::parse(&page(Some(190), 10, 1.0)),
+        );
+        assert_eq!(
+            outgrown.value(Metric::ServerCudaGraphShare, None),
+            Some(0.9)
+        );
+        // Untimed reads, and a window shorter than SGLang's accounting
+        // interval allows, give no CPU figure, saying why.
+        assert_eq!(outgrown.value(Metric::ServerSchedulerCpu, None), None);
+        assert!(
+            outgrown
+                .missing(Metric::ServerSchedulerCpu)
+                .unwrap()
+                .contains("were not timed")
+        );
+        let short = ServerView::between(
+            &Scrape::parse(&page(None, 0, 1.0)).read_at(at(0.0)),
+            &Scrape::parse(&page(None, 5, 2.0)).read_at(at(2.0)),
+        );
+        assert_eq!(short.value(Metric::ServerSchedulerCpu, None), None);
+        let why = short.missing(Metric::ServerSchedulerCpu).unwrap();
+        assert!(
+            why.starts_with(
+                "the window, 2.000s between the reads of /metrics, is shorter than 5.000s"
+            ),
+            "{why}"
+        );
+        // No decode pass in the window, and a server without the series.
+        let idle = ServerView::between(
+            &Scrape::parse(&page(None, 5, 1.0)),
+            &Scrape::parse(&page(None, 5, 1.0)),
+        );
+        assert_eq!(
+            idle.missing(Metric::ServerCudaGraphShare).unwrap(),
+            "the server counted no decode pass in the window"
+        );
+        let vllm = ServerView::between(
+            &Scrape::parse("vllm:prompt_tokens_total 0\n"),
+            &Scrape::parse("vllm:prompt_tokens_total 9\n"),
+        );
+        for metric in [Metric::ServerCudaGraphShare, Metric::ServerSchedulerCpu] {
+            assert_eq!(vllm.value(metric, None), None);
+            assert!(
+                vllm.missing(metric)
+                    .unwrap()
+                    .starts_with("/metrics has no sglang:")
+            );
+        }
+    }
+
+    /// The server's histograms as figures: the mean exact, a percentile
+    /// and the largest as the upper bound of their bucket, nothing where
+    /// it lies past the last finite bound; a tensor-parallel rank's copy
+    /// of a scheduler histogram (queue time) counted once.
+    #[test]
+    fn the_servers_histograms_are_figures_bounded_by_their_buckets() {
+        let v = ServerView::between(&Scrape::parse(BEFORE), &Scrape::parse(AFTER));
+        let mean = v
+            .value(Metric::ServerTtftHistogram, Some(Stat::Mean))
+            .unwrap();
+        assert!((mean - 0.08).abs() < 1e-9, "{mean}");
+        assert_eq!(
+            v.value(Metric::ServerTtftHistogram, Some(Stat::P50)),
+            Some(0.1)
+        );
+        // 9 of 10 observations at or under 0.1s: the p99 and the largest
+        // lie past the last finite bound.
+        for stat in [Stat::P99, Stat::Max] {
+            assert_eq!(v.value(Metric::ServerTtftHistogram, Some(stat)), None);
+        }
+        assert_eq!(
+            v.missing(Metric::ServerTtftHistogram).unwrap(),
+            "the server's histogram cannot bound it: the figure lies in its last bucket, above 100.00ms"
+        );
+        assert!(
+            v.missing(Metric::ServerQueueTime)
+                .unwrap()
+                .starts_with("/metrics has no histogram queue_time_seconds")
+        );
+        let queue = |tp: u32, n: u32, sum: f64| {
+            format!(
+                "sglang:queue_time_seconds_bucket{{tp_rank=\"{tp}\",le=\"0.001\"}} {n}\n\
+                 sglang:queue_time_seconds_bucket{{tp_rank=\"{tp}\",le=\"0.01\"}} {}\n\
+                 sglang:queue_time_seconds_bucket{{tp_rank=\"{tp}\",le=\"+Inf\"}} {}\n\
+                 sglang:queue_time_seconds_sum{{tp_rank=\"{tp}\"}} {sum}\n\
+                 sglang:queue_time_seconds_count{{tp_rank=\"{tp}\"}} {}\n",
+                n * 2,
+                n * 2,
+                n * 2
+            )
+        };
+        let v = ServerView::between(
+            &Scrape::parse(""),
+            &Scrape::parse(&(queue(0, 50, 0.3) + &queue(1, 50, 0.3))),
+        );
+        let q = v.queue_time.as_ref().unwrap();
+        assert!((q.count - 100.0).abs() < 1e-9, "{}", q.count);
+        assert_eq!(q.buckets.last(), Some(&(f64::INFINITY, 100.0)));
+        assert_eq!(
+            v.value(Metric::ServerQueueTime, Some(Stat::P50)),
+            Some(0.001)
+        );
+        assert_eq!(
+            v.value(Metric::ServerQueueTime, Some(Stat::Max)),
+            Some(0.01)
+        );
+        assert_eq!(
+            v.sample_size(Metric::ServerQueueTime, "3s"),
+            "100 observations in the server's histogram over 3s; a percentile is the upper bound of its bucket"
+        );
     }
 }

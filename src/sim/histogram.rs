@@ -24,15 +24,22 @@ pub(super) struct PromHistogram(Mutex<Counts>);
 impl PromHistogram {
     /// Records one observation.
     pub(super) fn observe(&self, d: Duration) {
+        self.observe_each(d, 1);
+    }
+
+    /// Records `n` observations of `d` each.
+    pub(super) fn observe_each(&self, d: Duration, n: u64) {
         let secs = d.as_secs_f64();
         if let Ok(mut c) = self.0.lock() {
             for (b, bound) in c.buckets.iter_mut().zip(BOUNDS) {
                 if secs <= bound {
-                    *b += 1;
+                    *b += n;
                 }
             }
-            c.sum += secs;
-            c.count += 1;
+            #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
+            let many = n as f64;
+            c.sum += secs * many;
+            c.count += n;
         }
     }
 

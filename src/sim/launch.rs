@@ -69,6 +69,16 @@ pub struct Flags {
     /// `prefix_cache` does).
     #[arg(long)]
     pub enable_cache_report: bool,
+    /// SGLang's `--disable-cuda-graph` (deprecated in 0.5.23 for
+    /// `--cuda-graph-backend-{decode,prefill}=disabled`, still taken;
+    /// reported; every decode pass is counted without a CUDA graph,
+    /// `decode_none`).
+    #[arg(long)]
+    pub disable_cuda_graph: bool,
+    /// SGLang's `--cuda-graph-max-bs-decode` (reported; a decode pass with
+    /// more requests running is counted without a CUDA graph).
+    #[arg(long, value_name = "N")]
+    pub cuda_graph_max_bs_decode: Option<u32>,
     /// SGLang's `--skip-server-warmup` (reported; up without the warmup
     /// request, so a scheduler hung from the start answers its health
     /// checks with 503 after their timeout instead of at once).
@@ -95,6 +105,8 @@ impl Flags {
             || self.enable_metrics
             || self.enable_cache_report
             || self.skip_server_warmup
+            || self.disable_cuda_graph
+            || self.cuda_graph_max_bs_decode.is_some()
     }
 
     /// The profile as a server launched with these flags runs it; what it
@@ -141,6 +153,11 @@ impl Flags {
             ),
             ("reasoning_parser", Some(json!(self.reasoning_parser))),
             ("tool_call_parser", Some(json!(self.tool_call_parser))),
+            ("disable_cuda_graph", Some(json!(self.disable_cuda_graph))),
+            (
+                "cuda_graph_max_bs_decode",
+                Some(json!(self.cuda_graph_max_bs_decode)),
+            ),
         ] {
             if let Some(v) = value {
                 report(key, v);

@@ -44,6 +44,12 @@ struct SimState {
     gauges: std::sync::Mutex<Option<routes::Gauges>>,
     ttft: histogram::PromHistogram,
     e2e: histogram::PromHistogram,
+    /// The gap before each chunk after the first, over the tokens it
+    /// brought, once for each (SGLang's `observe_inter_token_latency`).
+    itl: histogram::PromHistogram,
+    /// Time in the queue: none waits in the simulator, each request is
+    /// observed at 0.
+    queue_time: histogram::PromHistogram,
     /// When health checks start answering 200; `None`: never.
     ready_at: Option<std::time::Instant>,
     /// Set by `hang_after`: nothing is answered any more.
@@ -87,6 +93,10 @@ struct Counters {
     /// Requests that reached their end, by finish: stop, length (vLLM's
     /// `request_success_total`).
     finished: [AtomicU64; 2],
+    /// Forward passes by SGLang's `mode`: prefill (never a graph here),
+    /// decode with a CUDA graph, decode without (a chunk of one stream is
+    /// one pass: the simulator has no batches).
+    passes: [AtomicU64; 3],
 }
 
 impl Counters {
@@ -139,6 +149,8 @@ pub fn app(profile: Profile) -> Router {
         prefixes: std::sync::Mutex::default(),
         ttft: histogram::PromHistogram::default(),
         e2e: histogram::PromHistogram::default(),
+        itl: histogram::PromHistogram::default(),
+        queue_time: histogram::PromHistogram::default(),
     });
     let openai = Router::new()
         .route("/v1/chat/completions", routes::generation(Shape::Chat))

@@ -67,7 +67,11 @@ impl MetricKey {
     pub fn every() -> impl Iterator<Item = MetricKey> {
         Metric::ALL.into_iter().flat_map(|metric| {
             let stats: Vec<Option<Stat>> = if metric.is_distribution() {
-                Stat::ALL.iter().map(|(_, s)| Some(*s)).collect()
+                Stat::ALL
+                    .iter()
+                    .filter(|(_, s)| metric.takes(*s))
+                    .map(|(_, s)| Some(*s))
+                    .collect()
             } else {
                 vec![None]
             };
@@ -75,6 +79,13 @@ impl MetricKey {
                 .into_iter()
                 .map(move |stat| MetricKey { metric, stat })
         })
+    }
+
+    /// Whether the figure is known only as at most a value: a percentile
+    /// (or the largest) of the server's histogram, the bound of the bucket
+    /// that holds it.
+    pub fn is_bucket_bound(self) -> bool {
+        self.metric.is_bucketed() && self.stat.is_some_and(|s| s != Stat::Mean)
     }
 
     /// The key of a single figure (`output_tok_s`).

@@ -93,6 +93,11 @@ pub enum Metric {
     ServerTokenUsage,
     /// The server's own generation throughput gauge, sampled the same way.
     ServerGenThroughput,
+    /// KV-cache slots the running requests hold, in tokens, sampled the
+    /// same way.
+    ServerKvUsedTokens,
+    /// KV-cache slots free, in tokens, sampled the same way.
+    ServerKvAvailableTokens,
     /// Prompt tokens served from the prefix cache over all prompt tokens,
     /// by the server's counters over the window.
     ServerCacheHitRate,
@@ -104,6 +109,22 @@ pub enum Metric {
     ServerRetractions,
     /// Requests the server aborted in the window, by its counter.
     ServerAborted,
+    /// Decode passes that ran a CUDA graph over all decode passes, by the
+    /// server's counter over the window.
+    ServerCudaGraphShare,
+    /// CPU seconds the server's scheduler process used per second of the
+    /// window, by its counter.
+    ServerSchedulerCpu,
+    /// Time to first token by the server's own histogram over the window.
+    ServerTtftHistogram,
+    /// Inter-token latency by the server's own histogram.
+    ServerItlHistogram,
+    /// Time per output token by the server's own histogram.
+    ServerTpotHistogram,
+    /// End-to-end latency by the server's own histogram.
+    ServerE2eHistogram,
+    /// Time in the server's queue by its own histogram.
+    ServerQueueTime,
 }
 
 /// What a metric's values are.
@@ -189,11 +210,13 @@ const GAUGE: &str = "the server's `/metrics` with this gauge (SGLang `--enable-m
 const SGLANG_TTFT: &str = "SGLang's own timings (`api: sglang-generate`, `meta_info.first_token_latency`, with `--enable-metrics`)";
 const SGLANG_E2E: &str = "SGLang's own timings (`api: sglang-generate`, `meta_info.e2e_latency`)";
 const SGLANG_QUEUE: &str = "SGLang's own timings (`api: sglang-generate`, `meta_info.queue_time`, with `--enable-metrics`)";
+/// What a `server.` histogram figure needs.
+const HISTOGRAM: &str = "the server's `/metrics` with this histogram (SGLang `--enable-metrics`), read before and after the window";
 /// What a `server.` counter figure needs.
 const COUNTER: &str = "the server's `/metrics` with this counter (SGLang `--enable-metrics`), read before and after the window";
 
 /// Every metric, in report order (the order of [`Metric`]'s variants).
-pub const METRICS: [MetricSpec; 35] = {
+pub const METRICS: [MetricSpec; 44] = {
     use Combine::{Mean, Sum};
     use Metric as M;
     use Unit::{Count, Percent, Ratio, ReqPerS, Seconds, TokPerS, Tokens};
@@ -270,6 +293,15 @@ pub const METRICS: [MetricSpec; 35] = {
         row(M::ServerQueueReqs, "server.num_queue_reqs", Count, true, Mean).needs(GAUGE),
         row(M::ServerTokenUsage, "server.token_usage", Ratio, true, Mean).needs(GAUGE),
         row(M::ServerGenThroughput, "server.gen_throughput", TokPerS, true, Mean).needs(GAUGE),
+        row(M::ServerKvUsedTokens, "server.kv_used_tokens", Tokens, true, Mean).needs(GAUGE),
+        row(
+            M::ServerKvAvailableTokens,
+            "server.kv_available_tokens",
+            Tokens,
+            true,
+            Mean,
+        )
+        .needs(GAUGE),
         row(M::ServerCacheHitRate, "server.cache_hit_rate", Ratio, false, Mean).needs(COUNTER),
         row(
             M::ServerSpecAcceptLength,
@@ -281,6 +313,15 @@ pub const METRICS: [MetricSpec; 35] = {
         .needs(COUNTER),
         row(M::ServerRetractions, "server.retractions", Count, false, Sum).needs(COUNTER),
         row(M::ServerAborted, "server.aborted", Count, false, Sum).needs(COUNTER),
+        row(M::ServerCudaGraphShare, "server.cuda_graph_share", Ratio, false, Mean)
+            .needs("SGLang's `/metrics` with `sglang:cuda_graph_passes_total` (`--enable-metrics`), read before and after the window"),
+        row(M::ServerSchedulerCpu, "server.scheduler_cpu", Ratio, false, Mean)
+            .needs("SGLang's `/metrics` with `sglang:scheduler_process_cpu_seconds_total` (`--enable-metrics`), read before and after a window of 5 s or more"),
+        row(M::ServerTtftHistogram, "server.ttft", Seconds, true, Mean).needs(HISTOGRAM),
+        row(M::ServerItlHistogram, "server.itl", Seconds, true, Mean).needs(HISTOGRAM),
+        row(M::ServerTpotHistogram, "server.tpot", Seconds, true, Mean).needs(HISTOGRAM),
+        row(M::ServerE2eHistogram, "server.e2e", Seconds, true, Mean).needs(HISTOGRAM),
+        row(M::ServerQueueTime, "server.queue_time", Seconds, true, Mean).needs(HISTOGRAM),
     ]
 };
 
@@ -309,6 +350,26 @@ impl Metric {
     /// Whether it is read from the server's `/metrics` (`server.…`).
     pub fn is_server(self) -> bool {
         self.name().starts_with(SERVER)
+    }
+
+    /// Whether it is read from the server's histogram buckets, which give
+    /// its mean exactly and a quantile only as the upper bound of the
+    /// bucket holding it.
+    pub fn is_bucketed(self) -> bool {
+        matches!(
+            self,
+            Metric::ServerTtftHistogram
+                | Metric::ServerItlHistogram
+                | Metric::ServerTpotHistogram
+                | Metric::ServerE2eHistogram
+                | Metric::ServerQueueTime
+        )
+    }
+
+    /// Whether a threshold may name `stat` of it: a histogram has no
+    /// smallest value nor spread.
+    pub fn takes(self, stat: Stat) -> bool {
+        !(self.is_bucketed() && matches!(stat, Stat::Min | Stat::Stddev))
     }
 
     /// Whether values are durations (stored in seconds).
@@ -476,6 +537,16 @@ pub enum KeyError {
     /// A single figure named with a statistic.
     #[error("`{0}` is a single figure and takes no statistic")]
     TakesNoStat(String),
+    /// A statistic a histogram cannot give.
+    #[error(
+        "`{metric}` is read from the server's histogram buckets, which keep no `{stat}`: name `.mean` or a percentile (`.p99`)"
+    )]
+    NotInBuckets {
+        /// The metric.
+        metric: String,
+        /// The statistic as written.
+        stat: String,
+    },
     /// A statistic that does not exist.
     #[error("unknown statistic `{stat}` of `{metric}`")]
     UnknownStat {
@@ -523,6 +594,12 @@ impl std::str::FromStr for MetricKey {
                 stat: s.to_owned(),
             })?),
         };
+        if let Some(s) = stat.filter(|s| !metric.takes(*s)) {
+            return Err(KeyError::NotInBuckets {
+                metric: name.to_owned(),
+                stat: s.name().to_owned(),
+            });
+        }
         Ok(MetricKey { metric, stat })
     }
 }

@@ -182,6 +182,14 @@ pub fn parse_comparison(key: MetricKey, text: &str) -> Result<Threshold, String>
     .ok_or_else(|| {
         format!("`{text}` does not start with a comparison operator (>=, >, <=, <, ==)")
     })?;
+    // Known only as at most its bucket's bound: only `<` and `<=` judge it.
+    if key.is_bucket_bound() && !matches!(op, Op::Le | Op::Lt) {
+        return Err(format!(
+            "`{key} {}`: the server's histogram gives a percentile only as the upper bound of the bucket that holds it, which can say it is below a bound, never above one: compare it with `<` or `<=`, or gate `{}.mean` (exact)",
+            op.symbol(),
+            key.metric.name()
+        ));
+    }
     let bound = if let Some(adjust) = rest.strip_prefix("baseline") {
         Bound::Baseline(parse_relative(key, adjust.trim(), "baseline")?)
     } else if rest == "no_regression" {
@@ -309,6 +317,36 @@ mod tests {
 
     fn key(s: &str) -> MetricKey {
         s.parse().unwrap()
+    }
+
+    /// A percentile of the server's histogram is known only as at most
+    /// its bucket's bound: `<`/`<=` judge it, `>`, `>=` and `==` cannot;
+    /// its mean is exact and takes any comparison.
+    #[test]
+    fn a_histograms_percentile_is_judged_only_from_above() {
+        assert!(parse_comparison(key("server.ttft.p99"), "<= 2s").is_ok());
+        assert!(parse_comparison(key("server.queue_time.max"), "< baseline * 2").is_ok());
+        assert!(parse_comparison(key("server.e2e.mean"), ">= 1s").is_ok());
+        for op in [">=", ">", "=="] {
+            let why = parse_comparison(key("server.itl.p50"), &format!("{op} 5ms")).unwrap_err();
+            assert!(
+                why.contains(
+                    "gives a percentile only as the upper bound of the bucket that holds it"
+                ) && why.ends_with("or gate `server.itl.mean` (exact)"),
+                "{why}"
+            );
+        }
+        for stat in ["min", "stddev"] {
+            let err = format!("server.tpot.{stat}")
+                .parse::<MetricKey>()
+                .unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "`server.tpot` is read from the server's histogram buckets, which keep no `{stat}`: name `.mean` or a percentile (`.p99`)"
+                )
+            );
+        }
     }
 
     #[test]
@@ -444,7 +482,9 @@ mod tests {
             bounds.push(Bound::NoRegression);
             for op in [Op::Ge, Op::Gt, Op::Le, Op::Lt, Op::Eq] {
                 for bound in &bounds {
-                    if op == Op::Eq && *bound == Bound::NoRegression {
+                    if (op == Op::Eq && *bound == Bound::NoRegression)
+                        || (key.is_bucket_bound() && !matches!(op, Op::Le | Op::Lt))
+                    {
                         continue;
                     }
                     let t = Threshold {

@@ -296,3 +296,51 @@ fn the_server_counts_the_requests_the_client_abandoned() {
         ],
     );
 }
+
+/// When tok/s moves, the server's own series say why, each a gated
+/// figure: at 2 streams every decode pass ran a CUDA graph captured for
+/// batches of 2 (`--cuda-graph-max-bs-decode 2`), the scheduler's CPU, the KV
+/// cache's used and free slots, the queue and latency histograms pass; a
+/// histogram's percentile is shown as at most its bucket's bound. At 4
+/// streams the batches outgrew the graphs: the gate fails with the
+/// passes counted.
+#[test]
+fn the_servers_own_series_say_why_tok_s_moved() {
+    let out = run_expecting(&["run", "tests/suites/server-why.yaml"], 1);
+    assert_eq!(
+        verdict(&out, "server_why::performance::within_the_graphs"),
+        "ok",
+        "{out}"
+    );
+    assert_has(
+        &out,
+        &[
+            "pass server.cuda_graph_share >= 0.990 (measured 1.000)",
+            "pass server.queue_time.p99 <= 1.00ms (measured ≤ 1.00ms)",
+            "pass server.e2e.p50 <= 60.000s (measured ≤ 2.500s)",
+            "pass server.itl.p99 <= 1.000s (measured ≤ 25.00ms)",
+        ],
+    );
+    let record = record_of(&out);
+    let cpu = figure(&record, "within_the_graphs", "server.scheduler_cpu");
+    assert!(cpu > 0.0 && cpu < 4.0, "server.scheduler_cpu {cpu}");
+    let used = figure(&record, "within_the_graphs", "server.kv_used_tokens.max");
+    let free = figure(
+        &record,
+        "within_the_graphs",
+        "server.kv_available_tokens.min",
+    );
+    assert!(used >= 32.0 && free > 0.0, "kv used {used}, free {free}");
+    let ttft = figure(&record, "within_the_graphs", "server.ttft.mean");
+    assert!(ttft > 0.015 && ttft < 5.0, "server.ttft.mean {ttft}");
+    let failure = failure_of(&out, "server_why::performance::past_the_graphs");
+    assert_has(
+        &failure,
+        &[
+            "error: threshold failed: server.cuda_graph_share >= 0.990\n  --> tests/suites/server-why.yaml:29:7",
+            "decode passes ran a CUDA graph, by the server's counter",
+        ],
+    );
+    let share = figure(&record, "past_the_graphs", "server.cuda_graph_share");
+    assert!(share < 0.5, "server.cuda_graph_share {share}");
+}

@@ -87,12 +87,14 @@ fn estimate(key: MetricKey, repeats: &[GateMetrics]) -> Option<Estimate> {
     Some(crate::load::estimate::combine(key.metric, values?))
 }
 
-fn describe(metric: Metric, e: &Estimate) -> String {
-    let v = |x: f64| format_value(metric, x);
+fn describe(key: MetricKey, e: &Estimate) -> String {
+    let v = |x: f64| format_value(key.metric, x);
+    // A percentile of the server's histogram is its bucket's bound.
+    let at_most = if key.is_bucket_bound() { "≤ " } else { "" };
     match e.ci95 {
-        None => v(e.mean),
+        None => format!("{at_most}{}", v(e.mean)),
         Some((lo, hi)) => format!(
-            "{} ± {} (95% CI {} … {}, {} repeats)",
+            "{at_most}{} ± {} (95% CI {} … {}, {} repeats)",
             v(e.mean),
             v(e.stddev),
             v(lo),
@@ -600,7 +602,7 @@ pub fn judge(
         } && history.as_ref().is_none_or(|h| h.fails.is_none());
         let measured = est
             .as_ref()
-            .map_or_else(|| "nothing".into(), |e| describe(t.key.metric, e));
+            .map_or_else(|| "nothing".into(), |e| describe(t.key, e));
         let against = against(
             t,
             reference.as_ref(),

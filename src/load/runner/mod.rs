@@ -332,7 +332,9 @@ async fn scrape_after(
 /// The server's `/metrics`, or why there are none.
 async fn scrape(client: &Client) -> Result<Scrape, String> {
     match client.get("/metrics").await {
-        Ok((status, text)) if (200..300).contains(&status) => Ok(Scrape::parse(&text)),
+        Ok((status, text)) if (200..300).contains(&status) => {
+            Ok(Scrape::parse(&text).read_at(std::time::Instant::now()))
+        }
         Ok((status, _)) => Err(format!(
             "the server has no /metrics (GET /metrics answered HTTP {status})"
         )),

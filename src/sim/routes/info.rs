@@ -246,14 +246,20 @@ pub(in crate::sim) async fn metrics(State(s): State<Arc<SimState>>) -> Response 
 fn usage(s: &SimState) -> f64 {
     let held = s.kv_tokens.load(Ordering::Relaxed);
     #[expect(clippy::cast_precision_loss, reason = "small counts")]
-    let usage = held as f64 / (s.profile.capacity.max(1) as f64 * KV_TOKENS_PER_STREAM);
+    let usage = held as f64 / kv_capacity(s).max(1) as f64;
     usage.min(1.0)
+}
+
+/// Its KV cache, in tokens: [`KV_TOKENS_PER_STREAM`] for each stream of
+/// its capacity.
+fn kv_capacity(s: &SimState) -> u64 {
+    (s.profile.capacity.max(1) as u64).saturating_mul(KV_TOKENS_PER_STREAM)
 }
 
 /// The KV cache the simulator has for each stream of its capacity, in
 /// tokens: its `token_usage` is the tokens the running requests hold over
 /// this many of each.
-const KV_TOKENS_PER_STREAM: f64 = 4096.0;
+const KV_TOKENS_PER_STREAM: u64 = 4096;
 
 /// SGLang's scheduler gauges as it last wrote them: it rewrites them at
 /// each prefill batch (`gen_throughput` kept from the last decode
@@ -266,6 +272,9 @@ const KV_TOKENS_PER_STREAM: f64 = 4096.0;
 pub(in crate::sim) struct Gauges {
     running: usize,
     usage: f64,
+    /// KV-cache slots held and free, in tokens.
+    kv_used: u64,
+    kv_available: u64,
     throughput: f64,
     /// The last write of any kind.
     at: std::time::Instant,
@@ -308,9 +317,12 @@ pub(in crate::sim) fn gauges(s: &SimState, why: Written) -> Gauges {
         let (decode_at, decode_generated) = decode
             .or(g.map(|g| (g.decode_at, g.decode_generated)))
             .unwrap_or((now, generated));
+        let kv_used = s.kv_tokens.load(Ordering::Relaxed);
         Gauges {
             running,
             usage: usage(s),
+            kv_used,
+            kv_available: kv_capacity(s).saturating_sub(kv_used),
             throughput,
             at: now,
             decode_at,
@@ -341,6 +353,56 @@ pub(in crate::sim) fn gauges(s: &SimState, why: Written) -> Gauges {
     };
     *last = Some(now_written);
     now_written
+}
+
+/// Whether a decode pass now runs a CUDA graph: not where decode graphs
+/// are off (`disable_cuda_graph`, `disable_decode_cuda_graph`,
+/// `cuda_graph_backend_decode: disabled`), nor with more requests running
+/// than `cuda_graph_max_bs_decode` (SGLang pads a batch up to a captured
+/// size and runs without a graph past the largest), as `/server_info`
+/// reports them (0.5.23's names, `arg_groups/cuda_graph_hook.py`).
+pub(in crate::sim) fn cuda_graph(s: &SimState) -> bool {
+    let info = &s.profile.server_info;
+    let on = |key: &str| {
+        info.get(key)
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false)
+    };
+    let disabled = on("disable_cuda_graph")
+        || on("disable_decode_cuda_graph")
+        || info
+            .get("cuda_graph_backend_decode")
+            .and_then(serde_json::Value::as_str)
+            == Some("disabled");
+    let most = info
+        .get("cuda_graph_max_bs_decode")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(u64::MAX);
+    !disabled && (s.running.load(Ordering::Relaxed) as u64) <= most
+}
+
+/// The CPU time of the simulator's process, seconds (user and system):
+/// what it reports as its scheduler's.
+#[cfg(unix)]
+fn process_cpu_secs() -> Option<f64> {
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
+        .ok()
+        .map(|u| {
+            let secs = |t: nix::sys::time::TimeVal| {
+                #[expect(clippy::cast_precision_loss, reason = "seconds of CPU time")]
+                let s = t.tv_sec() as f64;
+                #[expect(clippy::cast_precision_loss, reason = "microseconds")]
+                let us = t.tv_usec() as f64;
+                s + us / 1e6
+            };
+            secs(u.user_time()) + secs(u.system_time())
+        })
+}
+
+/// Elsewhere the simulator does not know its CPU time, and reports none.
+#[cfg(not(unix))]
+fn process_cpu_secs() -> Option<f64> {
+    None
 }
 
 /// SGLang 0.5.23's `--decode-log-interval` default.
@@ -429,6 +491,10 @@ fn vllm_metrics(s: &SimState) -> String {
         &s.e2e
             .render("vllm:e2e_request_latency_seconds", &s.profile.model),
     );
+    body.push_str(
+        &s.itl
+            .render("vllm:inter_token_latency_seconds", &s.profile.model),
+    );
     body
 }
 
@@ -441,6 +507,8 @@ fn sglang_metrics(s: &SimState) -> String {
         running,
         usage,
         throughput,
+        kv_used,
+        kv_available,
         ..
     } = gauges(s, Written::Read);
     let mut body = String::new();
@@ -467,6 +535,15 @@ fn sglang_metrics(s: &SimState) -> String {
     series("gauge", "num_queue_reqs", "0".to_owned());
     series("gauge", "token_usage", format!("{usage:.4}"));
     series("gauge", "gen_throughput", format!("{throughput:.2}"));
+    series("gauge", "kv_used_tokens", kv_used.to_string());
+    series("gauge", "kv_available_tokens", kv_available.to_string());
+    if let Some(cpu) = process_cpu_secs() {
+        series(
+            "counter",
+            "scheduler_process_cpu_seconds_total",
+            format!("{cpu:.6}"),
+        );
+    }
     // SGLang 0.5.23 makes each of these counters at its first event (an
     // abort, a retraction, a cache hit): a fresh server has none of them.
     for (name, count) in [
@@ -491,14 +568,32 @@ fn sglang_metrics(s: &SimState) -> String {
             load(&c.verify_steps).to_string(),
         );
     }
+    // Each mode's series made at its first pass, as SGLang's.
+    let _ = writeln!(body, "# TYPE sglang:cuda_graph_passes_total counter");
+    for (mode, count) in ["prefill_none", "decode_cuda_graph", "decode_none"]
+        .into_iter()
+        .zip(&c.passes)
+    {
+        if load(count) > 0 {
+            let _ = writeln!(
+                body,
+                "sglang:cuda_graph_passes_total{{{labels},mode=\"{mode}\"}} {}",
+                load(count)
+            );
+        }
+    }
     let _ = write!(
         body,
-        "# TYPE servegate_sim:cache_flushes_total counter\nservegate_sim:cache_flushes_total {}\n{}{}",
+        "# TYPE servegate_sim:cache_flushes_total counter\nservegate_sim:cache_flushes_total {}\n{}{}{}{}",
         load(&s.flushes),
         s.ttft
             .render("sglang:time_to_first_token_seconds", &s.profile.model),
         s.e2e
             .render("sglang:e2e_request_latency_seconds", &s.profile.model),
+        s.queue_time
+            .render("sglang:queue_time_seconds", &s.profile.model),
+        s.itl
+            .render("sglang:inter_token_latency_seconds", &s.profile.model),
     );
     body
 }

@@ -119,6 +119,8 @@ impl Running {
     fn start(state: &Arc<SimState>, prompt_tokens: u64) -> Self {
         state.running.fetch_add(1, Ordering::SeqCst);
         state.kv_tokens.fetch_add(prompt_tokens, Ordering::SeqCst);
+        state.queue_time.observe(Duration::ZERO);
+        state.counters.passes[0].fetch_add(1, Ordering::Relaxed);
         // Its prefill batch: SGLang writes its gauges.
         if state.profile.speaks == Speaks::Sglang {
             info::gauges(state, info::Written::Prefill);
@@ -132,6 +134,8 @@ impl Running {
 
     /// It generated `n` more tokens, held in the KV cache until it ends.
     fn generated(&self, n: u64) {
+        let graph = info::cuda_graph(&self.0);
+        self.0.counters.passes[if graph { 1 } else { 2 }].fetch_add(1, Ordering::Relaxed);
         self.0.generation_tokens.fetch_add(n, Ordering::Relaxed);
         self.0.kv_tokens.fetch_add(n, Ordering::SeqCst);
         self.2.fetch_add(n, Ordering::Relaxed);

@@ -216,6 +216,7 @@ pub(super) async fn stream(
     let mut in_think = false;
     let mut sent: u64 = 0;
     let mut first = None;
+    let mut last_chunk: Option<Instant> = None;
     let mut i = 0;
     while i < tokens.len() {
         // A chunk: up to `per_chunk` tokens of one kind, each costing an ITL.
@@ -267,6 +268,12 @@ pub(super) async fn stream(
         if tx.send(chunk).await.is_err() {
             return;
         }
+        let now = Instant::now();
+        if let Some(last) = last_chunk {
+            let each = u32::try_from(n).unwrap_or(u32::MAX).max(1);
+            state.itl.observe_each((now - last) / each, n as u64);
+        }
+        last_chunk = Some(now);
         if sent == n as u64 {
             let ttft = started.elapsed();
             first = Some(ttft);

@@ -100,6 +100,33 @@ fn metric_doc(metric: Metric) -> &'static str {
         Metric::ServerAborted => {
             "requests the server aborted in the window (`sglang:num_aborted_requests_total`; vLLM `request_success_total{finished_reason=\"abort\"}`). On SGLang the requests the client abandoned at a deadline count: the read after the window waits up to 5 s for the server to count them. vLLM 0.32 does not count them (its front end drops a request its client left, `v1/engine/output_processor.py::abort_requests`, and records no finish for it; shown against it in `tests/servers.rs`): there the figure counts only the aborts its engine decides, and the client's own `errors` count the abandoned requests"
         }
+        Metric::ServerKvUsedTokens => {
+            "KV-cache slots the running requests hold, in tokens, sampled the same way (`sglang:kv_used_tokens`): with `server.kv_available_tokens`, how near the cache is to retracting"
+        }
+        Metric::ServerKvAvailableTokens => {
+            "KV-cache slots free, in tokens, sampled the same way (`sglang:kv_available_tokens`)"
+        }
+        Metric::ServerCudaGraphShare => {
+            "decode passes that ran a CUDA graph over all decode passes in the window, 0 to 1 (`sglang:cuda_graph_passes_total` by `mode`, `decode_cuda_graph` over it and `decode_none`): below 1, batches outgrew `--cuda-graph-max-bs-decode` or graphs are off, a common cause when tok/s moves"
+        }
+        Metric::ServerSchedulerCpu => {
+            "CPU seconds the scheduler process used per second between the reads before and after the window (`sglang:scheduler_process_cpu_seconds_total`; 1 is one core busy; of the busiest tensor-parallel rank where each writes it): a scheduler near 1 is the bottleneck. SGLang adds to it about once a second, so a window shorter than 5 s has no figure"
+        }
+        Metric::ServerTtftHistogram => {
+            "time to first token by the server's own histogram over the window (`sglang:time_to_first_token_seconds`, vLLM's the same): `.mean` exact (its sum over its count), a percentile the upper bound of the bucket that holds it, so gate percentiles with `<` or `<=`"
+        }
+        Metric::ServerItlHistogram => {
+            "inter-token latency by the server's own histogram (`sglang:inter_token_latency_seconds`, vLLM's the same), read as `server.ttft` is"
+        }
+        Metric::ServerTpotHistogram => {
+            "time per output token by the server's own histogram (`sglang:request_time_per_output_token_seconds`, vLLM's the same), read as `server.ttft` is"
+        }
+        Metric::ServerE2eHistogram => {
+            "end-to-end latency by the server's own histogram (`sglang:e2e_request_latency_seconds`, vLLM's the same), read as `server.ttft` is"
+        }
+        Metric::ServerQueueTime => {
+            "time in the server's queue by its own histogram (`sglang:queue_time_seconds`, vLLM `request_queue_time_seconds`), read as `server.ttft` is"
+        }
     }
 }
 
