@@ -409,7 +409,7 @@ fn gate(tool: Tool, r: &Map<String, Value>, name: Option<&str>) -> GateRecord {
         r.get("dataset_name")
             .and_then(Value::as_str)
             .map_or_else(String::new, |d| format!(", dataset {d}")),
-    );
+    ) + &slos(r);
     let (figures, samples) = figures(tool, r);
     GateRecord {
         gate,
@@ -424,6 +424,36 @@ fn gate(tool: Tool, r: &Map<String, Value>, name: Option<&str>) -> GateRecord {
         sweep: None,
         trends: Vec::new(),
         probes_skipped: Vec::new(),
+    }
+}
+
+/// The SLOs a result's goodput was counted against, as its load says
+/// them (`, SLOs ttft ≤ 200.00ms, e2e ≤ 5.000s`): SGLang 0.5.23's
+/// `goodput_slos_ms` (by `ttft`, `tpot`, `e2el`, in milliseconds; other
+/// names, and values that are no duration, are left out). vLLM 0.32
+/// writes its goodput without them.
+fn slos(r: &Map<String, Value>) -> String {
+    let Some(slos) = r.get("goodput_slos_ms").and_then(Value::as_object) else {
+        return String::new();
+    };
+    let said: Vec<String> = ["ttft", "tpot", "e2el"]
+        .iter()
+        .filter_map(|name| {
+            let ms = slos
+                .get(*name)?
+                .as_f64()
+                .filter(|v| v.is_finite() && *v >= 0.0)?;
+            Some(format!(
+                "{} ≤ {}",
+                if *name == "e2el" { "e2e" } else { name },
+                crate::units::format_secs(ms / 1e3)
+            ))
+        })
+        .collect();
+    if said.is_empty() {
+        String::new()
+    } else {
+        format!(", SLOs {}", said.join(", "))
     }
 }
 
@@ -529,6 +559,13 @@ fn figures(tool: Tool, r: &Map<String, Value>) -> (Figures, ByKey<String>) {
         single(Metric::GoodputRequestsPerS),
         num("request_goodput"),
         "request_goodput",
+    );
+    // SGLang's also the share of requests sent that met them
+    // (`benchmark/goodput.py`), failed ones counted as not.
+    put(
+        single(Metric::SloAttainment),
+        num("slo_attainment").filter(|a| (0.0..=1.0).contains(a)),
+        "slo_attainment",
     );
     // Both read the server's own acceptance: SGLang from `/server_info`,
     // vLLM from `/metrics` counters over the run.

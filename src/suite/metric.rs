@@ -49,6 +49,9 @@ pub enum Metric {
     GoodputRequestsPerS,
     /// Output tokens per second of the requests that met every SLO.
     GoodputTokS,
+    /// Requests that met every SLO over all requests sent, failed ones
+    /// included (SGLang `bench_serving`'s `slo_attainment`).
+    SloAttainment,
     /// Open loop: requests that started more than 5 ms after their intended time.
     LateStarts,
     /// Percent difference between server-reported output tokens and what
@@ -216,7 +219,7 @@ const HISTOGRAM: &str = "the server's `/metrics` with this histogram (SGLang `--
 const COUNTER: &str = "the server's `/metrics` with this counter (SGLang `--enable-metrics`), read before and after the window";
 
 /// Every metric, in report order (the order of [`Metric`]'s variants).
-pub const METRICS: [MetricSpec; 44] = {
+pub const METRICS: [MetricSpec; 45] = {
     use Combine::{Mean, Sum};
     use Metric as M;
     use Unit::{Count, Percent, Ratio, ReqPerS, Seconds, TokPerS, Tokens};
@@ -249,6 +252,7 @@ pub const METRICS: [MetricSpec; 44] = {
         )
         .needs("the gate's `slo:`"),
         row(M::GoodputTokS, "goodput_tok_s", TokPerS, false, Mean).needs("the gate's `slo:`"),
+        row(M::SloAttainment, "slo_attainment", Ratio, false, Mean).needs("the gate's `slo:`"),
         row(M::LateStarts, "late_starts", Count, false, Sum),
         row(
             M::TokenDriftChunks,
@@ -284,7 +288,7 @@ pub const METRICS: [MetricSpec; 44] = {
             "reasoning-token counts from the server for every request (SGLang with `--reasoning-parser`)",
         ),
         row(M::SpecAcceptLength, "spec_accept_length", Tokens, true, Mean).needs(
-            "speculative decoding reported for every request (SGLang `api: sglang-generate`, `meta_info.spec_accept_length`)",
+            "speculative decoding reported for every request (SGLang `api: sglang-generate`, `meta_info.spec_accept_length`; or its chat API asked with `extra_body: {return_spec_tokens_details: true}`)",
         ),
         row(M::Retractions, "retractions", Count, false, Sum).needs(
             "retraction counts from the server for every request (SGLang `api: sglang-generate`, `meta_info.num_retractions`)",

@@ -215,15 +215,34 @@ fn bench_serving_results_become_a_run_record() {
         assert!(g.get(key).is_some(), "{backend}, {accept:?}: {key} in {g}");
     }
     // With its per-request details (`--output-details`) SGLang's result
-    // names each request's error: 3 of 5 here, and its goodput.
+    // names each request's error: 3 of 5 here; and with `--goodput` its
+    // goodput, its SLO attainment (`benchmark/goodput.py`) and the SLOs,
+    // which the imported load names.
     let mut detailed = result.clone();
     detailed["errors"] = serde_json::json!(["", "timeout", "", "HTTP 500", "reset"]);
     detailed["request_goodput"] = 1.5.into();
+    detailed["slo_attainment"] = 0.4.into();
+    detailed["goodput_slos_ms"] =
+        serde_json::json!({"ttft": 500.0, "e2el": 20000.0, "bogus\u{1b}[31m": 1.0});
+    detailed["slo_attainment_by_metric"] = serde_json::json!({"ttft": 0.6, "e2el": 0.4});
     let file = dir.join("detailed.jsonl");
     std::fs::write(&file, format!("{detailed}\n")).unwrap();
-    let g = &import(file.to_str().unwrap())["suites"][0]["gates"][0]["figures"];
+    let record = import(file.to_str().unwrap());
+    let gate = &record["suites"][0]["gates"][0];
+    let g = &gate["figures"];
     assert_eq!(g["errors"], 3.0, "{g}");
     assert_eq!(g["goodput_requests_per_s"], 1.5, "{g}");
+    assert_eq!(g["slo_attainment"], 0.4, "{g}");
+    let load = gate["load"].as_str().unwrap();
+    assert!(
+        load.ends_with(", SLOs ttft ≤ 500.00ms, e2e ≤ 20.000s"),
+        "{load}"
+    );
+    // An attainment that cannot be a share is no figure.
+    detailed["slo_attainment"] = 1.5.into();
+    std::fs::write(&file, format!("{detailed}\n")).unwrap();
+    let g = &import(file.to_str().unwrap())["suites"][0]["gates"][0]["figures"];
+    assert!(g.get("slo_attainment").is_none(), "{g}");
     // Without them it counts no failures: no errors figure is made up.
     assert!(f.get("errors").is_none(), "{f}");
 

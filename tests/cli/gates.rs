@@ -378,3 +378,29 @@ fn flush_cache_sends_the_admin_key_where_the_server_has_one() {
         );
     }
 }
+
+/// A gate's `slo:` counts goodput and SLO attainment (SGLang
+/// `bench_serving --goodput`'s figures): every request within a 5 s first
+/// token is an attainment of 1; an objective of 1 ms, which no request
+/// met, fails `slo_attainment >= 0.9` with the requests counted, and the
+/// run's figures say how many of those sent met them.
+#[test]
+fn slo_attainment_is_the_share_of_requests_sent_within_every_objective() {
+    let out = run_expecting(&["run", "tests/suites/slo.yaml"], 1);
+    assert_eq!(verdict(&out, "slo::performance::within"), "ok", "{out}");
+    assert_has(
+        &out,
+        &[
+            "goodput 6 of 6 requests sent met the SLOs (slo_attainment 1.000)",
+            "pass slo_attainment >= 0.990 (measured 1.000)",
+        ],
+    );
+    assert_has(
+        &failure_of(&out, "slo::performance::beyond"),
+        &[
+            "error: threshold failed: slo_attainment >= 0.900\n  --> tests/suites/slo.yaml:24:7",
+            "measured: slo_attainment = 0.000\n",
+            "samples:  0 of 6 requests sent met every objective (0 surely, 0 had the client delayed none of them)",
+        ],
+    );
+}

@@ -42,6 +42,12 @@ pub struct Bounds {
     /// Requests whose arrivals were not dated where bytes came off the
     /// socket (`https://`): no figure of them is bounded.
     pub unstamped: u64,
+    /// Requests that met every SLO of the gate however the client moved
+    /// them, and those that met them had it moved them as far as it can:
+    /// the true number of requests within the SLOs lies between.
+    pub slo_surely: u64,
+    /// See `slo_surely`.
+    pub slo_maybe: u64,
 }
 
 impl Bounds {
@@ -60,6 +66,8 @@ impl Bounds {
             merged: 0,
             marks: 0,
             unstamped: 0,
+            slo_surely: 0,
+            slo_maybe: 0,
         }
     }
 
@@ -77,6 +85,8 @@ impl Bounds {
         self.merged += other.merged;
         self.marks += other.marks;
         self.unstamped += other.unstamped;
+        self.slo_surely += other.slo_surely;
+        self.slo_maybe += other.slo_maybe;
     }
 
     /// The (low, high) samples of `metric`, where the client can move it.

@@ -159,6 +159,13 @@ impl GateMetrics {
         }
     }
 
+    /// `n` requests over all requests sent, failed ones included.
+    #[expect(clippy::cast_precision_loss, reason = "counts are small")]
+    fn attainment(&self, n: u64) -> Option<f64> {
+        let sent = self.completed + self.errors;
+        (sent > 0).then(|| n as f64 / sent as f64)
+    }
+
     #[expect(clippy::cast_precision_loss, reason = "counts are small")]
     fn per_sec(&self, n: u64) -> Option<f64> {
         let secs = self.wall.as_secs_f64();
@@ -180,6 +187,18 @@ impl GateMetrics {
             };
             if super::selfcheck::is_rate(key.metric) {
                 rates = true;
+                continue;
+            }
+            if key.metric == Metric::SloAttainment {
+                let b = &self.bounds;
+                figures.push(
+                    match (self.attainment(b.slo_surely), self.attainment(b.slo_maybe)) {
+                        (Some(low), Some(high)) if b.unstamped == 0 => {
+                            FigureBound::within(key, value, low.min(value), high.max(value))
+                        }
+                        _ => FigureBound::new(key, value, None),
+                    },
+                );
                 continue;
             }
             let Some((lo, hi)) = self.bounds.of(key.metric) else {
@@ -229,6 +248,7 @@ impl GateMetrics {
             Metric::GoodputTokS => self
                 .good_requests
                 .and_then(|_| self.per_sec(self.good_tokens)),
+            Metric::SloAttainment => self.attainment(self.good_requests?),
             m @ (Metric::CacheHitRate
             | Metric::ReasoningTokens
             | Metric::SpecAcceptLength
@@ -295,6 +315,13 @@ impl GateMetrics {
             Metric::RequestsPerS | Metric::GoodputRequestsPerS => {
                 format!("{} requests in {window}", self.completed)
             }
+            Metric::SloAttainment => format!(
+                "{} of {} requests sent met every objective ({} surely, {} had the client delayed none of them)",
+                self.good_requests.unwrap_or(0),
+                self.completed + self.errors,
+                self.bounds.slo_surely,
+                self.bounds.slo_maybe
+            ),
             m @ (Metric::CacheHitRate
             | Metric::ReasoningTokens
             | Metric::SpecAcceptLength
@@ -432,6 +459,50 @@ mod tests {
         let m = GateMetrics::compute(&[c], &[], Duration::from_secs(1));
         let lo = m.bounds.ttft_lo.stat(Stat::Max).unwrap();
         assert!(close(lo, 0.0919), "{lo}");
+    }
+
+    /// SLO attainment is the requests that met every objective over all
+    /// requests sent, a failed one counted as not (SGLang's
+    /// `slo_attainment`); the client's own part of a request's TTFT (its
+    /// send, 30 ms here, written at 30 ms of a first token at 100 ms) can
+    /// move a request across a 90 ms objective, and the self-check's
+    /// interval says so: 1 of 3 surely, 2 of 3 at most.
+    #[test]
+    fn slo_attainment_counts_every_request_sent_and_what_the_client_moved() {
+        let slo = Slo {
+            ttft: Some(ms(90)),
+            tpot: None,
+            e2e: None,
+        };
+        let mut r = Recorder::new(slo);
+        let mut early = completion();
+        early.timing.stamped = true;
+        early.timing.first_token = Some(ms(50));
+        early.timing.marks[0].at = ms(50);
+        r.record(&early, Duration::ZERO, Duration::ZERO);
+        let mut sent_late = completion();
+        sent_late.timing.stamped = true;
+        sent_late.timing.written = Some(ms(30));
+        r.record(&sent_late, Duration::ZERO, Duration::ZERO);
+        r.fail(&crate::client::CallError::new(
+            crate::client::ErrorKind::Transport,
+            "reset".to_owned(),
+        ));
+        let m = r.finish(Duration::from_secs(1));
+        let key: MetricKey = "slo_attainment".parse().unwrap();
+        assert!(close(m.value(key).unwrap(), 1.0 / 3.0));
+        assert_eq!((m.bounds.slo_surely, m.bounds.slo_maybe), (1, 2));
+        let (figures, rates) = m.client_bounds(&[key]);
+        assert!(!rates);
+        let f = &figures[0];
+        assert!(close(f.low.unwrap(), 1.0 / 3.0) && close(f.high.unwrap(), 2.0 / 3.0));
+        assert_eq!(
+            m.sample_size(key),
+            "1 of 3 requests sent met every objective (1 surely, 2 had the client delayed none of them)"
+        );
+        // Without objectives there is no attainment.
+        let none = GateMetrics::compute(&[completion()], &[], Duration::from_secs(1));
+        assert_eq!(none.value(key), None);
     }
 
     #[test]

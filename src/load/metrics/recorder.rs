@@ -56,6 +56,13 @@ pub struct Recorder {
     bounds: Bounds,
 }
 
+/// A request's figures as far as the client can have moved them.
+struct Moved {
+    ttft_lo: f64,
+    e2e_lo: f64,
+    tpot_hi: Option<f64>,
+}
+
 /// Start later than this after the intended time and a request counts as
 /// late. Above tokio's 1 ms timer resolution; latency counts from the
 /// intended start either way, so the threshold only decides what is reported.
@@ -106,7 +113,7 @@ impl Recorder {
     /// wake: TTFT and E2E count from the intended start, so a stalled
     /// server cannot hide behind a stalled client.
     pub fn record(&mut self, c: &Completion, late: Duration, own: Duration) {
-        self.bound(c, late, own);
+        let moved = self.bound(c, late, own);
         let t = &c.timing;
         if late > LATE_START {
             self.late_starts += 1;
@@ -205,18 +212,30 @@ impl Recorder {
             self.itl.record_n(gap / f64::from(k), u64::from(k));
             self.itl_chunk.record(gap);
         }
-        let within = |limit: Option<Duration>, v: f64| limit.is_none_or(|l| v <= l.as_secs_f64());
-        if within(self.slo.ttft, ttft)
-            && within(self.slo.e2e, e2e)
-            && (self.slo.tpot.is_none() || tpot.is_some_and(|v| within(self.slo.tpot, v)))
-        {
+        let slo = self.slo;
+        let met = |ttft: f64, e2e: f64, tpot: Option<f64>| {
+            let within =
+                |limit: Option<Duration>, v: f64| limit.is_none_or(|l| v <= l.as_secs_f64());
+            within(slo.ttft, ttft)
+                && within(slo.e2e, e2e)
+                && (slo.tpot.is_none() || tpot.is_some_and(|v| within(slo.tpot, v)))
+        };
+        if met(ttft, e2e, tpot) {
             self.good_requests += 1;
             self.good_tokens = self.good_tokens.saturating_add(c.completion_tokens);
         }
+        // The client can have made the TTFT and E2E longer and the TPOT
+        // shorter than the server's: a request within the SLOs at the
+        // measured TTFT and E2E and the longest TPOT surely met them; one
+        // within them at the shortest TTFT and E2E and the measured TPOT
+        // may have.
+        self.bounds.slo_surely += u64::from(met(ttft, e2e, moved.tpot_hi.or(tpot)));
+        self.bounds.slo_maybe += u64::from(met(moved.ttft_lo, moved.e2e_lo, tpot));
     }
 
-    /// Records how far the client can have moved each sample of `c`.
-    fn bound(&mut self, c: &Completion, late: Duration, own: Duration) {
+    /// Records how far the client can have moved each sample of `c`; its
+    /// TTFT and E2E as short, and its TPOT as long, as they can have been.
+    fn bound(&mut self, c: &Completion, late: Duration, own: Duration) -> Moved {
         let t = &c.timing;
         let secs = Duration::as_secs_f64;
         // The send: from taking the start to the request written, less
@@ -232,9 +251,12 @@ impl Recorder {
         };
         let first = t.first_token.unwrap_or(t.end);
         let b = &mut self.bounds;
-        b.ttft_lo.record(secs(
-            &(late + first).saturating_sub(send + early(t.first_token)),
-        ));
+        let mut moved = Moved {
+            ttft_lo: secs(&(late + first).saturating_sub(send + early(t.first_token))),
+            e2e_lo: secs(&(late + t.end).saturating_sub(send)),
+            tpot_hi: None,
+        };
+        b.ttft_lo.record(moved.ttft_lo);
         if let Some(fc) = t.first_content {
             b.ttft_content_lo
                 .record(secs(&(late + fc).saturating_sub(send + early(Some(fc)))));
@@ -244,7 +266,7 @@ impl Recorder {
                 &first.saturating_sub(w).saturating_sub(early(t.first_token)),
             ));
         }
-        b.e2e_lo.record(secs(&(late + t.end).saturating_sub(send)));
+        b.e2e_lo.record(moved.e2e_lo);
         if !t.stamped {
             b.unstamped += 1;
         }
@@ -253,6 +275,7 @@ impl Recorder {
             #[expect(clippy::cast_precision_loss, reason = "token counts are small")]
             let after_first = (c.completion_tokens - 1) as f64;
             let longest = secs(&(decode + early(t.first_token)));
+            moved.tpot_hi = Some(longest / after_first);
             b.tpot_hi.record(longest / after_first);
             if !decode.is_zero() {
                 b.decode_tok_s_lo.record(after_first / longest);
@@ -270,6 +293,7 @@ impl Recorder {
             b.itl_chunk_lo.record(lo * f64::from(k));
             b.itl_chunk_hi.record(hi * f64::from(k));
         }
+        moved
     }
 
     /// Records a failed request.

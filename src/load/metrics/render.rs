@@ -157,8 +157,10 @@ impl GateMetrics {
         if let Some(good) = self.good_requests {
             let _ = writeln!(
                 out,
-                "    goodput {good}/{} requests met the SLOs: {} req/s, {} tok/s",
-                self.completed,
+                "    goodput {good} of {} requests sent met the SLOs (slo_attainment {}): {} req/s, {} tok/s",
+                self.completed + self.errors,
+                self.value(MetricKey::single(Metric::SloAttainment))
+                    .map_or_else(|| "none".to_owned(), |a| format!("{a:.3}")),
                 rate(Metric::GoodputRequestsPerS),
                 rate(Metric::GoodputTokS),
             );

@@ -39,6 +39,9 @@ fn metric_doc(metric: Metric) -> &'static str {
             "aggregate over the window (input from server-reported prompt tokens)"
         }
         Metric::RequestsPerS => "completed requests over the window",
+        Metric::SloAttainment => {
+            "requests that met every `slo:` objective over all requests sent, failed ones included, 0 to 1 (SGLang `bench_serving`'s `slo_attainment`); the self-check counts the requests the client could have moved across an objective"
+        }
         Metric::GoodputRequestsPerS | Metric::GoodputTokS => {
             "the same, counting only requests that met every `slo:` objective (`ttft`, `tpot`, `e2e`)"
         }
@@ -71,7 +74,7 @@ fn metric_doc(metric: Metric) -> &'static str {
             "reasoning tokens per request as the server counts them (`usage.reasoning_tokens` or `completion_tokens_details`, `meta_info.reasoning_tokens`)"
         }
         Metric::SpecAcceptLength => {
-            "tokens per speculative verify step per request, the bonus token included (SGLang `/generate` `meta_info.spec_accept_length`)"
+            "tokens per speculative verify step per request, the bonus token included (SGLang `/generate` `meta_info.spec_accept_length`; its chat API's `sglext.spec_tokens_details.spec_accept_length`, sent when the request asks with `extra_body: {return_spec_tokens_details: true}`)"
         }
         Metric::Retractions => {
             "requests the server retracted and decoded again for want of KV cache, summed (`meta_info.num_retractions`)"
