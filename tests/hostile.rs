@@ -2537,3 +2537,51 @@ fn info_series_labels_are_configuration_checked() {
         ],
     );
 }
+
+/// SGLang's chat API sends a request's speculative figures, when asked, in
+/// an `sglext` chunk of their own. One that cannot be true of the stream
+/// (50 tokens a verify step of 4 generated) and one that is not one
+/// choice's details (a list, where one choice was asked) fail the request
+/// as a protocol error naming the field; neither is a figure.
+#[test]
+fn a_chat_streams_speculative_details_are_held_to_the_stream() {
+    for (tag, details, said) in [
+        (
+            "sglext-impossible",
+            "{\"spec_accept_length\":50.0,\"spec_verify_ct\":1}",
+            "speculative accept length of 50 tokens per verify step for 4 tokens generated",
+        ),
+        (
+            "sglext-list",
+            "[{\"spec_accept_length\":2.0},{\"spec_accept_length\":3.0}]",
+            "`sglext.spec_tokens_details` is not one choice's details",
+        ),
+    ] {
+        let body = format!(
+            "data: {{\"choices\":[{{\"delta\":{{\"content\":\"one two three four\"}}}}]}}\n\n\
+             data: {{\"choices\":[{{\"delta\":{{}},\"finish_reason\":\"length\"}}]}}\n\n\
+             data: {{\"choices\":[],\"sglext\":{{\"spec_tokens_details\":{details}}}}}\n\n\
+             data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":5,\"completion_tokens\":4}}}}\n\n\
+             data: [DONE]\n\n"
+        );
+        let port = serve(Arc::new(move |req, conn| {
+            if discovery(req, conn) {
+                return;
+            }
+            stream_head(conn);
+            let _ = conn.write_all(body.as_bytes());
+        }));
+        let o = run(
+            tag,
+            "suite: hostile\ntarget:\n  base_url: http://127.0.0.1:PORT\n  api: openai-chat\nperformance:\n  - name: gate\n    load: { concurrency: 1, requests: 2, input_tokens: 8, output_tokens: 4 }\n    extra_body: { return_spec_tokens_details: true }\n    thresholds: { spec_accept_length.mean: \">= 1\" }\n",
+            port,
+            &[],
+        );
+        o.assert_no_panic();
+        assert_eq!(o.code, Some(1), "{}", o.stdout);
+        assert_has(
+            &failure_of(&o.stdout, "hostile::performance::gate"),
+            &["could not measure: all 2 requests failed", said],
+        );
+    }
+}

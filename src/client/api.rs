@@ -208,6 +208,20 @@ pub struct OpenAiChunk<'a> {
     /// vLLM's error message.
     #[serde(default, borrow)]
     pub message: Option<Cow<'a, str>>,
+    /// SGLang's extensions, in a chunk of their own before the usage
+    /// (0.5.23 `SglExt`): the request's speculative figures when it asked
+    /// `return_spec_tokens_details`.
+    #[serde(default)]
+    pub sglext: Option<SglExt>,
+}
+
+/// SGLang's `sglext`, the part servegate reads.
+#[derive(Debug, Deserialize)]
+pub struct SglExt {
+    /// `SpecTokensDetails` of the one choice asked (a list of them where
+    /// a request asked several choices).
+    #[serde(default)]
+    pub spec_tokens_details: Option<Value>,
 }
 
 impl OpenAiChunk<'_> {

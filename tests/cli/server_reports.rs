@@ -50,7 +50,9 @@ fn speculative_decoding_and_the_prefix_cache_are_gated_from_the_servers_reports(
 
 /// The same reports through the chat API: reasoning tokens from
 /// `usage.completion_tokens_details`, cached ones from
-/// `usage.prompt_tokens_details`.
+/// `usage.prompt_tokens_details`, and, where the request asked
+/// (`return_spec_tokens_details`), the speculative accept length from the
+/// `sglext` chunk SGLang sends before the usage.
 #[test]
 fn reasoning_and_cached_tokens_come_from_chat_usage() {
     let out = run_expecting(&["run", "tests/suites/server-reports-chat.yaml"], 0);
@@ -59,6 +61,7 @@ fn reasoning_and_cached_tokens_come_from_chat_usage() {
         &[
             "pass reasoning_tokens.mean >= 5.00 tokens (measured 16.00 tokens)",
             "pass cache_hit_rate >= 0.500 (measured 0.750)",
+            "pass spec_accept_length.mean >= 2.50 tokens (measured 3.00 tokens)",
         ],
     );
 }
@@ -290,7 +293,7 @@ fn the_server_counts_the_requests_the_client_abandoned() {
         &[
             "errors:   2 (timeout ×2)",
             "request exceeded the total deadline (1.000s)",
-            ", aborted 2\n",
+            ", aborted 2,",
             "pass server.aborted >= 2 (measured 2)",
             "error: could not measure: all 2 requests failed, so no figure exists",
         ],

@@ -162,6 +162,23 @@ impl Dialect for OpenAi {
                 out.finish(f, None);
             }
         }
+        if let Some(spec) = chunk.sglext.and_then(|e| e.spec_tokens_details) {
+            let field = "sglext.spec_tokens_details.spec_accept_length";
+            match spec.get("spec_accept_length") {
+                Some(Value::Number(n)) => {
+                    if let Some(l) = n.as_f64() {
+                        out.spec_accept_length(field, l);
+                    }
+                }
+                None if spec.is_object() => {}
+                _ => {
+                    return Err(EventError::Contract(format!(
+                        "`sglext.spec_tokens_details` is not one choice's details with a numeric `spec_accept_length` (one choice was asked): {}",
+                        crate::client::error::excerpt(&spec.to_string(), 200)
+                    )));
+                }
+            }
+        }
         if let Some(u) = chunk.usage {
             if let Some(n) = u.prompt_tokens {
                 out.prompt_tokens("usage.prompt_tokens", n);

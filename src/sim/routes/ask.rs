@@ -67,6 +67,9 @@ pub(super) struct Extras {
     /// Each chunk's token ids (`return_token_ids`): on completions, and
     /// on chat speaking as vLLM (SGLang refuses them on a chat stream).
     pub(super) token_ids: bool,
+    /// SGLang's chat `return_spec_tokens_details`: an `sglext` chunk with
+    /// the request's speculative figures before the usage.
+    pub(super) spec_details: bool,
 }
 
 fn u32_field(v: Option<&Value>) -> Option<u32> {
@@ -183,6 +186,9 @@ pub(super) fn parse_ask(shape: Shape, speaks: Speaks, body: &Value) -> Result<As
             segments: false,
             token_ids: (shape == Shape::Completions || speaks == Speaks::Vllm)
                 && flag("/return_token_ids", false),
+            spec_details: shape == Shape::Chat
+                && speaks == Speaks::Sglang
+                && flag("/return_spec_tokens_details", false),
         },
     })
 }

@@ -281,6 +281,7 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
                 continuous: ask.extras.continuous && state.profile.usage,
                 segments: state.profile.generate_text == GenerateText::Segments,
                 token_ids: ask.extras.token_ids,
+                spec_details: ask.extras.spec_details,
             },
             id,
             tx,

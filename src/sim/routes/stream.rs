@@ -176,12 +176,31 @@ fn closing(
             return tail;
         }
     }
+    // SGLang 0.5.23 sends the asked details of a speculative request in a
+    // chunk of their own, `sglext`, before the usage
+    // (`entrypoints/openai/serving_chat.py`, `SpecTokensDetails`): the
+    // figures its `/generate` puts in `meta_info`.
+    if extras.spec_details && plan.server.spec_step.is_some() {
+        let meta = meta_info(plan, id, sent, None);
+        let spec: serde_json::Map<String, serde_json::Value> = SPEC_DETAILS
+            .iter()
+            .filter_map(|k| Some(((*k).to_owned(), meta.get(*k)?.clone())))
+            .collect();
+        tail.push(sse(&json!({
+            "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+            "choices": [], "usage": null, "sglext": {"spec_tokens_details": spec},
+        })));
+    }
     if extras.usage && matches!(shape, Shape::Chat | Shape::Completions) {
         tail.push(usage_chunk(shape, model, id, plan, &state.profile));
     }
     tail.push(done);
     tail
 }
+
+/// The fields of SGLang's `SpecTokensDetails` the simulator knows (of its
+/// nine; `protocol.py`).
+const SPEC_DETAILS: [&str; 3] = ["spec_accept_rate", "spec_accept_length", "spec_verify_ct"];
 
 /// Streams `plan` (with the prompt's ids, where vLLM lists them).
 pub(super) async fn stream(

@@ -125,11 +125,13 @@ complete -c servegate -n "__fish_servegate_using_subcommand sim" -l speculative-
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l speculative-num-draft-tokens -d 'SGLang\'s `--speculative-num-draft-tokens` (reported; a verify step yields at most this many tokens)' -r
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l reasoning-parser -d 'SGLang\'s `--reasoning-parser` (reported)' -r
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l tool-call-parser -d 'SGLang\'s `--tool-call-parser` (reported; not the profile\'s `sglang.tool_call_parser`: tool calls stream as text)' -r
+complete -c servegate -n "__fish_servegate_using_subcommand sim" -l cuda-graph-max-bs-decode -d 'SGLang\'s `--cuda-graph-max-bs-decode` (reported; a decode pass with more requests running is counted without a CUDA graph)' -r
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l stamp-tokens -d 'Serve bench-client\'s truth instead of the simulator: a bare HTTP/1.1 streamer whose tokens are their own send times (µs since the epoch); any request but a POST gets an empty 404'
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l never-ready -d 'Health checks never answer 200: a start-up that hangs'
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l trust-remote-code -d 'SGLang\'s `--trust-remote-code` (taken, as a launch passes it)'
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l enable-metrics -d 'SGLang\'s `--enable-metrics` (taken: the simulator always serves `/metrics`)'
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l enable-cache-report -d 'SGLang\'s `--enable-cache-report` (reported; usage then says how many prompt tokens its prefix cache served, as the profile\'s `prefix_cache` does)'
+complete -c servegate -n "__fish_servegate_using_subcommand sim" -l disable-cuda-graph -d 'SGLang\'s `--disable-cuda-graph` (deprecated in 0.5.23 for `--cuda-graph-backend-{decode,prefill}=disabled`, still taken; reported; every decode pass is counted without a CUDA graph, `decode_none`)'
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l skip-server-warmup -d 'SGLang\'s `--skip-server-warmup` (reported; up without the warmup request, so a scheduler hung from the start answers its health checks with 503 after their timeout instead of at once)'
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -s h -l help -d 'Print help'
 complete -c servegate -n "__fish_servegate_using_subcommand report; and not __fish_seen_subcommand_from merge help" -l format -d 'Output format' -r -f -a "md\t'Markdown summary'
