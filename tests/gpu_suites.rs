@@ -98,6 +98,7 @@ fn kimi_runs_green_on_its_simulator_profile() {
         for trial in [
             "config::server_info.tool_call_parser",
             "correctness::reasoning",
+            "correctness::arithmetic_sample",
             "correctness::is_prime",
             "correctness::tool_call",
             "performance::single_stream_decode",
@@ -205,7 +206,8 @@ fn kimi_fails_each_broken_bring_up_for_its_reason() {
 /// above the bring-up's 12.5 tok/s and within 10% of its baseline. Then the
 /// other way: a decode a third slower fails the baseline bound (not the
 /// absolute one); a NaN in decode ends the run on the log's line; a decode
-/// loop in the thinking fails the garbage check while "4" is still right.
+/// loop in the thinking fails the garbage check while "4" is still right,
+/// and the accuracy sample, which it cannot answer.
 #[test]
 fn glm_runs_green_against_its_baseline_and_red_for_each_failure() {
     let gpu = Gpu::new("glm");
@@ -217,6 +219,7 @@ fn glm_runs_green_against_its_baseline_and_red_for_each_failure() {
         "glm-5::config::server_info.quantization",
         "glm-5::config::server_info.enable_cache_report",
         "glm-5::correctness::reasoning",
+        "glm-5::correctness::arithmetic_sample",
     ] {
         assert_eq!(verdict(&out, trial), "ok", "{trial}\n{out}");
     }
@@ -269,4 +272,12 @@ fn glm_runs_green_against_its_baseline_and_red_for_each_failure() {
         ],
     );
     assert!(!arithmetic.contains("matches regex"), "{arithmetic}");
+    // Its answers to the accuracy sample are no numbers at all.
+    assert_has(
+        &failure_of(&out, "glm-5::correctness::arithmetic_sample"),
+        &[
+            "error: threshold failed: accuracy >= 0.75",
+            "measured: accuracy 0.000 (0/8 right",
+        ],
+    );
 }

@@ -267,6 +267,10 @@ struct ProfileFile {
     usage: Option<bool>,
     #[serde(default)]
     replies: Vec<ReplyFile>,
+    /// Files of more replies (`replies:` lists), relative to the profile,
+    /// read after its own: answers several profiles share.
+    #[serde(default)]
+    replies_from: Vec<String>,
     #[serde(default)]
     server_info: serde_json::Map<String, serde_json::Value>,
     #[serde(default)]
@@ -293,6 +297,13 @@ struct ProfileFile {
     sglang: Behaviour,
     #[serde(default)]
     speaks: Speaks,
+}
+
+/// A file of replies only (`replies_from`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RepliesFile {
+    replies: Vec<ReplyFile>,
 }
 
 #[derive(Deserialize)]
@@ -330,12 +341,30 @@ impl Profile {
         let shown = path.display();
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("failed to read simulator profile {shown}: {e}"))?;
-        Self::parse(&text).map_err(|e| format!("invalid simulator profile {shown}: {e}"))
+        Self::parse_in(&text, path.parent())
+            .map_err(|e| format!("invalid simulator profile {shown}: {e}"))
     }
 
     /// Parses profile text.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let file: ProfileFile = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+        Self::parse_in(text, None)
+    }
+
+    /// Parses profile text whose `replies_from` files are relative to
+    /// `dir` (none without a directory).
+    fn parse_in(text: &str, dir: Option<&Path>) -> Result<Self, String> {
+        let mut file: ProfileFile = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+        for from in std::mem::take(&mut file.replies_from) {
+            let dir = dir.ok_or_else(|| {
+                format!("`replies_from: {from}` needs the profile to be a file: its path is relative to it")
+            })?;
+            let path = dir.join(&from);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("failed to read `replies_from` {}: {e}", path.display()))?;
+            let more: RepliesFile = serde_saphyr::from_str(&text)
+                .map_err(|e| format!("invalid `replies_from` {}: {e}", path.display()))?;
+            file.replies.extend(more.replies);
+        }
         let defaults = Profile::default();
         let replies = file
             .replies
@@ -418,5 +447,41 @@ mod tests {
         assert_eq!(p.replies.len(), 1);
         assert!(Profile::parse("bogus: 1\n").unwrap_err().contains("bogus"));
         assert!(Profile::parse("ttft: soon\n").is_err());
+    }
+
+    /// `replies_from` files add their replies after the profile's own,
+    /// relative to the profile; a profile that is no file cannot name one,
+    /// and a missing or malformed file is an error naming it.
+    #[test]
+    fn replies_come_from_files_beside_the_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("shared.yaml"),
+            "replies:\n  - match: 'capital'\n    reply: Paris\n",
+        )
+        .unwrap();
+        let profile = dir.path().join("p.yaml");
+        std::fs::write(
+            &profile,
+            "replies_from: [shared.yaml]\nreplies:\n  - match: '2\\+2'\n    reply: '4'\n",
+        )
+        .unwrap();
+        let p = Profile::load(&profile).unwrap();
+        let replies: Vec<&str> = p.replies.iter().map(|r| r.reply.as_str()).collect();
+        assert_eq!(replies, ["4", "Paris"]);
+        assert!(
+            Profile::parse("replies_from: [shared.yaml]\n")
+                .unwrap_err()
+                .contains("needs the profile to be a file")
+        );
+        std::fs::write(&profile, "replies_from: [gone.yaml]\n").unwrap();
+        assert!(Profile::load(&profile).unwrap_err().contains("gone.yaml"));
+        std::fs::write(dir.path().join("shared.yaml"), "model: x\n").unwrap();
+        std::fs::write(&profile, "replies_from: [shared.yaml]\n").unwrap();
+        assert!(
+            Profile::load(&profile)
+                .unwrap_err()
+                .contains("invalid `replies_from`")
+        );
     }
 }
