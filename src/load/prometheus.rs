@@ -27,22 +27,55 @@ pub struct Scrape {
     /// `decode_none`, …).
     kinds: BTreeMap<(String, String), f64>,
     buckets: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Counters of one process each ([`PER_PROCESS`]), by their whole
+    /// label set: each rank's own, not copies of one figure.
+    processes: BTreeMap<(String, String), f64>,
     /// When the client had the page: counters over a window are divided
     /// by the time between two reads.
     at: Option<std::time::Instant>,
 }
 
+/// A histogram's copies (one per rank that writes it), each its buckets
+/// by bound.
+type Copies = BTreeMap<String, BTreeMap<String, f64>>;
+
 /// The labels that split a counter into kinds, read by their value.
 const KINDS: [&str; 2] = ["finished_reason", "mode"];
+
+/// Counters each scheduler process keeps of itself: its ranks' are
+/// different figures, the busiest of which is read (the others' copies
+/// of one figure count once, [`COPIES`]).
+const PER_PROCESS: [&str; 1] = [SCHEDULER_CPU];
+
+/// A series' label set as a key: its pairs (each value quoted as JSON, so
+/// no value can pass for another pair), sorted, those named `without` left out.
+fn key_of(pairs: &[(String, String)], without: &[&str]) -> String {
+    let mut kept: Vec<String> = pairs
+        .iter()
+        .filter(|(k, _)| !without.contains(&k.as_str()))
+        .map(|(k, v)| format!("{k}={}", serde_json::Value::String(v.clone())))
+        .collect();
+    kept.sort_unstable();
+    kept.join(",")
+}
+
+/// The value of label `key` among `pairs`.
+fn pair<'p>(pairs: &'p [(String, String)], key: &str) -> Option<&'p str> {
+    pairs
+        .iter()
+        .find_map(|(k, v)| (k == key).then_some(v.as_str()))
+}
 
 impl Scrape {
     /// Parses Prometheus text exposition; malformed lines are skipped.
     pub fn parse(text: &str) -> Self {
         let mut s = Scrape::default();
-        // The largest value of each series (a bucket: of each bound) per
-        // label set that is one part of the server (see [`group`]).
-        let mut groups: BTreeMap<(String, String), f64> = BTreeMap::new();
-        let mut bucket_groups: BTreeMap<(String, String, String), f64> = BTreeMap::new();
+        // The largest value of each series per label set that is one part
+        // of the server (its labels less [`COPIES`]), with its kind.
+        let mut groups: BTreeMap<(String, String), (f64, Option<String>)> = BTreeMap::new();
+        // Each copy's buckets of each part, by bound: one copy's whole
+        // histogram is read, never a mix of the copies' bounds.
+        let mut bucket_groups: BTreeMap<(String, String), Copies> = BTreeMap::new();
         for line in text.lines() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -51,36 +84,57 @@ impl Scrape {
             let Some((name, labels, value)) = sample(line) else {
                 continue;
             };
+            let pairs = label_pairs(labels);
             if let Some(base) = name.strip_suffix("_bucket") {
-                if let Some(le) = label(labels, "le").map(str::to_owned) {
-                    let seen = bucket_groups
-                        .entry((base.to_owned(), le, group(labels)))
-                        .or_insert(value);
-                    *seen = seen.max(value);
+                if let Some(le) = pair(&pairs, "le") {
+                    let part = key_of(&pairs, &[COPIES, &["le"]].concat());
+                    let copy = key_of(&pairs, &["le"]);
+                    bucket_groups
+                        .entry((base.to_owned(), part))
+                        .or_default()
+                        .entry(copy)
+                        .or_default()
+                        .insert(le.to_owned(), value);
                 }
                 continue;
             }
             // SGLang with priority scheduling writes each gauge for all
             // (`priority=""`) and again per priority: the total is read.
-            if label(labels, "priority").is_some_and(|p| !p.is_empty()) {
+            if pair(&pairs, "priority").is_some_and(|p| !p.is_empty()) {
                 continue;
             }
+            if PER_PROCESS.contains(&name) {
+                s.processes
+                    .insert((name.to_owned(), key_of(&pairs, &[])), value);
+            }
+            let kind = KINDS
+                .iter()
+                .find_map(|k| pair(&pairs, k))
+                .map(str::to_owned);
             let seen = groups
-                .entry((name.to_owned(), group(labels)))
-                .or_insert(value);
-            *seen = seen.max(value);
+                .entry((name.to_owned(), key_of(&pairs, COPIES)))
+                .or_insert((value, kind));
+            seen.0 = seen.0.max(value);
         }
-        for ((name, group), value) in groups {
-            if let Some(kind) = KINDS.iter().find_map(|k| label(&group, k)) {
-                *s.kinds
-                    .entry((name.clone(), kind.to_owned()))
-                    .or_insert(0.0) += value;
+        for ((name, _), (value, kind)) in groups {
+            if let Some(kind) = kind {
+                *s.kinds.entry((name.clone(), kind)).or_insert(0.0) += value;
             }
             *s.values.entry(name.clone()).or_insert(0.0) += value;
             *s.sets.entry(name).or_insert(0) += 1;
         }
-        for ((base, le, _), value) in bucket_groups {
-            *s.buckets.entry(base).or_default().entry(le).or_insert(0.0) += value;
+        for ((base, _), copies) in bucket_groups {
+            // The copy that observed the most (its `+Inf` bucket).
+            let Some(copy) = copies.into_values().max_by(|a, b| {
+                let all = |c: &BTreeMap<String, f64>| c.get("+Inf").copied().unwrap_or(0.0);
+                all(a).total_cmp(&all(b))
+            }) else {
+                continue;
+            };
+            let buckets = s.buckets.entry(base).or_default();
+            for (le, value) in copy {
+                *buckets.entry(le).or_insert(0.0) += value;
+            }
         }
         s
     }
@@ -120,29 +174,6 @@ const COPIES: &[&str] = &[
     "attn_tp_rank",
     "attn_cp_rank",
 ];
-
-/// A sample's labels without the [`COPIES`] ones: the part it counts.
-fn group(labels: &str) -> String {
-    let mut kept: Vec<&str> = labels
-        .split(',')
-        .map(str::trim)
-        .filter(|kv| {
-            kv.split_once('=')
-                .is_none_or(|(k, _)| !COPIES.contains(&k.trim()))
-        })
-        .collect();
-    kept.sort_unstable();
-    kept.join(",")
-}
-
-/// The value of label `key` in `a="x",b="y"` (unescaped values only: the
-/// reasons read here are plain words).
-fn label<'l>(labels: &'l str, key: &str) -> Option<&'l str> {
-    labels.split(',').find_map(|kv| {
-        let (k, v) = kv.split_once('=')?;
-        (k.trim() == key).then(|| v.trim().trim_matches('"'))
-    })
-}
 
 /// Most info series an info document keeps, and most labels of each.
 const INFO_SERIES: usize = 64;
@@ -260,6 +291,48 @@ impl HistogramDelta {
         (self.count > 0.0).then(|| self.sum / self.count)
     }
 
+    /// Why the histogram's change cannot be believed, if it cannot: a
+    /// count or sum that went backwards (a restart in the window) or is no
+    /// number, no `+Inf` bucket or one that disagrees with the count,
+    /// buckets that are not cumulative, a mean above the bound of the
+    /// largest observation's bucket. A quantile is read off the buckets,
+    /// so buckets that say less than the server saw would make it look
+    /// faster than it was.
+    pub fn fault(&self) -> Option<String> {
+        let (count, sum) = (self.count, self.sum);
+        if !(count.is_finite() && sum.is_finite()) || count < 0.0 || sum < 0.0 {
+            return Some(format!(
+                "its count or its sum went backwards or is no number ({count} observations, {sum} s in all)"
+            ));
+        }
+        let Some(&(last, all)) = self.buckets.last() else {
+            return Some("it has no buckets".to_owned());
+        };
+        if last != f64::INFINITY {
+            return Some("it has no `+Inf` bucket".to_owned());
+        }
+        if (all - count).abs() > 0.5 {
+            return Some(format!(
+                "its `+Inf` bucket counts {all} observations, its `_count` {count}"
+            ));
+        }
+        if self.buckets.first().is_some_and(|(_, c)| *c < 0.0)
+            || self.buckets.windows(2).any(|w| w[1].1 < w[0].1)
+        {
+            return Some("its buckets are not cumulative".to_owned());
+        }
+        if let (Some(mean), Some(top)) = (self.mean(), self.quantile_bound(1.0))
+            && mean > top
+        {
+            return Some(format!(
+                "its mean, {}, is above the bucket of its largest observation, ≤ {}",
+                format_secs(mean),
+                format_secs(top)
+            ));
+        }
+        None
+    }
+
     /// The upper bound of the bucket holding quantile `q`: the server only
     /// knows its buckets, so this is "at most".
     pub fn quantile_bound(&self, q: f64) -> Option<f64> {
@@ -302,9 +375,13 @@ pub struct ServerView {
     pub queue_time: Option<HistogramDelta>,
     /// Decode passes that ran a CUDA graph, and all decode passes.
     pub cuda_graph: Option<(f64, f64)>,
-    /// CPU seconds of the scheduler process, and the seconds between the
-    /// two reads (`None` where they were not timed).
+    /// CPU seconds of the busiest scheduler process, and the seconds
+    /// between the two reads (`None` where they were not timed).
     pub scheduler_cpu: Option<(f64, Option<f64>)>,
+    /// How long the window lasted, seconds, where the runner says: a
+    /// rate of a counter needs the reads around it to be about as far
+    /// apart.
+    pub window_s: Option<f64>,
     /// The gauges sampled while the window was open.
     pub samples: Samples,
 }
@@ -529,10 +606,11 @@ fn no_counter() -> String {
     "no counter of it".to_owned()
 }
 
-/// The change of the first of the counters `names` present after.
+/// The change of the first of the counters `names` present after (none
+/// where it is no number: an infinite counter is no count).
 fn named_delta(before: &Scrape, after: &Scrape, names: &[&str]) -> Option<f64> {
     let (name, a) = after.find(names)?;
-    Some(a - before.values.get(name).copied().unwrap_or(0.0))
+    Some(a - before.values.get(name).copied().unwrap_or(0.0)).filter(|d| d.is_finite())
 }
 
 /// The change of an SGLang counter of events (aborts, retractions): SGLang
@@ -596,6 +674,19 @@ const SCHEDULER_CPU: &str = "sglang:scheduler_process_cpu_seconds_total";
 /// second of the scheduler's time.
 pub const SCHEDULER_CPU_WINDOW: f64 = 5.0;
 
+/// The largest change of a [`PER_PROCESS`] counter among the processes
+/// read both times (a rank that appeared in the window has no change to
+/// read); `None` where none was.
+fn busiest_delta(before: &Scrape, after: &Scrape, name: &str) -> Option<f64> {
+    after
+        .processes
+        .iter()
+        .filter(|((n, _), _)| n == name)
+        .filter_map(|(key, a)| Some(a - before.processes.get(key)?))
+        .filter(|d| d.is_finite())
+        .max_by(f64::total_cmp)
+}
+
 /// Decode passes that ran a CUDA graph, and all decode passes, over the
 /// window: SGLang 0.5.23 counts each decode batch under `mode`
 /// `decode_cuda_graph` or `decode_none` (`batch_result_processor.py`),
@@ -608,7 +699,7 @@ fn cuda_graph_delta(before: &Scrape, after: &Scrape) -> Option<(f64, f64)> {
             - before.kind(CUDA_GRAPH_PASSES, mode).unwrap_or(0.0)
     };
     let graph = delta("decode_cuda_graph");
-    Some((graph, graph + delta("decode_none")))
+    Some((graph, graph + delta("decode_none"))).filter(|(g, a)| g.is_finite() && a.is_finite())
 }
 
 /// The first of the histograms named `suffixes` (new names before old)
@@ -641,10 +732,11 @@ fn one_histogram_delta(before: &Scrape, after: &Scrape, suffix: &str) -> Option<
             .get(&base)?
             .iter()
             .filter_map(|(le, c)| {
+                // A bound that is no number is no bucket.
                 let bound = if le == "+Inf" {
                     f64::INFINITY
                 } else {
-                    le.parse().ok()?
+                    le.parse().ok().filter(|b: &f64| b.is_finite())?
                 };
                 Some((bound, c - was.get(le).copied().unwrap_or(0.0)))
             })
@@ -706,7 +798,7 @@ impl ServerView {
                 &["queue_time_seconds", "request_queue_time_seconds"],
             ),
             cuda_graph: cuda_graph_delta(before, after),
-            scheduler_cpu: named_delta(before, after, &[SCHEDULER_CPU]).map(|cpu| {
+            scheduler_cpu: busiest_delta(before, after, SCHEDULER_CPU).map(|cpu| {
                 let span = before
                     .at
                     .zip(after.at)
@@ -714,7 +806,14 @@ impl ServerView {
                 (cpu, span)
             }),
             samples: Samples::default(),
+            window_s: None,
         }
+    }
+
+    /// Whether the reads of `/metrics` were `span` seconds apart, more than
+    /// the window's length and a second (or a tenth of it) of slack.
+    fn outlasted(&self, span: f64) -> bool {
+        self.window_s.is_some_and(|w| span > w + (0.1 * w).max(1.0))
     }
 
     /// The server's histogram behind a bucketed `server.` figure, and the
@@ -742,7 +841,7 @@ impl ServerView {
             return self.samples.stat(g, stat.unwrap_or(Stat::Mean));
         }
         if let Some((h, _)) = self.histogram(metric) {
-            let h = h?;
+            let h = h.filter(|h| h.fault().is_none())?;
             return match stat.unwrap_or(Stat::Mean) {
                 Stat::Mean => h.mean().filter(|m| m.is_finite() && *m >= 0.0),
                 Stat::Max => h.quantile_bound(1.0),
@@ -769,7 +868,7 @@ impl ServerView {
             }
             Metric::ServerSchedulerCpu => {
                 let (cpu, span) = self.scheduler_cpu?;
-                let span = span.filter(|s| *s >= SCHEDULER_CPU_WINDOW)?;
+                let span = span.filter(|s| *s >= SCHEDULER_CPU_WINDOW && !self.outlasted(*s))?;
                 (cpu >= 0.0).then(|| cpu / span)
             }
             _ => None,
@@ -882,6 +981,11 @@ impl ServerView {
             Metric::ServerSchedulerCpu => Some(match self.scheduler_cpu {
                 None => format!("/metrics has no {SCHEDULER_CPU} (SGLang 0.5.23 writes it with `--enable-metrics`)"),
                 Some((_, None)) => "the reads of /metrics before and after the window were not timed".to_owned(),
+                Some((_, Some(span))) if self.outlasted(span) => format!(
+                    "the reads of /metrics were {} apart for a window of {} (the read after it waited for the server to count abandoned requests, or for a recheck to end): the scheduler's CPU in the window cannot be told from its time after it",
+                    format_secs(span),
+                    format_secs(self.window_s.unwrap_or_default())
+                ),
                 Some((_, Some(span))) if span < SCHEDULER_CPU_WINDOW => format!(
                     "the window, {} between the reads of /metrics, is shorter than {}: SGLang adds to its CPU counter about once a second, so a read can lag by a second of it; lengthen the window",
                     format_secs(span),
@@ -891,6 +995,10 @@ impl ServerView {
             }),
             m if m.is_bucketed() => self.histogram(m).map(|(h, series)| match h {
                 None => format!("/metrics has no histogram {series} (SGLang `--enable-metrics`)"),
+                Some(h) if h.fault().is_some() => format!(
+                    "the server's histogram cannot be believed: {}",
+                    h.fault().unwrap_or_default()
+                ),
                 Some(h) if h.count <= 0.0 => {
                     "the server's histogram observed nothing in the window".to_owned()
                 }
@@ -930,7 +1038,7 @@ impl ServerView {
             ("e2e", &self.e2e),
             ("queue", &self.queue_time),
         ] {
-            if let Some(h) = h
+            if let Some(h) = h.as_ref().filter(|h| h.fault().is_none())
                 && let Some(mean) = h.mean()
             {
                 let mut part = format!("{name} mean {}", format_secs(mean));
@@ -1446,6 +1554,129 @@ sglang:gen_throughput {throughput}
         assert_eq!(
             v.sample_size(Metric::ServerQueueTime, "3s"),
             "100 observations in the server's histogram over 3s; a percentile is the upper bound of its bucket"
+        );
+    }
+
+    /// A page that lies about its histogram gives no figure of it, saying
+    /// why, where its buckets would make the server look faster than its
+    /// count and sum say: no `+Inf` bucket, a bound that is no number
+    /// standing in for the total, a restart in the window, copies of a
+    /// rank that disagree (one copy's whole histogram is read, never the
+    /// most optimistic bucket of each).
+    #[test]
+    fn a_histogram_that_cannot_be_believed_gives_no_figure() {
+        let h = |lines: &str| ServerView::between(&Scrape::parse(""), &Scrape::parse(lines));
+        let no_inf = h("sglang:time_to_first_token_seconds_bucket{le=\"0.1\"} 10\n\
+             sglang:time_to_first_token_seconds_sum 5000\n\
+             sglang:time_to_first_token_seconds_count 1000\n");
+        let nan_total = h(
+            "sglang:time_to_first_token_seconds_bucket{le=\"0.1\"} 1000\n\
+             sglang:time_to_first_token_seconds_bucket{le=\"+Inf\"} 1000\n\
+             sglang:time_to_first_token_seconds_bucket{le=\"NaN\"} 99999\n\
+             sglang:time_to_first_token_seconds_sum 5000\n\
+             sglang:time_to_first_token_seconds_count 1000\n",
+        );
+        for (v, why) in [
+            (&no_inf, "it has no `+Inf` bucket"),
+            (
+                &nan_total,
+                "its mean, 5.000s, is above the bucket of its largest observation, ≤ 100.00ms",
+            ),
+        ] {
+            for stat in [Stat::Mean, Stat::P99, Stat::Max] {
+                assert_eq!(v.value(Metric::ServerTtftHistogram, Some(stat)), None);
+            }
+            let said = v.missing(Metric::ServerTtftHistogram).unwrap();
+            assert_eq!(
+                said,
+                format!("the server's histogram cannot be believed: {why}")
+            );
+            assert!(!v.render().contains("ttft"), "{}", v.render());
+        }
+        let restarted = ServerView::between(
+            &Scrape::parse(BEFORE),
+            &Scrape::parse(
+                "sglang:time_to_first_token_seconds_bucket{le=\"0.1\"} 1\n\
+             sglang:time_to_first_token_seconds_bucket{le=\"+Inf\"} 1\n\
+             sglang:time_to_first_token_seconds_sum 2\n\
+             sglang:time_to_first_token_seconds_count 1\n",
+            ),
+        );
+        assert_eq!(
+            restarted.value(Metric::ServerTtftHistogram, Some(Stat::P99)),
+            None
+        );
+        assert!(
+            restarted
+                .missing(Metric::ServerTtftHistogram)
+                .unwrap()
+                .contains("went backwards")
+        );
+        // Rank 1's copy saw its requests slower: its whole histogram is
+        // read (the one that observed the most), not each bound's largest.
+        let copies = h(
+            "sglang:queue_time_seconds_bucket{tp_rank=\"0\",le=\"0.1\"} 10\n\
+             sglang:queue_time_seconds_bucket{tp_rank=\"0\",le=\"+Inf\"} 10\n\
+             sglang:queue_time_seconds_bucket{tp_rank=\"1\",le=\"0.1\"} 0\n\
+             sglang:queue_time_seconds_bucket{tp_rank=\"1\",le=\"+Inf\"} 11\n\
+             sglang:queue_time_seconds_sum{tp_rank=\"1\"} 55\n\
+             sglang:queue_time_seconds_count{tp_rank=\"1\"} 11\n",
+        );
+        assert_eq!(copies.value(Metric::ServerQueueTime, Some(Stat::P50)), None);
+        assert!(
+            copies
+                .missing(Metric::ServerQueueTime)
+                .unwrap()
+                .contains("lies in its last bucket")
+        );
+    }
+
+    /// Labels are read with their quotes: a comma inside a value is no
+    /// second label (it cannot turn a `decode_none` pass into a graph one,
+    /// nor pass for a rank); an infinite counter is no count.
+    #[test]
+    fn a_label_value_cannot_pass_for_another_label() {
+        let page = |none: u32| {
+            format!(
+                "sglang:cuda_graph_passes_total{{model_name=\"m,mode =decode_cuda_graph\",mode=\"decode_none\"}} {none}\n\
+                 sglang:cuda_graph_passes_total{{model_name=\"m\",mode=\"decode_cuda_graph\"}} 0\n"
+            )
+        };
+        let v = ServerView::between(&Scrape::parse(&page(0)), &Scrape::parse(&page(100)));
+        assert_eq!(v.value(Metric::ServerCudaGraphShare, None), Some(0.0));
+        let inf = ServerView::between(
+            &Scrape::parse("sglang:cuda_graph_passes_total{mode=\"decode_none\"} 1\n"),
+            &Scrape::parse("sglang:cuda_graph_passes_total{mode=\"decode_none\"} +Inf\n"),
+        );
+        assert_eq!(inf.value(Metric::ServerCudaGraphShare, None), None);
+    }
+
+    /// The scheduler's CPU is each rank's own: the busiest rank's change is
+    /// read (rank 1, 9 s of CPU in 10 s), never the change of the largest
+    /// counter (rank 0's, 1 s); and a read after the window that waited
+    /// past it gives no figure, the idle time after it diluting the rate.
+    #[test]
+    fn the_scheduler_cpu_is_the_busiest_ranks_over_the_window_alone() {
+        let page = |r0: f64, r1: f64| {
+            format!(
+                "sglang:scheduler_process_cpu_seconds_total{{tp_rank=\"0\"}} {r0}\n\
+                 sglang:scheduler_process_cpu_seconds_total{{tp_rank=\"1\"}} {r1}\n"
+            )
+        };
+        let t0 = std::time::Instant::now();
+        let mut v = ServerView::between(
+            &Scrape::parse(&page(100.0, 50.0)).read_at(t0),
+            &Scrape::parse(&page(101.0, 59.0)).read_at(t0 + std::time::Duration::from_secs(10)),
+        );
+        v.window_s = Some(9.5);
+        let cpu = v.value(Metric::ServerSchedulerCpu, None).unwrap();
+        assert!((cpu - 0.9).abs() < 1e-9, "{cpu}");
+        v.window_s = Some(5.0);
+        assert_eq!(v.value(Metric::ServerSchedulerCpu, None), None);
+        let why = v.missing(Metric::ServerSchedulerCpu).unwrap();
+        assert!(
+            why.starts_with("the reads of /metrics were 10.000s apart for a window of 5.000s"),
+            "{why}"
         );
     }
 }

@@ -219,6 +219,14 @@ pub fn parse_comparison(key: MetricKey, text: &str) -> Result<Threshold, String>
     } else {
         Bound::Value(parse_amount(key, rest)?)
     };
+    // Two bucket bounds compared would hide any change within a bucket.
+    if key.is_bucket_bound() && !matches!(bound, Bound::Value(_)) {
+        return Err(format!(
+            "`{key} {} {rest}`: the server's histogram gives a percentile only as the upper bound of its bucket, and another run's is a bucket's bound too: the two compared would hide any change within a bucket (0.41s and 0.59s both read ≤ 600ms); compare it with a fixed value, or gate `{}.mean` (exact) against {rest}",
+            op.symbol(),
+            key.metric.name()
+        ));
+    }
     Ok(Threshold { key, op, bound })
 }
 
@@ -325,7 +333,20 @@ mod tests {
     #[test]
     fn a_histograms_percentile_is_judged_only_from_above() {
         assert!(parse_comparison(key("server.ttft.p99"), "<= 2s").is_ok());
-        assert!(parse_comparison(key("server.queue_time.max"), "< baseline * 2").is_ok());
+        assert!(parse_comparison(key("server.queue_time.mean"), "< baseline * 2").is_ok());
+        for relative in [
+            "baseline * 1.1",
+            "variant(fast)",
+            "history.median(5)",
+            "no_regression",
+        ] {
+            let why = parse_comparison(key("server.queue_time.p99"), &format!("<= {relative}"))
+                .unwrap_err();
+            assert!(
+                why.contains("would hide any change within a bucket"),
+                "{why}"
+            );
+        }
         assert!(parse_comparison(key("server.e2e.mean"), ">= 1s").is_ok());
         for op in [">=", ">", "=="] {
             let why = parse_comparison(key("server.itl.p50"), &format!("{op} 5ms")).unwrap_err();
@@ -483,7 +504,9 @@ mod tests {
             for op in [Op::Ge, Op::Gt, Op::Le, Op::Lt, Op::Eq] {
                 for bound in &bounds {
                     if (op == Op::Eq && *bound == Bound::NoRegression)
-                        || (key.is_bucket_bound() && !matches!(op, Op::Le | Op::Lt))
+                        || (key.is_bucket_bound()
+                            && (!matches!(op, Op::Le | Op::Lt)
+                                || !matches!(bound, Bound::Value(_))))
                     {
                         continue;
                     }

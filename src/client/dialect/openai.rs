@@ -170,7 +170,7 @@ impl Dialect for OpenAi {
                         out.spec_accept_length(field, l);
                     }
                 }
-                None if spec.is_object() => {}
+                None | Some(Value::Null) if spec.is_object() => {}
                 _ => {
                     return Err(EventError::Contract(format!(
                         "`sglext.spec_tokens_details` is not one choice's details with a numeric `spec_accept_length` (one choice was asked): {}",

@@ -248,6 +248,7 @@ pub async fn run_watched(
     metrics.server = before.and_then(|b| {
         after.map(|a| ServerView {
             samples,
+            window_s: Some(wall.as_secs_f64()),
             ..ServerView::between(&b, &a)
         })
     });

@@ -113,10 +113,10 @@ fn metric_doc(metric: Metric) -> &'static str {
             "decode passes that ran a CUDA graph over all decode passes in the window, 0 to 1 (`sglang:cuda_graph_passes_total` by `mode`, `decode_cuda_graph` over it and `decode_none`): below 1, batches outgrew `--cuda-graph-max-bs-decode` or graphs are off, a common cause when tok/s moves"
         }
         Metric::ServerSchedulerCpu => {
-            "CPU seconds the scheduler process used per second between the reads before and after the window (`sglang:scheduler_process_cpu_seconds_total`; 1 is one core busy; of the busiest tensor-parallel rank where each writes it): a scheduler near 1 is the bottleneck. SGLang adds to it about once a second, so a window shorter than 5 s has no figure"
+            "CPU seconds the scheduler process used per second between the reads before and after the window (`sglang:scheduler_process_cpu_seconds_total`; 1 is one core busy; of the busiest tensor-parallel rank where each writes its own): a scheduler near 1 is the bottleneck. SGLang adds to it about once a second, so a window shorter than 5 s has no figure"
         }
         Metric::ServerTtftHistogram => {
-            "time to first token by the server's own histogram over the window (`sglang:time_to_first_token_seconds`, vLLM's the same): `.mean` exact (its sum over its count), a percentile the upper bound of the bucket that holds it, so gate percentiles with `<` or `<=`"
+            "time to first token by the server's own histogram over the window (`sglang:time_to_first_token_seconds`, vLLM's the same): `.mean` exact (its sum over its count), a percentile the upper bound of the bucket that holds it, so gate percentiles with `<` or `<=` a fixed value"
         }
         Metric::ServerItlHistogram => {
             "inter-token latency by the server's own histogram (`sglang:inter_token_latency_seconds`, vLLM's the same), read as `server.ttft` is"
