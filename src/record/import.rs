@@ -383,11 +383,15 @@ fn api(tool: Tool, r: &Map<String, Value>) -> Api {
 fn gate(tool: Tool, r: &Map<String, Value>, name: Option<&str>) -> GateRecord {
     let num = |k: &str| r.get(k).and_then(Value::as_f64);
     let concurrency = num("max_concurrency");
-    // SGLang writes an unbounded rate as Python's `Infinity`, vLLM as "inf".
-    let rate = r.get("request_rate").map(|v| match v {
-        Value::String(s) if s == "Infinity" => "inf".to_owned(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+    // SGLang writes an unbounded rate as Python's `Infinity`, vLLM as "inf";
+    // anything but a rate (a file's text, which names the gate) is none.
+    let rate = r.get("request_rate").and_then(|v| match v {
+        Value::String(s) if s == "Infinity" || s == "inf" => Some("inf".to_owned()),
+        Value::Number(n) => n
+            .as_f64()
+            .filter(|f| f.is_finite() && *f >= 0.0)
+            .map(|f| f.to_string()),
+        _ => None,
     });
     let rate_word = rate.as_deref().unwrap_or("inf").replace('.', "_");
     let gate = name.map_or_else(
@@ -408,6 +412,9 @@ fn gate(tool: Tool, r: &Map<String, Value>, name: Option<&str>) -> GateRecord {
         rate.as_deref().unwrap_or("?"),
         r.get("dataset_name")
             .and_then(Value::as_str)
+            .filter(|d| d.len() <= 64
+                && d.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)))
             .map_or_else(String::new, |d| format!(", dataset {d}")),
     ) + &slos(r);
     let (figures, samples) = figures(tool, r);
@@ -630,6 +637,35 @@ mod tests {
             .map(|g| g.gate.as_str())
             .collect();
         assert_eq!(names, ["rate_inf", "rate_inf_line2"]);
+    }
+
+    /// A result's rate and dataset name the imported gate and its load: a
+    /// rate that is no rate, and a dataset name that is no plain name (a
+    /// file's text, escapes, a flood), name nothing.
+    #[test]
+    fn a_results_words_are_bounded_before_they_name_a_gate() {
+        let gate_of = |result: &str| {
+            let record = bench_serving(&format!("{result}\n"), &Naming::default()).unwrap();
+            let g = &record.suites[0].gates[0];
+            (g.gate.clone(), g.load.clone())
+        };
+        let (gate, load) = gate_of(
+            r#"{"random_input_len": 1, "max_concurrency": 8, "request_rate": 2.5, "dataset_name": "sharegpt"}"#,
+        );
+        assert_eq!(gate, "c8_rate_2_5");
+        assert!(
+            load.ends_with("request rate 2.5, dataset sharegpt"),
+            "{load}"
+        );
+        let flood = "x".repeat(5000);
+        let (gate, load) = gate_of(&format!(
+            r#"{{"random_input_len": 1, "request_rate": "\u001b[31m::error::{flood}", "dataset_name": "a\nb {flood}"}}"#
+        ));
+        assert_eq!(gate, "rate_inf");
+        assert!(
+            load.len() < 200 && !load.contains('\u{1b}') && !load.contains('\n'),
+            "{load}"
+        );
     }
 
     /// vLLM's `date` is read as UTC; anything else is no date.
