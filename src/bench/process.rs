@@ -111,21 +111,3 @@ pub(super) fn pin_self(cpus: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
-
-/// This process's CPU time so far (user and system, every thread).
-pub(super) fn process_cpu() -> Option<Duration> {
-    #[cfg(unix)]
-    {
-        use nix::sys::resource::{UsageWho, getrusage};
-        let u = getrusage(UsageWho::RUSAGE_SELF).ok()?;
-        let secs = |t: nix::sys::time::TimeVal| {
-            Duration::new(
-                u64::try_from(t.tv_sec()).unwrap_or(0),
-                u32::try_from(t.tv_usec()).unwrap_or(0) * 1000,
-            )
-        };
-        Some(secs(u.user_time()) + secs(u.system_time()))
-    }
-    #[cfg(not(unix))]
-    None
-}

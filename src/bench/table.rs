@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::contention::Contenders;
-use super::process::process_cpu;
 use super::truth::{Truth, p99, quantile};
 use super::{BenchOptions, client, gate};
 use crate::load::metrics::GateMetrics;
 use crate::load::runner::{Watch, run_watched};
 use crate::load::selfcheck::ClientCheck;
 use crate::load::threads::Threads;
+use crate::process::cpu_time as process_cpu;
 use crate::suite::metric::{Metric, MetricKey, Stat};
 use crate::units::{format_duration, format_secs};
 

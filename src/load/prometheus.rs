@@ -993,16 +993,15 @@ impl ServerView {
                 ),
                 Some(_) => backwards.to_owned(),
             }),
-            m if m.is_bucketed() => self.histogram(m).map(|(h, series)| match h {
+            m if m.is_bucketed() => self.histogram(m).map(|(h, series)| match h.map(|h| (h, h.fault())) {
                 None => format!("/metrics has no histogram {series} (SGLang `--enable-metrics`)"),
-                Some(h) if h.fault().is_some() => format!(
-                    "the server's histogram cannot be believed: {}",
-                    h.fault().unwrap_or_default()
-                ),
-                Some(h) if h.count <= 0.0 => {
+                Some((_, Some(fault))) => {
+                    format!("the server's histogram cannot be believed: {fault}")
+                }
+                Some((h, None)) if h.count <= 0.0 => {
                     "the server's histogram observed nothing in the window".to_owned()
                 }
-                Some(h) => format!(
+                Some((h, None)) => format!(
                     "the server's histogram cannot bound it: the figure lies in its last bucket, above {}",
                     h.buckets
                         .iter()

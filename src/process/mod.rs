@@ -111,3 +111,21 @@ pub(crate) fn command_output(
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
+
+/// This process's CPU time so far (user and system, every thread).
+pub fn cpu_time() -> Option<std::time::Duration> {
+    #[cfg(unix)]
+    {
+        use nix::sys::resource::{UsageWho, getrusage};
+        let u = getrusage(UsageWho::RUSAGE_SELF).ok()?;
+        let secs = |t: nix::sys::time::TimeVal| {
+            std::time::Duration::new(
+                u64::try_from(t.tv_sec()).unwrap_or(0),
+                u32::try_from(t.tv_usec()).unwrap_or(0) * 1000,
+            )
+        };
+        Some(secs(u.user_time()) + secs(u.system_time()))
+    }
+    #[cfg(not(unix))]
+    None
+}

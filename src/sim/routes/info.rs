@@ -381,30 +381,6 @@ pub(in crate::sim) fn cuda_graph(s: &SimState) -> bool {
     !disabled && (s.running.load(Ordering::Relaxed) as u64) <= most
 }
 
-/// The CPU time of the simulator's process, seconds (user and system):
-/// what it reports as its scheduler's.
-#[cfg(unix)]
-fn process_cpu_secs() -> Option<f64> {
-    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
-        .ok()
-        .map(|u| {
-            let secs = |t: nix::sys::time::TimeVal| {
-                #[expect(clippy::cast_precision_loss, reason = "seconds of CPU time")]
-                let s = t.tv_sec() as f64;
-                #[expect(clippy::cast_precision_loss, reason = "microseconds")]
-                let us = t.tv_usec() as f64;
-                s + us / 1e6
-            };
-            secs(u.user_time()) + secs(u.system_time())
-        })
-}
-
-/// Elsewhere the simulator does not know its CPU time, and reports none.
-#[cfg(not(unix))]
-fn process_cpu_secs() -> Option<f64> {
-    None
-}
-
 /// SGLang 0.5.23's `--decode-log-interval` default.
 pub(in crate::sim) const DECODE_LOG_INTERVAL: u64 = 40;
 
@@ -537,11 +513,12 @@ fn sglang_metrics(s: &SimState) -> String {
     series("gauge", "gen_throughput", format!("{throughput:.2}"));
     series("gauge", "kv_used_tokens", kv_used.to_string());
     series("gauge", "kv_available_tokens", kv_available.to_string());
-    if let Some(cpu) = process_cpu_secs() {
+    // Its own process's CPU time stands for its scheduler's.
+    if let Some(cpu) = crate::process::cpu_time() {
         series(
             "counter",
             "scheduler_process_cpu_seconds_total",
-            format!("{cpu:.6}"),
+            format!("{:.6}", cpu.as_secs_f64()),
         );
     }
     // SGLang 0.5.23 makes each of these counters at its first event (an
