@@ -412,9 +412,9 @@ fn report_merge_puts_two_nodes_side_by_side() {
     );
     for needle in [
         "## ❌ servegate on 2 nodes: 3 passed, 1 failed",
-        "| node | GPUs | suite | target | passed | failed | gated |",
-        "| fast | none | `fleet` | SIMULATOR",
-        "| 2 | 0 | 0 |\n| l4 | none | `fleet` | SIMULATOR",
+        "| node | hardware | suite | target | passed | failed | gated |",
+        "| fast | no GPU | `fleet` | SIMULATOR",
+        "| 2 | 0 | 0 |\n| l4 | no GPU | `fleet` | SIMULATOR",
         "| 1 | 1 | 0 |\n",
         "### `fleet::performance::decode` across nodes\n\n| | fast | l4 |",
         "| outcome | ✅ passed | ❌ failed |",
@@ -460,7 +460,7 @@ fn report_merge_puts_two_nodes_side_by_side() {
     let html = std::fs::read_to_string(merged.join("report.html")).unwrap();
     for needle in [
         "servegate on 2 nodes: <span class=\"fail\">3 passed, 1 failed</span>",
-        "<td>l4</td><td>none</td><td><code>fleet</code></td>",
+        "<td>l4</td><td>no GPU</td><td><code>fleet</code></td>",
         "<code>fleet::performance::decode</code></h3><table><tr><th></th><th>fast</th><th>l4</th></tr>",
         "<td class=\"pass\">passed</td><td class=\"fail\">failed</td>",
         "<code>l4/fleet::performance::decode</code>",

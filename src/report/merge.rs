@@ -119,30 +119,10 @@ struct Tally {
 /// A row of the table per node and suite.
 struct SuiteRow<'a> {
     node: &'a str,
-    gpus: String,
+    hardware: String,
     suite: &'a str,
     target: &'a str,
     tally: Tally,
-}
-
-/// `8× NVIDIA H100 80GB HBM3` from nvidia-smi's lines, `none` without.
-fn gpus(record: &RunRecord) -> String {
-    let mut kinds: Vec<(String, usize)> = Vec::new();
-    for line in record.gpus.iter().flatten() {
-        let name = line.split(',').nth(1).unwrap_or(line).trim().to_owned();
-        match kinds.iter_mut().find(|(k, _)| *k == name) {
-            Some((_, n)) => *n += 1,
-            None => kinds.push((name, 1)),
-        }
-    }
-    if kinds.is_empty() {
-        return "none".to_owned();
-    }
-    kinds
-        .iter()
-        .map(|(k, n)| format!("{n}× {k}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn suite_rows(nodes: &[Node]) -> Vec<SuiteRow<'_>> {
@@ -161,7 +141,7 @@ fn suite_rows(nodes: &[Node]) -> Vec<SuiteRow<'_>> {
                         .map_or("not reached", |s| s.target.as_str());
                     rows.push(SuiteRow {
                         node: &n.label,
-                        gpus: gpus(&n.record),
+                        hardware: crate::history::record_hardware(&n.record),
                         suite: &t.id.suite,
                         target,
                         tally: Tally::default(),
@@ -306,13 +286,13 @@ pub fn markdown(nodes: &[Node]) -> String {
     );
     let _ = writeln!(
         out,
-        "| node | GPUs | suite | target | passed | failed | gated |\n|---|---|---|---|---|---|---|"
+        "| node | hardware | suite | target | passed | failed | gated |\n|---|---|---|---|---|---|---|"
     );
     for r in suite_rows(nodes) {
         let _ = writeln!(
             out,
             "| {} | {} | `{}` | {} | {} | {} | {} |",
-            r.node, r.gpus, r.suite, r.target, r.tally.passed, r.tally.failed, r.tally.gated
+            r.node, r.hardware, r.suite, r.target, r.tally.passed, r.tally.failed, r.tally.gated
         );
     }
     let header = labels.join(" | ");
@@ -361,7 +341,7 @@ pub fn html(nodes: &[Node]) -> String {
     let _ = write!(
         out,
         "<h1>servegate on {} nodes: <span class=\"{}\">{passed} passed, {failed} failed</span></h1>\
-         <h2>Nodes and suites</h2><table><tr><th>node</th><th>GPUs</th><th>suite</th><th>target</th><th>passed</th><th>failed</th><th>gated</th></tr>",
+         <h2>Nodes and suites</h2><table><tr><th>node</th><th>hardware</th><th>suite</th><th>target</th><th>passed</th><th>failed</th><th>gated</th></tr>",
         labels.len(),
         if failed == 0 { "pass" } else { "fail" },
     );
@@ -375,7 +355,7 @@ pub fn html(nodes: &[Node]) -> String {
                 "fail"
             },
             esc(r.node),
-            esc(&r.gpus),
+            esc(&r.hardware),
             esc(r.suite),
             esc(r.target),
             r.tally.passed,
