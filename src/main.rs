@@ -3,22 +3,29 @@
 //! simulator (`sim`).
 //!
 //! This file holds the commands and their dispatch; the arguments and glue
-//! of `sim` and `report` are in `src/cli/`.
+//! of the larger ones (`sim`, `report`, `history`, `import`, `baseline`,
+//! `bench-client`) are in `src/cli/`.
 
 /// The binary's own modules: commands whose arguments and glue are a file
 /// of their own.
 mod cli {
+    pub mod baseline;
+    pub mod bench;
     pub mod history;
+    pub mod import;
     pub mod manual;
     pub mod report;
     pub mod sim;
 }
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use cli::baseline::{BaselineAction, accept_baselines};
+use cli::bench::{bench_client, bench_keeping};
+use cli::import::{ImportWhat, import};
 use cli::report::{ReportFormat, ReportMerge, merge_reports, report};
 use cli::sim::{SimArgs, serve_sim};
 use libtest_mimic::Arguments;
@@ -298,157 +305,6 @@ enum Command {
     },
 }
 
-#[derive(Subcommand)]
-enum ImportWhat {
-    /// The result file of `sglang.bench_serving --output-file` (JSON lines,
-    /// one run each) or of `vllm bench serve --save-result` (one JSON
-    /// object): each run a gate, its figures in servegate's names (its ITL
-    /// is `itl_chunk`, the gap between chunks, or `itl` where SGLang's
-    /// bench shares a chunk's gap among its tokens: its native backend, or
-    /// beside a speculative accept length). Written as
-    /// `<out>/runs/<run>/report.json` and `<out>/latest/report.json`.
-    ///
-    /// Exit codes: 0 written, 1 the record could not be written, 2 the file
-    /// cannot be read or is not a result file.
-    BenchServing {
-        /// The result file.
-        file: PathBuf,
-        /// The suite its figures belong to: a servegate suite's name, for
-        /// `baseline accept` to give them to its gates [default:
-        /// `bench_serving`].
-        #[arg(long)]
-        suite: Option<String>,
-        /// The gate, for a file of one result [default: named by its load,
-        /// `c8_rate_inf`].
-        #[arg(long)]
-        gate: Option<String>,
-        /// The configuration fingerprint, in place of the one made from the
-        /// result (copy it from a servegate run's record to compare with
-        /// that configuration).
-        #[arg(long)]
-        fingerprint: Option<String>,
-        /// The hardware it ran on (`8 x NVIDIA H200`), which the result
-        /// does not say: the history keys its series by it [default:
-        /// `unknown`, never `no GPU`].
-        #[arg(long)]
-        hardware: Option<String>,
-        /// servegate's output directory [default: `target/servegate` (or `.servegate` outside a Cargo project) in the
-        /// working directory's project].
-        #[arg(long, env = "SERVEGATE_OUT")]
-        out_dir: Option<PathBuf>,
-    },
-}
-
-fn import(what: ImportWhat) -> ExitCode {
-    let ImportWhat::BenchServing {
-        file,
-        suite,
-        gate,
-        fingerprint,
-        hardware,
-        out_dir,
-    } = what;
-    import_bench_serving(
-        &file,
-        &servegate::record::import::Naming {
-            suite,
-            gate,
-            fingerprint,
-            hardware,
-        },
-        out_dir.as_deref(),
-    )
-}
-
-fn import_bench_serving(
-    file: &Path,
-    naming: &servegate::record::import::Naming,
-    out_dir: Option<&Path>,
-) -> ExitCode {
-    let text = match std::fs::read_to_string(file) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: cannot read {}: {e}", file.display());
-            return ExitCode::from(Exit::Usage);
-        }
-    };
-    let record = match servegate::record::import::file_record(&text, naming, file) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {}: {e}", file.display());
-            return ExitCode::from(Exit::Usage);
-        }
-    };
-    let out = servegate::record::out_dir(out_dir, None);
-    // Its run id is the file's (`import-<hash>`), whatever the directory
-    // is called: `servegate history import` of either finds one run.
-    let dir = servegate::record::new_run_dir(&out);
-    let info = servegate::record::RunInfo {
-        dir,
-        out,
-        started_unix: record.started_unix,
-    };
-    for suite in &record.suites {
-        eprintln!(
-            "servegate: suite `{}` ({}): {}",
-            suite.suite, suite.fingerprint, suite.target
-        );
-        for g in &suite.gates {
-            eprintln!(
-                "  gate `{}`: {} figures ({})",
-                g.gate,
-                g.figures.iter().count(),
-                g.load
-            );
-        }
-    }
-    match servegate::record::write(&info, &record) {
-        Ok(path) => {
-            eprintln!(
-                "servegate: run record written to {} (`servegate baseline accept` makes its figures baselines; `servegate report {}` shows them)",
-                path.display(),
-                info.dir.display()
-            );
-            ExitCode::from(Exit::Passed)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(Exit::Failed)
-        }
-    }
-}
-
-#[derive(Subcommand)]
-enum BaselineAction {
-    /// Run suites, then record the figures of every gate measured; a run
-    /// that fails records nothing (exit codes as `run`'s). Its `baseline`
-    /// bounds are not applied: it replaces them.
-    Save(RunArgs),
-    /// Record the figures of the latest run (`<out>/latest/report.json`).
-    Accept {
-        /// servegate's output directory [default: `target/servegate` (or `.servegate` outside a Cargo project) in the
-        /// working directory's project].
-        #[arg(long, env = "SERVEGATE_OUT")]
-        out_dir: Option<PathBuf>,
-    },
-}
-
-fn accept_baselines(out_dir: Option<&Path>) -> ExitCode {
-    let out = servegate::record::out_dir(out_dir, None);
-    match servegate::record::accept(&out) {
-        Ok(files) => {
-            for f in files {
-                eprintln!("servegate: baseline written to {}", f.display());
-            }
-            ExitCode::from(Exit::Passed)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(Exit::Failed)
-        }
-    }
-}
-
 fn suites_or_default(suites: Vec<PathBuf>) -> Vec<PathBuf> {
     if suites.is_empty() {
         vec![PathBuf::from("suites")]
@@ -641,43 +497,6 @@ fn dispatch() -> ExitCode {
                 history,
                 warmup,
             })
-        }
-    }
-}
-
-/// Where `bench-client --history` keeps its rows, under which commit
-/// (`None` without `--history`); the exit code where no commit can be
-/// named (said).
-fn bench_keeping(
-    history: Option<String>,
-    commit: Option<String>,
-) -> Result<Option<bench::Keeping>, ExitCode> {
-    let Some(history) = history else {
-        return Ok(None);
-    };
-    let location = servegate::history::Location::resolve(Some(&history), Path::new("."));
-    if location == servegate::history::Location::Off {
-        return Ok(None);
-    }
-    let Some(commit) = commit.or_else(bench::checkout_commit) else {
-        eprintln!(
-            "error: --history keeps figures per commit: name it with --commit (the working directory is not servegate's own checkout)"
-        );
-        return Err(ExitCode::from(Exit::Usage));
-    };
-    Ok(Some(bench::Keeping { location, commit }))
-}
-
-/// `servegate bench-client`.
-fn bench_client(opts: &BenchOptions) -> ExitCode {
-    match bench::run(opts) {
-        Ok(table) => {
-            print!("{table}");
-            ExitCode::from(Exit::Passed)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(Exit::Failed)
         }
     }
 }

@@ -6,6 +6,18 @@
 
 use std::ops::Range;
 
+/// What a response says its body is: the headers both transports (this
+/// one and reqwest's) read, the same way.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContentHeaders {
+    /// `Content-Type`.
+    pub content_type: Option<String>,
+    /// `Content-Encoding`.
+    pub content_encoding: Option<String>,
+    /// `Location`, of a redirect.
+    pub location: Option<String>,
+}
+
 /// A body that is not what its framing says.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("bad chunked encoding: {0}")]

@@ -40,12 +40,7 @@ impl SuiteRun {
         }
         let series = SeriesKey::of_gate(
             &self.label,
-            &crate::history::gate_name(
-                &gate.name,
-                gate.sweep
-                    .as_ref()
-                    .map(|s| (s.sweep.as_str(), s.level.as_str())),
-            ),
+            &gate.name,
             &target.model_identity(),
             &crate::history::run_hardware(&super::recording::gpu_inventory().unwrap_or_default()),
         );

@@ -11,6 +11,7 @@ mod config;
 mod documents;
 mod gates;
 mod judge;
+mod liveness;
 mod loading;
 mod options;
 mod outcome;

@@ -6,7 +6,7 @@
 use std::fmt;
 
 use crate::check::message::Message;
-use crate::record::{FailureKind, TrialOutcome};
+use crate::record::{FailureKind, Stage, TrialId, TrialOutcome};
 use crate::suite::node::Loc;
 
 /// Why a trial did not pass.
@@ -165,11 +165,12 @@ impl fmt::Display for Stop {
     }
 }
 
-/// `a, b` and `s::stage::a, s::stage::b`.
-fn names(label: &str, stage: &str, items: &[String]) -> (String, String) {
+/// `a, b` and `s::stage::a, s::stage::b`: the items and their trials'
+/// names, each rendered from its [`TrialId`].
+fn names(label: &str, stage: Stage, items: &[String]) -> (String, String) {
     let trials: Vec<String> = items
         .iter()
-        .map(|n| format!("{label}::{stage}::{n}"))
+        .map(|n| TrialId::new(label, stage, n).name())
         .collect();
     (items.join(", "), trials.join(", "))
 }
@@ -179,12 +180,16 @@ fn names(label: &str, stage: &str, items: &[String]) -> (String, String) {
 fn write_causes(
     f: &mut fmt::Formatter<'_>,
     label: &str,
-    stage: &str,
+    stage: Stage,
     items: &[String],
     why: &[String],
 ) -> fmt::Result {
     for (item, why) in items.iter().zip(why) {
-        write!(f, "\n  {label}::{stage}::{item} failed with:")?;
+        write!(
+            f,
+            "\n  {} failed with:",
+            TrialId::new(label, stage, item).name()
+        )?;
         for line in why.lines() {
             write!(f, "\n    {line}")?;
         }
@@ -196,23 +201,23 @@ impl fmt::Display for Cause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Cause::Config { label, checks, why } => {
-                let (list, trials) = names(label, "config", checks);
+                let (list, trials) = names(label, Stage::Config, checks);
                 write!(
                     f,
                     "gated: config check {list} failed\n  the server does not run the configuration this suite asserts; see {trials}"
                 )?;
-                write_causes(f, label, "config", checks, why)
+                write_causes(f, label, Stage::Config, checks, why)
             }
             Cause::Probes { label, probes, why } => {
-                let (list, trials) = names(label, "correctness", probes);
+                let (list, trials) = names(label, Stage::Correctness, probes);
                 write!(
                     f,
                     "gated: correctness probe {list} failed\n  a performance gate never passes on a server that failed its correctness probes; see {trials}"
                 )?;
-                write_causes(f, label, "correctness", probes, why)
+                write_causes(f, label, Stage::Correctness, probes, why)
             }
             Cause::Snapshots { label, probes } => {
-                let (list, trials) = names(label, "snapshot", probes);
+                let (list, trials) = names(label, Stage::Snapshot, probes);
                 write!(
                     f,
                     "gated: snapshot {list} changed (`snapshot: gate`)\n  the answer differs from the reviewed one; see {trials}"
@@ -220,7 +225,8 @@ impl fmt::Display for Cause {
             }
             Cause::NoAnswer { label, probe, why } => write!(
                 f,
-                "gated: correctness probe {probe} got no answer to compare\n  see {label}::correctness::{probe}: {why}"
+                "gated: correctness probe {probe} got no answer to compare\n  see {}: {why}",
+                TrialId::new(label, Stage::Correctness, probe).name()
             ),
             Cause::ServerLost(text) => write!(f, "gated: {text}"),
         }

@@ -147,19 +147,13 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
             .map(|v| kept(v, SHORT_CHARS));
         let suite_commit = suite.suite_commit.as_deref().map(|c| kept(c, SHORT_CHARS));
         for gate in &suite.gates {
-            let name = gate_name(
-                &gate.gate,
-                gate.sweep
-                    .as_ref()
-                    .map(|s| (s.of.sweep.as_str(), s.of.level.as_str())),
-            );
-            let trial = format!("{}::performance::{name}", suite.suite);
+            let trial = gate.trial(&suite.suite);
             let gate_passed = record
                 .trials
                 .iter()
-                .find(|t| t.name == trial)
+                .find(|t| t.id == trial)
                 .is_some_and(|t| t.outcome == TrialOutcome::Passed);
-            let (gate_stored, load) = (stored(&name), kept(&gate.load, LONG_CHARS));
+            let (gate_stored, load) = (stored(&gate.gate), kept(&gate.load, LONG_CHARS));
             for (key, value) in gate.figures.iter() {
                 if !value.is_finite() {
                     continue;
@@ -309,12 +303,6 @@ pub(super) fn stored(name: &str) -> String {
         .chars()
         .take(NAME_CHARS)
         .collect()
-}
-
-/// A gate's name in the history: its own, or `<sweep>::<level>`, as the
-/// trial's name writes it.
-pub fn gate_name(gate: &str, sweep: Option<(&str, &str)>) -> String {
-    sweep.map_or_else(|| gate.to_owned(), |(s, l)| format!("{s}::{l}"))
 }
 
 /// The GPUs in short: `8 x NVIDIA H200`, `1 x NVIDIA A10G + 1 x NVIDIA L4`,

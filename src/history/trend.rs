@@ -48,12 +48,7 @@ pub fn attach(location: &Location, record: &mut RunRecord) {
             SeriesKey::of_gate(&suite.suite, "", &ModelIdentity::of(suite), &run.hardware);
         for gate in &mut suite.gates {
             let series = SeriesKey {
-                gate: super::stored(&super::gate_name(
-                    &gate.gate,
-                    gate.sweep
-                        .as_ref()
-                        .map(|s| (s.of.sweep.as_str(), s.of.level.as_str())),
-                )),
+                gate: super::stored(&gate.gate),
                 ..of_suite.clone()
             };
             for key in gated(gate) {

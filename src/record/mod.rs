@@ -28,7 +28,8 @@ pub use trial::*;
 /// The figures of one gate.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GateRecord {
-    /// The gate's name.
+    /// The gate's name as its trial names it: a sweep's level is
+    /// `<sweep>::<level>` (`decode_sweep::concurrency_8`).
     pub gate: String,
     /// Its load, in words.
     pub load: String,
@@ -102,6 +103,12 @@ pub struct TrendPoint {
 }
 
 impl GateRecord {
+    /// The trial that measured it, in the suite whose label (`<suite>` or
+    /// `<suite>[<variant>]`) is `suite`.
+    pub fn trial(&self, suite: &str) -> TrialId {
+        TrialId::new(suite, Stage::Performance, &self.gate)
+    }
+
     /// Its name as a file's path: the gate's, or its sweep's and level.
     pub fn file_parts(&self) -> Vec<&str> {
         crate::suite::file_parts(

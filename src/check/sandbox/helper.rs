@@ -360,6 +360,7 @@ fn note(finished: &mut Finished, report: Report) {
         Report::Layers(layers) => finished.layers = layers,
         Report::Exit(exit) => finished.exit = Some(exit),
         Report::Error(e) => finished.error = Some(e),
+        Report::Refused(missing) => finished.refused = Some(missing),
         Report::LeftBehind(n) => finished.contained.push(left_behind(n)),
     }
 }

@@ -39,13 +39,7 @@ pub(super) fn main() -> ExitCode {
     if job.strict {
         let missing = layers.missing_required();
         if !missing.is_empty() {
-            let _ = protocol::send(
-                &mut up,
-                &Report::Error(format!(
-                    "`sandbox: strict` needs every layer; unavailable here: {}",
-                    missing.join("; ")
-                )),
-            );
+            let _ = protocol::send(&mut up, &Report::Refused(missing));
             return ExitCode::from(126);
         }
     }

@@ -236,11 +236,11 @@ fn converse(
             blocked: finished.blocked_ms.map(Duration::from_millis),
         }));
     }
-    if let (None, Some(e)) = (&stopped, &finished.error) {
-        if job.strict && e.starts_with("`sandbox: strict`") {
-            stopped = Some(Stop::Refused(e.clone()));
-        } else {
-            return Err(e.clone());
+    if stopped.is_none() {
+        if let Some(missing) = finished.refused {
+            stopped = Some(Stop::Refused(missing));
+        } else if let Some(e) = finished.error {
+            return Err(e);
         }
     }
     Ok(Outcome {

@@ -240,8 +240,9 @@ pub enum Stop {
     },
     /// It wrote more than `OUTPUT_CAP` bytes to this stream.
     OutputCap(&'static str),
-    /// It was not run: a layer `sandbox: strict` requires is unavailable.
-    Refused(String),
+    /// It was not run: layers `sandbox: strict` requires are unavailable,
+    /// each with why ([`Layers::missing_required`]).
+    Refused(Vec<String>),
 }
 
 impl Stop {
@@ -253,7 +254,10 @@ impl Stop {
                 "killed: its {stream} passed the {} MiB output cap",
                 OUTPUT_CAP / (1024 * 1024)
             ),
-            Self::Refused(why) => format!("not run: {why}"),
+            Self::Refused(missing) => format!(
+                "not run: `sandbox: strict` needs every layer; unavailable here: {}",
+                missing.join("; ")
+            ),
         }
     }
 }

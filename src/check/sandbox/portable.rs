@@ -117,10 +117,7 @@ pub(super) fn run(
 fn refused(layers: Layers) -> Outcome {
     Outcome {
         status: None,
-        stopped: Some(Stop::Refused(format!(
-            "`sandbox: strict` needs every layer; unavailable here: {}",
-            layers.missing_required().join("; ")
-        ))),
+        stopped: Some(Stop::Refused(layers.missing_required())),
         contained: Vec::new(),
         stdout: String::new(),
         stderr: String::new(),

@@ -55,6 +55,9 @@ pub(super) enum Report {
     Exit(Exit),
     /// The program did not run: why.
     Error(String),
+    /// The program was not run: layers `sandbox: strict` requires are
+    /// unavailable, each with why.
+    Refused(Vec<String>),
     /// Processes of the program's still running when it ended, killed.
     LeftBehind(u32),
 }
@@ -111,6 +114,10 @@ pub(super) struct Finished {
     pub blocked_ms: Option<u64>,
     /// The program did not run, or its stage failed: why.
     pub error: Option<String>,
+    /// It was not run: the layers `sandbox: strict` requires that are
+    /// unavailable, each with why.
+    #[serde(default)]
+    pub refused: Option<Vec<String>>,
     /// What was contained along the way.
     pub contained: Vec<String>,
 }

@@ -2,18 +2,8 @@
 //! says went wrong.
 
 use crate::client::api::OpenAiChunk;
+pub use crate::client::body::ContentHeaders;
 use crate::client::error::{CallError, ErrorKind, excerpt};
-
-/// What a response says its body is.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ContentHeaders {
-    /// `Content-Type`.
-    pub content_type: Option<String>,
-    /// `Content-Encoding`.
-    pub content_encoding: Option<String>,
-    /// `Location`, of a redirect.
-    pub location: Option<String>,
-}
 
 impl ContentHeaders {
     pub(super) fn of(headers: &reqwest::header::HeaderMap) -> Self {

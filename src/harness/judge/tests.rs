@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::client::{Completion, Timing};
+use crate::load::baseline::Lookup;
+use crate::suite::OnClientLimited;
 use crate::suite::load_text;
 use std::path::Path;
 use std::time::Duration;

@@ -1,0 +1,100 @@
+//! A figure's estimate and a gate's load, in words.
+
+use crate::load::estimate::Estimate;
+use crate::load::workload::PROMPT_APPROXIMATION;
+use crate::suite::metric::{MetricKey, format_value};
+use crate::suite::{Arrival, Gate, LoadPrompt, Pace};
+use crate::units::format_duration;
+
+pub(super) fn describe(key: MetricKey, e: &Estimate) -> String {
+    let v = |x: f64| format_value(key.metric, x);
+    // A percentile of the server's histogram is its bucket's bound.
+    let at_most = if key.is_bucket_bound() { "≤ " } else { "" };
+    match e.ci95 {
+        None => format!("{at_most}{}", v(e.mean)),
+        Some((lo, hi)) => format!(
+            "{at_most}{} ± {} (95% CI {} … {}, {} repeats)",
+            v(e.mean),
+            v(e.stddev),
+            v(lo),
+            v(hi),
+            e.values.len()
+        ),
+    }
+}
+
+/// The load of a gate, in words, for output and failure messages.
+pub fn describe_load(gate: &Gate) -> String {
+    let l = &gate.load;
+    let mut parts = Vec::new();
+    parts.push(match l.pace {
+        Pace::Closed { concurrency } => format!("closed loop, concurrency {concurrency}"),
+        Pace::Open {
+            rate,
+            arrival,
+            seed,
+            max_in_flight,
+        } => {
+            let arrival = match arrival {
+                Arrival::Constant => "constant".to_owned(),
+                Arrival::Poisson => format!("poisson, seed {seed}"),
+            };
+            let cap =
+                max_in_flight.map_or_else(String::new, |n| format!(", at most {n} in flight"));
+            format!("open loop, {rate} req/s ({arrival}){cap}")
+        }
+    });
+    parts.push(match (l.requests, l.duration) {
+        (Some(n), None) => format!("{n} requests"),
+        (None, Some(d)) => format!("for {}", format_duration(d)),
+        (Some(n), Some(d)) => format!(
+            "{n} requests or {}, whichever ends first",
+            format_duration(d)
+        ),
+        (None, None) => "no bound".to_owned(),
+    });
+    if l.warmup > 0 {
+        parts.push(format!("after {} warm-up", l.warmup));
+    }
+    parts.push(format!(
+        "{} output tokens{}",
+        l.output_tokens,
+        if l.ignore_eos { " (ignore_eos)" } else { "" }
+    ));
+    parts.push(match &l.prompt {
+        LoadPrompt::Text(t) => format!("fixed prompt of {} chars", t.chars().count()),
+        LoadPrompt::Tokens(n) => match &l.tokenizer {
+            Some(t) => format!("{n} input tokens (synthetic, cut to length by {})", t.path().display()),
+            None => format!("~{n} input tokens ({PROMPT_APPROXIMATION})"),
+        },
+        LoadPrompt::Dataset { path, prompts } => {
+            format!("{} prompts from {}", prompts.len(), path.display())
+        }
+        LoadPrompt::SharedPrefix {
+            prefix_tokens,
+            groups,
+            suffix_tokens,
+        } => format!(
+            "{groups} shared prefix(es) of {prefix_tokens} tokens + {suffix_tokens} unique tokens ({})",
+            l.tokenizer.as_ref().map_or_else(
+                || PROMPT_APPROXIMATION.to_owned(),
+                |t| format!("cut to length by {}", t.path().display())
+            )
+        ),
+    });
+    if l.flush_cache {
+        parts.push("cache flushed before measuring".to_owned());
+    }
+    let slo: Vec<String> = [
+        ("ttft", gate.slo.ttft),
+        ("tpot", gate.slo.tpot),
+        ("e2e", gate.slo.e2e),
+    ]
+    .into_iter()
+    .filter_map(|(n, d)| d.map(|d| format!("{n} <= {}", format_duration(d))))
+    .collect();
+    if !slo.is_empty() {
+        parts.push(format!("SLO {}", slo.join(" and ")));
+    }
+    parts.join(", ")
+}
