@@ -242,7 +242,7 @@ const RATE_CEILING: f64 = 1e9;
 /// deviation is a norm of the centred values); a confidence interval's end
 /// within the mean's range ± t·s/√n over the deviation's range. The
 /// threshold is at stake when that range holds figures on both sides of
-/// its bound; `==` whenever it holds the bound or a value off it.
+/// its bound; a point (`==`, `!=`) whenever it holds the bound.
 pub fn at_stake(
     key: MetricKey,
     op: Op,
@@ -309,7 +309,7 @@ pub fn at_stake(
             (mode, op),
             (VerdictMode::Lenient, Op::Ge | Op::Gt) | (VerdictMode::Strict, Op::Le | Op::Lt)
         );
-        if op == Op::Eq {
+        if op.is_point() {
             (mean_lo - k * s_hi, mean_hi + k * s_hi)
         } else if upper_end {
             (mean_lo + k * s_lo, mean_hi + k * s_hi)
@@ -317,7 +317,8 @@ pub fn at_stake(
             (mean_lo - k * s_hi, mean_hi - k * s_lo)
         }
     };
-    let certain = if op == Op::Eq {
+    // A point's verdict is certain where the client's range misses it.
+    let certain = if op.is_point() {
         lo > bound || hi < bound
     } else {
         op.holds(lo, bound) == op.holds(hi, bound)

@@ -404,3 +404,19 @@ fn slo_attainment_is_the_share_of_requests_sent_within_every_objective() {
         ],
     );
 }
+
+/// `!=` end to end: parsed, judged and said. No request fails on the
+/// simulator, so `errors != 0` fails with the measured 0 and the line it
+/// stands on, and `decode_tok_s.mean != 0` passes.
+#[test]
+fn a_point_bound_fails_only_at_its_point() {
+    let out = run_expecting(&["run", "tests/suites/point-bounds.yaml"], 1);
+    assert_has(&out, &["pass decode_tok_s.mean != 0"]);
+    assert_has(
+        &failure_of(&out, "point::performance::refuses_some"),
+        &[
+            "error: threshold failed: errors != 0\n  --> tests/suites/point-bounds.yaml:16:7",
+            "measured: errors = 0\n",
+        ],
+    );
+}

@@ -58,10 +58,17 @@ fn holds(t: &Threshold, bound: f64, e: &Estimate, mode: VerdictMode) -> bool {
     let (optimistic, pessimistic) = match t.op {
         Op::Ge | Op::Gt => (hi, lo),
         Op::Le | Op::Lt => (lo, hi),
-        Op::Eq => {
+        // A point: only `lenient` reads the interval, and fails only where
+        // all of it is past the bound (`==`: the bound outside it; `!=`:
+        // nothing but the bound in it).
+        Op::Eq | Op::Ne => {
+            let interval_holds = match t.op {
+                Op::Eq => lo <= bound && bound <= hi,
+                _ => !(Op::Eq.holds(lo, bound) && Op::Eq.holds(hi, bound)),
+            };
             return match mode {
                 VerdictMode::Mean => t.op.holds(e.mean, bound),
-                VerdictMode::Lenient => lo <= bound && bound <= hi,
+                VerdictMode::Lenient => interval_holds,
                 VerdictMode::Strict => e.values.iter().all(|v| t.op.holds(*v, bound)),
             };
         }

@@ -149,4 +149,23 @@ fn verdict_modes_read_the_interval() {
     // Upper bounds read the other end.
     assert!(check(&threshold(Op::Le, 96.0), &e, VerdictMode::Lenient));
     assert!(!check(&threshold(Op::Le, 104.0), &e, VerdictMode::Strict));
+    // A point: `!=` fails by the mean where the mean is the bound, by
+    // every repeat where one is (strict), and only where nothing but the
+    // bound is in the interval (lenient).
+    assert!(!check(&threshold(Op::Ne, 100.0), &e, VerdictMode::Mean));
+    assert!(check(&threshold(Op::Ne, 101.0), &e, VerdictMode::Mean));
+    assert!(!check(&threshold(Op::Ne, 98.0), &e, VerdictMode::Strict));
+    assert!(check(&threshold(Op::Ne, 99.0), &e, VerdictMode::Strict));
+    assert!(check(&threshold(Op::Ne, 100.0), &e, VerdictMode::Lenient));
+    let exact = Estimate::of(vec![100.0, 100.0, 100.0]);
+    assert!(!check(
+        &threshold(Op::Ne, 100.0),
+        &exact,
+        VerdictMode::Lenient
+    ));
+    assert!(check(
+        &threshold(Op::Eq, 100.0),
+        &exact,
+        VerdictMode::Lenient
+    ));
 }

@@ -108,6 +108,10 @@ fn a_verdict_over_repeats_is_staked_as_the_verdict_reads_them() {
     assert!(!rate(Op::Ge, 100.0, Lenient, &[550.0, 400.0]));
     assert!(!rate(Op::Ge, 100.0, Mean, &[550.0, 400.0]));
     assert!(rate(Op::Ge, 100.0, Strict, &[550.0, 400.0]));
+    // A point is at stake where the true rates may reach it: held-down
+    // rates of 550 and 400 may be 500 or 600 in truth, never 300.
+    assert!(rate(Op::Ne, 500.0, Mean, &[550.0, 400.0]));
+    assert!(!rate(Op::Ne, 300.0, Mean, &[550.0, 400.0]));
     // TPOT can only have been understated: 100 (true 100–110) and 80
     // (true 80–85) average 90, their truth 90–97.5, across 95.
     let tpot = |v: f64, high: f64| {

@@ -125,7 +125,7 @@ pub(super) fn comparison(value: &str, what: &str) -> Value {
     json!({
         "type": "string",
         "pattern": format!(
-            "^\\s*(>=|<=|==|>|<)\\s*((baseline|variant\\(|history\\.|no_regression).*|{value}\\s*)$"
+            "^\\s*(>=|<=|==|!=|>|<)\\s*((baseline|variant\\(|history\\.|no_regression).*|{value}\\s*)$"
         ),
         "description": what,
     })
