@@ -14,6 +14,15 @@ use serde_json::Value;
 use servegate::record::RunRecord;
 use servegate::report;
 
+/// The binary run with `args`, no step summary written.
+fn servegate(args: &[&str]) -> std::process::Output {
+    command(&[], &[])
+        .args(args)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .unwrap()
+}
+
 fn fixture() -> RunRecord {
     servegate::record::read(Path::new("tests/fixtures/report/record.json"))
         .expect("the fixture is a record")
@@ -368,13 +377,6 @@ fn html_report_is_golden_and_self_contained() {
 fn report_merge_puts_two_nodes_side_by_side() {
     let dir = std::env::temp_dir().join(format!("servegate-merge-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let servegate = |args: &[&str]| {
-        command(&[], &[])
-            .args(args)
-            .env_remove("GITHUB_STEP_SUMMARY")
-            .output()
-            .unwrap()
-    };
     for (node, code) in [("fast", 0), ("slow", 1)] {
         let out = dir.join(node);
         let o = servegate(&[
@@ -472,5 +474,62 @@ fn report_merge_puts_two_nodes_side_by_side() {
     let o = servegate(&["report", "merge", dir.join("nowhere").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("nowhere"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `servegate report --format csv` of a run: a header, then a row per
+/// gate and figure with the gate's trial outcome (read by the trial's id),
+/// a row's text cells inert in a spreadsheet: the gate that failed its
+/// `errors != 0` is `failed`, its load quoted (it holds commas).
+#[test]
+fn report_csv_has_a_row_per_figure_with_its_trial_outcome() {
+    let dir = std::env::temp_dir().join(format!("servegate-csv-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = servegate(&[
+        "run",
+        "tests/suites/point-bounds.yaml",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let record = dir.join("latest/report.json");
+    let o = servegate(&["report", record.to_str().unwrap(), "--format", "csv"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = String::from_utf8(o.stdout).unwrap();
+    let mut lines = text.split_terminator("\r\n");
+    assert_eq!(lines.next(), Some(report::csv::HEADER));
+    let rows: Vec<&str> = lines.collect();
+    let row = |figure: &str| {
+        rows.iter()
+            .find(|r| r.contains(&format!(",point,refuses_some,{figure},")))
+            .unwrap_or_else(|| panic!("no {figure} row in:\n{text}"))
+    };
+    let errors = row("errors");
+    assert!(
+        errors.contains(",errors,0,,1,failed,\"closed loop, concurrency 1, 2 requests"),
+        "{errors}"
+    );
+    let decode = row("decode_tok_s.mean");
+    let value: f64 = decode.split(',').nth(5).unwrap().parse().unwrap();
+    assert!(
+        value > 0.0 && decode.contains(",tok/s,1,failed,"),
+        "{decode}"
+    );
+    // Every row has the header's columns, quoted commas aside.
+    let columns = report::csv::HEADER.split(',').count();
+    for r in &rows {
+        let unquoted: String = r.split('"').step_by(2).collect();
+        assert_eq!(unquoted.split(',').count(), columns, "{r}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

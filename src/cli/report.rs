@@ -60,6 +60,8 @@ pub(crate) enum ReportFormat {
     Html,
     /// The record itself.
     Json,
+    /// Every gate's figures as CSV, a row each (for a spreadsheet).
+    Csv,
 }
 
 pub(crate) fn report(path: &Path, format: ReportFormat) -> ExitCode {
@@ -76,6 +78,7 @@ pub(crate) fn report(path: &Path, format: ReportFormat) -> ExitCode {
         ReportFormat::Junit => Format::Junit,
         ReportFormat::Annotations => Format::Annotations,
         ReportFormat::Json => Format::Json,
+        ReportFormat::Csv => Format::Csv,
     };
     let text = servegate::report::render(format, &record, Some(path));
     match text {

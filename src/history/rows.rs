@@ -147,11 +147,8 @@ pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
             .map(|v| kept(v, SHORT_CHARS));
         let suite_commit = suite.suite_commit.as_deref().map(|c| kept(c, SHORT_CHARS));
         for gate in &suite.gates {
-            let trial = gate.trial(&suite.suite);
             let gate_passed = record
-                .trials
-                .iter()
-                .find(|t| t.id == trial)
+                .gate_trial(suite, gate)
                 .is_some_and(|t| t.outcome == TrialOutcome::Passed);
             let (gate_stored, load) = (stored(&gate.gate), kept(&gate.load, LONG_CHARS));
             for (key, value) in gate.figures.iter() {

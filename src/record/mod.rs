@@ -346,6 +346,12 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// The trial that measured `gate` of `suite`, found by its id.
+    pub fn gate_trial(&self, suite: &SuiteRecord, gate: &GateRecord) -> Option<&TrialRecord> {
+        let id = gate.trial(&suite.suite);
+        self.trials.iter().find(|t| t.id == id)
+    }
+
     /// Each gate trial that ran without the verdict of probes it waits
     /// for (`--skip`), by trial name, with what the reports say of it.
     pub fn skipped_notes(&self) -> Vec<(String, String)> {

@@ -1,11 +1,12 @@
 //! Writers of the run record (`crate::record::RunRecord`), one registry of
 //! formats: JSON, JUnit XML, a Markdown summary (GitHub's step summary),
 //! GitHub annotations at the YAML line of each failure, a self-contained
-//! HTML report. They only read the record, so the end of a run
+//! HTML report, the figures as CSV. They only read the record, so the end of a run
 //! ([`publish`]) and `servegate report` render it the same way; `merge`
 //! renders the records of several nodes as one.
 
 pub mod annotations;
+pub mod csv;
 pub mod html;
 pub mod junit;
 pub mod markdown;
@@ -28,6 +29,8 @@ pub enum Format {
     Html,
     /// The record itself.
     Json,
+    /// Every gate's figures, a row each.
+    Csv,
 }
 
 /// A record that could not be rendered.
@@ -55,6 +58,7 @@ pub fn render(
         Format::Html => Ok(html::render(rec)),
         Format::Junit => junit::render(rec).map_err(fail),
         Format::Annotations => Ok(annotations::render(rec).join("\n") + "\n"),
+        Format::Csv => Ok(csv::render(rec)),
         Format::Json => serde_json::to_string_pretty(rec)
             .map(|j| j + "\n")
             .map_err(|e| fail(e.to_string())),

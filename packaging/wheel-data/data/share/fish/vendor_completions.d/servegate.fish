@@ -138,7 +138,8 @@ complete -c servegate -n "__fish_servegate_using_subcommand report; and not __fi
 junit\t'JUnit XML'
 annotations\t'GitHub Actions annotations'
 html\t'The self-contained HTML report'
-json\t'The record itself'"
+json\t'The record itself'
+csv\t'Every gate\'s figures as CSV, a row each (for a spreadsheet)'"
 complete -c servegate -n "__fish_servegate_using_subcommand report; and not __fish_seen_subcommand_from merge help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c servegate -n "__fish_servegate_using_subcommand report; and not __fish_seen_subcommand_from merge help" -a "merge" -d 'Merge the run records of several nodes (one CI job each) into one report: `summary.md` (also printed), `junit.xml` and `report.html`, a row per node and suite, the same gate across nodes side by side'
 complete -c servegate -n "__fish_servegate_using_subcommand report; and not __fish_seen_subcommand_from merge help" -a "help" -d 'Print this message or the help of the given subcommand(s)'
