@@ -316,19 +316,48 @@ fn join(keys: &[crate::suite::metric::MetricKey]) -> String {
         .join(", ")
 }
 
+/// Why `baseline accept` wrote no baselines.
+#[derive(Debug, thiserror::Error)]
+pub enum AcceptError {
+    /// There is no latest run to accept.
+    #[error("no figures of a previous run at {} ({source}): run the suites first", path.display())]
+    NoRun {
+        /// Where the latest run's record would be.
+        path: PathBuf,
+        /// Why it could not be read.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The latest run's record is not one.
+    #[error("{} is not a figures file: {source}", path.display())]
+    NotFigures {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A baseline file could not be read or written.
+    #[error(transparent)]
+    Baseline(#[from] FileError),
+    /// The latest run (its record named) measured no gate.
+    #[error("the run in {} measured no gate: no baseline written", .0.display())]
+    NoGate(PathBuf),
+}
+
 /// Turns the latest run's figures (in output directory `out`) into
 /// baselines, each in the baselines directory of its suite's project;
 /// returns the files written.
-pub fn accept(out: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn accept(out: &Path) -> Result<Vec<PathBuf>, AcceptError> {
     let path = latest_in(out);
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        format!(
-            "no figures of a previous run at {} ({e}): run the suites first",
-            path.display()
-        )
-    })?;
-    let figures: RunRecord = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not a figures file: {e}", path.display()))?;
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(source) => return Err(AcceptError::NoRun { path, source }),
+    };
+    let figures: RunRecord = match serde_json::from_str(&text) {
+        Ok(figures) => figures,
+        Err(source) => return Err(AcceptError::NotFigures { path, source }),
+    };
     let mut written = Vec::new();
     for suite in &figures.suites {
         let dir = suite
@@ -390,15 +419,12 @@ pub fn accept(out: &Path) -> Result<Vec<PathBuf>, String> {
                 figures: kept,
                 config: crate::load::fingerprint::kept(&suite.config),
             };
-            baseline::write(&file, &suite.fingerprint, entry).map_err(|e| e.to_string())?;
+            baseline::write(&file, &suite.fingerprint, entry)?;
             written.push(file);
         }
     }
     if written.is_empty() {
-        return Err(format!(
-            "the run in {} measured no gate: no baseline written",
-            path.display()
-        ));
+        return Err(AcceptError::NoGate(path));
     }
     Ok(written)
 }

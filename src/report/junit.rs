@@ -10,7 +10,7 @@ use crate::record::RunRecord;
 use crate::text::for_xml;
 
 /// The record as JUnit XML.
-pub fn render(record: &RunRecord) -> Result<String, String> {
+pub fn render(record: &RunRecord) -> Result<String, quick_junit::SerializeError> {
     let mut report = Report::new(format!("servegate {}", record.run_id));
     let skipped = record.skipped_notes();
     let mut labels: Vec<&str> = Vec::new();
@@ -50,5 +50,5 @@ pub fn render(record: &RunRecord) -> Result<String, String> {
         }
         report.add_test_suite(suite);
     }
-    report.to_string().map_err(|e| e.to_string())
+    report.to_string()
 }

@@ -54,16 +54,27 @@ fn label_of(path: &Path) -> String {
     )
 }
 
+/// Why `report merge` wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// A record could not be read, or a file written.
+    #[error(transparent)]
+    File(#[from] crate::files::FileError),
+    /// The merged JUnit XML could not be written out.
+    #[error("failed to render the merged JUnit XML: {0}")]
+    Junit(#[from] quick_junit::SerializeError),
+}
+
 /// Reads one argument of `report merge`: `LABEL=PATH`, or `PATH` labelled
 /// by its directory.
-pub fn read_node(arg: &str) -> Result<Node, String> {
+pub fn read_node(arg: &str) -> Result<Node, MergeError> {
     let (label, path) = match arg.split_once('=') {
         Some((label, path)) if !label.is_empty() && !label.contains('/') => {
             (Some(label.to_owned()), Path::new(path))
         }
         _ => (None, Path::new(arg)),
     };
-    let record = crate::record::read(&record_file(path)).map_err(|e| e.to_string())?;
+    let record = crate::record::read(&record_file(path))?;
     Ok(Node {
         label: label.unwrap_or_else(|| label_of(path)),
         record: record.scrubbed(),
@@ -412,16 +423,14 @@ pub const FILES: [&str; 3] = ["summary.md", "junit.xml", "report.html"];
 
 /// Reads every record argument and writes [`FILES`] into `out`; returns
 /// the nodes read.
-pub fn write(args: &[String], out: &Path) -> Result<Vec<Node>, String> {
+pub fn write(args: &[String], out: &Path) -> Result<Vec<Node>, MergeError> {
     let nodes = args
         .iter()
         .map(|a| read_node(a))
         .collect::<Result<Vec<_>, _>>()?;
     let junit = super::junit::render(&combined(&nodes))?;
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     for (name, text) in FILES.iter().zip([markdown(&nodes), junit, html(&nodes)]) {
-        let path = out.join(name);
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        crate::files::write_atomically(&out.join(name), &text)?;
     }
     Ok(nodes)
 }

@@ -56,7 +56,7 @@ pub fn render(
     match format {
         Format::Markdown => Ok(markdown::render(rec, at)),
         Format::Html => Ok(html::render(rec)),
-        Format::Junit => junit::render(rec).map_err(fail),
+        Format::Junit => junit::render(rec).map_err(|e| fail(e.to_string())),
         Format::Annotations => Ok(annotations::render(rec).join("\n") + "\n"),
         Format::Csv => Ok(csv::render(rec)),
         Format::Json => serde_json::to_string_pretty(rec)
