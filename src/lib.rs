@@ -76,7 +76,7 @@ fn harness_main(manifest_dir: &str, out_dir: Option<std::path::PathBuf>) -> std:
         Ok(both) => both,
         Err(e) => {
             eprintln!("error: {e}");
-            return exit::Exit::Usage.into();
+            return e.exit().into();
         }
     };
     let options = harness::RunOptions {

@@ -12,17 +12,22 @@ pub(super) enum Loaded {
     Failed(LoadFailure),
 }
 
-pub(super) fn load_all(paths: &[PathBuf]) -> Result<Vec<Loaded>, String> {
-    let files = discover(paths).map_err(|e| format!("failed to read suite directory: {e}"))?;
+/// Why no suite was loaded at all (one file that fails to load is its
+/// own trial, not this).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum LoadAllError {
+    /// A directory could not be listed.
+    #[error("failed to read suite directory: {0}")]
+    Directory(#[from] std::io::Error),
+    /// The paths hold no suite file.
+    #[error("no suite files found in {}", .0.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    NoSuites(Vec<PathBuf>),
+}
+
+pub(super) fn load_all(paths: &[PathBuf]) -> Result<Vec<Loaded>, LoadAllError> {
+    let files = discover(paths)?;
     if files.is_empty() {
-        return Err(format!(
-            "no suite files found in {}",
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        return Err(LoadAllError::NoSuites(paths.to_vec()));
     }
     let mut loaded: Vec<Loaded> = Vec::new();
     for f in &files {

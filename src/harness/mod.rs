@@ -33,8 +33,8 @@ use crate::record::{self, TrialId};
 
 pub use loading::first_project;
 pub use options::{
-    CLIENT_LIMITED_ENV, CLIENT_THREADS_ENV, Outcome, Publish, RunOptions, SUITES_ENV, VERBOSE_ENV,
-    client_limited_from_env, client_threads_from_env, verbose_from_env,
+    CLIENT_LIMITED_ENV, CLIENT_THREADS_ENV, EnvError, Outcome, Publish, RunOptions, SUITES_ENV,
+    VERBOSE_ENV, client_limited_from_env, client_threads_from_env, verbose_from_env,
 };
 pub use outcome::{Stop, Verdict};
 pub use session::{GateFigures, Plan, SuiteRun};

@@ -34,31 +34,51 @@ pub fn verbose_from_env() -> bool {
     })
 }
 
+/// A setting in the environment that is not one: a usage error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{var}={value:?}: expected {expected}")]
+pub struct EnvError {
+    /// The variable.
+    pub var: &'static str,
+    /// What it holds.
+    pub value: String,
+    /// What it may hold.
+    pub expected: &'static str,
+}
+
+impl EnvError {
+    /// The exit code of a run it stops: a usage error's.
+    pub fn exit(&self) -> Exit {
+        Exit::Usage
+    }
+}
+
 /// `SERVEGATE_CLIENT_LIMITED`: unset or empty is `None`; `fail` or `warn`.
-pub fn client_limited_from_env() -> Result<Option<crate::suite::OnClientLimited>, String> {
+pub fn client_limited_from_env() -> Result<Option<crate::suite::OnClientLimited>, EnvError> {
     match std::env::var(CLIENT_LIMITED_ENV) {
         Ok(v) if !v.trim().is_empty() => crate::suite::OnClientLimited::parse(v.trim())
             .map(Some)
-            .ok_or_else(|| format!("{CLIENT_LIMITED_ENV}={v:?}: expected `fail` or `warn`")),
+            .ok_or(EnvError {
+                var: CLIENT_LIMITED_ENV,
+                value: v,
+                expected: "`fail` or `warn`",
+            }),
         _ => Ok(None),
     }
 }
 
 /// `SERVEGATE_CLIENT_THREADS`: unset or empty is `None`; anything but a
 /// count from 1 to 256 is an error that says so.
-pub fn client_threads_from_env() -> Result<Option<u32>, String> {
+pub fn client_threads_from_env() -> Result<Option<u32>, EnvError> {
     match std::env::var(CLIENT_THREADS_ENV) {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=256).contains(n))
-            .map(Some)
-            .ok_or_else(|| {
-                format!(
-                    "{CLIENT_THREADS_ENV}={v:?}: expected a number of client threads from 1 to 256"
-                )
+        Ok(v) if !v.trim().is_empty() => match v.trim().parse::<u32>() {
+            Ok(n) if (1..=256).contains(&n) => Ok(Some(n)),
+            _ => Err(EnvError {
+                var: CLIENT_THREADS_ENV,
+                value: v,
+                expected: "a number of client threads from 1 to 256",
             }),
+        },
         _ => Ok(None),
     }
 }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio::runtime::Runtime;
 
 use super::documents::Documents;
-use super::target::{self, Connected, LaunchPlace};
+use super::target::{self, Connected, LaunchPlace, TargetError};
 use crate::check::message::Message;
 use crate::check::{accuracy, snapshot};
 use crate::load::metrics::GateMetrics;
@@ -140,7 +140,7 @@ pub struct SuiteRun {
     pub(super) plan: Plan,
     /// Its server, or why it could not be reached; set by the first trial
     /// that needs it (a launched server starts then, not before).
-    pub(super) target: OnceLock<Result<Connected, String>>,
+    pub(super) target: OnceLock<Result<Connected, TargetError>>,
     /// Where the server stands.
     lifecycle: Mutex<Lifecycle>,
     /// How each trial that ran ended.
@@ -258,12 +258,12 @@ impl SuiteRun {
     }
 
     /// The target, if a trial has reached (or failed to reach) it.
-    pub fn target(&self) -> Option<&Result<Connected, String>> {
+    pub fn target(&self) -> Option<&Result<Connected, TargetError>> {
         self.target.get()
     }
 
     /// Reaches (or launches) the target now and prints it.
-    pub fn connect(&self) -> &Result<Connected, String> {
+    pub fn connect(&self) -> &Result<Connected, TargetError> {
         self.target.get_or_init(|| {
             let label = self.label.replace(['[', ']'], "-");
             let place = LaunchPlace {

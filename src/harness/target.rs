@@ -12,6 +12,85 @@ use crate::suite::{Api, BaseUrl, Suite, Variant};
 /// Where the override of every suite's `base_url` comes from.
 pub const TARGET_ENV: &str = "SERVEGATE_TARGET";
 
+/// Why a suite's server could not be reached: the message every trial of
+/// the suite fails with. The launch, the simulator's profile and the
+/// server's readiness say theirs in words (their floors' errors are text).
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// `--target` or `SERVEGATE_TARGET` is neither `sim` nor a URL.
+    #[error(
+        "invalid target `{0}` (from --target or {TARGET_ENV}): expected `sim` or an http(s) URL"
+    )]
+    InvalidOverride(String),
+    /// A key variable the suite names is not set.
+    #[error("target.{field} names `{name}`, which is not set in the environment")]
+    KeyUnset {
+        /// `api_key_env` or `admin_key_env`.
+        field: &'static str,
+        /// The variable.
+        name: String,
+    },
+    /// A key holds what an HTTP header cannot carry.
+    #[error(
+        "target.{field} names `{name}`, whose value holds {what} at byte {at} of {len}: an HTTP header cannot carry it (a key read with `$(cat file)` keeps no newline, one pasted may)"
+    )]
+    KeyNotHeader {
+        /// `api_key_env` or `admin_key_env`.
+        field: &'static str,
+        /// The variable.
+        name: String,
+        /// The character, in words.
+        what: String,
+        /// Its byte offset.
+        at: usize,
+        /// The value's length in bytes.
+        len: usize,
+    },
+    /// The server could not be launched, or never became ready.
+    #[error("launch failed: {0}")]
+    Launch(String),
+    /// The simulator's profile could not be read.
+    #[error("{0}")]
+    Profile(String),
+    /// The embedded simulator could not start.
+    #[error("failed to start the embedded simulator: {0}")]
+    Simulator(#[source] std::io::Error),
+    /// The client could not be built.
+    #[error(transparent)]
+    Client(#[from] CallError),
+    /// Nothing answered at the target's address.
+    #[error("target {shown} is unreachable: {source}")]
+    Unreachable {
+        /// The target, secrets scrubbed.
+        shown: String,
+        /// Discovery's error.
+        #[source]
+        source: CallError,
+    },
+    /// It took the connection but answered no discovery in time.
+    #[error(
+        "target {shown} is not answering: it accepted the connection but sent no answer to discovery in {waited_s:.1}s ({source})"
+    )]
+    NotAnswering {
+        /// The target, secrets scrubbed.
+        shown: String,
+        /// How long discovery waited, seconds.
+        waited_s: f64,
+        /// Discovery's error.
+        #[source]
+        source: CallError,
+    },
+    /// It answered discovery with an error.
+    #[error("target {shown} failed discovery: {source}")]
+    Discovery {
+        /// The target, secrets scrubbed.
+        shown: String,
+        /// Discovery's error.
+        #[source]
+        source: CallError,
+    },
+}
+
 /// A reachable server and how to talk to it.
 #[derive(Debug)]
 pub struct Connected {
@@ -60,7 +139,10 @@ impl Connected {
 }
 
 /// The base URL a suite uses after the override.
-pub fn effective_base(suite: &Suite, override_target: Option<&str>) -> Result<BaseUrl, String> {
+pub fn effective_base(
+    suite: &Suite,
+    override_target: Option<&str>,
+) -> Result<BaseUrl, TargetError> {
     match override_target.map(str::trim) {
         None | Some("") => Ok(suite.target.base_url.clone()),
         Some("sim") => Ok(BaseUrl::Sim),
@@ -70,9 +152,7 @@ pub fn effective_base(suite: &Suite, override_target: Option<&str>) -> Result<Ba
                 url.strip_suffix("/v1").unwrap_or(url).to_owned(),
             ))
         }
-        Some(other) => Err(format!(
-            "invalid target `{other}` (from --target or {TARGET_ENV}): expected `sim` or an http(s) URL"
-        )),
+        Some(other) => Err(TargetError::InvalidOverride(other.to_owned())),
     }
 }
 
@@ -96,7 +176,7 @@ pub struct LaunchPlace<'a> {
 /// The key from the variable `env` names (the suite's `target.{field}`):
 /// it must be set and be what an HTTP header can carry (visible ASCII,
 /// spaces, tabs).
-fn key_from(field: &str, env: Option<&str>) -> Result<Option<String>, String> {
+fn key_from(field: &'static str, env: Option<&str>) -> Result<Option<String>, TargetError> {
     Ok(match env {
         None => None,
         Some(name) => match std::env::var(name) {
@@ -107,22 +187,25 @@ fn key_from(field: &str, env: Option<&str>) -> Result<Option<String>, String> {
                     .char_indices()
                     .find(|&(_, c)| !(c == ' ' || c == '\t' || c.is_ascii_graphic()))
                 {
-                    return Err(format!(
-                        "target.{field} names `{name}`, whose value holds {} at byte {i} of {}: an HTTP header cannot carry it (a key read with `$(cat file)` keeps no newline, one pasted may)",
-                        match c {
+                    return Err(TargetError::KeyNotHeader {
+                        field,
+                        name: name.to_owned(),
+                        what: match c {
                             '\n' => "a newline".to_owned(),
                             '\r' => "a carriage return".to_owned(),
                             c => format!("the character {}", c.escape_unicode()),
                         },
-                        v.len()
-                    ));
+                        at: i,
+                        len: v.len(),
+                    });
                 }
                 Some(v)
             }
             _ => {
-                return Err(format!(
-                    "target.{field} names `{name}`, which is not set in the environment"
-                ));
+                return Err(TargetError::KeyUnset {
+                    field,
+                    name: name.to_owned(),
+                });
             }
         },
     })
@@ -134,7 +217,7 @@ pub async fn connect(
     suite: &Suite,
     override_target: Option<&str>,
     place: LaunchPlace<'_>,
-) -> Result<Connected, String> {
+) -> Result<Connected, TargetError> {
     let t = &suite.target;
     for name in &t.secrets {
         if let Ok(v) = std::env::var(name) {
@@ -155,7 +238,7 @@ pub async fn connect(
                 .filter(|d| !d.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
             let s = Server::spawn(launch, place.variant, suite_dir, place.dir, place.label)
-                .map_err(|e| format!("launch failed: {e}"))?;
+                .map_err(TargetError::Launch)?;
             let line = format!(
                 "servegate: launched `{}` for `{}` (log {})",
                 s.command_line(),
@@ -165,7 +248,7 @@ pub async fn connect(
             eprintln!("{}", crate::text::for_log(&line));
             s.wait_ready(&launch.ready)
                 .await
-                .map_err(|e| format!("launch failed: {e}"))?;
+                .map_err(TargetError::Launch)?;
             let tl = s.timeline();
             eprintln!(
                 "servegate: `{}` ready after {:.1}s (port open after {:.1}s)",
@@ -180,11 +263,11 @@ pub async fn connect(
         }
         BaseUrl::Sim => {
             let profile = match &suite.sim.profile {
-                Some(p) => Profile::load(p)?,
+                Some(p) => Profile::load(p).map_err(TargetError::Profile)?,
                 None => Profile::default(),
             };
             let running = sim::spawn(profile, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-                .map_err(|e| format!("failed to start the embedded simulator: {e}"))?;
+                .map_err(TargetError::Simulator)?;
             let profile_name = suite.sim.profile.as_ref().map_or_else(
                 || "built-in default profile".to_owned(),
                 |p| format!("profile {}", p.display()),
@@ -204,9 +287,7 @@ pub async fn connect(
     let shown = crate::secrets::url(&base);
     // Discovery goes through the same client as the calls: a GET's answer
     // is due within the suite's connect and first_token deadlines.
-    let probe = Client::new(&base, t.api, "", api_key.clone(), t.timeouts)
-        .map_err(|e| e.to_string())?
-        .with_limits(t.limits);
+    let probe = Client::new(&base, t.api, "", api_key.clone(), t.timeouts)?.with_limits(t.limits);
     let asked = std::time::Instant::now();
     // Discovery's GETs (the model, the version, the documents kept for the
     // record) share one deadline, a first token's: each bounded alone, a
@@ -214,16 +295,19 @@ pub async fn connect(
     // times over.
     let budget = t.timeouts.first_token.min(t.timeouts.total);
     let ends = tokio::time::Instant::now() + budget;
-    let served = served_model(&probe, ends, budget).await.map_err(|e| match e.kind {
-        ErrorKind::Connect | ErrorKind::Timeout(Deadline::Connect, _) => {
-            format!("target {shown} is unreachable: {e}")
-        }
-        ErrorKind::Timeout(..) => format!(
-            "target {shown} is not answering: it accepted the connection but sent no answer to discovery in {:.1}s ({e})",
-            asked.elapsed().as_secs_f64()
-        ),
-        _ => format!("target {shown} failed discovery: {e}"),
-    })?;
+    let served = served_model(&probe, ends, budget)
+        .await
+        .map_err(|source| match source.kind {
+            ErrorKind::Connect | ErrorKind::Timeout(Deadline::Connect, _) => {
+                TargetError::Unreachable { shown, source }
+            }
+            ErrorKind::Timeout(..) => TargetError::NotAnswering {
+                shown,
+                waited_s: asked.elapsed().as_secs_f64(),
+                source,
+            },
+            _ => TargetError::Discovery { shown, source },
+        })?;
     let model = t
         .model
         .clone()
@@ -269,8 +353,7 @@ pub async fn connect(
         &config,
         &whole,
     );
-    let client = Client::new(&base, t.api, &model, api_key, t.timeouts)
-        .map_err(|e| e.to_string())?
+    let client = Client::new(&base, t.api, &model, api_key, t.timeouts)?
         .with_limits(t.limits)
         .with_admin_key(admin_key)
         .with_incremental_output(incremental)

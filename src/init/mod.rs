@@ -360,7 +360,7 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
     let probes = probe_run("probes", &body);
     let connected = match probes.connect() {
         Ok(c) => c,
-        Err(e) => return Err(Error::Unreachable(e.clone())),
+        Err(e) => return Err(Error::Unreachable(e.to_string())),
     };
     let model = (connected.model_id != "default").then(|| connected.model_id.clone());
     let server = format!(
