@@ -635,10 +635,25 @@ fn a_curve_needs_a_sweep_and_a_known_direction() {
     )
     .unwrap();
     assert_eq!(suite.curves.len(), 1);
-    assert_eq!(
-        suite.curves[0].levels,
-        ["g::concurrency_1", "g::concurrency_2"]
-    );
+    let levels = |suite: &servegate::suite::Suite| -> Vec<String> {
+        suite.gates[suite.curves[0].levels.clone()]
+            .iter()
+            .map(|g| g.name.clone())
+            .collect()
+    };
+    assert_eq!(levels(&suite), ["g::concurrency_1", "g::concurrency_2"]);
+    // A gate before the sweep: the levels are placed after it.
+    let after = load_text(
+        Path::new("t.yaml"),
+        &text(sweep, "{output_tok_s: non_decreasing}").replace(
+            "performance:\n",
+            "performance:\n  - name: first\n    load: {concurrency: 1, requests: 1, prompt: x, output_tokens: 4}\n    thresholds: {errors: \"== 0\"}\n",
+        ),
+        &|_| None,
+    )
+    .unwrap();
+    assert_eq!(after.curves[0].levels, 1..3);
+    assert_eq!(levels(&after), ["g::concurrency_1", "g::concurrency_2"]);
     assert!((suite.curves[0].checks[0].tolerance - 5.0).abs() < 1e-12);
     let single = "{concurrency: 2, requests: 1, prompt: x, output_tokens: 4}";
     let err = load_text(

@@ -131,10 +131,8 @@ impl SuiteRun {
         let curve = &self.suite.curves[index];
         self.connected()?;
         let mut rows = Vec::new();
-        for level in &curve.levels {
-            let Some(i) = self.suite.gates.iter().position(|g| &g.name == level) else {
-                continue;
-            };
+        for i in curve.levels.clone() {
+            let level = &self.suite.gates[i].name;
             let verdict = self.gate(i);
             let Some(f) = self.figures().into_iter().find(|f| &f.gate == level) else {
                 let why = verdict.err().map(|e| e.to_string()).unwrap_or_default();

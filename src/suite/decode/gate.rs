@@ -193,7 +193,9 @@ impl Decoder<'_> {
             }
             Some((loc, checks)) => Some(Curve {
                 gate: name.clone(),
-                levels: gates.iter().map(|g| g.name.clone()).collect(),
+                // Within this item's gates; the suite's decoder places
+                // them among all of the suite's.
+                levels: 0..gates.len(),
                 checks: checks?,
                 loc,
             }),

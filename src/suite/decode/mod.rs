@@ -271,8 +271,17 @@ impl<'e> Decoder<'e> {
             })
             .into_iter()
             .unzip();
-        let gates: Vec<Gate> = gates.into_iter().flatten().collect();
-        let curves: Vec<Curve> = curves.into_iter().flatten().collect();
+        let mut all: Vec<Gate> = Vec::new();
+        let mut placed: Vec<Curve> = Vec::new();
+        for (levels, curve) in gates.into_iter().zip(curves) {
+            let start = all.len();
+            all.extend(levels);
+            placed.extend(curve.map(|c| Curve {
+                levels: start + c.levels.start..start + c.levels.end,
+                ..c
+            }));
+        }
+        let (gates, curves) = (all, placed);
         self.variant_bounds(&gates, &variants);
         self.unique_names(probes.iter().map(|p| (p.name.as_str(), p.loc)), "probe");
         self.unique_names(gates.iter().map(|g| (g.name.as_str(), g.loc)), "gate");

@@ -17,8 +17,9 @@ use crate::suite::threshold::Threshold;
 pub struct Curve {
     /// The sweep gate's name (without the level).
     pub gate: String,
-    /// The names of its level gates, in sweep order.
-    pub levels: Vec<String>,
+    /// Its level gates, in sweep order: where they stand in the suite's
+    /// `gates`.
+    pub levels: std::ops::Range<usize>,
     /// What must hold from each level to the next.
     pub checks: Vec<CurveCheck>,
     /// Where `curve:` is written.
