@@ -70,9 +70,9 @@ pub struct Pool {
 /// The process's open-file limit bounds it first.
 const MAX_IDLE: usize = 32_768;
 /// Largest response head accepted.
-pub(super) const MAX_HEAD: usize = 64 * 1024;
+const MAX_HEAD: usize = 64 * 1024;
 /// Largest error body read.
-pub(super) const MAX_ERROR_BODY: usize = 64 * 1024;
+const MAX_ERROR_BODY: usize = 64 * 1024;
 
 impl Pool {
     /// A pool for an endpoint.

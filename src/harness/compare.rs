@@ -71,7 +71,10 @@ pub fn compare(runs: &[Arc<SuiteRun>]) -> Vec<Comparison> {
                         excluded: excluded.clone(),
                     })
                     .collect();
+                // `!=` has no better side: its rows are shown, none crowned.
+                let sided = t.threshold.op != Op::Ne;
                 let (best, no_best) = match pick_best(&rows, higher) {
+                    _ if !sided => (None, Some("`!=` has no better side".to_owned())),
                     Some(Ok(best)) => (Some(best), None),
                     Some(Err(why)) => (None, Some(why)),
                     None => (None, None),
@@ -80,7 +83,12 @@ pub fn compare(runs: &[Arc<SuiteRun>]) -> Vec<Comparison> {
                     suite: suite.name.clone(),
                     gate: gate.name.clone(),
                     figure,
-                    better: if higher { "higher" } else { "lower" }.to_owned(),
+                    better: match (sided, higher) {
+                        (false, _) => "neither",
+                        (true, true) => "higher",
+                        (true, false) => "lower",
+                    }
+                    .to_owned(),
                     rows,
                     best,
                     no_best,

@@ -44,6 +44,25 @@ fn a_records_hardware_is_read_one_way_for_every_reader() {
 }
 
 #[test]
+fn a_record_older_than_the_trial_item_joins_its_gates_by_name() {
+    let run: crate::record::RunRecord = serde_json::from_value(serde_json::json!({
+        "schema": "servegate.run/2", "run_id": "1-1", "node": "n",
+        "started_unix": 1, "finished_unix": 2, "complete": true, "servegate": "0.1.0",
+        "trials": [{"name": "s::performance::decode", "suite": "s", "stage": "performance",
+            "outcome": "passed", "duration_s": 1.0, "file": "s.yaml", "line": 3}],
+        "suites": [{"suite": "s", "fingerprint": "f", "target": "t",
+            "gates": [{"gate": "decode", "load": "l", "repeats": 1, "figures": {"errors": 0.0}}]}]
+    }))
+    .unwrap();
+    let (suite, gate) = (&run.suites[0], &run.suites[0].gates[0]);
+    assert_eq!(run.trials[0].id.item, "");
+    assert_eq!(
+        run.gate_trial(suite, gate).map(|t| t.name.as_str()),
+        Some("s::performance::decode")
+    );
+}
+
+#[test]
 fn only_the_figures_the_client_moved_are_not_counted() {
     // A passing gate whose ITL the client moved past its tolerance (its
     // verdict certain): that figure is kept, not counted; its decode

@@ -92,14 +92,14 @@ const IS_PRIME: &str = r#"  - name: is_prime
 "#;
 
 /// The contract probe without its `contract:` line.
-pub(super) const CONTRACT: &str = r#"  - name: server_contract          # the serving API keeps its promises
+const CONTRACT: &str = r#"  - name: server_contract          # the serving API keeps its promises
     prompt: "Count from 1 to 40, separated by spaces. Reply with the numbers only."
     max_tokens: 64
     stop: [" 12"]
 "#;
 
 /// A gate's load and the thresholds derived from what it measured.
-pub(super) struct GateSpec {
+struct GateSpec {
     name: String,
     load: String,
     what: String,
@@ -110,9 +110,9 @@ pub(super) struct GateSpec {
 
 /// The figure one stream and many are compared by: output tokens per
 /// second, all streams together.
-pub(super) const THROUGHPUT: &str = "output_tok_s";
+const THROUGHPUT: &str = "output_tok_s";
 
-pub(super) fn gates(concurrency: u32) -> [GateSpec; 2] {
+fn gates(concurrency: u32) -> [GateSpec; 2] {
     [
         GateSpec {
             name: "single_stream".into(),
@@ -139,7 +139,7 @@ pub(super) fn gates(concurrency: u32) -> [GateSpec; 2] {
 /// Runs of each calibration gate: a bound from one run is a bound on one
 /// moment of a busy machine, which the suite's own next run may not meet;
 /// five give a median and a spread that one slow run does not move.
-pub(super) const CALIBRATION_RUNS: u32 = 5;
+const CALIBRATION_RUNS: u32 = 5;
 
 /// How many times `init` asks each starter probe before the calibration,
 /// and again after it; it is written live only when every answer passed.
@@ -163,7 +163,7 @@ fn quoted(text: &str) -> String {
 }
 
 /// The `target:` of the suite.
-pub(super) fn target(base_url: &str, api: Api, model: Option<&str>) -> String {
+fn target(base_url: &str, api: Api, model: Option<&str>) -> String {
     let mut out = format!(
         "target:\n  base_url: {}\n  api: {}\n",
         quoted(base_url),
@@ -234,7 +234,7 @@ fn suite_run(
 }
 
 /// What the calibration found out about the server.
-pub(super) struct Measured {
+struct Measured {
     /// Who answered: the target line of a run.
     description: String,
     /// The served model and the server's version, for the comments.
@@ -249,7 +249,7 @@ pub(super) struct Measured {
     figures: Vec<crate::suite::figures::ByKey<Vec<f64>>>,
 }
 
-pub(super) fn say(line: &str) {
+fn say(line: &str) {
     eprintln!("servegate init: {line}");
 }
 
@@ -288,7 +288,7 @@ pub fn init(o: &Options) -> Result<PathBuf, Error> {
 }
 
 /// The schema file the suite's modeline names, beside it.
-pub(super) const SCHEMA_FILE: &str = "servegate.schema.json";
+const SCHEMA_FILE: &str = "servegate.schema.json";
 
 /// The suite's name: the file stem, with what a name cannot hold replaced.
 fn suite_name(out: &Path) -> String {
@@ -496,7 +496,7 @@ fn probe_verdict(failed: &[String]) -> Option<String> {
     ))
 }
 
-pub(super) fn names(contracts: &[Contract]) -> String {
+fn names(contracts: &[Contract]) -> String {
     if contracts.is_empty() {
         return "none".to_owned();
     }

@@ -346,10 +346,14 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
-    /// The trial that measured `gate` of `suite`, found by its id.
+    /// The trial that measured `gate` of `suite`, found by its id; in a
+    /// record older than the id's `item` (its trials have none), by the
+    /// name the id renders.
     pub fn gate_trial(&self, suite: &SuiteRecord, gate: &GateRecord) -> Option<&TrialRecord> {
         let id = gate.trial(&suite.suite);
-        self.trials.iter().find(|t| t.id == id)
+        self.trials
+            .iter()
+            .find(|t| t.id == id || (t.id.item.is_empty() && t.name == id.name()))
     }
 
     /// Each gate trial that ran without the verdict of probes it waits

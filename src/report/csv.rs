@@ -53,7 +53,10 @@ pub fn render(record: &RunRecord) -> String {
 /// One text cell, safe for a spreadsheet.
 fn cell(text: &str) -> String {
     let shown = crate::text::printable(text);
-    let inert = if shown.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+    // Spaces first too: an importer that trims them would read the rest.
+    let inert = if shown.starts_with(['\t', '\r'])
+        || shown.trim_start().starts_with(['=', '+', '-', '@'])
+    {
         format!("'{shown}")
     } else {
         shown.into_owned()
@@ -75,6 +78,7 @@ mod tests {
         assert_eq!(cell("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
         assert_eq!(cell("-1+2"), "'-1+2");
         assert_eq!(cell("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(cell("  =1+1"), "'  =1+1");
         assert_eq!(
             cell("closed loop, concurrency 1"),
             "\"closed loop, concurrency 1\""

@@ -63,7 +63,13 @@ fn holds(t: &Threshold, bound: f64, e: &Estimate, mode: VerdictMode) -> bool {
         // nothing but the bound in it).
         Op::Eq | Op::Ne => {
             let interval_holds = match t.op {
-                Op::Eq => lo <= bound && bound <= hi,
+                // The bound's own tolerance at either end, as `!=` reads
+                // it: the two are complements over a point interval.
+                Op::Eq => {
+                    (lo <= bound && bound <= hi)
+                        || Op::Eq.holds(lo, bound)
+                        || Op::Eq.holds(hi, bound)
+                }
                 _ => !(Op::Eq.holds(lo, bound) && Op::Eq.holds(hi, bound)),
             };
             return match mode {

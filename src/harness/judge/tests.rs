@@ -168,4 +168,11 @@ fn verdict_modes_read_the_interval() {
         &exact,
         VerdictMode::Lenient
     ));
+    // Three repeats of 0.1 average a hair above it: `==` holds within the
+    // bound's tolerance, `!=` fails, leniently as by the mean.
+    let tenths = Estimate::of(vec![0.1, 0.1, 0.1]);
+    for mode in [VerdictMode::Mean, VerdictMode::Lenient] {
+        assert!(check(&threshold(Op::Eq, 0.1), &tenths, mode), "{mode:?}");
+        assert!(!check(&threshold(Op::Ne, 0.1), &tenths, mode), "{mode:?}");
+    }
 }

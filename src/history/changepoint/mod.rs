@@ -348,13 +348,13 @@ fn place(values: &[f64], found: &mut [(usize, f64)], min_segment: usize) {
 
 /// The mean, as a sum of `x / n` so that values near `f64::MAX` do not
 /// overflow.
-pub(super) fn mean(values: &[f64]) -> f64 {
+fn mean(values: &[f64]) -> f64 {
     let n = real(values.len());
     values.iter().map(|x| x / n).sum()
 }
 
 /// A count as a float.
-pub(super) fn real(n: usize) -> f64 {
+fn real(n: usize) -> f64 {
     #[expect(
         clippy::cast_precision_loss,
         reason = "counts of points, far below 2^53"
@@ -364,12 +364,12 @@ pub(super) fn real(n: usize) -> f64 {
 }
 
 /// A count as 64 bits, for seeding.
-pub(super) fn to_u64(n: usize) -> u64 {
+fn to_u64(n: usize) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 /// A uniform index below `n` (`n > 0`), by multiplying out 64 random bits.
-pub(super) fn below(rng: &mut SplitMix, n: usize) -> usize {
+fn below(rng: &mut SplitMix, n: usize) -> usize {
     let wide = (u128::from(rng.next_u64()) * u128::from(to_u64(n))) >> 64;
     usize::try_from(wide).unwrap_or(0)
 }
