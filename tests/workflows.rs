@@ -14,6 +14,20 @@ mod markdown;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+/// Every file under `roots`, at any depth.
+fn files_under(roots: &[&str]) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut dirs: Vec<PathBuf> = roots.iter().map(PathBuf::from).collect();
+    while let Some(path) = dirs.pop() {
+        if path.is_dir() {
+            dirs.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
 fn workflow(name: &str) -> Value {
     let path = format!(".github/workflows/{name}");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -705,15 +719,7 @@ fn the_upper_floors_return_no_string_errors() {
     )
     .unwrap();
     let mut found = std::collections::BTreeSet::new();
-    let mut files: Vec<std::path::PathBuf> = ["src/harness", "src/record", "src/report"]
-        .iter()
-        .map(std::path::PathBuf::from)
-        .collect();
-    while let Some(path) = files.pop() {
-        if path.is_dir() {
-            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
-            continue;
-        }
+    for path in files_under(&["src/harness", "src/record", "src/report"]) {
         if path.ends_with("tests.rs") {
             continue;
         }
@@ -746,11 +752,8 @@ fn the_upper_floors_return_no_string_errors() {
 #[test]
 fn no_source_file_is_over_600_lines() {
     let mut long = Vec::new();
-    let mut files = vec![std::path::PathBuf::from("src")];
-    while let Some(path) = files.pop() {
-        if path.is_dir() {
-            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
-        } else if path.extension().is_some_and(|e| e == "rs") {
+    for path in files_under(&["src"]) {
+        if path.extension().is_some_and(|e| e == "rs") {
             let lines = std::fs::read_to_string(&path).unwrap().lines().count();
             if lines > 600 {
                 long.push(format!("{}: {lines} lines", path.display()));
@@ -785,12 +788,7 @@ fn modules_import_only_those_the_layout_page_lists_before_them() {
     let import = regex::Regex::new(r"(?:\$crate|crate)::(?:\{\s*)?([a-z_]+)").unwrap();
     let grouped = regex::Regex::new(r"crate::\{([^}]*)\}").unwrap();
     let mut wrong = Vec::new();
-    let mut files = vec![std::path::PathBuf::from("src")];
-    while let Some(path) = files.pop() {
-        if path.is_dir() {
-            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
-            continue;
-        }
+    for path in files_under(&["src"]) {
         let rel = path
             .strip_prefix("src")
             .unwrap()
@@ -1042,12 +1040,7 @@ fn searched(needles: &str) -> regex::Regex {
 /// matches, other than the `allowed` (file, line).
 fn searched_for(parsing: &regex::Regex, allowed: &[(&str, &str)]) -> Vec<String> {
     let mut found = Vec::new();
-    let mut files = vec![std::path::PathBuf::from("src")];
-    while let Some(path) = files.pop() {
-        if path.is_dir() {
-            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
-            continue;
-        }
+    for path in files_under(&["src"]) {
         // A module of unit tests (`tests.rs`) is test code, as a
         // `mod tests` at a file's end is.
         if path.file_name().is_some_and(|n| n == "tests.rs") {
@@ -1163,12 +1156,7 @@ fn the_layout_page_names_every_source_file() {
         .nth(1)
         .expect("docs/src/layout.md is the Layout page, with its block");
     let mut missing = Vec::new();
-    let mut files = vec![std::path::PathBuf::from("src")];
-    while let Some(path) = files.pop() {
-        if path.is_dir() {
-            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
-            continue;
-        }
+    for path in files_under(&["src"]) {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         // mod.rs, lib.rs, main.rs and a module's tests.rs are named by
         // their directory's line.
