@@ -169,6 +169,38 @@ fn the_record_keeps_each_threshold_verdict_as_data() {
     assert_eq!(errors["measured"], serde_json::json!(0.0), "{errors}");
 }
 
+/// The record's schema names every operator a suite can write and every
+/// unit a figure has: a record of a `!=` bound or of a figure in tokens
+/// is valid (the schema's lists once lagged the operators and units).
+#[test]
+fn the_schema_names_every_operator_and_unit() {
+    use servegate::suite::{metric::Metric, threshold::Op};
+    fn verdict(v: &Value) -> Option<&Value> {
+        match v {
+            Value::Object(m) => m
+                .get("properties")
+                .filter(|p| p.get("op").is_some() && p.get("unit").is_some())
+                .or_else(|| m.values().find_map(verdict)),
+            Value::Array(a) => a.iter().find_map(verdict),
+            _ => None,
+        }
+    }
+    let schema = schema();
+    let verdict = verdict(&schema).expect("the threshold verdict's properties");
+    let listed = |field: &str| -> std::collections::BTreeSet<String> {
+        verdict[field]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{field} has no enum: {verdict}"))
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let ops = Op::ALL.iter().map(|op| op.symbol().to_owned()).collect();
+    assert_eq!(listed("op"), ops);
+    let units = Metric::ALL.iter().map(|m| m.unit().to_owned()).collect();
+    assert_eq!(listed("unit"), units);
+}
+
 /// Runs `suite` with its own output directory (`servegate-<name>-<pid>`
 /// under the temp directory); its run directory, output and record, the
 /// record checked against the schema.

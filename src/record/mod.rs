@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::load::selfcheck::ClientCheck;
 use crate::suite::figures::{ByKey, Figures};
-use crate::suite::metric::MetricKey;
+use crate::suite::metric::{MetricKey, Unit};
+use crate::suite::threshold::Op;
 
 pub mod import;
 mod store;
@@ -169,30 +170,32 @@ pub struct ThresholdRecord {
 }
 
 /// A threshold's verdict as data: what was compared, how, against what,
-/// what was measured, and where the threshold is written.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// what was measured, and where the threshold is written. Written with its
+/// figure's unit (`unit`: `s`, `tok/s`, `req/s`, `%`, `tokens`, or empty
+/// for a count or a share), which its key decides and readers need not
+/// look up; read back from its key.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct ThresholdVerdict {
     /// The figure, as a suite names it: `ttft.p99`.
     pub key: MetricKey,
-    /// The comparison: `>=`, `>`, `<=`, `<`, `==`.
-    pub op: String,
-    /// The bound the figure was held to, in `unit`; absent when a
-    /// relative bound had no reference (then it cannot pass).
+    /// The comparison, written as in the suite: `>=`, `>`, `<=`, `<`,
+    /// `==`, `!=`.
+    #[serde(deserialize_with = "op_symbol")]
+    pub op: Op,
+    /// The bound the figure was held to, in the figure's unit; absent
+    /// when a relative bound had no reference (then it cannot pass).
     pub bound: Option<f64>,
     /// What a relative bound was made from (a baseline's or a variant's
-    /// figure), in `unit`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// figure), in the figure's unit.
+    #[serde(default)]
     pub reference: Option<f64>,
     /// The figure judged, combined over repeats as its metric says (the
     /// mean; the total for a count such as `errors`); absent when nothing
     /// measured it.
     pub measured: Option<f64>,
     /// Each repeat's figure, when the gate repeated.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub repeats: Vec<f64>,
-    /// The unit of `bound`, `reference` and `measured`: `s`, `tok/s`,
-    /// `req/s`, `%`, or empty for a count.
-    pub unit: String,
     /// The 1-based line of the suite file it is written at (the gate's
     /// own for the implicit error bound).
     pub line: u32,
@@ -200,8 +203,59 @@ pub struct ThresholdVerdict {
     #[serde(default)]
     pub implicit: bool,
     /// Why it was not applied, when it was not (it then passes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub not_applied: Option<String>,
+}
+
+impl ThresholdVerdict {
+    /// The unit of `bound`, `reference` and `measured`: the figure's.
+    pub fn unit(&self) -> Unit {
+        self.key.metric.spec().unit
+    }
+}
+
+impl Serialize for ThresholdVerdict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut out = s.serialize_struct("ThresholdVerdict", 10)?;
+        out.serialize_field("key", &self.key)?;
+        out.serialize_field("op", self.op.symbol())?;
+        out.serialize_field("bound", &self.bound)?;
+        match self.reference {
+            Some(r) => out.serialize_field("reference", &r)?,
+            None => out.skip_field("reference")?,
+        }
+        out.serialize_field("measured", &self.measured)?;
+        if self.repeats.is_empty() {
+            out.skip_field("repeats")?;
+        } else {
+            out.serialize_field("repeats", &self.repeats)?;
+        }
+        out.serialize_field("unit", self.key.metric.unit())?;
+        out.serialize_field("line", &self.line)?;
+        out.serialize_field("implicit", &self.implicit)?;
+        match &self.not_applied {
+            Some(why) => out.serialize_field("not_applied", why)?,
+            None => out.skip_field("not_applied")?,
+        }
+        out.end()
+    }
+}
+
+/// An operator as a record writes it (`>=`); any other text is an error
+/// that names the ones there are.
+fn op_symbol<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Op, D::Error> {
+    let text = String::deserialize(d)?;
+    Op::ALL
+        .into_iter()
+        .find(|op| op.symbol() == text)
+        .ok_or_else(|| {
+            let known: Vec<&str> = Op::ALL.iter().map(|op| op.symbol()).collect();
+            serde::de::Error::custom(format!(
+                "unknown operator `{text}` (one of {})",
+                known.join(" ")
+            ))
+        })
 }
 
 /// A server servegate launched: how, and what became of it.
@@ -429,4 +483,42 @@ pub struct Comparison {
     /// 95% intervals that overlap (within noise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_best: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A verdict is written with its operator as in the suite and its
+    /// figure's unit, and read back typed; an operator no suite can write
+    /// is an error naming those there are.
+    #[test]
+    fn a_verdict_writes_its_operator_and_unit_and_reads_back_typed() {
+        let v = ThresholdVerdict {
+            key: "spec_accept_length.mean".parse().expect("a key"),
+            op: Op::Ne,
+            bound: Some(64.0),
+            reference: None,
+            measured: Some(64.0),
+            repeats: Vec::new(),
+            line: 9,
+            implicit: false,
+            not_applied: None,
+        };
+        let text = serde_json::to_string(&v).expect("written");
+        assert_eq!(
+            text,
+            r#"{"key":"spec_accept_length.mean","op":"!=","bound":64.0,"measured":64.0,"unit":"tokens","line":9,"implicit":false}"#
+        );
+        let back: ThresholdVerdict = serde_json::from_str(&text).expect("read back");
+        assert_eq!((back.op, back.unit()), (Op::Ne, Unit::Tokens));
+        assert_eq!(back, v);
+        let bad = text.replace("!=", "=~");
+        let e = serde_json::from_str::<ThresholdVerdict>(&bad).expect_err("not an operator");
+        assert!(
+            e.to_string()
+                .contains("unknown operator `=~` (one of >= > <= < == !=)"),
+            "{e}"
+        );
+    }
 }

@@ -23,6 +23,9 @@ pub enum Op {
 }
 
 impl Op {
+    /// Every operator, in the order the docs list them.
+    pub const ALL: [Op; 6] = [Op::Ge, Op::Gt, Op::Le, Op::Lt, Op::Eq, Op::Ne];
+
     /// The operator as written.
     pub fn symbol(self) -> &'static str {
         match self {

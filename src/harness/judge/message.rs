@@ -132,12 +132,11 @@ impl Judged<'_> {
         let t = &lt.threshold;
         ThresholdVerdict {
             key: t.key,
-            op: t.op.symbol().to_owned(),
+            op: t.op,
             bound: self.bound,
             reference: self.reference,
             measured: self.est.map(|e| e.mean),
             repeats: self.repeats,
-            unit: t.key.metric.unit().to_owned(),
             line: lt.loc.line,
             implicit,
             not_applied: self.not_applied,

@@ -6,6 +6,7 @@ use crate::client::{Completion, Timing};
 use crate::load::baseline::Lookup;
 use crate::suite::OnClientLimited;
 use crate::suite::load_text;
+use crate::suite::metric::Unit;
 use std::path::Path;
 use std::time::Duration;
 
@@ -70,8 +71,13 @@ fn a_noisy_gate_passes_leniently_and_fails_strictly() {
     // The same verdict as data.
     let v = j.checks[0].threshold.as_ref().expect("a threshold's row");
     assert_eq!(
-        (v.key.to_string(), v.op.as_str(), v.bound, v.unit.as_str()),
-        ("output_tok_s".to_owned(), ">=", Some(500.0), "tok/s")
+        (v.key.to_string(), v.op, v.bound, v.unit()),
+        (
+            "output_tok_s".to_owned(),
+            Op::Ge,
+            Some(500.0),
+            Unit::TokPerS
+        )
     );
     assert!((v.measured.unwrap() - 499.0).abs() < 1e-9, "{v:?}");
     assert_eq!(v.repeats, [480.0, 520.0, 495.0, 510.0, 490.0]);
