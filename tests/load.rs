@@ -342,7 +342,10 @@ async fn flush_cache_runs_before_measuring_or_fails_the_gate() {
         .await
         .unwrap_err();
     assert!(
-        err.starts_with("flush_cache failed before measuring: HTTP 404"),
+        matches!(err, servegate::load::runner::LoadError::FlushCache(_))
+            && err
+                .to_string()
+                .starts_with("flush_cache failed before measuring: HTTP 404"),
         "{err}"
     );
 }

@@ -707,18 +707,18 @@ fn the_action_passes_its_inputs_and_names_each_exit() {
 }
 
 /// The run's upper floors (harness, record, report) say their errors as
-/// types, not strings: no function there returns `Result<_, String>`. A
-/// ratchet while the harness's are turned into types (issue 47): those
-/// left are listed (a variant's or a baseline's figure that is missing,
-/// said in words into a threshold's message, and a recheck's failure), a
-/// new one fails, and so does one mended but listed.
+/// types, not strings: no `Result<_, String>` there, returned or kept,
+/// but the one listed with its reason.
 #[test]
 fn the_upper_floors_return_no_string_errors() {
-    let string_error = regex::Regex::new(
-        r"fn\s+([a-z_0-9]+)[^{;]*?->\s*(?:std::result::)?Result<[^{;]*,\s*String>\s*\{",
-    )
-    .unwrap();
-    let mut found = std::collections::BTreeSet::new();
+    let string_error =
+        regex::Regex::new(r"(?:fn\s+([a-z_0-9]+)[^{;]*?->[^{;]*?)?Result<[^;{]*?,\s*String>")
+            .unwrap();
+    // The best of several variants, or why none stands out: a comparison's
+    // finding, written into the record and the summary as words, not an
+    // error anything acts on.
+    let reasoned = ["src/harness/compare.rs: pick_best"];
+    let mut found = Vec::new();
     for path in files_under(&["src/harness", "src/record", "src/report"]) {
         if path.ends_with("tests.rs") {
             continue;
@@ -726,23 +726,17 @@ fn the_upper_floors_return_no_string_errors() {
         let text = std::fs::read_to_string(&path).unwrap();
         let code = text.split("#[cfg(test)]\nmod tests").next().unwrap();
         for c in string_error.captures_iter(code) {
-            found.insert(format!("{}: {}", path.display(), &c[1]));
+            let at = format!(
+                "{}: {}",
+                path.display(),
+                c.get(1).map_or(&c[0], |f| f.as_str())
+            );
+            if !reasoned.contains(&at.as_str()) {
+                found.push(at);
+            }
         }
     }
-    let known: std::collections::BTreeSet<String> = [
-        "src/harness/gates.rs: measure_and_recheck",
-        "src/harness/gates.rs: variant_figures",
-        "src/harness/judge/references.rs: variant_figure",
-    ]
-    .into_iter()
-    .map(str::to_owned)
-    .collect();
-    let new: Vec<&String> = found.difference(&known).collect();
-    let mended: Vec<&String> = known.difference(&found).collect();
-    assert!(
-        new.is_empty() && mended.is_empty(),
-        "new string errors: {new:?}\nmended (take them off the list): {mended:?}"
-    );
+    assert!(found.is_empty(), "string errors: {found:?}");
 }
 
 /// No source file is over 600 lines, its unit tests included: past that a

@@ -90,11 +90,13 @@ pub fn soak(opts: &SoakOptions) -> Result<(String, bool), String> {
     );
     let mut samples: Vec<Sample> = Vec::new();
     for w in 1..=opts.windows {
-        let m = rt.block_on(run_gate(
-            &client(&sim.url)?,
-            &gate(opts.streams, 64, opts.window),
-            Threads::ONE,
-        ))?;
+        let m = rt
+            .block_on(run_gate(
+                &client(&sim.url)?,
+                &gate(opts.streams, 64, opts.window),
+                Threads::ONE,
+            ))
+            .map_err(|e| e.to_string())?;
         let rate = m
             .value("output_tok_s".parse().expect("metric"))
             .unwrap_or(0.0);

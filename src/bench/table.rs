@@ -67,7 +67,9 @@ pub(super) fn measure_row(
     let own =
         || process_cpu().map(|c| c.saturating_sub(others.map_or(Duration::ZERO, Contenders::cpu)));
     let before = own();
-    let metrics = rt.block_on(run_watched(&client, &g, threads, &watch))?;
+    let metrics = rt
+        .block_on(run_watched(&client, &g, threads, &watch))
+        .map_err(|e| e.to_string())?;
     let used = own().zip(before).map(|(a, b)| a.saturating_sub(b));
     let tokens = metrics.output_tokens + u64::from(g.load.warmup) * u64::from(opts.tokens);
     let per_token = used.map(|cpu| cpu / u32::try_from(tokens.max(1)).unwrap_or(u32::MAX));

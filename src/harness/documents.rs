@@ -15,7 +15,30 @@ use crate::suite::ConfigSource;
 pub struct Documents(Mutex<Vec<(ConfigSource, Fetched)>>);
 
 /// The path that answered and its JSON body, or why there is none.
-type Fetched = Result<(String, Value), String>;
+type Fetched = Result<(String, Value), Unreported>;
+
+/// Why the server's document of a source is not there to check.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Unreported {
+    /// A path answered, but not with a document that parses.
+    #[error("GET {path} answered {status} with {why}")]
+    Unreadable {
+        /// The path that answered.
+        path: &'static str,
+        /// Its status.
+        status: u16,
+        /// What is wrong with the body.
+        why: String,
+    },
+    /// No path of the source answered with a success.
+    #[error("the server does not report its {what}: {}", tried.join("; "))]
+    Missing {
+        /// The source, in words.
+        what: &'static str,
+        /// Each path tried, with its status or error.
+        tried: Vec<String>,
+    },
+}
 
 impl Documents {
     /// The document of `source` (fetched once): the path that answered and
@@ -65,15 +88,14 @@ async fn fetch(client: &Client, source: ConfigSource) -> Fetched {
                         let _ = crate::secrets::json(&v);
                         ((*path).to_owned(), v)
                     })
-                    .map_err(|e| format!("GET {path} answered {status} with {e}"));
+                    .map_err(|why| Unreported::Unreadable { path, status, why });
             }
             Ok((status, _)) => tried.push(format!("GET {path}: {status}")),
             Err(e) => tried.push(format!("GET {path}: {e}")),
         }
     }
-    Err(format!(
-        "the server does not report its {}: {}",
-        source.name(),
-        tried.join("; ")
-    ))
+    Err(Unreported::Missing {
+        what: source.name(),
+        tried,
+    })
 }

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use super::References;
+use super::references::NoReference;
 use crate::check::message::Message;
 use crate::history::gate::Reference;
 use crate::load::estimate::Estimate;
@@ -171,7 +172,7 @@ pub(super) fn write_figures(out: &mut Message, repeats: &[GateMetrics]) {
 pub(super) fn explain_bound(
     out: &mut Message,
     t: &Threshold,
-    resolved: &Result<f64, String>,
+    resolved: &Result<f64, NoReference>,
     against: &str,
     refs: &References<'_>,
     history: Option<&Reference>,

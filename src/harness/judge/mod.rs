@@ -267,7 +267,7 @@ mod references;
 mod words;
 pub use curve::judge_curve;
 use message::{Judged, explain_bound, self_check, unmeasurable, unmeasured, write_figures};
-pub use references::{References, VariantFigures};
+pub use references::{NoReference, References, VariantFigures};
 use references::{Resolution, against, resolve};
 use words::describe;
 pub use words::describe_load;

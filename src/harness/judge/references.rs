@@ -32,7 +32,54 @@ pub struct References<'a> {
 }
 
 /// A variant's name and the figures a gate measured in it, or why none.
-pub type VariantFigures = (String, Result<Figures, String>);
+pub type VariantFigures = (String, Result<Figures, NoReference>);
+
+/// Why a relative bound has no reference figure to start from: then it
+/// has no bound, and cannot pass.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NoReference {
+    /// `variant(NAME)` names a variant listed after the one judged.
+    #[error("variant `{0}` runs after this one (variants run in file order)")]
+    VariantLater(String),
+    /// `variant(NAME)` names a variant that did not run before this one.
+    #[error("variant `{0}` has not run before this one (variants run in file order)")]
+    VariantNotRun(String),
+    /// The variant ran, but the gate's trial in it measured nothing.
+    #[error(
+        "variant `{variant}` measured nothing in `{gate}` (its trial failed or was filtered out)"
+    )]
+    VariantMeasuredNothing {
+        /// The variant.
+        variant: String,
+        /// The gate.
+        gate: String,
+    },
+    /// The variant's gate measured other figures.
+    #[error("variant `{variant}` measured no figure `{key}`")]
+    VariantNoFigure {
+        /// The variant.
+        variant: String,
+        /// The figure the bound reads.
+        key: MetricKey,
+    },
+    /// The gate's baseline has none, in the baseline store's words (which
+    /// file, which configuration): text from files, not a kind to act on.
+    #[error("{0}")]
+    Baseline(String),
+    /// The history could not be read, in its store's words.
+    #[error("{0}")]
+    History(String),
+    /// Too few earlier runs to read a reference from.
+    #[error("too little history")]
+    TooLittleHistory,
+    /// A history bound, with the history off (`--history off`): the bound
+    /// is not applied.
+    #[error("the history is off")]
+    HistoryOff,
+    /// The history has a reference but gave no bound.
+    #[error("no bound")]
+    NoBound,
+}
 
 impl References<'_> {
     /// Why `t` is not judged in this run: its bound is the variant being
@@ -74,13 +121,14 @@ impl References<'_> {
         &self,
         t: &Threshold,
         measured: Option<f64>,
-    ) -> Option<Result<Option<Reference>, String>> {
+    ) -> Option<Result<Option<Reference>, NoReference>> {
         let h = self.history?;
-        match t.bound {
-            Bound::History(recent, _) => Some(h.recent(t.key, recent)),
-            Bound::NoRegression => Some(h.regression(t.key, t.op, measured)),
-            _ => None,
-        }
+        let read = match t.bound {
+            Bound::History(recent, _) => h.recent(t.key, recent),
+            Bound::NoRegression => h.regression(t.key, t.op, measured),
+            _ => return None,
+        };
+        Some(read.map_err(NoReference::History))
     }
 
     /// How many earlier runs count for `t` (for "too little history").
@@ -101,36 +149,37 @@ impl References<'_> {
 
     /// The figure a relative bound starts from (`None` for a fixed bound,
     /// and a history bound).
-    fn reference(&self, t: &Threshold) -> Option<Result<f64, String>> {
+    fn reference(&self, t: &Threshold) -> Option<Result<f64, NoReference>> {
         match &t.bound {
             // A history bound is read with the figure measured: `judge`
             // asks `history_reference`.
             Bound::Value(_) | Bound::History(..) | Bound::NoRegression => None,
-            Bound::Baseline(_) => Some(self.baseline.figure(t.key)),
+            Bound::Baseline(_) => Some(self.baseline.figure(t.key).map_err(NoReference::Baseline)),
             Bound::Variant(name, _) => Some(self.variant_figure(name, t.key)),
         }
     }
 
-    fn variant_figure(&self, name: &str, key: MetricKey) -> Result<f64, String> {
+    fn variant_figure(&self, name: &str, key: MetricKey) -> Result<f64, NoReference> {
         let (_, figures) = self
             .variants
             .iter()
             .find(|(n, _)| n == name)
-            .ok_or_else(|| {
-                format!("variant `{name}` has not run before this one (variants run in file order)")
-            })?;
+            .ok_or_else(|| NoReference::VariantNotRun(name.to_owned()))?;
         let figures = figures.as_ref().map_err(Clone::clone)?;
         figures
             .get(key)
             .copied()
-            .ok_or_else(|| format!("variant `{name}` measured no figure `{key}`"))
+            .ok_or_else(|| NoReference::VariantNoFigure {
+                variant: name.to_owned(),
+                key,
+            })
     }
 }
 
 /// ` = <bound> from baseline <figure>`: how a relative bound was made.
 pub(super) fn against(
     t: &Threshold,
-    reference: Option<&Result<f64, String>>,
+    reference: Option<&Result<f64, NoReference>>,
     bound: Option<&f64>,
     history: Option<&Reference>,
 ) -> String {
@@ -163,18 +212,18 @@ pub(super) fn against(
 /// from, the history's reference, and the bound (or why there is none:
 /// a relative bound without its reference cannot pass).
 pub(super) struct Resolution {
-    pub(super) reference: Option<Result<f64, String>>,
+    pub(super) reference: Option<Result<f64, NoReference>>,
     pub(super) history: Option<Reference>,
-    pub(super) resolved: Result<f64, String>,
+    pub(super) resolved: Result<f64, NoReference>,
 }
 
 pub(super) fn resolve(t: &Threshold, est: Option<&Estimate>, refs: &References<'_>) -> Resolution {
     let from_history = refs.history_reference(t, est.map(|e| e.mean));
     let reference = match &from_history {
-        Some(r) => Some(r.clone().and_then(|r| {
-            r.map(|r| r.value)
-                .ok_or_else(|| "too little history".to_owned())
-        })),
+        Some(r) => Some(
+            r.clone()
+                .and_then(|r| r.map(|r| r.value).ok_or(NoReference::TooLittleHistory)),
+        ),
         None => refs.reference(t),
     };
     let history = from_history.and_then(|r| r.ok().flatten());
@@ -183,12 +232,12 @@ pub(super) fn resolve(t: &Threshold, est: Option<&Estimate>, refs: &References<'
         (Bound::NoRegression, Some(Ok(_))) => history
             .as_ref()
             .and_then(|h| h.bound)
-            .ok_or_else(|| "no bound".to_owned()),
+            .ok_or(NoReference::NoBound),
         (Bound::Baseline(r) | Bound::Variant(_, r) | Bound::History(_, r), Some(Ok(b))) => {
             Ok(r.apply(*b))
         }
         (_, Some(Err(e))) => Err(e.clone()),
-        (_, None) => Err("no reference".to_owned()),
+        (_, None) => Err(NoReference::HistoryOff),
     };
     Resolution {
         reference,

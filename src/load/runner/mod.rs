@@ -120,8 +120,29 @@ pub async fn run_gate(
     client: &Client,
     gate: &Gate,
     threads: Threads,
-) -> Result<GateMetrics, String> {
+) -> Result<GateMetrics, LoadError> {
     run_watched(client, gate, threads, &Arc::new(Watch::default())).await
+}
+
+/// Why a gate's load measured nothing.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LoadError {
+    /// A client thread could not be started (the threads already started
+    /// stopped before the gate ended).
+    #[error("failed to start client thread {thread}: {why}")]
+    ThreadStart {
+        /// Which.
+        thread: usize,
+        /// The system's words.
+        why: String,
+    },
+    /// The breaker tripped during the warm-up (`abort_after`): the server
+    /// failed the requests that were to warm it.
+    #[error("{0}, during the warm-up; nothing was measured")]
+    WarmUp(String),
+    /// `flush_cache: true`, and the server's `/flush_cache` failed.
+    #[error("flush_cache failed before measuring: {0}")]
+    FlushCache(crate::client::CallError),
 }
 
 /// [`run_gate`], showing the measured window to `watch`.
@@ -130,7 +151,7 @@ pub async fn run_watched(
     gate: &Gate,
     threads: Threads,
     watch: &Arc<Watch>,
-) -> Result<GateMetrics, String> {
+) -> Result<GateMetrics, LoadError> {
     let load = &gate.load;
     let n = threads.count.max(1);
     let (warm_concurrency, limit) = match load.pace {
@@ -182,18 +203,18 @@ pub async fn run_watched(
                 breaker.stop(format!("client thread {k} could not start: {e}"));
                 let _ = go.send(Go::Abort);
                 collect(outs).await;
-                return Err(format!("failed to start client thread {k}: {e}"));
+                return Err(LoadError::ThreadStart { thread: k, why: e });
             }
         }
     }
     shared.all_warm().await;
     let set_up = if let Some(why) = breaker.tripped() {
-        Err(format!("{why}, during the warm-up; nothing was measured"))
+        Err(LoadError::WarmUp(why))
     } else if load.flush_cache {
         client
             .post_admin("/flush_cache")
             .await
-            .map_err(|e| format!("flush_cache failed before measuring: {e}"))
+            .map_err(LoadError::FlushCache)
     } else {
         Ok(())
     };
