@@ -92,6 +92,7 @@ fn harness_main(manifest_dir: &str, out_dir: Option<std::path::PathBuf>) -> std:
         require_match: false,
         history: None,
         verbose: harness::verbose_from_env(),
+        listeners: harness::Listeners::default(),
     };
     let outcome = harness::run(&paths, &options, libtest_mimic::Arguments::from_args());
     if outcome.interrupted {

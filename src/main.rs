@@ -105,6 +105,7 @@ impl RunArgs {
                 require_match: true,
                 history: self.history,
                 verbose: self.verbose,
+                listeners: servegate::harness::Listeners::default(),
             },
             libtest_args(self.libtest),
         )

@@ -4,9 +4,11 @@
 
 use std::fmt::Write as _;
 
-use super::judge::{References, VariantFigures, describe_load, judge, judge_curve};
+use super::events::GateFigures;
+use super::events::RunEvent;
+use super::judge::{NoReference, References, VariantFigures, describe_load, judge, judge_curve};
 use super::outcome::{Cause, Stop, Verdict};
-use super::session::{GateFigures, SuiteRun, once};
+use super::session::{SuiteRun, once};
 use crate::load::baseline::{self, Lookup};
 use std::sync::Arc;
 
@@ -17,7 +19,7 @@ use crate::client::CallRequest;
 use crate::history::gate::GateHistory;
 use crate::history::{Location, SeriesKey};
 use crate::load::metrics::GateMetrics;
-use crate::load::runner::{Watch, run_gate, run_watched};
+use crate::load::runner::{LoadError, Watch, run_gate, run_watched};
 use crate::load::threads::Threads;
 use crate::record::FailureKind;
 use crate::suite::figures::Figures;
@@ -57,13 +59,11 @@ impl SuiteRun {
     }
 
     /// The figures gate `gate` measured in variant `name` of this suite.
-    fn variant_figures(&self, name: &str, gate: &str) -> Result<Figures, String> {
+    fn variant_figures(&self, name: &str, gate: &str) -> Result<Figures, NoReference> {
         let order = |n: &str| self.suite.variants.iter().position(|v| v.name == n);
         let this = self.variant.as_ref().and_then(|v| order(&v.name));
         if order(name) > this {
-            return Err(format!(
-                "variant `{name}` runs after this one (variants run in file order)"
-            ));
+            return Err(NoReference::VariantLater(name.to_owned()));
         }
         self.plan
             .figures
@@ -71,7 +71,10 @@ impl SuiteRun {
             .into_iter()
             .find(|f| f.gate == gate)
             .map(|f| f.figures)
-            .ok_or_else(|| format!("variant `{name}` measured nothing in `{gate}` (its trial failed or was filtered out)"))
+            .ok_or_else(|| NoReference::VariantMeasuredNothing {
+                variant: name.to_owned(),
+                gate: gate.to_owned(),
+            })
     }
 
     /// The probes whose pass `gate` waits for: those it `needs` (every
@@ -238,29 +241,30 @@ impl SuiteRun {
                 }),
         };
         let verdict = judge(&self.suite, gate, &mut repeats, &refs);
-        self.plan.figures.record(
-            &self.suite.name,
-            self.variant.as_ref().map(|v| v.name.as_str()),
-            GateFigures {
-                gate: gate.name.clone(),
-                sweep: super::recording::sweep_point(gate),
-                load: describe_load(gate),
-                checks: verdict.checks.clone(),
-                figures: baseline::figures(&repeats),
-                probes_skipped: self.probes_skipped(gate),
-                repeat_values: gate
-                    .thresholds
-                    .iter()
-                    .map(|t| {
-                        let key = t.threshold.key;
-                        let values = repeats.iter().filter_map(|m| m.value(key)).collect();
-                        (key, values)
-                    })
-                    .collect(),
-                metrics: repeats.pop().expect("at least one repeat"),
-                repeats: gate.repeats,
-            },
-        );
+        let figures = GateFigures {
+            gate: gate.name.clone(),
+            sweep: super::recording::sweep_point(gate),
+            load: describe_load(gate),
+            checks: verdict.checks.clone(),
+            figures: baseline::figures(&repeats),
+            probes_skipped: self.probes_skipped(gate),
+            repeat_values: gate
+                .thresholds
+                .iter()
+                .map(|t| {
+                    let key = t.threshold.key;
+                    let values = repeats.iter().filter_map(|m| m.value(key)).collect();
+                    (key, values)
+                })
+                .collect(),
+            metrics: repeats.pop().expect("at least one repeat"),
+            repeats: gate.repeats,
+        };
+        self.plan.listeners.emit(&RunEvent::GateMeasured {
+            suite: &self.suite.name,
+            variant: self.variant.as_ref().map(|v| v.name.as_str()),
+            figures: &figures,
+        });
         verdict
             .result
             .map_err(|m| Stop::failed(FailureKind::Gate, m))
@@ -284,7 +288,7 @@ impl SuiteRun {
         target: &Connected,
         gate: &Gate,
         recheck: &Recheck,
-    ) -> Result<GateMetrics, String> {
+    ) -> Result<GateMetrics, LoadError> {
         let client = &target.client;
         let requests: Vec<(usize, CallRequest)> = recheck
             .probes

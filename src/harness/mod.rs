@@ -9,6 +9,7 @@
 mod compare;
 mod config;
 mod documents;
+pub mod events;
 mod gates;
 mod judge;
 mod liveness;
@@ -31,14 +32,17 @@ use libtest_mimic::{Arguments, Conclusion, Trial};
 
 use crate::record::{self, TrialId};
 
+pub(crate) use events::FigureBook;
+pub use events::{GateFigures, Listener, Listeners, RunEvent};
 pub use loading::first_project;
 pub use options::{
     CLIENT_LIMITED_ENV, CLIENT_THREADS_ENV, EnvError, Outcome, Publish, RunOptions, SUITES_ENV,
     VERBOSE_ENV, client_limited_from_env, client_threads_from_env, verbose_from_env,
 };
 pub use outcome::{Stop, Verdict};
-pub use session::{GateFigures, Plan, SuiteRun};
+pub(crate) use session::{Plan, SuiteRun};
 
+use events::TrialBook;
 use loading::{Loaded, load_all};
 use trials::{Context, Names, add_run, listing, load_trial};
 
@@ -138,26 +142,25 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     // The suite files that could not be loaded, as failed trials of the
     // record, selected or not: a broken file fails the run (exit 2), and
     // its reports and annotations say which, at its line.
-    let invalid: Vec<record::TrialRecord> = loaded
-        .iter()
-        .filter_map(|l| match l {
-            Loaded::Failed(f) => Some(recording::invalid_suite(f)),
-            Loaded::Suite(_) => None,
-        })
-        .collect();
-    write_when_interrupted(&book, &info, options.publish, invalid.clone());
+    let invalid = recording::invalid_suites(&loaded);
+    let (trial_book, figure_book) = (
+        Arc::new(TrialBook::default()),
+        Arc::new(FigureBook::default()),
+    );
+    let listeners = listeners(options, &info, &book, &trial_book, &figure_book);
+    write_when_interrupted(&book, &info, &listeners, invalid.clone());
     let history = crate::history::Location::resolve(options.history.as_deref(), &info.out);
     let ctx = Context {
         args: &args,
         runtime: &runtime,
         book: &book,
-        figures: &Arc::default(),
+        figures: &figure_book,
+        trials: &trial_book,
+        listeners: &listeners,
         dir: &dir,
-        info: &info,
         target_override,
         turns: (Arc::default(), AtomicUsize::new(0)),
         snapshots: &snapshots,
-        checkpoints: Arc::default(),
         recording_baselines: options.recording_baselines,
         client_threads: options.client_threads,
         client_limited: options.client_limited,
@@ -201,9 +204,10 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     // gated figure, for the reports.
     crate::history::trend::attach(&history, &mut final_record);
     keep(&info, options, &history, &final_record);
-    if let Some(publish) = options.publish {
-        publish(&info, &final_record);
-    }
+    listeners.emit(&RunEvent::RecordWritten {
+        info: &info,
+        record: &final_record,
+    });
     let unreachable = runs
         .iter()
         .filter(|r| matches!(r.target(), Some(Err(_))))
@@ -223,6 +227,46 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         interrupted: crate::process::interrupted(),
         unmatched: false,
     }
+}
+
+/// Who is told what happens in a run, in this order: the stores the record
+/// is built from (every trial's record, every gate's figures), the
+/// journal that keeps the record current, the target lines, the report
+/// writers, then the run's own listeners.
+fn listeners(
+    options: &RunOptions,
+    info: &record::RunInfo,
+    book: &Arc<Mutex<Vec<Arc<SuiteRun>>>>,
+    trial_book: &Arc<TrialBook>,
+    figure_book: &Arc<FigureBook>,
+) -> Listeners {
+    let journal = {
+        let (book, info) = (Arc::downgrade(book), info.clone());
+        events::Journal::new(
+            info.clone(),
+            Box::new(move || {
+                // Weak: the runs hold the listeners, which would hold them.
+                let runs = book
+                    .upgrade()
+                    .and_then(|b| b.lock().ok().map(|r| r.clone()))
+                    .unwrap_or_default();
+                recording::collect(&info, &runs, false)
+            }),
+        )
+    };
+    Listeners::default()
+        .and([
+            Arc::clone(trial_book) as Arc<dyn Listener>,
+            Arc::clone(figure_book) as Arc<dyn Listener>,
+            Arc::new(journal),
+            Arc::new(events::TargetLines),
+        ])
+        .and(
+            options
+                .publish
+                .map(|p| Arc::new(events::Publisher(p)) as Arc<dyn Listener>),
+        )
+        .then(&options.listeners)
 }
 
 /// Where a finished run's record is kept: its run directory (and
@@ -298,11 +342,11 @@ fn no_match(filter: &str, exact: bool, names: &[&str]) -> String {
 fn write_when_interrupted(
     book: &Arc<Mutex<Vec<Arc<SuiteRun>>>>,
     info: &record::RunInfo,
-    publish: Option<Publish>,
+    listeners: &Listeners,
     invalid: Vec<record::TrialRecord>,
 ) {
     {
-        let (book, info) = (Arc::clone(book), info.clone());
+        let (book, info, listeners) = (Arc::clone(book), info.clone(), listeners.clone());
         crate::process::on_interrupt(Box::new(move || {
             // A trial may hold the book for a moment; never wait on it long.
             let runs = (0..100).find_map(|_| {
@@ -319,9 +363,10 @@ fn write_when_interrupted(
             rec.trials.splice(0..0, invalid.iter().cloned());
             record::merge_journal(&mut rec, &info.dir);
             if record::write(&info, &rec).is_ok() {
-                if let Some(publish) = publish {
-                    publish(&info, &rec);
-                }
+                listeners.emit(&RunEvent::RecordWritten {
+                    info: &info,
+                    record: &rec,
+                });
                 // Not `eprintln!`: standard error may be the pipe that closed.
                 let _ = writeln!(
                     std::io::stderr(),

@@ -165,4 +165,7 @@ pub struct RunOptions {
     /// `--verbose` / `SERVEGATE_VERBOSE`: say in full what is said in
     /// short (the sandbox's layers part by part).
     pub verbose: bool,
+    /// Told every event of the run after servegate's own outputs (a
+    /// library user's dashboard, a test that watches a run).
+    pub listeners: super::Listeners,
 }

@@ -9,13 +9,24 @@ use std::sync::Arc;
 use super::session::SuiteRun;
 use crate::load::baseline;
 use crate::record::{
-    FailureKind, GateRecord, JOURNAL, RunInfo, RunRecord, SCHEMA, ServerRecord, SuiteRecord,
-    TrialId, TrialOutcome, TrialRecord, append, now_unix, rewrite_due, write,
+    FailureKind, GateRecord, RunInfo, RunRecord, SCHEMA, ServerRecord, SuiteRecord, TrialId,
+    TrialOutcome, TrialRecord, now_unix,
 };
+
+/// The failed trials of the suite files that could not be loaded.
+pub(super) fn invalid_suites(loaded: &[super::loading::Loaded]) -> Vec<TrialRecord> {
+    loaded
+        .iter()
+        .filter_map(|l| match l {
+            super::loading::Loaded::Failed(f) => Some(invalid_suite(f)),
+            super::loading::Loaded::Suite(_) => None,
+        })
+        .collect()
+}
 
 /// The failed trial of a suite file that could not be loaded: at the line
 /// of its first problem, its message every problem with its place.
-pub(super) fn invalid_suite(f: &crate::suite::LoadFailure) -> TrialRecord {
+fn invalid_suite(f: &crate::suite::LoadFailure) -> TrialRecord {
     TrialRecord {
         name: TrialId::load(&f.name).name(),
         id: TrialId::load(&f.name),
@@ -161,35 +172,6 @@ pub(super) fn gpu_inventory() -> Option<Vec<String>> {
         .map(|s| s.lines().map(str::to_owned).collect())
     })
     .clone()
-}
-
-/// Keeps the record of a run current at a cost linear in its trials: each
-/// finished trial is appended to `<run>/trials.jsonl` (one line), and the
-/// whole record is rewritten only after a performance gate (its figures) or
-/// when the trials since the last rewrite are as many as before it (1, 2,
-/// 4, 8, …): a thousand probes rewrite it ten times, not a thousand. An
-/// interrupted run leaves its last record plus the journal, which
-/// [`crate::record::read`] merges.
-#[derive(Debug, Default)]
-pub struct Checkpoints {
-    /// Trials finished, and how many there were at the last rewrite.
-    state: std::sync::Mutex<(u64, u64)>,
-}
-
-impl Checkpoints {
-    /// Records a finished trial; rewrites the record when due.
-    pub fn after_trial(&self, info: &RunInfo, runs: &[Arc<SuiteRun>], trial: &TrialRecord) {
-        if let Err(e) = append(&info.dir.join(JOURNAL), trial) {
-            eprintln!("warning: {e}");
-        }
-        let due = self
-            .state
-            .lock()
-            .is_ok_and(|mut s| rewrite_due(&mut s, trial.id.stage));
-        if due && let Err(e) = write(info, &collect(info, runs, false)) {
-            eprintln!("warning: {e}");
-        }
-    }
 }
 
 /// The sweep level a gate is, with its pace at that level.

@@ -12,80 +12,15 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio::runtime::Runtime;
 
 use super::documents::Documents;
+use super::events::{FigureBook, GateFigures, Listeners, RunEvent, TrialBook};
 use super::target::{self, Connected, LaunchPlace, TargetError};
 use crate::check::message::Message;
 use crate::check::{accuracy, snapshot};
-use crate::load::metrics::GateMetrics;
 use crate::suite::{ConfigSource, Suite, Variant};
 
 pub use super::outcome::Verdict;
 use super::outcome::{Cause, Stop};
 use crate::record::{FailureKind, TrialOutcome};
-
-/// Figures measured by a gate, kept for the summary.
-#[derive(Debug, Clone)]
-pub struct GateFigures {
-    /// The gate's name.
-    pub gate: String,
-    /// The load, in words.
-    pub load: String,
-    /// What was measured (the last repeat).
-    pub metrics: GateMetrics,
-    /// How many repeats ran.
-    pub repeats: u32,
-    /// Every figure, the mean over repeats: what a baseline records.
-    pub figures: crate::suite::figures::Figures,
-    /// Each threshold with its verdict.
-    pub checks: Vec<crate::record::ThresholdRecord>,
-    /// The value of each repeat of every figure a threshold names.
-    pub repeat_values: crate::suite::figures::ByKey<Vec<f64>>,
-    /// The sweep level the gate is, if it is one.
-    pub sweep: Option<crate::record::SweepPoint>,
-    /// The probes it would have waited for that `--skip` left out.
-    pub probes_skipped: Vec<String>,
-}
-
-/// What every gate of a harness run measured, by suite and variant: each
-/// suite run writes its gates' figures here, and a `variant(NAME)` bound
-/// reads those of an earlier variant of its suite. A store of figures, not
-/// of runs: what one run may see of another is exactly this.
-#[derive(Debug, Default)]
-pub struct FigureBook(Mutex<Vec<BookEntry>>);
-
-/// One gate's figures in a [`FigureBook`].
-#[derive(Debug, Clone)]
-struct BookEntry {
-    suite: String,
-    variant: Option<String>,
-    figures: GateFigures,
-}
-
-impl FigureBook {
-    /// Records a gate's figures for `suite` (and `variant`).
-    pub fn record(&self, suite: &str, variant: Option<&str>, figures: GateFigures) {
-        if let Ok(mut book) = self.0.lock() {
-            book.push(BookEntry {
-                suite: suite.to_owned(),
-                variant: variant.map(str::to_owned),
-                figures,
-            });
-        }
-    }
-
-    /// Every gate's figures of `suite` (and `variant`), in the order they
-    /// were measured.
-    pub fn of(&self, suite: &str, variant: Option<&str>) -> Vec<GateFigures> {
-        self.0.lock().map_or_else(
-            |_| Vec::new(),
-            |book| {
-                book.iter()
-                    .filter(|e| e.suite == suite && e.variant.as_deref() == variant)
-                    .map(|e| e.figures.clone())
-                    .collect()
-            },
-        )
-    }
-}
 
 /// How a suite run reaches its server.
 #[derive(Debug, Clone)]
@@ -106,9 +41,13 @@ pub struct Plan {
     pub client_limited: Option<crate::suite::OnClientLimited>,
     /// What is written for an answer with no snapshot or a changed one.
     pub snapshots: snapshot::Update,
-    /// Where its gates' figures go, and where `variant(NAME)` bounds find
-    /// those of earlier variants.
+    /// Where `variant(NAME)` bounds find the figures of earlier variants
+    /// (a listener of `listeners`, which keeps them).
     pub figures: Arc<FigureBook>,
+    /// Where the trials that ended are (a listener of `listeners`).
+    pub trials: Arc<TrialBook>,
+    /// Who is told what happens.
+    pub listeners: Listeners,
     /// The run history, where `history.…` and `no_regression` bounds
     /// read earlier runs.
     pub history: crate::history::Location,
@@ -143,8 +82,6 @@ pub struct SuiteRun {
     pub(super) target: OnceLock<Result<Connected, TargetError>>,
     /// Where the server stands.
     lifecycle: Mutex<Lifecycle>,
-    /// How each trial that ran ended.
-    pub(super) outcomes: Mutex<Vec<crate::record::TrialRecord>>,
     pub(super) runtime: Arc<Runtime>,
     /// Each config check's verdict, once it ran.
     pub(super) configs: Slots<Option<Verdict>>,
@@ -214,7 +151,6 @@ impl SuiteRun {
             plan,
             target: OnceLock::new(),
             lifecycle: Mutex::default(),
-            outcomes: Mutex::new(Vec::new()),
             runtime,
             configs: Slots::new(suite.expect_server.len()),
             documents: Documents::default(),
@@ -286,11 +222,10 @@ impl SuiteRun {
                         .block_on(async { tokio::time::timeout_at(c.discovery_ends, read).await });
                 }
             }
-            let line = match &connected {
-                Ok(c) => format!("servegate: suite `{}` → {}", self.label, c.description),
-                Err(e) => format!("servegate: suite `{}` → target FAILED: {e}", self.label),
-            };
-            eprintln!("{}", crate::text::for_log(&line));
+            self.plan.listeners.emit(&RunEvent::TargetReached {
+                label: &self.label,
+                target: &connected,
+            });
             connected
         })
     }
@@ -326,12 +261,7 @@ impl SuiteRun {
 
     /// How the trials that ran so far ended.
     pub fn outcomes(&self) -> Vec<crate::record::TrialRecord> {
-        self.outcomes.lock().map(|o| o.clone()).unwrap_or_default()
-    }
-
-    /// How the last trial that ran ended.
-    pub fn last_outcome(&self) -> Option<crate::record::TrialRecord> {
-        self.outcomes.lock().ok()?.last().cloned()
+        self.plan.trials.of(&self.label)
     }
 
     /// Runs one trial (its item written at `loc`): fails fast once the
@@ -359,8 +289,9 @@ impl SuiteRun {
             .then(|| self.suite.probes.iter().position(|p| p.name == id.item))
             .flatten()
             .and_then(|i| self.probes.read(i, |p| p.exchange.clone()).flatten());
-        if let Ok(mut o) = self.outcomes.lock() {
-            o.push(crate::record::TrialRecord {
+        self.plan
+            .listeners
+            .emit(&RunEvent::TrialFinished(&crate::record::TrialRecord {
                 name,
                 id: id.clone(),
                 outcome: verdict
@@ -377,8 +308,7 @@ impl SuiteRun {
                     .map(|at| at.line),
                 message: verdict.as_ref().err().map(ToString::to_string),
                 exchange,
-            });
-        }
+            }));
         verdict
     }
 

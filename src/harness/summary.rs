@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use super::session::{GateFigures, SuiteRun};
+use super::events::GateFigures;
+use super::session::SuiteRun;
 use crate::suite::metric::{KEY_FIGURES, MetricKey, format_figure};
 
 /// Prints the targets and the measured figures.

@@ -8,10 +8,11 @@ use std::sync::{Arc, Mutex};
 
 use libtest_mimic::{Arguments, Trial};
 
+use super::events::{FigureBook, Listeners, TrialBook};
 use super::loading::Loaded;
 use super::session::{self, Plan, SuiteRun};
-use super::{recording, target};
-use crate::record::{self, Part, Stage, TrialId};
+use super::target;
+use crate::record::{Part, Stage, TrialId};
 use crate::suite::node::Loc;
 use crate::suite::{LoadFailure, SnapshotMode, Suite};
 
@@ -181,16 +182,17 @@ pub(super) struct Context<'a> {
     pub(super) runtime: &'a Arc<tokio::runtime::Runtime>,
     pub(super) book: &'a Arc<Mutex<Vec<Arc<SuiteRun>>>>,
     /// Every gate's figures, by suite and variant.
-    pub(super) figures: &'a Arc<session::FigureBook>,
+    pub(super) figures: &'a Arc<FigureBook>,
+    /// Every trial's record.
+    pub(super) trials: &'a Arc<TrialBook>,
+    /// Who is told what happens.
+    pub(super) listeners: &'a Listeners,
     pub(super) dir: &'a Path,
-    pub(super) info: &'a record::RunInfo,
     pub(super) target_override: Option<&'a str>,
     /// The turns of the trials that run, and how many were handed out.
     pub(super) turns: (Arc<Turns>, AtomicUsize),
     /// What this run does with new and changed answers.
     pub(super) snapshots: &'a crate::check::snapshot::Policy,
-    /// When the run's record is rewritten.
-    pub(super) checkpoints: Arc<recording::Checkpoints>,
     /// `baseline save`: `baseline` bounds are not applied.
     pub(super) recording_baselines: bool,
     pub(super) client_threads: Option<u32>,
@@ -261,6 +263,8 @@ pub(super) fn add_run(
         client_limited: ctx.client_limited,
         snapshots: ctx.snapshots.update.clone(),
         figures: Arc::clone(ctx.figures),
+        trials: Arc::clone(ctx.trials),
+        listeners: ctx.listeners.clone(),
         history: ctx.history.clone(),
         skipped_probes: skipped_probes.clone(),
     };
@@ -350,17 +354,9 @@ pub(super) fn add_run(
         if turn.is_some() {
             run.expect_trial();
         }
-        let (r, book, info) = (Arc::clone(&run), Arc::clone(book), ctx.info.clone());
-        let (turns, checkpoints) = (Arc::clone(&ctx.turns.0), Arc::clone(&ctx.checkpoints));
+        let (r, turns) = (Arc::clone(&run), Arc::clone(&ctx.turns.0));
         trials.push(Trial::test(name, move || {
-            let body = || {
-                let verdict = r.trial(&id, loc, || each(&r, i));
-                // After every trial: an interrupted run leaves its record.
-                if let (Ok(runs), Some(done)) = (book.lock(), r.last_outcome()) {
-                    checkpoints.after_trial(&info, &runs, &done);
-                }
-                verdict.map_err(Into::into)
-            };
+            let body = || r.trial(&id, loc, || each(&r, i)).map_err(Into::into);
             match turn {
                 Some(turn) => turns.take(turn, body),
                 None => body(),

@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::harness::{Plan, SuiteRun};
+use crate::harness::events::TargetLines;
+use crate::harness::{FigureBook, Listener, Listeners, Plan, SuiteRun};
 use crate::suite::{Api, Contract, load_text};
 
 mod bounds;
@@ -216,6 +217,7 @@ fn suite_run(
 ) -> SuiteRun {
     let suite = load_text(path, text, &|name| std::env::var(name).ok())
         .unwrap_or_else(|e| panic!("a calibration suite does not load:\n{e}\n{text}"));
+    let figures = Arc::new(FigureBook::default());
     let plan = Plan {
         label: suite.name.clone(),
         target_override: None,
@@ -225,7 +227,13 @@ fn suite_run(
         client_threads: None,
         client_limited,
         snapshots: crate::check::snapshot::Update::Pending,
-        figures: Arc::default(),
+        // Its gates' figures, kept as a run keeps them; its server said.
+        listeners: Listeners::default().and([
+            Arc::clone(&figures) as Arc<dyn Listener>,
+            Arc::new(TargetLines),
+        ]),
+        figures,
+        trials: Arc::default(),
         // A calibration is no run of the suite: nothing to compare with.
         history: crate::history::Location::Off,
         skipped_probes: Vec::new(),

@@ -16,6 +16,7 @@ mod assertions;
 mod baselines;
 mod bench_client;
 mod datasets;
+mod events;
 mod gates;
 mod history;
 mod init;
