@@ -1,12 +1,12 @@
 //! The run as typed events. A suite run says what happened as it happens
 //! (its server reached, a trial ended with its record, a gate measured with
-//! its figures, the run's record written) to the run's [`Listener`]s, in
-//! the order they were given; each output is one listener, and renders from
-//! the events or from the record they built: the target lines, the trial
-//! book the record's trials come from, the figure book `variant(NAME)`
-//! bounds and the record's gates come from, the trial journal, the report
-//! writers (`RunOptions::publish`) and a library user's own
-//! (`RunOptions::listeners`).
+//! its figures, every trial ended, the run's record written) to the run's
+//! [`Listener`]s, in the order they were given; each output is one
+//! listener, and renders from the events or from the record they built:
+//! the target lines, the trial book the record's trials come from, the
+//! figure book `variant(NAME)` bounds and the record's gates come from, the
+//! trial journal, the end-of-run summary, the report writers
+//! (`RunOptions::publish`) and a library user's own (`RunOptions::listeners`).
 
 use std::sync::{Arc, Mutex};
 
@@ -29,6 +29,8 @@ pub enum RunEvent<'a> {
     TrialFinished(&'a TrialRecord),
     /// A gate's load ran and was judged: what it measured.
     GateMeasured {
+        /// `<suite>` or `<suite>[<variant>]`.
+        label: &'a str,
         /// The suite's name.
         suite: &'a str,
         /// The variant run, if the suite has variants.
@@ -36,6 +38,9 @@ pub enum RunEvent<'a> {
         /// The figures, with each threshold's verdict.
         figures: &'a GateFigures,
     },
+    /// Every trial ended: the run's record, before it is kept (the
+    /// history's trends not yet read into it).
+    RunFinished(&'a RunRecord),
     /// The run's record was written: at the end of the run, or of a run a
     /// signal stopped (then `record.complete` is false).
     RecordWritten {
@@ -217,6 +222,7 @@ impl Listener for FigureBook {
             suite,
             variant,
             figures,
+            ..
         } = event
         {
             self.record(suite, *variant, (*figures).clone());

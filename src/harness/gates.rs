@@ -261,6 +261,7 @@ impl SuiteRun {
             repeats: gate.repeats,
         };
         self.plan.listeners.emit(&RunEvent::GateMeasured {
+            label: &self.label,
             suite: &self.suite.name,
             variant: self.variant.as_ref().map(|v| v.name.as_str()),
             figures: &figures,

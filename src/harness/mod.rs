@@ -197,8 +197,8 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     // writes the record and exits with its cause's code, never this one.
     crate::process::reaper::park_if_stopping();
     let runs = book.lock().map(|r| r.clone()).unwrap_or_default();
-    summary::print(&runs);
     let mut final_record = recording::collect(&info, &runs, true);
+    listeners.emit(&RunEvent::RunFinished(&final_record));
     final_record.trials.splice(0..0, invalid);
     // Read before this run is recorded in it: the earlier values of each
     // gated figure, for the reports.
@@ -231,8 +231,8 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
 
 /// Who is told what happens in a run, in this order: the stores the record
 /// is built from (every trial's record, every gate's figures), the
-/// journal that keeps the record current, the target lines, the report
-/// writers, then the run's own listeners.
+/// journal that keeps the record current, the target lines, the summary,
+/// the report writers, then the run's own listeners.
 fn listeners(
     options: &RunOptions,
     info: &record::RunInfo,
@@ -260,6 +260,7 @@ fn listeners(
             Arc::clone(figure_book) as Arc<dyn Listener>,
             Arc::new(journal),
             Arc::new(events::TargetLines),
+            Arc::new(summary::Summary::default()),
         ])
         .and(
             options

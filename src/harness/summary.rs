@@ -1,36 +1,80 @@
 //! What a run prints after libtest's lines: the target of every suite again
 //! and the figures each gate measured, so a green run shows its numbers.
+//! A listener: it keeps what the run's events said (each suite's target,
+//! each gate's figures) and renders them with the record they built, when
+//! the run finishes.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::Mutex;
 
-use super::events::GateFigures;
-use super::session::SuiteRun;
+use super::events::{GateFigures, Listener, RunEvent};
+use crate::record::{RunRecord, Stage};
 use crate::suite::metric::{KEY_FIGURES, MetricKey, format_figure};
 
-/// Prints the targets and the measured figures.
-pub fn print(runs: &[Arc<SuiteRun>]) {
-    if runs.is_empty() {
-        return;
-    }
-    // Server words (errors, model ids) are in it: printed as for a CI log.
-    eprint!("{}", crate::text::for_log(&render(runs)));
+/// The end-of-run summary on stderr.
+#[derive(Default)]
+pub(crate) struct Summary(Mutex<Told>);
+
+/// What the events said, by suite run (`<suite>` or `<suite>[<variant>]`).
+#[derive(Default)]
+struct Told {
+    /// The server each suite run reached, in words, or why it could not.
+    targets: Vec<(String, Result<String, String>)>,
+    /// Each gate's figures, in the order they were measured.
+    gates: Vec<(String, GateFigures)>,
 }
 
-fn render(runs: &[Arc<SuiteRun>]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "servegate: figures measured in this run");
-    for run in runs {
-        let _ = match run.target() {
-            Some(Ok(c)) => writeln!(out, "  suite `{}` against {}", run.label, c.description),
-            Some(Err(e)) => writeln!(out, "  suite `{}`: target failed: {e}", run.label),
-            None => writeln!(out, "  suite `{}`: no trial reached its server", run.label),
+impl Listener for Summary {
+    fn on(&self, event: &RunEvent<'_>) {
+        let Ok(mut told) = self.0.lock() else {
+            return;
         };
-        for d in run.dataset_records() {
+        match event {
+            RunEvent::TargetReached { label, target } => told.targets.push((
+                (*label).to_owned(),
+                target
+                    .as_ref()
+                    .map(|c| c.description.clone())
+                    .map_err(ToString::to_string),
+            )),
+            RunEvent::GateMeasured { label, figures, .. } => {
+                told.gates.push(((*label).to_owned(), (*figures).clone()));
+            }
+            // Server words (errors, model ids) are in it: printed as for a
+            // CI log.
+            RunEvent::RunFinished(record) => {
+                eprint!("{}", crate::text::for_log(&render(&told, record)));
+            }
+            RunEvent::TrialFinished(_) | RunEvent::RecordWritten { .. } => {}
+        }
+    }
+}
+
+fn render(told: &Told, record: &RunRecord) -> String {
+    // The suite runs in the order their trials ran (a suite file that did
+    // not load is no run).
+    let mut labels: Vec<&str> = Vec::new();
+    for t in record.trials.iter().filter(|t| t.id.stage != Stage::Load) {
+        if !labels.contains(&t.id.suite.as_str()) {
+            labels.push(&t.id.suite);
+        }
+    }
+    let mut out = String::new();
+    if labels.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "servegate: figures measured in this run");
+    for label in labels {
+        let _ = match told.targets.iter().find(|(l, _)| l == label) {
+            Some((_, Ok(target))) => writeln!(out, "  suite `{label}` against {target}"),
+            Some((_, Err(e))) => writeln!(out, "  suite `{label}`: target failed: {e}"),
+            None => writeln!(out, "  suite `{label}`: no trial reached its server"),
+        };
+        let datasets = record.suites.iter().filter(|s| s.suite == label);
+        for d in datasets.flat_map(|s| &s.datasets) {
             let _ = writeln!(
                 out,
-                "  {}::correctness::{}: {} {:.3} ({}/{} {}, Wilson 95% interval {:.3}–{:.3}){}",
-                run.label,
+                "  {label}::correctness::{}: {} {:.3} ({}/{} {}, Wilson 95% interval {:.3}–{:.3}){}",
                 d.probe,
                 d.figure,
                 d.accuracy,
@@ -47,12 +91,17 @@ fn render(runs: &[Arc<SuiteRun>]) -> String {
                     .map_or_else(String::new, |t| format!("; {t}"))
             );
         }
-        let figures = run.figures();
+        let figures: Vec<&GateFigures> = told
+            .gates
+            .iter()
+            .filter(|(l, _)| l == label)
+            .map(|(_, f)| f)
+            .collect();
         if figures.is_empty() {
             let _ = writeln!(out, "    (no performance gate measured)");
         }
-        for f in figures {
-            let _ = writeln!(out, "  {}::performance::{} [{}]", run.label, f.gate, f.load);
+        for f in &figures {
+            let _ = writeln!(out, "  {label}::performance::{} [{}]", f.gate, f.load);
             if f.repeats > 1 {
                 let _ = writeln!(
                     out,
@@ -73,22 +122,18 @@ fn render(runs: &[Arc<SuiteRun>]) -> String {
                 );
             }
         }
-        out.push_str(&sweep_tables(&run.suite, &run.label, &run.figures()));
+        out.push_str(&sweep_tables(label, &figures));
     }
-    out.push_str(&super::compare::render(&super::compare::compare(runs)));
+    out.push_str(&super::compare::render(&record.comparisons));
     out
 }
 
 /// One row per level of each sweep (`<gate>::concurrency_N`, `<gate>::rate_R`),
 /// so a curve reads at a glance.
-fn sweep_tables(of: &crate::suite::Suite, suite: &str, figures: &[GateFigures]) -> String {
+fn sweep_tables(suite: &str, figures: &[&GateFigures]) -> String {
     let mut sweeps: Vec<(&str, Vec<(&str, &GateFigures)>)> = Vec::new();
     for f in figures {
-        let Some(crate::suite::SweepLevel { sweep: gate, level }) = of
-            .gates
-            .iter()
-            .find(|g| g.name == f.gate)
-            .and_then(|g| g.sweep.as_ref())
+        let Some(crate::suite::SweepLevel { sweep: gate, level }) = f.sweep.as_ref().map(|s| &s.of)
         else {
             continue;
         };

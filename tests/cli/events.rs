@@ -24,6 +24,8 @@ struct Kept {
     trials: Vec<TrialRecord>,
     gates: Vec<Gate>,
     written: Vec<RunRecord>,
+    /// The trials of the record the run finished with.
+    finished: usize,
 }
 
 #[derive(Default)]
@@ -41,6 +43,7 @@ impl Listener for Keeper {
                 suite,
                 variant,
                 figures,
+                ..
             } => kept.gates.push((
                 (*suite).to_owned(),
                 variant.map(str::to_owned),
@@ -49,6 +52,7 @@ impl Listener for Keeper {
                 figures.checks.clone(),
             )),
             RunEvent::RecordWritten { record, .. } => kept.written.push((*record).clone()),
+            RunEvent::RunFinished(record) => kept.finished += record.trials.len(),
         }
     }
 }
@@ -130,6 +134,7 @@ fn a_runs_events_rebuild_its_record() {
         panic!("one record written, at the end: {}", kept.written.len());
     };
     assert!(written.complete);
+    assert_eq!(kept.finished, record.trials.len());
     assert_eq!(
         serde_json::to_value(written).unwrap(),
         serde_json::to_value(&record).unwrap()
