@@ -38,11 +38,14 @@ pub enum RunEvent<'a> {
         /// The figures, with each threshold's verdict.
         figures: &'a GateFigures,
     },
-    /// Every trial ended: the run's record, before it is kept (the
-    /// history's trends not yet read into it).
+    /// Every trial ended: the run's record (the failed `<file>::load`
+    /// trials of suite files that did not load first), before it is kept
+    /// (the history's trends not yet read into it).
     RunFinished(&'a RunRecord),
-    /// The run's record was written: at the end of the run, or of a run a
-    /// signal stopped (then `record.complete` is false).
+    /// The run's record is kept: at the end of the run (the report writers
+    /// take it even where writing `report.json` failed, which a warning
+    /// said), or of a run a signal stopped once its record was written
+    /// (then `record.complete` is false).
     RecordWritten {
         /// Where the run writes.
         info: &'a RunInfo,
@@ -123,7 +126,9 @@ impl TrialBook {
 
 impl Listener for TrialBook {
     fn on(&self, event: &RunEvent<'_>) {
-        if let (RunEvent::TrialFinished(t), Ok(mut book)) = (event, self.0.lock()) {
+        if let RunEvent::TrialFinished(t) = event
+            && let Ok(mut book) = self.0.lock()
+        {
             book.push((*t).clone());
         }
     }

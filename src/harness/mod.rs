@@ -198,8 +198,8 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     crate::process::reaper::park_if_stopping();
     let runs = book.lock().map(|r| r.clone()).unwrap_or_default();
     let mut final_record = recording::collect(&info, &runs, true);
-    listeners.emit(&RunEvent::RunFinished(&final_record));
     final_record.trials.splice(0..0, invalid);
+    listeners.emit(&RunEvent::RunFinished(&final_record));
     // Read before this run is recorded in it: the earlier values of each
     // gated figure, for the reports.
     crate::history::trend::attach(&history, &mut final_record);
@@ -208,6 +208,9 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         info: &info,
         record: &final_record,
     });
+    // The interrupt hook holds this run's listeners and books: the run is
+    // over, a later signal writes nothing of it.
+    crate::process::no_interrupt_hook();
     let unreachable = runs
         .iter()
         .filter(|r| matches!(r.target(), Some(Err(_))))

@@ -18,32 +18,41 @@ pub(crate) struct Summary(Mutex<Told>);
 /// What the events said, by suite run (`<suite>` or `<suite>[<variant>]`).
 #[derive(Default)]
 struct Told {
-    /// The server each suite run reached, in words, or why it could not.
-    targets: Vec<(String, Result<String, String>)>,
+    /// The server each suite run reached, or why it could not, as the
+    /// summary says it after the suite's name.
+    targets: Vec<(String, String)>,
     /// Each gate's figures, in the order they were measured.
     gates: Vec<(String, GateFigures)>,
 }
 
 impl Listener for Summary {
     fn on(&self, event: &RunEvent<'_>) {
+        if matches!(
+            event,
+            RunEvent::TrialFinished(_) | RunEvent::RecordWritten { .. }
+        ) {
+            return;
+        }
         let Ok(mut told) = self.0.lock() else {
             return;
         };
         match event {
             RunEvent::TargetReached { label, target } => told.targets.push((
                 (*label).to_owned(),
-                target
-                    .as_ref()
-                    .map(|c| c.description.clone())
-                    .map_err(ToString::to_string),
+                match target {
+                    Ok(c) => format!(" against {}", c.description),
+                    Err(e) => format!(": target failed: {e}"),
+                },
             )),
             RunEvent::GateMeasured { label, figures, .. } => {
                 told.gates.push(((*label).to_owned(), (*figures).clone()));
             }
             // Server words (errors, model ids) are in it: printed as for a
-            // CI log.
+            // CI log, once the lock is let go (stderr may be slow).
             RunEvent::RunFinished(record) => {
-                eprint!("{}", crate::text::for_log(&render(&told, record)));
+                let text = render(&told, record);
+                drop(told);
+                eprint!("{}", crate::text::for_log(&text));
             }
             RunEvent::TrialFinished(_) | RunEvent::RecordWritten { .. } => {}
         }
@@ -65,11 +74,12 @@ fn render(told: &Told, record: &RunRecord) -> String {
     }
     let _ = writeln!(out, "servegate: figures measured in this run");
     for label in labels {
-        let _ = match told.targets.iter().find(|(l, _)| l == label) {
-            Some((_, Ok(target))) => writeln!(out, "  suite `{label}` against {target}"),
-            Some((_, Err(e))) => writeln!(out, "  suite `{label}`: target failed: {e}"),
-            None => writeln!(out, "  suite `{label}`: no trial reached its server"),
-        };
+        let target = told.targets.iter().find(|(l, _)| l == label);
+        let _ = writeln!(
+            out,
+            "  suite `{label}`{}",
+            target.map_or(": no trial reached its server", |(_, t)| t.as_str())
+        );
         let datasets = record.suites.iter().filter(|s| s.suite == label);
         for d in datasets.flat_map(|s| &s.datasets) {
             let _ = writeln!(

@@ -9,7 +9,7 @@ pub mod procfs;
 pub(crate) mod reaper;
 pub mod tree;
 
-pub use reaper::{interrupted, on_interrupt, stop_for_closed_output};
+pub use reaper::{interrupted, no_interrupt_hook, on_interrupt, stop_for_closed_output};
 
 use std::fmt;
 use std::process::ExitStatus;

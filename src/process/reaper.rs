@@ -52,6 +52,14 @@ pub fn on_interrupt(hook: Hook) {
     watch_signals();
 }
 
+/// Removes what [`on_interrupt`] installed: the run it wrote for is over
+/// (a later signal stops what still runs, and writes nothing of it).
+pub fn no_interrupt_hook() {
+    if let Ok(mut h) = ON_INTERRUPT.lock() {
+        *h = None;
+    }
+}
+
 /// What to remove once a sandbox's group is stopped.
 type Cleanup = Box<dyn FnOnce() + Send>;
 
