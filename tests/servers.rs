@@ -707,42 +707,75 @@ fn generate_witness(servers: &Installed, port: u16) -> Result<(), Failed> {
     Ok(())
 }
 
-/// The SGLang that the conformance and the faults trials share, started by
-/// hand with the shipped suite's launch line but `--sampling-backend
-/// flashinfer`, a flag SGLang on CPU ignores (it samples with `pytorch`,
-/// which the faults trial's configuration check catches; the other trial
-/// does not read it). One start of SGLang is a minute and a half on a
-/// loaded 2-core machine. The faults trial stops it (its last faults
-/// break it), every other trial before it starts, and `main` at the end.
-static SHARED_SGLANG: std::sync::Mutex<Option<(Group, u16)>> = std::sync::Mutex::new(None);
+/// A server that an engine's conformance and faults trials share: one
+/// start of SGLang or vLLM is a minute and a half or more on a loaded
+/// 2-core machine. The faults trial stops it (its last faults break it),
+/// every trial that does not use it stops it before it starts, and `main`
+/// at the end.
+struct Shared(std::sync::Mutex<Option<(Group, u16)>>);
 
-/// Stops [`SHARED_SGLANG`], if it runs.
-fn stop_shared_sglang() {
-    drop(
-        SHARED_SGLANG
+/// SGLang, started by hand with the shipped suite's launch line but
+/// `--sampling-backend flashinfer`, a flag SGLang on CPU ignores (it
+/// samples with `pytorch`, which the faults trial's configuration check
+/// catches; the conformance trial does not read it).
+static SHARED_SGLANG: Shared = Shared::new();
+
+/// vLLM, with the shipped suite's launch line (`VLLM_FLAGS`).
+static SHARED_VLLM: Shared = Shared::new();
+
+impl Shared {
+    const fn new() -> Self {
+        Self(std::sync::Mutex::new(None))
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<(Group, u16)>> {
+        self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take(),
-    );
+    }
+
+    /// Stops the server, if it runs.
+    fn stop(&self) {
+        drop(self.slot().take());
+    }
+
+    /// The server's process group leader and port, started now by `start`
+    /// unless one is running and answers.
+    fn get(
+        &self,
+        start: impl FnOnce() -> Result<(Group, u16), Failed>,
+    ) -> Result<(u32, u16), Failed> {
+        let mut shared = self.slot();
+        if let Some((group, port)) = shared.as_ref()
+            && healthy(*port)
+        {
+            return Ok((group.0.id(), *port));
+        }
+        // A server that stopped answering is stopped before another starts.
+        drop(shared.take());
+        let (group, port) = start()?;
+        let pid = group.0.id();
+        *shared = Some((group, port));
+        Ok((pid, port))
+    }
 }
 
-/// [`SHARED_SGLANG`]'s process group leader and port, started now unless
-/// one is running and answers.
+/// [`SHARED_SGLANG`], started if it is not running.
 fn shared_sglang(servers: &Installed) -> Result<(u32, u16), Failed> {
-    let mut shared = SHARED_SGLANG
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((group, port)) = shared.as_ref()
-        && healthy(*port)
-    {
-        return Ok((group.0.id(), *port));
-    }
-    // A server that stopped answering is stopped before another starts.
-    drop(shared.take());
-    let (group, port) = start_sglang(servers, "flashinfer")?;
-    let pid = group.0.id();
-    *shared = Some((group, port));
-    Ok((pid, port))
+    SHARED_SGLANG.get(|| start_sglang(servers, "flashinfer"))
+}
+
+/// [`SHARED_VLLM`], started if it is not running.
+fn shared_vllm(servers: &Installed) -> Result<(u32, u16), Failed> {
+    SHARED_VLLM.get(|| {
+        start_server(
+            servers,
+            "vLLM",
+            &["-m", "vllm.entrypoints.openai.api_server", "--model"],
+            &VLLM_FLAGS,
+            &VLLM_ENV,
+        )
+    })
 }
 
 /// The comparison of the simulator speaking as `speaker` with the real
@@ -1056,13 +1089,7 @@ fn beside(
 /// `vllm bench serve` dies on the CPU distribution's name (see there).
 fn vllm_conformance(servers: &Installed) -> Result<(), Failed> {
     let (_sim, sim_url) = start_sim(Speaker::Vllm)?;
-    let (_vllm, port) = start_server(
-        servers,
-        "vLLM",
-        &["-m", "vllm.entrypoints.openai.api_server", "--model"],
-        &VLLM_FLAGS,
-        &VLLM_ENV,
-    )?;
+    let (_, port) = shared_vllm(servers)?;
     conformance(Speaker::Vllm, &sim_url, port)?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let dir = dir.path();
@@ -1409,7 +1436,7 @@ fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
         ],
     )?;
 
-    play_faults(&Faults {
+    let played = play_faults(&Faults {
         servers,
         dir: dir.path(),
         port,
@@ -1426,10 +1453,12 @@ fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
         ),
         process: "sglang::schedul",
         hung: "the server stopped answering during sglang-hang::correctness::hung (GET /health_generate",
-    })?;
-    // The hang leaves it stopped and resumed: no server to share on.
-    stop_shared_sglang();
-    Ok(())
+    });
+    // The hang leaves it stopped and resumed, and a fault that failed may
+    // leave it anyhow (its /health may still answer): no server to share
+    // on, whichever way the faults ended.
+    SHARED_SGLANG.stop();
+    played
 }
 
 /// One SGLang that servegate launches: its scheduler killed in the middle
@@ -1578,18 +1607,12 @@ fn play_faults(f: &Faults<'_>) -> Result<(), Failed> {
 fn vllm_faults(servers: &Installed) -> Result<(), Failed> {
     const ENGINE: &str = "VLLM::EngineCor";
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let (server, port) = start_server(
-        servers,
-        "vLLM",
-        &["-m", "vllm.entrypoints.openai.api_server", "--model"],
-        &VLLM_FLAGS,
-        &VLLM_ENV,
-    )?;
-    play_faults(&Faults {
+    let (server, port) = shared_vllm(servers)?;
+    let played = play_faults(&Faults {
         servers,
         dir: dir.path(),
         port,
-        server: server.0.id(),
+        server,
         engine: "vllm",
         over_length: (3000, "This model's maximum context length is 2048 tokens"),
         // vLLM 0.32 does not count them (above).
@@ -1597,8 +1620,10 @@ fn vllm_faults(servers: &Installed) -> Result<(), Failed> {
         process: ENGINE,
         // vLLM sends its answer's headers, and no token behind them.
         hung: "the server stopped answering during vllm-hang::correctness::hung (GET /health answered, but a one-token generation got no token: ",
-    })?;
-    drop(server);
+    });
+    // As for SGLang: no server to share on, whichever way the faults ended.
+    SHARED_VLLM.stop();
+    played?;
 
     play_crash(
         servers,
@@ -1789,38 +1814,39 @@ fn main() {
             eprintln!("note: the real SGLang and vLLM trials are ignored: {why}");
         }
     }
-    // Each trial, and whether it uses the shared SGLang.
-    let trials: [(&str, TrialFn, bool); 7] = [
+    // Each trial, and the shared server it uses. The conformance trials
+    // come before the faults trials, which break the server they share.
+    let trials: [(&str, TrialFn, Option<&'static Shared>); 7] = [
         (
             "real_sglang::shipped_suite_passes",
             sglang_shipped_suite,
-            false,
+            None,
         ),
         (
             "real_sglang::the_simulator_and_bench_serving_beside_sglang",
             sglang_conformance,
-            true,
+            Some(&SHARED_SGLANG),
         ),
         (
             "real_sglang::faults_fail_the_trial_they_strike",
             sglang_faults,
-            true,
+            Some(&SHARED_SGLANG),
         ),
         (
             "real_sglang::a_killed_scheduler_fails_its_gate_with_the_log_tail",
             sglang_crash,
-            false,
+            None,
         ),
-        ("real_vllm::shipped_suite_passes", vllm_shipped_suite, false),
-        (
-            "real_vllm::faults_fail_the_trial_they_strike",
-            vllm_faults,
-            false,
-        ),
+        ("real_vllm::shipped_suite_passes", vllm_shipped_suite, None),
         (
             "real_vllm::the_simulator_and_bench_serve_beside_vllm",
             vllm_conformance,
-            false,
+            Some(&SHARED_VLLM),
+        ),
+        (
+            "real_vllm::faults_fail_the_trial_they_strike",
+            vllm_faults,
+            Some(&SHARED_VLLM),
         ),
     ];
     let trials = trials
@@ -1835,10 +1861,12 @@ fn main() {
                 let _turn = ONE_AT_A_TIME
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
-                // No idle SGLang beside another trial's server and gates
-                // (libtest's order of turns is not the list's).
-                if !shares {
-                    stop_shared_sglang();
+                // No idle shared server beside another trial's server and
+                // gates (libtest's order of turns is not the list's).
+                for other in [&SHARED_SGLANG, &SHARED_VLLM] {
+                    if !shares.is_some_and(|s| std::ptr::eq(s, other)) {
+                        other.stop();
+                    }
                 }
                 f(&servers)
             })
@@ -1846,6 +1874,7 @@ fn main() {
         })
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);
-    stop_shared_sglang();
+    SHARED_SGLANG.stop();
+    SHARED_VLLM.stop();
     conclusion.exit();
 }
