@@ -1796,6 +1796,60 @@ fn crash_mid_stream(servers: &Installed, dir: &std::path::Path) -> Result<(), Fa
 /// line after it ran and what a trial prints comes before its line.)
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// The trials that run take turns in the list's order: a conformance
+/// trial before the faults trial that breaks the server they share (two
+/// libtest threads and a lock alone ran the SGLang faults first in a CI
+/// run, and SGLang was started twice).
+static TURNS: Turns = Turns {
+    next: std::sync::Mutex::new(0),
+    changed: std::sync::Condvar::new(),
+};
+
+struct Turns {
+    next: std::sync::Mutex<usize>,
+    changed: std::sync::Condvar,
+}
+
+/// A turn taken; the next one's comes when it is dropped (after a trial
+/// that failed or panicked too).
+struct Turn;
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        *TURNS
+            .next
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) += 1;
+        TURNS.changed.notify_all();
+    }
+}
+
+/// Waits for turn `turn`. Should a turn never come (a trial counted that
+/// libtest did not run), the wait ends once no turn has passed for 40
+/// minutes, longer than any trial takes, rather than hang the run.
+fn take_turn(turn: usize) -> Turn {
+    let patience = std::time::Duration::from_secs(40 * 60);
+    let mut next = TURNS
+        .next
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut since = (*next, std::time::Instant::now());
+    while *next < turn {
+        if *next != since.0 {
+            since = (*next, std::time::Instant::now());
+        } else if since.1.elapsed() > patience {
+            eprintln!("note: no trial ended in 40 minutes; turn {turn} runs without waiting");
+            break;
+        }
+        next = TURNS
+            .changed
+            .wait_timeout(next, std::time::Duration::from_secs(60))
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0;
+    }
+    Turn
+}
+
 type TrialFn = fn(&Installed) -> Result<(), Failed>;
 
 fn main() {
@@ -1814,8 +1868,9 @@ fn main() {
             eprintln!("note: the real SGLang and vLLM trials are ignored: {why}");
         }
     }
-    // Each trial, and the shared server it uses. The conformance trials
-    // come before the faults trials, which break the server they share.
+    // Each trial, and the shared server it uses, in the order they take
+    // turns: the conformance trials before the faults trials, which break
+    // the server they share.
     let trials: [(&str, TrialFn, Option<&'static Shared>); 7] = [
         (
             "real_sglang::shipped_suite_passes",
@@ -1849,20 +1904,30 @@ fn main() {
             Some(&SHARED_VLLM),
         ),
     ];
+    let mut turns = 0..;
     let trials = trials
         .into_iter()
         .map(|(name, f, shares)| {
             let found = found.clone();
             let ignored = found.is_err() && !required;
+            // Its turn among the trials that run (those the filters select
+            // and that are not ignored), as libtest decides it.
+            let runs = {
+                let t = Trial::test(name, || Ok(())).with_ignored_flag(ignored);
+                !args.is_filtered_out(&t) && !args.is_ignored(&t)
+            };
+            let turn = if runs { turns.next() } else { None };
             Trial::test(name, move || {
+                // Taken first: a trial that fails at once passes it on too.
+                let _turn = turn.map(take_turn);
                 let servers = found.map_err(|why| {
                     format!("the servers are required (SERVEGATE_REQUIRE_SERVERS) but {why}")
                 })?;
-                let _turn = ONE_AT_A_TIME
+                let _one = ONE_AT_A_TIME
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 // No idle shared server beside another trial's server and
-                // gates (libtest's order of turns is not the list's).
+                // gates.
                 for other in [&SHARED_SGLANG, &SHARED_VLLM] {
                     if !shares.is_some_and(|s| std::ptr::eq(s, other)) {
                         other.stop();
