@@ -224,13 +224,19 @@ pub(crate) struct FigureBook(Mutex<Vec<BookEntry>>);
 impl Listener for FigureBook {
     fn on(&self, event: &RunEvent<'_>) {
         if let RunEvent::GateMeasured {
+            label,
             suite,
             variant,
             figures,
-            ..
         } = event
+            && let Ok(mut book) = self.0.lock()
         {
-            self.record(suite, *variant, (*figures).clone());
+            book.push(BookEntry {
+                label: (*label).to_owned(),
+                suite: (*suite).to_owned(),
+                variant: variant.map(str::to_owned),
+                figures: (*figures).clone(),
+            });
         }
     }
 }
@@ -238,31 +244,31 @@ impl Listener for FigureBook {
 /// One gate's figures in a [`FigureBook`].
 #[derive(Debug, Clone)]
 struct BookEntry {
+    label: String,
     suite: String,
     variant: Option<String>,
     figures: GateFigures,
 }
 
 impl FigureBook {
-    /// Records a gate's figures for `suite` (and `variant`).
-    fn record(&self, suite: &str, variant: Option<&str>, figures: GateFigures) {
-        if let Ok(mut book) = self.0.lock() {
-            book.push(BookEntry {
-                suite: suite.to_owned(),
-                variant: variant.map(str::to_owned),
-                figures,
-            });
-        }
-    }
-
     /// Every gate's figures of `suite` (and `variant`), in the order they
     /// were measured.
     pub fn of(&self, suite: &str, variant: Option<&str>) -> Vec<GateFigures> {
+        self.matching(|e| e.suite == suite && e.variant.as_deref() == variant)
+    }
+
+    /// Every gate's figures of suite run `label` (`<suite>` or
+    /// `<suite>[<variant>]`), in the order they were measured.
+    pub fn of_run(&self, label: &str) -> Vec<GateFigures> {
+        self.matching(|e| e.label == label)
+    }
+
+    fn matching(&self, keep: impl Fn(&BookEntry) -> bool) -> Vec<GateFigures> {
         self.0.lock().map_or_else(
             |_| Vec::new(),
             |book| {
                 book.iter()
-                    .filter(|e| e.suite == suite && e.variant.as_deref() == variant)
+                    .filter(|e| keep(e))
                     .map(|e| e.figures.clone())
                     .collect()
             },

@@ -263,7 +263,7 @@ fn listeners(
             Arc::clone(figure_book) as Arc<dyn Listener>,
             Arc::new(journal),
             Arc::new(events::TargetLines),
-            Arc::new(summary::Summary::default()),
+            Arc::new(summary::Summary::new(Arc::clone(figure_book))),
         ])
         .and(
             options

@@ -1,65 +1,65 @@
 //! What a run prints after libtest's lines: the target of every suite again
 //! and the figures each gate measured, so a green run shows its numbers.
-//! A listener: it keeps what the run's events said (each suite's target,
-//! each gate's figures) and renders them with the record they built, when
-//! the run finishes.
+//! A listener: it keeps each suite's target from the run's events and
+//! renders it, the gates' figures the run's figure book kept and the
+//! record the events built, when the run finishes.
 
 use std::fmt::Write as _;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use super::events::{GateFigures, Listener, RunEvent};
+use super::events::{FigureBook, GateFigures, Listener, RunEvent};
 use crate::record::{RunRecord, Stage};
 use crate::suite::metric::{KEY_FIGURES, MetricKey, format_figure};
 
-/// The end-of-run summary on stderr.
-#[derive(Default)]
-pub(crate) struct Summary(Mutex<Told>);
-
-/// What the events said, by suite run (`<suite>` or `<suite>[<variant>]`).
-#[derive(Default)]
-struct Told {
+/// The end-of-run summary on stderr: each suite run's target, said by
+/// the events, and its gates' figures, from the run's figure book.
+pub(crate) struct Summary {
+    figures: Arc<FigureBook>,
     /// The server each suite run reached, or why it could not, as the
-    /// summary says it after the suite's name.
-    targets: Vec<(String, String)>,
-    /// Each gate's figures, in the order they were measured.
-    gates: Vec<(String, GateFigures)>,
+    /// summary says it after the suite's name (`<suite>` or
+    /// `<suite>[<variant>]`).
+    targets: Mutex<Vec<(String, String)>>,
 }
 
-impl Listener for Summary {
-    fn on(&self, event: &RunEvent<'_>) {
-        if matches!(
-            event,
-            RunEvent::TrialFinished(_) | RunEvent::RecordWritten { .. }
-        ) {
-            return;
-        }
-        let Ok(mut told) = self.0.lock() else {
-            return;
-        };
-        match event {
-            RunEvent::TargetReached { label, target } => told.targets.push((
-                (*label).to_owned(),
-                match target {
-                    Ok(c) => format!(" against {}", c.description),
-                    Err(e) => format!(": target failed: {e}"),
-                },
-            )),
-            RunEvent::GateMeasured { label, figures, .. } => {
-                told.gates.push(((*label).to_owned(), (*figures).clone()));
-            }
-            // Server words (errors, model ids) are in it: printed as for a
-            // CI log, once the lock is let go (stderr may be slow).
-            RunEvent::RunFinished(record) => {
-                let text = render(&told, record);
-                drop(told);
-                eprint!("{}", crate::text::for_log(&text));
-            }
-            RunEvent::TrialFinished(_) | RunEvent::RecordWritten { .. } => {}
+impl Summary {
+    /// A summary of the gates `figures` keeps.
+    pub(crate) fn new(figures: Arc<FigureBook>) -> Self {
+        Self {
+            figures,
+            targets: Mutex::default(),
         }
     }
 }
 
-fn render(told: &Told, record: &RunRecord) -> String {
+impl Listener for Summary {
+    fn on(&self, event: &RunEvent<'_>) {
+        match event {
+            RunEvent::TargetReached { label, target } => {
+                if let Ok(mut targets) = self.targets.lock() {
+                    targets.push((
+                        (*label).to_owned(),
+                        match target {
+                            Ok(c) => format!(" against {}", c.description),
+                            Err(e) => format!(": target failed: {e}"),
+                        },
+                    ));
+                }
+            }
+            // Server words (errors, model ids) are in it: printed as for a
+            // CI log, once the lock is let go (stderr may be slow).
+            RunEvent::RunFinished(record) => {
+                let targets = self.targets.lock().map(|t| t.clone()).unwrap_or_default();
+                let text = render(&targets, &self.figures, record);
+                eprint!("{}", crate::text::for_log(&text));
+            }
+            RunEvent::TrialFinished(_)
+            | RunEvent::GateMeasured { .. }
+            | RunEvent::RecordWritten { .. } => {}
+        }
+    }
+}
+
+fn render(targets: &[(String, String)], book: &FigureBook, record: &RunRecord) -> String {
     // The suite runs in the order their trials ran (a suite file that did
     // not load is no run).
     let mut labels: Vec<&str> = Vec::new();
@@ -74,7 +74,7 @@ fn render(told: &Told, record: &RunRecord) -> String {
     }
     let _ = writeln!(out, "servegate: figures measured in this run");
     for label in labels {
-        let target = told.targets.iter().find(|(l, _)| l == label);
+        let target = targets.iter().find(|(l, _)| l == label);
         let _ = writeln!(
             out,
             "  suite `{label}`{}",
@@ -101,12 +101,8 @@ fn render(told: &Told, record: &RunRecord) -> String {
                     .map_or_else(String::new, |t| format!("; {t}"))
             );
         }
-        let figures: Vec<&GateFigures> = told
-            .gates
-            .iter()
-            .filter(|(l, _)| l == label)
-            .map(|(_, f)| f)
-            .collect();
+        let owned = book.of_run(label);
+        let figures: Vec<&GateFigures> = owned.iter().collect();
         if figures.is_empty() {
             let _ = writeln!(out, "    (no performance gate measured)");
         }
