@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::outcome::Stop;
-use super::session::{SuiteRun, Verdict, once};
+use super::session::{Execution, Verdict, once};
 use crate::check::message::Message;
 use crate::record::FailureKind;
 use crate::suite::{ConfigCheck, ConfigExpect};
@@ -59,7 +59,7 @@ fn wanted(expect: &ConfigExpect) -> String {
     }
 }
 
-impl SuiteRun {
+impl Execution {
     /// Runs config check `index` once; later calls return the first verdict.
     pub fn config(&self, index: usize) -> Verdict {
         once(

@@ -8,7 +8,7 @@ use super::events::GateFigures;
 use super::events::RunEvent;
 use super::judge::{NoReference, References, VariantFigures, describe_load, judge, judge_curve};
 use super::outcome::{Cause, Stop, Verdict};
-use super::session::{SuiteRun, once};
+use super::session::{Execution, once};
 use crate::load::baseline::{self, Lookup};
 use std::sync::Arc;
 
@@ -26,7 +26,7 @@ use crate::suite::figures::Figures;
 use crate::suite::threshold::Bound;
 use crate::suite::{Gate, OnClientLimited, Recheck, SnapshotMode};
 
-impl SuiteRun {
+impl Execution {
     /// The earlier runs of `gate` its `history.…` and `no_regression`
     /// bounds read (`None`: it has none, or the history is off). Read
     /// once the gate has measured: a run beside it that ends first is in.
@@ -110,7 +110,7 @@ impl SuiteRun {
     /// gate runs first when it has not); gated as the gate was.
     pub fn recheck(&self, index: usize) -> Verdict {
         let gate = self.gate(index);
-        if let Some(done) = self.gates.read(index, |g| g.recheck.clone()).flatten() {
+        if let Some(done) = self.gates.read(index, |g| g.recheck.clone()) {
             return done;
         }
         match gate {
@@ -278,7 +278,7 @@ const SAMPLES: usize = 8;
 /// Rounds of rechecks at most while one load runs.
 const ROUNDS: usize = 3;
 
-impl SuiteRun {
+impl Execution {
     /// Runs gate `index`'s load while asking the probes `recheck` names
     /// again, round after round while the load's measured window runs (at
     /// least once, at most [`ROUNDS`] times), and keeps the verdict of the
@@ -353,11 +353,9 @@ impl SuiteRun {
         });
         let idle: Vec<Option<crate::text::Kept>> = (0..self.suite.probes.len())
             .map(|i| {
-                self.probes
-                    .read(i, |p| {
-                        p.exchange.as_ref().map(crate::record::Exchange::answer)
-                    })
-                    .flatten()
+                self.probes.read(i, |p| {
+                    p.exchange.as_ref().map(crate::record::Exchange::answer)
+                })
             })
             .collect();
         let samples: Vec<recheck::LoadAnswer> = watch

@@ -12,10 +12,10 @@ use crate::suite::Timeouts;
 
 use super::outcome::Stop;
 pub use super::outcome::Verdict;
-use super::session::SuiteRun;
+use super::session::Execution;
 use crate::record::FailureKind;
 
-impl SuiteRun {
+impl Execution {
     /// After a trial: a launched server that exited or logged a fatal line,
     /// or any server that no longer answers after a failure, is lost.
     pub(super) fn check_server(&self, name: &str, verdict: Verdict) -> Verdict {

@@ -10,6 +10,7 @@ mod compare;
 mod config;
 mod documents;
 pub mod events;
+mod executor;
 mod gates;
 mod judge;
 mod liveness;
@@ -25,8 +26,7 @@ mod trials;
 
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 
 use libtest_mimic::{Arguments, Conclusion, Trial};
 
@@ -40,11 +40,16 @@ pub use options::{
     VERBOSE_ENV, client_limited_from_env, client_threads_from_env, verbose_from_env,
 };
 pub use outcome::{Stop, Verdict};
-pub(crate) use session::{Plan, SuiteRun};
+pub(crate) use session::{Execution, Plan, SuiteRun};
 
 use events::TrialBook;
+use executor::Executor;
 use loading::{Loaded, load_all};
-use trials::{Context, Names, add_run, listing, load_trial};
+use trials::{Context, Names, add_run, listing};
+
+/// Every suite run of a harness run, once all are planned: what the
+/// record is collected from.
+type Book = Arc<OnceLock<Vec<Arc<SuiteRun>>>>;
 
 /// The runtime of a run's client: one thread against a server elsewhere
 /// (cheaper per token and more precise than a work-stealing pool, see
@@ -107,7 +112,8 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     // Orphans of launched servers (a `setsid` daemon) re-parent to this
     // process, which stops them at teardown.
     crate::process::tree::become_subreaper();
-    // Two libtest workers taking turns (see `Turns`): one trial at a time.
+    // Two libtest workers, each waiting for the outcomes the run loop hands
+    // it (see `executor`): one prints a trial's line while the next waits.
     args.test_threads = Some(2);
     // One client thread unless the embedded simulator shares the process.
     let embedded = loaded.iter().any(|l| {
@@ -123,9 +129,9 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
         }
     };
     let mut trials = Vec::new();
-    // Every suite run, shared with the gate trials so each can write the
-    // figures measured so far: an interrupted run still leaves them.
-    let book: Arc<Mutex<Vec<Arc<SuiteRun>>>> = Arc::default();
+    // Every suite run, read by the journal and by a stop: an interrupted
+    // run still leaves the figures measured so far.
+    let book: Book = Arc::default();
     let out = record::out_dir(options.out_dir.as_deref(), first_project(paths).as_deref());
     let dir = record::new_run_dir(&out);
     let snapshots = crate::check::snapshot::Policy::from_env(&|k| std::env::var(k).ok(), &dir);
@@ -153,31 +159,30 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
     let ctx = Context {
         args: &args,
         runtime: &runtime,
-        book: &book,
         figures: &figure_book,
         trials: &trial_book,
         listeners: &listeners,
         dir: &dir,
         target_override,
-        turns: (Arc::default(), AtomicUsize::new(0)),
         snapshots: &snapshots,
         recording_baselines: options.recording_baselines,
         client_threads: options.client_threads,
         client_limited: options.client_limited,
         history: &history,
     };
+    let mut executor = Executor::default();
     for l in loaded {
         let suite = match l {
             Loaded::Failed(f) => {
                 let name = TrialId::load(&f.name).name();
-                let turn = ctx.turn(&name);
-                if turn.is_none() {
+                let runs = ctx.runs(&name);
+                if !runs {
                     eprintln!(
                         "{}\nnote: `{name}` is filtered out, but a suite file that does not load fails the run (exit 2)",
                         f.message
                     );
                 }
-                trials.push(load_trial(f, turn.map(|t| (Arc::clone(&ctx.turns.0), t))));
+                executor.add_unloaded(name, f.message, runs, &mut trials);
                 continue;
             }
             Loaded::Suite(suite) => suite,
@@ -188,15 +193,20 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
                 &suite.of_variant(variant.as_ref()),
                 &label,
                 variant,
+                &mut executor,
                 &mut trials,
             );
         }
     }
-    let conclusion = libtest_mimic::run(&args, trials);
+    let _ = book.set(executor.runs());
+    let conclusion = executor.run_as(&args, trials).unwrap_or_else(|e| {
+        eprintln!("error: failed to start the run loop's thread: {e}");
+        failed_conclusion()
+    });
     // Stopped meanwhile (a signal, a closed output): the stopping thread
     // writes the record and exits with its cause's code, never this one.
     crate::process::reaper::park_if_stopping();
-    let runs = book.lock().map(|r| r.clone()).unwrap_or_default();
+    let runs = book.get().cloned().unwrap_or_default();
     let mut final_record = recording::collect(&info, &runs, true);
     final_record.trials.splice(0..0, invalid);
     listeners.emit(&RunEvent::RunFinished(&final_record));
@@ -239,7 +249,7 @@ pub fn run(paths: &[PathBuf], options: &RunOptions, mut args: Arguments) -> Outc
 fn listeners(
     options: &RunOptions,
     info: &record::RunInfo,
-    book: &Arc<Mutex<Vec<Arc<SuiteRun>>>>,
+    book: &Book,
     trial_book: &Arc<TrialBook>,
     figure_book: &Arc<FigureBook>,
 ) -> Listeners {
@@ -251,7 +261,7 @@ fn listeners(
                 // Weak: the runs hold the listeners, which would hold them.
                 let runs = book
                     .upgrade()
-                    .and_then(|b| b.lock().ok().map(|r| r.clone()))
+                    .and_then(|b| b.get().cloned())
                     .unwrap_or_default();
                 recording::collect(&info, &runs, false)
             }),
@@ -344,7 +354,7 @@ fn no_match(filter: &str, exact: bool, names: &[&str]) -> String {
 /// output, stops every server, then writes the record of what finished and
 /// its reports before the run exits (130, or 141 for the closed output).
 fn write_when_interrupted(
-    book: &Arc<Mutex<Vec<Arc<SuiteRun>>>>,
+    book: &Book,
     info: &record::RunInfo,
     listeners: &Listeners,
     invalid: Vec<record::TrialRecord>,
@@ -352,17 +362,8 @@ fn write_when_interrupted(
     {
         let (book, info, listeners) = (Arc::clone(book), info.clone(), listeners.clone());
         crate::process::on_interrupt(Box::new(move || {
-            // A trial may hold the book for a moment; never wait on it long.
-            let runs = (0..100).find_map(|_| {
-                let runs = book.try_lock().ok().map(|r| r.clone());
-                if runs.is_none() {
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                runs
-            });
-            let Some(runs) = runs else {
-                return;
-            };
+            // Before the runs were planned, none has a trial to record.
+            let runs = book.get().cloned().unwrap_or_default();
             let mut rec = recording::collect(&info, &runs, false);
             rec.trials.splice(0..0, invalid.iter().cloned());
             record::merge_journal(&mut rec, &info.dir);

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use futures_util::StreamExt as _;
 
 use super::outcome::{Cause, Stop, Verdict};
-use super::session::{SuiteRun, once};
+use super::session::{Execution, once};
 use super::target::Connected;
 use crate::check::failure::{Sent, assertions_failed, request_failed};
 use crate::check::message::Message;
@@ -17,7 +17,7 @@ use crate::client::CallRequest;
 use crate::record::FailureKind;
 use crate::suite::{Api, DatasetProbe, DatasetTask, Input, Numerics, Sampling, SnapshotMode};
 
-impl SuiteRun {
+impl Execution {
     /// Runs probe `index` once; later calls return the first verdict.
     pub fn probe(&self, index: usize) -> Verdict {
         once(
@@ -39,7 +39,7 @@ impl SuiteRun {
                 let probe = &self.suite.probes[index];
                 let target = self.connected()?;
                 let probe_verdict = self.probe(index);
-                let answer = self.probes.read(index, |p| p.answer.clone()).flatten();
+                let answer = self.probes.read(index, |p| p.answer.clone());
                 let Some((text, info)) = answer else {
                     let why = probe_verdict
                         .err()
@@ -298,7 +298,7 @@ impl SuiteRun {
             }
             out
         });
-        self.probes.write(index, |p| p.graded = Some(results));
+        let _ = self.graded[index].set(results);
         verdict.map_err(probe_failed)
     }
 }

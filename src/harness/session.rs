@@ -5,9 +5,11 @@
 //! passed in this run. Whether the server is still there after a trial is
 //! `liveness.rs`'s.
 
+use std::cell::{RefCell, RefMut};
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use tokio::runtime::Runtime;
 
@@ -56,19 +58,20 @@ pub struct Plan {
     pub skipped_probes: Vec<usize>,
 }
 
-/// Where a suite run's server stands, under one lock: how many selected
-/// trials are still to finish (the last one stops the server), whether it
-/// was lost and why, whether it was stopped.
+/// Where a suite run's server stands: how many selected trials are still
+/// to finish (the last one stops the server), whether it was lost and why.
 #[derive(Debug, Default)]
 pub(super) struct Lifecycle {
     remaining: usize,
     /// Why the server can no longer be trusted (it died, hung or logged a
     /// fatal line): the remaining trials fail fast with it.
     pub(super) lost: Option<String>,
-    stopped: bool,
 }
 
-/// A suite being run (once per variant).
+/// A suite being run (once per variant), as everyone may read it: the
+/// suite, its target once reached, the server's documents, the datasets
+/// graded. What its trials settle is its [`Execution`]'s, which the run
+/// loop owns.
 pub struct SuiteRun {
     /// The suite.
     pub suite: Suite,
@@ -80,16 +83,34 @@ pub struct SuiteRun {
     /// Its server, or why it could not be reached; set by the first trial
     /// that needs it (a launched server starts then, not before).
     pub(super) target: OnceLock<Result<Connected, TargetError>>,
-    /// Where the server stands.
-    lifecycle: Mutex<Lifecycle>,
+    /// Whether its launched server was stopped.
+    stopped: AtomicBool,
     pub(super) runtime: Arc<Runtime>,
+    pub(super) documents: Documents,
+    /// Each dataset probe's graded items, once it ran.
+    pub(super) graded: Vec<OnceLock<Vec<accuracy::ItemResult>>>,
+}
+
+/// A suite run as its trials run it, on the run loop's thread alone (it
+/// is not `Sync`): the state its trials settle, without a lock.
+pub(crate) struct Execution {
+    run: Arc<SuiteRun>,
+    /// Where the server stands.
+    lifecycle: RefCell<Lifecycle>,
     /// Each config check's verdict, once it ran.
     pub(super) configs: Slots<Option<Verdict>>,
-    pub(super) documents: Documents,
     /// What each probe's trials settled.
     pub(super) probes: Slots<ProbeState>,
     /// What each gate's trials settled.
     pub(super) gates: Slots<GateState>,
+}
+
+impl std::ops::Deref for Execution {
+    type Target = SuiteRun;
+
+    fn deref(&self) -> &SuiteRun {
+        &self.run
+    }
 }
 
 /// What a probe's trials have settled so far.
@@ -103,8 +124,6 @@ pub(super) struct ProbeState {
     pub(super) answer: Option<(String, serde_json::Value)>,
     /// Its snapshot's verdict, once compared.
     pub(super) snapshot: Option<Verdict>,
-    /// A dataset probe's graded items, once it ran.
-    pub(super) graded: Option<Vec<accuracy::ItemResult>>,
 }
 
 /// What a gate's trials have settled so far.
@@ -117,26 +136,24 @@ pub(super) struct GateState {
 }
 
 /// One stage's state: a slot per item (a probe, a gate, a config check),
-/// in the suite's order.
+/// in the suite's order. Borrowed only for the moment `read` or `write`
+/// runs: a trial runs others (its prerequisites), which read their own.
 #[derive(Debug)]
-pub(super) struct Slots<T>(Mutex<Vec<T>>);
+pub(super) struct Slots<T>(RefCell<Vec<T>>);
 
 impl<T: Clone + Default> Slots<T> {
     fn new(items: usize) -> Self {
-        Self(Mutex::new(vec![T::default(); items]))
+        Self(RefCell::new(vec![T::default(); items]))
     }
 
-    /// What `f` reads of item `index`'s slot (nothing when the lock is
-    /// poisoned: a trial panicked holding it).
-    pub(super) fn read<R>(&self, index: usize, f: impl FnOnce(&T) -> R) -> Option<R> {
-        self.0.lock().ok().map(|s| f(&s[index]))
+    /// What `f` reads of item `index`'s slot.
+    pub(super) fn read<R>(&self, index: usize, f: impl FnOnce(&T) -> R) -> R {
+        f(&self.0.borrow()[index])
     }
 
     /// Changes item `index`'s slot.
     pub(super) fn write(&self, index: usize, f: impl FnOnce(&mut T)) {
-        if let Ok(mut s) = self.0.lock() {
-            f(&mut s[index]);
-        }
+        f(&mut self.0.borrow_mut()[index]);
     }
 }
 
@@ -150,12 +167,10 @@ impl SuiteRun {
             variant: plan.variant.clone(),
             plan,
             target: OnceLock::new(),
-            lifecycle: Mutex::default(),
+            stopped: AtomicBool::new(false),
             runtime,
-            configs: Slots::new(suite.expect_server.len()),
             documents: Documents::default(),
-            probes: Slots::new(suite.probes.len()),
-            gates: Slots::new(suite.gates.len()),
+            graded: suite.probes.iter().map(|_| OnceLock::new()).collect(),
             suite,
         }
     }
@@ -172,7 +187,7 @@ impl SuiteRun {
     pub fn dataset_records(&self) -> Vec<crate::record::DatasetRecord> {
         let graded = self.suite.probes.iter().enumerate().filter_map(|(i, p)| {
             let ds = p.dataset.as_ref()?;
-            Some((&p.name, ds, self.probes.read(i, |s| s.graded.clone())??))
+            Some((&p.name, ds, self.graded[i].get()?))
         });
         graded
             .map(|(probe, ds, items)| {
@@ -246,28 +261,61 @@ impl SuiteRun {
         &self.runtime
     }
 
-    /// Counts a selected trial; the last to finish stops a launched server.
-    pub fn expect_trial(&self) {
-        self.lifecycle().remaining += 1;
-    }
-
-    /// The server's state; a trial that panicked holding it leaves it as it
-    /// was.
-    pub(super) fn lifecycle(&self) -> std::sync::MutexGuard<'_, Lifecycle> {
-        self.lifecycle
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// How the trials that ran so far ended.
     pub fn outcomes(&self) -> Vec<crate::record::TrialRecord> {
         self.plan.trials.of(&self.label)
     }
 
+    /// Stops a launched server (after the suite's last trial).
+    pub fn stop_server(&self) {
+        let Some(Ok(Connected {
+            server: Some(s), ..
+        })) = self.target.get()
+        else {
+            return;
+        };
+        if !self.stopped.swap(true, Ordering::SeqCst) {
+            let how = s.stop();
+            eprintln!(
+                "servegate: stopped the server of `{}` ({})",
+                self.label,
+                how.map_or_else(|| "status unknown".to_owned(), |e| e.to_string())
+            );
+        }
+    }
+}
+
+impl Execution {
+    /// The run of `run`'s trials, none settled yet.
+    pub(crate) fn new(run: Arc<SuiteRun>) -> Self {
+        Self {
+            lifecycle: RefCell::default(),
+            configs: Slots::new(run.suite.expect_server.len()),
+            probes: Slots::new(run.suite.probes.len()),
+            gates: Slots::new(run.suite.gates.len()),
+            run,
+        }
+    }
+
+    /// The suite run, as everyone may read it.
+    pub(super) fn shared(&self) -> Arc<SuiteRun> {
+        Arc::clone(&self.run)
+    }
+
+    /// Counts a selected trial; the last to finish stops a launched server.
+    pub(super) fn expect_trial(&self) {
+        self.lifecycle().remaining += 1;
+    }
+
+    /// The server's state.
+    pub(super) fn lifecycle(&self) -> RefMut<'_, Lifecycle> {
+        self.lifecycle.borrow_mut()
+    }
+
     /// Runs one trial (its item written at `loc`): fails fast once the
     /// server is lost, checks the server after the trial, records the
     /// outcome, stops the server after the last trial.
-    pub fn trial(
+    pub(super) fn trial(
         &self,
         id: &crate::record::TrialId,
         loc: crate::suite::node::Loc,
@@ -288,7 +336,7 @@ impl SuiteRun {
         let exchange = (id.stage == crate::record::Stage::Correctness && id.part.is_none())
             .then(|| self.suite.probes.iter().position(|p| p.name == id.item))
             .flatten()
-            .and_then(|i| self.probes.read(i, |p| p.exchange.clone()).flatten());
+            .and_then(|i| self.probes.read(i, |p| p.exchange.clone()));
         self.plan
             .listeners
             .emit(&RunEvent::TrialFinished(&crate::record::TrialRecord {
@@ -330,29 +378,10 @@ impl SuiteRun {
         }
         verdict
     }
-
-    /// Stops a launched server (after the suite's last trial).
-    pub fn stop_server(&self) {
-        let Some(Ok(Connected {
-            server: Some(s), ..
-        })) = self.target.get()
-        else {
-            return;
-        };
-        let already = std::mem::replace(&mut self.lifecycle().stopped, true);
-        if !already {
-            let how = s.stop();
-            eprintln!(
-                "servegate: stopped the server of `{}` ({})",
-                self.label,
-                how.map_or_else(|| "status unknown".to_owned(), |e| e.to_string())
-            );
-        }
-    }
 }
 
 /// The verdict `field` picks of item `index`'s slot, running `run` to
-/// fill it the first time (the lock is not held while it runs: a trial
+/// fill it the first time (the slot is not borrowed while it runs: a trial
 /// runs others, which read their own slots).
 pub(super) fn once<T: Clone + Default>(
     slots: &Slots<T>,
@@ -360,11 +389,7 @@ pub(super) fn once<T: Clone + Default>(
     field: fn(&mut T) -> &mut Option<Verdict>,
     run: impl FnOnce() -> Verdict,
 ) -> Verdict {
-    let done = slots
-        .0
-        .lock()
-        .ok()
-        .and_then(|mut s| field(&mut s[index]).clone());
+    let done = field(&mut slots.0.borrow_mut()[index]).clone();
     if let Some(done) = done {
         return done;
     }

@@ -1,20 +1,19 @@
 //! Building the trial list: each suite run's trials named and in run order
-//! ([`Names`]), the notes on prerequisites that run first, the turns that
-//! keep trials one at a time ([`Turns`]), and the list of `--list`.
+//! ([`Names`]), the notes on prerequisites that run first, each selected
+//! trial a step of the run loop ([`Executor`]), and the list of `--list`.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Trial};
 
 use super::events::{FigureBook, Listeners, TrialBook};
+use super::executor::{self, Executor, Item};
 use super::loading::Loaded;
-use super::session::{self, Plan, SuiteRun};
+use super::session::{Execution, Plan, SuiteRun};
 use super::target;
 use crate::record::{Part, Stage, TrialId};
-use crate::suite::node::Loc;
-use crate::suite::{LoadFailure, SnapshotMode, Suite};
+use crate::suite::{SnapshotMode, Suite};
 
 /// Trials of one run of a suite (`label`: `<suite>` or
 /// `<suite>[<variant>]`), in run order: config checks, each probe followed
@@ -85,94 +84,42 @@ impl Names {
 
     /// Every trial in run order: its name, where its item is written, what
     /// runs it and the item's index in its list.
-    fn in_order(self, suite: &Suite) -> Vec<(TrialId, Loc, Each, usize)> {
-        let mut out: Vec<(TrialId, Loc, Each, usize)> = Vec::new();
+    fn in_order(self, suite: &Suite) -> Vec<Item> {
+        let mut out = Vec::new();
+        let mut push = |id, loc, each, index| {
+            out.push(Item {
+                id,
+                loc,
+                each,
+                index,
+            });
+        };
         for (i, name) in self.configs.into_iter().enumerate() {
-            out.push((name, suite.expect_server[i].loc, SuiteRun::config, i));
+            push(name, suite.expect_server[i].loc, Execution::config, i);
         }
         let mut snapshots = self.snapshots.into_iter().peekable();
         for (i, name) in self.probes.into_iter().enumerate() {
             let loc = suite.probes[i].loc;
-            out.push((name, loc, SuiteRun::probe, i));
+            push(name, loc, Execution::probe, i);
             if let Some((_, snap)) = snapshots.next_if(|(p, _)| *p == i) {
-                out.push((snap, loc, SuiteRun::snapshot, i));
+                push(snap, loc, Execution::snapshot, i);
             }
         }
         let mut rechecks = self.rechecks.into_iter().peekable();
         for (i, name) in self.gates.into_iter().enumerate() {
-            out.push((name, suite.gates[i].loc, SuiteRun::gate, i));
+            push(name, suite.gates[i].loc, Execution::gate, i);
             if let Some((_, recheck)) = rechecks.next_if(|(g, _)| *g == i) {
                 let loc = suite.gates[i]
                     .recheck
                     .as_ref()
                     .map_or(suite.gates[i].loc, |r| r.loc);
-                out.push((recheck, loc, SuiteRun::recheck, i));
+                push(recheck, loc, Execution::recheck, i);
             }
         }
         for (i, name) in self.curves.into_iter().enumerate() {
-            out.push((name, suite.curves[i].loc, SuiteRun::curve, i));
+            push(name, suite.curves[i].loc, Execution::curve, i);
         }
         out
-    }
-}
-
-/// Trials taking turns: libtest-mimic runs them on two worker threads, so
-/// that it prints each `test … ok` line after its trial ended and what a
-/// trial prints (a server launched or stopped, a snapshot recorded) comes
-/// before that line, never inside it; the turns keep them one at a time and
-/// in order.
-///
-/// A worker sends its trial's outcome to be printed after the trial's
-/// closure returned, so a turn passed on inside the closure would let a
-/// quick next trial (a snapshot's comparison) be printed first on a busy
-/// machine. The turn is passed on by the worker itself once it is back for
-/// its next trial (or, with none left, as it ends): after its outcome was
-/// sent.
-#[derive(Default)]
-pub(super) struct Turns {
-    next: Mutex<usize>,
-    changed: std::sync::Condvar,
-}
-
-/// A turn whose trial ended, passed on when dropped.
-struct Ended(Arc<Turns>);
-
-impl Drop for Ended {
-    fn drop(&mut self) {
-        if let Ok(mut next) = self.0.next.lock() {
-            *next += 1;
-        }
-        self.0.changed.notify_all();
-    }
-}
-
-thread_local! {
-    /// The turn this worker's last trial took, until the worker is back for
-    /// its next trial or ends (its outcome was sent by then).
-    static ENDED: std::cell::RefCell<Option<Ended>> = const { std::cell::RefCell::new(None) };
-}
-
-impl Turns {
-    /// Runs `f` once every trial with an earlier turn has ended and its
-    /// outcome was handed to libtest.
-    pub(super) fn take<R>(self: &Arc<Self>, turn: usize, f: impl FnOnce() -> R) -> R {
-        // This worker's previous trial's outcome has been sent: pass its
-        // turn on.
-        drop(ENDED.with(|e| e.borrow_mut().take()));
-        if let Ok(mut next) = self.next.lock() {
-            while *next < turn {
-                next = match self.changed.wait(next) {
-                    Ok(n) => n,
-                    Err(_) => break,
-                };
-            }
-        }
-        // Held even when the trial panics (libtest catches it and sends the
-        // failure).
-        let ended = Ended(Arc::clone(self));
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-        ENDED.with(|e| *e.borrow_mut() = Some(ended));
-        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 }
 
@@ -180,7 +127,6 @@ impl Turns {
 pub(super) struct Context<'a> {
     pub(super) args: &'a Arguments,
     pub(super) runtime: &'a Arc<tokio::runtime::Runtime>,
-    pub(super) book: &'a Arc<Mutex<Vec<Arc<SuiteRun>>>>,
     /// Every gate's figures, by suite and variant.
     pub(super) figures: &'a Arc<FigureBook>,
     /// Every trial's record.
@@ -189,8 +135,6 @@ pub(super) struct Context<'a> {
     pub(super) listeners: &'a Listeners,
     pub(super) dir: &'a Path,
     pub(super) target_override: Option<&'a str>,
-    /// The turns of the trials that run, and how many were handed out.
-    pub(super) turns: (Arc<Turns>, AtomicUsize),
     /// What this run does with new and changed answers.
     pub(super) snapshots: &'a crate::check::snapshot::Policy,
     /// `baseline save`: `baseline` bounds are not applied.
@@ -202,16 +146,13 @@ pub(super) struct Context<'a> {
 }
 
 impl Context<'_> {
-    /// Whether the trial `name` runs (not filtered out); then its turn.
-    pub(super) fn turn(&self, name: &str) -> Option<usize> {
+    /// Whether the trial `name` runs: libtest's filter, `--skip` and
+    /// `--ignored` keep it.
+    pub(super) fn runs(&self, name: &str) -> bool {
         let trial = Trial::test(name, || Ok(()));
-        (!self.args.is_filtered_out(&trial) && !self.args.is_ignored(&trial))
-            .then(|| self.turns.1.fetch_add(1, Ordering::SeqCst))
+        !self.args.is_filtered_out(&trial) && !self.args.is_ignored(&trial)
     }
 }
-
-/// Runs item `index` of a stage of a suite run.
-type Each = fn(&SuiteRun, usize) -> session::Verdict;
 
 /// Adds the trials of one run of `suite` (one variant, or the suite alone).
 pub(super) fn add_run(
@@ -219,9 +160,9 @@ pub(super) fn add_run(
     suite: &Suite,
     label: &str,
     variant: Option<crate::suite::Variant>,
+    executor: &mut Executor,
     trials: &mut Vec<Trial>,
 ) {
-    let (runtime, book) = (ctx.runtime, ctx.book);
     let names = Names::of(suite, label);
     let selected = |id: &TrialId| !ctx.args.is_filtered_out(&Trial::test(id.name(), || Ok(())));
     // A probe `--skip` leaves out is left out of the gates' prerequisites
@@ -268,7 +209,7 @@ pub(super) fn add_run(
         history: ctx.history.clone(),
         skipped_probes: skipped_probes.clone(),
     };
-    let run = Arc::new(SuiteRun::new(suite.clone(), plan, Arc::clone(runtime)));
+    let run = Arc::new(SuiteRun::new(suite.clone(), plan, Arc::clone(ctx.runtime)));
     if target::launches(suite, ctx.target_override) {
         eprintln!(
             "servegate: suite `{label}` → a server launched before its first trial (target.launch at {}:{})",
@@ -348,29 +289,20 @@ pub(super) fn add_run(
             "note: suite `{label}`: the gates of its {unrun} selected recheck(s) run first: a recheck asks during its gate's load"
         );
     }
-    for (id, loc, each, i) in names.in_order(suite) {
-        let name = id.name();
-        let turn = ctx.turn(&name);
-        if turn.is_some() {
-            run.expect_trial();
-        }
-        let (r, turns) = (Arc::clone(&run), Arc::clone(&ctx.turns.0));
-        trials.push(Trial::test(name, move || {
-            let body = || r.trial(&id, loc, || each(&r, i)).map_err(Into::into);
-            match turn {
-                Some(turn) => turns.take(turn, body),
-                None => body(),
-            }
-        }));
-    }
-    if let Ok(mut runs) = book.lock() {
-        runs.push(run);
-    }
+    executor.add_run(
+        Execution::new(run),
+        names.in_order(suite),
+        |name| ctx.runs(name),
+        trials,
+    );
 }
 
 pub(super) fn listing(loaded: &Loaded) -> Vec<Trial> {
     match loaded {
-        Loaded::Failed(failure) => vec![load_trial(failure.clone(), None)],
+        Loaded::Failed(f) => vec![executor::unloaded(
+            TrialId::load(&f.name).name(),
+            f.message.clone(),
+        )],
         Loaded::Suite(suite) => Names::labels(suite)
             .into_iter()
             .flat_map(|(label, variant)| {
@@ -387,56 +319,6 @@ fn named_only(names: Names, suite: &Suite) -> Vec<Trial> {
     names
         .in_order(suite)
         .into_iter()
-        .map(|(id, ..)| Trial::test(id.name(), || Ok(())))
+        .map(|item| Trial::test(item.id.name(), || Ok(())))
         .collect()
-}
-
-/// The one trial of a suite file that could not be loaded: it fails with
-/// every problem of the file, in its turn when it has one.
-pub(super) fn load_trial(f: LoadFailure, turn: Option<(Arc<Turns>, usize)>) -> Trial {
-    Trial::test(TrialId::load(&f.name).name(), move || {
-        let fail = || Err(f.message.clone().into());
-        match &turn {
-            Some((turns, t)) => turns.take(*t, fail),
-            None => fail(),
-        }
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A trial's turn passes on only once its worker is back for its next
-    /// trial or ended, that is after libtest was sent its outcome: a next
-    /// trial never runs (and so is never printed) before the outcome of the
-    /// one before it was sent, however slow the sending worker is.
-    #[test]
-    fn a_turn_passes_on_after_its_outcome_was_sent() {
-        let turns = Arc::new(Turns::default());
-        let events = Arc::new(Mutex::new(Vec::new()));
-        let log = |e: &'static str| {
-            let events = Arc::clone(&events);
-            move || events.lock().unwrap().push(e)
-        };
-        std::thread::scope(|scope| {
-            // libtest's worker: the trial's closure, then (later, on a busy
-            // machine) the send of its outcome, then the thread ends.
-            let (t, first, sent) = (Arc::clone(&turns), log("first ran"), log("first sent"));
-            scope.spawn(move || {
-                t.take(0, first);
-                std::thread::sleep(std::time::Duration::from_millis(100));
-                sent();
-            });
-            let (t, second) = (Arc::clone(&turns), log("second ran"));
-            scope.spawn(move || {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-                t.take(1, second);
-            });
-        });
-        assert_eq!(
-            *events.lock().unwrap(),
-            ["first ran", "first sent", "second ran"]
-        );
-    }
 }

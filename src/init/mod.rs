@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::harness::events::TargetLines;
-use crate::harness::{FigureBook, Listener, Listeners, Plan, SuiteRun};
+use crate::harness::{Execution, FigureBook, Listener, Listeners, Plan, SuiteRun};
 use crate::suite::{Api, Contract, load_text};
 
 mod bounds;
@@ -214,7 +214,7 @@ fn suite_run(
     text: &str,
     runtime: &Arc<tokio::runtime::Runtime>,
     client_limited: Option<crate::suite::OnClientLimited>,
-) -> SuiteRun {
+) -> Execution {
     let suite = load_text(path, text, &|name| std::env::var(name).ok())
         .unwrap_or_else(|e| panic!("a calibration suite does not load:\n{e}\n{text}"));
     let figures = Arc::new(FigureBook::default());
@@ -238,7 +238,7 @@ fn suite_run(
         history: crate::history::Location::Off,
         skipped_probes: Vec::new(),
     };
-    SuiteRun::new(suite, plan, Arc::clone(runtime))
+    Execution::new(Arc::new(SuiteRun::new(suite, plan, Arc::clone(runtime))))
 }
 
 /// What the calibration found out about the server.
@@ -382,7 +382,7 @@ fn calibrate(o: &Options, base_url: &str, name: &str) -> Result<Measured, Error>
     // Server strings go into comments: one line each, whatever they hold.
     let server = crate::text::printable(&server).into_owned();
     let description = crate::text::printable(&connected.description).into_owned();
-    let failed_tries = |run: &SuiteRun, i: usize| -> Vec<String> {
+    let failed_tries = |run: &Execution, i: usize| -> Vec<String> {
         (0..PROBE_TRIES)
             .filter_map(|t| run.probe(i * PROBE_TRIES + t).err())
             .map(|stop| stop.headline())
