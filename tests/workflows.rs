@@ -121,7 +121,8 @@ fn ci_runs_the_tests_and_keeps_the_report() {
 
 /// `.ci/run`'s closing lines count each test binary's own result (not a
 /// `test result:` line quoted inside a failure message), name the failing
-/// trials and the binaries that printed no result.
+/// trials and the binaries that printed no result, and say which binaries
+/// took longest.
 #[test]
 fn the_ci_summary_counts_only_libtests_own_lines() {
     let ci = std::fs::read_to_string(".ci/run").unwrap();
@@ -136,7 +137,8 @@ fn the_ci_summary_counts_only_libtests_own_lines() {
         .expect("python3 runs");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "ci: 2 passed, 1 failed, 1 ignored\n\
+        "ci: longest: tests/b.rs 70 s, tests/a.rs 12 s (of 83 s in tests)\n\
+         ci: 2 passed, 1 failed, 1 ignored\n\
          ci: FAILED tests/a.rs: y\n\
          ci: tests/c.rs printed no result (it crashed or did not build)\n"
     );

@@ -8,7 +8,7 @@
 //! Here: where the history is ([`Location`]), what a run becomes in it
 //! (`rows.rs`) and the reads the commands make ([`History`]); `schema.rs`:
 //! the tables and their migrations, the same SQL for every store;
-//! `sqlite.rs` and `postgres.rs`: the two stores, behind [`Store`].
+//! `sqlite.rs` and `postgres/`: the two stores, behind [`Store`].
 //!
 //! The schema is documented in `docs/src/history.md` for people who point
 //! a dashboard (Grafana reads SQLite) at it without servegate.
@@ -112,6 +112,14 @@ pub enum HistoryError {
         /// Its version.
         found: i64,
     },
+    /// A PostgreSQL history, named to a servegate built without its store.
+    #[error(
+        "the history at {at} is a PostgreSQL database, but this servegate was built without the `postgres` feature (on by default): build it with `--features postgres`, or name a SQLite history (--history FILE, {HISTORY_ENV})"
+    )]
+    NotBuilt {
+        /// The history, its password hidden.
+        at: String,
+    },
     /// The history is off.
     #[error("the history is off ({HISTORY_ENV}=off or --history off): nothing to read")]
     Off,
@@ -163,7 +171,7 @@ impl History {
     pub fn open(location: &Location) -> Result<History, HistoryError> {
         let store: Box<dyn Store> = match location {
             Location::Sqlite(path) => Box::new(sqlite::Sqlite::open(path)?),
-            Location::Postgres(url) => Box::new(postgres::Postgres::open(url)?),
+            Location::Postgres(url) => postgres::open(url)?,
             Location::Off => return Err(HistoryError::Off),
         };
         Ok(History { store })

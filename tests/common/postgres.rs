@@ -1,8 +1,9 @@
 //! A throwaway PostgreSQL cluster for a test (`scripts/postgres.sh`):
 //! started on a free loopback port, stopped and removed when dropped.
-//! Where PostgreSQL is not installed the test says so and proves nothing
-//! of it — unless `SERVEGATE_REQUIRE_POSTGRES` is set (`.ci/run`, once it
-//! installed PostgreSQL), where that fails the test.
+//! Where PostgreSQL is not installed, or servegate is built without its
+//! `postgres` feature, the test says so and proves nothing of it — unless
+//! `SERVEGATE_REQUIRE_POSTGRES` is set (`.ci/run`, once it installed
+//! PostgreSQL), where that fails the test.
 
 use std::path::PathBuf;
 
@@ -29,20 +30,19 @@ impl Postgres {
     }
 
     fn start_with(test: &str, tls: bool) -> Option<Postgres> {
+        if !cfg!(feature = "postgres") {
+            return skipped(test, "servegate is built without its `postgres` feature");
+        }
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/postgres.sh");
         let installed = std::process::Command::new("bash")
             .args([script, "bin"])
             .output()
             .is_ok_and(|o| o.status.success());
         if !installed {
-            assert!(
-                std::env::var_os("SERVEGATE_REQUIRE_POSTGRES").is_none(),
-                "{test}: SERVEGATE_REQUIRE_POSTGRES is set but PostgreSQL's initdb is not installed"
+            return skipped(
+                test,
+                "PostgreSQL is not installed (no initdb; `bash scripts/postgres.sh install`)",
             );
-            eprintln!(
-                "{test}: skipped: PostgreSQL is not installed (no initdb; `bash scripts/postgres.sh install`): the PostgreSQL history was not exercised"
-            );
-            return None;
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -75,4 +75,16 @@ impl Drop for Postgres {
             .arg(&self.dir)
             .status();
     }
+}
+
+/// A test that cannot have its cluster says `why` and proves nothing of
+/// the PostgreSQL history; where `SERVEGATE_REQUIRE_POSTGRES` is set, it
+/// fails.
+fn skipped(test: &str, why: &str) -> Option<Postgres> {
+    assert!(
+        std::env::var_os("SERVEGATE_REQUIRE_POSTGRES").is_none(),
+        "{test}: SERVEGATE_REQUIRE_POSTGRES is set but {why}"
+    );
+    eprintln!("{test}: skipped: {why}: the PostgreSQL history was not exercised");
+    None
 }

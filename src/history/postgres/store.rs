@@ -1,19 +1,17 @@
-//! The PostgreSQL store: one database a team's runners share. The URL
-//! comes from the environment (`SERVEGATE_HISTORY`, a CI secret), never a
-//! suite file; its password, or `PGPASSWORD`'s, is registered as a secret
-//! and never printed. TLS where the URL asks (`sslmode=require`; the
-//! default `prefer` uses it where the server offers it), the server's
-//! certificate always verified: against the system's roots, or the
-//! certificates of `sslrootcert=FILE`. Migrations run under a
-//! transaction-scoped advisory lock, so runners that start at once on a
-//! new database create it once; each run is one transaction.
+//! The PostgreSQL store (the `postgres` feature): TLS where the URL asks
+//! (`sslmode=require`; the default `prefer` uses it where the server
+//! offers it), the server's certificate always verified: against the
+//! system's roots, or the certificates of `sslrootcert=FILE`. Migrations
+//! run under a transaction-scoped advisory lock, so runners that start at
+//! once on a new database create it once; each run is one transaction.
 
 use std::str::FromStr as _;
 
 use postgres::{Client, NoTls, Transaction, config::SslMode};
 
-use super::schema::{self, MIGRATIONS, VERSION};
-use super::{HistoryError, Point, PointRow, RunRow, SeriesKey};
+use super::PostgresUrl;
+use crate::history::schema::{self, MIGRATIONS, VERSION};
+use crate::history::{HistoryError, Point, PointRow, RunRow, SeriesKey};
 
 /// The advisory lock key migrations hold ("sg" and the schema's table).
 const MIGRATION_LOCK: i64 = 0x7367_5f73_6368_656d;
@@ -22,119 +20,6 @@ const MIGRATION_LOCK: i64 = 0x7367_5f73_6368_656d;
 pub struct Postgres {
     client: Client,
     at: String,
-}
-
-/// A PostgreSQL history's URL (`postgres://user@host/db?…`): the one
-/// value that holds its password, parsed once. Whatever shows it
-/// ([`std::fmt::Display`], [`std::fmt::Debug`], every message built from
-/// it) shows no password in any form libpq's URI takes — `user:pw@`,
-/// `?password=pw` (its key percent-encoded too) — and the passwords it
-/// holds, `PGPASSWORD`'s with them, are registered with the scrubber as
-/// it is made, so a driver's or server's message that repeats one is
-/// scrubbed too.
-#[derive(Clone, PartialEq, Eq)]
-pub struct PostgresUrl(String);
-
-impl PostgresUrl {
-    /// The URL, its passwords registered as secrets.
-    pub fn new(url: &str) -> PostgresUrl {
-        for raw in url_passwords(url) {
-            crate::secrets::add(raw);
-            crate::secrets::add(&percent_encoding::percent_decode_str(raw).decode_utf8_lossy());
-        }
-        if let Ok(password) = std::env::var("PGPASSWORD") {
-            crate::secrets::add(&password);
-        }
-        PostgresUrl(url.to_owned())
-    }
-
-    /// The URL with its password, for the driver only.
-    fn secret(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Display for PostgresUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&without_password(&self.0))
-    }
-}
-
-impl std::fmt::Debug for PostgresUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PostgresUrl({self})")
-    }
-}
-
-/// A URL split as servegate reads it to hide its passwords: the scheme,
-/// the credentials (up to the last `@` before the query), the rest of
-/// what comes before the query, and the query. Hiding is safer than the
-/// driver's parse: it ends the credentials at the first `@` anywhere (a
-/// password with an `@` would leave its tail shown), so both readings are
-/// hidden where it differs: the driver's password then is this one's head.
-fn url_parts(url: &str) -> Option<(&str, Option<&str>, &str, Option<&str>)> {
-    let (scheme, rest) = url.split_once("://")?;
-    let (base, query) = match rest.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (rest, None),
-    };
-    let (creds, host) = match base.rsplit_once('@') {
-        Some((creds, host)) => (Some(creds), host),
-        None => (None, base),
-    };
-    Some((scheme, creds, host, query))
-}
-
-/// The parts of a URL that are passwords, as written in it: after the
-/// user's `:` in the credentials, and the value of each `password`
-/// parameter.
-fn url_passwords(url: &str) -> Vec<&str> {
-    let Some((_, creds, _, query)) = url_parts(url) else {
-        return Vec::new();
-    };
-    let mut found: Vec<&str> = creds
-        .and_then(|c| c.split_once(':'))
-        .map(|(_, password)| password)
-        .into_iter()
-        .collect();
-    found.extend(
-        query
-            .into_iter()
-            .flat_map(|q| q.split('&'))
-            .filter_map(|pair| pair.split_once('='))
-            .filter(|(key, _)| is_password_key(key))
-            .map(|(_, value)| value),
-    );
-    found
-}
-
-/// Whether a URL parameter's key, percent-decoded as the driver decodes
-/// it, is `password`.
-fn is_password_key(key: &str) -> bool {
-    percent_encoding::percent_decode_str(key).decode_utf8_lossy() == "password"
-}
-
-/// `url` as messages show it: the password after the user's `:` and every
-/// `password` parameter's value replaced by `***`, and any registered
-/// secret scrubbed from what is left.
-fn without_password(url: &str) -> String {
-    let Some((scheme, creds, host, query)) = url_parts(url) else {
-        return crate::secrets::scrub(url).into_owned();
-    };
-    let creds = creds.map_or_else(String::new, |c| {
-        format!("{}:***@", c.split_once(':').map_or(c, |(user, _)| user))
-    });
-    let query = query.map_or_else(String::new, |q| {
-        let params: Vec<String> = q
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((key, _)) if is_password_key(key) => format!("{key}=***"),
-                _ => pair.to_owned(),
-            })
-            .collect();
-        format!("?{}", params.join("&"))
-    });
-    crate::secrets::scrub(&format!("{scheme}://{creds}{host}{query}")).into_owned()
 }
 
 /// The URL without `sslrootcert=FILE` (which the driver does not read),
@@ -296,7 +181,7 @@ fn insert_points(
     Ok(())
 }
 
-impl super::Store for Postgres {
+impl crate::history::Store for Postgres {
     fn insert(&mut self, runs: &[(&RunRow, &[PointRow])]) -> Result<Vec<bool>, HistoryError> {
         let written = (|| {
             let mut tx = self.client.transaction()?;
@@ -429,45 +314,7 @@ fn now() -> i64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{PostgresUrl, root_file};
-
-    #[test]
-    fn a_url_is_shown_without_its_password_in_any_form() {
-        let shown = |url: &str| PostgresUrl::new(url).to_string();
-        assert_eq!(
-            shown("postgres://sg:hunter2@db.example:5432/h?sslmode=require"),
-            "postgres://sg:***@db.example:5432/h?sslmode=require"
-        );
-        assert_eq!(shown("postgresql://sg@db/h"), "postgresql://sg:***@db/h");
-        assert_eq!(shown("postgres://db/h"), "postgres://db/h");
-        // libpq's URI takes the password as a parameter too, its key
-        // percent-encoded or not; the driver ends the credentials at the
-        // first `@`.
-        assert_eq!(
-            shown("postgres://sg@db/h?sslmode=disable&password=pw-query-canary"),
-            "postgres://sg:***@db/h?sslmode=disable&password=***"
-        );
-        assert_eq!(
-            shown("postgres://db/h?pass%77ord=pw-encoded-key&application_name=x"),
-            "postgres://db/h?pass%77ord=***&application_name=x"
-        );
-        // An `@` in the password, or in the query, leaves nothing shown.
-        assert_eq!(
-            shown("postgres://sg:p@ss-word-at@db/h"),
-            "postgres://sg:***@db/h"
-        );
-        assert_eq!(
-            shown("postgres://db:1/h?application_name=a@b&password=abc12"),
-            "postgres://db:1/h?application_name=a@b&password=***"
-        );
-        let url = PostgresUrl::new("postgres://sg@db/h?password=pw-debug-canary");
-        assert!(!format!("{url:?}").contains("pw-debug-canary"), "{url:?}");
-        // Registered: a message that repeats one is scrubbed.
-        assert_eq!(
-            crate::secrets::scrub("auth pw-query-canary failed"),
-            "auth <redacted> failed"
-        );
-    }
+    use super::root_file;
 
     #[test]
     fn sslrootcert_is_taken_out_of_the_url() {
