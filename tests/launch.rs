@@ -536,16 +536,15 @@ fn variants_run_on_their_own_servers_and_the_table_names_the_faster() {
     ] {
         assert_eq!(verdict(&text, name), "ok", "{name}");
     }
-    // Sequential: the first variant's server is stopped before the second
-    // starts; what a trial prints comes before its own `test` line and
-    // after the one before it (the run loop hands a trial nothing until
-    // libtest has the outcome of the one before).
+    // Sequential: the first variant's server is stopped (inside its last
+    // trial, so before that trial's `test` line) before the second is
+    // launched (inside its first trial, before that trial's line).
     let stopped = text.find("stopped the server of `ab[slow]`").unwrap();
     let slow_done = text.find("test ab[slow]::performance::decode ").unwrap();
     let second = text.find("for `ab-fast`").unwrap();
     let fast_first = text.find("test ab[fast]::correctness::answers ").unwrap();
     assert!(
-        stopped < slow_done && slow_done < second && second < fast_first,
+        stopped < slow_done && stopped < second && second < fast_first,
         "{text}"
     );
     assert_has(

@@ -7,10 +7,12 @@
 //!
 //! libtest-mimic stays the harness users see: it lists, filters and prints
 //! the trials, each of which waits for the outcome the loop decided and
-//! reports it. The loop hands trial `n + 1` nothing (and so prints nothing
-//! of it, not a server started or stopped) until libtest has been handed
-//! trial `n`'s outcome, so that every line a trial prints comes before its
-//! `test … ok` line and after the one before it.
+//! reports it. The loop runs a step only once libtest has started its
+//! trial (after its `running N tests` line; a trial libtest left out is
+//! not run) and has been handed the outcome of the trial before it: what a
+//! trial prints (a server launched or stopped) comes before its own
+//! `test … ok` line, and after the one before it as soon as libtest's
+//! printer, on its own thread, has written that line.
 
 use std::cell::RefCell;
 use std::convert::Infallible;
@@ -43,10 +45,11 @@ enum Work {
     Unloaded(String),
 }
 
-/// Where a trial's outcome goes: the libtest trial waiting for it, and
-/// what tells the loop libtest was handed it (the receipt's sending side
-/// is dropped then; nothing is ever sent on it).
+/// What passes between a step of the loop and its libtest trial: that
+/// the trial started, its outcome, and that libtest was handed it (the
+/// receipt's sending side is dropped then; nothing is ever sent on it).
 struct Handover {
+    started: Receiver<()>,
     outcome: SyncSender<Result<(), Failed>>,
     handed: Receiver<Infallible>,
 }
@@ -116,40 +119,46 @@ impl Executor {
     }
 
     /// Runs the loop on a thread of its own while libtest runs `trials`
-    /// (those the loop's steps report, and the others by name).
+    /// (those the loop's steps report, and the others by name). A loop
+    /// that panicked fails the trials it had not reported (they say so)
+    /// and the run.
     pub(super) fn run_as(
         self,
         args: &libtest_mimic::Arguments,
         trials: Vec<Trial>,
     ) -> std::io::Result<libtest_mimic::Conclusion> {
         std::thread::scope(|scope| {
-            std::thread::Builder::new()
+            let Executor { runs, steps } = self;
+            let run = std::thread::Builder::new()
                 .name("servegate-run".to_owned())
-                .spawn_scoped(scope, move || self.run())?;
-            Ok(libtest_mimic::run(args, trials))
+                .spawn_scoped(scope, move || {
+                    in_turn(steps, |work| match work {
+                        Work::Unloaded(problems) => Err(problems.into()),
+                        Work::Item(at, item) => run_item(&runs[at], &item),
+                    });
+                })?;
+            let mut conclusion = libtest_mimic::run(args, trials);
+            if run.join().is_err() {
+                conclusion.num_failed = conclusion.num_failed.max(1);
+            }
+            Ok(conclusion)
         })
-    }
-
-    /// Runs every step in order, each outcome handed to its trial once the
-    /// one before was reported.
-    fn run(self) {
-        for (work, handover) in self.steps {
-            let outcome = match work {
-                Work::Unloaded(problems) => Err(problems.into()),
-                Work::Item(at, item) => run_item(&self.runs[at], &item),
-            };
-            handover.hand(outcome);
-        }
     }
 }
 
-impl Handover {
-    /// Hands `outcome` to its trial and waits until libtest was handed it.
-    /// A trial libtest dropped unrun (its filter disagreed) takes no
-    /// outcome and leaves no receipt to wait for.
-    fn hand(self, outcome: Result<(), Failed>) {
-        if self.outcome.send(outcome).is_ok() {
-            let _ = self.handed.recv();
+/// Runs each step in order once its trial started, hands the trial its
+/// outcome, and waits until libtest was handed it. A trial libtest dropped
+/// unrun (its filter disagreed) is not run and leaves nothing to wait for.
+fn in_turn<W>(
+    steps: impl IntoIterator<Item = (W, Handover)>,
+    mut run: impl FnMut(W) -> Result<(), Failed>,
+) {
+    for (work, handover) in steps {
+        if handover.started.recv().is_err() {
+            continue;
+        }
+        if handover.outcome.send(run(work)).is_ok() {
+            let _ = handover.handed.recv();
         }
     }
 }
@@ -160,8 +169,8 @@ pub(super) fn unloaded(name: String, problems: String) -> Trial {
     Trial::test(name, move || Err(problems.into()))
 }
 
-/// Runs one item; a panic in it fails its trial with the panic's words, as
-/// libtest would have, and the loop goes on.
+/// Runs one item; a panic in it fails its trial as libtest would have
+/// failed it, and the loop goes on.
 fn run_item(run: &Execution, item: &Item) -> Result<(), Failed> {
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         run.trial(&item.id, item.loc, || (item.each)(run, item.index))
@@ -172,9 +181,11 @@ fn run_item(run: &Execution, item: &Item) -> Result<(), Failed> {
             let words = panic
                 .downcast_ref::<&str>()
                 .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            Err(format!("servegate panicked running this trial: {words}").into())
+                .or_else(|| panic.downcast_ref::<String>().cloned());
+            Err(words.map_or_else(
+                || "test panicked".into(),
+                |w| format!("test panicked: {w}").into(),
+            ))
         }
     }
 }
@@ -185,61 +196,98 @@ fn waiting() -> (
     impl FnOnce() -> Result<(), Failed> + Send + 'static,
     Handover,
 ) {
+    let (starts, started) = sync_channel(1);
     let (outcome, decided) = sync_channel(1);
     let (receipt, handed) = sync_channel::<Infallible>(0);
     let report = move || {
         // Back for a next trial: libtest has the last one's outcome.
         drop(REPORTED.with(|r| r.borrow_mut().take()));
+        let _ = starts.send(());
         let outcome = decided.recv().unwrap_or_else(|_| {
             Err("servegate's run loop ended before this trial's turn (see the panic above)".into())
         });
         REPORTED.with(|r| *r.borrow_mut() = Some(receipt));
         outcome
     };
-    (report, Handover { outcome, handed })
+    (
+        report,
+        Handover {
+            started,
+            outcome,
+            handed,
+        },
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
+    use std::time::Duration;
 
-    /// The loop hands a trial its outcome only once libtest was handed the
-    /// one before: however slowly a worker sends its outcome on, what the
-    /// loop does next (and prints) waits for it.
+    /// The loop runs a step only once its trial started and libtest was
+    /// handed the outcome before it, which a worker says by coming back for
+    /// its next trial (or ending): here one worker runs the first and the
+    /// fourth trials, slow to send the first one's outcome on, the other the
+    /// second; the third, which libtest dropped unrun, is not run.
     #[test]
-    fn a_next_step_waits_until_the_last_outcome_was_handed_on() {
+    fn a_step_runs_in_its_turn_after_the_last_outcome_was_handed_on() {
         let events = Arc::new(Mutex::new(Vec::new()));
         let log = |e: &'static str| {
             let events = Arc::clone(&events);
             move || events.lock().unwrap().push(e)
         };
-        let (first, first_handover) = waiting();
-        let (second, second_handover) = waiting();
-        let steps = [
-            (first_handover, log("loop ran first")),
-            (second_handover, log("loop ran second")),
-        ];
-        std::thread::scope(|scope| {
-            scope.spawn(move || {
-                for (handover, ran) in steps {
-                    ran();
-                    handover.hand(Ok(()));
-                }
+        let (first, one) = waiting();
+        let (second, two) = waiting();
+        let (dropped, three) = waiting();
+        let (fourth, four) = waiting();
+        drop(dropped);
+        let handed_on = log("first handed on");
+        let done = {
+            let (events, (sent, ends)) = (Arc::clone(&events), sync_channel(1));
+            std::thread::spawn(move || {
+                let names = [
+                    "loop ran first",
+                    "loop ran second",
+                    "loop ran the dropped",
+                    "loop ran fourth",
+                ];
+                let steps = [(0, one), (1, two), (2, three), (3, four)];
+                std::thread::scope(|scope| {
+                    scope.spawn(|| {
+                        in_turn(steps, |i| {
+                            events.lock().unwrap().push(names[i]);
+                            Ok(())
+                        });
+                    });
+                    // libtest's workers: the trial, then (later, on a busy
+                    // machine) the send of its outcome, then the next trial.
+                    scope.spawn(move || {
+                        assert!(first().is_ok());
+                        std::thread::sleep(Duration::from_millis(100));
+                        handed_on();
+                        assert!(fourth().is_ok());
+                    });
+                    scope.spawn(move || {
+                        std::thread::sleep(Duration::from_millis(10));
+                        assert!(second().is_ok());
+                    });
+                });
+                let _ = sent.send(());
             });
-            // libtest's workers: the trial, then (later, on a busy
-            // machine) the send of its outcome, then the thread ends.
-            let sent = log("first handed on");
-            scope.spawn(move || {
-                assert!(first().is_ok());
-                std::thread::sleep(std::time::Duration::from_millis(100));
-                sent();
-            });
-            scope.spawn(move || assert!(second().is_ok()));
-        });
+            ends
+        };
+        // A loop that waits for a receipt never dropped would hang.
+        done.recv_timeout(Duration::from_secs(20))
+            .expect("the loop and its trials ended");
         assert_eq!(
             *events.lock().unwrap(),
-            ["loop ran first", "first handed on", "loop ran second"]
+            [
+                "loop ran first",
+                "first handed on",
+                "loop ran second",
+                "loop ran fourth"
+            ]
         );
     }
 }
