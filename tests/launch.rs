@@ -406,6 +406,27 @@ fn a_configuration_mismatch_fails_its_check_and_gates_every_later_stage() {
             "= read from GET /server_info of http://127.0.0.1:",
         ],
     );
+    // The record says it as data: which document, which field, what was
+    // expected, what was found.
+    let record = run.figures();
+    let cause = record["trials"]
+        .as_array()
+        .and_then(|t| {
+            t.iter()
+                .find(|t| t["name"] == "mismatch::config::server_info.attention_backend")
+        })
+        .map(|t| t["cause"].clone())
+        .unwrap_or_default();
+    assert_eq!(
+        cause,
+        serde_json::json!({
+            "type": "config",
+            "document": "server_info",
+            "field": "attention_backend",
+            "expected": "expected \"fa3\"",
+            "found": "\"triton\"",
+        })
+    );
     for later in [
         "mismatch::correctness::answers",
         "mismatch::performance::decode",

@@ -28,79 +28,14 @@ fn fixture() -> RunRecord {
         .expect("the fixture is a record")
 }
 
-/// Checks `value` against the subset of JSON Schema the record's schema
-/// uses (`type`, `enum`, `required`, `properties`, `items`); the errors
-/// name the path.
-fn validate(schema: &Value, value: &Value, path: &str, errors: &mut Vec<String>) {
-    let type_name = |v: &Value| match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    };
-    if let Some(t) = schema.get("type") {
-        let allowed: Vec<&str> = match t {
-            Value::String(s) => vec![s.as_str()],
-            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
-            _ => vec![],
-        };
-        let actual = type_name(value);
-        let ok = allowed.contains(&actual) || (actual == "integer" && allowed.contains(&"number"));
-        if !ok {
-            errors.push(format!("{path}: {actual}, expected {allowed:?}"));
-            return;
-        }
-    }
-    if let Some(options) = schema.get("enum").and_then(Value::as_array)
-        && !options.contains(value)
-    {
-        errors.push(format!("{path}: {value} is not one of {options:?}"));
-    }
-    if let Value::String(text) = value {
-        if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
-            && text.chars().count() as u64 > max
-        {
-            errors.push(format!("{path}: longer than {max} characters"));
-        }
-        if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
-            && !regex::Regex::new(pattern).unwrap().is_match(text)
-        {
-            errors.push(format!("{path}: {text:?} does not match {pattern}"));
-        }
-    }
-    if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
-        && value.as_f64().is_some_and(|v| v < min)
-    {
-        errors.push(format!("{path}: {value} is below {min}"));
-    }
-    if let Value::Object(map) = value {
-        for key in schema
-            .get("required")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let key = key.as_str().unwrap_or_default();
-            if !map.contains_key(key) {
-                errors.push(format!("{path}: missing `{key}`"));
-            }
-        }
-        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-            for (key, sub) in props {
-                if let Some(v) = map.get(key) {
-                    validate(sub, v, &format!("{path}.{key}"), errors);
-                }
-            }
-        }
-    }
-    if let (Value::Array(items), Some(sub)) = (value, schema.get("items")) {
-        for (i, v) in items.iter().enumerate() {
-            validate(sub, v, &format!("{path}[{i}]"), errors);
-        }
-    }
+/// What is wrong with `value` by the record's schema, each error with the
+/// path to it.
+fn schema_errors(value: &Value) -> Vec<String> {
+    let validator = jsonschema::draft202012::new(&schema()).expect("the schema compiles");
+    validator
+        .iter_errors(value)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
 }
 
 fn schema() -> Value {
@@ -220,9 +155,7 @@ fn recorded_run(name: &str, suite: &str) -> (std::path::PathBuf, std::process::O
             )
         }))
         .unwrap();
-    let mut errors = Vec::new();
-    validate(&schema(), &record, "$", &mut errors);
-    assert_eq!(errors, Vec::<String>::new());
+    assert_eq!(schema_errors(&record), Vec::<String>::new());
     (dir, out, record)
 }
 
@@ -260,9 +193,95 @@ fn the_record_of_a_real_run_matches_its_schema() {
         &std::fs::read_to_string("tests/fixtures/report/record.json").unwrap(),
     )
     .unwrap();
-    let mut errors = Vec::new();
-    validate(&schema(), &fixture, "$", &mut errors);
-    assert_eq!(errors, Vec::<String>::new());
+    assert_eq!(schema_errors(&fixture), Vec::<String>::new());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The trial of `name` in a record.
+fn trial<'a>(record: &'a Value, name: &str) -> &'a Value {
+    record["trials"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == name))
+        .unwrap_or_else(|| panic!("no trial {name} in {record}"))
+}
+
+/// Why a trial failed is in the record as data beside its message: each
+/// assertion that failed with its line, each threshold's verdict, a
+/// request's error class, a suite file's problems at their places; the
+/// schema holds every kind of cause, and refuses one it does not know.
+#[test]
+fn a_failed_trial_says_why_as_data() {
+    let (dir, _, record) = recorded_run("cause-probe", "tests/suites/wrong_arithmetic.yaml");
+    let cause = &trial(&record, "wrong::correctness::arithmetic")["cause"];
+    assert_eq!(cause["type"], "assertions", "{cause}");
+    assert_eq!(cause["failed"][0]["line"], 13);
+    assert_eq!(
+        cause["failed"][0]["expected"],
+        "content matches regex `\\b4\\b`"
+    );
+    // A gated trial has none: its message names what it waited for.
+    let gated = trial(&record, "wrong::performance::decode");
+    assert_eq!(
+        (gated["outcome"].as_str(), gated.get("cause")),
+        (Some("gated"), None)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let (dir, _, record) = recorded_run("cause-gate", "tests/suites/too_slow.yaml");
+    let cause = &trial(&record, "too_slow::performance::decode")["cause"];
+    assert_eq!(cause["type"], "thresholds", "{cause}");
+    let failed = cause["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "only ttft.p50 fails: {cause}");
+    assert_eq!(
+        (
+            &failed[0]["key"],
+            &failed[0]["op"],
+            &failed[0]["unit"],
+            &failed[0]["line"]
+        ),
+        (
+            &Value::from("ttft.p50"),
+            &Value::from("<="),
+            &Value::from("s"),
+            &Value::from(9)
+        )
+    );
+    assert!(failed[0]["measured"].as_f64().unwrap() > failed[0]["bound"].as_f64().unwrap());
+    assert_eq!(cause["client_at_stake"], false);
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // A probe whose every stream is cut: its request's class.
+    let suite = std::env::temp_dir().join(format!("servegate-cause-{}.yaml", std::process::id()));
+    std::fs::write(
+        &suite,
+        format!(
+            "suite: cut\nsim: {{ profile: {}/fixtures/sim/aborting.yaml }}\ncorrectness:\n  - name: hello\n    prompt: hi\n    expect: [{{ contains: x }}]\n",
+            env!("CARGO_MANIFEST_DIR")
+        ),
+    )
+    .unwrap();
+    let (dir, _, record) = recorded_run("cause-request", suite.to_str().unwrap());
+    let cause = &trial(&record, "cut::correctness::hello")["cause"];
+    assert_eq!(cause["type"], "request", "{cause}");
+    assert_eq!(cause["class"], "transport", "{cause}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&suite);
+
+    let (dir, _, record) = recorded_run("cause-suite", "tests/suites/bad/typos.yaml");
+    let cause = &trial(&record, "typos::load")["cause"];
+    assert_eq!(cause["type"], "diagnostics", "{cause}");
+    let problems = cause["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 13, "{cause}");
+    assert_eq!(
+        (&problems[0]["line"], &problems[0]["column"]),
+        (&Value::from(3), &Value::from(13)),
+        "{cause}"
+    );
+    // The schema is not a sieve: a cause it does not know is refused.
+    let mut forged = record.clone();
+    forged["trials"][0]["cause"] =
+        serde_json::json!({"type": "assertions", "failed": [{"line": 1}]});
+    assert_ne!(schema_errors(&forged), Vec::<String>::new());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::outcome::Stop;
 use super::session::{Execution, Verdict, once};
 use crate::check::message::Message;
-use crate::record::FailureKind;
+use crate::record::{FailureCause, FailureKind, bounded};
 use crate::suite::{ConfigCheck, ConfigExpect};
 
 /// The value at a dotted path: object keys, list indexes.
@@ -73,11 +73,17 @@ impl Execution {
     fn run_config(&self, check: &ConfigCheck) -> Verdict {
         let target = self.connected()?;
         let file = &self.suite.file;
-        let fail = |what: String, note: String| {
+        let fail = |what: String, note: String, found: Option<&Value>| {
             let mut out = Message::of_error(what);
             out.at(file, check.loc);
             let _ = write!(out, "{note}");
-            Stop::failed(FailureKind::Config, out)
+            let cause = FailureCause::Config {
+                document: check.source.name().to_owned(),
+                field: bounded(&check.path.join(".")),
+                expected: bounded(&wanted(&check.expect)),
+                found: found.map(|v| bounded(&v.to_string())),
+            };
+            Stop::failed_for(FailureKind::Config, cause, out)
         };
         let (path, doc) = self
             .runtime()
@@ -86,6 +92,7 @@ impl Execution {
                 fail(
                     format!("{} cannot be checked: {e}", check.name),
                     String::new(),
+                    None,
                 )
             })?;
         let field = check.path.join(".");
@@ -133,6 +140,7 @@ impl Execution {
                     check.source.name()
                 ),
                 format!("  = read from GET {path}; {keys}\n"),
+                None,
             ));
         };
         if holds(&check.expect, value) {
@@ -145,6 +153,7 @@ impl Execution {
                 wanted(&check.expect)
             ),
             format!("  = read from GET {path} of {}\n", target.client.base_url()),
+            Some(value),
         ))
     }
 }

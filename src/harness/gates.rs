@@ -8,6 +8,7 @@ use super::events::GateFigures;
 use super::events::RunEvent;
 use super::judge::{NoReference, References, VariantFigures, describe_load, judge, judge_curve};
 use super::outcome::{Cause, Stop, Verdict};
+use super::probes::request_cause;
 use super::session::{Execution, once};
 use crate::load::baseline::{self, Lookup};
 use std::sync::Arc;
@@ -198,9 +199,16 @@ impl Execution {
                 )),
             };
             let metrics = measured.map_err(|e| {
-                let mut out = Message::of_error(e);
+                let mut out = Message::of_error(&e);
                 out.at(&self.suite.file, gate.loc);
-                Stop::failed(FailureKind::Gate, out)
+                match &e {
+                    LoadError::FlushCache(call) => {
+                        Stop::failed_for(FailureKind::Gate, request_cause(call), out)
+                    }
+                    LoadError::ThreadStart { .. } | LoadError::WarmUp(_) => {
+                        Stop::failed(FailureKind::Gate, out)
+                    }
+                }
             })?;
             repeats.push(metrics);
         }
@@ -266,9 +274,10 @@ impl Execution {
             variant: self.variant.as_ref().map(|v| v.name.as_str()),
             figures: &figures,
         });
+        let cause = verdict.cause();
         verdict
             .result
-            .map_err(|m| Stop::failed(FailureKind::Gate, m))
+            .map_err(|m| Stop::failed_for(FailureKind::Gate, cause, m))
     }
 }
 

@@ -48,6 +48,7 @@ pub(super) fn load_all(paths: &[PathBuf]) -> Result<Vec<Loaded>, LoadAllError> {
                         shown.display()
                     ),
                     line: None,
+                    problems: Vec::new(),
                 }),
                 None => Loaded::Suite(Box::new(s)),
             },

@@ -6,7 +6,7 @@
 use std::fmt;
 
 use crate::check::message::Message;
-use crate::record::{FailureKind, Stage, TrialId, TrialOutcome};
+use crate::record::{FailureCause, FailureKind, Stage, TrialId, TrialOutcome};
 use crate::suite::node::Loc;
 
 /// Why a trial did not pass.
@@ -23,6 +23,9 @@ pub enum Stop {
 pub struct Failure {
     /// What failed.
     pub kind: FailureKind,
+    /// Why, as data, where there is more to say than the kind (boxed: a
+    /// verdict is passed by value, and most are `Ok`).
+    pub cause: Option<Box<FailureCause>>,
     /// Where in which file, what was sent, what came back, what was
     /// expected: the whole message, its gist and places marked.
     pub message: Message,
@@ -79,8 +82,26 @@ impl Stop {
     pub fn failed(kind: FailureKind, message: impl Into<Message>) -> Self {
         Stop::Failed(Failure {
             kind,
+            cause: None,
             message: message.into(),
         })
+    }
+
+    /// A failure of `kind` for `cause`, with its message.
+    pub fn failed_for(kind: FailureKind, cause: FailureCause, message: impl Into<Message>) -> Self {
+        Stop::Failed(Failure {
+            kind,
+            cause: Some(Box::new(cause)),
+            message: message.into(),
+        })
+    }
+
+    /// Why a failed trial failed, as data.
+    pub fn cause(&self) -> Option<&FailureCause> {
+        match self {
+            Stop::Failed(f) => f.cause.as_deref(),
+            Stop::Gated(_) => None,
+        }
     }
 
     /// The trial's outcome, for the record.
@@ -133,6 +154,7 @@ impl Stop {
         match self {
             Stop::Failed(failure) => Stop::Failed(Failure {
                 message: failure.message.map_text(&f),
+                cause: failure.cause.map(|c| Box::new(c.map_text(&f))),
                 ..failure
             }),
             Stop::Gated(Cause::ServerLost(text)) => Stop::Gated(Cause::ServerLost(f(&text))),

@@ -13,9 +13,12 @@ use super::target::Connected;
 use crate::check::failure::{Sent, assertions_failed, request_failed};
 use crate::check::message::Message;
 use crate::check::{accuracy, contract, evaluate, humaneval, numerics, snapshot};
-use crate::client::CallRequest;
-use crate::record::FailureKind;
-use crate::suite::{Api, DatasetProbe, DatasetTask, Input, Numerics, Sampling, SnapshotMode};
+use crate::client::{CallError, CallRequest, ErrorKind};
+use crate::record::{CheckFailed, FailureCause, FailureKind, SnapshotState};
+use crate::suite::node::Loc;
+use crate::suite::{
+    Api, DatasetProbe, DatasetTask, Input, Numerics, Sampling, SnapshotMode, SourceFile,
+};
 
 impl Execution {
     /// Runs probe `index` once; later calls return the first verdict.
@@ -70,8 +73,16 @@ impl Execution {
                         );
                         Ok(())
                     }
-                    Err(changed) => Err(Stop::failed(
+                    Err(changed) => Err(Stop::failed_for(
                         FailureKind::Snapshot,
+                        FailureCause::Snapshot {
+                            path: snapshot::shown_path(&changed.path),
+                            state: match &changed.stored {
+                                None => SnapshotState::New,
+                                Some(Ok(_)) => SnapshotState::Changed,
+                                Some(Err(_)) => SnapshotState::Unreadable,
+                            },
+                        },
                         changed.message(file, probe.loc, probe.snapshot == SnapshotMode::Gate),
                     )),
                 }
@@ -121,7 +132,7 @@ impl Execution {
         let completion = self
             .runtime
             .block_on(target.client.complete(&req))
-            .map_err(|e| probe_failed(request_failed(file, probe.loc, &sent, &e)))?;
+            .map_err(|e| request_stop(file, probe.loc, &sent, &e))?;
         let mut code_runs = Vec::new();
         let failed: Vec<_> = probe
             .expect
@@ -163,24 +174,28 @@ impl Execution {
         if failed.is_empty() && problems.is_empty() {
             Ok(())
         } else {
-            Err(probe_failed(assertions_failed(
-                file,
-                &sent,
-                &completion,
-                &failed,
-                &problems,
-            )))
+            let cause = FailureCause::Assertions {
+                failed: problems
+                    .iter()
+                    .map(|p| CheckFailed::new(&p.error, None, p.loc))
+                    .chain(
+                        failed
+                            .iter()
+                            .map(|(a, m)| CheckFailed::new(&m.expected, m.found.as_deref(), a.loc)),
+                    )
+                    .collect(),
+            };
+            Err(Stop::failed_for(
+                FailureKind::Probe,
+                cause,
+                assertions_failed(file, &sent, &completion, &failed, &problems),
+            ))
         }
     }
 
     /// Has the server score a numerics probe's text and judges the mean
     /// token log-probability against the known-good one.
-    fn run_numerics(
-        &self,
-        loc: crate::suite::node::Loc,
-        target: &Connected,
-        n: &Numerics,
-    ) -> Verdict {
+    fn run_numerics(&self, loc: Loc, target: &Connected, n: &Numerics) -> Verdict {
         let file = &self.suite.file;
         let scoring = target.scorer.and_then(|api| {
             let (path, body) = target.client.score_request(api, &n.text)?;
@@ -205,7 +220,7 @@ impl Execution {
         let logprobs = self
             .runtime
             .block_on(target.client.score(api, path, &sent.body))
-            .map_err(|e| probe_failed(request_failed(file, loc, &sent, &e)))?;
+            .map_err(|e| request_stop(file, loc, &sent, &e))?;
         numerics::judge(n, &logprobs).map(|_| ()).map_err(|f| {
             let mut out = Message::of_error(f.error);
             out.at(file, loc);
@@ -306,4 +321,24 @@ impl Execution {
 /// A probe that ran and failed, with its whole message.
 fn probe_failed(message: Message) -> Stop {
     Stop::failed(FailureKind::Probe, message)
+}
+
+/// A probe whose request got no answer: the error's class and the message.
+fn request_stop(file: &SourceFile, loc: Loc, sent: &Sent, e: &CallError) -> Stop {
+    Stop::failed_for(
+        FailureKind::Probe,
+        request_cause(e),
+        request_failed(file, loc, sent, e),
+    )
+}
+
+/// A request's failure as data: its class, and its status for `http`.
+pub(super) fn request_cause(e: &CallError) -> FailureCause {
+    FailureCause::Request {
+        class: e.class().to_owned(),
+        status: match e.kind {
+            ErrorKind::Http(status) => Some(status),
+            _ => None,
+        },
+    }
 }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use super::session::SuiteRun;
 use crate::load::baseline;
 use crate::record::{
-    FailureKind, GateRecord, RunInfo, RunRecord, SCHEMA, ServerRecord, SuiteRecord, TrialId,
-    TrialOutcome, TrialRecord, now_unix,
+    Diagnosed, FailureCause, FailureKind, GateRecord, RunInfo, RunRecord, SCHEMA, ServerRecord,
+    SuiteRecord, TrialId, TrialOutcome, TrialRecord, now_unix,
 };
 
 /// The failed trials of the suite files that could not be loaded.
@@ -37,6 +37,9 @@ fn invalid_suite(f: &crate::suite::LoadFailure) -> TrialRecord {
         line: f.line.unwrap_or(1),
         points_at: f.line,
         message: Some(f.message.clone()),
+        cause: (!f.problems.is_empty()).then(|| FailureCause::Diagnostics {
+            problems: f.problems.iter().map(Diagnosed::of).collect(),
+        }),
         exchange: None,
     }
 }

@@ -355,6 +355,7 @@ impl Execution {
                     .and_then(Stop::points_at)
                     .map(|at| at.line),
                 message: verdict.as_ref().err().map(ToString::to_string),
+                cause: verdict.as_ref().err().and_then(Stop::cause).cloned(),
                 exchange,
             }));
         verdict

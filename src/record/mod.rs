@@ -7,7 +7,8 @@
 //! without running it again.
 //!
 //! Here: the figures (a gate's, a suite's, the run's); `trial.rs`: a
-//! trial's id, outcome and exchange; `store.rs`: where records live and
+//! trial's id, outcome and exchange; `cause.rs`: why a trial failed, as
+//! data; `store.rs`: where records live and
 //! how they are written, journalled and read back.
 
 use std::collections::BTreeMap;
@@ -19,10 +20,12 @@ use crate::suite::figures::{ByKey, Figures};
 use crate::suite::metric::{MetricKey, Unit};
 use crate::suite::threshold::Op;
 
+mod cause;
 pub mod import;
 mod store;
 mod trial;
 
+pub use cause::*;
 pub use store::*;
 pub use trial::*;
 

@@ -192,6 +192,10 @@ pub struct TrialRecord {
     /// The whole failure message, for a failed trial.
     #[serde(default)]
     pub message: Option<String>,
+    /// Why it failed, as data, where there is more to say than its kind
+    /// ([`super::FailureCause`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<super::FailureCause>,
     /// A correctness probe's request and answer.
     #[serde(default)]
     pub exchange: Option<Exchange>,

@@ -23,6 +23,9 @@ pub struct LoadFailure {
     /// The line of the first problem, where it has one (a file that could
     /// not be read has none).
     pub line: Option<u32>,
+    /// Every problem with its place in the file, as the decoder found
+    /// them (none for a file that could not be read or was too large).
+    pub problems: Vec<Diagnostic>,
 }
 
 /// Loads one suite file with the process environment.
@@ -43,6 +46,7 @@ pub fn load_file_with_env(
         name: name.clone(),
         message,
         line: None,
+        problems: Vec::new(),
     };
     let shown = path.display().to_string();
     let size = std::fs::metadata(path)
@@ -57,8 +61,9 @@ pub fn load_file_with_env(
         .map_err(|e| fail(format!("error: failed to read suite file {shown}: {e}")))?;
     let text = String::from_utf8(bytes)
         .map_err(|e| fail(format!("error: suite file {shown} is not UTF-8: {e}")))?;
-    located(path, &text, env).map_err(|(message, line)| LoadFailure {
-        line,
+    located(path, &text, env).map_err(|(message, problems)| LoadFailure {
+        line: problems.first().map(|d| d.loc.line).filter(|&l| l > 0),
+        problems,
         ..fail(message)
     })
 }
@@ -72,12 +77,12 @@ pub fn load_text(
     located(path, text, env).map_err(|(message, _)| message)
 }
 
-/// [`load_text`], its failure with the line of its first problem.
+/// [`load_text`], its failure rendered and as its problems.
 fn located(
     path: &Path,
     text: &str,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Suite, (String, Option<u32>)> {
+) -> Result<Suite, (String, Vec<Diagnostic>)> {
     let shown = path.display().to_string();
     if text.len() as u64 > MAX_SUITE_BYTES {
         return Err((
@@ -85,15 +90,12 @@ fn located(
                 "error: suite file {shown} is {} bytes; the limit is {MAX_SUITE_BYTES} bytes (suites are a few kilobytes)",
                 text.len()
             ),
-            None,
+            Vec::new(),
         ));
     }
-    let rendered = |diags: &[Diagnostic]| {
-        let first = diags.first().map(|d| d.loc.line).filter(|&l| l > 0);
-        (render_all(&shown, text, diags), first)
-    };
+    let rendered = |diags: Vec<Diagnostic>| (render_all(&shown, text, &diags), diags);
     let root = parse(text).map_err(|e| {
-        rendered(&[Diagnostic::new(
+        rendered(vec![Diagnostic::new(
             e.loc,
             format!("invalid YAML: {}", e.message),
         )])
@@ -103,9 +105,7 @@ fn located(
         text: Arc::from(text),
         root: project_root(path),
     };
-    Decoder::new(env, path)
-        .suite(&root, file)
-        .map_err(|diags| rendered(&diags))
+    Decoder::new(env, path).suite(&root, file).map_err(rendered)
 }
 
 /// `path` made absolute against the working directory (not resolved

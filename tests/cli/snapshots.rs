@@ -104,6 +104,24 @@ fn snapshots_are_a_review_stage_of_their_own() {
         ],
     );
     assert!(!snap.exists() && !pending.exists());
+    // The record says why as data: no snapshot yet, and which file.
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join(".servegate/latest/report.json")).unwrap(),
+    )
+    .unwrap();
+    let cause = record["trials"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "snap::snapshot::capital"))
+        .map(|t| t["cause"].clone())
+        .unwrap_or_default();
+    assert_eq!(cause["type"], "snapshot", "{cause}");
+    assert_eq!(cause["state"], "new", "{cause}");
+    assert!(
+        cause["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("snapshots/snap/sim-snap/capital.snap")),
+        "{cause}"
+    );
     // Run from elsewhere: the same project, a pending answer beside the
     // snapshot, pointing at the suite and the probe's line.
     let a = suites.join("a.yaml");

@@ -7,7 +7,7 @@ use crate::check::message::Message;
 use crate::load::estimate::Estimate;
 use crate::load::metrics::GateMetrics;
 use crate::load::selfcheck;
-use crate::record::ThresholdRecord;
+use crate::record::{FailureCause, ThresholdRecord};
 use crate::suite::metric::{Metric, MetricKey, format_value};
 use crate::suite::threshold::{Bound, Op, Threshold};
 use crate::suite::{Gate, LocatedThreshold, Suite, VerdictMode};
@@ -19,6 +19,25 @@ pub struct Judgement {
     /// Each threshold's verdict (its line as printed and as data), then
     /// the client self-check's row.
     pub checks: Vec<ThresholdRecord>,
+}
+
+impl Judgement {
+    /// Why the gate failed, as data: the verdicts of the thresholds that
+    /// failed, and whether the client self-check's row failed it.
+    pub fn cause(&self) -> FailureCause {
+        FailureCause::Thresholds {
+            failed: self
+                .checks
+                .iter()
+                .filter(|c| !c.passed)
+                .filter_map(|c| c.threshold.clone())
+                .collect(),
+            client_at_stake: self
+                .checks
+                .iter()
+                .any(|c| !c.passed && c.threshold.is_none()),
+        }
+    }
 }
 
 /// The thresholds that apply, each with whether it is implicit: the
