@@ -195,7 +195,12 @@ enum Command {
     },
     /// Print the JSON Schema of suite files (for editors: completion, hover
     /// docs, errors as you type; `schemas/suite.schema.json` is this).
-    Schema,
+    Schema {
+        /// Print the key reference instead: every object of a suite file and
+        /// its keys, as Markdown (`docs/src/suite-keys.md` is this).
+        #[arg(long)]
+        keys: bool,
+    },
     /// Print the completion script of a shell (e.g. `servegate completions
     /// bash > ~/.local/share/bash-completion/completions/servegate`).
     Completions {
@@ -460,9 +465,14 @@ fn dispatch() -> ExitCode {
         Command::Man { dir } => {
             cli::manual::man(<Cli as clap::CommandFactory>::command(), dir.as_deref())
         }
-        Command::Schema => {
+        Command::Schema { keys } => {
+            let text = if keys {
+                servegate::suite::key_reference()
+            } else {
+                schema_text()
+            };
             // A closed pipe (`| head`) is no error worth a panic.
-            let _ = std::io::Write::write_all(&mut std::io::stdout(), schema_text().as_bytes());
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
             ExitCode::from(Exit::Passed)
         }
         #[cfg(target_os = "linux")]

@@ -54,6 +54,30 @@ fn the_committed_schema_is_what_servegate_schema_prints() {
     jsonschema::draft7::meta::validate(&parsed).expect("a valid draft-07 schema");
 }
 
+/// The docs' key reference is what `servegate schema --keys` renders from
+/// the field tables.
+#[test]
+fn the_key_reference_is_what_servegate_schema_keys_prints() {
+    const KEYS: &str = "docs/src/suite-keys.md";
+    let out = command(&[], &[])
+        .args(["schema", "--keys"])
+        .output()
+        .expect("servegate runs");
+    assert_eq!(out.status.code(), Some(0));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        printed == std::fs::read_to_string(KEYS).unwrap(),
+        "{KEYS} is stale: regenerate it with `cargo run -- schema --keys > {KEYS}`"
+    );
+    // Every key the decoder takes at the top level has its row.
+    for key in schema()["properties"].as_object().unwrap().keys() {
+        assert!(
+            printed.contains(&format!("| `{key}` |")),
+            "no row of `{key}`"
+        );
+    }
+}
+
 /// The files under `dir` (its subdirectories too) with one of these
 /// extensions.
 fn files_under(dir: &Path, extensions: &[&str], out: &mut Vec<PathBuf>) {

@@ -17,7 +17,7 @@ pub mod node;
 pub mod threshold;
 mod tokenizer;
 
-pub use decode::schema::schema;
+pub use decode::schema::{key_reference, schema};
 pub use load::{
     LoadFailure, absolute, discover, load_file, load_file_with_env, load_text, project_root,
 };

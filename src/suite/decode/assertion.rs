@@ -2,66 +2,32 @@
 //! target text (`in`), and the checks with settings of their own
 //! (`number`, `json`, `code` with its program limits, `not_degenerate`).
 
+use super::schema::probe::{ASSERTION_IN, CHECKS, CODE, DEGENERATE, JSON, NUMBER};
+use super::schema::vocabulary::keys;
 use super::{Decoder, Fields, quoted_list};
 use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{Assertion, Check, CodeSpec, Degeneracy, Field, ProgramLimits};
 use crate::suite::node::{Key, Node, Yaml};
 
-pub(super) const CHECKS: &[&str] = &[
-    "equals",
-    "contains",
-    "not_contains",
-    "regex",
-    "not_regex",
-    "starts_with",
-    "number",
-    "one_of",
-    "json",
-    "finish_reason",
-    "min_chars",
-    "max_chars",
-    "code",
-    "not_degenerate",
-    "tool_call",
-    "json_schema",
-];
-
-pub(super) const CODE: &[&str] = &["language", "tests", "run", "timeout", "memory_mib"];
-
-pub(super) const NUMBER: &[&str] = &["value", "tolerance"];
-
-pub(super) const JSON: &[&str] = &["pointer", "equals"];
-
-/// The keys of an assertion: one check and `in`.
-pub(super) fn assertion_keys() -> Vec<&'static str> {
-    CHECKS.iter().copied().chain(["in"]).collect()
-}
-
-pub(super) const DEGENERATE: &[&str] = &["max_repeat_share", "max_char_run", "max_bad_chars"];
-
 impl Decoder<'_> {
     pub(super) fn assertion(&mut self, y: &Yaml) -> Option<Assertion> {
-        let allowed = assertion_keys();
-        let f = self.fields(y, "assertion", &allowed)?;
-        let checks: Vec<&(Key, Yaml)> = f
+        let f = self.fields(y, "assertion", &[CHECKS, ASSERTION_IN])?;
+        let checks = keys(&[CHECKS]);
+        let given: Vec<&(Key, Yaml)> = f
             .entries
             .iter()
-            .filter(|(k, _)| CHECKS.contains(&k.name.as_str()))
+            .filter(|(k, _)| checks.contains(&k.name.as_str()))
             .collect();
         let field = match f.get("in") {
             None => Some(Field::Content),
             Some(v) => self.pick(v, "assertion target (`in`)"),
         };
-        let (key, value) = match checks.as_slice() {
+        let (key, value) = match given.as_slice() {
             [one] => (&one.0, &one.1),
-            [] if f
-                .entries
-                .iter()
-                .all(|(k, _)| allowed.contains(&k.name.as_str())) =>
-            {
+            [] if f.entries.iter().all(|(k, _)| k.name == "in") => {
                 self.error(
                     Diagnostic::new(y.loc, "assertion has no check")
-                        .expected(format!("one of {}", quoted_list(CHECKS))),
+                        .expected(format!("one of {}", quoted_list(&checks))),
                 );
                 return None;
             }
@@ -109,7 +75,7 @@ impl Decoder<'_> {
             }
             "number" => match &v.node {
                 Node::Map(_) => {
-                    let nf = self.fields(v, "number", NUMBER)?;
+                    let nf = self.fields(v, "number", &[NUMBER])?;
                     let value = self
                         .required(&nf, "value", "number")
                         .and_then(|x| self.float(x, "number.value"));
@@ -129,7 +95,7 @@ impl Decoder<'_> {
             "json" => match &v.node {
                 Node::Bool(true) => Check::Json { pointer: None },
                 Node::Map(_) => {
-                    let jf = self.fields(v, "json", JSON)?;
+                    let jf = self.fields(v, "json", &[JSON])?;
                     let pointer = self
                         .required(&jf, "pointer", "json")
                         .and_then(|x| self.text(x, "json.pointer"));
@@ -176,7 +142,7 @@ impl Decoder<'_> {
                 return None;
             }
         }
-        let f = self.fields(v, "not_degenerate", DEGENERATE)?;
+        let f = self.fields(v, "not_degenerate", &[DEGENERATE])?;
         if let Some(x) = f.get("max_repeat_share") {
             let share = self.float(x, "not_degenerate.max_repeat_share")?;
             if !(0.0..=1.0).contains(&share) {
@@ -201,7 +167,7 @@ impl Decoder<'_> {
     }
 
     fn code(&mut self, v: &Yaml) -> Option<CodeSpec> {
-        let f = self.fields(v, "code", CODE)?;
+        let f = self.fields(v, "code", &[CODE])?;
         let language = match f.get("language") {
             Some(l) => self.text(l, "code.language")?.to_ascii_lowercase(),
             None => "python".to_owned(),

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use super::schema::probe::{ACCURACY, DATASET, EXTRACT_REGEX, PASS_AT_1};
 use super::{Decoder, Fields};
 use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{
@@ -11,20 +12,6 @@ use crate::suite::model::{
 };
 use crate::suite::node::{Node, Yaml};
 use crate::suite::threshold::Op;
-
-pub(super) const DATASET: &[&str] = &[
-    "file",
-    "format",
-    "question_field",
-    "answer_field",
-    "shots",
-    "limit",
-    "template",
-    "extract",
-    "concurrency",
-    "timeout",
-    "memory_mib",
-];
 
 /// The kinds of dataset (`dataset.format`).
 pub(super) const FORMATS: &[&str] = &["qa", "humaneval"];
@@ -41,16 +28,11 @@ const QA_ONLY: &[&str] = &[
 /// Keys of a code dataset only.
 const CODE_ONLY: &[&str] = &["timeout", "memory_mib"];
 
-pub(super) const ACCURACY: &[&str] = &["accuracy", "accuracy.lower95"];
-
-pub(super) const PASS_AT_1: &[&str] = &["pass_at_1", "pass_at_1.lower95"];
-
 /// The default prompt of a dataset item.
 const TEMPLATE: &str = "Question: {question}\nAnswer:";
 
 /// How a dataset answer is read: by name, or `{regex}`.
 pub(super) const EXTRACTS: &[&str] = &["last_number", "exact"];
-pub(super) const EXTRACT_REGEX: &[&str] = &["regex"];
 
 impl Decoder<'_> {
     pub(super) fn dataset_probe(&mut self, probe: &Fields<'_>, y: &Yaml) -> Option<DatasetProbe> {
@@ -62,7 +44,7 @@ impl Decoder<'_> {
                 );
             }
         }
-        let f = self.fields(y, "dataset", DATASET)?;
+        let f = self.fields(y, "dataset", &[DATASET])?;
         let format = match f.get("format") {
             Some(v) => self.one_of(v, "dataset.format", FORMATS)?,
             None => "qa".to_owned(),
@@ -158,7 +140,7 @@ impl Decoder<'_> {
         let extract = match f.get("extract") {
             None => Some(Extract::LastNumber),
             Some(v) if matches!(v.node, Node::Map(_)) => {
-                let ef = self.fields(v, "dataset.extract", EXTRACT_REGEX)?;
+                let ef = self.fields(v, "dataset.extract", &[EXTRACT_REGEX])?;
                 let re = self.required(&ef, "regex", "dataset.extract")?;
                 self.regex(re, "dataset.extract.regex").map(Extract::Regex)
             }
@@ -203,12 +185,12 @@ impl Decoder<'_> {
     /// The thresholds on `figure` (`accuracy`, `pass_at_1`) and its
     /// `.lower95`.
     fn accuracy_thresholds(&mut self, y: &Yaml, figure: &str) -> Vec<AccuracyThreshold> {
-        let keys = if figure == "accuracy" {
+        let table = if figure == "accuracy" {
             ACCURACY
         } else {
             PASS_AT_1
         };
-        let Some(f) = self.fields(y, "thresholds", keys) else {
+        let Some(f) = self.fields(y, "thresholds", &[table]) else {
             return Vec::new();
         };
         let mut out = Vec::new();

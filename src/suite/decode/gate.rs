@@ -2,6 +2,7 @@
 //! verdict, its token accounting, the probes it rechecks, and a sweep's
 //! levels and curve checks; its `load:` is decoded in `load.rs`.
 
+use super::schema::gate::{GATE, SLO, TOKEN_ACCOUNTING};
 use super::{Decoder, quoted_list};
 use crate::suite::diagnostics::{Diagnostic, did_you_mean};
 use crate::suite::metric::{Metric, MetricKey, all_keys};
@@ -11,22 +12,6 @@ use crate::suite::model::{
 use crate::suite::node::{Node, Yaml};
 use crate::suite::threshold::{Bound, Op, Threshold, parse_comparison};
 use crate::suite::{Slo, SweepLevel};
-
-pub(super) const GATE: &[&str] = &[
-    "name",
-    "load",
-    "thresholds",
-    "slo",
-    "repeats",
-    "verdict",
-    "token_accounting",
-    "curve",
-    "recheck",
-    "needs",
-    "extra_body",
-];
-pub(super) const TOKEN_ACCOUNTING: &[&str] = &["tolerance"];
-pub(super) const SLO: &[&str] = &["ttft", "tpot", "e2e"];
 
 impl Decoder<'_> {
     /// A non-empty list of this suite's probe names under `key`, as
@@ -109,7 +94,7 @@ impl Decoder<'_> {
         defaults: &Sampling,
         probes: &[Probe],
     ) -> Option<(Vec<Gate>, Option<Curve>)> {
-        let f = self.fields(y, "gate", GATE)?;
+        let f = self.fields(y, "gate", &[GATE])?;
         let name = self
             .required(&f, "name", "gate")
             .and_then(|v| self.name(v, "gate name"));
@@ -273,7 +258,7 @@ impl Decoder<'_> {
     /// against chunks, `/metrics` against what arrived) may differ by at most
     /// the tolerance; two thresholds at this key's location.
     fn token_accounting(&mut self, y: &Yaml) -> Option<Vec<LocatedThreshold>> {
-        let f = self.fields(y, "token_accounting", TOKEN_ACCOUNTING)?;
+        let f = self.fields(y, "token_accounting", &[TOKEN_ACCOUNTING])?;
         let tolerance = match f.get("tolerance") {
             None => 1.0,
             Some(v) => {
@@ -306,7 +291,7 @@ impl Decoder<'_> {
     }
 
     fn slo(&mut self, y: &Yaml) -> Option<Slo> {
-        let f = self.fields(y, "slo", SLO)?;
+        let f = self.fields(y, "slo", &[SLO])?;
         let mut slo = Slo::default();
         for (key, slot) in [
             ("ttft", &mut slo.ttft),

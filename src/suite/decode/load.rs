@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use super::schema::gate::{LOAD, SHARED_PREFIX};
 use super::{Decoder, Fields};
 use crate::suite::Tokenizer;
 use crate::suite::dataset;
@@ -12,27 +13,6 @@ use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{Arrival, ClientThreads, Load, LoadPrompt, OnClientLimited, Pace};
 use crate::suite::node::{Node, Yaml};
 
-pub(super) const LOAD: &[&str] = &[
-    "concurrency",
-    "rate",
-    "arrival",
-    "seed",
-    "requests",
-    "duration",
-    "warmup",
-    "prompt",
-    "input_tokens",
-    "output_tokens",
-    "ignore_eos",
-    "flush_cache",
-    "abort_after",
-    "client_threads",
-    "client_limited",
-    "dataset",
-    "shared_prefix",
-    "tokenizer",
-];
-pub(super) const SHARED_PREFIX: &[&str] = &["tokens", "groups"];
 /// Largest dataset read into memory.
 const MAX_DATASET_BYTES: u64 = 64 * 1024 * 1024;
 pub(super) const ARRIVALS: &[&str] = &["constant", "poisson"];
@@ -186,7 +166,7 @@ impl Decoder<'_> {
         let Some(sp) = f.get("shared_prefix") else {
             return Some(LoadPrompt::Tokens(tokens));
         };
-        let sf = self.fields(sp, "shared_prefix", SHARED_PREFIX)?;
+        let sf = self.fields(sp, "shared_prefix", &[SHARED_PREFIX])?;
         let prefix_tokens = self
             .required(&sf, "tokens", "shared_prefix")
             .and_then(|v| self.count(v, "shared_prefix.tokens", 1));
@@ -237,7 +217,7 @@ impl Decoder<'_> {
     }
 
     pub(super) fn load(&mut self, y: &Yaml) -> Option<(Load, Vec<Level>)> {
-        let f = self.fields(y, "load", LOAD)?;
+        let f = self.fields(y, "load", &[LOAD])?;
         let levels = self.pace(&f);
         let requests = f.get("requests").map(|v| self.count(v, "requests", 1));
         let duration = f.get("duration").map(|v| self.duration(v, "duration"));

@@ -20,33 +20,7 @@ use super::model::{
 };
 use super::node::{Key, Loc, Node, Yaml};
 
-pub(super) const TOP: &[&str] = &[
-    "suite",
-    "target",
-    "sim",
-    "defaults",
-    "expect_server",
-    "correctness",
-    "performance",
-    "variants",
-    "sandbox",
-];
-pub(super) const SANDBOX: &[&str] = &["policy", "read"];
-pub(super) const SIM: &[&str] = &["profile"];
-pub(super) const SAMPLING: &[&str] = &[
-    "temperature",
-    "max_tokens",
-    "seed",
-    "top_p",
-    "stop",
-    "chat_template_kwargs",
-    "separate_reasoning",
-    "tools",
-    "tool_choice",
-    "response_format",
-    "reasoning_effort",
-    "extra_body",
-];
+use schema::{SAMPLING, SANDBOX, SIM, SNAPSHOT, TOP};
 
 /// Request fields `extra_body` may not set: servegate sets them itself
 /// (how it streams and whom it asks) or from a key of the suite's own.
@@ -93,10 +67,6 @@ pub(super) const OWN_BODY_FIELDS: &[(&str, &str)] = &[
     ),
     ("reasoning_effort", "the suite's `reasoning_effort` sets it"),
 ];
-/// The keys of `defaults`: the sampling keys and `snapshot`.
-fn defaults_keys() -> Vec<&'static str> {
-    SAMPLING.iter().copied().chain(["snapshot"]).collect()
-}
 
 /// The entries of a mapping, checked against the keys allowed there.
 struct Fields<'y> {
@@ -173,7 +143,7 @@ impl<'e> Decoder<'e> {
         if !matches!(y.node, Node::Map(_)) {
             return Some((self.pick(y, "sandbox")?, Vec::new()));
         }
-        let f = self.fields(y, "sandbox", SANDBOX)?;
+        let f = self.fields(y, "sandbox", &[SANDBOX])?;
         let policy = f
             .get("policy")
             .map_or(Some(SandboxPolicy::default()), |v| {
@@ -206,7 +176,7 @@ impl<'e> Decoder<'e> {
     }
 
     fn suite_inner(&mut self, root: &Yaml, file: SourceFile) -> Option<Suite> {
-        let f = self.fields(root, "the suite", TOP)?;
+        let f = self.fields(root, "the suite", &[TOP])?;
         let name = match f.get("suite") {
             Some(y) => self.name(y, "suite name"),
             None => file
@@ -248,7 +218,7 @@ impl<'e> Decoder<'e> {
         let (defaults, snapshot_default) = f
             .get("defaults")
             .and_then(|y| {
-                let df = self.fields(y, "defaults", &defaults_keys())?;
+                let df = self.fields(y, "defaults", &[SAMPLING, SNAPSHOT])?;
                 let snapshot = df
                     .get("snapshot")
                     .and_then(|v| self.snapshot_mode(v, "defaults.snapshot"))
@@ -375,7 +345,7 @@ impl<'e> Decoder<'e> {
     }
 
     fn sim(&mut self, y: &Yaml) -> Option<SimSpec> {
-        let f = self.fields(y, "sim", SIM)?;
+        let f = self.fields(y, "sim", &[SIM])?;
         let Some(p) = f.get("profile") else {
             return Some(SimSpec::default());
         };

@@ -3,7 +3,9 @@
 //! its assertions are decoded in `assertion.rs`, a `dataset:` in
 //! `dataset.rs`.
 
-use super::{Decoder, Fields, SAMPLING, quoted_list};
+use super::schema::probe::{MESSAGE, NUMERICS, PROBE};
+use super::schema::{SAMPLING, SNAPSHOT};
+use super::{Decoder, Fields, quoted_list};
 use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{
     Api, Contract, DatasetTask, Input, Message, Numerics, Probe, Sampling, SnapshotMode,
@@ -11,36 +13,13 @@ use crate::suite::model::{
 use crate::suite::names::Named as _;
 use crate::suite::node::{Node, Yaml};
 
-pub(super) const PROBE_OWN: &[&str] = &[
-    "name",
-    "prompt",
-    "messages",
-    "system",
-    "expect",
-    "snapshot",
-    "deterministic",
-    "dataset",
-    "thresholds",
-    "contract",
-    "numerics",
-];
-
-/// The keys of a `numerics:` block.
-pub(super) const NUMERICS: &[&str] = &["text", "mean_logprob", "within"];
-
 /// `numerics.within` where the suite states none: a tenth of a nat per
 /// token, beyond what another kernel or batch size moves a model's mean
 /// (hundredths) and far inside what broken numerics do (whole nats).
 pub const NUMERICS_WITHIN: f64 = 0.1;
 
-pub(super) const MESSAGE: &[&str] = &["role", "content"];
 /// The roles of a chat message.
 pub(super) const ROLES: &[&str] = &["system", "user", "assistant"];
-
-/// The keys of a probe: its own and the sampling keys.
-pub(super) fn probe_keys() -> Vec<&'static str> {
-    PROBE_OWN.iter().chain(SAMPLING).copied().collect()
-}
 
 impl Decoder<'_> {
     pub(super) fn probe(
@@ -50,7 +29,7 @@ impl Decoder<'_> {
         snapshot_default: SnapshotMode,
         api: Api,
     ) -> Option<Probe> {
-        let f = self.fields(y, "probe", &probe_keys())?;
+        let f = self.fields(y, "probe", &[PROBE, SNAPSHOT, SAMPLING])?;
         let name = self
             .required(&f, "name", "probe")
             .and_then(|v| self.name(v, "probe name"));
@@ -176,7 +155,7 @@ impl Decoder<'_> {
     /// A `numerics:` block (any API: the server's own scoring request is
     /// sent, whatever the suite's requests are).
     fn numerics(&mut self, y: &Yaml) -> Option<Numerics> {
-        let f = self.fields(y, "numerics", NUMERICS)?;
+        let f = self.fields(y, "numerics", &[NUMERICS])?;
         let text = self
             .required(&f, "text", "numerics")
             .and_then(|v| self.text(v, "numerics.text"));
@@ -277,7 +256,7 @@ impl Decoder<'_> {
                     ));
                 }
                 let messages = self.items(m, "messages", |d, item| {
-                    let mf = d.fields(item, "message", MESSAGE)?;
+                    let mf = d.fields(item, "message", &[MESSAGE])?;
                     let role = d
                         .required(&mf, "role", "message")
                         .and_then(|v| d.one_of(v, "role", ROLES));

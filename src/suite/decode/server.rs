@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use super::schema::server::{EXPECTS, LAUNCH, LIMITS, READY, TARGET, TIMEOUTS, VARIANT};
+use super::schema::vocabulary::keys;
 use super::{Decoder, Fields, quoted_list};
 use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{
@@ -11,33 +13,6 @@ use crate::suite::model::{
 };
 use crate::suite::names::Named as _;
 use crate::suite::node::{Node, Yaml};
-
-pub(super) const TARGET: &[&str] = &[
-    "base_url",
-    "api",
-    "model",
-    "api_key_env",
-    "admin_key_env",
-    "timeouts",
-    "limits",
-    "secrets",
-    "launch",
-];
-pub(super) const TIMEOUTS: &[&str] = &["connect", "first_token", "idle", "total"];
-pub(super) const LIMITS: &[&str] = &["answer", "document", "buffers"];
-pub(super) const LAUNCH: &[&str] = &[
-    "command",
-    "env",
-    "cwd",
-    "host",
-    "port",
-    "ready",
-    "fatal_log_patterns",
-    "grace",
-];
-pub(super) const READY: &[&str] = &["path", "interval", "timeout"];
-pub(super) const VARIANT: &[&str] = &["name", "env", "args", "expect_server", "thresholds"];
-pub(super) const EXPECTS: &[&str] = &["equals", "contains", "matches", "one_of"];
 
 impl Decoder<'_> {
     /// The NAME of an environment variable holding a key (`key` in the
@@ -61,7 +36,7 @@ impl Decoder<'_> {
     }
 
     pub(super) fn target(&mut self, y: &Yaml) -> Option<Target> {
-        let f = self.fields(y, "target", TARGET)?;
+        let f = self.fields(y, "target", &[TARGET])?;
         let base_url = match f.get("base_url") {
             None => Some(BaseUrl::Sim),
             Some(v) => self.base_url(v),
@@ -147,7 +122,7 @@ impl Decoder<'_> {
     }
 
     fn timeouts(&mut self, y: &Yaml) -> Option<Timeouts> {
-        let f = self.fields(y, "target.timeouts", TIMEOUTS)?;
+        let f = self.fields(y, "target.timeouts", &[TIMEOUTS])?;
         let mut t = Timeouts::default();
         let mut ok = true;
         for (name, slot) in [
@@ -167,7 +142,7 @@ impl Decoder<'_> {
     }
 
     fn limits(&mut self, y: &Yaml) -> Option<ReadLimits> {
-        let f = self.fields(y, "target.limits", LIMITS)?;
+        let f = self.fields(y, "target.limits", &[LIMITS])?;
         let mut l = ReadLimits::default();
         let mut ok = true;
         for (name, slot) in [
@@ -205,7 +180,7 @@ impl Decoder<'_> {
 
 impl Decoder<'_> {
     pub(super) fn launch(&mut self, y: &Yaml, api: Api) -> Option<Launch> {
-        let f = self.fields(y, "target.launch", LAUNCH)?;
+        let f = self.fields(y, "target.launch", &[LAUNCH])?;
         let command = self
             .required(&f, "command", "target.launch")
             .and_then(|v| self.argv(v, "launch.command"));
@@ -264,7 +239,7 @@ impl Decoder<'_> {
             timeout: Duration::from_secs(20 * 60),
         };
         if let Some(v) = f.get("ready")
-            && let Some(rf) = self.fields(v, "launch.ready", READY)
+            && let Some(rf) = self.fields(v, "launch.ready", &[READY])
         {
             if let Some(p) = rf.get("path").and_then(|p| self.text(p, "ready.path")) {
                 ready.path = if p.starts_with('/') {
@@ -359,7 +334,7 @@ impl Decoder<'_> {
 
     pub(super) fn variants(&mut self, y: &Yaml) -> Vec<Variant> {
         let variants = self.items(y, "variants", |d, item| {
-            let f = d.fields(item, "variant", VARIANT)?;
+            let f = d.fields(item, "variant", &[VARIANT])?;
             let name = d
                 .required(&f, "name", "variant")
                 .and_then(|v| d.name(v, "variant name"));
@@ -415,7 +390,7 @@ impl Decoder<'_> {
     }
 
     pub(super) fn expect_server(&mut self, y: &Yaml) -> Vec<ConfigCheck> {
-        let Some(f) = self.fields(y, "expect_server", &ConfigSource::names()) else {
+        let Some(f) = self.named_fields(y, "expect_server", &ConfigSource::names()) else {
             return Vec::new();
         };
         let mut checks = Vec::new();
@@ -457,7 +432,7 @@ impl Decoder<'_> {
     fn config_expect(&mut self, y: &Yaml) -> Option<ConfigExpect> {
         match &y.node {
             Node::Map(_) => {
-                let f = self.fields(y, "an expected value", EXPECTS)?;
+                let f = self.fields(y, "an expected value", &[EXPECTS])?;
                 self.one_expectation(&f, y)
             }
             Node::Seq(_) => {
@@ -472,7 +447,8 @@ impl Decoder<'_> {
     }
 
     fn one_expectation(&mut self, f: &Fields<'_>, y: &Yaml) -> Option<ConfigExpect> {
-        let given: Vec<&str> = EXPECTS
+        let checks = keys(&[EXPECTS]);
+        let given: Vec<&str> = checks
             .iter()
             .copied()
             .filter(|k| f.get(k).is_some())
@@ -480,7 +456,7 @@ impl Decoder<'_> {
         if given.len() != 1 {
             self.error(
                 Diagnostic::new(y.loc, "an expected server value takes exactly one check")
-                    .expected(format!("one of {}", quoted_list(EXPECTS))),
+                    .expected(format!("one of {}", quoted_list(&checks))),
             );
             return None;
         }

@@ -6,18 +6,12 @@
 
 use serde_json::{Value, json};
 
+use super::schema::probe::TOOL_CALL;
+use super::schema::{JSON_SCHEMA_FORMAT, RESPONSE_FORMAT, TOOL};
 use super::{Decoder, Fields};
 use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{Api, Assertion, Check, Sampling, Tool};
 use crate::suite::node::{Node, Yaml};
-
-pub(super) const TOOL: &[&str] = &["name", "description", "parameters", "strict"];
-
-pub(super) const RESPONSE_FORMAT: &[&str] = &["type", "json_schema"];
-
-pub(super) const JSON_SCHEMA_FORMAT: &[&str] = &["name", "description", "schema", "strict"];
-
-pub(super) const TOOL_CALL: &[&str] = &["name", "arguments"];
 
 /// `reasoning_effort`'s levels in SGLang 0.5.23 (`ChatCompletionRequest`).
 const EFFORTS: &[&str] = &[
@@ -82,7 +76,7 @@ impl Decoder<'_> {
     /// `tools: [{name, description, parameters, strict}]`.
     pub(super) fn tools(&mut self, y: &Yaml) -> Option<Vec<Tool>> {
         let tools = self.items(y, "tools", |d, item| {
-            let f = d.fields(item, "tool", TOOL)?;
+            let f = d.fields(item, "tool", &[TOOL])?;
             let name = d
                 .required(&f, "name", "tool")
                 .and_then(|v| d.function_name(v));
@@ -149,7 +143,7 @@ impl Decoder<'_> {
     /// `response_format: {type: text | json_object | json_schema,
     /// json_schema: {name, schema, …}}`.
     pub(super) fn response_format(&mut self, y: &Yaml) -> Option<Value> {
-        let f = self.fields(y, "response_format", RESPONSE_FORMAT)?;
+        let f = self.fields(y, "response_format", &[RESPONSE_FORMAT])?;
         let kind = self.required(&f, "type", "response_format").and_then(|v| {
             self.pick_word(
                 v,
@@ -160,7 +154,7 @@ impl Decoder<'_> {
         let mut out = json!({"type": kind});
         match (kind.as_str(), f.get("json_schema")) {
             ("json_schema", Some(v)) => {
-                let jf = self.fields(v, "response_format.json_schema", JSON_SCHEMA_FORMAT)?;
+                let jf = self.fields(v, "response_format.json_schema", &[JSON_SCHEMA_FORMAT])?;
                 let name = self
                     .required(&jf, "name", "response_format.json_schema")
                     .and_then(|n| self.text(n, "response_format.json_schema.name"));
@@ -234,7 +228,7 @@ impl Decoder<'_> {
     /// `tool_call: NAME` or `tool_call: {name, arguments: SCHEMA}`.
     pub(super) fn tool_call(&mut self, y: &Yaml) -> Option<Check> {
         if let Node::Map(_) = y.node {
-            let f = self.fields(y, "tool_call", TOOL_CALL)?;
+            let f = self.fields(y, "tool_call", &[TOOL_CALL])?;
             let name = self
                 .required(&f, "name", "tool_call")
                 .and_then(|v| self.function_name(v));

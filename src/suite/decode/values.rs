@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use regex::Regex;
 
+use super::schema::vocabulary::{Field, keys};
 use super::{Decoder, Fields, quoted_list};
 use crate::suite::diagnostics::{Diagnostic, did_you_mean};
 use crate::suite::interpolate::interpolate;
@@ -15,6 +16,17 @@ use crate::suite::node::{Node, Yaml};
 
 impl Decoder<'_> {
     pub(super) fn fields<'y>(
+        &mut self,
+        y: &'y Yaml,
+        what: &str,
+        tables: &[&[Field]],
+    ) -> Option<Fields<'y>> {
+        self.named_fields(y, what, &keys(tables))
+    }
+
+    /// [`Decoder::fields`] of an object whose keys an enumeration's table
+    /// names (`expect_server`'s documents).
+    pub(super) fn named_fields<'y>(
         &mut self,
         y: &'y Yaml,
         what: &str,

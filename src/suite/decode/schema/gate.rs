@@ -1,17 +1,15 @@
-//! The schema of a performance gate: its thresholds and curve (every
+//! The field tables of a performance gate: its thresholds and curve (every
 //! metric key, described by the README's cells), SLOs, repeats, recheck
 //! and its `load`.
 
 use serde_json::{Map, Value, json};
 
+use super::EXTRA_BODY;
 use super::vocabulary::{
-    boolean, comparison, count, described, duration, name, names, non_empty, object, one_of,
-    one_of_required, string, text, with_min_properties, with_required,
+    Field, boolean, closed, comparison, count, described, duration, name, names, non_empty, object,
+    one_of, one_of_required, string, text, with_min_properties, with_required,
 };
-use crate::suite::decode::gate::{GATE, SLO, TOKEN_ACCOUNTING};
-use crate::suite::decode::load::{
-    ARRIVALS, CLIENT_LIMITED, LOAD, MAX_CLIENT_THREADS, SHARED_PREFIX,
-};
+use crate::suite::decode::load::{ARRIVALS, CLIENT_LIMITED, MAX_CLIENT_THREADS};
 use crate::suite::metric::{Metric, Stat, all_keys};
 use crate::suite::model::VerdictMode;
 
@@ -148,7 +146,7 @@ fn stat_doc(stat: Stat) -> &'static str {
 }
 
 /// An object of every metric key (`ttft.p99`, `output_tok_s`, …), each
-/// described and valued by `value`.
+/// described and valued by `value`: the metrics' own table names them.
 fn metric_keys(value: impl Fn(&str) -> Value) -> Value {
     let mut properties = Map::new();
     for key in all_keys() {
@@ -161,7 +159,7 @@ fn metric_keys(value: impl Fn(&str) -> Value) -> Value {
         };
         properties.insert(key.clone(), described(value(&key), &what));
     }
-    json!({"type": "object", "properties": properties, "additionalProperties": false})
+    closed(properties)
 }
 
 /// A gate's `thresholds`: a bound for each metric key.
@@ -191,159 +189,221 @@ pub(super) fn thresholds() -> Value {
     })
 }
 
+/// A performance gate (`performance:`).
+pub(in crate::suite::decode) const GATE: &[Field] = &[
+    Field {
+        key: "name",
+        value: name,
+        doc: "The gate's name: `<suite>::performance::<name>`.",
+    },
+    Field {
+        key: "load",
+        value: load,
+        doc: "The load: its pace (`concurrency` or `rate`), its window (`requests` and/or `duration`) and its workload (one of `prompt`, `input_tokens`, `dataset`).",
+    },
+    Field {
+        key: "thresholds",
+        value: || with_min_properties(thresholds()),
+        doc: "Bounds on the figures measured: metric (`ttft.p99`, `decode_tok_s.mean`, `output_tok_s`, `errors`) to comparison.",
+    },
+    Field {
+        key: "slo",
+        value: || with_min_properties(object(&[SLO])),
+        doc: "Per-request objectives (`ttft`, `tpot`, `e2e`) that `goodput_*` counts.",
+    },
+    Field {
+        key: "repeats",
+        value: || count(1),
+        doc: "Run the load N times and judge the repeats together.",
+    },
+    Field {
+        key: "verdict",
+        value: names::<VerdictMode>,
+        doc: "With repeats: `mean` (default) compares the mean, `lenient` fails only when the whole 95% interval is past the bound, `strict` passes only when the whole interval meets it.",
+    },
+    Field {
+        key: "token_accounting",
+        value: || object(&[TOKEN_ACCOUNTING]),
+        doc: "Adds `token_drift_chunks` and `token_drift_metrics` bounds at this tolerance.",
+    },
+    Field {
+        key: "curve",
+        value: || {
+            metric_keys(|_| {
+                json!({
+                    "type": "string",
+                    "pattern": "^\\s*(non_decreasing|non_increasing)(\\s+within\\s+[0-9.]+\\s*%?)?\\s*$",
+                })
+            })
+        },
+        doc: "With a sweep: metric to `non_decreasing` or `non_increasing`, optionally `within 5%`, checked from one level to the next.",
+    },
+    Field {
+        key: "recheck",
+        value: || json!({"anyOf": [{"const": "all"}, non_empty(name())]}),
+        doc: "Probes asked again while the load runs (`all`, or their names); a trial `<gate>::recheck` judges them and the load's answers.",
+    },
+    Field {
+        key: "needs",
+        value: || non_empty(name()),
+        doc: "The correctness probes whose pass this gate waits for (default: every probe). A probe it does not name may fail without gating it; config checks gate it always.",
+    },
+    EXTRA_BODY,
+];
+
+/// A gate's `slo:`.
+pub(in crate::suite::decode) const SLO: &[Field] = &[
+    Field {
+        key: "ttft",
+        value: duration,
+        doc: "",
+    },
+    Field {
+        key: "tpot",
+        value: duration,
+        doc: "",
+    },
+    Field {
+        key: "e2e",
+        value: duration,
+        doc: "",
+    },
+];
+
+/// A gate's `token_accounting:`.
+pub(in crate::suite::decode) const TOKEN_ACCOUNTING: &[Field] = &[Field {
+    key: "tolerance",
+    value: || json!({"type": ["string", "number"], "pattern": "^\\s*[0-9.]+\\s*%?\\s*$"}),
+    doc: "A percentage such as `1%` (default).",
+}];
+
+/// A gate (an item of `performance:`).
 pub(super) fn gate() -> Value {
-    let thresholds = thresholds();
-    let curve = metric_keys(|_| {
-        json!({
-            "type": "string",
-            "pattern": "^\\s*(non_decreasing|non_increasing)(\\s+within\\s+[0-9.]+\\s*%?)?\\s*$",
-        })
-    });
     described(
-        with_required(
-            object(
-                "gate",
-                GATE,
-                vec![
-                    (
-                        "name",
-                        described(name(), "The gate's name: `<suite>::performance::<name>`."),
-                    ),
-                    ("load", load()),
-                    ("extra_body", super::extra_body()),
-                    (
-                        "thresholds",
-                        described(
-                            with_min_properties(thresholds),
-                            "Bounds on the figures measured: metric (`ttft.p99`, `decode_tok_s.mean`, `output_tok_s`, `errors`) to comparison.",
-                        ),
-                    ),
-                    (
-                        "slo",
-                        described(
-                            with_min_properties(object(
-                                "slo",
-                                SLO,
-                                SLO.iter().map(|k| (*k, duration())).collect(),
-                            )),
-                            "Per-request objectives (`ttft`, `tpot`, `e2e`) that `goodput_*` counts.",
-                        ),
-                    ),
-                    (
-                        "repeats",
-                        described(
-                            count(1),
-                            "Run the load N times and judge the repeats together.",
-                        ),
-                    ),
-                    (
-                        "verdict",
-                        described(
-                            names::<VerdictMode>(),
-                            "With repeats: `mean` (default) compares the mean, `lenient` fails only when the whole 95% interval is past the bound, `strict` passes only when the whole interval meets it.",
-                        ),
-                    ),
-                    (
-                        "token_accounting",
-                        described(
-                            object(
-                                "token_accounting",
-                                TOKEN_ACCOUNTING,
-                                vec![(
-                                    "tolerance",
-                                    json!({
-                                        "type": ["string", "number"],
-                                        "pattern": "^\\s*[0-9.]+\\s*%?\\s*$",
-                                        "description": "A percentage such as `1%` (default)."
-                                    }),
-                                )],
-                            ),
-                            "Adds `token_drift_chunks` and `token_drift_metrics` bounds at this tolerance.",
-                        ),
-                    ),
-                    (
-                        "recheck",
-                        described(
-                            json!({"anyOf": [{"const": "all"}, non_empty(name())]}),
-                            "Probes asked again while the load runs (`all`, or their names); a trial `<gate>::recheck` judges them and the load's answers.",
-                        ),
-                    ),
-                    (
-                        "needs",
-                        described(
-                            non_empty(name()),
-                            "The correctness probes whose pass this gate waits for (default: every probe). A probe it does not name may fail without gating it; config checks gate it always.",
-                        ),
-                    ),
-                    (
-                        "curve",
-                        described(
-                            curve,
-                            "With a sweep: metric to `non_decreasing` or `non_increasing`, optionally `within 5%`, checked from one level to the next.",
-                        ),
-                    ),
-                ],
-            ),
-            &["name", "load", "thresholds"],
-        ),
+        with_required(object(&[GATE]), &["name", "load", "thresholds"]),
         "A performance gate: a load, and bounds on what it measured.",
     )
 }
 
+/// A sweep's levels: one value, or a list of them.
+fn levels(one: &Value) -> Value {
+    json!({"anyOf": [one.clone(), {"type": "array", "items": one, "minItems": 1}]})
+}
+
+/// A gate's `load:`.
+pub(in crate::suite::decode) const LOAD: &[Field] = &[
+    Field {
+        key: "concurrency",
+        value: || levels(&count(1)),
+        doc: "Closed loop: N workers, each sending its next request when the previous ends; a list sweeps (one trial per level). With `rate`: a cap on requests in flight.",
+    },
+    Field {
+        key: "rate",
+        value: || levels(&json!({"type": "number", "exclusiveMinimum": 0})),
+        doc: "Open loop: requests per second, started on a schedule; a list sweeps.",
+    },
+    Field {
+        key: "arrival",
+        value: || one_of(ARRIVALS),
+        doc: "Spacing of the open-loop schedule (default `constant`).",
+    },
+    Field {
+        key: "seed",
+        value: || count(0),
+        doc: "Seed of the Poisson schedule.",
+    },
+    Field {
+        key: "requests",
+        value: || count(1),
+        doc: "The measured window ends after N requests (or at `duration`).",
+    },
+    Field {
+        key: "duration",
+        value: duration,
+        doc: "The measured window ends at this duration (or after `requests`).",
+    },
+    Field {
+        key: "warmup",
+        value: || count(0),
+        doc: "Requests sent first and left out of every figure.",
+    },
+    Field {
+        key: "prompt",
+        value: text,
+        doc: "A fixed prompt for every request.",
+    },
+    Field {
+        key: "input_tokens",
+        value: || count(1),
+        doc: "A synthetic prompt of about N tokens, different per request.",
+    },
+    Field {
+        key: "output_tokens",
+        value: || count(1),
+        doc: "`max_tokens` of every request.",
+    },
+    Field {
+        key: "ignore_eos",
+        value: boolean,
+        doc: "The server generates exactly `output_tokens`.",
+    },
+    Field {
+        key: "flush_cache",
+        value: boolean,
+        doc: "`POST /flush_cache` (SGLang) after the warm-up.",
+    },
+    Field {
+        key: "abort_after",
+        value: || count(0),
+        doc: "Stop after this many consecutive stalls, timeouts or refusals (default 3; 0: never).",
+    },
+    Field {
+        key: "client_threads",
+        value: || json!({"anyOf": [{"const": "auto"}, {"type": "integer", "minimum": 1, "maximum": MAX_CLIENT_THREADS}]}),
+        doc: "Client threads driving the load, each owning a shard of the streams (default `auto`: from the load, within the machine's cores; `--client-threads` overrides).",
+    },
+    Field {
+        key: "client_limited",
+        value: || one_of(CLIENT_LIMITED),
+        doc: "When the self-check finds the client was the bottleneck: `fail` the gate or `warn` (figures marked client-limited, judged as they are); default: `fail` against a server, `warn` against the embedded simulator.",
+    },
+    Field {
+        key: "dataset",
+        value: string,
+        doc: "A JSONL (or ShareGPT JSON) file of prompts, relative to the suite or a parent.",
+    },
+    Field {
+        key: "shared_prefix",
+        value: || with_required(object(&[SHARED_PREFIX]), &["tokens"]),
+        doc: "With `input_tokens`: one of G prefixes of about P tokens, then N unique tokens.",
+    },
+    Field {
+        key: "tokenizer",
+        value: string,
+        doc: "A Hugging Face `tokenizer.json` that cuts synthetic prompts to exactly `input_tokens`.",
+    },
+];
+
+/// A load's `shared_prefix:`.
+pub(in crate::suite::decode) const SHARED_PREFIX: &[Field] = &[
+    Field {
+        key: "tokens",
+        value: || count(1),
+        doc: "Tokens of each shared prefix.",
+    },
+    Field {
+        key: "groups",
+        value: || count(1),
+        doc: "How many prefixes (default 1).",
+    },
+];
+
+/// A gate's `load:`: exactly one workload, a window.
 fn load() -> Value {
-    let levels = |one: Value, d: &str| json!({"anyOf": [one.clone(), {"type": "array", "items": one, "minItems": 1}], "description": d});
-    let props = LOAD
-        .iter()
-        .filter_map(|k| {
-            // A key with no arm here has no property: the schema tests,
-            // which hold the schema's keys to the decoder's, name it.
-            let v = match *k {
-                "concurrency" => levels(count(1), "Closed loop: N workers, each sending its next request when the previous ends; a list sweeps (one trial per level). With `rate`: a cap on requests in flight."),
-                "rate" => levels(json!({"type": "number", "exclusiveMinimum": 0}), "Open loop: requests per second, started on a schedule; a list sweeps."),
-                "arrival" => described(one_of(ARRIVALS), "Spacing of the open-loop schedule (default `constant`)."),
-                "seed" => described(count(0), "Seed of the Poisson schedule."),
-                "requests" => described(count(1), "The measured window ends after N requests (or at `duration`)."),
-                "duration" => described(duration(), "The measured window ends at this duration (or after `requests`)."),
-                "warmup" => described(count(0), "Requests sent first and left out of every figure."),
-                "prompt" => described(text(), "A fixed prompt for every request."),
-                "input_tokens" => described(count(1), "A synthetic prompt of about N tokens, different per request."),
-                "output_tokens" => described(count(1), "`max_tokens` of every request."),
-                "ignore_eos" => described(boolean(), "The server generates exactly `output_tokens`."),
-                "flush_cache" => described(boolean(), "`POST /flush_cache` (SGLang) after the warm-up."),
-                "abort_after" => described(count(0), "Stop after this many consecutive stalls, timeouts or refusals (default 3; 0: never)."),
-                "client_threads" => described(
-                    json!({"anyOf": [{"const": "auto"}, {"type": "integer", "minimum": 1, "maximum": MAX_CLIENT_THREADS}]}),
-                    "Client threads driving the load, each owning a shard of the streams (default `auto`: from the load, within the machine's cores; `--client-threads` overrides).",
-                ),
-                "client_limited" => described(one_of(CLIENT_LIMITED), "When the self-check finds the client was the bottleneck: `fail` the gate or `warn` (figures marked client-limited, judged as they are); default: `fail` against a server, `warn` against the embedded simulator."),
-                "dataset" => described(string(), "A JSONL (or ShareGPT JSON) file of prompts, relative to the suite or a parent."),
-                "shared_prefix" => described(
-                    with_required(
-                        object(
-                            "shared_prefix",
-                            SHARED_PREFIX,
-                            vec![
-                                ("tokens", described(count(1), "Tokens of each shared prefix.")),
-                                ("groups", described(count(1), "How many prefixes (default 1).")),
-                            ],
-                        ),
-                        &["tokens"],
-                    ),
-                    "With `input_tokens`: one of G prefixes of about P tokens, then N unique tokens.",
-                ),
-                "tokenizer" => described(string(), "A Hugging Face `tokenizer.json` that cuts synthetic prompts to exactly `input_tokens`."),
-                _ => return None,
-            };
-            Some((*k, v))
-        })
-        .collect();
     let mut load = one_of_required(
-        with_required(object("load", LOAD, props), &["output_tokens"]),
+        with_required(object(&[LOAD]), &["output_tokens"]),
         &[&["prompt"], &["input_tokens"], &["dataset"]],
     );
     load["anyOf"] = json!([{"required": ["requests"]}, {"required": ["duration"]}]);
-    described(
-        load,
-        "The load: its pace (`concurrency` or `rate`), its window (`requests` and/or `duration`) and its workload (one of `prompt`, `input_tokens`, `dataset`).",
-    )
+    load
 }

@@ -1,214 +1,215 @@
-//! The schema of the server under test: `target` (its URL, API, deadlines
-//! and read caps), `target.launch`, `expect_server` and `variants`.
+//! The field tables of the server under test: `target` (its URL, API,
+//! deadlines and read caps), `target.launch`, `expect_server` and
+//! `variants`.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::vocabulary::{
-    array, described, duration, env, exactly_one, name, names, non_empty, object, or_interpolated,
-    string, text, variable, with_required,
+    Field, array, closed, described, duration, env, exactly_one, name, names, non_empty, object,
+    or_interpolated, string, text, variable, with_required,
 };
-use crate::suite::decode::server::{EXPECTS, LAUNCH, LIMITS, READY, TARGET, TIMEOUTS, VARIANT};
 use crate::suite::model::{Api, ConfigSource};
-use crate::suite::names::Named as _;
 
-pub(super) fn target() -> Value {
-    let timeouts = TIMEOUTS
-        .iter()
-        .map(|k| {
-            let d = match *k {
-                "connect" => "TCP connect (default 10s).",
-                "first_token" => "Send to the first token of any kind (default 120s).",
-                "idle" => "The longest gap between two chunks (default 60s).",
-                _ => "The whole request (default 10m).",
-            };
-            (*k, described(duration(), d))
-        })
-        .collect();
-    let size = |d: &str| {
-        json!({
-            "type": ["integer", "string"],
-            "minimum": 1024,
-            // Not interpolated: read as written.
-            "pattern": format!("^({})$", crate::units::bytes_pattern()),
-            "description": d,
-        })
-    };
-    described(
-        object(
-            "target",
-            TARGET,
-            vec![
-                (
-                    "base_url",
-                    described(
-                        json!({
-                            "type": "string",
-                            "pattern": or_interpolated("\\s*(sim|https?://[^/\\s]\\S*)?\\s*"),
-                        }),
-                        "`sim` (or absent): the embedded simulator; else the server root, `http(s)://host:port` (a trailing `/v1` is dropped). `${VAR}` and `${VAR:-default}` are interpolated.",
-                    ),
-                ),
-                (
-                    "api",
-                    described(
-                        names::<Api>(),
-                        "The serving API: how requests look and how their streams read (default `openai-chat`).",
-                    ),
-                ),
-                (
-                    "model",
-                    described(
-                        text(),
-                        "Sent as `model`; absent: the id the server serves (`/v1/models`).",
-                    ),
-                ),
-                (
-                    "api_key_env",
-                    described(
-                        variable(),
-                        "The NAME of an environment variable holding the API key; never the key itself.",
-                    ),
-                ),
-                (
-                    "admin_key_env",
-                    described(
-                        variable(),
-                        "The NAME of an environment variable holding the admin key (SGLang's `--admin-api-key`), sent to `/flush_cache` in place of the API key; never the key itself.",
-                    ),
-                ),
-                (
-                    "timeouts",
-                    described(
-                        object("target.timeouts", TIMEOUTS, timeouts),
-                        "Deadlines of every request.",
-                    ),
-                ),
-                (
-                    "limits",
-                    described(
-                        object(
-                            "target.limits",
-                            LIMITS,
-                            vec![
-                                (
-                                    "answer",
-                                    size("The most read of one answer (default `8 MiB`)."),
-                                ),
-                                (
-                                    "document",
-                                    size("The most read of one GET body (default `4 MiB`)."),
-                                ),
-                                (
-                                    "buffers",
-                                    size(
-                                        "The most the streams in flight hold together: their line buffers and kept text (default `256 MiB`).",
-                                    ),
-                                ),
-                            ],
-                        ),
-                        "The most servegate reads from the server.",
-                    ),
-                ),
-                (
-                    "secrets",
-                    described(
-                        array(variable()),
-                        "NAMES of environment variables whose values are scrubbed from every output.",
-                    ),
-                ),
-                ("launch", launch()),
-            ],
-        ),
-        "The server under test.",
-    )
+/// `target:`.
+pub(in crate::suite::decode) const TARGET: &[Field] = &[
+    Field {
+        key: "base_url",
+        value: || {
+            json!({
+                "type": "string",
+                "pattern": or_interpolated("\\s*(sim|https?://[^/\\s]\\S*)?\\s*"),
+            })
+        },
+        doc: "`sim` (or absent): the embedded simulator; else the server root, `http(s)://host:port` (a trailing `/v1` is dropped). `${VAR}` and `${VAR:-default}` are interpolated.",
+    },
+    Field {
+        key: "api",
+        value: names::<Api>,
+        doc: "The serving API: how requests look and how their streams read (default `openai-chat`).",
+    },
+    Field {
+        key: "model",
+        value: text,
+        doc: "Sent as `model`; absent: the id the server serves (`/v1/models`).",
+    },
+    Field {
+        key: "api_key_env",
+        value: variable,
+        doc: "The NAME of an environment variable holding the API key; never the key itself.",
+    },
+    Field {
+        key: "admin_key_env",
+        value: variable,
+        doc: "The NAME of an environment variable holding the admin key (SGLang's `--admin-api-key`), sent to `/flush_cache` in place of the API key; never the key itself.",
+    },
+    Field {
+        key: "timeouts",
+        value: || object(&[TIMEOUTS]),
+        doc: "Deadlines of every request.",
+    },
+    Field {
+        key: "limits",
+        value: || object(&[LIMITS]),
+        doc: "The most servegate reads from the server.",
+    },
+    Field {
+        key: "secrets",
+        value: || array(variable()),
+        doc: "NAMES of environment variables whose values are scrubbed from every output.",
+    },
+    Field {
+        key: "launch",
+        value: || with_required(object(&[LAUNCH]), &["command"]),
+        doc: "servegate starts the server itself, waits until it is ready, and stops it after the suite (instead of `base_url`).",
+    },
+];
+
+/// `target.timeouts:`.
+pub(in crate::suite::decode) const TIMEOUTS: &[Field] = &[
+    Field {
+        key: "connect",
+        value: duration,
+        doc: "TCP connect (default 10s).",
+    },
+    Field {
+        key: "first_token",
+        value: duration,
+        doc: "Send to the first token of any kind (default 120s).",
+    },
+    Field {
+        key: "idle",
+        value: duration,
+        doc: "The longest gap between two chunks (default 60s).",
+    },
+    Field {
+        key: "total",
+        value: duration,
+        doc: "The whole request (default 10m).",
+    },
+];
+
+/// A size in bytes, read as written (not interpolated).
+fn size() -> Value {
+    json!({
+        "type": ["integer", "string"],
+        "minimum": 1024,
+        "pattern": format!("^({})$", crate::units::bytes_pattern()),
+    })
 }
 
-fn launch() -> Value {
-    let ready = object(
-        "launch.ready",
-        READY,
-        vec![
-            (
-                "path",
-                described(
-                    text(),
-                    "The path polled until it answers 200 (default `/health`, `/health_generate` for SGLang).",
-                ),
-            ),
-            (
-                "interval",
-                described(duration(), "Between polls (default 2s)."),
-            ),
-            (
-                "timeout",
-                described(duration(), "Start-up deadline (default 20m)."),
-            ),
-        ],
-    );
-    described(
-        with_required(
-            object(
-                "target.launch",
-                LAUNCH,
-                vec![
-                    (
-                        "command",
-                        described(
-                            non_empty(text()),
-                            "The server's argv (no shell); `{host}` and `{port}` are replaced.",
-                        ),
-                    ),
-                    ("env", env()),
-                    (
-                        "cwd",
-                        described(text(), "Working directory, relative to the suite's."),
-                    ),
-                    (
-                        "host",
-                        described(text(), "Where it listens (default 127.0.0.1)."),
-                    ),
-                    (
-                        "port",
-                        json!({
-                            "type": ["integer", "string"],
-                            "minimum": 1,
-                            "maximum": 65535,
-                            "description": "A fixed port; absent: a free one."
-                        }),
-                    ),
-                    ("ready", described(ready, "How readiness is checked.")),
-                    (
-                        "fatal_log_patterns",
-                        described(
-                            array(string()),
-                            "Regexes that, in the server's log, fail the run at once.",
-                        ),
-                    ),
-                    (
-                        "grace",
-                        described(
-                            duration(),
-                            "Between SIGTERM and SIGKILL at teardown (default 30s).",
-                        ),
-                    ),
-                ],
-            ),
-            &["command"],
-        ),
-        "servegate starts the server itself, waits until it is ready, and stops it after the suite (instead of `base_url`).",
-    )
-}
+/// `target.limits:`.
+pub(in crate::suite::decode) const LIMITS: &[Field] = &[
+    Field {
+        key: "answer",
+        value: size,
+        doc: "The most read of one answer (default `8 MiB`).",
+    },
+    Field {
+        key: "document",
+        value: size,
+        doc: "The most read of one GET body (default `4 MiB`).",
+    },
+    Field {
+        key: "buffers",
+        value: size,
+        doc: "The most the streams in flight hold together: their line buffers and kept text (default `256 MiB`).",
+    },
+];
 
+/// `target.launch:`.
+pub(in crate::suite::decode) const LAUNCH: &[Field] = &[
+    Field {
+        key: "command",
+        value: || non_empty(text()),
+        doc: "The server's argv (no shell); `{host}` and `{port}` are replaced.",
+    },
+    Field {
+        key: "env",
+        value: env,
+        doc: "",
+    },
+    Field {
+        key: "cwd",
+        value: text,
+        doc: "Working directory, relative to the suite's.",
+    },
+    Field {
+        key: "host",
+        value: text,
+        doc: "Where it listens (default 127.0.0.1).",
+    },
+    Field {
+        key: "port",
+        value: || json!({"type": ["integer", "string"], "minimum": 1, "maximum": 65535}),
+        doc: "A fixed port; absent: a free one.",
+    },
+    Field {
+        key: "ready",
+        value: || object(&[READY]),
+        doc: "How readiness is checked.",
+    },
+    Field {
+        key: "fatal_log_patterns",
+        value: || array(string()),
+        doc: "Regexes that, in the server's log, fail the run at once.",
+    },
+    Field {
+        key: "grace",
+        value: duration,
+        doc: "Between SIGTERM and SIGKILL at teardown (default 30s).",
+    },
+];
+
+/// `target.launch.ready:`.
+pub(in crate::suite::decode) const READY: &[Field] = &[
+    Field {
+        key: "path",
+        value: text,
+        doc: "The path polled until it answers 200 (default `/health`, `/health_generate` for SGLang).",
+    },
+    Field {
+        key: "interval",
+        value: duration,
+        doc: "Between polls (default 2s).",
+    },
+    Field {
+        key: "timeout",
+        value: duration,
+        doc: "Start-up deadline (default 20m).",
+    },
+];
+
+/// An expected value of `expect_server` given as a check.
+pub(in crate::suite::decode) const EXPECTS: &[Field] = &[
+    Field {
+        key: "equals",
+        value: || json!({}),
+        doc: "Equal to this value.",
+    },
+    Field {
+        key: "contains",
+        value: text,
+        doc: "A string containing this.",
+    },
+    Field {
+        key: "matches",
+        value: string,
+        doc: "A string matching this regex.",
+    },
+    Field {
+        key: "one_of",
+        value: || array(json!({})),
+        doc: "Equal to one of these.",
+    },
+];
+
+/// `expect_server:`: a key per document the server answers, each named by
+/// [`ConfigSource`]'s own table.
 pub(super) fn expect_server() -> Value {
     let expectation = json!({
         "anyOf": [
             {"type": ["string", "number", "boolean", "null"]},
-            exactly_one(object("an expected value", EXPECTS, vec![
-                ("equals", json!({"description": "Equal to this value."})),
-                ("contains", described(text(), "A string containing this.")),
-                ("matches", described(string(), "A string matching this regex.")),
-                ("one_of", described(array(json!({})), "Equal to one of these.")),
-            ])),
+            exactly_one(object(&[EXPECTS])),
         ],
         "description": "The value expected, or one check: `{equals}`, `{contains}`, `{matches}` or `{one_of}`."
     });
@@ -218,11 +219,11 @@ pub(super) fn expect_server() -> Value {
         "additionalProperties": expectation,
         "description": "A field (or dotted path such as `data.0.id`) of the document, to its expected value."
     });
-    let props = ConfigSource::ALL
+    let props: Map<String, Value> = ConfigSource::ALL
         .iter()
         .map(|(n, s)| {
             (
-                *n,
+                (*n).to_owned(),
                 described(
                     document.clone(),
                     &format!(
@@ -237,43 +238,44 @@ pub(super) fn expect_server() -> Value {
             )
         })
         .collect();
-    described(
-        object("expect_server", &ConfigSource::names(), props),
-        "Configuration truth: config checks that run before the probes, against the server's own documents.",
-    )
+    closed(props)
 }
 
+/// A variant (`variants:`).
+pub(in crate::suite::decode) const VARIANT: &[Field] = &[
+    Field {
+        key: "name",
+        value: name,
+        doc: "The variant's name: `<suite>[<name>]::…`.",
+    },
+    Field {
+        key: "env",
+        value: env,
+        doc: "",
+    },
+    Field {
+        key: "args",
+        value: || array(text()),
+        doc: "Arguments appended to `launch.command`.",
+    },
+    Field {
+        key: "expect_server",
+        value: expect_server,
+        doc: "What this variant's launch must have changed (`server_info: {num_continuous_decode_steps: 4}`), checked before it is measured: added to the suite's `expect_server`, replacing a check of the same field.",
+    },
+    Field {
+        key: "thresholds",
+        value: || json!({"type": "object", "additionalProperties": super::gate::thresholds()}),
+        doc: "Thresholds only this variant's gates are judged by, by gate name (a sweep's name for all its levels): added to the gate's, replacing one of the same figure, e.g. `{single_stream_decode: {server.spec_accept_length: \">= 2.5\"}}`.",
+    },
+];
+
+/// The server under test.
+pub(super) fn target() -> Value {
+    object(&[TARGET])
+}
+
+/// A variant.
 pub(super) fn variant() -> Value {
-    with_required(
-        object(
-            "variant",
-            VARIANT,
-            vec![
-                (
-                    "name",
-                    described(name(), "The variant's name: `<suite>[<name>]::…`."),
-                ),
-                ("env", env()),
-                (
-                    "args",
-                    described(array(text()), "Arguments appended to `launch.command`."),
-                ),
-                (
-                    "expect_server",
-                    described(
-                        expect_server(),
-                        "What this variant's launch must have changed (`server_info: {num_continuous_decode_steps: 4}`), checked before it is measured: added to the suite's `expect_server`, replacing a check of the same field.",
-                    ),
-                ),
-                (
-                    "thresholds",
-                    described(
-                        json!({"type": "object", "additionalProperties": super::gate::thresholds()}),
-                        "Thresholds only this variant's gates are judged by, by gate name (a sweep's name for all its levels): added to the gate's, replacing one of the same figure, e.g. `{single_stream_decode: {server.spec_accept_length: \">= 2.5\"}}`.",
-                    ),
-                ),
-            ],
-        ),
-        &["name"],
-    )
+    with_required(object(&[VARIANT]), &["name"])
 }

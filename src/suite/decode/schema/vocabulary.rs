@@ -1,26 +1,57 @@
-//! The pieces the suite's JSON Schema is built from: objects of exactly
-//! the keys the decoder accepts, arrays, scalars, names, durations,
+//! The pieces the suite's JSON Schema is built from: the field tables of
+//! its objects (the keys the decoder accepts, each with its schema and
+//! words), arrays, scalars, names, durations,
 //! environment variables and comparisons.
 
 use serde_json::{Map, Value, json};
 
 use crate::suite::names::Named;
 
-/// An object of exactly the keys `keys` (the decoder's list for it), each
-/// described by `props`; panics when the two differ, so that the schema
-/// cannot drift from the decoder.
-pub(super) fn object(what: &str, keys: &[&str], props: Vec<(&str, Value)>) -> Value {
-    let mut given: Vec<&str> = props.iter().map(|(k, _)| *k).collect();
-    let mut wanted = keys.to_vec();
-    given.sort_unstable();
-    wanted.sort_unstable();
-    assert_eq!(
-        given, wanted,
-        "the schema of {what} and the keys the decoder accepts there differ"
-    );
-    let properties: Map<String, Value> =
-        props.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
-    json!({"type": "object", "properties": properties, "additionalProperties": false})
+/// One key of a suite object: the decoder accepts exactly the keys of its
+/// object's tables, the schema gives each its value's schema and its
+/// words, the docs list them. Adding a key is adding its entry here and
+/// the code that reads it.
+pub(in crate::suite::decode) struct Field {
+    /// The key.
+    pub key: &'static str,
+    /// The JSON Schema of its value.
+    pub value: fn() -> Value,
+    /// What it means: the schema's description of it; empty where its
+    /// value's schema describes itself.
+    pub doc: &'static str,
+}
+
+/// The keys of an object made of these tables, in their order.
+pub(in crate::suite::decode) fn keys(tables: &[&[Field]]) -> Vec<&'static str> {
+    tables
+        .iter()
+        .flat_map(|t| t.iter().map(|f| f.key))
+        .collect()
+}
+
+/// The object of exactly these tables' keys, each valued and described by
+/// its entry; panics on a key listed twice.
+pub(super) fn object(tables: &[&[Field]]) -> Value {
+    let mut properties = Map::new();
+    for field in tables.iter().flat_map(|t| t.iter()) {
+        let mut value = (field.value)();
+        if !field.doc.is_empty() {
+            value = described(value, field.doc);
+        }
+        let twice = properties.insert(field.key.to_owned(), value);
+        assert!(twice.is_none(), "`{}` is listed twice", field.key);
+    }
+    closed(properties)
+}
+
+/// An object of exactly these properties: where an enumeration's or the
+/// metrics' own table names the keys (`expect_server`'s documents, a
+/// gate's metric keys).
+pub(super) fn closed(properties: Map<String, Value>) -> Value {
+    let mut object = json!({"type": "object"});
+    object["properties"] = Value::Object(properties);
+    object["additionalProperties"] = false.into();
+    object
 }
 
 pub(super) fn described(mut schema: Value, description: &str) -> Value {
@@ -145,11 +176,15 @@ pub(super) fn exactly_one(schema: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::decode::server::TARGET;
 
     #[test]
-    #[should_panic(expected = "the schema of target and the keys the decoder accepts there differ")]
-    fn a_key_the_decoder_does_not_know_fails_the_build() {
-        object("target", TARGET, vec![("base_url", text())]);
+    #[should_panic(expected = "`a` is listed twice")]
+    fn a_key_listed_twice_fails_the_build() {
+        const A: &[Field] = &[Field {
+            key: "a",
+            value: text,
+            doc: "",
+        }];
+        object(&[A, A]);
     }
 }

@@ -91,6 +91,7 @@ complete -c servegate -n "__fish_servegate_using_subcommand import; and __fish_s
 complete -c servegate -n "__fish_servegate_using_subcommand import; and __fish_seen_subcommand_from bench-serving" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c servegate -n "__fish_servegate_using_subcommand import; and __fish_seen_subcommand_from help" -f -a "bench-serving" -d 'The result file of `sglang.bench_serving --output-file` (JSON lines, one run each) or of `vllm bench serve --save-result` (one JSON object): each run a gate, its figures in servegate\'s names (its ITL is `itl_chunk`, the gap between chunks, or `itl` where SGLang\'s bench shares a chunk\'s gap among its tokens: its native backend, or beside a speculative accept length). Written as `<out>/runs/<run>/report.json` and `<out>/latest/report.json`'
 complete -c servegate -n "__fish_servegate_using_subcommand import; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c servegate -n "__fish_servegate_using_subcommand schema" -l keys -d 'Print the key reference instead: every object of a suite file and its keys, as Markdown (`docs/src/suite-keys.md` is this)'
 complete -c servegate -n "__fish_servegate_using_subcommand schema" -s h -l help -d 'Print help'
 complete -c servegate -n "__fish_servegate_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c servegate -n "__fish_servegate_using_subcommand man" -l dir -d 'Write `servegate.1` and `servegate-<command>.1` pages here' -r -F
