@@ -208,6 +208,11 @@ pub struct ThresholdVerdict {
     /// Why it was not applied, when it was not (it then passes).
     #[serde(default)]
     pub not_applied: Option<String>,
+    /// The most the client can have moved the figure, by its self-check
+    /// (the largest over repeats), in the figure's unit; absent where
+    /// nothing bounds it or the self-check does not gate the figure.
+    #[serde(default)]
+    pub client_error: Option<f64>,
 }
 
 impl ThresholdVerdict {
@@ -220,7 +225,7 @@ impl ThresholdVerdict {
 impl Serialize for ThresholdVerdict {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct as _;
-        let mut out = s.serialize_struct("ThresholdVerdict", 10)?;
+        let mut out = s.serialize_struct("ThresholdVerdict", 11)?;
         out.serialize_field("key", &self.key)?;
         out.serialize_field("op", self.op.symbol())?;
         out.serialize_field("bound", &self.bound)?;
@@ -240,6 +245,10 @@ impl Serialize for ThresholdVerdict {
         match &self.not_applied {
             Some(why) => out.serialize_field("not_applied", why)?,
             None => out.skip_field("not_applied")?,
+        }
+        match self.client_error {
+            Some(e) => out.serialize_field("client_error", &e)?,
+            None => out.skip_field("client_error")?,
         }
         out.end()
     }
@@ -507,11 +516,12 @@ mod tests {
             line: 9,
             implicit: false,
             not_applied: None,
+            client_error: Some(0.000_2),
         };
         let text = serde_json::to_string(&v).expect("written");
         assert_eq!(
             text,
-            r#"{"key":"spec_accept_length.mean","op":"!=","bound":64.0,"measured":64.0,"unit":"tokens","line":9,"implicit":false}"#
+            r#"{"key":"spec_accept_length.mean","op":"!=","bound":64.0,"measured":64.0,"unit":"tokens","line":9,"implicit":false,"client_error":0.0002}"#
         );
         let back: ThresholdVerdict = serde_json::from_str(&text).expect("read back");
         assert_eq!((back.op, back.unit()), (Op::Ne, Unit::Tokens));

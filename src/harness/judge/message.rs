@@ -125,6 +125,8 @@ pub(super) struct Judged<'a> {
     /// Each repeat's figure, when the gate repeated.
     pub(super) repeats: Vec<f64>,
     pub(super) not_applied: Option<String>,
+    /// The most the client can have moved the figure.
+    pub(super) client_error: Option<f64>,
 }
 
 impl Judged<'_> {
@@ -141,6 +143,7 @@ impl Judged<'_> {
             line: lt.loc.line,
             implicit,
             not_applied: self.not_applied,
+            client_error: self.client_error,
         }
     }
 }

@@ -105,6 +105,15 @@ fn holds(t: &Threshold, bound: f64, e: &Estimate, mode: VerdictMode) -> bool {
     }
 }
 
+/// The most the client can have moved a figure over the repeats, by its
+/// self-check; `None` where nothing bounds it.
+fn client_error(key: MetricKey, repeats: &[GateMetrics]) -> Option<f64> {
+    repeats
+        .iter()
+        .filter_map(|m| m.client.figures.iter().find(|f| f.figure == key)?.bound)
+        .reduce(f64::max)
+}
+
 /// Counts add up over repeats; every other figure is estimated from them.
 fn estimate(key: MetricKey, repeats: &[GateMetrics]) -> Option<Estimate> {
     let values: Option<Vec<f64>> = repeats.iter().map(|m| m.value(key)).collect();
@@ -185,6 +194,7 @@ pub fn judge(
                 est: est.as_ref(),
                 repeats: each.clone(),
                 not_applied,
+                client_error: client_error(t.key, repeats),
             }
             .verdict(&lt, implicit)
         };
