@@ -26,7 +26,7 @@ use clap::{Parser, Subcommand};
 use cli::baseline::{BaselineAction, accept_baselines};
 use cli::bench::{bench_client, bench_keeping};
 use cli::import::{ImportWhat, import};
-use cli::report::{ReportFormat, ReportMerge, merge_reports, report};
+use cli::report::{ReportMerge, merge_reports, report};
 use cli::sim::{SimArgs, serve_sim};
 use libtest_mimic::Arguments;
 use servegate::bench::{self, BenchOptions};
@@ -231,7 +231,7 @@ enum Command {
         path: Option<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value = "md")]
-        format: ReportFormat,
+        format: servegate::report::Format,
     },
     /// The history of runs: list its series, show one with its runs and
     /// commits, import earlier records and other tools' results.

@@ -47,38 +47,13 @@ pub(crate) fn merge_reports(records: &[String], out_dir: &Path) -> ExitCode {
     }
 }
 
-/// What `servegate report` writes.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub(crate) enum ReportFormat {
-    /// Markdown summary.
-    Md,
-    /// JUnit XML.
-    Junit,
-    /// GitHub Actions annotations.
-    Annotations,
-    /// The self-contained HTML report.
-    Html,
-    /// The record itself.
-    Json,
-    /// Every gate's figures as CSV, a row each (for a spreadsheet).
-    Csv,
-}
-
-pub(crate) fn report(path: &Path, format: ReportFormat) -> ExitCode {
+pub(crate) fn report(path: &Path, format: Format) -> ExitCode {
     let record = match servegate::record::read(path) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
             return Exit::Usage.into();
         }
-    };
-    let format = match format {
-        ReportFormat::Md => Format::Markdown,
-        ReportFormat::Html => Format::Html,
-        ReportFormat::Junit => Format::Junit,
-        ReportFormat::Annotations => Format::Annotations,
-        ReportFormat::Json => Format::Json,
-        ReportFormat::Csv => Format::Csv,
     };
     let text = servegate::report::render(format, &record, Some(path));
     match text {

@@ -16,20 +16,22 @@ use std::fmt::Write as _;
 
 use crate::record::{RunInfo, RunRecord};
 
-/// A format the record renders to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A format the record renders to (`servegate report --format`, whose
+/// help lists them with these words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// The Markdown summary.
+    /// Markdown summary.
+    #[value(name = "md")]
     Markdown,
     /// JUnit XML.
     Junit,
-    /// GitHub Actions annotations, one line each.
+    /// GitHub Actions annotations.
     Annotations,
     /// The self-contained HTML report.
     Html,
     /// The record itself.
     Json,
-    /// Every gate's figures, a row each.
+    /// Every gate's figures as CSV, a row each (for a spreadsheet).
     Csv,
 }
 
