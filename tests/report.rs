@@ -105,7 +105,9 @@ fn the_record_keeps_each_threshold_verdict_as_data() {
     // The most the client can have moved a timed figure, by its
     // self-check: small beside the figure; a count has none.
     let ttft = verdicts[1];
-    let moved = ttft["client_error"].as_f64().unwrap_or_else(|| panic!("{ttft}"));
+    let moved = ttft["client_error"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{ttft}"));
     assert!(
         (0.0..ttft["measured"].as_f64().unwrap()).contains(&moved),
         "{ttft}"

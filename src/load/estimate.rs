@@ -1,6 +1,8 @@
 //! What repeats of a gate say about a figure: mean, spread and a 95%
 //! confidence interval (Student's t), so that a verdict can account for noise.
 
+use crate::suite::metric::{MetricKey, format_value};
+
 /// The estimate of one figure from its repeats.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Estimate {
@@ -66,6 +68,26 @@ impl Estimate {
             stddev,
             ci95: Some((mean - half, mean + half)),
         }
+    }
+}
+
+/// An estimate of `key`'s figure in words: its value, and over repeats
+/// its spread and 95% interval (`500.1 tok/s ± 3.2 tok/s (95% CI …, 3
+/// repeats)`); a histogram's percentile as the bucket bound it is.
+pub fn describe(key: MetricKey, e: &Estimate) -> String {
+    let v = |x: f64| format_value(key.metric, x);
+    // A percentile of the server's histogram is its bucket's bound.
+    let at_most = if key.is_bucket_bound() { "≤ " } else { "" };
+    match e.ci95 {
+        None => format!("{at_most}{}", v(e.mean)),
+        Some((lo, hi)) => format!(
+            "{at_most}{} ± {} (95% CI {} … {}, {} repeats)",
+            v(e.mean),
+            v(e.stddev),
+            v(lo),
+            v(hi),
+            e.values.len()
+        ),
     }
 }
 

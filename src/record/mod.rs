@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::load::selfcheck::ClientCheck;
 use crate::suite::figures::{ByKey, Figures};
-use crate::suite::metric::{MetricKey, Unit};
+use crate::suite::metric::{MetricKey, Unit, format_value};
 use crate::suite::threshold::Op;
 
 mod cause;
@@ -213,6 +213,14 @@ pub struct ThresholdVerdict {
     /// nothing bounds it or the self-check does not gate the figure.
     #[serde(default)]
     pub client_error: Option<f64>,
+    /// The bound as the suite writes it (`2s`, `baseline * 1.1`,
+    /// `no_regression`); empty in records written before it.
+    #[serde(default)]
+    pub written: String,
+    /// What a relative bound was made from, in words (`baseline`,
+    /// ``variant `base`'s``, the history's own words), where it was.
+    #[serde(default)]
+    pub reference_from: Option<String>,
 }
 
 impl ThresholdVerdict {
@@ -220,12 +228,59 @@ impl ThresholdVerdict {
     pub fn unit(&self) -> Unit {
         self.key.metric.spec().unit
     }
+
+    /// ` = 2.1 s from baseline 1.9 s`: how a relative bound was made;
+    /// empty for a fixed bound, or one that had no reference.
+    pub fn against(&self) -> String {
+        let m = self.key.metric;
+        match (&self.reference_from, self.reference, self.bound) {
+            (Some(from), Some(r), Some(b)) => format!(
+                " = {} from {from} {}",
+                format_value(m, b),
+                format_value(m, r)
+            ),
+            _ => String::new(),
+        }
+    }
+
+    /// What was measured, in words: the figure, and over repeats its
+    /// spread and 95% interval; `nothing` when nothing measured it.
+    pub fn measured_text(&self) -> String {
+        let Some(measured) = self.measured else {
+            return "nothing".to_owned();
+        };
+        let estimate = if self.repeats.len() > 1 {
+            crate::load::estimate::combine(self.key.metric, self.repeats.clone())
+        } else {
+            crate::load::estimate::Estimate::of(vec![measured])
+        };
+        crate::load::estimate::describe(self.key, &estimate)
+    }
+}
+
+/// The threshold's line as the terminal and the reports print it: the
+/// threshold as written, how a relative bound was made, what was measured
+/// (`decode_tok_s.mean >= 12.5 tok/s (measured 500.1 tok/s)`), or why it
+/// was not applied.
+impl std::fmt::Display for ThresholdVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} ", self.key, self.op.symbol())?;
+        match (self.written.is_empty(), self.bound) {
+            (false, _) => f.write_str(&self.written)?,
+            (true, Some(b)) => f.write_str(&format_value(self.key.metric, b))?,
+            (true, None) => f.write_str("?")?,
+        }
+        match &self.not_applied {
+            Some(why) => write!(f, " (not applied: {why})"),
+            None => write!(f, "{} (measured {})", self.against(), self.measured_text()),
+        }
+    }
 }
 
 impl Serialize for ThresholdVerdict {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct as _;
-        let mut out = s.serialize_struct("ThresholdVerdict", 11)?;
+        let mut out = s.serialize_struct("ThresholdVerdict", 13)?;
         out.serialize_field("key", &self.key)?;
         out.serialize_field("op", self.op.symbol())?;
         out.serialize_field("bound", &self.bound)?;
@@ -249,6 +304,15 @@ impl Serialize for ThresholdVerdict {
         match self.client_error {
             Some(e) => out.serialize_field("client_error", &e)?,
             None => out.skip_field("client_error")?,
+        }
+        if self.written.is_empty() {
+            out.skip_field("written")?;
+        } else {
+            out.serialize_field("written", &self.written)?;
+        }
+        match &self.reference_from {
+            Some(from) => out.serialize_field("reference_from", from)?,
+            None => out.skip_field("reference_from")?,
         }
         out.end()
     }
@@ -501,6 +565,43 @@ pub struct Comparison {
 mod tests {
     use super::*;
 
+    /// A verdict renders the threshold's line: as written, how a relative
+    /// bound was made, what was measured over the repeats; or why it was
+    /// not applied.
+    #[test]
+    fn a_verdict_renders_its_line() {
+        let v = ThresholdVerdict {
+            key: "ttft.p99".parse().expect("a key"),
+            op: Op::Le,
+            bound: Some(0.22),
+            reference: Some(0.2),
+            measured: Some(0.25),
+            repeats: vec![0.24, 0.25, 0.26],
+            line: 9,
+            implicit: false,
+            not_applied: None,
+            client_error: None,
+            written: "baseline * 1.1".into(),
+            reference_from: Some("baseline".into()),
+        };
+        assert_eq!(
+            v.to_string(),
+            "ttft.p99 <= baseline * 1.1 = 220.00ms from baseline 200.00ms (measured 250.00ms ± 10.00ms (95% CI 225.16ms … 274.84ms, 3 repeats))"
+        );
+        let not_applied = ThresholdVerdict {
+            bound: None,
+            reference: None,
+            measured: None,
+            repeats: Vec::new(),
+            not_applied: Some("`baseline save` records this run's figures".into()),
+            ..v
+        };
+        assert_eq!(
+            not_applied.to_string(),
+            "ttft.p99 <= baseline * 1.1 (not applied: `baseline save` records this run's figures)"
+        );
+    }
+
     /// A verdict is written with its operator as in the suite and its
     /// figure's unit, and read back typed; an operator no suite can write
     /// is an error naming those there are.
@@ -517,11 +618,13 @@ mod tests {
             implicit: false,
             not_applied: None,
             client_error: Some(0.000_2),
+            written: "64".into(),
+            reference_from: None,
         };
         let text = serde_json::to_string(&v).expect("written");
         assert_eq!(
             text,
-            r#"{"key":"spec_accept_length.mean","op":"!=","bound":64.0,"measured":64.0,"unit":"tokens","line":9,"implicit":false,"client_error":0.0002}"#
+            r#"{"key":"spec_accept_length.mean","op":"!=","bound":64.0,"measured":64.0,"unit":"tokens","line":9,"implicit":false,"client_error":0.0002,"written":"64"}"#
         );
         let back: ThresholdVerdict = serde_json::from_str(&text).expect("read back");
         assert_eq!((back.op, back.unit()), (Op::Ne, Unit::Tokens));

@@ -158,6 +158,24 @@ pub struct Threshold {
 impl fmt::Display for Threshold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} ", self.key, self.op.symbol())?;
+        self.fmt_bound(f)
+    }
+}
+
+impl Threshold {
+    /// The bound as the suite writes it: `2 s`, `baseline * 1.1`,
+    /// `variant(base) * 1.05`, `history.median(10)`, `no_regression`.
+    pub fn bound_text(&self) -> String {
+        struct Written<'a>(&'a Threshold);
+        impl fmt::Display for Written<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt_bound(f)
+            }
+        }
+        Written(self).to_string()
+    }
+
+    fn fmt_bound(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let m = self.key.metric;
         match &self.bound {
             Bound::Value(v) => f.write_str(&format_value(m, *v)),

@@ -127,6 +127,8 @@ pub(super) struct Judged<'a> {
     pub(super) not_applied: Option<String>,
     /// The most the client can have moved the figure.
     pub(super) client_error: Option<f64>,
+    /// What a relative bound was made from, in words.
+    pub(super) reference_from: Option<String>,
 }
 
 impl Judged<'_> {
@@ -144,6 +146,8 @@ impl Judged<'_> {
             implicit,
             not_applied: self.not_applied,
             client_error: self.client_error,
+            written: t.bound_text(),
+            reference_from: self.reference_from,
         }
     }
 }

@@ -187,7 +187,7 @@ pub fn judge(
         } else {
             Vec::new()
         };
-        let verdict = |bound, reference, not_applied| {
+        let verdict = |bound, reference, reference_from, not_applied| {
             Judged {
                 bound,
                 reference,
@@ -195,6 +195,7 @@ pub fn judge(
                 repeats: each.clone(),
                 not_applied,
                 client_error: client_error(t.key, repeats),
+                reference_from,
             }
             .verdict(&lt, implicit)
         };
@@ -205,10 +206,11 @@ pub fn judge(
         } = match resolution {
             Ok(r) => r,
             Err(why) => {
+                let verdict = verdict(None, None, None, Some(why));
                 checks.push(ThresholdRecord {
-                    check: format!("{t} (not applied: {why})"),
+                    check: verdict.to_string(),
                     passed: true,
-                    threshold: Some(verdict(None, None, Some(why))),
+                    threshold: Some(verdict),
                 });
                 continue;
             }
@@ -217,23 +219,17 @@ pub fn judge(
             (Some(e), Ok(bound)) => holds(t, *bound, e, gate.verdict),
             _ => false,
         } && history.as_ref().is_none_or(|h| h.fails.is_none());
-        let measured = est
-            .as_ref()
-            .map_or_else(|| "nothing".into(), |e| describe(t.key, e));
-        let against = against(
-            t,
-            reference.as_ref(),
-            resolved.as_ref().ok(),
-            history.as_ref(),
+        let verdict = verdict(
+            resolved.as_ref().ok().copied(),
+            reference.as_ref().and_then(|r| r.as_ref().ok()).copied(),
+            reference_from(t, history.as_ref()),
+            None,
         );
+        let (measured, against) = (verdict.measured_text(), verdict.against());
         checks.push(ThresholdRecord {
-            check: format!("{t}{against} (measured {measured})"),
+            check: verdict.to_string(),
             passed: pass,
-            threshold: Some(verdict(
-                resolved.as_ref().ok().copied(),
-                reference.as_ref().and_then(|r| r.as_ref().ok()).copied(),
-                None,
-            )),
+            threshold: Some(verdict),
         });
         if pass {
             continue;
@@ -297,8 +293,7 @@ mod words;
 pub use curve::judge_curve;
 use message::{Judged, explain_bound, self_check, unmeasurable, unmeasured, write_figures};
 pub use references::{NoReference, References, VariantFigures};
-use references::{Resolution, against, resolve};
-use words::describe;
+use references::{Resolution, reference_from, resolve};
 pub use words::describe_load;
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::load::baseline::Lookup;
 use crate::load::estimate::Estimate;
 use crate::suite::OnClientLimited;
 use crate::suite::figures::Figures;
-use crate::suite::metric::{MetricKey, format_value};
+use crate::suite::metric::MetricKey;
 use crate::suite::threshold::{Bound, Threshold};
 
 /// Where relative bounds find their reference figures.
@@ -176,35 +176,18 @@ impl References<'_> {
     }
 }
 
-/// ` = <bound> from baseline <figure>`: how a relative bound was made.
-pub(super) fn against(
-    t: &Threshold,
-    reference: Option<&Result<f64, NoReference>>,
-    bound: Option<&f64>,
-    history: Option<&Reference>,
-) -> String {
-    let (Some(Ok(r)), Some(b)) = (reference, bound) else {
-        return String::new();
-    };
-    let m = t.key.metric;
+/// What a relative bound is made from, in words (`baseline`, ``variant
+/// `base`'s``, the history's own words); `None` for a fixed bound.
+pub(super) fn reference_from(t: &Threshold, history: Option<&Reference>) -> Option<String> {
     match &t.bound {
-        Bound::Value(_) => String::new(),
-        Bound::History(..) | Bound::NoRegression => format!(
-            " = {} from {} {}",
-            format_value(m, *b),
-            history.map_or("the history's", |h| h.said.as_str()),
-            format_value(m, *r)
+        Bound::Value(_) => None,
+        Bound::History(..) | Bound::NoRegression => Some(
+            history
+                .map_or("the history's", |h| h.said.as_str())
+                .to_owned(),
         ),
-        Bound::Baseline(_) => format!(
-            " = {} from baseline {}",
-            format_value(m, *b),
-            format_value(m, *r)
-        ),
-        Bound::Variant(name, _) => format!(
-            " = {} from variant `{name}`'s {}",
-            format_value(m, *b),
-            format_value(m, *r)
-        ),
+        Bound::Baseline(_) => Some("baseline".to_owned()),
+        Bound::Variant(name, _) => Some(format!("variant `{name}`'s")),
     }
 }
 

@@ -1,27 +1,8 @@
-//! A figure's estimate and a gate's load, in words.
+//! A gate's load, in words.
 
-use crate::load::estimate::Estimate;
 use crate::load::workload::PROMPT_APPROXIMATION;
-use crate::suite::metric::{MetricKey, format_value};
 use crate::suite::{Arrival, Gate, LoadPrompt, Pace};
 use crate::units::format_duration;
-
-pub(super) fn describe(key: MetricKey, e: &Estimate) -> String {
-    let v = |x: f64| format_value(key.metric, x);
-    // A percentile of the server's histogram is its bucket's bound.
-    let at_most = if key.is_bucket_bound() { "≤ " } else { "" };
-    match e.ci95 {
-        None => format!("{at_most}{}", v(e.mean)),
-        Some((lo, hi)) => format!(
-            "{at_most}{} ± {} (95% CI {} … {}, {} repeats)",
-            v(e.mean),
-            v(e.stddev),
-            v(lo),
-            v(hi),
-            e.values.len()
-        ),
-    }
-}
 
 /// The load of a gate, in words, for output and failure messages.
 pub fn describe_load(gate: &Gate) -> String {
