@@ -78,14 +78,14 @@ fn create_parent(path: &Path) -> Result<(), FileError> {
 /// (suite, probe and gate names, snapshot slugs): letters, digits, `_`,
 /// `-`, `.` — no separator, nothing a shell or a file system reads
 /// otherwise.
-pub fn is_name_char(c: char) -> bool {
+pub(crate) fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')
 }
 
 /// Writes `text` to `path` (creating its directory) through a temporary file
 /// beside it and a rename: a reader, or a run killed mid-write, never sees
 /// half a file.
-pub fn write_atomically(path: &Path, text: &str) -> Result<(), FileError> {
+pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), FileError> {
     create_parent(path)?;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".{}.tmp", std::process::id()));
@@ -99,7 +99,7 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<(), FileError> {
 }
 
 /// Writes `value` as pretty JSON (and a newline), atomically.
-pub fn write_json<T: Serialize>(
+pub(crate) fn write_json<T: Serialize>(
     path: &Path,
     what: &'static str,
     value: &T,
@@ -126,7 +126,7 @@ pub fn append(path: &Path, line: &str) -> Result<(), FileError> {
 /// Reads `path` as text of `what`, at most `max` bytes of it: a larger
 /// file (or one without an end, `/dev/zero`) is refused after `max + 1`
 /// bytes, never read whole into memory.
-pub fn read_capped(path: &Path, what: &'static str, max: u64) -> Result<String, FileError> {
+pub(crate) fn read_capped(path: &Path, what: &'static str, max: u64) -> Result<String, FileError> {
     use std::io::Read as _;
     let mut text = String::new();
     std::fs::File::open(path)
@@ -143,7 +143,10 @@ pub fn read_capped(path: &Path, what: &'static str, max: u64) -> Result<String, 
 }
 
 /// Reads `path` as JSON of `what`.
-pub fn read_json<T: DeserializeOwned>(path: &Path, what: &'static str) -> Result<T, FileError> {
+pub(crate) fn read_json<T: DeserializeOwned>(
+    path: &Path,
+    what: &'static str,
+) -> Result<T, FileError> {
     let text = std::fs::read_to_string(path).map_err(io("read", path))?;
     serde_json::from_str(&text).map_err(|source| FileError::NotJson {
         path: path.to_path_buf(),
@@ -153,7 +156,7 @@ pub fn read_json<T: DeserializeOwned>(path: &Path, what: &'static str) -> Result
 }
 
 /// Reads `path` as JSON of `what`; `Ok(None)` when there is no such file.
-pub fn read_json_if_any<T: DeserializeOwned>(
+pub(crate) fn read_json_if_any<T: DeserializeOwned>(
     path: &Path,
     what: &'static str,
 ) -> Result<Option<T>, FileError> {

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::sync::RwLock;
 
 /// What a secret is replaced with.
-pub const REDACTED: &str = "<redacted>";
+pub(crate) const REDACTED: &str = "<redacted>";
 
 /// Shorter values are not scrubbed: they would blank ordinary words.
 const MIN_LEN: usize = 6;
@@ -39,7 +39,7 @@ static KNOWN: RwLock<Vec<Known>> = RwLock::new(Vec::new());
 /// its value is secret: one of its words (split at `_`, `-`, `.` and
 /// case changes) is KEY, TOKEN, SECRET, PASSWORD, … — so `HF_TOKEN`,
 /// `--api-key` and `apiKey` are, and `max_tokens` or `tokenizer_path` are not.
-pub fn is_secret_name(name: &str) -> bool {
+pub(crate) fn is_secret_name(name: &str) -> bool {
     const WORDS: [&str; 12] = [
         "KEY",
         "APIKEY",
@@ -159,7 +159,7 @@ pub fn add_from_environment() {
     }
 }
 
-/// `text` with every registered secret replaced by [`REDACTED`], and any
+/// `text` with every registered secret replaced by `REDACTED`, and any
 /// part of one that a cut left at an edge of it (the start of the text; its
 /// end, or the `…` or `"…` of an excerpt): shortened text must be cut
 /// after it is scrubbed ([`cut`]), and this holds where it was not.
@@ -232,7 +232,7 @@ pub fn cut(text: &str, max: usize) -> (String, Option<usize>) {
 
 /// [`cut`] of a text already scrubbed: its first `max` characters, and
 /// its length in characters when it was longer.
-pub fn cut_scrubbed(clean: &str, max: usize) -> (String, Option<usize>) {
+pub(crate) fn cut_scrubbed(clean: &str, max: usize) -> (String, Option<usize>) {
     let count = clean.chars().count();
     if count <= max {
         (clean.to_owned(), None)
@@ -270,7 +270,7 @@ pub fn url(url: &str) -> String {
 /// A URL a server sent (a redirect's `Location`) with its userinfo hidden
 /// but not registered: a server must not choose what the scrubber blanks
 /// (`http://u:outcome@h/` would blank every "outcome"), nor grow its list.
-pub fn url_from_server(url: &str) -> String {
+pub(crate) fn url_from_server(url: &str) -> String {
     hide_userinfo(url, false)
 }
 

@@ -38,7 +38,7 @@ pub fn enable(_conn: &TcpStream) {}
 /// the same. For the client's connections only: a server's every token
 /// would queue one.
 #[cfg(any(target_os = "linux", target_os = "android"))]
-pub fn enable_sends(conn: &TcpStream) {
+pub(crate) fn enable_sends(conn: &TcpStream) {
     use nix::sys::socket::{TimestampingFlag as F, setsockopt, sockopt::Timestamping};
     let flags = F::SOF_TIMESTAMPING_TX_SOFTWARE
         | F::SOF_TIMESTAMPING_SOFTWARE
@@ -49,7 +49,7 @@ pub fn enable_sends(conn: &TcpStream) {
 
 /// Asks the kernel to stamp what this connection sends (not here).
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
-pub fn enable_sends(_conn: &TcpStream) {}
+pub(crate) fn enable_sends(_conn: &TcpStream) {}
 
 /// When the last bytes of the writes since the previous call left this
 /// host: the newest transmit stamp on `conn`'s error queue (every stamp
@@ -208,7 +208,7 @@ pub async fn recv(
 
 /// A monotonic instant as microseconds since the epoch (the wall clock
 /// read now, less the time since `at`).
-pub fn epoch_micros(at: Instant) -> u128 {
+pub(crate) fn epoch_micros(at: Instant) -> u128 {
     let (now, wall) = clocks();
     let wall = wall - now.saturating_duration_since(at);
     wall.duration_since(std::time::UNIX_EPOCH)
@@ -269,7 +269,7 @@ pub struct Arrival {
     pub at: Instant,
     /// The earliest any older byte of the read can have arrived: the
     /// connection's previous read that emptied it, or the thread's last
-    /// wake ([`woke`]), whichever is later. Bytes dated `at` that were
+    /// wake (`woke`), whichever is later. Bytes dated `at` that were
     /// really earlier were early by at most `at − since`.
     pub since: Instant,
 }
@@ -290,12 +290,12 @@ pub struct Arrival {
 /// moment it fell asleep — earlier, so the bound only grows. `None` on a
 /// thread whose runtime does not call [`parking`] and [`unparked`], or
 /// where a thread cannot tell whether it slept.
-pub fn woke() -> Option<Instant> {
+pub(crate) fn woke() -> Option<Instant> {
     WAKE.with(|w| w.get().woke)
 }
 
 /// Call as the thread goes idle (tokio's `on_thread_park`).
-pub fn parking() {
+pub(crate) fn parking() {
     let began = Instant::now();
     let (sleeps, sched) = (sleeps(), schedstat());
     let parked = Instant::now();
@@ -312,7 +312,7 @@ pub fn parking() {
 /// The time this thread has spent in [`parking`] and [`unparked`] (their
 /// system calls): what the self-check's dating of wakes costs it, for
 /// bench-client to show.
-pub fn hook_time() -> Duration {
+pub(crate) fn hook_time() -> Duration {
     WAKE.with(|w| w.get().hooks)
 }
 
@@ -331,7 +331,7 @@ const WAKE_SLACK: Duration = Duration::from_micros(50);
 /// dated earlier by twice the largest such excess of the last second (half
 /// of it forgotten each second after). A read that found this has no wake
 /// to bound its older bytes by; the next ones have.
-pub fn woke_late(excess: Duration) {
+pub(crate) fn woke_late(excess: Duration) {
     let now = Instant::now();
     WAKE.with(|w| {
         let mut s = w.get();
@@ -342,7 +342,7 @@ pub fn woke_late(excess: Duration) {
 }
 
 /// Call as the thread resumes (tokio's `on_thread_unpark`).
-pub fn unparked() {
+pub(crate) fn unparked() {
     let began = Instant::now();
     let sleeps = sleeps();
     WAKE.with(|w| {
@@ -461,7 +461,7 @@ fn schedstat() -> Option<(u64, u64)> {
 }
 
 /// The time this thread has spent runnable but waiting for a CPU, ns.
-pub fn run_delay() -> Option<u64> {
+pub(crate) fn run_delay() -> Option<u64> {
     schedstat().map(|(_, waited)| waited)
 }
 

@@ -32,7 +32,7 @@ pub fn printable(line: &str) -> Cow<'_, str> {
 
 /// The last `n` lines of `text`, each behind `    | `, as a failure
 /// message quotes a program's output.
-pub fn quoted_tail(text: &str, n: usize) -> String {
+pub(crate) fn quoted_tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..]
         .iter()
@@ -96,7 +96,7 @@ pub fn for_log(text: &str) -> String {
 /// Untrusted text for Markdown outside code (GitHub's step summary): every
 /// character Markdown or the HTML it allows could read as markup is
 /// escaped, so a model id `<img src=…>` or `[link](…)` stays text.
-pub fn for_markdown(text: &str) -> String {
+pub(crate) fn for_markdown(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     for c in printable(text).chars() {
         match c {
@@ -119,7 +119,7 @@ pub fn for_markdown(text: &str) -> String {
 /// than the longest run of them it holds (with a space inside each fence
 /// where one would touch a backtick of the text), its pipes escaped (a
 /// table cell ends at one even inside a span).
-pub fn md_code(text: &str) -> String {
+pub(crate) fn md_code(text: &str) -> String {
     let text = printable(text);
     let mut longest = 0;
     let mut run = 0;
@@ -141,7 +141,7 @@ pub fn md_code(text: &str) -> String {
 /// than tab, newline and carriage return, and the non-characters U+FFFE and
 /// U+FFFF, become U+FFFD (a JUnit file with one is not well-formed, and a
 /// CI reader drops the whole report).
-pub fn for_xml(text: &str) -> Cow<'_, str> {
+pub(crate) fn for_xml(text: &str) -> Cow<'_, str> {
     let bad = |c: char| matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}');
     if !text.chars().any(bad) {
         return Cow::Borrowed(text);
@@ -155,9 +155,9 @@ pub fn for_xml(text: &str) -> Cow<'_, str> {
 
 /// The most characters of an answer a record keeps (4,096, the excerpt of
 /// a snapshot's answer).
-pub const KEPT_CHARS: usize = 4096;
+pub(crate) const KEPT_CHARS: usize = 4096;
 
-/// A text as a record keeps it: scrubbed, then cut to [`KEPT_CHARS`], with
+/// A text as a record keeps it: scrubbed, then cut to `KEPT_CHARS`, with
 /// the whole one's length and hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kept {
@@ -184,7 +184,7 @@ impl Kept {
 }
 
 /// SHA-256 of `bytes`, lower-case hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
     digest.as_ref().iter().fold(String::new(), |mut hex, b| {
         let _ = write!(hex, "{b:02x}");

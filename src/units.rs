@@ -62,14 +62,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// A regular expression (JSON Schema's dialect) of what [`parse_duration`]
 /// reads: `<number><unit>` terms, spaces between them allowed.
-pub fn duration_pattern() -> String {
+pub(crate) fn duration_pattern() -> String {
     let units: Vec<&str> = TIME_UNITS.iter().map(|(u, _)| *u).collect();
     let term = format!("([0-9]+(\\.[0-9]*)?|\\.[0-9]+)({})", units.join("|"));
     format!("\\s*{term}(\\s*{term})*\\s*")
 }
 
 /// Formats seconds as `1.234s`, `45.60ms` or `789us`.
-pub fn format_secs(secs: f64) -> String {
+pub(crate) fn format_secs(secs: f64) -> String {
     if secs >= 1.0 {
         format!("{secs:.3}s")
     } else if secs >= 1e-3 {
@@ -80,7 +80,7 @@ pub fn format_secs(secs: f64) -> String {
 }
 
 /// Formats a duration like [`format_secs`].
-pub fn format_duration(d: Duration) -> String {
+pub(crate) fn format_duration(d: Duration) -> String {
     format_secs(d.as_secs_f64())
 }
 
@@ -109,7 +109,7 @@ pub fn format_unix(unix: i64) -> String {
 /// A regular expression (JSON Schema's dialect, which has no
 /// case-insensitive flag) of what [`parse_bytes`] reads: a whole number and
 /// a unit of any case, or none.
-pub fn bytes_pattern() -> String {
+pub(crate) fn bytes_pattern() -> String {
     let any_case = |unit: &str| -> String {
         unit.chars().fold(String::new(), |mut out, c| {
             out.push('[');
@@ -124,7 +124,7 @@ pub fn bytes_pattern() -> String {
 }
 
 /// `8MiB`, `512 KiB`, `1GiB`, `4096` (bytes) → bytes.
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let (number, unit) = t
         .find(|c: char| !c.is_ascii_digit())
@@ -147,7 +147,7 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
 
 /// Bytes in the largest unit that keeps a whole or one-decimal number:
 /// `8 MiB`, `1.5 KiB`, `17 B`.
-pub fn format_bytes(n: u64) -> String {
+pub(crate) fn format_bytes(n: u64) -> String {
     for (unit, scale) in UNITS {
         if n >= scale {
             #[expect(clippy::cast_precision_loss, reason = "shown to one decimal")]

@@ -42,7 +42,7 @@ pub fn scored<T>(items: &[T], skip: usize, limit: Option<usize>) -> &[T] {
 }
 
 /// What was read from an answer, and whether it is right.
-pub fn grade(extract: &Extract, answer: &str, item: &QaItem) -> (Option<String>, bool) {
+pub(crate) fn grade(extract: &Extract, answer: &str, item: &QaItem) -> (Option<String>, bool) {
     let want = reference(&item.answer);
     match extract {
         Extract::LastNumber => {
@@ -69,7 +69,7 @@ pub fn grade(extract: &Extract, answer: &str, item: &QaItem) -> (Option<String>,
 }
 
 /// Grades one question's answer, or records its request's error.
-pub fn grade_item(
+pub(crate) fn grade_item(
     extract: &Extract,
     item: &QaItem,
     answer: Result<crate::client::Completion, crate::client::CallError>,
@@ -127,7 +127,7 @@ pub struct ItemResult {
 }
 
 /// The Wilson score interval at 95% for `k` successes in `n`.
-pub fn wilson95(k: usize, n: usize) -> (f64, f64) {
+pub(crate) fn wilson95(k: usize, n: usize) -> (f64, f64) {
     if n == 0 {
         return (0.0, 1.0);
     }
@@ -142,7 +142,7 @@ pub fn wilson95(k: usize, n: usize) -> (f64, f64) {
 }
 
 /// The sandbox time of a code dataset's programs: in all and a problem.
-pub fn sandbox_time(results: &[ItemResult]) -> Option<String> {
+pub(crate) fn sandbox_time(results: &[ItemResult]) -> Option<String> {
     let runs: Vec<f64> = results
         .iter()
         .filter_map(|r| r.run.as_ref().map(|r| r.elapsed_s))

@@ -17,7 +17,7 @@ pub struct Mismatch {
 }
 
 /// The text an assertion reads.
-pub fn text_of(field: Field, c: &Completion) -> String {
+pub(crate) fn text_of(field: Field, c: &Completion) -> String {
     match field {
         Field::Content => c.content.clone(),
         Field::Reasoning => c.reasoning.clone(),
@@ -209,7 +209,7 @@ static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
 
 /// The last number written in `text` (`1,234.5` → 1234.5; a trailing `.` is
 /// punctuation).
-pub fn last_number(text: &str) -> Option<f64> {
+pub(crate) fn last_number(text: &str) -> Option<f64> {
     NUMBER
         .find_iter(text)
         .last()

@@ -108,7 +108,7 @@ fn program(code: &str, tests: &[String], seal: Option<&Seal>) -> (String, usize)
 /// stop: a program that reads its own source and computes the line, or
 /// reaches its tests in the process they share.
 #[derive(Debug, Clone)]
-pub struct Seal {
+pub(crate) struct Seal {
     tail: String,
     printed: String,
 }
@@ -136,7 +136,7 @@ impl Seal {
     }
 
     /// Why a run that exited 0 without the seal's line failed.
-    pub const BROKEN: &'static str = "the program exited 0 before its tests finished: the line after the last test never printed (its code ended the run: `process.exit(0)`)";
+    pub(crate) const BROKEN: &'static str = "the program exited 0 before its tests finished: the line after the last test never printed (its code ended the run: `process.exit(0)`)";
 }
 
 /// The line of the program's file an error's trace ends in: the last

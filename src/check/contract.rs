@@ -134,7 +134,7 @@ pub fn contract(
 /// Asks `n - 1` more times; a problem when any answer differs from the
 /// first, its error `head` (else `answers differ: ask k of n differs from
 /// the first`) and where.
-pub fn determinism(
+pub(crate) fn determinism(
     a: &Asker<'_>,
     req: &CallRequest,
     first: &Completion,

@@ -6,7 +6,7 @@
 //! the offending span.
 //!
 //! Repetition is measured the way a compressor sees it: the share of the
-//! answer's bytes that copy an earlier stretch of at least [`MIN_REPEAT`]
+//! answer's bytes that copy an earlier stretch of at least `MIN_REPEAT`
 //! bytes of the same answer (a greedy LZ77 parse, overlapping copies
 //! allowed, so `abababab…` is one copy of period 2). Prose and working
 //! code repeat little at that length; a loop repeats nearly all of itself.
@@ -17,12 +17,12 @@ use crate::suite::Degeneracy;
 
 /// The shortest copy that counts as repetition, in bytes: shorter ones are
 /// the words and idioms any text reuses.
-pub const MIN_REPEAT: usize = 16;
+pub(crate) const MIN_REPEAT: usize = 16;
 
 /// Below this many characters the repeat share is not judged: a short
 /// answer cannot repeat itself into a loop, and one repeated phrase would be
 /// most of it.
-pub const JUDGED_FROM: usize = 64;
+pub(crate) const JUDGED_FROM: usize = 64;
 
 /// Why a text is degenerate, in a failure's words.
 #[derive(Debug, Clone, PartialEq)]

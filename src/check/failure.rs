@@ -13,7 +13,7 @@ use crate::units::format_duration;
 
 /// A request as it went out.
 #[derive(Debug, Clone)]
-pub struct Sent {
+pub(crate) struct Sent {
     /// The URL.
     pub url: String,
     /// The JSON body.
@@ -22,7 +22,7 @@ pub struct Sent {
 
 impl Sent {
     /// Appends `sent:` and the body to a failure message.
-    pub fn write_to(&self, out: &mut Message) {
+    pub(crate) fn write_to(&self, out: &mut Message) {
         let body = serde_json::to_string(&self.body).unwrap_or_default();
         let shown = match crate::secrets::cut(&body, 600) {
             (shown, None) => shown,
@@ -46,7 +46,7 @@ pub struct Problem {
 }
 
 /// The message of a probe whose assertions or whole-answer checks failed.
-pub fn assertions_failed(
+pub(crate) fn assertions_failed(
     file: &SourceFile,
     sent: &Sent,
     completion: &Completion,
@@ -163,7 +163,12 @@ fn write_received<'a>(
 }
 
 /// The message of a probe whose request failed.
-pub fn request_failed(file: &SourceFile, loc: Loc, sent: &Sent, error: &CallError) -> Message {
+pub(crate) fn request_failed(
+    file: &SourceFile,
+    loc: Loc,
+    sent: &Sent,
+    error: &CallError,
+) -> Message {
     let mut out = Message::of_error(format_args!("request failed: {error}"));
     out.at(file, loc);
     let _ = writeln!(out);

@@ -15,14 +15,14 @@ use super::pyrunner;
 use crate::suite::{CodeProblem, ProgramLimits};
 
 /// What a chat model is asked before the problem.
-pub const INSTRUCTION: &str = "Complete the following Python function. Answer with the \
+pub(crate) const INSTRUCTION: &str = "Complete the following Python function. Answer with the \
     complete function (imports included) in one ```python block.";
 
 /// Where a raw completion stops being the function's body: `HumanEval`'s own
 /// stop sequences and the end of a fenced block (an instruction-tuned model
 /// closes the fence it thinks it is in), sent with each request and applied
 /// to the answer again (a server may ignore some).
-pub const STOPS: [&str; 6] = ["\nclass", "\ndef", "\n#", "\nif", "\nprint", "\n```"];
+pub(crate) const STOPS: [&str; 6] = ["\nclass", "\ndef", "\n#", "\nif", "\nprint", "\n```"];
 
 /// The prompt of a problem: the raw prompt for a completions API, an
 /// instruction and the prompt in a fenced block for a chat API.
@@ -61,7 +61,7 @@ pub fn program(problem: &CodeProblem, answer: &str, chat: bool) -> (String, Stri
 
 /// Runs the answer's program and grades it; `answer` is the request's
 /// error when it failed.
-pub fn grade(
+pub(crate) fn grade(
     problem: &CodeProblem,
     answer: Result<&str, String>,
     chat: bool,

@@ -73,7 +73,7 @@ impl Message {
     }
 
     /// A message of one `error:` line.
-    pub fn of_error(what: impl fmt::Display) -> Self {
+    pub(crate) fn of_error(what: impl fmt::Display) -> Self {
         let mut m = Self::new();
         m.error(what);
         m
@@ -177,7 +177,7 @@ impl Message {
     /// The same message with every stretch of text passed through `f`
     /// (made safe for a log, secrets scrubbed); marks and places kept.
     #[must_use]
-    pub fn map_text(self, f: impl Fn(&str) -> String) -> Self {
+    pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
         Self {
             parts: self
                 .parts

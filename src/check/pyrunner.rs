@@ -107,7 +107,7 @@ impl Program {
 /// A Python program's `from __future__ import …` lines (at the top level),
 /// and the rest: such imports must open a file, so they go above
 /// servegate's first line.
-pub fn split_future(code: &str) -> (String, String) {
+pub(crate) fn split_future(code: &str) -> (String, String) {
     let (mut future, mut rest) = (String::new(), String::new());
     for line in code.lines() {
         let to = if line.starts_with("from __future__ import") {

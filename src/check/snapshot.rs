@@ -8,7 +8,7 @@
 //! parser: insta's assertion runtime would name servegate's own code as the
 //! source and obey the user's `INSTA_*` variables inside a gate
 //! (`INSTA_FORCE_PASS` would pass a changed answer). What the variables may
-//! do is decided here, once per run ([`Policy`]).
+//! do is decided here, once per run (`Policy`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -67,7 +67,7 @@ pub fn root(project: &Path) -> PathBuf {
 }
 
 /// `x.snap` → `x.snap.new`.
-pub fn pending_of(snap: &Path) -> PathBuf {
+pub(crate) fn pending_of(snap: &Path) -> PathBuf {
     let mut name = snap.as_os_str().to_owned();
     name.push(".new");
     PathBuf::from(name)
@@ -94,7 +94,7 @@ pub enum Update {
 
 /// How this run treats snapshots, decided once from the environment.
 #[derive(Debug, Clone)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// What is written when an answer is new or changed.
     pub update: Update,
     /// Notes to print once: variables read and what they do here.
@@ -107,7 +107,7 @@ impl Policy {
     /// (`CI` or `TF_BUILD` set) writing pending answers into the run
     /// directory. `INSTA_FORCE_PASS` is ignored: a gate never passes a
     /// changed answer.
-    pub fn from_env(get: &dyn Fn(&str) -> Option<String>, run_dir: &Path) -> Self {
+    pub(crate) fn from_env(get: &dyn Fn(&str) -> Option<String>, run_dir: &Path) -> Self {
         let set = |name: &str| get(name).filter(|v| !v.is_empty());
         let ci = set("CI").is_some_and(|v| v != "false" && v != "0") || set("TF_BUILD").is_some();
         let mut notes = Vec::new();
@@ -243,7 +243,7 @@ fn normalized(body: &str) -> String {
 
 /// The body of a snapshot file, read by insta's own parser; `Err` says why
 /// it could not be read.
-pub fn read_body(path: &Path) -> Result<String, String> {
+pub(crate) fn read_body(path: &Path) -> Result<String, String> {
     let snap = insta::Snapshot::from_file(path).map_err(|e| e.to_string())?;
     match snap.contents() {
         SnapshotContents::Text(t) => Ok(t.to_string()),
@@ -253,7 +253,7 @@ pub fn read_body(path: &Path) -> Result<String, String> {
 
 /// The file a pending snapshot becomes when accepted: its header without
 /// the assertion line, its body as is.
-pub fn accepted_text(pending: &str) -> String {
+pub(crate) fn accepted_text(pending: &str) -> String {
     let Some(rest) = pending.strip_prefix("---\n") else {
         return pending.to_owned();
     };
@@ -383,7 +383,7 @@ fn show_lines<'a>(
 }
 
 /// A path relative to the working directory when it is under it.
-pub fn shown_path(p: &Path) -> String {
+pub(crate) fn shown_path(p: &Path) -> String {
     std::env::current_dir()
         .ok()
         .and_then(|cwd| p.strip_prefix(cwd).ok().map(Path::to_path_buf))

@@ -111,7 +111,7 @@ pub fn json_schema(text: &str, schema: &Value) -> Result<(), String> {
 }
 
 /// A JSON answer is often fenced (```json … ```); read inside the fence.
-pub fn strip_fence(text: &str) -> &str {
+pub(crate) fn strip_fence(text: &str) -> &str {
     let t = text.trim();
     if let Some(rest) = t.strip_prefix("```") {
         let body = rest.split_once('\n').map_or("", |(_, b)| b);

@@ -19,7 +19,7 @@ type Fetched = Result<(String, Value), Unreported>;
 
 /// Why the server's document of a source is not there to check.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum Unreported {
+pub(crate) enum Unreported {
     /// A path answered, but not with a document that parses.
     #[error("GET {path} answered {status} with {why}")]
     Unreadable {

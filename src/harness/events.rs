@@ -86,7 +86,7 @@ impl Listeners {
     }
 
     /// Tells every listener `event`.
-    pub fn emit(&self, event: &RunEvent<'_>) {
+    pub(crate) fn emit(&self, event: &RunEvent<'_>) {
         for l in &self.0 {
             l.on(event);
         }
@@ -259,7 +259,7 @@ impl FigureBook {
 
     /// Every gate's figures of suite run `label` (`<suite>` or
     /// `<suite>[<variant>]`), in the order they were measured.
-    pub fn of_run(&self, label: &str) -> Vec<GateFigures> {
+    pub(crate) fn of_run(&self, label: &str) -> Vec<GateFigures> {
         self.matching(|e| e.label == label)
     }
 

@@ -88,7 +88,11 @@ impl Stop {
     }
 
     /// A failure of `kind` for `cause`, with its message.
-    pub fn failed_for(kind: FailureKind, cause: FailureCause, message: impl Into<Message>) -> Self {
+    pub(crate) fn failed_for(
+        kind: FailureKind,
+        cause: FailureCause,
+        message: impl Into<Message>,
+    ) -> Self {
         Stop::Failed(Failure {
             kind,
             cause: Some(Box::new(cause)),
@@ -150,7 +154,7 @@ impl Stop {
     /// The same stop with the text that may hold a server's words passed
     /// through `f` (made safe for a log, secrets scrubbed).
     #[must_use]
-    pub fn map_text(self, f: impl Fn(&str) -> String) -> Self {
+    pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
         match self {
             Stop::Failed(failure) => Stop::Failed(Failure {
                 message: failure.message.map_text(&f),

@@ -72,7 +72,7 @@ pub(super) struct Lifecycle {
 /// suite, its target once reached, the server's documents, the datasets
 /// graded. What its trials settle is its [`Execution`]'s, which the run
 /// loop owns.
-pub struct SuiteRun {
+pub(crate) struct SuiteRun {
     /// The suite.
     pub suite: Suite,
     /// `<suite>` or `<suite>[<variant>]`: the first segment of trial names.
@@ -184,7 +184,7 @@ impl SuiteRun {
     }
 
     /// The dataset probes' outcomes so far, for the record.
-    pub fn dataset_records(&self) -> Vec<crate::record::DatasetRecord> {
+    pub(crate) fn dataset_records(&self) -> Vec<crate::record::DatasetRecord> {
         let graded = self.suite.probes.iter().enumerate().filter_map(|(i, p)| {
             let ds = p.dataset.as_ref()?;
             Some((&p.name, ds, self.graded[i].get()?))
@@ -267,7 +267,7 @@ impl SuiteRun {
     }
 
     /// Stops a launched server (after the suite's last trial).
-    pub fn stop_server(&self) {
+    pub(crate) fn stop_server(&self) {
         let Some(Ok(Connected {
             server: Some(s), ..
         })) = self.target.get()

@@ -129,7 +129,7 @@ pub struct Connected {
 
 impl Connected {
     /// Which model the suite's figures are of, as the history keys them.
-    pub fn model_identity(&self) -> crate::history::ModelIdentity<'_> {
+    pub(crate) fn model_identity(&self) -> crate::history::ModelIdentity<'_> {
         crate::history::ModelIdentity {
             pinned: self.pinned_model.as_deref(),
             served: &self.model_id,
@@ -139,7 +139,7 @@ impl Connected {
 }
 
 /// The base URL a suite uses after the override.
-pub fn effective_base(
+pub(crate) fn effective_base(
     suite: &Suite,
     override_target: Option<&str>,
 ) -> Result<BaseUrl, TargetError> {

@@ -14,11 +14,11 @@ use crate::suite::metric::MetricKey;
 use crate::suite::threshold::{Op, Recent};
 
 /// The fewest earlier runs `no_regression` compares with.
-pub const LEAST_FOR_REGRESSION: usize = 5;
+pub(crate) const LEAST_FOR_REGRESSION: usize = 5;
 
 /// The smallest change `no_regression` fails on, relative to the level:
 /// below it a change is not worth a red gate, however significant.
-pub const LEAST_CHANGE: f64 = 0.01;
+pub(crate) const LEAST_CHANGE: f64 = 0.01;
 
 /// One-sided significance of `no_regression`: the newest run is beyond
 /// the level's 99% prediction bound.
@@ -26,7 +26,7 @@ const QUANTILE_Z: f64 = 2.326_347_874;
 
 /// A gate's earlier points, by figure.
 #[derive(Debug, Clone)]
-pub struct GateHistory {
+pub(crate) struct GateHistory {
     /// Where the history is, as messages name it.
     pub at: String,
     /// The gate's series (its `key` the first figure asked for).
@@ -47,7 +47,7 @@ pub struct GateHistory {
 
 /// What a history bound was made from.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Reference {
+pub(crate) struct Reference {
     /// The reference figure (a median, a mean, the current level).
     pub value: f64,
     /// The bound, where it is not the reference adjusted by the threshold
@@ -158,7 +158,11 @@ impl GateHistory {
     /// the runs before it, never a free pass until it has runs of its own.
     /// `Ok(None)` while the series has fewer than `min(N, 3)` in all (the
     /// threshold is not applied yet).
-    pub fn recent(&self, key: MetricKey, recent: Recent) -> Result<Option<Reference>, String> {
+    pub(crate) fn recent(
+        &self,
+        key: MetricKey,
+        recent: Recent,
+    ) -> Result<Option<Reference>, String> {
         let reference = self.recent_unserved(key, recent)?;
         self.served(reference)
     }

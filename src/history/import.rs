@@ -9,7 +9,7 @@ use crate::record::{MAX_RECORD_BYTES, RunRecord};
 
 /// The record of `file`: a servegate run record (an interrupted run's
 /// with its journal), else a benchmark tool's result file; a file over
-/// [`MAX_RECORD_BYTES`] is refused unread.
+/// `MAX_RECORD_BYTES` is refused unread.
 pub fn read(file: &Path) -> Result<RunRecord, String> {
     let text = crate::files::read_capped(file, "a run record or result file", MAX_RECORD_BYTES)
         .map_err(|e| format!("cannot read it: {e}"))?;

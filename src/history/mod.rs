@@ -38,7 +38,7 @@ pub use series::*;
 pub const HISTORY_ENV: &str = "SERVEGATE_HISTORY";
 
 /// The file of the default history, in servegate's output directory.
-pub const DEFAULT_FILE: &str = "history.sqlite";
+pub(crate) const DEFAULT_FILE: &str = "history.sqlite";
 
 /// Where the history is kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -292,7 +292,7 @@ impl History {
 /// Records a finished run in the history `location` names, saying where
 /// on stderr; a history that cannot be written is a warning (the run's
 /// verdict stands, its record is written already).
-pub fn record_run(location: &Location, record: &RunRecord) {
+pub(crate) fn record_run(location: &Location, record: &RunRecord) {
     if *location == Location::Off || record.suites.iter().all(|s| s.gates.is_empty()) {
         return;
     }

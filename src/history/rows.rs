@@ -105,8 +105,8 @@ pub struct PointRow {
 /// What the history keeps of a run: its row and every figure's. A record
 /// is input (an imported file, or a server's words in a run's own: its
 /// model id, its version): every string is scrubbed of the secrets known
-/// here before it is kept, and bounded ([`kept`]), so one point holds at
-/// most [`POINT_CHARS`] characters of text whatever the record says.
+/// here before it is kept, and bounded ([`kept`]), so one point holds a
+/// bounded length of text whatever the record says.
 pub fn rows(record: &RunRecord, source: &str) -> (RunRow, Vec<PointRow>) {
     let node = if record.node.is_empty() {
         "unknown".to_owned()
@@ -196,15 +196,6 @@ pub(super) const LONG_CHARS: usize = 2000;
 /// The most GPU lines a run keeps.
 pub(super) const GPU_LINES: usize = 64;
 
-/// What [`kept`] adds to a text it cut: ` … (N chars, sha256 <16 hex>)`.
-pub(super) const CUT_MARK_CHARS: usize = 50;
-
-/// The most characters of text one point of the history holds: its names,
-/// its figure's, two model ids, a version and a commit, the fingerprint
-/// and the load, each at its bound.
-pub const POINT_CHARS: usize =
-    3 * NAME_CHARS + 100 + 4 * (SHORT_CHARS + CUT_MARK_CHARS) + 2 * (LONG_CHARS + CUT_MARK_CHARS);
-
 /// A text of a record as the history keeps it: scrubbed of every known
 /// secret, its acting characters escaped, and at most `max` characters of
 /// it — a longer one cut and marked with its length and the start of its
@@ -233,7 +224,7 @@ pub(super) fn kept_gpus(gpus: &[String]) -> Vec<String> {
 /// The hardware of a run on these GPUs (`nvidia-smi`'s lines) as the
 /// history keeps it ([`RunRow::hardware`]): what a reader of a series
 /// names it by.
-pub fn run_hardware(gpus: &[String]) -> String {
+pub(crate) fn run_hardware(gpus: &[String]) -> String {
     kept(&hardware(&kept_gpus(gpus)), SHORT_CHARS)
 }
 
@@ -241,7 +232,7 @@ pub fn run_hardware(gpus: &[String]) -> String {
 /// names it: what the record says in words (an imported result's), else
 /// its GPUs counted by name ([`hardware`]) — one reading of the
 /// inventory for every reader, bounded as [`kept`].
-pub fn record_hardware(record: &RunRecord) -> String {
+pub(crate) fn record_hardware(record: &RunRecord) -> String {
     match &record.hardware {
         Some(words) => kept(words, SHORT_CHARS),
         None => run_hardware(record.gpus.as_deref().unwrap_or_default()),
@@ -252,7 +243,7 @@ pub fn record_hardware(record: &RunRecord) -> String {
 /// `target.model`, which its requests name), else the one the server says
 /// it serves.
 #[derive(Debug, Clone, Copy)]
-pub struct ModelIdentity<'a> {
+pub(crate) struct ModelIdentity<'a> {
     /// The suite's `target.model`, where it names one.
     pub pinned: Option<&'a str>,
     /// What the server said it serves, else the model requests named.
@@ -275,13 +266,13 @@ impl<'a> ModelIdentity<'a> {
     /// The model a series is keyed by, as the history keeps it: what the
     /// suite asked for where it pins one, so that a server cannot choose
     /// its series by the id it reports.
-    pub fn series_model(&self) -> String {
+    pub(crate) fn series_model(&self) -> String {
         kept(self.pinned.unwrap_or(self.served), SHORT_CHARS)
     }
 
     /// The served id as the history keeps it; empty where the server
     /// reported none.
-    pub fn served_kept(&self) -> String {
+    pub(crate) fn served_kept(&self) -> String {
         if self.reported {
             kept(self.served, SHORT_CHARS)
         } else {
@@ -325,7 +316,7 @@ pub fn hardware(gpus: &[String]) -> String {
 
 /// The machine a run is recorded as having run on: `SERVEGATE_NODE`,
 /// else a GitHub runner's name (`RUNNER_NAME`), else the host name.
-pub fn node_name() -> String {
+pub(crate) fn node_name() -> String {
     ["SERVEGATE_NODE", "RUNNER_NAME"]
         .iter()
         .find_map(|v| std::env::var(v).ok().filter(|n| !n.trim().is_empty()))

@@ -10,14 +10,14 @@
 pub const VERSION: i64 = 3;
 
 /// The table of applied migrations (its own, first of all).
-pub const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS servegate_schema (
+pub(crate) const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS servegate_schema (
     version BIGINT PRIMARY KEY,
     applied_unix BIGINT NOT NULL,
     servegate TEXT NOT NULL
 )";
 
 /// Migration `i + 1` is `MIGRATIONS[i]`: statements run in order.
-pub const MIGRATIONS: &[&[&str]] = &[
+pub(crate) const MIGRATIONS: &[&[&str]] = &[
     &[
         // One row per run: unique across runners by its node and id.
         "CREATE TABLE servegate_runs (
@@ -84,20 +84,21 @@ pub const MIGRATIONS: &[&[&str]] = &[
 ];
 
 /// Keeps a fingerprint's configuration unless it is there (`$1`, `$2`).
-pub const INSERT_CONFIG: &str = "INSERT INTO servegate_configs (fingerprint, config)
+pub(crate) const INSERT_CONFIG: &str = "INSERT INTO servegate_configs (fingerprint, config)
     VALUES ($1, $2) ON CONFLICT (fingerprint) DO NOTHING";
 
 /// A fingerprint's configuration (`$1`).
-pub const SELECT_CONFIG: &str = "SELECT config FROM servegate_configs WHERE fingerprint = $1";
+pub(crate) const SELECT_CONFIG: &str =
+    "SELECT config FROM servegate_configs WHERE fingerprint = $1";
 
 /// Inserts a run's row unless its `run_uid` is there (`$1` … `$10`).
-pub const INSERT_RUN: &str = "INSERT INTO servegate_runs
+pub(crate) const INSERT_RUN: &str = "INSERT INTO servegate_runs
     (run_uid, run_id, node, started_unix, finished_unix, servegate, gpus, hardware, source, recorded_unix)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
     ON CONFLICT (run_uid) DO NOTHING";
 
 /// Inserts a figure's row (`$1` … `$19`).
-pub const INSERT_POINT: &str = "INSERT INTO servegate_points
+pub(crate) const INSERT_POINT: &str = "INSERT INTO servegate_points
     (run_uid, suite, variant, gate, metric, stat, figure, value, unit, repeats, fingerprint,
      model, server_version, suite_commit, gate_passed, client_limited, load, served_model,
      model_pinned)
@@ -117,7 +118,7 @@ const POINT_TABLES: &str = "servegate_points p JOIN servegate_runs r ON r.run_ui
 /// hardware (`$1` … `$4`: suite, gate, figure, hardware; `$5` the node):
 /// where `pinned`, of the series' model (`$6`) keyed by a pin; else of any
 /// model its server named.
-pub fn newest_of_node(pinned: bool) -> String {
+pub(crate) fn newest_of_node(pinned: bool) -> String {
     format!(
         "SELECT {POINT_COLUMNS} FROM {POINT_TABLES}
         WHERE p.suite = $1 AND p.gate = $2 AND p.figure = $3 AND r.hardware = $4 AND r.node = $5
@@ -132,7 +133,7 @@ pub fn newest_of_node(pinned: bool) -> String {
 }
 
 /// Every series with its size, and the time of its newest point.
-pub const SERIES: &str =
+pub(crate) const SERIES: &str =
     "SELECT suite, gate, figure, model, hardware, COUNT(*), MAX(finished_unix), MIN(unit)
     FROM servegate_series GROUP BY suite, gate, figure, model, hardware";
 

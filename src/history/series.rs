@@ -47,7 +47,7 @@ impl SeriesKey {
     /// stores it: names cut and escaped as [`rows`] keeps them, so a
     /// reader finds what a run wrote whatever its names; `hardware` as
     /// [`run_hardware`] made it.
-    pub fn of_gate(
+    pub(crate) fn of_gate(
         suite: &str,
         gate: &str,
         model: &ModelIdentity<'_>,

@@ -1,7 +1,7 @@
 //! A run's gated figures against the history, for its reports: each one's
 //! earlier values (the run report draws them beside this run's) and
 //! whether this run moved off their level, either way (the step summary
-//! lists those). The judgement is `no_regression`'s ([`GateHistory`]),
+//! lists those). The judgement is `no_regression`'s (`GateHistory`),
 //! asked in both directions: a figure moved when the series with this run
 //! shows a change of level this run is on, or this run is beyond the
 //! level's 99% prediction bound.
@@ -15,7 +15,7 @@ use crate::suite::threshold::Op;
 use crate::text::for_log;
 
 /// The most earlier values a trend keeps.
-pub const TREND_POINTS: usize = 30;
+pub(crate) const TREND_POINTS: usize = 30;
 
 /// Adds to each gate of `record` the trends of its gated figures (those a
 /// threshold names), read from the history at `location` before this run
@@ -23,7 +23,7 @@ pub const TREND_POINTS: usize = 30;
 /// yet, or no gate has a threshold; a history that cannot be read is a
 /// warning (the run's verdicts stand without it). A figure the client set
 /// is drawn, never said to move.
-pub fn attach(location: &Location, record: &mut RunRecord) {
+pub(crate) fn attach(location: &Location, record: &mut RunRecord) {
     let fresh = matches!(location, Location::Sqlite(path) if !path.exists());
     let gated_any = record
         .suites

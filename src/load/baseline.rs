@@ -143,7 +143,7 @@ fn missing(path: &Path, file: &File, fingerprint: &str, config: &Config) -> Stri
 /// A gate's baseline as a run sees it: the entry of its fingerprint, or why
 /// there is none.
 #[derive(Debug, Clone)]
-pub struct Lookup {
+pub(crate) struct Lookup {
     /// Where it was looked for.
     pub path: PathBuf,
     /// The run's fingerprint.

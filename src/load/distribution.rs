@@ -54,7 +54,7 @@ impl Distribution {
     }
 
     /// Records `n` equal samples.
-    pub fn record_n(&mut self, value: f64, n: u64) {
+    pub(crate) fn record_n(&mut self, value: f64, n: u64) {
         if value.is_finite() && value >= 0.0 && n > 0 {
             #[expect(
                 clippy::cast_possible_truncation,

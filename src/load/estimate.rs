@@ -20,7 +20,7 @@ pub struct Estimate {
 /// the metric table says: counts (errors) total over repeats, rates and
 /// latencies are the mean with its interval. The judge and baselines both
 /// use it, so they cannot disagree.
-pub fn combine(metric: crate::suite::metric::Metric, values: Vec<f64>) -> Estimate {
+pub(crate) fn combine(metric: crate::suite::metric::Metric, values: Vec<f64>) -> Estimate {
     match metric.spec().combine {
         crate::suite::metric::Combine::Sum => Estimate::of(vec![values.iter().sum()]),
         crate::suite::metric::Combine::Mean => Estimate::of(values),
@@ -35,7 +35,7 @@ const T95: [f64; 30] = [
 ];
 
 /// The two-sided 95% t quantile for `df` degrees of freedom.
-pub fn t95(df: usize) -> f64 {
+pub(crate) fn t95(df: usize) -> f64 {
     match df {
         0 => f64::INFINITY,
         1..=30 => T95[df - 1],

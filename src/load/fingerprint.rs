@@ -18,7 +18,7 @@ pub type Config = BTreeMap<String, String>;
 
 /// A fingerprint's server version where nothing named one (a result file
 /// of `vllm bench serve`, which names the model only).
-pub const UNKNOWN_VERSION: &str = "of unknown version";
+pub(crate) const UNKNOWN_VERSION: &str = "of unknown version";
 
 /// What a fingerprint's digest of the whole configuration follows.
 const DIGEST: &str = ", config ";
@@ -116,7 +116,7 @@ fn digest(config: &Config) -> String {
 
 /// A fingerprint without its digest: what a fingerprint written before
 /// servegate digested whole configurations looked like.
-pub fn without_digest(fingerprint: &str) -> Option<&str> {
+pub(crate) fn without_digest(fingerprint: &str) -> Option<&str> {
     let (head, tail) = fingerprint.rsplit_once(DIGEST)?;
     (tail.len() == 12 && tail.bytes().all(|b| b.is_ascii_hexdigit())).then_some(head)
 }
@@ -154,7 +154,7 @@ fn is_path_field(name: &str) -> bool {
 /// scheduler's figures): every field but the [`VOLATILE`] ones, paths by
 /// their file names, a secret's name by its presence alone, lists and
 /// objects as compact JSON, everything printable and bounded.
-pub fn sglang_config(info: &Value) -> Config {
+pub(crate) fn sglang_config(info: &Value) -> Config {
     let Some(map) = info.as_object() else {
         return Config::new();
     };
@@ -244,7 +244,7 @@ fn launch_command(command: &str) -> String {
 /// passes on, overridden by the launch's and the variant's `env`.
 /// Placement ([`ENV_PLACEMENT`]) is left out; a secret's name (`…_TOKEN`)
 /// is kept by its presence.
-pub fn launch_env<'a>(
+pub(crate) fn launch_env<'a>(
     inherited: impl Iterator<Item = (String, String)>,
     set: impl Iterator<Item = (&'a str, &'a str)>,
 ) -> Config {
@@ -289,7 +289,7 @@ pub fn differences(from: &Config, to: &Config) -> Vec<String> {
 }
 
 /// [`differences`] in one line: the first `n` of them and how many more.
-pub fn differences_line(from: &Config, to: &Config, n: usize) -> String {
+pub(crate) fn differences_line(from: &Config, to: &Config, n: usize) -> String {
     let all = differences(from, to);
     if all.is_empty() {
         return "no field differs (the API, model or server version does)".to_owned();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// A bar following a counter of finished requests.
-pub struct Progress {
+pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     ticker: Option<tokio::task::JoinHandle<()>>,
 }

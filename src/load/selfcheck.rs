@@ -49,18 +49,18 @@ use serde::{Deserialize, Serialize};
 use crate::units::format_secs;
 
 /// The share of a figure the client's error may reach.
-pub const TOLERANCE_SHARE: f64 = 0.02;
+pub(crate) const TOLERANCE_SHARE: f64 = 0.02;
 /// The client's error any time figure may have, in seconds.
-pub const TOLERANCE_FLOOR: f64 = 0.000_1;
+pub(crate) const TOLERANCE_FLOOR: f64 = 0.000_1;
 /// Share of the window a thread spent on a CPU or waiting for one above
 /// which a closed loop's rate is the client's.
-pub const BUSY_LIMIT: f64 = 0.90;
+pub(crate) const BUSY_LIMIT: f64 = 0.90;
 /// Share of open-loop starts late by the client's own doing above which
 /// the rate is the client's.
-pub const LATE_LIMIT: f64 = 0.01;
+pub(crate) const LATE_LIMIT: f64 = 0.01;
 /// Share of the window a thread may wait for a CPU before the advice for a
 /// client-limited gate names the contended host.
-pub const WAITED_NOTE: f64 = 0.10;
+pub(crate) const WAITED_NOTE: f64 = 0.10;
 
 /// What one client thread did during a gate's measured window.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -356,7 +356,7 @@ pub fn at_stake(
 }
 
 /// Whether a figure is a throughput (tok/s, requests/s, goodput).
-pub fn is_rate(metric: Metric) -> bool {
+pub(crate) fn is_rate(metric: Metric) -> bool {
     matches!(
         metric,
         Metric::OutputTokS
@@ -490,7 +490,7 @@ impl ClientCheck {
 
     /// Why a client thread set the gate's request rate, if one did (the
     /// first).
-    pub fn rate_setter(&self) -> Option<String> {
+    pub(crate) fn rate_setter(&self) -> Option<String> {
         self.rate_setters().next()
     }
 

@@ -28,7 +28,7 @@ const AUTO_MAX: usize = 8;
 /// `SERVEGATE_PIN_CLIENT=1` pins client threads to cores, `0` never does;
 /// unset, threads are pinned on machines large enough for the server to
 /// keep cores of its own.
-pub const PIN_ENV: &str = "SERVEGATE_PIN_CLIENT";
+pub(crate) const PIN_ENV: &str = "SERVEGATE_PIN_CLIENT";
 
 /// How many client threads drive a gate, and what chose it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,7 +112,7 @@ pub fn pins(n: usize, pin: Option<bool>, allowed: &[usize]) -> Vec<Option<usize>
 }
 
 /// `SERVEGATE_PIN_CLIENT`, when it says yes or no.
-pub fn pin_from_env() -> Option<bool> {
+pub(crate) fn pin_from_env() -> Option<bool> {
     match std::env::var(PIN_ENV).ok()?.trim() {
         "1" | "true" | "yes" => Some(true),
         "0" | "false" | "no" => Some(false),
@@ -122,7 +122,7 @@ pub fn pin_from_env() -> Option<bool> {
 
 /// The CPUs this process may run on (empty where unknown).
 #[cfg(target_os = "linux")]
-pub fn allowed_cpus() -> Vec<usize> {
+pub(crate) fn allowed_cpus() -> Vec<usize> {
     use nix::sched::{CpuSet, sched_getaffinity};
     use nix::unistd::Pid;
     let Ok(set) = sched_getaffinity(Pid::from_raw(0)) else {
@@ -135,7 +135,7 @@ pub fn allowed_cpus() -> Vec<usize> {
 
 /// The CPUs this process may run on (unknown here).
 #[cfg(not(target_os = "linux"))]
-pub fn allowed_cpus() -> Vec<usize> {
+pub(crate) fn allowed_cpus() -> Vec<usize> {
     Vec::new()
 }
 
@@ -184,7 +184,7 @@ static WORKERS: std::sync::Mutex<Vec<std::sync::mpsc::Sender<Job>>> =
 /// thread can be started; the job is then dropped unrun, as it is when it
 /// reaches a thread on its way down. Gates run one at a time: a job for a
 /// thread still busy with another waits for it.
-pub fn run_on(k: usize, job: Job) -> Result<(), String> {
+pub(crate) fn run_on(k: usize, job: Job) -> Result<(), String> {
     let start = |k: usize| -> Result<std::sync::mpsc::Sender<Job>, String> {
         let (tx, rx) = std::sync::mpsc::channel::<Job>();
         std::thread::Builder::new()
@@ -217,7 +217,7 @@ pub fn run_on(k: usize, job: Job) -> Result<(), String> {
 
 /// The CPU time the calling thread has used.
 #[cfg(target_os = "linux")]
-pub fn thread_cpu() -> Option<Duration> {
+pub(crate) fn thread_cpu() -> Option<Duration> {
     use nix::time::{ClockId, clock_gettime};
     let t = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).ok()?;
     Some(Duration::new(
@@ -228,7 +228,7 @@ pub fn thread_cpu() -> Option<Duration> {
 
 /// The CPU time the calling thread has used (unknown here).
 #[cfg(not(target_os = "linux"))]
-pub fn thread_cpu() -> Option<Duration> {
+pub(crate) fn thread_cpu() -> Option<Duration> {
     None
 }
 

@@ -16,7 +16,7 @@ const WORDS: &[&str] = &[
 ];
 
 /// How synthetic prompts are sized, for the report.
-pub const PROMPT_APPROXIMATION: &str = "synthetic, ~1 token per word, no tokenizer";
+pub(crate) const PROMPT_APPROXIMATION: &str = "synthetic, ~1 token per word, no tokenizer";
 
 /// A prompt of about `tokens` tokens, different for every request index so
 /// that a prefix cache cannot serve one request from another, and for
@@ -25,7 +25,7 @@ pub const PROMPT_APPROXIMATION: &str = "synthetic, ~1 token per word, no tokeniz
 /// run's, another gate's, another repeat's (against vLLM without a cache
 /// reset, the same prompts every run read an 81% prefix-cache hit rate and
 /// TTFTs 2.5–3.5× too low).
-pub fn synthetic_prompt(tokens: u32, index: u32, salt: u64) -> String {
+pub(crate) fn synthetic_prompt(tokens: u32, index: u32, salt: u64) -> String {
     let mut rng = SplitMix::new((u64::from(index) ^ 0xD1B5_4A32_D192_ED03) ^ salt.rotate_left(21));
     let mut words = Vec::with_capacity(tokens as usize);
     words.push(format!("Request {index}:"));

@@ -21,7 +21,7 @@ use std::process::ExitStatus;
 /// `time -o`) is nothing a program or server servegate starts may reach.
 /// Without `/proc` every number below the hard open-file limit is tried.
 #[cfg(unix)]
-pub fn close_inherited() -> Inherited {
+pub(crate) fn close_inherited() -> Inherited {
     let listed = open_descriptors();
     let numbers = listed.clone().unwrap_or_else(|| {
         let (_, hard) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
@@ -41,7 +41,7 @@ pub fn close_inherited() -> Inherited {
 
 /// What [`close_inherited`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Inherited {
+pub(crate) struct Inherited {
     /// Descriptors it closed.
     pub closed: usize,
     /// Those open above stderr after it, listed again; `None` without a
@@ -113,7 +113,7 @@ pub(crate) fn command_output(
 }
 
 /// This process's CPU time so far (user and system, every thread).
-pub fn cpu_time() -> Option<std::time::Duration> {
+pub(crate) fn cpu_time() -> Option<std::time::Duration> {
     #[cfg(unix)]
     {
         use nix::sys::resource::{UsageWho, getrusage};

@@ -19,7 +19,7 @@ pub struct Process {
 
 impl Process {
     /// Whether it ended and only waits to be reaped.
-    pub fn is_zombie(&self) -> bool {
+    pub(crate) fn is_zombie(&self) -> bool {
         self.state == 'Z'
     }
 }
@@ -106,7 +106,7 @@ pub fn schedstat(pid: i32) -> Option<(std::time::Duration, std::time::Duration)>
 
 /// `/proc/<pid>/status`, read once for several fields.
 #[derive(Debug, Clone)]
-pub struct Status(String);
+pub(crate) struct Status(String);
 
 impl Status {
     /// Reads it; `None` when the process is gone.
@@ -129,7 +129,7 @@ impl Status {
 
 /// Whether process `pid`'s environment holds exactly `entry`
 /// (`NAME=value`).
-pub fn environ_has(pid: i32, entry: &str) -> bool {
+pub(crate) fn environ_has(pid: i32, entry: &str) -> bool {
     std::fs::read(format!("/proc/{pid}/environ"))
         .is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == entry.as_bytes()))
 }

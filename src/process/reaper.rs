@@ -30,7 +30,7 @@ pub fn interrupted() -> bool {
 /// trial whose program it killed must not report that as the program's
 /// own end, nor may the run finish (and exit) first; the stopping thread
 /// exits the process with the code of its cause.
-pub fn park_if_stopping() {
+pub(crate) fn park_if_stopping() {
     while interrupted() {
         std::thread::sleep(Duration::from_secs(1));
     }
@@ -89,7 +89,7 @@ pub fn live() -> Vec<u32> {
 }
 
 /// Forgets a group; `false` if it was not registered (already stopped).
-pub fn unregister(pid: u32) -> bool {
+pub(crate) fn unregister(pid: u32) -> bool {
     LIVE.lock().is_ok_and(|mut live| {
         let before = live.len();
         live.retain(|&p| p != pid);
@@ -100,7 +100,7 @@ pub fn unregister(pid: u32) -> bool {
 /// Records a sandbox: the process group its supervisor leads (sent SIGTERM
 /// on a signal, like a server, and SIGKILL if still there 5 s later), and
 /// what to remove after.
-pub fn register_sandbox(pid: u32, cleanup: Cleanup) {
+pub(crate) fn register_sandbox(pid: u32, cleanup: Cleanup) {
     register(pid);
     if let Ok(mut s) = SANDBOXES.lock() {
         s.push((pid, cleanup));
@@ -108,7 +108,7 @@ pub fn register_sandbox(pid: u32, cleanup: Cleanup) {
 }
 
 /// Forgets a sandbox whose run is over (its owner cleans up).
-pub fn unregister_sandbox(pid: u32) {
+pub(crate) fn unregister_sandbox(pid: u32) {
     unregister(pid);
     if let Ok(mut s) = SANDBOXES.lock() {
         s.retain(|(p, _)| *p != pid);
@@ -118,7 +118,7 @@ pub fn unregister_sandbox(pid: u32) {
 /// Sends `stop` to the process group led by `pid` (to the child alone where
 /// there are no process groups). `false` when nothing was there.
 #[cfg(unix)]
-pub fn signal_group(pid: u32, stop: Stop, _child: &mut Child) -> bool {
+pub(crate) fn signal_group(pid: u32, stop: Stop, _child: &mut Child) -> bool {
     use nix::sys::signal::{Signal, killpg};
     use nix::unistd::Pid;
     let Ok(pid) = i32::try_from(pid) else {
@@ -133,7 +133,7 @@ pub fn signal_group(pid: u32, stop: Stop, _child: &mut Child) -> bool {
 
 /// Sends `stop` to the child (no process groups here: both kill it).
 #[cfg(not(unix))]
-pub fn signal_group(_pid: u32, _stop: Stop, child: &mut Child) -> bool {
+pub(crate) fn signal_group(_pid: u32, _stop: Stop, child: &mut Child) -> bool {
     child.kill().is_ok()
 }
 

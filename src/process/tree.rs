@@ -21,14 +21,14 @@ use std::sync::mpsc;
 use std::sync::{Mutex, Once};
 
 /// The environment variable that marks a launched server's processes.
-pub const MARKER: &str = "SERVEGATE_LAUNCH";
+pub(crate) const MARKER: &str = "SERVEGATE_LAUNCH";
 
 /// The first argument of servegate's hidden re-exec mode.
-pub const EXEC_MODE: &str = "__servegate-exec";
+pub(crate) const EXEC_MODE: &str = "__servegate-exec";
 
 /// A marker value unique to one launch: random, so that no other run (one
 /// with this pid, long ago) shares it.
-pub fn new_marker() -> String {
+pub(crate) fn new_marker() -> String {
     format!(
         "{}-{:016x}",
         std::process::id(),
@@ -43,7 +43,7 @@ static SUBREAPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool:
 /// Makes this process the reaper of its orphaned descendants (Linux), once.
 /// Only for a process whose children are all servegate's own — a harness
 /// run — since every child not a live server is then taken for an escaper.
-pub fn become_subreaper() {
+pub(crate) fn become_subreaper() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         #[cfg(target_os = "linux")]
@@ -177,7 +177,7 @@ fn carries(pid: i32, value: &str) -> bool {
 /// `root`, and — in a subreaper — this process's own children that are none
 /// of `known` (orphans re-parented to it).
 #[cfg(target_os = "linux")]
-pub fn leftovers(root: u32, marker: &str, known: &[u32]) -> Vec<i32> {
+pub(crate) fn leftovers(root: u32, marker: &str, known: &[u32]) -> Vec<i32> {
     let all = processes();
     let me = i32::try_from(std::process::id()).unwrap_or(0);
     let orphans = SUBREAPER.load(Ordering::SeqCst);
@@ -237,7 +237,7 @@ pub fn kill(pids: &[i32]) {
 
 /// No `/proc` to search elsewhere: the process group is all there is.
 #[cfg(not(target_os = "linux"))]
-pub fn leftovers(_root: u32, _marker: &str, _known: &[u32]) -> Vec<i32> {
+pub(crate) fn leftovers(_root: u32, _marker: &str, _known: &[u32]) -> Vec<i32> {
     Vec::new()
 }
 

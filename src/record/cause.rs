@@ -117,7 +117,7 @@ impl FailureCause {
     /// The same cause with every text passed through `f` (made safe for a
     /// log, secrets scrubbed), as the message's is.
     #[must_use]
-    pub fn map_text(self, f: impl Fn(&str) -> String) -> Self {
+    pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
         match self {
             FailureCause::Diagnostics { problems } => FailureCause::Diagnostics {
                 problems: problems

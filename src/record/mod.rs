@@ -115,7 +115,7 @@ impl GateRecord {
     }
 
     /// Its name as a file's path: the gate's, or its sweep's and level.
-    pub fn file_parts(&self) -> Vec<&str> {
+    pub(crate) fn file_parts(&self) -> Vec<&str> {
         crate::suite::file_parts(
             &self.gate,
             self.sweep
@@ -126,14 +126,14 @@ impl GateRecord {
 
     /// What every report says of a gate that ran without the verdict of
     /// probes it waits for (`--skip`), else nothing.
-    pub fn skipped_note(&self) -> Option<String> {
+    pub(crate) fn skipped_note(&self) -> Option<String> {
         skipped_note(&self.probes_skipped)
     }
 }
 
 /// "ran without …" for the probes a gate would have waited for that
 /// `--skip` left out, else nothing.
-pub fn skipped_note(probes: &[String]) -> Option<String> {
+pub(crate) fn skipped_note(probes: &[String]) -> Option<String> {
     (!probes.is_empty()).then(|| {
         let list: Vec<String> = probes.iter().map(|p| format!("`{p}`")).collect();
         format!(
@@ -303,7 +303,11 @@ impl RunRecord {
     /// The trial that measured `gate` of `suite`, found by its id; in a
     /// record older than the id's `item` (its trials have none), by the
     /// name the id renders.
-    pub fn gate_trial(&self, suite: &SuiteRecord, gate: &GateRecord) -> Option<&TrialRecord> {
+    pub(crate) fn gate_trial(
+        &self,
+        suite: &SuiteRecord,
+        gate: &GateRecord,
+    ) -> Option<&TrialRecord> {
         let id = gate.trial(&suite.suite);
         self.trials
             .iter()
@@ -312,7 +316,7 @@ impl RunRecord {
 
     /// Each gate trial that ran without the verdict of probes it waits
     /// for (`--skip`), by trial name, with what the reports say of it.
-    pub fn skipped_notes(&self) -> Vec<(String, String)> {
+    pub(crate) fn skipped_notes(&self) -> Vec<(String, String)> {
         self.suites
             .iter()
             .flat_map(|s| {

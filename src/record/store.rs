@@ -10,7 +10,7 @@ use crate::files::{self, FileError};
 use crate::load::baseline::{self, Entry};
 
 /// The record format written by this version.
-pub const SCHEMA: &str = "servegate.run/2";
+pub(crate) const SCHEMA: &str = "servegate.run/2";
 
 /// What identifies a run in its record, and where it writes.
 #[derive(Debug, Clone)]
@@ -31,7 +31,7 @@ impl RunInfo {
 }
 
 /// `<out>/latest/report.json`.
-pub fn latest_in(out: &Path) -> PathBuf {
+pub(crate) fn latest_in(out: &Path) -> PathBuf {
     out.join("latest/report.json")
 }
 
@@ -51,7 +51,7 @@ pub const DEFAULT_KEEP_RUNS: usize = 20;
 
 /// `SERVEGATE_KEEP_RUNS`, else the default; a value that is not a count
 /// is said and the default kept.
-pub fn keep_runs_from_env() -> usize {
+pub(crate) fn keep_runs_from_env() -> usize {
     match std::env::var(KEEP_RUNS_ENV) {
         Ok(v) if !v.trim().is_empty() => v.trim().parse().unwrap_or_else(|_| {
             eprintln!(
@@ -68,7 +68,7 @@ pub fn keep_runs_from_env() -> usize {
 /// is still running (another run writing into the same directory). Only
 /// directories that are servegate's are touched: named `<secs>-<pid>` and
 /// holding a record or a journal. Returns how many were removed.
-pub fn prune_runs(out: &Path, keep: usize, current: &Path) -> usize {
+pub(crate) fn prune_runs(out: &Path, keep: usize, current: &Path) -> usize {
     if keep == 0 {
         return 0;
     }
@@ -143,7 +143,7 @@ pub fn prepare(out: &Path) {
 /// The default output directory's name in a project that is not a Cargo
 /// project (no `Cargo.toml`): a pip user's Python repository has no
 /// `target/`, and servegate makes none there.
-pub const OUTSIDE_CARGO: &str = ".servegate";
+pub(crate) const OUTSIDE_CARGO: &str = ".servegate";
 
 /// servegate's output directory (it holds `runs/<run>/` and `latest/`):
 /// `--out-dir`, else `SERVEGATE_OUT`, else `$CARGO_TARGET_DIR/servegate`,
@@ -175,7 +175,7 @@ pub fn working_project() -> PathBuf {
 }
 
 /// Seconds since the Unix epoch now.
-pub fn now_unix() -> u64 {
+pub(crate) fn now_unix() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -195,7 +195,7 @@ pub fn write(info: &RunInfo, record: &RunRecord) -> Result<PathBuf, FileError> {
 
 /// Counts a finished trial of `stage` in `(trials, at the last rewrite)`;
 /// whether the record is to be rewritten now.
-pub fn rewrite_due(counts: &mut (u64, u64), stage: Stage) -> bool {
+pub(crate) fn rewrite_due(counts: &mut (u64, u64), stage: Stage) -> bool {
     counts.0 += 1;
     let due = stage == Stage::Performance || counts.0 - counts.1 >= counts.1.max(1);
     if due {
@@ -205,7 +205,7 @@ pub fn rewrite_due(counts: &mut (u64, u64), stage: Stage) -> bool {
 }
 
 /// The journal of a run: one JSON line per finished trial.
-pub const JOURNAL: &str = "trials.jsonl";
+pub(crate) const JOURNAL: &str = "trials.jsonl";
 
 /// Appends one trial to the journal, its secrets scrubbed.
 pub fn append(path: &Path, trial: &TrialRecord) -> Result<(), FileError> {
@@ -222,7 +222,7 @@ pub fn append(path: &Path, trial: &TrialRecord) -> Result<(), FileError> {
 
 /// The trials of a run's journal that its record does not hold yet (the
 /// record of an interrupted run is its last checkpoint).
-pub fn merge_journal(record: &mut RunRecord, dir: &Path) {
+pub(crate) fn merge_journal(record: &mut RunRecord, dir: &Path) {
     let Ok(text) = files::read_capped(&dir.join(JOURNAL), "a run's journal", MAX_RECORD_BYTES)
     else {
         return;
@@ -240,7 +240,7 @@ pub fn merge_journal(record: &mut RunRecord, dir: &Path) {
 
 /// The most bytes a record read back may have (a run of thousands of
 /// trials with their excerpts is a few MiB).
-pub const MAX_RECORD_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_RECORD_BYTES: u64 = 64 << 20;
 
 /// Every string of a record read back (keys too) as it may reach a
 /// terminal, a CI log or a report: a record is a file anyone can write,
@@ -266,7 +266,7 @@ fn inert(value: serde_json::Value) -> serde_json::Value {
 }
 
 /// Reads a record from `report.json` or a run directory holding one (at
-/// most [`MAX_RECORD_BYTES`], every string made inert: [`inert`]); an
+/// most `MAX_RECORD_BYTES`, every string made inert: [`inert`]); an
 /// interrupted run's journal is merged into it.
 pub fn read(path: &Path) -> Result<RunRecord, FileError> {
     let file = if path.is_dir() {

@@ -94,7 +94,7 @@ impl ThresholdVerdict {
 
     /// What was measured, in words: the figure, and over repeats its
     /// spread and 95% interval; `nothing` when nothing measured it.
-    pub fn measured_text(&self) -> String {
+    pub(crate) fn measured_text(&self) -> String {
         let Some(measured) = self.measured else {
             return "nothing".to_owned();
         };

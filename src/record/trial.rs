@@ -150,7 +150,7 @@ impl TrialId {
     }
 
     /// The name within its suite: `<stage>::<item>[::<part>]`, or `load`.
-    pub fn within_suite(&self) -> String {
+    pub(crate) fn within_suite(&self) -> String {
         if self.stage == Stage::Load {
             return Stage::Load.name().to_owned();
         }
@@ -158,7 +158,7 @@ impl TrialId {
     }
 
     /// The item with its part, as the name writes them after the stage.
-    pub fn within_stage(&self) -> String {
+    pub(crate) fn within_stage(&self) -> String {
         match self.part {
             Some(p) => format!("{}::{}", self.item, p.name()),
             None => self.item.clone(),
@@ -202,13 +202,13 @@ pub struct TrialRecord {
 }
 
 /// What a probe sent and what came back. An answer is kept scrubbed, and
-/// as an excerpt of its first [`crate::text::KEPT_CHARS`] characters when longer: its
+/// as an excerpt of its first `crate::text::KEPT_CHARS` characters when longer: its
 /// length and hash say what the whole was.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Exchange {
     /// The request body.
     pub request: serde_json::Value,
-    /// The answer (scrubbed; its first [`crate::text::KEPT_CHARS`] characters).
+    /// The answer (scrubbed; its first `crate::text::KEPT_CHARS` characters).
     pub content: String,
     /// Characters of the whole (scrubbed) answer.
     #[serde(default)]

@@ -67,7 +67,7 @@ pub enum MergeError {
 
 /// Reads one argument of `report merge`: `LABEL=PATH`, or `PATH` labelled
 /// by its directory.
-pub fn read_node(arg: &str) -> Result<Node, MergeError> {
+pub(crate) fn read_node(arg: &str) -> Result<Node, MergeError> {
     let (label, path) = match arg.split_once('=') {
         Some((label, path)) if !label.is_empty() && !label.contains('/') => {
             (Some(label.to_owned()), Path::new(path))
@@ -83,7 +83,7 @@ pub fn read_node(arg: &str) -> Result<Node, MergeError> {
 
 /// The records as one: every trial and suite under `<node>/<suite>`, so
 /// that each format's groups are per node and suite.
-pub fn combined(nodes: &[Node]) -> RunRecord {
+pub(crate) fn combined(nodes: &[Node]) -> RunRecord {
     let labels: Vec<&str> = nodes.iter().map(|n| n.label.as_str()).collect();
     let mut out = RunRecord {
         schema: crate::record::SCHEMA.to_owned(),

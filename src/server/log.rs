@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use regex::Regex;
 
 /// How many lines failure messages quote.
-pub const TAIL_LINES: usize = 40;
+pub(crate) const TAIL_LINES: usize = 40;
 
 /// The most of a server's output one log keeps; what follows is counted.
 const MAX_LOG: u64 = 256 << 20;
@@ -41,7 +41,7 @@ impl Sink {
 
 /// The copiers of a server's output: done when every stream closed.
 #[derive(Debug)]
-pub struct Pumps {
+pub(crate) struct Pumps {
     left: Arc<(Mutex<usize>, std::sync::Condvar)>,
 }
 
@@ -69,7 +69,7 @@ impl Pumps {
 
 /// Copies the output of a server into its log (one thread per stream);
 /// the threads end when the server's end of the pipes closes.
-pub fn pump(file: std::fs::File, streams: Vec<Box<dyn std::io::Read + Send>>) -> Pumps {
+pub(crate) fn pump(file: std::fs::File, streams: Vec<Box<dyn std::io::Read + Send>>) -> Pumps {
     let pumps = Pumps {
         left: Arc::new((Mutex::new(streams.len()), std::sync::Condvar::new())),
     };
@@ -180,7 +180,7 @@ pub fn tail(path: &Path, n: usize) -> String {
 
 /// A fatal pattern found in the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FatalLine {
+pub(crate) struct FatalLine {
     /// The pattern that matched.
     pub pattern: String,
     /// 1-based line number in the log.
@@ -191,7 +191,7 @@ pub struct FatalLine {
 
 /// Reads the lines appended to a log since the last scan.
 #[derive(Debug)]
-pub struct Scanner {
+pub(crate) struct Scanner {
     path: PathBuf,
     offset: u64,
     lines: u64,
@@ -211,7 +211,7 @@ impl Scanner {
 
     /// The first complete new line that matches a pattern, if any. A line
     /// still being written is read on the next scan.
-    pub fn scan(&mut self) -> Option<FatalLine> {
+    pub(crate) fn scan(&mut self) -> Option<FatalLine> {
         if self.patterns.is_empty() {
             return None;
         }

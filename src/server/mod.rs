@@ -60,8 +60,6 @@ pub struct Server {
     marker: String,
     /// The threads copying its output into the log.
     pumps: log::Pumps,
-    /// Processes found outside its group at teardown, and killed.
-    escapers: Mutex<usize>,
 }
 
 use crate::secrets::is_secret_name as is_secret;
@@ -306,14 +304,13 @@ impl Server {
             }),
             marker,
             pumps,
-            escapers: Mutex::new(0),
         })
     }
 
     /// How it was started, as a shell would need it typed: the
     /// environment servegate set (`NAME=value …`, secrets redacted), then
     /// the argv.
-    pub fn command_line(&self) -> String {
+    pub(crate) fn command_line(&self) -> String {
         let env = self
             .env_shown
             .iter()
@@ -347,7 +344,7 @@ impl Server {
     }
 
     /// A fatal pattern in the log lines written since the last look.
-    pub fn fatal_line(&self) -> Option<FatalLine> {
+    pub(crate) fn fatal_line(&self) -> Option<FatalLine> {
         self.scanner.lock().ok()?.scan()
     }
 
@@ -361,7 +358,7 @@ impl Server {
     }
 
     /// A fatal line, in the words of a failure message.
-    pub fn describe_fatal(&self, f: &FatalLine) -> String {
+    pub(crate) fn describe_fatal(&self, f: &FatalLine) -> String {
         format!(
             "fatal log pattern `{}` at {}:{}: {}",
             f.pattern,
@@ -529,9 +526,6 @@ impl Server {
             let left = tree::leftovers(self.pid, &self.marker, &reaper::live());
             if !left.is_empty() {
                 tree::kill(&left);
-                if let Ok(mut n) = self.escapers.lock() {
-                    *n = left.len();
-                }
             }
         }
         if let Ok(status) = child.wait() {
@@ -540,12 +534,6 @@ impl Server {
         // Its output is all in the log once the pipes closed.
         self.pumps.wait(Duration::from_secs(2));
         *exit
-    }
-
-    /// How many of its processes had left its process group and were
-    /// killed at teardown.
-    pub fn escapers(&self) -> usize {
-        self.escapers.lock().map_or(0, |n| *n)
     }
 }
 

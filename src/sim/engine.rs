@@ -24,7 +24,7 @@ impl Finish {
 }
 
 /// The end-of-sequence token's id the simulator reports stopping on.
-pub const EOS_TOKEN_ID: u64 = 2;
+pub(crate) const EOS_TOKEN_ID: u64 = 2;
 
 /// The tokens of one response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub struct ServerCounts {
 
 /// The length of the longest token prefix `prompt` shares with one of
 /// `earlier`: what a radix cache would serve.
-pub fn cached_prefix(prompt: &[String], earlier: &[Vec<String>]) -> u64 {
+pub(crate) fn cached_prefix(prompt: &[String], earlier: &[Vec<String>]) -> u64 {
     earlier
         .iter()
         .map(|e| e.iter().zip(prompt).take_while(|(a, b)| a == b).count())
@@ -72,7 +72,7 @@ pub fn cached_prefix(prompt: &[String], earlier: &[Vec<String>]) -> u64 {
 impl Plan {
     /// At least `n` tokens, filler after the natural end (SGLang's
     /// `min_tokens`: no end of sequence before them), ending as it would.
-    pub fn pad_to(&mut self, n: usize, seed: u64) {
+    pub(crate) fn pad_to(&mut self, n: usize, seed: u64) {
         let have = self.reasoning.len() + self.content.len();
         if have < n {
             self.content
@@ -82,7 +82,7 @@ impl Plan {
 
     /// Ends the answer before the first stop sequence in it, as servers
     /// honour `stop` (the sequence itself is not returned).
-    pub fn stop_at(&mut self, stops: &[String]) {
+    pub(crate) fn stop_at(&mut self, stops: &[String]) {
         let text = self.content.concat();
         let Some(cut) = stops
             .iter()
@@ -165,7 +165,7 @@ impl Plan {
     /// Makes the scripted tool call `call` (name, arguments) the answer:
     /// streamed as `delta.tool_calls`, or, by a server whose tool parser is
     /// wrong (`parsed` false), as the text the model wrote for it.
-    pub fn call_tool(&mut self, call: &(String, String), parsed: bool) {
+    pub(crate) fn call_tool(&mut self, call: &(String, String), parsed: bool) {
         let (name, arguments) = call;
         self.content.clear();
         self.finish = Finish::Stop;
@@ -215,12 +215,12 @@ pub fn count_tokens(text: &str) -> u64 {
 
 /// A token's id: its text hashed into the vocabulary of `SmolLM2`
 /// (49,152), the same text the same id.
-pub fn token_id(token: &str) -> u64 {
+pub(crate) fn token_id(token: &str) -> u64 {
     hash(token) % 49_152
 }
 
 /// The ids of a prompt's tokens, as vLLM lists them (`prompt_token_ids`).
-pub fn prompt_ids(prompt: &str) -> Vec<u64> {
+pub(crate) fn prompt_ids(prompt: &str) -> Vec<u64> {
     tokenize(prompt).iter().map(|t| token_id(t)).collect()
 }
 

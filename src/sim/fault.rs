@@ -88,7 +88,7 @@ impl Fault {
     }
 
     /// Whether the fault strikes after the first tokens of a stream.
-    pub fn mid_stream(self) -> bool {
+    pub(crate) fn mid_stream(self) -> bool {
         matches!(
             self,
             Fault::StallMidStream

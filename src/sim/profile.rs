@@ -186,7 +186,7 @@ pub enum GenerateText {
 }
 
 /// The contracts a profile can break.
-pub const BREAKABLE: &[&str] = &[
+pub(crate) const BREAKABLE: &[&str] = &[
     "tool_parser",
     "ignore_eos",
     "max_tokens",

@@ -10,10 +10,10 @@ use super::model::{CodeProblem, QaItem};
 
 /// The most a dataset file may hold once decompressed: `HumanEval` is 0.2 MB,
 /// GSM8K's test set 0.7 MB; a gzip bomb stops here.
-pub const MAX_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const MAX_BYTES: u64 = 256 * 1024 * 1024;
 
 /// A dataset file's text, gunzipped when it is gzip (by its magic bytes,
-/// whatever its name), at most [`MAX_BYTES`].
+/// whatever its name), at most `MAX_BYTES`.
 pub fn read(path: &Path) -> Result<String, String> {
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut file = std::io::BufReader::new(file);
@@ -43,7 +43,7 @@ pub fn read(path: &Path) -> Result<String, String> {
 
 /// Parses `HumanEval`'s JSONL: `task_id`, `prompt`, `entry_point` and `test`
 /// strings on each line; blank lines are skipped.
-pub fn code_problems(text: &str) -> Result<Vec<CodeProblem>, String> {
+pub(crate) fn code_problems(text: &str) -> Result<Vec<CodeProblem>, String> {
     let mut problems = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -137,7 +137,7 @@ fn prompt_of(value: &serde_json::Value) -> Option<String> {
 
 /// Parses JSONL items with `question_field` and `answer_field` (strings or
 /// numbers); blank lines are skipped.
-pub fn qa_items(
+pub(crate) fn qa_items(
     text: &str,
     question_field: &str,
     answer_field: &str,

@@ -64,7 +64,7 @@ const MAX_SHOWN: usize = 160;
 
 /// Writes ` --> path:line:col`, the source line and a caret line, as rustc
 /// does; returns the width of the line-number gutter.
-pub fn render_location(out: &mut String, path: &str, source: &str, loc: Loc) -> usize {
+pub(crate) fn render_location(out: &mut String, path: &str, source: &str, loc: Loc) -> usize {
     let number = loc.line.to_string();
     let gutter = " ".repeat(number.len());
     let _ = writeln!(out, "{gutter}--> {path}:{}:{}", loc.line, loc.column);
@@ -109,7 +109,7 @@ pub fn render_location(out: &mut String, path: &str, source: &str, loc: Loc) -> 
 }
 
 /// Renders every diagnostic of a file, then a count.
-pub fn render_all(path: &str, source: &str, diagnostics: &[Diagnostic]) -> String {
+pub(crate) fn render_all(path: &str, source: &str, diagnostics: &[Diagnostic]) -> String {
     let mut out = String::new();
     for d in diagnostics {
         out.push_str(&d.render(path, source));
@@ -125,7 +125,7 @@ pub fn render_all(path: &str, source: &str, diagnostics: &[Diagnostic]) -> Strin
 }
 
 /// The closest candidate to `word`, if it is close enough to be a likely typo.
-pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+pub(crate) fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     candidates
         .iter()
         .map(|c| (edit_distance(word, c), *c))

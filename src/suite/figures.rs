@@ -84,7 +84,7 @@ impl MetricKey {
     /// Whether the figure is known only as at most a value: a percentile
     /// (or the largest) of the server's histogram, the bound of the bucket
     /// that holds it.
-    pub fn is_bucket_bound(self) -> bool {
+    pub(crate) fn is_bucket_bound(self) -> bool {
         self.metric.is_bucketed() && self.stat.is_some_and(|s| s != Stat::Mean)
     }
 

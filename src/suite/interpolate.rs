@@ -3,7 +3,7 @@
 
 /// Why a value could not be interpolated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum InterpolateError {
+pub(crate) enum InterpolateError {
     /// `${NAME}` with no default and `NAME` unset.
     #[error("environment variable `{0}` is not set and has no default (write `${{{0}:-default}}`)")]
     Unset(String),
@@ -17,12 +17,12 @@ pub enum InterpolateError {
 
 /// How deep `${A:-${B:-…}}` defaults may nest: a few levels are a fallback
 /// chain; thousands are an attack on the stack.
-pub const MAX_DEPTH: usize = 16;
+pub(crate) const MAX_DEPTH: usize = 16;
 
 /// Replaces `${NAME}` / `${NAME:-default}` using `lookup`; `$$` is a literal `$`.
 /// A default may itself hold `${…}` (`${LLAMA:-${HOME}/bin/llama-server}`),
 /// read only when it is used.
-pub fn interpolate(
+pub(crate) fn interpolate(
     text: &str,
     lookup: impl Fn(&str) -> Option<String>,
 ) -> Result<String, InterpolateError> {

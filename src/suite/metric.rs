@@ -1,4 +1,4 @@
-//! What a gate can measure: one table, [`METRICS`], with a row per metric —
+//! What a gate can measure: one table, `METRICS`, with a row per metric —
 //! its name in suites, its unit, whether it is a distribution, how repeats
 //! combine — and one list of the key figures every summary shows, that
 //! every consumer reads (the threshold parser, the recorder, the judge,
@@ -158,7 +158,7 @@ pub enum Combine {
     Sum,
 }
 
-/// One row of [`METRICS`].
+/// One row of `METRICS`.
 #[derive(Debug, Clone, Copy)]
 pub struct MetricSpec {
     /// The metric.
@@ -218,7 +218,7 @@ const HISTOGRAM: &str = "the server's `/metrics` with this histogram (SGLang `--
 const COUNTER: &str = "the server's `/metrics` with this counter (SGLang `--enable-metrics`), read before and after the window";
 
 /// Every metric, in report order (the order of [`Metric`]'s variants).
-pub const METRICS: [MetricSpec; 45] = {
+pub(crate) const METRICS: [MetricSpec; 45] = {
     use Combine::{Mean, Sum};
     use Metric as M;
     use Unit::{Count, Percent, Ratio, ReqPerS, Seconds, TokPerS, Tokens};
@@ -340,7 +340,7 @@ impl Metric {
         all
     };
 
-    /// Its row of [`METRICS`].
+    /// Its row of `METRICS`.
     pub fn spec(self) -> &'static MetricSpec {
         &METRICS[self as usize]
     }
@@ -351,14 +351,14 @@ impl Metric {
     }
 
     /// Whether it is read from the server's `/metrics` (`server.…`).
-    pub fn is_server(self) -> bool {
+    pub(crate) fn is_server(self) -> bool {
         self.name().starts_with(SERVER)
     }
 
     /// Whether it is read from the server's histogram buckets, which give
     /// its mean exactly and a quantile only as the upper bound of the
     /// bucket holding it.
-    pub fn is_bucketed(self) -> bool {
+    pub(crate) fn is_bucketed(self) -> bool {
         matches!(
             self,
             Metric::ServerTtftHistogram
@@ -376,12 +376,12 @@ impl Metric {
     }
 
     /// Whether values are durations (stored in seconds).
-    pub fn is_duration(self) -> bool {
+    pub(crate) fn is_duration(self) -> bool {
         self.spec().unit == Unit::Seconds
     }
 
     /// Whether the metric is a per-request distribution that needs a statistic.
-    pub fn is_distribution(self) -> bool {
+    pub(crate) fn is_distribution(self) -> bool {
         self.spec().distribution
     }
 
@@ -400,7 +400,7 @@ impl Metric {
 
 /// A value of a metric for people: durations in a fitting unit, counts
 /// whole, percentages to two places, rates to one.
-pub fn format_value(metric: Metric, value: f64) -> String {
+pub(crate) fn format_value(metric: Metric, value: f64) -> String {
     match metric.spec().unit {
         Unit::Seconds => crate::units::format_secs(value),
         Unit::Count => format!("{value}"),
@@ -413,7 +413,7 @@ pub fn format_value(metric: Metric, value: f64) -> String {
 
 /// A value of the figure named `key` (`ttft.p99`) as the run shows it
 /// (`12.30ms`, `512.4 tok/s`); a name that is no figure's, the number.
-pub fn format_named(key: &str, value: f64) -> String {
+pub(crate) fn format_named(key: &str, value: f64) -> String {
     format_stored(key, "", value)
 }
 
@@ -433,7 +433,7 @@ pub fn format_stored(key: &str, unit: &str, value: f64) -> String {
 /// A figure of a run record for a table (the Markdown and HTML reports):
 /// durations in a fitting unit, whole numbers whole, the rest to one
 /// place, no unit.
-pub fn format_figure(key: MetricKey, value: f64) -> String {
+pub(crate) fn format_figure(key: MetricKey, value: f64) -> String {
     if key.metric.is_duration() {
         crate::units::format_secs(value)
     } else if value.fract() == 0.0 && value.abs() < 1e12 {

@@ -51,7 +51,7 @@ impl Op {
     }
 
     /// Whether the bound is a point (`==`, `!=`), with no better side.
-    pub fn is_point(self) -> bool {
+    pub(crate) fn is_point(self) -> bool {
         matches!(self, Op::Eq | Op::Ne)
     }
 }
@@ -165,7 +165,7 @@ impl fmt::Display for Threshold {
 impl Threshold {
     /// The bound as the suite writes it: `2 s`, `baseline * 1.1`,
     /// `variant(base) * 1.05`, `history.median(10)`, `no_regression`.
-    pub fn bound_text(&self) -> String {
+    pub(crate) fn bound_text(&self) -> String {
         struct Written<'a>(&'a Threshold);
         impl fmt::Display for Written<'_> {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -198,7 +198,7 @@ impl Threshold {
 
 /// Parses the comparison side (`">= 12.5"`, `"<= 2s"`, `">= baseline * 0.95"`,
 /// `"<= baseline + 10%"`) for a metric.
-pub fn parse_comparison(key: MetricKey, text: &str) -> Result<Threshold, String> {
+pub(crate) fn parse_comparison(key: MetricKey, text: &str) -> Result<Threshold, String> {
     let text = text.trim();
     let (op, rest) = [
         (">=", Op::Ge),

@@ -24,7 +24,7 @@ use nix::unistd::Pid;
 use super::protocol::{self, Exit, Finished, Job, Report};
 
 /// The hidden subcommand servegate re-executes itself with.
-pub const SUBCOMMAND: &str = "__sandbox";
+pub(crate) const SUBCOMMAND: &str = "__sandbox";
 
 /// How long the supervisor waits for the stage's last reports once it has
 /// ended.
@@ -52,7 +52,7 @@ pub fn main(role: &str) -> ExitCode {
 /// For binaries other than `servegate` that run suites (the
 /// `sglang_suite` test harness): runs the helper and gives its exit code
 /// when this process was started as one.
-pub fn main_if_asked() -> Option<ExitCode> {
+pub(crate) fn main_if_asked() -> Option<ExitCode> {
     let mut args = std::env::args_os().skip(1);
     if args.next()? != SUBCOMMAND {
         return None;

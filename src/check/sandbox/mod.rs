@@ -58,10 +58,10 @@ pub const REFUSE_ENV: &str = "SERVEGATE_SANDBOX_REFUSE";
 
 /// The most bytes read of each of stdout and stderr; past it the program is
 /// killed.
-pub const OUTPUT_CAP: u64 = 8 * 1024 * 1024;
+pub(crate) const OUTPUT_CAP: u64 = 8 * 1024 * 1024;
 
 /// The most processes (and threads) the program may have at once.
-pub const PROCESSES: u64 = 64;
+pub(crate) const PROCESSES: u64 = 64;
 
 /// Tasks of the helper stages themselves (the supervisor's threads and
 /// pid 1), which the cgroup's process limit counts with the program's.
@@ -77,13 +77,13 @@ const HELPER_TASKS: u64 = 6;
 /// on each core, as CI's loaded run has them) still gets twice its limit
 /// to run, and a hostile program that contends with itself holds the
 /// sandbox at most ten times its limit.
-pub const CLOCK_CAP: u32 = 10;
+pub(crate) const CLOCK_CAP: u32 = 10;
 
 /// The largest file the program may write, in MiB.
-pub const FILE_MIB: u64 = 64;
+pub(crate) const FILE_MIB: u64 = 64;
 
 /// The most open files of each of its processes.
-pub const OPEN_FILES: u64 = 256;
+pub(crate) const OPEN_FILES: u64 = 256;
 
 /// What `sandbox: strict` requires: each layer, with the parts of it (named
 /// in its parentheses) that must hold. Namespaces without the read-only
@@ -97,7 +97,7 @@ pub const OPEN_FILES: u64 = 256;
 /// of its reach (the mount view, Landlock from ABI 9, or seccomp);
 /// `descriptors` where every descriptor servegate inherited was closed and
 /// `/proc/self/fd` shows none left.
-pub const REQUIRED: [(&str, &[&str]); 8] = [
+pub(crate) const REQUIRED: [(&str, &[&str]); 8] = [
     ("descriptors", &[]),
     ("namespaces", &["pid", "net", "mount", "proc"]),
     ("cgroup", &["memory", "pids"]),
@@ -157,7 +157,7 @@ impl Layers {
     }
 
     /// What `sandbox: strict` requires and is not in force, each with why.
-    pub fn missing_required(&self) -> Vec<String> {
+    pub(crate) fn missing_required(&self) -> Vec<String> {
         let why = |name: &str| {
             self.why_not(name)
                 .cloned()
@@ -241,7 +241,7 @@ pub enum Stop {
     /// It wrote more than `OUTPUT_CAP` bytes to this stream.
     OutputCap(&'static str),
     /// It was not run: layers `sandbox: strict` requires are unavailable,
-    /// each with why ([`Layers::missing_required`]).
+    /// each with why (`Layers::missing_required`).
     Refused(Vec<String>),
 }
 
@@ -374,7 +374,7 @@ pub fn run(program: &str, limits: &ProgramLimits) -> Result<Outcome, String> {
 /// Runs `program` under `limits` with `channel` for its standard output
 /// instead of a pipe servegate reads (`Outcome::stdout` is then empty): a
 /// socket whose other end is the test runner's (see `check::pyrunner`).
-pub fn run_talking(
+pub(crate) fn run_talking(
     program: &str,
     limits: &ProgramLimits,
     channel: OwnedFd,

@@ -13,7 +13,7 @@ use crate::suite::threshold::{Bound, Op, Threshold};
 use crate::suite::{Gate, LocatedThreshold, Suite, VerdictMode};
 
 /// A gate's verdict and one line per threshold for the summary.
-pub struct Judgement {
+pub(crate) struct Judgement {
     /// `Err`: the whole failure message.
     pub result: Result<(), Message>,
     /// Each threshold's verdict (its line as printed and as data), then

@@ -58,7 +58,7 @@
 //!   series with one or two separate outliers of 5–10 sd was reported, nor
 //!   a point 6, 10 or 1,000 sd off at any place of a 40-point series.
 //!
-//! Each segment's shuffles draw from a [`SplitMix`] seeded from
+//! Each segment's shuffles draw from a `SplitMix` seeded from
 //! [`Detector::seed`] and the segment's place in the series, so a series
 //! gets the same answer every time, whatever order the segments are
 //! searched in. Shuffling stops once the p-value can no longer reach

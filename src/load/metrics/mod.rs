@@ -109,7 +109,7 @@ pub struct GateMetrics {
     /// The share of the window's prompt tokens the server's prefix cache
     /// served ([`Metric::ServerCacheHitRate`]) where the load did not ask
     /// for reuse (no `shared_prefix`) and it was at least
-    /// [`CACHE_UNASKED`]: the window's TTFT is then largely of cached
+    /// `CACHE_UNASKED`: the window's TTFT is then largely of cached
     /// prompts, and its figures say so.
     pub cache_unasked: Option<f64>,
     /// The measured window.
@@ -125,7 +125,7 @@ pub struct GateMetrics {
 /// which its figures say the cache served its prompts: a chat template's
 /// shared system prompt is a part of every prompt (a fifth to a quarter
 /// of a short one), a repeated prompt nearly all of it.
-pub const CACHE_UNASKED: f64 = 0.5;
+pub(crate) const CACHE_UNASKED: f64 = 0.5;
 
 impl GateMetrics {
     /// Figures of finished requests, for tests and one-shot use.

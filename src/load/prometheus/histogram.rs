@@ -67,7 +67,7 @@ impl HistogramDelta {
 
     /// The upper bound of the bucket holding quantile `q`: the server only
     /// knows its buckets, so this is "at most".
-    pub fn quantile_bound(&self, q: f64) -> Option<f64> {
+    pub(crate) fn quantile_bound(&self, q: f64) -> Option<f64> {
         let total = self.buckets.last()?.1;
         if total <= 0.0 {
             return None;

@@ -135,7 +135,7 @@ impl Scrape {
 
     /// The same scrape, read by the client at `at`.
     #[must_use]
-    pub fn read_at(self, at: std::time::Instant) -> Self {
+    pub(crate) fn read_at(self, at: std::time::Instant) -> Self {
         Self {
             at: Some(at),
             ..self

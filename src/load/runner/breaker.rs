@@ -92,7 +92,7 @@ impl Breaker {
     }
 
     /// Why the gate stopped early, if it did.
-    pub fn tripped(&self) -> Option<String> {
+    pub(crate) fn tripped(&self) -> Option<String> {
         self.state.lock().ok().and_then(|s| s.tripped.clone())
     }
 }

@@ -146,7 +146,7 @@ pub enum LoadError {
 }
 
 /// [`run_gate`], showing the measured window to `watch`.
-pub async fn run_watched(
+pub(crate) async fn run_watched(
     client: &Client,
     gate: &Gate,
     threads: Threads,

@@ -82,7 +82,7 @@ impl Watch {
 
     /// A request of the check beside the load may start: `false` (and it
     /// must not) once the measured window is over.
-    pub fn side_started(&self) -> bool {
+    pub(crate) fn side_started(&self) -> bool {
         self.side.fetch_add(1, Ordering::SeqCst);
         // Counted before looking: a window that ends after this look waits
         // for this request before its last read of the server's counters.
@@ -96,7 +96,7 @@ impl Watch {
 
     /// A request of the check beside the load ended with `tokens` tokens
     /// received.
-    pub fn side_finished(&self, tokens: u64) {
+    pub(crate) fn side_finished(&self, tokens: u64) {
         self.side_tokens.fetch_add(tokens, Ordering::SeqCst);
         self.side.fetch_sub(1, Ordering::SeqCst);
         self.side_done.notify_waiters();

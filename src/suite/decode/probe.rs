@@ -16,7 +16,7 @@ use crate::suite::node::{Node, Yaml};
 /// `numerics.within` where the suite states none: a tenth of a nat per
 /// token, beyond what another kernel or batch size moves a model's mean
 /// (hundredths) and far inside what broken numerics do (whole nats).
-pub const NUMERICS_WITHIN: f64 = 0.1;
+pub(crate) const NUMERICS_WITHIN: f64 = 0.1;
 
 /// The roles of a chat message.
 pub(super) const ROLES: &[&str] = &["system", "user", "assistant"];

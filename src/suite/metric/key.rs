@@ -56,7 +56,7 @@ names!(Stat {
 
 impl Stat {
     /// The quantile of a percentile statistic.
-    pub fn quantile(self) -> Option<f64> {
+    pub(crate) fn quantile(self) -> Option<f64> {
         match self {
             Stat::P50 => Some(0.5),
             Stat::P90 => Some(0.9),
@@ -125,7 +125,7 @@ pub enum KeyError {
 
 impl KeyError {
     /// Whether the name itself is unknown (a "did you mean" may help).
-    pub fn is_unknown(&self) -> bool {
+    pub(crate) fn is_unknown(&self) -> bool {
         matches!(
             self,
             KeyError::UnknownMetric(_) | KeyError::UnknownStat { .. }

@@ -87,7 +87,7 @@ impl Gate {
     }
 
     /// Its name as a file's path: the gate's, or its sweep's and level.
-    pub fn file_parts(&self) -> Vec<&str> {
+    pub(crate) fn file_parts(&self) -> Vec<&str> {
         file_parts(
             &self.name,
             self.sweep
@@ -99,7 +99,7 @@ impl Gate {
 
 /// A gate's name as a file's path: `[gate]`, or `[sweep, level]` for a
 /// level of a sweep (a directory per sweep).
-pub fn file_parts<'a>(gate: &'a str, sweep: Option<(&'a str, &'a str)>) -> Vec<&'a str> {
+pub(crate) fn file_parts<'a>(gate: &'a str, sweep: Option<(&'a str, &'a str)>) -> Vec<&'a str> {
     sweep.map_or_else(|| vec![gate], |(s, l)| vec![s, l])
 }
 

@@ -48,7 +48,7 @@ impl Suite {
     /// the suite's, each replacing a suite check of the same field, and its
     /// thresholds to its gates', each replacing one of the same figure.
     #[must_use]
-    pub fn of_variant(&self, variant: Option<&Variant>) -> Suite {
+    pub(crate) fn of_variant(&self, variant: Option<&Variant>) -> Suite {
         let mut run = self.clone();
         if let Some(v) = variant {
             run.expect_server
@@ -88,7 +88,7 @@ impl SourceFile {
 
     /// The path relative to its project (`suites/x.yaml`), as snapshots
     /// record their source.
-    pub fn in_project(&self) -> String {
+    pub(crate) fn in_project(&self) -> String {
         let abs = super::load::absolute(&self.path);
         abs.strip_prefix(&self.root)
             .unwrap_or(&abs)
@@ -159,7 +159,7 @@ pub struct Tool {
 
 impl Tool {
     /// The tool as an OpenAI request offers it.
-    pub fn to_request(&self) -> serde_json::Value {
+    pub(crate) fn to_request(&self) -> serde_json::Value {
         let mut function = serde_json::json!({"name": self.name, "parameters": self.parameters});
         if let Some(d) = &self.description {
             function["description"] = serde_json::Value::String(d.clone());
@@ -174,7 +174,7 @@ impl Tool {
 impl Sampling {
     /// Bytes of the stop sequences: their tokens (at most one per byte)
     /// are counted by a server and cut from the text it sends.
-    pub fn stop_bytes(&self) -> u64 {
+    pub(crate) fn stop_bytes(&self) -> u64 {
         self.stop.iter().flatten().map(|s| s.len() as u64).sum()
     }
 
