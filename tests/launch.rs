@@ -425,6 +425,7 @@ fn a_configuration_mismatch_fails_its_check_and_gates_every_later_stage() {
             "field": "attention_backend",
             "expected": "expected \"fa3\"",
             "found": "\"triton\"",
+            "state": "mismatch",
         })
     );
     for later in [

@@ -293,6 +293,8 @@ fn a_failed_trial_says_why_as_data() {
     forged["trials"][0]["cause"] =
         serde_json::json!({"type": "assertions", "failed": [{"line": 1}]});
     assert_ne!(schema_errors(&forged), Vec::<String>::new());
+    forged["trials"][0]["cause"] = serde_json::json!({"type": "bogus"});
+    assert_ne!(schema_errors(&forged), Vec::<String>::new());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::outcome::Stop;
 use super::session::{Execution, Verdict, once};
 use crate::check::message::Message;
-use crate::record::{FailureCause, FailureKind, bounded};
+use crate::record::{ConfigState, FailureCause, FailureKind, bounded};
 use crate::suite::{ConfigCheck, ConfigExpect};
 
 /// The value at a dotted path: object keys, list indexes.
@@ -73,7 +73,7 @@ impl Execution {
     fn run_config(&self, check: &ConfigCheck) -> Verdict {
         let target = self.connected()?;
         let file = &self.suite.file;
-        let fail = |what: String, note: String, found: Option<&Value>| {
+        let fail = |what: String, note: String, found: Option<&Value>, state: ConfigState| {
             let mut out = Message::of_error(what);
             out.at(file, check.loc);
             let _ = write!(out, "{note}");
@@ -82,6 +82,7 @@ impl Execution {
                 field: bounded(&check.path.join(".")),
                 expected: bounded(&wanted(&check.expect)),
                 found: found.map(|v| bounded(&v.to_string())),
+                state,
             };
             Stop::failed_for(FailureKind::Config, cause, out)
         };
@@ -93,6 +94,7 @@ impl Execution {
                     format!("{} cannot be checked: {e}", check.name),
                     String::new(),
                     None,
+                    ConfigState::Unreported,
                 )
             })?;
         let field = check.path.join(".");
@@ -141,6 +143,7 @@ impl Execution {
                 ),
                 format!("  = read from GET {path}; {keys}\n"),
                 None,
+                ConfigState::Missing,
             ));
         };
         if holds(&check.expect, value) {
@@ -154,6 +157,7 @@ impl Execution {
             ),
             format!("  = read from GET {path} of {}\n", target.client.base_url()),
             Some(value),
+            ConfigState::Mismatch,
         ))
     }
 }

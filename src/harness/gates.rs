@@ -275,9 +275,10 @@ impl Execution {
             figures: &figures,
         });
         let cause = verdict.cause();
-        verdict
-            .result
-            .map_err(|m| Stop::failed_for(FailureKind::Gate, cause, m))
+        verdict.result.map_err(|m| match cause {
+            Some(cause) => Stop::failed_for(FailureKind::Gate, cause, m),
+            None => Stop::failed(FailureKind::Gate, m),
+        })
     }
 }
 

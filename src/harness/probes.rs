@@ -14,7 +14,7 @@ use crate::check::failure::{Sent, assertions_failed, request_failed};
 use crate::check::message::Message;
 use crate::check::{accuracy, contract, evaluate, humaneval, numerics, snapshot};
 use crate::client::{CallError, CallRequest, ErrorKind};
-use crate::record::{CheckFailed, FailureCause, FailureKind, SnapshotState};
+use crate::record::{CheckFailed, FailureCause, FailureKind, SnapshotState, bounded};
 use crate::suite::node::Loc;
 use crate::suite::{
     Api, DatasetProbe, DatasetTask, Input, Numerics, Sampling, SnapshotMode, SourceFile,
@@ -76,7 +76,7 @@ impl Execution {
                     Err(changed) => Err(Stop::failed_for(
                         FailureKind::Snapshot,
                         FailureCause::Snapshot {
-                            path: snapshot::shown_path(&changed.path),
+                            path: bounded(&snapshot::shown_path(&changed.path)),
                             state: match &changed.stored {
                                 None => SnapshotState::New,
                                 Some(Ok(_)) => SnapshotState::Changed,

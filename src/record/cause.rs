@@ -41,10 +41,12 @@ pub enum FailureCause {
         field: String,
         /// What was expected (`expected 8`, `one of "fa3", "triton"`).
         expected: String,
-        /// The value found, as JSON; absent when the field was not there
-        /// (or the document could not be read: the message says which).
+        /// The value found, as JSON, where the field was there.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         found: Option<String>,
+        /// Whether the value differs, the field is missing, or the server
+        /// did not report the document at all.
+        state: ConfigState,
     },
     /// Checks of a probe's answer that did not hold.
     Assertions {
@@ -101,6 +103,19 @@ pub struct CheckFailed {
     pub line: u32,
 }
 
+/// How a config check failed.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfigState {
+    /// The field holds another value than the one expected.
+    Mismatch,
+    /// The document has no such field.
+    Missing,
+    /// The server did not answer with the document (no path of it
+    /// answered, or not with JSON): its configuration could not be read.
+    Unreported,
+}
+
 /// A snapshot comparison that failed.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -115,17 +130,19 @@ pub enum SnapshotState {
 
 impl FailureCause {
     /// The same cause with every text passed through `f` (made safe for a
-    /// log, secrets scrubbed), as the message's is.
+    /// log, secrets scrubbed), as the message's is, then bounded again:
+    /// escaping makes a text longer.
     #[must_use]
-    pub(crate) fn map_text(self, f: impl Fn(&str) -> String) -> Self {
+    pub fn map_text(self, f: impl Fn(&str) -> String) -> Self {
+        let g = |text: &str| bounded(&f(text));
         match self {
             FailureCause::Diagnostics { problems } => FailureCause::Diagnostics {
                 problems: problems
                     .into_iter()
                     .map(|p| Diagnosed {
-                        message: f(&p.message),
-                        expected: p.expected.as_deref().map(&f),
-                        help: p.help.as_deref().map(&f),
+                        message: g(&p.message),
+                        expected: p.expected.as_deref().map(g),
+                        help: p.help.as_deref().map(g),
                         ..p
                     })
                     .collect(),
@@ -134,14 +151,14 @@ impl FailureCause {
                 failed: failed
                     .into_iter()
                     .map(|c| CheckFailed {
-                        expected: f(&c.expected),
-                        found: c.found.as_deref().map(&f),
+                        expected: g(&c.expected),
+                        found: c.found.as_deref().map(g),
                         line: c.line,
                     })
                     .collect(),
             },
             FailureCause::Snapshot { path, state } => FailureCause::Snapshot {
-                path: f(&path),
+                path: g(&path),
                 state,
             },
             FailureCause::Config {
@@ -149,21 +166,41 @@ impl FailureCause {
                 field,
                 expected,
                 found,
+                state,
             } => FailureCause::Config {
                 document,
-                field: f(&field),
-                expected: f(&expected),
-                found: found.as_deref().map(&f),
+                field: g(&field),
+                expected: g(&expected),
+                found: found.as_deref().map(g),
+                state,
             },
-            other @ (FailureCause::Request { .. } | FailureCause::Thresholds { .. }) => other,
+            FailureCause::Thresholds {
+                failed,
+                client_at_stake,
+            } => FailureCause::Thresholds {
+                failed: failed
+                    .into_iter()
+                    .map(|v| ThresholdVerdict {
+                        written: g(&v.written),
+                        reference_from: v.reference_from.as_deref().map(g),
+                        not_applied: v.not_applied.as_deref().map(g),
+                        ..v
+                    })
+                    .collect(),
+                client_at_stake,
+            },
+            other @ FailureCause::Request { .. } => other,
         }
     }
 }
 
-/// `text` as a cause keeps it: cut to [`KEPT_CHARS`](crate::text::KEPT_CHARS)
-/// characters, an ellipsis saying it was.
+/// `text` as a cause keeps it: scrubbed of every known secret and cut to
+/// [`KEPT_CHARS`](crate::text::KEPT_CHARS) characters, an ellipsis saying
+/// it was.
 pub(crate) fn bounded(text: &str) -> String {
-    match crate::secrets::cut_scrubbed(text, crate::text::KEPT_CHARS) {
+    // Scrubbed before it is cut: a secret cut in two would no longer be
+    // found.
+    match crate::secrets::cut_scrubbed(&crate::secrets::scrub(text), crate::text::KEPT_CHARS) {
         (whole, None) => whole,
         (mut cut, Some(_)) => {
             cut.push('…');
@@ -243,5 +280,16 @@ mod tests {
             panic!("the kind of cause changed");
         };
         assert_eq!(failed[0].found.as_deref(), Some("\\u{1b}[2Jwiped"));
+        // Escaping makes a text longer: it is bounded again after.
+        let escapes = "\u{1b}".repeat(crate::text::KEPT_CHARS);
+        let cause = FailureCause::Assertions {
+            failed: vec![CheckFailed::new("x", Some(&escapes), Loc::default())],
+        };
+        let FailureCause::Assertions { failed } = cause.map_text(crate::text::for_log) else {
+            panic!("the kind of cause changed");
+        };
+        let found = failed[0].found.as_deref().unwrap_or_default();
+        assert_eq!(found.chars().count(), crate::text::KEPT_CHARS + 1);
+        assert!(found.starts_with("\\u{1b}\\u{1b}"), "{found:.20}");
     }
 }

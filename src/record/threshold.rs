@@ -62,8 +62,10 @@ pub struct ThresholdVerdict {
     /// nothing bounds it or the self-check does not gate the figure.
     #[serde(default)]
     pub client_error: Option<f64>,
-    /// The bound as the suite writes it (`2s`, `baseline * 1.1`,
-    /// `no_regression`); empty in records written before it.
+    /// The bound as servegate writes the threshold back: a value in the
+    /// figure's unit, or how a relative bound is made (`baseline * 1.1`,
+    /// `variant(base)`, `history.median(10)`, `no_regression`); empty in
+    /// records written before it.
     #[serde(default)]
     pub written: String,
     /// What a relative bound was made from, in words (`baseline`,
@@ -240,13 +242,16 @@ mod tests {
             implicit: false,
             not_applied: None,
             client_error: Some(0.000_2),
-            written: "64".into(),
+            written: format_value(crate::suite::metric::Metric::SpecAcceptLength, 64.0),
             reference_from: None,
         };
         let text = serde_json::to_string(&v).expect("written");
         assert_eq!(
             text,
-            r#"{"key":"spec_accept_length.mean","op":"!=","bound":64.0,"measured":64.0,"unit":"tokens","line":9,"implicit":false,"client_error":0.0002,"written":"64"}"#
+            format!(
+                r#"{{"key":"spec_accept_length.mean","op":"!=","bound":64.0,"measured":64.0,"unit":"tokens","line":9,"implicit":false,"client_error":0.0002,"written":{}}}"#,
+                serde_json::to_string(&v.written).expect("a string")
+            )
         );
         let back: ThresholdVerdict = serde_json::from_str(&text).expect("read back");
         assert_eq!((back.op, back.unit()), (Op::Ne, Unit::Tokens));

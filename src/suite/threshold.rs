@@ -163,8 +163,9 @@ impl fmt::Display for Threshold {
 }
 
 impl Threshold {
-    /// The bound as the suite writes it: `2 s`, `baseline * 1.1`,
-    /// `variant(base) * 1.05`, `history.median(10)`, `no_regression`.
+    /// The bound as servegate writes it back: a value in the figure's
+    /// unit, `baseline * 1.1`, `variant(base) * 1.05`,
+    /// `history.median(10)`, `no_regression`.
     pub(crate) fn bound_text(&self) -> String {
         struct Written<'a>(&'a Threshold);
         impl fmt::Display for Written<'_> {

@@ -23,20 +23,24 @@ pub(crate) struct Judgement {
 
 impl Judgement {
     /// Why the gate failed, as data: the verdicts of the thresholds that
-    /// failed, and whether the client self-check's row failed it.
-    pub fn cause(&self) -> FailureCause {
-        FailureCause::Thresholds {
-            failed: self
-                .checks
-                .iter()
-                .filter(|c| !c.passed)
-                .filter_map(|c| c.threshold.clone())
-                .collect(),
-            client_at_stake: self
-                .checks
-                .iter()
-                .any(|c| !c.passed && c.threshold.is_none()),
-        }
+    /// failed, and whether the client self-check's row failed it; `None`
+    /// when neither did (the load measured nothing a threshold could read,
+    /// which the message says).
+    pub fn cause(&self) -> Option<FailureCause> {
+        let failed: Vec<_> = self
+            .checks
+            .iter()
+            .filter(|c| !c.passed)
+            .filter_map(|c| c.threshold.clone())
+            .collect();
+        let client_at_stake = self
+            .checks
+            .iter()
+            .any(|c| !c.passed && c.threshold.is_none());
+        (!failed.is_empty() || client_at_stake).then_some(FailureCause::Thresholds {
+            failed,
+            client_at_stake,
+        })
     }
 }
 

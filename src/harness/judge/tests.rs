@@ -182,3 +182,32 @@ fn verdict_modes_read_the_interval() {
         assert!(!check(&threshold(Op::Ne, 0.1), &tenths, mode), "{mode:?}");
     }
 }
+
+/// A gate's cause names the thresholds that failed; a gate that failed
+/// for no threshold (its load stopped early) has none: nothing in it
+/// would say why, and the message does.
+#[test]
+fn a_failed_gate_names_its_failed_thresholds_as_its_cause() {
+    let repeats: Vec<GateMetrics> = [480, 520, 495, 510, 490].into_iter().map(repeat).collect();
+    let (suite, gate) = noisy_gate("mean");
+    let j = judge(&suite, &gate, &mut repeats.clone(), &refs(&no_baseline()));
+    assert!(j.result.is_err());
+    let Some(FailureCause::Thresholds {
+        failed,
+        client_at_stake,
+    }) = j.cause()
+    else {
+        panic!("no thresholds cause: {:?}", j.cause());
+    };
+    let keys: Vec<String> = failed.iter().map(|v| v.key.to_string()).collect();
+    assert_eq!(
+        (keys, client_at_stake),
+        (vec!["output_tok_s".to_owned()], false)
+    );
+    let mut stopped: Vec<GateMetrics> = [600, 610].into_iter().map(repeat).collect();
+    stopped[1].stopped_early = Some("stopped after 3 stalls in a row".into());
+    let (suite, gate) = noisy_gate("mean");
+    let j = judge(&suite, &gate, &mut stopped, &refs(&no_baseline()));
+    assert!(j.result.is_err(), "a gate cut short never passes");
+    assert_eq!(j.cause(), None);
+}

@@ -66,12 +66,30 @@ fn walk(schema: &Value, path: &str, out: &mut String) {
     if let Some(items) = schema.get("items") {
         walk(items, &format!("{path}[]"), out);
     }
-    for alternative in ["anyOf", "oneOf"]
+    let alternatives: Vec<&Value> = ["anyOf", "oneOf"]
         .iter()
         .filter_map(|k| schema.get(*k).and_then(Value::as_array))
         .flatten()
-    {
-        walk(alternative, path, out);
+        .collect();
+    // Mappings that are alternatives at one place (a dataset probe's
+    // `thresholds`: `accuracy` or `pass_at_1`) each get a heading of
+    // their own.
+    let mappings = alternatives
+        .iter()
+        .filter(|a| a.get("properties").is_some())
+        .count();
+    let mut form = 0;
+    for alternative in alternatives {
+        if mappings > 1 && alternative.get("properties").is_some() {
+            form += 1;
+            walk(
+                alternative,
+                &format!("{path} (form {form} of {mappings})"),
+                out,
+            );
+        } else {
+            walk(alternative, path, out);
+        }
     }
     if let Some(each) = schema.get("additionalProperties").filter(|v| v.is_object()) {
         walk(each, &format!("{path}.<name>"), out);
