@@ -6,6 +6,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::suite::names::Named;
+use crate::suite::threshold::Op;
 
 /// One key of a suite object: the decoder accepts exactly the keys of its
 /// object's tables, the schema gives each its value's schema and its
@@ -149,14 +150,19 @@ pub(super) fn variable() -> Value {
     json!({"type": "string", "pattern": "^[A-Za-z0-9_]+$"})
 }
 
-/// A comparison such as `">= 12.5"` or `"<= baseline * 1.1"`, whose plain
+/// A comparison such as `">= 12.5"` or `"<= baseline * 1.1"` (every
+/// operator of [`Op::ALL`]), whose plain
 /// value matches `value` (a bound named after `baseline`, `variant(…)`,
 /// `history.` or `no_regression` is checked by the loader).
 pub(super) fn comparison(value: &str, what: &str) -> Value {
+    // Every operator the loader reads, the longer first (`>=` before `>`).
+    let mut ops: Vec<&str> = Op::ALL.iter().map(|op| op.symbol()).collect();
+    ops.sort_by_key(|symbol| std::cmp::Reverse(symbol.len()));
     json!({
         "type": "string",
         "pattern": format!(
-            "^\\s*(>=|<=|==|!=|>|<)\\s*((baseline|variant\\(|history\\.|no_regression).*|{value}\\s*)$"
+            "^\\s*({})\\s*((baseline|variant\\(|history\\.|no_regression).*|{value}\\s*)$",
+            ops.join("|")
         ),
         "description": what,
     })
