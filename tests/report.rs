@@ -298,6 +298,89 @@ fn a_failed_trial_says_why_as_data() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Every kind of cause, each of its states, is one the record's schema
+/// takes.
+#[test]
+fn every_kind_of_cause_matches_the_schema() {
+    use servegate::record::{
+        CheckFailed, ConfigState, Diagnosed, FailureCause, SnapshotState, ThresholdVerdict,
+    };
+    let config = |found: Option<&str>, state| FailureCause::Config {
+        document: "server_info".into(),
+        field: "tp_size".into(),
+        expected: "expected 8".into(),
+        found: found.map(str::to_owned),
+        state,
+    };
+    let snapshot = |state| FailureCause::Snapshot {
+        path: "snapshots/s/m/p.snap".into(),
+        state,
+    };
+    let verdict = ThresholdVerdict {
+        key: "ttft.p99".parse().unwrap(),
+        op: servegate::suite::threshold::Op::Le,
+        bound: Some(0.22),
+        reference: Some(0.2),
+        measured: Some(0.25),
+        repeats: vec![0.24, 0.26],
+        line: 9,
+        implicit: false,
+        not_applied: None,
+        client_error: Some(0.0001),
+        written: "baseline * 1.1".into(),
+        reference_from: Some("baseline".into()),
+    };
+    let causes = [
+        FailureCause::Request {
+            class: "http".into(),
+            status: Some(503),
+        },
+        FailureCause::Request {
+            class: "in-stream error".into(),
+            status: None,
+        },
+        config(Some("4"), ConfigState::Mismatch),
+        config(None, ConfigState::Missing),
+        config(None, ConfigState::Unreported),
+        snapshot(SnapshotState::New),
+        snapshot(SnapshotState::Changed),
+        snapshot(SnapshotState::Unreadable),
+        FailureCause::Assertions {
+            failed: vec![CheckFailed {
+                expected: "content contains \"4\"".into(),
+                found: None,
+                line: 12,
+            }],
+        },
+        FailureCause::Diagnostics {
+            problems: vec![Diagnosed {
+                line: 3,
+                column: 13,
+                message: "unknown field `x` in gate".into(),
+                expected: Some("one of `name`, `load`".into()),
+                help: None,
+            }],
+        },
+        FailureCause::Thresholds {
+            failed: vec![verdict],
+            client_at_stake: true,
+        },
+    ];
+    let mut record: Value = serde_json::from_str(
+        &std::fs::read_to_string("tests/fixtures/report/record.json").unwrap(),
+    )
+    .unwrap();
+    for cause in causes {
+        record["trials"][0]["cause"] = serde_json::to_value(&cause).unwrap();
+        assert_eq!(
+            schema_errors(&record),
+            Vec::<String>::new(),
+            "{}",
+            record["trials"][0]["cause"]
+        );
+    }
+}
+
 #[test]
 fn markdown_summary() {
     let md = report::markdown::render(&fixture(), None);

@@ -194,6 +194,17 @@ impl FailureCause {
     }
 }
 
+impl FailureCause {
+    /// The same cause scrubbed of every secret known now (a record is
+    /// scrubbed again when it is written, with the secrets registered since
+    /// the cause was made) and bounded again: `<redacted>` can be longer
+    /// than what it replaces.
+    #[must_use]
+    pub(crate) fn rescrubbed(self) -> Self {
+        self.map_text(str::to_owned)
+    }
+}
+
 /// `text` as a cause keeps it: scrubbed of every known secret and cut to
 /// [`KEPT_CHARS`](crate::text::KEPT_CHARS) characters, an ellipsis saying
 /// it was.
@@ -291,5 +302,30 @@ mod tests {
         let found = failed[0].found.as_deref().unwrap_or_default();
         assert_eq!(found.chars().count(), crate::text::KEPT_CHARS + 1);
         assert!(found.starts_with("\\u{1b}\\u{1b}"), "{found:.20}");
+        // A threshold's verdict's texts too: the history's words in
+        // `reference_from`.
+        let verdict = ThresholdVerdict {
+            key: "ttft.p99".parse().expect("a key"),
+            op: crate::suite::threshold::Op::Le,
+            bound: None,
+            reference: None,
+            measured: None,
+            repeats: Vec::new(),
+            line: 1,
+            implicit: false,
+            not_applied: None,
+            client_error: None,
+            written: "baseline".into(),
+            reference_from: Some(escapes.clone()),
+        };
+        let cause = FailureCause::Thresholds {
+            failed: vec![verdict],
+            client_at_stake: false,
+        };
+        let FailureCause::Thresholds { failed, .. } = cause.map_text(crate::text::for_log) else {
+            panic!("the kind of cause changed");
+        };
+        let from = failed[0].reference_from.as_deref().unwrap_or_default();
+        assert_eq!(from.chars().count(), crate::text::KEPT_CHARS + 1);
     }
 }

@@ -334,11 +334,15 @@ impl RunRecord {
     /// where a secret equals a word of it.
     #[must_use]
     pub fn scrubbed(&self) -> RunRecord {
-        let Ok(mut value) = serde_json::to_value(self) else {
-            return self.clone();
+        let mut record = self.clone();
+        for trial in &mut record.trials {
+            trial.cause = trial.cause.take().map(FailureCause::rescrubbed);
+        }
+        let Ok(mut value) = serde_json::to_value(&record) else {
+            return record;
         };
         crate::secrets::scrub_json(&mut value);
-        serde_json::from_value(value).unwrap_or_else(|_| self.clone())
+        serde_json::from_value(value).unwrap_or(record)
     }
 }
 

@@ -214,7 +214,11 @@ pub fn append(path: &Path, trial: &TrialRecord) -> Result<(), FileError> {
         what: "a trial",
         source,
     };
-    let mut value = serde_json::to_value(trial).map_err(encode)?;
+    let trial = TrialRecord {
+        cause: trial.cause.clone().map(super::FailureCause::rescrubbed),
+        ..trial.clone()
+    };
+    let mut value = serde_json::to_value(&trial).map_err(encode)?;
     crate::secrets::scrub_json(&mut value);
     let line = serde_json::to_string(&value).map_err(encode)? + "\n";
     files::append(path, &line)

@@ -10,7 +10,7 @@ use crate::check::message::Message;
 use crate::history::gate::Reference;
 use crate::load::estimate::Estimate;
 use crate::load::metrics::GateMetrics;
-use crate::record::ThresholdVerdict;
+use crate::record::{ThresholdVerdict, bounded};
 use crate::suite::metric::Metric;
 use crate::suite::threshold::{Bound, Threshold};
 use crate::suite::{Gate, LocatedThreshold, OnClientLimited, SourceFile, Suite};
@@ -144,10 +144,10 @@ impl Judged<'_> {
             repeats: self.repeats,
             line: lt.loc.line,
             implicit,
-            not_applied: self.not_applied,
+            not_applied: self.not_applied.as_deref().map(bounded),
             client_error: self.client_error,
-            written: t.bound_text(),
-            reference_from: self.reference_from,
+            written: bounded(&t.bound_text()),
+            reference_from: self.reference_from.as_deref().map(bounded),
         }
     }
 }
