@@ -37,10 +37,7 @@ const REASONING: &str = "model: r\nttft: 5ms\nitl: 2ms\nreplies:\n  - match: '2\
 
 fn ask(prompt: &str, max_tokens: u32, ignore_eos: bool) -> CallRequest {
     CallRequest {
-        input: Input::Prompt {
-            system: Some("Be brief.".into()),
-            prompt: prompt.into(),
-        },
+        input: Input::prompt(Some("Be brief.".into()), prompt.into()),
         sampling: Sampling {
             temperature: Some(0.0),
             max_tokens: Some(max_tokens),

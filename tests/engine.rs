@@ -130,6 +130,25 @@ fn buggy_is_prime(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
     )
 }
 
+/// The model (`SmolLM2`) has no vision and llama.cpp runs without `--mmproj`: the
+/// server refuses the image (b11434: HTTP 500), and the failure names the
+/// image, the server's words and the likeliest reason.
+fn image_refused(server: &PathBuf, model: &PathBuf) -> Result<(), Failed> {
+    let (code, out) = servegate(&["run", "tests/suites/llama-image.yaml"], server, model);
+    expect(
+        code,
+        &out,
+        1,
+        "a text-only llama.cpp should refuse the image",
+        &[
+            "---- smollm2-image::correctness::image ----",
+            "error: request failed: HTTP 500: image input is not supported",
+            "note:     the server refused a request with 1 image: fixtures/images/red.png (image/png, 64×48, 132 B)",
+            r#"{"image_url":{"url":"<image fixtures/images/red.png (image/png, 64×48, 132 B)>"},"type":"image_url"}"#,
+        ],
+    )
+}
+
 /// Asked for `is_prime` with many test cases, the model loops (`if n == 3:
 /// return True`, `if n == 4: …`) until `max_tokens`: `not_degenerate` must
 /// name the loop, and pass its sound short answer.
@@ -746,6 +765,11 @@ fn main() {
             "real_engine::a_looping_answer_is_degenerate",
             Needs::Engine,
             degenerate_loop,
+        ),
+        (
+            "real_engine::a_text_only_model_refuses_an_image",
+            Needs::Engine,
+            image_refused,
         ),
         ("real_engine::humaneval_slice", Needs::Both, humaneval_slice),
         (

@@ -59,8 +59,8 @@ impl Gpu {
 }
 
 /// Kimi-K2.5 as shipped: every variant launched with its own flags, its
-/// configuration checked (decode steps, EAGLE-3, flashinfer), the
-/// reasoning, executed `is_prime` and tool-call probes, the single-stream
+/// configuration checked (decode steps, EAGLE-3, flashinfer, its vision
+/// encoder), the reasoning, executed `is_prime`, tool-call and image probes, the single-stream
 /// gate (EAGLE-3's with its acceptance), and concurrency 32 proven to
 /// have reached the server and rechecked under load.
 #[test]
@@ -101,6 +101,9 @@ fn kimi_runs_green_on_its_simulator_profile() {
             "correctness::arithmetic_sample",
             "correctness::is_prime",
             "correctness::tool_call",
+            "correctness::image_colour",
+            "correctness::follow_up",
+            "config::model_info.has_image_understanding",
             "performance::single_stream_decode",
             "performance::concurrency_32::recheck",
         ] {

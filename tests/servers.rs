@@ -1436,6 +1436,29 @@ fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
         ],
     )?;
 
+    // SGLang 0.5.23's `/generate` has no multimodal processor for a
+    // text-only model (`tokenizer_manager.py`): it ignores `image_data` and
+    // answers the text, which no answer check can tell — the reason a
+    // suite checks `model_info.has_image_understanding` before its probes.
+    let ignored = suite_file(
+        dir.path(),
+        "sglang-generate-image",
+        &format!(
+            "suite: sglang-generate-image\ntarget:\n  base_url: http://127.0.0.1:{port}\n  api: sglang-generate\ndefaults: {{ temperature: 0, max_tokens: 8 }}\nexpect_server:\n  model_info: {{ has_image_understanding: false }}\ncorrectness:\n  - name: ignored\n    prompt: \"The capital of France is\"\n    images: [\"{}\"]\n    expect: [{{ min_chars: 1 }}]\n",
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/images/red.png")
+                .display()
+        ),
+    )?;
+    let (code, out) = run_suite(ignored.to_str().unwrap_or_default(), servers);
+    expect(
+        code,
+        &out,
+        0,
+        "the image a text-only SGLang's /generate ignores",
+        &["test result: ok. 2 passed; 0 failed"],
+    )?;
+
     let played = play_faults(&Faults {
         servers,
         dir: dir.path(),
@@ -1446,6 +1469,7 @@ fn sglang_faults(servers: &Installed) -> Result<(), Failed> {
             9000,
             "is longer than the model's context length (8192 tokens)",
         ),
+        image_refused: "HTTP 400: Model only supports text input; received unsupported content type 'image_url'.",
         abandoned: (
             2000,
             ">= 2",
@@ -1493,6 +1517,8 @@ struct Faults<'a> {
     engine: &'a str,
     /// Words of a prompt over its context length, and its words for it.
     over_length: (usize, &'a str),
+    /// Its words refusing an image (the model has no vision).
+    image_refused: &'a str,
     /// Tokens each abandoned request asks, the bound on `server.aborted`,
     /// and what the gate's failure shows of it.
     abandoned: (u32, &'a str, &'a [&'a str]),
@@ -1502,8 +1528,9 @@ struct Faults<'a> {
     hung: &'a str,
 }
 
-/// A prompt over the context length (that probe fails with the server's
-/// 400 and words; the next passes), requests the client abandons at a
+/// A prompt over the context length and an image to a model without
+/// vision (those probes fail with the server's 400 and words, the image
+/// named; the next passes), requests the client abandons at a
 /// 5 s deadline (the gate fails; the server's abort counter as
 /// `abandoned` says), and the engine stopped once servegate found the
 /// server (the probe fails at its deadline, the liveness check names the
@@ -1517,18 +1544,27 @@ fn play_faults(f: &Faults<'_>) -> Result<(), Failed> {
         f.dir,
         &format!("{e}-long"),
         &format!(
-            "suite: {e}-long\n{}correctness:\n  - name: over_length\n    prompt: \"{words}\"\n    max_tokens: 8\n    expect: [{{ min_chars: 1 }}]\n{FAULT_PROBE}",
-            fault_target(f.port, "60s", "30s", "120s")
+            "suite: {e}-long\n{}correctness:\n  - name: over_length\n    prompt: \"{words}\"\n    max_tokens: 8\n    expect: [{{ min_chars: 1 }}]\n  - name: image\n    prompt: \"What colour is this image?\"\n    images: [\"{}\"]\n    max_tokens: 8\n    expect: [{{ contains: red }}]\n{FAULT_PROBE}",
+            fault_target(f.port, "60s", "30s", "120s"),
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/images/red.png")
+                .display()
         ),
     )?;
     judged(
         &run_suite(long.to_str().unwrap_or_default(), f.servers),
-        "the prompt over the context length",
+        "the prompt over the context length, the image to a text-only model",
         &[
             (&trial("long", "correctness::over_length"), "FAILED"),
+            (&trial("long", "correctness::image"), "FAILED"),
             (&trial("long", "correctness::arithmetic"), "ok"),
         ],
-        &["HTTP 400", f.over_length.1],
+        &[
+            "HTTP 400",
+            f.over_length.1,
+            f.image_refused,
+            "note:     the server refused a request with 1 image: ",
+        ],
     )?;
 
     let (tokens, bound, shown) = f.abandoned;
@@ -1615,6 +1651,7 @@ fn vllm_faults(servers: &Installed) -> Result<(), Failed> {
         server,
         engine: "vllm",
         over_length: (3000, "This model's maximum context length is 2048 tokens"),
+        image_refused: "is not a multimodal model",
         // vLLM 0.32 does not count them (above).
         abandoned: (1500, "== 0", &["pass server.aborted == 0 (measured 0)"]),
         process: ENGINE,

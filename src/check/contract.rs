@@ -31,10 +31,7 @@ pub fn contract(
 ) -> Result<Vec<Problem>, Message> {
     let file = a.file;
     let ask = |req: &CallRequest| {
-        let sent = Sent {
-            url: a.client.url(),
-            body: a.client.body(req),
-        };
+        let sent = Sent::of(a.client, req);
         (a.ask)(req).map_err(|e| request_failed(file, probe.loc, &sent, &e))
     };
     let broken = |what: &str, why: String| Problem {
@@ -143,10 +140,7 @@ pub(crate) fn determinism(
     head: Option<&str>,
 ) -> Result<Option<Problem>, Message> {
     let file = a.file;
-    let sent = Sent {
-        url: a.client.url(),
-        body: a.client.body(req),
-    };
+    let sent = Sent::of(a.client, req);
     let parts = |c: &Completion| {
         [
             ("content", c.content.clone()),

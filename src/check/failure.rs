@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use super::assertion::{Mismatch, text_of};
 use super::message::{Label, Message};
 use crate::client::error::excerpt;
-use crate::client::{CallError, Completion};
+use crate::client::{CallError, CallRequest, Client, Completion, ErrorKind};
+use crate::suite::image::Image;
 use crate::suite::node::Loc;
 use crate::suite::{Assertion, Field, SourceFile};
 use crate::units::format_duration;
@@ -16,11 +17,30 @@ use crate::units::format_duration;
 pub(crate) struct Sent {
     /// The URL.
     pub url: String,
-    /// The JSON body.
+    /// The JSON body, each image's `data:` URL in it replaced by the
+    /// image's name and size (`<image cat.png (image/png, 64×48, 1.2 KiB)>`):
+    /// a failure, a snapshot and the record say which image went out, not
+    /// its megabytes of base64.
     pub body: serde_json::Value,
+    /// The images it carried, each as `name (type, size, bytes)`.
+    pub images: Vec<String>,
 }
 
 impl Sent {
+    /// What `client` sends for `req`, its images named.
+    pub(crate) fn of(client: &Client, req: &CallRequest) -> Sent {
+        let mut body = client.body(req);
+        let images: Vec<&Image> = req.input.images().collect();
+        if !images.is_empty() {
+            name_images(&mut body, &images);
+        }
+        Sent {
+            url: client.url(),
+            body,
+            images: images.iter().map(ToString::to_string).collect(),
+        }
+    }
+
     /// Appends `sent:` and the body to a failure message.
     pub(crate) fn write_to(&self, out: &mut Message) {
         let body = serde_json::to_string(&self.body).unwrap_or_default();
@@ -30,6 +50,45 @@ impl Sent {
         };
         let _ = writeln!(out, "sent:     POST {}", self.url);
         let _ = writeln!(out, "          {shown}");
+    }
+}
+
+/// Whether a failed call with images is the server refusing them: a 4xx,
+/// or an error status whose words are about images (llama.cpp answers a
+/// text-only model's image with 500).
+fn refused_images(error: &CallError) -> bool {
+    let about_images = || {
+        let detail = error.detail.to_lowercase();
+        ["image", "multimodal", "mmproj", "vision"]
+            .iter()
+            .any(|w| detail.contains(w))
+    };
+    match error.kind {
+        ErrorKind::Http(status) => (400..500).contains(&status) || about_images(),
+        _ => false,
+    }
+}
+
+/// Replaces every string of `value` that is one of `images`' `data:` URLs
+/// with the image's name in angle brackets.
+fn name_images(value: &mut serde_json::Value, images: &[&Image]) {
+    match value {
+        serde_json::Value::String(s) if s.starts_with("data:") => {
+            if let Some(image) = images.iter().find(|i| *i.url == **s) {
+                *s = format!("<image {image}>");
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                name_images(item, images);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for item in map.values_mut() {
+                name_images(item, images);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -171,6 +230,20 @@ pub(crate) fn request_failed(
 ) -> Message {
     let mut out = Message::of_error(format_args!("request failed: {error}"));
     out.at(file, loc);
+    if !sent.images.is_empty() && refused_images(error) {
+        // The likeliest reason, said where the reader looks first: a
+        // text-only model refuses images (SGLang 0.5.23: 400 "Model only
+        // supports text input; …"; vLLM 0.32: 400 "… is not a multimodal
+        // model"; llama.cpp b11434 without `--mmproj`: 500 "image input is
+        // not supported - hint: …").
+        let _ = writeln!(
+            out,
+            "note:     the server refused a request with {} image{}: {}; a model without vision (or a server started without its vision encoder) refuses every image",
+            sent.images.len(),
+            if sent.images.len() == 1 { "" } else { "s" },
+            sent.images.join(", ")
+        );
+    }
     let _ = writeln!(out);
     sent.write_to(&mut out);
     out

@@ -10,7 +10,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::suite::{Input, Sampling};
+use crate::suite::image::Image;
+use crate::suite::{Input, Message, Part, Sampling};
 
 /// What one call sends, independent of the API.
 #[derive(Debug, Clone)]
@@ -64,23 +65,54 @@ pub fn put_sampling(obj: &mut Value, req: &CallRequest, names: SamplingNames) {
     }
 }
 
-/// The conversation as chat `messages`.
+/// The conversation as chat `messages`: a message of one text has it as
+/// its `content`; one with images has OpenAI content parts (`text`,
+/// `image_url`), a prompt's images before its text.
 pub fn messages(input: &Input) -> Value {
     match input {
-        Input::Prompt { system, prompt } => {
+        Input::Prompt {
+            system,
+            prompt,
+            images,
+        } => {
             let mut m = Vec::new();
             if let Some(sys) = system {
                 m.push(json!({"role": "system", "content": sys}));
             }
-            m.push(json!({"role": "user", "content": prompt}));
+            let content = if images.is_empty() {
+                json!(prompt)
+            } else {
+                let mut parts: Vec<Value> = images.iter().map(image_part).collect();
+                parts.push(json!({"type": "text", "text": prompt}));
+                Value::Array(parts)
+            };
+            m.push(json!({"role": "user", "content": content}));
             Value::Array(m)
         }
         Input::Messages(list) => Value::Array(
             list.iter()
-                .map(|m| json!({"role": m.role, "content": m.content}))
+                .map(|m| {
+                    let content = match m.content.as_slice() {
+                        [Part::Text(t)] => json!(t),
+                        parts => Value::Array(
+                            parts
+                                .iter()
+                                .map(|p| match p {
+                                    Part::Text(t) => json!({"type": "text", "text": t}),
+                                    Part::Image(i) => image_part(i),
+                                })
+                                .collect(),
+                        ),
+                    };
+                    json!({"role": m.role, "content": content})
+                })
                 .collect(),
         ),
     }
+}
+
+fn image_part(image: &Image) -> Value {
+    json!({"type": "image_url", "image_url": {"url": &*image.url}})
 }
 
 /// The prompt as plain text, for completion-style APIs (validation keeps
@@ -90,7 +122,7 @@ pub fn prompt_text(input: &Input) -> String {
         Input::Prompt { prompt, .. } => prompt.clone(),
         Input::Messages(list) => list
             .iter()
-            .map(|m| m.content.as_str())
+            .map(Message::joined_text)
             .collect::<Vec<_>>()
             .join("\n"),
     }
@@ -135,6 +167,10 @@ pub struct PromptTokensDetails {
     /// Prompt tokens served from the prefix cache.
     #[serde(default)]
     pub cached_tokens: Option<u64>,
+    /// Prompt tokens the request's images took (SGLang 0.5.23, where
+    /// there were images).
+    #[serde(default)]
+    pub image_tokens: Option<u64>,
 }
 
 /// `usage.completion_tokens_details`.

@@ -222,10 +222,7 @@ async fn exit_within(s: &crate::server::Server, started: tokio::time::Instant) -
 /// greedy.
 fn one_token() -> crate::client::CallRequest {
     crate::client::CallRequest {
-        input: crate::suite::Input::Prompt {
-            system: None,
-            prompt: "Hi".to_owned(),
-        },
+        input: crate::suite::Input::prompt(None, "Hi".to_owned()),
         sampling: crate::suite::Sampling {
             max_tokens: Some(1),
             temperature: Some(0.0),

@@ -11,14 +11,18 @@ use super::outcome::{Cause, Stop, Verdict};
 use super::session::{Execution, once};
 use super::target::Connected;
 use crate::check::failure::{Sent, assertions_failed, request_failed};
-use crate::check::message::Message;
-use crate::check::{accuracy, contract, evaluate, humaneval, numerics, snapshot};
-use crate::client::{CallError, CallRequest, ErrorKind};
+use crate::check::message::{Label, Message};
+use crate::check::{Mismatch, accuracy, contract, evaluate, humaneval, numerics, snapshot};
+use crate::client::{CallError, CallRequest, Completion, ErrorKind};
 use crate::record::{CheckFailed, FailureCause, FailureKind, SnapshotState, bounded};
 use crate::suite::node::Loc;
 use crate::suite::{
-    Api, DatasetProbe, DatasetTask, Input, Numerics, Sampling, SnapshotMode, SourceFile,
+    Api, Assertion, DatasetProbe, DatasetTask, Input, Numerics, Sampling, SnapshotMode, SourceFile,
 };
+
+/// A probe's request as sent, its answer, and the assertions the answer
+/// failed with why.
+type Checked<'a> = (Sent, Completion, Vec<(&'a Assertion, Mismatch)>);
 
 impl Execution {
     /// Runs probe `index` once; later calls return the first verdict.
@@ -119,32 +123,17 @@ impl Execution {
         if let Some(n) = &probe.numerics {
             return self.run_numerics(probe.loc, target, n);
         }
+        if !probe.turns.is_empty() {
+            return self.run_conversation(index, target);
+        }
         let req = CallRequest {
             input: probe.input.clone(),
             sampling: probe.sampling.clone(),
             ignore_eos: false,
         };
-        let sent = Sent {
-            url: target.client.url(),
-            body: target.client.body(&req),
-        };
         let file = &self.suite.file;
-        let completion = self
-            .runtime
-            .block_on(target.client.complete(&req))
-            .map_err(|e| request_stop(file, probe.loc, &sent, &e))?;
-        let mut code_runs = Vec::new();
-        let failed: Vec<_> = probe
-            .expect
-            .iter()
-            .filter_map(|a| {
-                evaluate(a, &completion, &mut code_runs)
-                    .err()
-                    .map(|m| (a, m))
-            })
-            .collect();
-        let exchange = crate::record::Exchange::new(sent.body.clone(), &completion, code_runs);
-        self.probes.write(index, |p| p.exchange = Some(exchange));
+        let (sent, completion, failed) =
+            self.ask_and_check(index, target, &req, &probe.expect, probe.loc)?;
         let ask = |r: &CallRequest| self.runtime.block_on(target.client.complete(r));
         let asker = contract::Asker {
             file,
@@ -193,6 +182,85 @@ impl Execution {
         }
     }
 
+    /// Sends `req` for probe `index` and checks the answer against
+    /// `expect`, keeping the exchange in the record: what was sent, the
+    /// answer, and the assertions that failed with why.
+    fn ask_and_check<'a>(
+        &self,
+        index: usize,
+        target: &Connected,
+        req: &CallRequest,
+        expect: &'a [Assertion],
+        loc: Loc,
+    ) -> Result<Checked<'a>, Stop> {
+        let sent = Sent::of(&target.client, req);
+        let completion = self
+            .runtime
+            .block_on(target.client.complete(req))
+            .map_err(|e| request_stop(&self.suite.file, loc, &sent, &e))?;
+        let mut code_runs = Vec::new();
+        let failed: Vec<_> = expect
+            .iter()
+            .filter_map(|a| {
+                evaluate(a, &completion, &mut code_runs)
+                    .err()
+                    .map(|m| (a, m))
+            })
+            .collect();
+        let exchange = crate::record::Exchange::new(sent.body.clone(), &completion, code_runs);
+        self.probes.write(index, |p| p.exchange = Some(exchange));
+        Ok((sent, completion, failed))
+    }
+
+    /// Runs a conversation probe: each turn sent with the conversation so
+    /// far, the model's own answers carried forward as `assistant`
+    /// messages, each answer checked by its turn's assertions. The first
+    /// turn that fails ends it; the record keeps the last exchange.
+    fn run_conversation(&self, index: usize, target: &Connected) -> Verdict {
+        let probe = &self.suite.probes[index];
+        let file = &self.suite.file;
+        // The decoder gives a conversation its context as messages.
+        let mut history = match &probe.input {
+            Input::Messages(context) => context.clone(),
+            Input::Prompt { .. } => Vec::new(),
+        };
+        let total = probe.turns.len();
+        for (n, turn) in probe.turns.iter().enumerate() {
+            history.push(turn.message.clone());
+            let req = CallRequest {
+                input: Input::Messages(history.clone()),
+                sampling: probe.sampling.clone(),
+                ignore_eos: false,
+            };
+            let (sent, completion, failed) =
+                self.ask_and_check(index, target, &req, &turn.expect, turn.loc)?;
+            if !failed.is_empty() {
+                let mut out = assertions_failed(file, &sent, &completion, &failed, &[]);
+                out.line(
+                    Label::Note,
+                    format_args!(
+                        "turn {} of {total}, sent with the {} message{} before it (the model's own answers as `assistant` messages)",
+                        n + 1,
+                        history.len() - 1,
+                        if history.len() == 2 { "" } else { "s" }
+                    ),
+                );
+                let cause = FailureCause::Assertions {
+                    failed: failed
+                        .iter()
+                        .map(|(a, m)| CheckFailed::new(&m.expected, m.found.as_deref(), a.loc))
+                        .collect(),
+                };
+                return Err(Stop::failed_for(FailureKind::Probe, cause, out));
+            }
+            history.push(crate::suite::Message::text(
+                "assistant",
+                &completion.content,
+            ));
+        }
+        Ok(())
+    }
+
     /// Has the server score a numerics probe's text and judges the mean
     /// token log-probability against the known-good one.
     fn run_numerics(&self, loc: Loc, target: &Connected, n: &Numerics) -> Verdict {
@@ -216,6 +284,7 @@ impl Execution {
         let sent = Sent {
             url: format!("{}{path}", target.client.base_url()),
             body,
+            images: Vec::new(),
         };
         let logprobs = self
             .runtime
@@ -241,10 +310,7 @@ impl Execution {
         };
         let chat = self.suite.target.api == Api::OpenAiChat;
         let ask = |prompt: String, sampling: Sampling| CallRequest {
-            input: Input::Prompt {
-                system: system.clone(),
-                prompt,
-            },
+            input: Input::prompt(system.clone(), prompt),
             sampling,
             ignore_eos: false,
         };
@@ -305,11 +371,7 @@ impl Execution {
         let verdict = accuracy::judge(&self.suite.file, ds, &results).map_err(|mut out| {
             if let Some(first) = requests.first() {
                 let _ = writeln!(out);
-                Sent {
-                    url: client.url(),
-                    body: client.body(first),
-                }
-                .write_to(&mut out);
+                Sent::of(client, first).write_to(&mut out);
             }
             out
         });

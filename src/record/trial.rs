@@ -228,6 +228,10 @@ pub struct Exchange {
     /// The finish reason.
     #[serde(default)]
     pub finish_reason: Option<String>,
+    /// Prompt tokens the request's images took, where the server reported
+    /// them (SGLang's `prompt_tokens_details.image_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_tokens: Option<u64>,
     /// The programs its code checks ran: the sandbox layers that held
     /// each, how long it ran, what the sandbox stopped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -253,6 +257,7 @@ impl Exchange {
             reasoning_chars: reasoning.chars,
             reasoning_sha256: reasoning.sha256,
             finish_reason: answer.finish_reason.clone(),
+            image_tokens: answer.server_report.image_tokens,
             sandbox,
         }
     }

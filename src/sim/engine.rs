@@ -57,6 +57,8 @@ pub struct ServerCounts {
     pub spec_step: Option<usize>,
     /// Times the request was retracted.
     pub retractions: u64,
+    /// Prompt tokens its images took (a vision profile's).
+    pub image_tokens: u64,
 }
 
 /// The length of the longest token prefix `prompt` shares with one of

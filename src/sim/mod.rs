@@ -11,6 +11,7 @@ pub mod launch;
 pub mod profile;
 mod routes;
 pub mod stamped;
+mod vision;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -130,6 +130,10 @@ pub struct Profile {
     pub crash_message: Option<String>,
     /// The server it speaks as.
     pub speaks: Speaks,
+    /// A vision model: it sees a request's images (`sim/vision.rs`) and
+    /// `/model_info` says `has_image_understanding`; without it, a request
+    /// with an image is refused as a text-only model's server refuses it.
+    pub vision: bool,
 }
 
 /// The server a simulator speaks as: its routes, the shapes of its
@@ -240,6 +244,7 @@ impl Default for Profile {
             sglang: Behaviour::default(),
             crash_message: None,
             speaks: Speaks::Sglang,
+            vision: false,
         }
     }
 }
@@ -297,6 +302,8 @@ struct ProfileFile {
     sglang: Behaviour,
     #[serde(default)]
     speaks: Speaks,
+    #[serde(default)]
+    vision: bool,
 }
 
 /// A file of replies only (`replies_from`).
@@ -427,6 +434,7 @@ impl Profile {
             crash_message: file.crash_message,
             sglang: file.sglang,
             speaks: file.speaks,
+            vision: file.vision,
             ..defaults
         })
     }

@@ -8,6 +8,7 @@ pub mod dataset;
 mod decode;
 pub mod diagnostics;
 pub mod figures;
+pub mod image;
 pub mod interpolate;
 pub mod load;
 pub mod metric;

@@ -116,3 +116,27 @@ pub fn processes_with(marker: &str) -> Vec<String> {
     }
     found
 }
+
+/// `servegate run SUITE` with its runs in a directory of its own; what it
+/// printed and the run record it wrote.
+pub fn run_recorded(suite: &str) -> (Run, serde_json::Value) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let run = servegate(&[
+        "run",
+        suite,
+        "--out-dir",
+        dir.path().to_str().expect("UTF-8"),
+    ]);
+    let text = std::fs::read_to_string(dir.path().join("latest/report.json"))
+        .unwrap_or_else(|e| panic!("no run record ({e}):\n{}", run.out));
+    let record = serde_json::from_str(&text).expect("the record is JSON");
+    (run, record)
+}
+
+/// Trial `name` of a run record.
+pub fn trial_of<'a>(record: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    record["trials"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == name))
+        .unwrap_or_else(|| panic!("no trial {name} in {record}"))
+}

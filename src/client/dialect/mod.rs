@@ -62,6 +62,8 @@ pub enum Reported {
     ReasoningTokens,
     /// Times the request was retracted (preempted and decoded again).
     Retractions,
+    /// Prompt tokens the request's images took.
+    ImageTokens,
 }
 
 /// The last value of each [`Reported`] figure a stream carried.
@@ -75,6 +77,9 @@ pub struct ServerReport {
     pub spec_accept_length: Option<f64>,
     /// Times the request was retracted.
     pub retractions: Option<u64>,
+    /// Prompt tokens the request's images took.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_tokens: Option<u64>,
 }
 
 /// How a dialect's cumulative text (SGLang's `/generate` `text`) comes.

@@ -186,10 +186,18 @@ impl Dialect for OpenAi {
             if let Some(n) = u.completion_tokens {
                 out.completion_tokens("usage.completion_tokens", n);
             }
-            if let Some(n) = u.prompt_tokens_details.and_then(|d| d.cached_tokens) {
+            let prompt_details = u.prompt_tokens_details.unwrap_or_default();
+            if let Some(n) = prompt_details.cached_tokens {
                 out.reported(
                     Reported::CachedTokens,
                     "usage.prompt_tokens_details.cached_tokens",
+                    n,
+                );
+            }
+            if let Some(n) = prompt_details.image_tokens {
+                out.reported(
+                    Reported::ImageTokens,
+                    "usage.prompt_tokens_details.image_tokens",
                     n,
                 );
             }

@@ -88,6 +88,9 @@ struct MetaInfo {
     /// Prompt tokens served from the prefix cache.
     #[serde(default)]
     cached_tokens: Option<u64>,
+    /// Prompt tokens the request's images took.
+    #[serde(default)]
+    image_tokens: Option<u64>,
     /// Generated tokens spent reasoning (with a reasoning parser).
     #[serde(default)]
     reasoning_tokens: Option<u64>,
@@ -130,7 +133,16 @@ impl Dialect for Generate {
                 seed: "sampling_seed",
             },
         );
-        json!({"text": prompt_text(&req.input), "sampling_params": sp, "stream": true})
+        let mut body =
+            json!({"text": prompt_text(&req.input), "sampling_params": sp, "stream": true});
+        // SGLang 0.5.23 `load_image` (`srt/utils/common.py`) reads `data:`
+        // and http(s) URLs alike; the prompt holds the model's image
+        // placeholder where the suite put it.
+        let images: Vec<&str> = req.input.images().map(|i| &*i.url).collect();
+        if !images.is_empty() {
+            body["image_data"] = json!(images);
+        }
+        body
     }
 
     fn event(&self, data: &[u8], out: &mut dyn Events) -> Result<(), EventError> {
@@ -160,6 +172,11 @@ impl Dialect for Generate {
                     Reported::Retractions,
                     "meta_info.num_retractions",
                     meta.num_retractions,
+                ),
+                (
+                    Reported::ImageTokens,
+                    "meta_info.image_tokens",
+                    meta.image_tokens,
                 ),
             ];
             for (what, field, n) in reported {

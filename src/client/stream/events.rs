@@ -182,6 +182,7 @@ impl Events for StreamReader {
             Reported::CachedTokens => &mut r.cached_tokens,
             Reported::ReasoningTokens => &mut r.reasoning_tokens,
             Reported::Retractions => &mut r.retractions,
+            Reported::ImageTokens => &mut r.image_tokens,
         };
         *slot = Some(n);
     }

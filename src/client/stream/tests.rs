@@ -45,10 +45,7 @@ async fn a_generation_request_through_reqwest_follows_no_redirect() {
         Client::new(&base, crate::suite::Api::OpenAiChat, "m", None, timeouts).unwrap();
     client.raw = None;
     let req = CallRequest {
-        input: crate::suite::Input::Prompt {
-            system: None,
-            prompt: "What is 2+2?".into(),
-        },
+        input: crate::suite::Input::prompt(None, "What is 2+2?".into()),
         sampling: crate::suite::Sampling::default(),
         ignore_eos: false,
     };

@@ -9,10 +9,7 @@ use crate::suite::{Gate, Input};
 fn request(gate: &Gate, index: u32, salt: u64) -> CallRequest {
     let prompt = workload::prompt(&gate.load, index, salt);
     CallRequest {
-        input: Input::Prompt {
-            system: None,
-            prompt,
-        },
+        input: Input::prompt(None, prompt),
         sampling: gate.sampling.clone(),
         ignore_eos: gate.load.ignore_eos,
     }

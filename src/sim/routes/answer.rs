@@ -58,6 +58,12 @@ pub(super) fn usage_at(plan: &Plan, completion: u64) -> Value {
     if plan.server.cache_report {
         usage["prompt_tokens_details"] = json!({"cached_tokens": plan.server.cached_tokens});
     }
+    // SGLang 0.5.23 `calculate_token_usage`: the details made for images
+    // when there is no cache report, `cached_tokens` then 0.
+    if plan.server.image_tokens > 0 {
+        usage["prompt_tokens_details"]["cached_tokens"] = json!(plan.server.cached_tokens);
+        usage["prompt_tokens_details"]["image_tokens"] = json!(plan.server.image_tokens);
+    }
     usage
 }
 
@@ -92,6 +98,9 @@ pub(super) fn meta_info(
         "cached_tokens": plan.server.cached_tokens,
         "weight_version": "default",
     });
+    if plan.server.image_tokens > 0 {
+        meta["image_tokens"] = json!(plan.server.image_tokens);
+    }
     // SGLang's `_calculate_spec_decoding_metrics`: accept length is
     // completion tokens per verify step (the bonus token included).
     if let Some(step) = plan.server.spec_step

@@ -22,8 +22,11 @@ pub(super) struct ReasoningAsk {
     clippy::struct_excessive_bools,
     reason = "independent switches of one request: its end, sampling, streaming, scoring"
 )]
-pub(super) struct Ask {
+pub(in crate::sim) struct Ask {
     pub(super) prompt: String,
+    /// The URLs of the request's images, in order: chat `image_url` parts
+    /// of every message, `/generate`'s `image_data`.
+    pub(super) images: Vec<String>,
     pub(super) max_tokens: u32,
     pub(super) ignore_eos: bool,
     /// SGLang's `min_tokens` (`min_new_tokens` in `/generate`'s sampling
@@ -77,34 +80,77 @@ fn u32_field(v: Option<&Value>) -> Option<u32> {
         .and_then(|n| u32::try_from(n).ok())
 }
 
+/// A message's text: its `content` string, or its text parts joined.
+fn content_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        _ => None,
+    }
+}
+
+/// The URLs of a message's `image_url` parts.
+fn image_urls(content: Option<&Value>) -> Vec<String> {
+    let Some(Value::Array(parts)) = content else {
+        return Vec::new();
+    };
+    parts
+        .iter()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("image_url"))
+        .filter_map(|p| p.pointer("/image_url/url").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect()
+}
+
 pub(super) fn parse_ask(shape: Shape, speaks: Speaks, body: &Value) -> Result<Ask, String> {
     let flag = |pointer: &str, default: bool| {
         body.pointer(pointer)
             .and_then(Value::as_bool)
             .unwrap_or(default)
     };
+    let mut images = Vec::new();
     let prompt = match shape {
-        Shape::Chat => body
-            .get("messages")
-            .and_then(Value::as_array)
-            .ok_or("`messages` must be a list")?
-            .iter()
-            .rev()
-            .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-            .and_then(|m| m.get("content"))
-            .and_then(Value::as_str)
-            .ok_or("no user message")?
-            .to_owned(),
+        Shape::Chat => {
+            let messages = body
+                .get("messages")
+                .and_then(Value::as_array)
+                .ok_or("`messages` must be a list")?;
+            for m in messages {
+                images.extend(image_urls(m.get("content")));
+            }
+            messages
+                .iter()
+                .rev()
+                .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+                .and_then(|m| content_text(m.get("content")?))
+                .ok_or("no user message")?
+        }
         Shape::Completions | Shape::Llama => body
             .get("prompt")
             .and_then(Value::as_str)
             .ok_or("`prompt` must be a string")?
             .to_owned(),
-        Shape::Generate => body
-            .get("text")
-            .and_then(Value::as_str)
-            .ok_or("`text` must be a string")?
-            .to_owned(),
+        Shape::Generate => {
+            // SGLang 0.5.23 (`tokenizer_manager.py`): one image or a list.
+            match body.get("image_data") {
+                Some(Value::String(url)) => images.push(url.clone()),
+                Some(Value::Array(urls)) => {
+                    images.extend(urls.iter().filter_map(|u| u.as_str().map(str::to_owned)));
+                }
+                _ => {}
+            }
+            body.get("text")
+                .and_then(Value::as_str)
+                .ok_or("`text` must be a string")?
+                .to_owned()
+        }
     };
     // SGLang 0.5.23 refuses the field on a streaming chat
     // (`serving_chat.py`: a `ValueError`, answered 400 by
@@ -136,6 +182,7 @@ pub(super) fn parse_ask(shape: Shape, speaks: Speaks, body: &Value) -> Result<As
     };
     Ok(Ask {
         prompt,
+        images,
         max_tokens,
         ignore_eos: params
             .get("ignore_eos")

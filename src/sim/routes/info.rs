@@ -182,7 +182,7 @@ pub(in crate::sim) async fn model_info(State(s): State<Arc<SimState>>) -> Respon
         "reasoning_parser": parser("reasoning_parser"),
         "tool_call_parser": parser("tool_call_parser"),
         "disaggregation_mode": "null",
-        "has_image_understanding": false,
+        "has_image_understanding": s.profile.vision,
         "has_audio_understanding": false,
     }))
     .into_response()

@@ -195,6 +195,10 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
     if let Some(refused) = vllm_refusal(&state, body) {
         return refused;
     }
+    let looked = match see_images(&state.profile, shape, &ask) {
+        Ok(looked) => looked,
+        Err(refusal) => return error(speaks, 400, &refusal, "BadRequestError"),
+    };
     let before = state.requests.fetch_add(1, Ordering::Relaxed);
     if let Some(r) = fault_before_stream(speaks, state.profile.fault).await {
         return r;
@@ -217,18 +221,19 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
     };
     let mut plan = plan(
         p,
-        &ask.prompt,
+        &looked.prompt,
         ask.max_tokens,
         ask.ignore_eos && !p.breaks("ignore_eos"),
         seed,
     );
+    plan.prompt_tokens = super::engine::count_tokens(&ask.prompt) + looked.tokens;
     plan.pad_to(ask.min_tokens as usize, p.seed);
     if shape == Shape::Chat
         && ask.tools > 0
         && let Some(call) = p
             .replies
             .iter()
-            .find(|r| r.pattern.is_match(&ask.prompt))
+            .find(|r| r.pattern.is_match(&looked.prompt))
             .and_then(|r| r.tool_call.as_ref())
     {
         plan.call_tool(call, !p.breaks("tool_parser"));
@@ -268,6 +273,7 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         .prompt_tokens
         .fetch_add(plan.prompt_tokens, Ordering::Relaxed);
     plan.server = server_counts(&state, &ask.prompt, plan.prompt_tokens);
+    plan.server.image_tokens = looked.tokens;
     state.counters.count(&plan);
     let id = format!("sim-{}", state.requests.load(Ordering::Relaxed));
     if ask.stream {
@@ -438,6 +444,50 @@ fn engine_dead_events() -> Bytes {
     Bytes::from(format!("data: {event}\n\ndata: [DONE]\n\n"))
 }
 
+/// What a model sees of a request: its prompt, each image after it as
+/// `<image: red>` for a vision profile, and the images' prompt tokens.
+struct Seen {
+    prompt: String,
+    tokens: u64,
+}
+
+/// Looks at a request's images. A text-only profile refuses them on the
+/// chat API as its server does for a text-only model: SGLang 0.5.23
+/// (`serving_chat.py`, `_validate_media_content`: 400) and vLLM 0.32
+/// (`multimodal/registry.py`, `create_processor`: 400); SGLang's
+/// `/generate` has no multimodal processor for a text-only model
+/// (`tokenizer_manager.py`) and ignores its `image_data`.
+fn see_images(
+    profile: &super::profile::Profile,
+    shape: Shape,
+    ask: &ask::Ask,
+) -> Result<Seen, String> {
+    let mut seen = Seen {
+        prompt: ask.prompt.clone(),
+        tokens: 0,
+    };
+    if ask.images.is_empty() || (!profile.vision && shape == Shape::Generate) {
+        return Ok(seen);
+    }
+    if !profile.vision {
+        return Err(match profile.speaks {
+            Speaks::Sglang => {
+                "Model only supports text input; received unsupported content type 'image_url'."
+                    .to_owned()
+            }
+            Speaks::Vllm => format!("{} is not a multimodal model", profile.model),
+        });
+    }
+    for url in &ask.images {
+        let image = super::vision::look(url)?;
+        seen.prompt.push_str(" <image: ");
+        seen.prompt.push_str(image.colour);
+        seen.prompt.push('>');
+        seen.tokens += image.tokens;
+    }
+    Ok(seen)
+}
+
 /// What the server reports of a request to `prompt` beside its counts:
 /// its prefix-cache hit (and the prompt kept for later ones), its verify
 /// step and retractions, as the profile says.
@@ -468,5 +518,6 @@ fn server_counts(
         cached_tokens,
         spec_step: profile.speculative.then_some(profile.tokens_per_chunk),
         retractions: profile.retractions,
+        image_tokens: 0,
     }
 }

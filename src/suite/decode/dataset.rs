@@ -36,7 +36,15 @@ pub(super) const EXTRACTS: &[&str] = &["last_number", "exact"];
 
 impl Decoder<'_> {
     pub(super) fn dataset_probe(&mut self, probe: &Fields<'_>, y: &Yaml) -> Option<DatasetProbe> {
-        for key in ["prompt", "messages", "expect", "snapshot", "deterministic"] {
+        for key in [
+            "prompt",
+            "messages",
+            "images",
+            "turns",
+            "expect",
+            "snapshot",
+            "deterministic",
+        ] {
             if let Some(k) = probe.key(key) {
                 self.error(
                     Diagnostic::new(k.loc, format!("`{key}` does not go with `dataset`"))

@@ -1,17 +1,19 @@
 //! Decoding correctness probes: what a probe sends (`prompt`, `messages`,
-//! `system`), its sampling, snapshot, determinism and `contract` checks;
+//! `system`, `images`, a conversation's `turns`), its sampling, snapshot,
+//! determinism and `contract` checks;
 //! its assertions are decoded in `assertion.rs`, a `dataset:` in
 //! `dataset.rs`.
 
-use super::schema::probe::{MESSAGE, NUMERICS, PROBE};
+use super::schema::probe::{MESSAGE, NUMERICS, PART, PROBE, TURN};
 use super::schema::{SAMPLING, SNAPSHOT};
 use super::{Decoder, Fields, quoted_list};
 use crate::suite::diagnostics::Diagnostic;
+use crate::suite::image::{self, Image};
 use crate::suite::model::{
-    Api, Contract, DatasetTask, Input, Message, Numerics, Probe, Sampling, SnapshotMode,
+    Api, Contract, DatasetTask, Input, Message, Numerics, Part, Probe, Sampling, SnapshotMode, Turn,
 };
 use crate::suite::names::Named as _;
-use crate::suite::node::{Node, Yaml};
+use crate::suite::node::{Loc, Node, Yaml};
 
 /// `numerics.within` where the suite states none: a tenth of a nat per
 /// token, beyond what another kernel or batch size moves a model's mean
@@ -39,13 +41,13 @@ impl Decoder<'_> {
             return Some(Probe {
                 name: name?,
                 loc: y.loc,
-                input: Input::Prompt {
+                input: Input::prompt(
                     system,
-                    prompt: match &dataset.as_ref()?.task {
+                    match &dataset.as_ref()?.task {
                         DatasetTask::Qa(qa) => qa.template.clone(),
                         DatasetTask::HumanEval(_) => "{prompt}".to_owned(),
                     },
-                },
+                ),
                 sampling: self.sampling(&f, api).or(defaults),
                 expect: Vec::new(),
                 snapshot: SnapshotMode::Off,
@@ -53,6 +55,7 @@ impl Decoder<'_> {
                 dataset: Some(dataset?),
                 contract: Vec::new(),
                 numerics: None,
+                turns: Vec::new(),
             });
         }
         if let Some(n) = f.get("numerics") {
@@ -60,6 +63,8 @@ impl Decoder<'_> {
             for key in [
                 "prompt",
                 "messages",
+                "images",
+                "turns",
                 "system",
                 "expect",
                 "dataset",
@@ -78,10 +83,7 @@ impl Decoder<'_> {
             return Some(Probe {
                 name: name?,
                 loc: y.loc,
-                input: Input::Prompt {
-                    system: None,
-                    prompt: numerics.text.clone(),
-                },
+                input: Input::prompt(None, numerics.text.clone()),
                 sampling: self.sampling(&f, api).or(defaults),
                 expect: Vec::new(),
                 snapshot: SnapshotMode::Off,
@@ -89,6 +91,7 @@ impl Decoder<'_> {
                 dataset: None,
                 contract: Vec::new(),
                 numerics: Some(numerics),
+                turns: Vec::new(),
             });
         }
         if let Some(k) = f.key("thresholds") {
@@ -97,8 +100,24 @@ impl Decoder<'_> {
                     .expected("`expect:` assertions, or a `dataset:` with `accuracy` thresholds"),
             );
         }
-        let input = self.input(&f, api);
         let sampling = self.sampling(&f, api).or(defaults);
+        if let Some(t) = f.get("turns") {
+            let (input, turns) = self.conversation(&f, t, api, &sampling)?;
+            return Some(Probe {
+                name: name?,
+                loc: y.loc,
+                input,
+                sampling,
+                expect: Vec::new(),
+                snapshot: SnapshotMode::Off,
+                deterministic: None,
+                dataset: None,
+                contract: Vec::new(),
+                numerics: None,
+                turns,
+            });
+        }
+        let input = self.input(&f, api);
         let snapshot = match f.get("snapshot") {
             Some(v) => self.snapshot_mode(v, "snapshot")?,
             None => snapshot_default,
@@ -149,7 +168,87 @@ impl Decoder<'_> {
             dataset: None,
             contract,
             numerics: None,
+            turns: Vec::new(),
         })
+    }
+
+    /// A conversation probe: its context (`system`, or `messages` before
+    /// the first turn) and its `turns`, each a user message with its own
+    /// assertions (chat API only).
+    fn conversation(
+        &mut self,
+        f: &Fields<'_>,
+        turns: &Yaml,
+        api: Api,
+        sampling: &Sampling,
+    ) -> Option<(Input, Vec<Turn>)> {
+        for key in [
+            "prompt",
+            "images",
+            "expect",
+            "snapshot",
+            "deterministic",
+            "contract",
+        ] {
+            if let Some(k) = f.key(key) {
+                self.error(
+                    Diagnostic::new(k.loc, format!("`{key}` does not go with `turns`"))
+                        .expected("each turn's own `prompt`, `images` and `expect`: a conversation probe checks every answer, and keeps no snapshot"),
+                );
+            }
+        }
+        if api != Api::OpenAiChat {
+            self.error(
+                Diagnostic::new(
+                    f.key("turns").map_or(turns.loc, |k| k.loc),
+                    format!(
+                        "`turns` needs `api: openai-chat`; this suite uses {}",
+                        api.name()
+                    ),
+                )
+                .expected("a chat suite: the model's answers go back as `assistant` messages"),
+            );
+        }
+        let before = match (f.get("messages"), f.get("system")) {
+            (Some(_), _) => self.input(f, api)?,
+            (None, system) => Input::Messages(
+                system
+                    .and_then(|v| self.text(v, "system"))
+                    .map(|s| Message::text("system", &s))
+                    .into_iter()
+                    .collect(),
+            ),
+        };
+        let list = self.items(turns, "turns", |d, item| {
+            let tf = d.fields(item, "turn", &[TURN])?;
+            let prompt = d
+                .required(&tf, "prompt", "turn")
+                .and_then(|v| d.text(v, "prompt"));
+            let mut content: Vec<Part> = tf
+                .get("images")
+                .map(|v| d.items(v, "images", |d, i| d.image(i).map(Part::Image)))
+                .unwrap_or_default();
+            let mut expect = d
+                .required(&tf, "expect", "turn")
+                .map(|v| d.items(v, "expect", Decoder::assertion))?;
+            d.resolve_request_checks(&mut expect, sampling);
+            content.push(Part::Text(prompt?));
+            Some(Turn {
+                loc: item.loc,
+                message: Message {
+                    role: "user".to_owned(),
+                    content,
+                },
+                expect,
+            })
+        });
+        if list.is_empty() {
+            if matches!(&turns.node, Node::Seq(items) if items.is_empty()) {
+                self.error(Diagnostic::new(turns.loc, "`turns` is empty"));
+            }
+            return None;
+        }
+        Some((before, list))
     }
 
     /// A `numerics:` block (any API: the server's own scoring request is
@@ -242,10 +341,18 @@ impl Decoder<'_> {
         chat_only(self, "system");
         chat_only(self, "chat_template_kwargs");
         chat_only(self, "separate_reasoning");
+        let images = f.get("images").map(|v| {
+            self.images_need(api, f.key("images").map_or(v.loc, |k| k.loc));
+            self.items(v, "images", Decoder::image)
+        });
         match (f.get("prompt"), f.get("messages")) {
             (Some(p), None) => {
                 let prompt = self.text(p, "prompt")?;
-                Some(Input::Prompt { system, prompt })
+                Some(Input::Prompt {
+                    system,
+                    prompt,
+                    images: images.unwrap_or_default(),
+                })
             }
             (None, Some(m)) => {
                 chat_only(self, "messages");
@@ -255,6 +362,12 @@ impl Decoder<'_> {
                         "`system` and `messages` both given: put the system message in `messages`",
                     ));
                 }
+                if let Some(k) = f.key("images") {
+                    self.error(
+                        Diagnostic::new(k.loc, "`images` and `messages` both given")
+                            .expected("the images as parts of a message's `content`: `- image: <file or URL>`"),
+                    );
+                }
                 let messages = self.items(m, "messages", |d, item| {
                     let mf = d.fields(item, "message", &[MESSAGE])?;
                     let role = d
@@ -262,7 +375,7 @@ impl Decoder<'_> {
                         .and_then(|v| d.one_of(v, "role", ROLES));
                     let content = d
                         .required(&mf, "content", "message")
-                        .and_then(|v| d.text(v, "content"));
+                        .and_then(|v| d.content(v, api));
                     Some(Message {
                         role: role?,
                         content: content?,
@@ -284,6 +397,67 @@ impl Decoder<'_> {
                 );
                 None
             }
+        }
+    }
+
+    /// A message's `content`: a text, or a list of parts (`- text: …`,
+    /// `- image: <file or URL>`).
+    fn content(&mut self, y: &Yaml, api: Api) -> Option<Vec<Part>> {
+        if !matches!(y.node, Node::Seq(_)) {
+            return self.text(y, "content").map(|t| vec![Part::Text(t)]);
+        }
+        let mut images = false;
+        let parts = self.items(y, "content", |d, item| {
+            let pf = d.fields(item, "content part", &[PART])?;
+            match (pf.get("text"), pf.get("image")) {
+                (Some(t), None) => d.text(t, "text").map(Part::Text),
+                (None, Some(i)) => {
+                    images = true;
+                    d.image(i).map(Part::Image)
+                }
+                _ => {
+                    d.error(
+                        Diagnostic::new(item.loc, "a content part has one of `text` and `image`")
+                            .expected("`- text: \"…\"` or `- image: <file or URL>`"),
+                    );
+                    None
+                }
+            }
+        });
+        if images {
+            self.images_need(api, y.loc);
+        }
+        if parts.is_empty() && matches!(&y.node, Node::Seq(items) if items.is_empty()) {
+            self.error(Diagnostic::new(y.loc, "`content` is an empty list"));
+            return None;
+        }
+        Some(parts)
+    }
+
+    /// One image: a file relative to the suite (read now, sent as a `data:`
+    /// URL), a `data:` URL or an http(s) URL.
+    fn image(&mut self, y: &Yaml) -> Option<Image> {
+        let written = self.interpolated(y, "image")?;
+        let read = if written.contains("://") || written.starts_with("data:") {
+            image::from_url(&written)
+        } else {
+            let path = self.file(y, "image")?;
+            image::from_file(&path, &written)
+        };
+        read.map_err(|e| self.error(Diagnostic::new(y.loc, e))).ok()
+    }
+
+    /// Images go where the API takes them: chat content parts and SGLang
+    /// `/generate`'s `image_data`.
+    fn images_need(&mut self, api: Api, loc: Loc) {
+        if !matches!(api, Api::OpenAiChat | Api::SglangGenerate) {
+            self.error(
+                Diagnostic::new(
+                    loc,
+                    format!("images need `api: openai-chat` or `api: sglang-generate`; this suite uses {}", api.name()),
+                )
+                .expected("a chat suite (images as content parts) or SGLang's `/generate` (`image_data`)"),
+            );
         }
     }
 }

@@ -12,27 +12,94 @@ use super::Sampling;
 use crate::suite::names::names;
 use crate::suite::node::Loc;
 
+/// One part of a message's content, in the order the suite wrote them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    /// Text.
+    Text(String),
+    /// An image (sent as an OpenAI `image_url` part).
+    Image(crate::suite::image::Image),
+}
+
 /// One chat message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
     /// `system`, `user` or `assistant`.
     pub role: String,
-    /// The text.
-    pub content: String,
+    /// Its parts: one text for a plain `content: "…"`.
+    pub content: Vec<Part>,
+}
+
+impl Message {
+    /// A message of text alone.
+    #[must_use]
+    pub fn text(role: &str, text: &str) -> Message {
+        Message {
+            role: role.to_owned(),
+            content: vec![Part::Text(text.to_owned())],
+        }
+    }
+
+    /// Its text parts, joined by newlines.
+    #[must_use]
+    pub fn joined_text(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text(t) => Some(t.as_str()),
+                Part::Image(_) => None,
+            })
+            .collect();
+        texts.join("\n")
+    }
 }
 
 /// What a probe sends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
-    /// A user prompt, with an optional system message.
+    /// A user prompt, with an optional system message and the images sent
+    /// with it.
     Prompt {
         /// System message (chat API only).
         system: Option<String>,
         /// User prompt.
         prompt: String,
+        /// Images sent with the prompt: before its text in a chat
+        /// message's parts, as `image_data` to SGLang's `/generate`.
+        images: Vec<crate::suite::image::Image>,
     },
     /// A whole conversation (chat API only).
     Messages(Vec<Message>),
+}
+
+impl Input {
+    /// A prompt of text alone.
+    #[must_use]
+    pub fn prompt(system: Option<String>, prompt: String) -> Input {
+        Input::Prompt {
+            system,
+            prompt,
+            images: Vec::new(),
+        }
+    }
+
+    /// Every image it sends, in order.
+    pub fn images(&self) -> impl Iterator<Item = &crate::suite::image::Image> {
+        let (own, messages): (&[crate::suite::image::Image], &[Message]) = match self {
+            Input::Prompt { images, .. } => (images, &[]),
+            Input::Messages(list) => (&[], list),
+        };
+        own.iter().chain(
+            messages
+                .iter()
+                .flat_map(|m| &m.content)
+                .filter_map(|p| match p {
+                    Part::Image(i) => Some(i),
+                    Part::Text(_) => None,
+                }),
+        )
+    }
 }
 
 /// A correctness probe.
@@ -61,6 +128,22 @@ pub struct Probe {
     /// A numerics probe: the server scores a fixed text, which asks for
     /// nothing else.
     pub numerics: Option<Numerics>,
+    /// A conversation probe (`turns:`): each turn a user message sent with
+    /// the conversation so far (`input`'s messages, then every earlier
+    /// turn and the model's own answer to it), its answer checked by the
+    /// turn's assertions. `expect` is then empty.
+    pub turns: Vec<Turn>,
+}
+
+/// One user turn of a conversation probe.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// Where the turn starts.
+    pub loc: Loc,
+    /// The user message (its text and images).
+    pub message: Message,
+    /// What the answer to it must satisfy.
+    pub expect: Vec<Assertion>,
 }
 
 /// A numerics probe (`numerics:`): the server scores a fixed reference

@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 
 use super::vocabulary::{
-    Field, count, described, duration, keys, name, names, non_empty, number, object, one_of,
-    one_of_required, string, text, with_required,
+    Field, count, described, duration, exactly_one, keys, name, names, non_empty, number, object,
+    one_of, one_of_required, string, text, with_required,
 };
 use super::{SAMPLING, SNAPSHOT};
 use crate::suite::decode::dataset::{EXTRACTS, FORMATS};
@@ -35,6 +35,16 @@ pub(in crate::suite::decode) const PROBE: &[Field] = &[
         key: "system",
         value: text,
         doc: "A system message before the prompt (chat API only).",
+    },
+    Field {
+        key: "turns",
+        value: || non_empty(with_required(object(&[TURN]), &["prompt", "expect"])),
+        doc: "A conversation: each turn a user message sent with the conversation so far (`system` or `messages` first, then every earlier turn and the model's own answer to it), its answer checked by the turn's `expect` (chat API only).",
+    },
+    Field {
+        key: "images",
+        value: || non_empty(image()),
+        doc: "Images sent with `prompt`: before its text as chat content parts, or as `/generate`'s `image_data`. Each a file relative to the suite (read at load, sent as a `data:` URL), a `data:` URL or an http(s) URL.",
     },
     Field {
         key: "expect",
@@ -82,10 +92,48 @@ pub(in crate::suite::decode) const MESSAGE: &[Field] = &[
     },
     Field {
         key: "content",
-        value: text,
-        doc: "",
+        value: || json!({"anyOf": [text(), non_empty(exactly_one(object(&[PART])))]}),
+        doc: "The message's text, or its parts in order: `- text: \"…\"`, `- image: <file or URL>`.",
     },
 ];
+
+/// One turn of a conversation probe (`turns:`).
+pub(in crate::suite::decode) const TURN: &[Field] = &[
+    Field {
+        key: "prompt",
+        value: text,
+        doc: "The user message of this turn.",
+    },
+    Field {
+        key: "images",
+        value: || non_empty(image()),
+        doc: "Images sent with this turn's prompt, before its text.",
+    },
+    Field {
+        key: "expect",
+        value: || non_empty(assertion()),
+        doc: "Assertions on the answer to this turn.",
+    },
+];
+
+/// A part of a message's `content` list: one of its keys.
+pub(in crate::suite::decode) const PART: &[Field] = &[
+    Field {
+        key: "text",
+        value: text,
+        doc: "A text part.",
+    },
+    Field {
+        key: "image",
+        value: image,
+        doc: "An image part: a file relative to the suite (read at load, sent as a `data:` URL), a `data:` URL or an http(s) URL.",
+    },
+];
+
+/// An image: a file's path or a URL.
+fn image() -> Value {
+    json!({"type": "string", "minLength": 1})
+}
 
 /// A probe's `numerics:`.
 pub(in crate::suite::decode) const NUMERICS: &[Field] = &[
@@ -389,12 +437,21 @@ pub(in crate::suite::decode) const CODE: &[Field] = &[
 
 /// A correctness probe (an item of `correctness:`).
 pub(super) fn probe() -> Value {
+    let mut schema = one_of_required(
+        with_required(object(&[PROBE, SNAPSHOT, SAMPLING]), &["name"]),
+        &[
+            &["prompt"],
+            &["messages"],
+            &["dataset"],
+            &["numerics"],
+            &["turns"],
+        ],
+    );
+    // A conversation's `messages` are its context before the first turn.
+    schema["oneOf"][1]["not"] = json!({"required": ["turns"]});
     described(
-        one_of_required(
-            with_required(object(&[PROBE, SNAPSHOT, SAMPLING]), &["name"]),
-            &[&["prompt"], &["messages"], &["dataset"], &["numerics"]],
-        ),
-        "A correctness probe: one request, its answer checked.",
+        schema,
+        "A correctness probe: one request (or a conversation's `turns`), its answer checked.",
     )
 }
 

@@ -1,0 +1,67 @@
+//! Conversation probes (`turns:`): every turn with the conversation so far,
+//! the model's answers carried forward, each turn's answer checked, the
+//! turn that failed named; suites that cannot hold a conversation refused
+//! at load.
+
+use crate::common::run::{run_expecting, run_recorded, trial_of};
+use crate::common::verdicts::{assert_has, failure_of, verdict};
+
+/// Each turn goes with what came before it — the system message, the
+/// earlier turns and the model's own answers — and a wrong answer in a
+/// later turn fails the probe at that turn's assertion, saying which turn.
+#[test]
+fn each_turn_carries_the_conversation_so_far() {
+    let (o, record) = run_recorded("tests/suites/conversation.yaml");
+    assert_eq!(o.code, Some(1), "{}", o.out);
+    assert_eq!(
+        verdict(&o.out, "conversation::correctness::follow_up"),
+        "ok",
+        "{}",
+        o.out
+    );
+    assert_has(
+        &failure_of(&o.out, "conversation::correctness::second_turn_wrong"),
+        &[
+            "error: assertion failed: expected the last number in content is 40",
+            "tests/suites/conversation.yaml:21:20",
+            "note:     turn 2 of 2, sent with the 2 messages before it (the model's own answers as `assistant` messages)",
+            r#""messages":[{"content":"What is 2+2?","role":"user"},{"content":"4","role":"assistant"},{"content":"And what is 2+2 times 10?","role":"user"}]"#,
+        ],
+    );
+    let follow_up = trial_of(&record, "conversation::correctness::follow_up");
+    // The record keeps the last turn's exchange: all that went before it.
+    assert_eq!(
+        follow_up["exchange"]["request"]["messages"],
+        serde_json::json!([
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "What is 2+2?"},
+            {"role": "assistant", "content": "4"},
+            {"role": "user", "content": "Now count from 1 to 40."},
+        ])
+    );
+}
+
+/// `turns` with keys that belong to a turn, or on an API without chat
+/// messages, is an error where it is written.
+#[test]
+fn a_conversation_that_cannot_be_held_is_refused_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("bad.yaml");
+    std::fs::write(
+        &suite,
+        "suite: bad\ntarget: { base_url: sim, api: openai-completions }\ncorrectness:\n  - name: a\n    prompt: hi\n    turns:\n      - prompt: hi\n        expect: [{ contains: x }]\n      - prompt: again\n",
+    )
+    .unwrap();
+    let out = run_expecting(&["run", suite.to_str().unwrap()], 2);
+    assert_has(
+        &out,
+        &[
+            ":5:5\n",
+            "`prompt` does not go with `turns`",
+            ":6:5\n",
+            "`turns` needs `api: openai-chat`; this suite uses openai-completions",
+            ":9:9\n",
+            "missing field `expect` in turn",
+        ],
+    );
+}

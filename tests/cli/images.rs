@@ -1,0 +1,104 @@
+//! Images in probes: files read when the suite loads and sent as `data:`
+//! URLs, images as parts of a message, SGLang `/generate`'s `image_data`,
+//! a text-only server's refusal named, and suites that ask for images
+//! where they cannot go refused at load.
+
+use crate::common::run::{run_expecting, run_recorded, trial_of};
+use crate::common::verdicts::{assert_has, failure_of, verdict};
+
+/// A vision model names each image by its colour: the right image passes,
+/// two images in one message arrive in the order written, and the wrong
+/// image fails with the image named in what was sent (not its base64).
+/// The record keeps the server's image tokens and no image bytes.
+#[test]
+fn a_vision_model_is_asked_about_the_images_the_suite_names() {
+    let (o, record) = run_recorded("tests/suites/images.yaml");
+    assert_eq!(o.code, Some(1), "{}", o.out);
+    assert_eq!(
+        verdict(&o.out, "images::correctness::red"),
+        "ok",
+        "{}",
+        o.out
+    );
+    assert_eq!(
+        verdict(&o.out, "images::correctness::parts"),
+        "ok",
+        "{}",
+        o.out
+    );
+    assert_eq!(
+        verdict(&o.out, "images::config::model_info.has_image_understanding"),
+        "ok",
+        "{}",
+        o.out
+    );
+    let wrong = failure_of(&o.out, "images::correctness::wrong_image");
+    assert_has(
+        &wrong,
+        &[
+            "error: assertion failed: expected content matches regex",
+            "tests/suites/images.yaml:30:9",
+            "\"Blue.\"",
+            r#"{"image_url":{"url":"<image fixtures/images/blue.png (image/png, 32×32, 99 B)>"},"type":"image_url"}"#,
+        ],
+    );
+    assert!(!wrong.contains("base64"), "{wrong}");
+    assert!(
+        !record.to_string().contains("base64"),
+        "the record keeps image bytes:\n{record}"
+    );
+    // 64×48 pixels: 3×2 patches of 28; 32×32: 2×2; both in `parts`.
+    let image_tokens = |name: &str| trial_of(&record, name)["exchange"]["image_tokens"].clone();
+    assert_eq!(image_tokens("images::correctness::red"), 6);
+    assert_eq!(image_tokens("images::correctness::parts"), 10);
+}
+
+/// SGLang's `/generate` takes the images as `image_data`.
+#[test]
+fn sglang_generate_sends_images_as_image_data() {
+    let out = run_expecting(&["run", "tests/suites/images-generate.yaml"], 0);
+    assert_eq!(verdict(&out, "generate::correctness::red"), "ok", "{out}");
+}
+
+/// A text-only model's server refuses an image: the failure says which
+/// image, the server's words and why it is the likeliest reason.
+#[test]
+fn a_text_only_server_refusing_an_image_is_named() {
+    let out = run_expecting(&["run", "tests/suites/images-text-only.yaml"], 1);
+    assert_has(
+        &failure_of(&out, "text-only::correctness::image"),
+        &[
+            "error: request failed: HTTP 400",
+            "Model only supports text input; received unsupported content type 'image_url'.",
+            "note:     the server refused a request with 1 image: fixtures/images/red.png (image/png, 64×48, 132 B); a model without vision (or a server started without its vision encoder) refuses every image",
+        ],
+    );
+}
+
+/// Images where they cannot go, and files that are not images, are
+/// errors at their line and column when the suite loads.
+#[test]
+fn images_that_cannot_be_sent_are_refused_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
+    let suite = dir.path().join("bad.yaml");
+    std::fs::write(
+        &suite,
+        "suite: bad\ntarget: { base_url: sim, api: openai-completions }\ncorrectness:\n  - name: a\n    prompt: hi\n    images: [notes.txt]\n    expect: [{ contains: x }]\n  - name: b\n    prompt: hi\n    images: [gone.png]\n    expect: [{ contains: x }]\n  - name: c\n    messages:\n      - role: user\n        content:\n          - { text: hi, image: notes.txt }\n    expect: [{ contains: x }]\n",
+    )
+    .unwrap();
+    let out = run_expecting(&["run", suite.to_str().unwrap()], 2);
+    assert_has(
+        &out,
+        &[
+            ":6:5\n",
+            "images need `api: openai-chat` or `api: sglang-generate`; this suite uses openai-completions",
+            ":6:14\n",
+            "`notes.txt` is not a PNG, JPEG, GIF or WebP image",
+            ":10:14\n",
+            "image `gone.png` not found",
+            ":16:13\n",
+            "a content part has one of `text` and `image`",
+        ],
+    );
+}
