@@ -14,6 +14,7 @@ pub mod harness;
 pub mod history;
 pub mod init;
 pub mod load;
+pub mod media;
 pub mod process;
 pub mod random;
 pub mod record;

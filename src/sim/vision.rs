@@ -5,7 +5,7 @@
 //! its message, which a profile's replies match; it counts as many prompt
 //! tokens as a Qwen2-VL-style encoder gives it (a token per 28×28 patch).
 
-use crate::suite::image::{data_url_bytes, media_type};
+use crate::media::{data_url_bytes, media_type};
 
 /// Pixels per side of the patch one image token stands for (14-pixel
 /// patches merged two by two, as Qwen2-VL and Kimi's `MoonViT` do).

@@ -10,6 +10,8 @@ use std::sync::Arc;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
+use crate::media::media_type;
+
 /// The largest image file a suite may name: SGLang's and vLLM's default
 /// request size limits are far above any probe's image; past this it is a
 /// mistake (a video, a directory of raw frames), not a probe.
@@ -105,36 +107,11 @@ pub fn from_url(url: &str) -> Result<Image, String> {
     })
 }
 
-/// The bytes of a `data:` URL with base64 data, or `None`.
-#[must_use]
-pub fn data_url_bytes(url: &str) -> Option<Vec<u8>> {
-    let (head, data) = url.strip_prefix("data:")?.split_once(',')?;
-    head.ends_with(";base64")
-        .then(|| STANDARD.decode(data.trim()).ok())
-        .flatten()
-}
-
 fn about(media: &str, bytes: &[u8]) -> String {
     let size = crate::units::format_bytes(bytes.len() as u64);
     match dimensions(bytes) {
         Some((w, h)) => format!("{media}, {w}×{h}, {size}"),
         None => format!("{media}, {size}"),
-    }
-}
-
-/// The media type by the file's magic bytes.
-#[must_use]
-pub fn media_type(bytes: &[u8]) -> Option<&'static str> {
-    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some("image/png")
-    } else if bytes.starts_with(b"\xff\xd8\xff") {
-        Some("image/jpeg")
-    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
-        Some("image/gif")
-    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
-        Some("image/webp")
-    } else {
-        None
     }
 }
 
@@ -207,7 +184,10 @@ mod tests {
         std::fs::write(&path, png(64, 48)).unwrap();
         let image = from_file(&path, "grey.png").unwrap();
         assert!(image.url.starts_with("data:image/png;base64,"));
-        assert_eq!(data_url_bytes(&image.url).unwrap(), png(64, 48));
+        assert_eq!(
+            crate::media::data_url_bytes(&image.url).unwrap(),
+            png(64, 48)
+        );
         assert!(
             image
                 .to_string()
