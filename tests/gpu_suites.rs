@@ -105,6 +105,7 @@ fn kimi_runs_green_on_its_simulator_profile() {
             "correctness::follow_up",
             "config::model_info.has_image_understanding",
             "performance::single_stream_decode",
+            "performance::real_text",
             "performance::concurrency_32::recheck",
         ] {
             let name = format!("kimi-k2.5[{variant}]::{trial}");

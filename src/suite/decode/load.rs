@@ -208,7 +208,7 @@ impl Decoder<'_> {
             Err(e) => {
                 self.error(
                     Diagnostic::new(y.loc, format!("invalid dataset {}: {e}", path.display())).expected(
-                        "JSONL lines of `{\"prompt\": \"…\"}` or ShareGPT `{\"conversations\": [{\"from\": \"human\", \"value\": \"…\"}]}`",
+                        "JSONL lines of `{\"prompt\": \"…\"}`, ShareGPT `{\"conversations\": [{\"from\": \"human\", \"value\": \"…\"}]}` or MT-Bench `{\"turns\": [\"…\"]}`",
                     ),
                 );
                 None
