@@ -5,6 +5,11 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
+/// The largest image a suite may send: SGLang's and vLLM's default request
+/// size limits are far above any probe's image; past this it is a mistake
+/// (a video, a directory of raw frames), not a probe.
+pub const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
+
 /// The bytes of a `data:` URL with base64 data, or `None`.
 #[must_use]
 pub fn data_url_bytes(url: &str) -> Option<Vec<u8>> {

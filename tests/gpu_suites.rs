@@ -102,6 +102,7 @@ fn kimi_runs_green_on_its_simulator_profile() {
             "correctness::is_prime",
             "correctness::tool_call",
             "correctness::image_colour",
+            "correctness::two_images",
             "correctness::follow_up",
             "config::model_info.has_image_understanding",
             "performance::single_stream_decode",

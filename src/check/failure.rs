@@ -53,20 +53,16 @@ impl Sent {
     }
 }
 
-/// Whether a failed call with images is the server refusing them: a 4xx,
-/// or an error status whose words are about images (llama.cpp answers a
-/// text-only model's image with 500).
+/// Whether a failed call with images is the server refusing them: an
+/// error status whose words are about images (a 401 or a prompt over the
+/// context length is another refusal; llama.cpp answers a text-only
+/// model's image with 500).
 fn refused_images(error: &CallError) -> bool {
-    let about_images = || {
-        let detail = error.detail.to_lowercase();
-        ["image", "multimodal", "mmproj", "vision"]
+    let detail = error.detail.to_lowercase();
+    matches!(error.kind, ErrorKind::Http(_))
+        && ["image", "multimodal", "mmproj", "vision"]
             .iter()
             .any(|w| detail.contains(w))
-    };
-    match error.kind {
-        ErrorKind::Http(status) => (400..500).contains(&status) || about_images(),
-        _ => false,
-    }
 }
 
 /// Replaces every string of `value` that is one of `images`' `data:` URLs

@@ -133,7 +133,7 @@ impl Execution {
         };
         let file = &self.suite.file;
         let (sent, completion, failed) =
-            self.ask_and_check(index, target, &req, &probe.expect, probe.loc)?;
+            self.ask_and_check(index, target, &req, &probe.expect, (probe.loc, None))?;
         let ask = |r: &CallRequest| self.runtime.block_on(target.client.complete(r));
         let asker = contract::Asker {
             file,
@@ -191,13 +191,19 @@ impl Execution {
         target: &Connected,
         req: &CallRequest,
         expect: &'a [Assertion],
-        loc: Loc,
+        (loc, turn): (Loc, Option<&str>),
     ) -> Result<Checked<'a>, Stop> {
         let sent = Sent::of(&target.client, req);
         let completion = self
             .runtime
             .block_on(target.client.complete(req))
-            .map_err(|e| request_stop(&self.suite.file, loc, &sent, &e))?;
+            .map_err(|e| {
+                let mut out = request_failed(&self.suite.file, loc, &sent, &e);
+                if let Some(turn) = turn {
+                    out.line(Label::Note, turn);
+                }
+                Stop::failed_for(FailureKind::Probe, request_cause(&e), out)
+            })?;
         let mut code_runs = Vec::new();
         let failed: Vec<_> = expect
             .iter()
@@ -232,24 +238,53 @@ impl Execution {
                 sampling: probe.sampling.clone(),
                 ignore_eos: false,
             };
+            // Which turn, its prompt, and what went before it: the body
+            // `sent:` shows is cut, and the failing turn comes last in it.
+            let said = crate::secrets::cut(&turn.message.joined_text(), 200).0;
+            let note = format!(
+                "turn {} of {total} ({said:?}), sent with the {} message{} before it (the model's own answers as `assistant` messages)",
+                n + 1,
+                history.len() - 1,
+                if history.len() == 2 { "" } else { "s" }
+            );
             let (sent, completion, failed) =
-                self.ask_and_check(index, target, &req, &turn.expect, turn.loc)?;
+                self.ask_and_check(index, target, &req, &turn.expect, (turn.loc, Some(&note)))?;
             if !failed.is_empty() {
                 let mut out = assertions_failed(file, &sent, &completion, &failed, &[]);
-                out.line(
-                    Label::Note,
-                    format_args!(
-                        "turn {} of {total}, sent with the {} message{} before it (the model's own answers as `assistant` messages)",
-                        n + 1,
-                        history.len() - 1,
-                        if history.len() == 2 { "" } else { "s" }
-                    ),
-                );
+                out.line(Label::Note, &note);
                 let cause = FailureCause::Assertions {
                     failed: failed
                         .iter()
                         .map(|(a, m)| CheckFailed::new(&m.expected, m.found.as_deref(), a.loc))
                         .collect(),
+                };
+                return Err(Stop::failed_for(FailureKind::Probe, cause, out));
+            }
+            // An empty answer carried forward would test a conversation
+            // that never happened: the next turn is not sent.
+            if n + 1 < total && completion.content.trim().is_empty() {
+                let mut out = Message::of_error(format_args!(
+                    "the answer to turn {} of {total} is empty: nothing to carry into the next turn",
+                    n + 1
+                ));
+                out.at(file, turn.loc);
+                out.line(
+                    Label::Note,
+                    format_args!(
+                        "finish_reason {}, {} completion tokens, {} characters of reasoning (only the answer's content is carried)",
+                        completion.finish_reason.as_deref().unwrap_or("none"),
+                        completion.completion_tokens,
+                        completion.reasoning.chars().count()
+                    ),
+                );
+                let _ = writeln!(out);
+                sent.write_to(&mut out);
+                let cause = FailureCause::Assertions {
+                    failed: vec![CheckFailed::new(
+                        "an answer to carry into the next turn",
+                        Some("empty content"),
+                        turn.loc,
+                    )],
                 };
                 return Err(Stop::failed_for(FailureKind::Probe, cause, out));
             }

@@ -181,6 +181,12 @@ pub fn app(profile: Profile) -> Router {
             .route("/version", get(routes::version)),
     };
     routes
+        // A request with the largest image a suite may send, base64 (4/3)
+        // and a margin for the rest: axum's default (2 MB) would refuse
+        // images SGLang and vLLM take.
+        .layer(axum::extract::DefaultBodyLimit::max(
+            crate::media::MAX_IMAGE_BYTES * 2,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             std::sync::Arc::clone(&state),
             routes::auth,

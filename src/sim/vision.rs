@@ -7,6 +7,10 @@
 
 use crate::media::{data_url_bytes, media_type};
 
+/// The most pixels the simulator decodes: a 100-byte PNG may declare
+/// 2^30×2^30, and the simulator is a network server.
+const MAX_PIXELS: u64 = 32 * 1024 * 1024;
+
 /// Pixels per side of the patch one image token stands for (14-pixel
 /// patches merged two by two, as Qwen2-VL and Kimi's `MoonViT` do).
 const PATCH: u32 = 28;
@@ -50,6 +54,12 @@ pub(super) fn look(url: &str) -> Result<Seen, String> {
     let mut reader = decoder
         .read_info()
         .map_err(|e| format!("the PNG does not decode: {e}"))?;
+    let (width, height) = (reader.info().width, reader.info().height);
+    if u64::from(width) * u64::from(height) > MAX_PIXELS {
+        return Err(format!(
+            "the PNG is {width}×{height} pixels, more than the simulator decodes ({MAX_PIXELS})"
+        ));
+    }
     let mut pixels = vec![0; reader.output_buffer_size().ok_or("the PNG is too large")?];
     let frame = reader
         .next_frame(&mut pixels)
@@ -67,7 +77,8 @@ pub(super) fn look(url: &str) -> Result<Seen, String> {
     let best = (0..PALETTE.len()).max_by_key(|&i| votes[i]).unwrap_or(0);
     Ok(Seen {
         colour: PALETTE[best].0,
-        tokens: u64::from(frame.width.div_ceil(PATCH) * frame.height.div_ceil(PATCH)).max(1),
+        tokens: (u64::from(frame.width.div_ceil(PATCH)) * u64::from(frame.height.div_ceil(PATCH)))
+            .max(1),
     })
 }
 
@@ -117,6 +128,43 @@ mod tests {
         assert_eq!(blue.tokens, 1);
         let white = look(&data_url(3, 3, png::ColorType::Grayscale, &[250])).unwrap();
         assert_eq!(white.colour, "white");
+    }
+
+    /// A few bytes that declare a vast image are refused before a buffer
+    /// is made for it.
+    #[test]
+    fn a_png_declaring_a_vast_image_is_refused_unread() {
+        // The signature, then IHDR and an empty IDAT, each with its CRC.
+        let chunk = |kind: &[u8], data: &[u8]| {
+            let mut crc = flate2::Crc::new();
+            crc.update(kind);
+            crc.update(data);
+            let len = u32::try_from(data.len()).unwrap().to_be_bytes();
+            [&len[..], kind, data, &crc.sum().to_be_bytes()].concat()
+        };
+        let declaring = |side: u32| {
+            let side = side.to_be_bytes();
+            let ihdr = [&side[..], &side, &[8, 0, 0, 0, 0]].concat();
+            let png = [
+                &b"\x89PNG\r\n\x1a\n"[..],
+                &chunk(b"IHDR", &ihdr),
+                &chunk(b"IDAT", &[]),
+            ]
+            .concat();
+            format!(
+                "data:image/png;base64,{}",
+                base64::engine::general_purpose::STANDARD.encode(png)
+            )
+        };
+        // Past the decoder's own memory limit (64 MiB of pixels).
+        let e = look(&declaring(1 << 30)).unwrap_err();
+        assert!(e.contains("limits are exceeded"), "{e}");
+        // Within it, but more pixels than the simulator decodes.
+        let e = look(&declaring(8000)).unwrap_err();
+        assert!(
+            e.contains("8000×8000 pixels, more than the simulator decodes"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -10,12 +10,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
-use crate::media::media_type;
-
-/// The largest image file a suite may name: SGLang's and vLLM's default
-/// request size limits are far above any probe's image; past this it is a
-/// mistake (a video, a directory of raw frames), not a probe.
-pub const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
+use crate::media::{MAX_IMAGE_BYTES, media_type};
 
 /// An image a message carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,15 +41,24 @@ impl fmt::Display for Image {
 /// The file cannot be read, is too large, or is not a PNG, JPEG, GIF or
 /// WebP image.
 pub fn from_file(path: &Path, shown: &str) -> Result<Image, String> {
-    let len = std::fs::metadata(path)
-        .map_err(|e| format!("cannot read `{shown}`: {e}"))?
-        .len();
-    if usize::try_from(len).map_or(true, |n| n > MAX_IMAGE_BYTES) {
+    use std::io::Read as _;
+    let cannot = |e: std::io::Error| format!("cannot read `{shown}`: {e}");
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    // Opened once, a regular file, and read at most one byte past the
+    // bound: not a device that never ends, a FIFO that never opens, or a
+    // file that grew after its size was read.
+    if !file.metadata().map_err(cannot)?.is_file() {
+        return Err(format!("`{shown}` is not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_IMAGE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() > MAX_IMAGE_BYTES {
         return Err(format!(
-            "`{shown}` is {len} bytes, more than the {MAX_IMAGE_BYTES} an image may be"
+            "`{shown}` is more than the {MAX_IMAGE_BYTES} bytes an image may be"
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
     let media = media_type(&bytes)
         .ok_or_else(|| format!("`{shown}` is not a PNG, JPEG, GIF or WebP image"))?;
     Ok(Image {
@@ -73,7 +77,7 @@ pub fn from_file(path: &Path, shown: &str) -> Result<Image, String> {
 pub fn from_url(url: &str) -> Result<Image, String> {
     if url.starts_with("http://") || url.starts_with("https://") {
         return Ok(Image {
-            name: url.to_owned(),
+            name: crate::secrets::cut(&crate::text::printable(url), 200).0,
             url: url.into(),
             about: String::new(),
         });
@@ -84,24 +88,26 @@ pub fn from_url(url: &str) -> Result<Image, String> {
     let (head, data) = rest
         .split_once(',')
         .ok_or("a `data:` URL has a `,` before its data")?;
+    // The head as errors and the image's name show it: escaped, and cut.
+    let shown = crate::secrets::cut(&crate::text::printable(head), 60).0;
     let Some(declared) = head.strip_suffix(";base64") else {
         return Err(format!(
-            "`data:{head},…` is not base64: an image's `data:` URL ends its head with `;base64`"
+            "`data:{shown},…` is not base64: an image's `data:` URL ends its head with `;base64`"
         ));
     };
     let bytes = STANDARD
         .decode(data.trim())
-        .map_err(|e| format!("the `data:{head},…` URL's base64 does not decode: {e}"))?;
+        .map_err(|e| format!("the `data:{shown},…` URL's base64 does not decode: {e}"))?;
     let media = media_type(&bytes).ok_or_else(|| {
-        format!("the `data:{head},…` URL's bytes are not a PNG, JPEG, GIF or WebP image")
+        format!("the `data:{shown},…` URL's bytes are not a PNG, JPEG, GIF or WebP image")
     })?;
     if declared != media {
         return Err(format!(
-            "the `data:{head},…` URL says `{declared}` but its bytes are `{media}`"
+            "the `data:{shown},…` URL's type is not its bytes' `{media}`"
         ));
     }
     Ok(Image {
-        name: format!("data:{head},…"),
+        name: format!("data:{shown},…"),
         url: url.into(),
         about: about(media, &bytes),
     })
@@ -211,10 +217,7 @@ mod tests {
         assert!(e.contains("not a PNG, JPEG"), "{e}");
         let url = format!("data:image/jpeg;base64,{}", STANDARD.encode(png(2, 2)));
         let e = from_url(&url).unwrap_err();
-        assert!(
-            e.contains("says `image/jpeg` but its bytes are `image/png`"),
-            "{e}"
-        );
+        assert!(e.contains("type is not its bytes' `image/png`"), "{e}");
         assert!(from_url("ftp://x/y.png").is_err());
         assert_eq!(
             from_url("https://x/y.png").unwrap().url.as_ref(),

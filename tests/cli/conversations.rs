@@ -24,8 +24,17 @@ fn each_turn_carries_the_conversation_so_far() {
         &[
             "error: assertion failed: expected the last number in content is 40",
             "tests/suites/conversation.yaml:21:20",
-            "note:     turn 2 of 2, sent with the 2 messages before it (the model's own answers as `assistant` messages)",
+            "note:     turn 2 of 2 (\"And what is 2+2 times 10?\"), sent with the 2 messages before it (the model's own answers as `assistant` messages)",
             r#""messages":[{"content":"What is 2+2?","role":"user"},{"content":"4","role":"assistant"},{"content":"And what is 2+2 times 10?","role":"user"}]"#,
+        ],
+    );
+    // An empty answer is not carried into the next turn as if it were one.
+    assert_has(
+        &failure_of(&o.out, "conversation::correctness::empty_answer"),
+        &[
+            "error: the answer to turn 1 of 2 is empty: nothing to carry into the next turn",
+            "tests/suites/conversation.yaml:25:9",
+            "note:     finish_reason stop, ",
         ],
     );
     let follow_up = trial_of(&record, "conversation::correctness::follow_up");
@@ -49,7 +58,7 @@ fn a_conversation_that_cannot_be_held_is_refused_at_load() {
     let suite = dir.path().join("bad.yaml");
     std::fs::write(
         &suite,
-        "suite: bad\ntarget: { base_url: sim, api: openai-completions }\ncorrectness:\n  - name: a\n    prompt: hi\n    turns:\n      - prompt: hi\n        expect: [{ contains: x }]\n      - prompt: again\n",
+        "suite: bad\ntarget: { base_url: sim, api: openai-completions }\ncorrectness:\n  - name: a\n    prompt: hi\n    turns:\n      - prompt: hi\n        expect: [{ contains: x }]\n      - prompt: again\n      - prompt: more\n        expect: []\n    tools: [{ name: f }]\nperformance:\n  - name: g\n    recheck: [a]\n    load: { concurrency: 1, requests: 1, prompt: hi, output_tokens: 4 }\n    thresholds: { errors: \"== 0\" }\n",
     )
     .unwrap();
     let out = run_expecting(&["run", suite.to_str().unwrap()], 2);
@@ -62,6 +71,11 @@ fn a_conversation_that_cannot_be_held_is_refused_at_load() {
             "`turns` needs `api: openai-chat`; this suite uses openai-completions",
             ":9:9\n",
             "missing field `expect` in turn",
+            ":11:17\n",
+            "`expect` is empty",
+            ":12:5\n",
+            "`tools` does not go with `turns`",
+            "probe `a` is a conversation probe: it is not rechecked",
         ],
     );
 }

@@ -84,7 +84,7 @@ fn images_that_cannot_be_sent_are_refused_at_load() {
     let suite = dir.path().join("bad.yaml");
     std::fs::write(
         &suite,
-        "suite: bad\ntarget: { base_url: sim, api: openai-completions }\ncorrectness:\n  - name: a\n    prompt: hi\n    images: [notes.txt]\n    expect: [{ contains: x }]\n  - name: b\n    prompt: hi\n    images: [gone.png]\n    expect: [{ contains: x }]\n  - name: c\n    messages:\n      - role: user\n        content:\n          - { text: hi, image: notes.txt }\n    expect: [{ contains: x }]\n",
+        "suite: bad\ntarget: { base_url: sim, api: openai-completions }\ncorrectness:\n  - name: a\n    prompt: hi\n    images: [notes.txt]\n    expect: [{ contains: x }]\n  - name: b\n    prompt: hi\n    images: [gone.png]\n    expect: [{ contains: x }]\n  - name: d\n    prompt: hi\n    images: []\n    expect: [{ contains: x }]\n  - name: c\n    messages:\n      - role: user\n        content:\n          - { text: hi, image: notes.txt }\n    expect: [{ contains: x }]\n",
     )
     .unwrap();
     let out = run_expecting(&["run", suite.to_str().unwrap()], 2);
@@ -97,7 +97,9 @@ fn images_that_cannot_be_sent_are_refused_at_load() {
             "`notes.txt` is not a PNG, JPEG, GIF or WebP image",
             ":10:14\n",
             "image `gone.png` not found",
-            ":16:13\n",
+            ":14:13\n",
+            "`images` is empty",
+            ":20:13\n",
             "a content part has one of `text` and `image`",
         ],
     );

@@ -23,7 +23,13 @@ pub(super) struct ReasoningAsk {
     reason = "independent switches of one request: its end, sampling, streaming, scoring"
 )]
 pub(in crate::sim) struct Ask {
+    /// What replies match: the last user message's text on the chat API.
     pub(super) prompt: String,
+    /// The whole prompt the model reads: on the chat API every message's
+    /// text in order (system, earlier turns, the model's own answers), so
+    /// a conversation's tokens are all counted and its earlier turns are a
+    /// prefix the cache can hold; the prompt otherwise.
+    pub(super) context: String,
     /// The URLs of the request's images, in order: chat `image_url` parts
     /// of every message, `/generate`'s `image_data`.
     pub(super) images: Vec<String>,
@@ -116,15 +122,19 @@ pub(super) fn parse_ask(shape: Shape, speaks: Speaks, body: &Value) -> Result<As
             .unwrap_or(default)
     };
     let mut images = Vec::new();
+    let mut context = None;
     let prompt = match shape {
         Shape::Chat => {
             let messages = body
                 .get("messages")
                 .and_then(Value::as_array)
                 .ok_or("`messages` must be a list")?;
+            let mut texts = Vec::new();
             for m in messages {
                 images.extend(image_urls(m.get("content")));
+                texts.extend(m.get("content").and_then(content_text));
             }
+            context = Some(texts.join("\n"));
             messages
                 .iter()
                 .rev()
@@ -181,6 +191,7 @@ pub(super) fn parse_ask(shape: Shape, speaks: Speaks, body: &Value) -> Result<As
         "seed"
     };
     Ok(Ask {
+        context: context.unwrap_or_else(|| prompt.clone()),
         prompt,
         images,
         max_tokens,
@@ -238,4 +249,34 @@ pub(super) fn parse_ask(shape: Shape, speaks: Speaks, body: &Value) -> Result<As
                 && flag("/return_spec_tokens_details", false),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Replies match the last user message; the model reads, counts and
+    /// caches the whole conversation, its images' URLs gathered in order.
+    #[test]
+    fn a_conversation_is_read_whole_and_answered_by_its_last_turn() {
+        let body = json!({"messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "data:a"}},
+                {"type": "text", "text": "What is 2+2?"},
+            ]},
+            {"role": "assistant", "content": "4"},
+            {"role": "user", "content": "And times ten?"},
+        ]});
+        let ask = parse_ask(Shape::Chat, Speaks::Sglang, &body).unwrap();
+        assert_eq!(ask.prompt, "And times ten?");
+        assert_eq!(ask.context, "Be brief.\nWhat is 2+2?\n4\nAnd times ten?");
+        assert_eq!(ask.images, ["data:a"]);
+        let generate = json!({"text": "hi", "image_data": "data:b"});
+        let ask = parse_ask(Shape::Generate, Speaks::Sglang, &generate).unwrap();
+        assert_eq!(
+            (ask.context.as_str(), ask.images.as_slice()),
+            ("hi", &["data:b".to_owned()][..])
+        );
+    }
 }

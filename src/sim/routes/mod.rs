@@ -226,7 +226,7 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
         ask.ignore_eos && !p.breaks("ignore_eos"),
         seed,
     );
-    plan.prompt_tokens = super::engine::count_tokens(&ask.prompt) + looked.tokens;
+    plan.prompt_tokens = super::engine::count_tokens(&ask.context) + looked.tokens;
     plan.pad_to(ask.min_tokens as usize, p.seed);
     if shape == Shape::Chat
         && ask.tools > 0
@@ -272,7 +272,7 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
     state
         .prompt_tokens
         .fetch_add(plan.prompt_tokens, Ordering::Relaxed);
-    plan.server = server_counts(&state, &ask.prompt, plan.prompt_tokens);
+    plan.server = server_counts(&state, &ask.context, plan.prompt_tokens);
     plan.server.image_tokens = looked.tokens;
     state.counters.count(&plan);
     let id = format!("sim-{}", state.requests.load(Ordering::Relaxed));
@@ -407,7 +407,7 @@ fn vllm_refusal(state: &SimState, body: &Value) -> Option<Response> {
 /// The prompt's ids, where vLLM lists them (asked, speaking as vLLM).
 fn prompt_ids(speaks: Speaks, ask: &ask::Ask) -> Vec<u64> {
     if speaks == Speaks::Vllm && ask.extras.token_ids {
-        super::engine::prompt_ids(&ask.prompt)
+        super::engine::prompt_ids(&ask.context)
     } else {
         Vec::new()
     }

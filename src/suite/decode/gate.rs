@@ -57,22 +57,29 @@ impl Decoder<'_> {
     /// `recheck: all` (every probe that asks one question) or a list of
     /// probe names.
     fn recheck(&mut self, v: &Yaml, probes: &[Probe]) -> Option<Recheck> {
-        let askable = |p: &Probe| p.dataset.is_none();
+        // One question each: not a dataset's items, not a conversation's turns.
+        let askable = |p: &Probe| p.dataset.is_none() && p.turns.is_empty();
         let indexes = match &v.node {
             Node::Str(s) if s == "all" => {
                 let all: Vec<usize> = (0..probes.len()).filter(|&i| askable(&probes[i])).collect();
                 if all.is_empty() {
                     self.error(
                         Diagnostic::new(v.loc, "`recheck: all`, but the suite has no probe to ask")
-                            .expected("correctness probes with a prompt (dataset probes are not rechecked)"),
+                            .expected("correctness probes with a prompt (dataset and conversation probes are not rechecked)"),
                     );
                     return None;
                 }
                 all
             }
             Node::Seq(_) => self.probe_list(v, "recheck", probes, |p| {
-                (!askable(p))
-                    .then(|| format!("probe `{}` is a dataset probe: it is not rechecked", p.name))
+                (!askable(p)).then(|| {
+                    let kind = if p.dataset.is_some() {
+                        "a dataset"
+                    } else {
+                        "a conversation"
+                    };
+                    format!("probe `{}` is {kind} probe: it is not rechecked", p.name)
+                })
             })?,
             _ => {
                 self.type_error(v, "`recheck`", "`all` or a list of probe names");

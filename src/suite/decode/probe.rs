@@ -189,11 +189,12 @@ impl Decoder<'_> {
             "snapshot",
             "deterministic",
             "contract",
+            "tools",
         ] {
             if let Some(k) = f.key(key) {
                 self.error(
                     Diagnostic::new(k.loc, format!("`{key}` does not go with `turns`"))
-                        .expected("each turn's own `prompt`, `images` and `expect`: a conversation probe checks every answer, and keeps no snapshot"),
+                        .expected("each turn's own `prompt`, `images` and `expect`: a conversation probe checks every answer, keeps no snapshot, and carries answers, not tool calls"),
                 );
             }
         }
@@ -226,11 +227,11 @@ impl Decoder<'_> {
                 .and_then(|v| d.text(v, "prompt"));
             let mut content: Vec<Part> = tf
                 .get("images")
-                .map(|v| d.items(v, "images", |d, i| d.image(i).map(Part::Image)))
+                .map(|v| d.image_list(v).into_iter().map(Part::Image).collect())
                 .unwrap_or_default();
-            let mut expect = d
-                .required(&tf, "expect", "turn")
-                .map(|v| d.items(v, "expect", Decoder::assertion))?;
+            let expect_yaml = d.required(&tf, "expect", "turn")?;
+            let mut expect = d.items(expect_yaml, "expect", Decoder::assertion);
+            d.not_empty(expect_yaml, &expect, "expect");
             d.resolve_request_checks(&mut expect, sampling);
             content.push(Part::Text(prompt?));
             Some(Turn {
@@ -343,7 +344,7 @@ impl Decoder<'_> {
         chat_only(self, "separate_reasoning");
         let images = f.get("images").map(|v| {
             self.images_need(api, f.key("images").map_or(v.loc, |k| k.loc));
-            self.items(v, "images", Decoder::image)
+            self.image_list(v)
         });
         match (f.get("prompt"), f.get("messages")) {
             (Some(p), None) => {
@@ -432,6 +433,25 @@ impl Decoder<'_> {
             return None;
         }
         Some(parts)
+    }
+
+    /// An `images:` list, which may not be empty: a probe whose image list
+    /// is empty would send none.
+    fn image_list(&mut self, y: &Yaml) -> Vec<Image> {
+        let images = self.items(y, "images", Decoder::image);
+        self.not_empty(y, &images, "images");
+        images
+    }
+
+    /// An error where a list written empty (`[]`) would make a check that
+    /// checks nothing, or send nothing.
+    fn not_empty<T>(&mut self, y: &Yaml, list: &[T], key: &str) {
+        if list.is_empty() && matches!(&y.node, Node::Seq(items) if items.is_empty()) {
+            self.error(
+                Diagnostic::new(y.loc, format!("`{key}` is empty"))
+                    .expected("at least one item: an empty list checks nothing, or sends nothing"),
+            );
+        }
     }
 
     /// One image: a file relative to the suite (read now, sent as a `data:`
