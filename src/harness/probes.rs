@@ -197,13 +197,7 @@ impl Execution {
         let completion = self
             .runtime
             .block_on(target.client.complete(req))
-            .map_err(|e| {
-                let mut out = request_failed(&self.suite.file, loc, &sent, &e);
-                if let Some(turn) = turn {
-                    out.line(Label::Note, turn);
-                }
-                Stop::failed_for(FailureKind::Probe, request_cause(&e), out)
-            })?;
+            .map_err(|e| request_stop(&self.suite.file, (loc, turn), &sent, &e))?;
         let mut code_runs = Vec::new();
         let failed: Vec<_> = expect
             .iter()
@@ -324,7 +318,7 @@ impl Execution {
         let logprobs = self
             .runtime
             .block_on(target.client.score(api, path, &sent.body))
-            .map_err(|e| request_stop(file, loc, &sent, &e))?;
+            .map_err(|e| request_stop(file, (loc, None), &sent, &e))?;
         numerics::judge(n, &logprobs).map(|_| ()).map_err(|f| {
             let mut out = Message::of_error(f.error);
             out.at(file, loc);
@@ -421,12 +415,17 @@ fn probe_failed(message: Message) -> Stop {
 }
 
 /// A probe whose request got no answer: the error's class and the message.
-fn request_stop(file: &SourceFile, loc: Loc, sent: &Sent, e: &CallError) -> Stop {
-    Stop::failed_for(
-        FailureKind::Probe,
-        request_cause(e),
-        request_failed(file, loc, sent, e),
-    )
+fn request_stop(
+    file: &SourceFile,
+    (loc, note): (Loc, Option<&str>),
+    sent: &Sent,
+    e: &CallError,
+) -> Stop {
+    let mut out = request_failed(file, loc, sent, e);
+    if let Some(note) = note {
+        out.line(Label::Note, note);
+    }
+    Stop::failed_for(FailureKind::Probe, request_cause(e), out)
 }
 
 /// A request's failure as data: its class, and its status for `http`.
