@@ -1,6 +1,7 @@
 //! What each request of a load sends: a fixed prompt, a synthetic prompt of
 //! a target length, a prompt from a JSONL dataset, or a shared prefix with a
-//! unique suffix (to measure prefix caching).
+//! unique suffix (to measure prefix caching); and each turn of a
+//! conversation load's sessions.
 
 use crate::random::SplitMix;
 use crate::suite::{Load, LoadPrompt, Tokenizer};
@@ -55,7 +56,7 @@ pub fn prompt(load: &Load, index: u32, salt: u64) -> String {
     match &load.prompt {
         LoadPrompt::Text(t) => t.clone(),
         LoadPrompt::Tokens(n) => sized_prompt(*n, index, salt, tokenizer),
-        LoadPrompt::Dataset { prompts, .. } => prompts[index as usize % prompts.len()].clone(),
+        LoadPrompt::Dataset { prompts, .. } => prompts[index as usize % prompts.len()][0].clone(),
         LoadPrompt::SharedPrefix {
             prefix_tokens,
             groups,
@@ -71,6 +72,20 @@ pub fn prompt(load: &Load, index: u32, salt: u64) -> String {
                 sized_prompt(*suffix_tokens, index, salt, tokenizer)
             )
         }
+    }
+}
+
+/// The user's words in turn `turn` of session `session` of a conversation
+/// load, request `index` of a window salted `salt`: a dataset record's own
+/// turn (the decoder kept only records with enough of them), else the
+/// load's prompt for the request.
+pub fn turn_prompt(load: &Load, (session, turn): (u32, u32), index: u32, salt: u64) -> String {
+    match &load.prompt {
+        LoadPrompt::Dataset { prompts, .. } => {
+            let record = &prompts[session as usize % prompts.len()];
+            record[(turn as usize).min(record.len() - 1)].clone()
+        }
+        _ => prompt(load, index, salt),
     }
 }
 
@@ -107,10 +122,10 @@ mod tests {
     }
 
     #[test]
-    fn dataset_prompts_take_turns() {
+    fn dataset_prompts_take_turns_and_sessions_their_records_turns() {
         let w = LoadPrompt::Dataset {
             path: "d".into(),
-            prompts: Arc::new(vec!["x".into(), "y".into()]),
+            prompts: Arc::new(vec![vec!["x".into()], vec!["y".into(), "y2".into()]]),
         };
         assert_eq!(
             [
@@ -119,6 +134,14 @@ mod tests {
                 prompt(&load_of(w.clone(), None), 2, 0)
             ],
             ["x", "y", "x"]
+        );
+        let l = load_of(w, None);
+        assert_eq!(turn_prompt(&l, (1, 1), 9, 0), "y2");
+        assert_eq!(turn_prompt(&l, (3, 0), 9, 0), "y");
+        let synthetic = load_of(LoadPrompt::Tokens(8), None);
+        assert_eq!(
+            turn_prompt(&synthetic, (0, 1), 5, 3),
+            prompt(&synthetic, 5, 3)
         );
     }
 

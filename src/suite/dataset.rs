@@ -79,18 +79,20 @@ pub(crate) fn code_problems(text: &str) -> Result<Vec<CodeProblem>, String> {
     Ok(problems)
 }
 
-/// Reads prompts: JSONL (`{"prompt": "…"}` lines, or ShareGPT-style
-/// `{"conversations": [{"from": "human", "value": "…"}, …]}` lines, the first
-/// human turn), or a JSON array of such records (the `.json` files of
-/// `ShareGPT` ship). Blank lines are skipped; errors name the line or the item.
-pub fn prompts(text: &str) -> Result<Vec<String>, String> {
+/// Reads prompts: JSONL (`{"prompt": "…"}` lines, ShareGPT-style
+/// `{"conversations": [{"from": "human", "value": "…"}, …]}` lines, or
+/// MT-Bench's `{"turns": ["…", …]}`), or a JSON array of such records (the
+/// `.json` files of `ShareGPT` ship). Each record gives its user turns in
+/// order: a single-turn load sends the first, a conversation load every one.
+/// Blank lines are skipped; errors name the line or the item.
+pub fn prompts(text: &str) -> Result<Vec<Vec<String>>, String> {
     let prompts = if text.trim_start().starts_with('[') {
         let items: Vec<serde_json::Value> =
             serde_json::from_str(text).map_err(|e| format!("not a JSON array of records: {e}"))?;
         items
             .iter()
             .enumerate()
-            .map(|(i, item)| prompt_of(item).ok_or_else(|| format!("item {}: {NO_PROMPT}", i + 1)))
+            .map(|(i, item)| turns_of(item).ok_or_else(|| format!("item {}: {NO_PROMPT}", i + 1)))
             .collect::<Result<Vec<_>, _>>()?
     } else {
         let mut prompts = Vec::new();
@@ -101,7 +103,7 @@ pub fn prompts(text: &str) -> Result<Vec<String>, String> {
             }
             let value: serde_json::Value =
                 serde_json::from_str(line).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
-            prompts.push(prompt_of(&value).ok_or_else(|| format!("line {}: {NO_PROMPT}", i + 1))?);
+            prompts.push(turns_of(&value).ok_or_else(|| format!("line {}: {NO_PROMPT}", i + 1))?);
         }
         prompts
     };
@@ -114,28 +116,33 @@ pub fn prompts(text: &str) -> Result<Vec<String>, String> {
 const NO_PROMPT: &str =
     "expected a `prompt` string, `conversations` with a human turn, or MT-Bench's `turns`";
 
-/// The prompt of one record: its `prompt`, its first human turn
-/// (`conversations` of a `ShareGPT` file), or its first turn (MT-Bench's `turns`).
-fn prompt_of(value: &serde_json::Value) -> Option<String> {
-    value
-        .get("prompt")
-        .and_then(|p| p.as_str())
-        .or_else(|| value.get("turns")?.as_array()?.first()?.as_str())
-        .or_else(|| {
-            value
-                .get("conversations")?
-                .as_array()?
+/// The user turns of one record, at least one: its `prompt`, its human
+/// turns (`conversations` of a `ShareGPT` file), or MT-Bench's `turns`.
+/// Turns that are not strings end the list (a record whose first is not
+/// one has none).
+fn turns_of(value: &serde_json::Value) -> Option<Vec<String>> {
+    let strings = |list: &mut dyn Iterator<Item = &serde_json::Value>| -> Vec<String> {
+        list.map_while(|v| v.as_str().map(str::to_owned)).collect()
+    };
+    let turns = if let Some(p) = value.get("prompt").and_then(|p| p.as_str()) {
+        vec![p.to_owned()]
+    } else if let Some(t) = value.get("turns").and_then(|t| t.as_array()) {
+        strings(&mut t.iter())
+    } else {
+        let conversation = value.get("conversations")?.as_array()?;
+        strings(
+            &mut conversation
                 .iter()
-                .find(|turn| {
+                .filter(|turn| {
                     matches!(
                         turn.get("from").and_then(|f| f.as_str()),
                         Some("human" | "user")
                     )
-                })?
-                .get("value")?
-                .as_str()
-        })
-        .map(str::to_owned)
+                })
+                .map(|turn| turn.get("value").unwrap_or(&serde_json::Value::Null)),
+        )
+    };
+    (!turns.is_empty()).then_some(turns)
 }
 
 /// Parses JSONL items with `question_field` and `answer_field` (strings or
@@ -181,8 +188,16 @@ mod tests {
 
     #[test]
     fn prompts_in_both_shapes() {
-        let text = "{\"prompt\": \"a\"}\n\n{\"conversations\": [{\"from\": \"system\", \"value\": \"s\"}, {\"from\": \"human\", \"value\": \"b\"}, {\"from\": \"gpt\", \"value\": \"c\"}]}\n{\"question_id\": 81, \"turns\": [\"d\", \"e\"]}\n";
-        assert_eq!(prompts(text).unwrap(), ["a", "b", "d"]);
+        let text = "{\"prompt\": \"a\"}\n\n{\"conversations\": [{\"from\": \"system\", \"value\": \"s\"}, {\"from\": \"human\", \"value\": \"b\"}, {\"from\": \"gpt\", \"value\": \"c\"}, {\"from\": \"human\", \"value\": \"b2\"}]}\n{\"question_id\": 81, \"turns\": [\"d\", \"e\"]}\n";
+        assert_eq!(
+            prompts(text).unwrap(),
+            [vec!["a"], vec!["b", "b2"], vec!["d", "e"]]
+        );
+        assert!(
+            prompts("{\"turns\": []}\n")
+                .unwrap_err()
+                .starts_with("line 1:")
+        );
         assert!(prompts("{\"x\": 1}\n").unwrap_err().starts_with("line 1:"));
         assert!(prompts("nope").unwrap_err().contains("not JSON"));
         assert!(prompts("\n").is_err());
@@ -191,7 +206,7 @@ mod tests {
     #[test]
     fn sharegpt_json_arrays() {
         let text = "[{\"id\": \"x\", \"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}]},\n {\"prompt\": \"p\"}]";
-        assert_eq!(prompts(text).unwrap(), ["hi", "p"]);
+        assert_eq!(prompts(text).unwrap(), [["hi"], ["p"]]);
         assert_eq!(
             prompts("[{\"prompt\": 1}]").unwrap_err(),
             format!("item 1: {NO_PROMPT}")

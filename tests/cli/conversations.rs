@@ -79,3 +79,70 @@ fn a_conversation_that_cannot_be_held_is_refused_at_load() {
         ],
     );
 }
+
+/// A conversation load: sessions of turns, each with the conversation so
+/// far. Against a simulated SGLang whose prefix cache reports what it
+/// served, the later turns find their history cached — by the usage of
+/// every request and by the server's `/metrics` — where the same synthetic
+/// prompts one turn at a time find almost nothing; MT-Bench's two-turn
+/// records make sessions of real text.
+#[test]
+fn a_conversation_load_finds_its_history_in_the_prefix_cache() {
+    let (o, record) = run_recorded("tests/suites/conversation-load.yaml");
+    assert_eq!(o.code, Some(0), "{}", o.out);
+    assert_has(
+        &o.out,
+        &[
+            "conversation_load::performance::sessions [closed loop, concurrency 2, 12 requests, 16 output tokens (ignore_eos), ~32 input tokens (synthetic, ~1 token per word, no tokenizer), sessions of 3 turns, each with the conversation so far, 20.00ms think time]",
+            "80 conversations from tests/suites/../../fixtures/datasets/mt-bench.jsonl, sessions of 2 turns",
+        ],
+    );
+    assert!(
+        !o.out.contains("did not ask for reuse"),
+        "a conversation asks for its history's reuse: {}",
+        o.out
+    );
+    let figure = |gate: &str| {
+        let gates = record["suites"][0]["gates"].as_array().unwrap();
+        let g = gates.iter().find(|g| g["gate"] == gate).unwrap();
+        g["figures"]["cache_hit_rate"].as_f64().unwrap()
+    };
+    let (sessions, single) = (figure("sessions"), figure("single_turns"));
+    assert!(
+        sessions > 4.0 * single,
+        "cache hit rate {sessions} in sessions, {single} one turn at a time"
+    );
+}
+
+/// `conversation` where it cannot be held is an error where it is
+/// written: an open loop, a shared prefix, an API without messages, a
+/// dataset whose records have fewer user turns.
+#[test]
+fn a_conversation_load_that_cannot_be_held_is_refused_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("bad.yaml");
+    let data = dir.path().join("one-turn.jsonl");
+    std::fs::write(&data, "{\"prompt\": \"hi\"}\n").unwrap();
+    std::fs::write(
+        &suite,
+        "suite: bad\ntarget: { base_url: sim, api: openai-completions }\nperformance:\n  - name: g\n    load: { rate: 2, requests: 4, input_tokens: 8, shared_prefix: { tokens: 8 }, output_tokens: 4,\n      conversation: { turns: 2 } }\n    thresholds: { errors: \"== 0\" }\n  - name: h\n    load: { requests: 4, dataset: one-turn.jsonl, output_tokens: 4, conversation: { turns: 2, think: 1s } }\n    thresholds: { errors: \"== 0\" }\n  - name: i\n    load: { requests: 4, input_tokens: 8, output_tokens: 4, conversation: { turns: 1 } }\n    thresholds: { errors: \"== 0\" }\n",
+    )
+    .unwrap();
+    let out = run_expecting(&["run", suite.to_str().unwrap()], 2);
+    assert_has(
+        &out,
+        &[
+            ":5:13\n",
+            "`conversation` goes with a closed loop (`concurrency`), not `rate`",
+            ":5:52\n",
+            "`shared_prefix` does not go with `conversation`",
+            ":6:21\n",
+            "`conversation` needs `api: openai-chat`; this suite uses openai-completions",
+            ":9:83\n",
+            "one-turn.jsonl has 2 user turns (the most is 1)",
+            ":9:92\n",
+            "conversation.turns is out of range: 1",
+            ":12:84\n",
+        ],
+    );
+}

@@ -49,7 +49,12 @@ pub fn describe_load(gate: &Gate) -> String {
             None => format!("~{n} input tokens ({PROMPT_APPROXIMATION})"),
         },
         LoadPrompt::Dataset { path, prompts } => {
-            format!("{} prompts from {}", prompts.len(), path.display())
+            let what = if l.conversation.is_some() {
+                "conversations"
+            } else {
+                "prompts"
+            };
+            format!("{} {what} from {}", prompts.len(), path.display())
         }
         LoadPrompt::SharedPrefix {
             prefix_tokens,
@@ -63,6 +68,17 @@ pub fn describe_load(gate: &Gate) -> String {
             )
         ),
     });
+    if let Some(c) = l.conversation {
+        parts.push(format!(
+            "sessions of {} turns, each with the conversation so far{}",
+            c.turns,
+            if c.think.is_zero() {
+                String::new()
+            } else {
+                format!(", {} think time", format_duration(c.think))
+            }
+        ));
+    }
     if l.flush_cache {
         parts.push("cache flushed before measuring".to_owned());
     }

@@ -174,7 +174,7 @@ impl GateMetrics {
         if let Some(rate) = self.cache_unasked {
             let _ = writeln!(
                 out,
-                "    note: the server's prefix cache served {:.0}% of this window's prompt tokens, though the load did not ask for reuse: its TTFT is largely of cached prompts (a load that measures reuse says so with `shared_prefix`; one that measures prefill gives each request its own prompt, `input_tokens`)",
+                "    note: the server's prefix cache served {:.0}% of this window's prompt tokens, though the load did not ask for reuse: its TTFT is largely of cached prompts (a load that measures reuse says so with `shared_prefix` or `conversation`; one that measures prefill gives each request its own prompt, `input_tokens`)",
                 100.0 * rate
             );
         }

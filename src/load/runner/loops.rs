@@ -1,6 +1,7 @@
 //! The loops one client thread runs over a window: closed (workers, each
-//! sending its next request when the previous one ends) and open (starts
-//! on the schedule, latency from each intended start).
+//! sending its next request when the previous one ends, or a conversation's
+//! next turn) and open (starts on the schedule, latency from each intended
+//! start).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,18 +11,19 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use super::breaker::Breaker;
-use super::request::send;
+use super::request::{Turn, send};
 use super::watch::Watch;
-use crate::client::{CallError, Client, ErrorKind};
+use crate::client::{CallError, Client, Completion, ErrorKind};
 use crate::load::metrics::{LATE_START, Recorder, Slo};
+use crate::load::workload::turn_prompt;
 use crate::random::SplitMix;
-use crate::suite::{Arrival, Gate};
+use crate::suite::{Arrival, Conversation, Gate, Message};
 
 /// A measured (or warm-up) window: when it stops, the index of its first
 /// request, how its count maps to request indices, how many requests have
 /// finished so far (for progress), the breaker that ends it early, and who
 /// watches it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Window {
     pub(super) bound: Bound,
     pub(super) first: u32,
@@ -49,7 +51,8 @@ impl Bound {
 }
 
 /// Runs `workers` closed-loop workers of `window` on this thread's runtime,
-/// taking request indices from `next` (shared by every thread).
+/// taking request indices from `next` (shared by every thread): each sends
+/// one request after another, or a conversation load's sessions.
 pub(super) async fn closed(
     client: &Client,
     gate: &Arc<Gate>,
@@ -57,41 +60,116 @@ pub(super) async fn closed(
     next: &Arc<AtomicU32>,
     window: &Window,
 ) -> Recorder {
-    let (bound, first, stride, salt) = (window.bound, window.first, window.stride, window.salt);
     let rec = Arc::new(Mutex::new(Recorder::new(gate.slo)));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers {
-        let (client, gate, next) = (client.clone(), Arc::clone(gate), Arc::clone(next));
-        let rec = Arc::clone(&rec);
-        let finished = Arc::clone(&window.finished);
-        let breaker = Arc::clone(&window.breaker);
-        let watch = Arc::clone(&window.watch);
+        let worker = Worker {
+            client: client.clone(),
+            gate: Arc::clone(gate),
+            next: Arc::clone(next),
+            rec: Arc::clone(&rec),
+            window: window.clone(),
+        };
         tasks.spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if !bound.allows(i, Instant::now()) || breaker.tripped().is_some() {
-                    break;
-                }
-                let result = send(
-                    &client,
-                    &gate,
-                    (first, salt),
-                    i * stride.1 + stride.0,
-                    &watch,
-                )
-                .await;
-                breaker.note(&result);
-                if let Ok(mut rec) = rec.lock() {
-                    match result {
-                        Ok(c) => rec.record(&c, Duration::ZERO, Duration::ZERO),
-                        Err(e) => rec.fail(&e),
-                    }
-                }
-                finished.fetch_add(1, Ordering::Relaxed);
+            match worker.gate.load.conversation {
+                None => worker.requests().await,
+                Some(c) => worker.sessions(c).await,
             }
         });
     }
     settle(tasks, rec, gate.slo, Vec::new(), "load worker").await
+}
+
+/// One closed-loop worker: what it sends with, where its record goes, and
+/// the window it sends in.
+struct Worker {
+    client: Client,
+    gate: Arc<Gate>,
+    next: Arc<AtomicU32>,
+    rec: Arc<Mutex<Recorder>>,
+    window: Window,
+}
+
+impl Worker {
+    /// Whether count `i` of the window may start now.
+    fn may_send(&self, i: u32) -> bool {
+        self.window.bound.allows(i, Instant::now()) && self.window.breaker.tripped().is_none()
+    }
+
+    /// The request index of count `i` within the window.
+    fn index(&self, i: u32) -> u32 {
+        i * self.window.stride.1 + self.window.stride.0
+    }
+
+    /// Sends count `i` and records what came of it.
+    async fn send(&self, i: u32, turn: Option<&Turn<'_>>) -> Result<Completion, CallError> {
+        let w = &self.window;
+        let result = send(
+            &self.client,
+            &self.gate,
+            (w.first, w.salt),
+            self.index(i),
+            &w.watch,
+            turn,
+        )
+        .await;
+        w.breaker.note(&result);
+        if let Ok(mut rec) = self.rec.lock() {
+            match &result {
+                Ok(c) => rec.record(c, Duration::ZERO, Duration::ZERO),
+                Err(e) => rec.fail(e),
+            }
+        }
+        w.finished.fetch_add(1, Ordering::Relaxed);
+        result
+    }
+
+    /// One request after another until the window ends.
+    async fn requests(self) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if !self.may_send(i) {
+                return;
+            }
+            // Recorded by `send`; nothing else follows from it.
+            let _ = self.send(i, None).await;
+        }
+    }
+
+    /// Sessions of `c.turns` requests until the window ends: each turn
+    /// sent after the answer before it and the think time, with every
+    /// message before it. A session takes its turns' counts at once, so
+    /// that they are consecutive requests; one whose turn failed ends there
+    /// (its next turn would carry no answer), and the next starts fresh.
+    async fn sessions(self, c: Conversation) {
+        loop {
+            let base = self.next.fetch_add(c.turns, Ordering::Relaxed);
+            let session = (self.window.first + self.index(base)) / c.turns;
+            let mut history: Vec<Message> = Vec::new();
+            for turn in 0..c.turns {
+                if turn > 0 && !c.think.is_zero() {
+                    tokio::time::sleep(c.think).await;
+                }
+                let i = base + turn;
+                if !self.may_send(i) {
+                    return;
+                }
+                let index = self.window.first + self.index(i);
+                let user = turn_prompt(&self.gate.load, (session, turn), index, self.window.salt);
+                let t = Turn {
+                    history: &history,
+                    user,
+                    more: turn + 1 < c.turns,
+                };
+                let Ok(answer) = self.send(i, Some(&t)).await else {
+                    break;
+                };
+                let user = Message::text("user", &t.user);
+                history.push(user);
+                history.push(Message::text("assistant", &answer.content));
+            }
+        }
+    }
 }
 
 /// Waits for a thread's load tasks to end, and hands back its record with
@@ -213,7 +291,7 @@ pub(super) async fn open(
         tasks.spawn(async move {
             let sent = Instant::now();
             let late = sent.saturating_duration_since(intended);
-            let result = send(&client, &gate, (first, salt), i, &watch).await;
+            let result = send(&client, &gate, (first, salt), i, &watch, None).await;
             breaker.note(&result);
             if permit.is_some()
                 && let Ok(mut e) = freed_end.lock()
@@ -271,5 +349,124 @@ mod tests {
                 .any(|w| w[1].saturating_sub(w[0]) > Duration::from_millis(30)),
             "exponential gaps vary"
         );
+    }
+}
+
+/// A conversation load's sessions, against a server that records what it
+/// was sent and answers each request with its number.
+#[cfg(test)]
+mod conversation_tests {
+    use std::sync::{Arc, Mutex};
+
+    use axum::extract::State;
+    use serde_json::Value;
+
+    use crate::client::Client;
+    use crate::load::runner::run_gate;
+    use crate::load::threads::Threads;
+    use crate::suite::{
+        Api, Conversation, Gate, Load, LoadPrompt, Pace, Sampling, Slo, Timeouts, VerdictMode,
+    };
+
+    type Seen = Arc<Mutex<Vec<Value>>>;
+
+    async fn answer(State(seen): State<Seen>, body: axum::Json<Value>) -> String {
+        let n = {
+            let mut seen = seen.lock().unwrap();
+            seen.push(body.0);
+            seen.len()
+        };
+        let chunk = serde_json::json!({"choices": [{"index": 0, "delta": {"content": format!("answer {n}")}, "finish_reason": "stop"}]});
+        let usage = serde_json::json!({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}});
+        format!("data: {chunk}\n\ndata: {usage}\n\ndata: [DONE]\n\n")
+    }
+
+    /// Each session's turns go one after another on one worker, each with
+    /// every message before it and the answers the server gave; a
+    /// dataset's sessions send each record's own turns, in order.
+    #[tokio::test]
+    async fn each_turn_carries_its_session_so_far() {
+        let seen = Seen::default();
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", axum::routing::post(answer))
+            .with_state(Arc::clone(&seen));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move { axum::serve(listener, app).await });
+        let client = Client::new(&base, Api::OpenAiChat, "m", None, Timeouts::default()).unwrap();
+        let records = vec![
+            vec!["a1".to_owned(), "a2".to_owned(), "a3".to_owned()],
+            vec!["b1".to_owned(), "b2".to_owned(), "b3".to_owned()],
+        ];
+        let gate = Gate {
+            name: "sessions".into(),
+            loc: crate::suite::node::Loc::default(),
+            load: Load {
+                requests: Some(6),
+                conversation: Some(Conversation {
+                    turns: 3,
+                    think: std::time::Duration::from_millis(5),
+                }),
+                ..Load::new(
+                    Pace::Closed { concurrency: 1 },
+                    LoadPrompt::Dataset {
+                        path: "d.jsonl".into(),
+                        prompts: Arc::new(records),
+                    },
+                    4,
+                )
+            },
+            sampling: Sampling {
+                max_tokens: Some(4),
+                ..Sampling::default()
+            },
+            thresholds: Vec::new(),
+            slo: Slo::default(),
+            repeats: 1,
+            verdict: VerdictMode::Mean,
+            recheck: None,
+            needs: None,
+            sweep: None,
+        };
+        let metrics = run_gate(&client, &gate, Threads::ONE).await.unwrap();
+        server.abort();
+        let sent: Vec<Value> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|b| b["messages"].clone())
+            .collect();
+        let m = |pairs: &[(&str, &str)]| {
+            Value::Array(
+                pairs
+                    .iter()
+                    .map(|(role, content)| serde_json::json!({"role": role, "content": content}))
+                    .collect(),
+            )
+        };
+        assert_eq!(
+            sent,
+            [
+                m(&[("user", "a1")]),
+                m(&[("user", "a1"), ("assistant", "answer 1"), ("user", "a2")]),
+                m(&[
+                    ("user", "a1"),
+                    ("assistant", "answer 1"),
+                    ("user", "a2"),
+                    ("assistant", "answer 2"),
+                    ("user", "a3")
+                ]),
+                m(&[("user", "b1")]),
+                m(&[("user", "b1"), ("assistant", "answer 4"), ("user", "b2")]),
+                m(&[
+                    ("user", "b1"),
+                    ("assistant", "answer 4"),
+                    ("user", "b2"),
+                    ("assistant", "answer 5"),
+                    ("user", "b3")
+                ]),
+            ]
+        );
+        assert_eq!(metrics.errors, 0);
     }
 }

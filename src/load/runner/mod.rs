@@ -273,7 +273,9 @@ pub(crate) async fn run_watched(
             ..ServerView::between(&b, &a)
         })
     });
-    let asked = matches!(load.prompt, crate::suite::LoadPrompt::SharedPrefix { .. });
+    // A shared prefix and a conversation's history are reuse asked for.
+    let asked = matches!(load.prompt, crate::suite::LoadPrompt::SharedPrefix { .. })
+        || load.conversation.is_some();
     metrics.cache_unasked = metrics
         .server
         .as_ref()

@@ -4,12 +4,28 @@
 use super::watch::Watch;
 use crate::client::{CallError, CallRequest, Client, Completion, ErrorKind, TokenSource};
 use crate::load::workload;
-use crate::suite::{Gate, Input};
+use crate::suite::{Gate, Input, Message};
 
-fn request(gate: &Gate, index: u32, salt: u64) -> CallRequest {
-    let prompt = workload::prompt(&gate.load, index, salt);
+/// A turn of a conversation load's session: the messages before it, the
+/// user's words, and whether another turn follows (its answer's text is
+/// then kept, to be sent back with it).
+pub(super) struct Turn<'a> {
+    pub(super) history: &'a [Message],
+    pub(super) user: String,
+    pub(super) more: bool,
+}
+
+fn request(gate: &Gate, index: u32, salt: u64, turn: Option<&Turn<'_>>) -> CallRequest {
+    let input = match turn {
+        None => Input::prompt(None, workload::prompt(&gate.load, index, salt)),
+        Some(t) => {
+            let mut messages = t.history.to_vec();
+            messages.push(Message::text("user", &t.user));
+            Input::Messages(messages)
+        }
+    };
     CallRequest {
-        input: Input::prompt(None, prompt),
+        input,
         sampling: gate.sampling.clone(),
         ignore_eos: gate.load.ignore_eos,
     }
@@ -65,17 +81,19 @@ fn checked(
     Ok(c)
 }
 
-/// Sends request `first + i` of a window salted `salt`: whole when its
-/// watch keeps it.
+/// Sends request `first + i` of a window salted `salt` (a session's turn
+/// when `turn` is given): whole when its watch keeps it or another turn
+/// needs its answer.
 pub(super) async fn send(
     client: &Client,
     gate: &Gate,
     (window_first, salt): (u32, u64),
     i: u32,
     watch: &Watch,
+    turn: Option<&Turn<'_>>,
 ) -> Result<Completion, CallError> {
     let index = window_first + i;
-    let req = request(gate, index, salt);
+    let req = request(gate, index, salt, turn);
     // The measured window starts after the warm-up's requests.
     let measured = window_first == gate.load.warmup && watch.wants(i);
     let audited = gate
@@ -83,7 +101,7 @@ pub(super) async fn send(
         .tokenizer
         .as_ref()
         .filter(|_| audited(&gate.load, salt, index));
-    let result = if measured || audited.is_some() {
+    let result = if measured || audited.is_some() || turn.is_some_and(|t| t.more) {
         client.sample(&req).await
     } else {
         client.measure(&req).await

@@ -7,7 +7,7 @@ use super::{Decoder, quoted_list};
 use crate::suite::diagnostics::{Diagnostic, did_you_mean};
 use crate::suite::metric::{Metric, MetricKey, all_keys};
 use crate::suite::model::{
-    Curve, CurveCheck, Gate, Load, LocatedThreshold, Probe, Recheck, Sampling, VerdictMode,
+    Api, Curve, CurveCheck, Gate, Load, LocatedThreshold, Probe, Recheck, Sampling, VerdictMode,
 };
 use crate::suite::node::{Node, Yaml};
 use crate::suite::threshold::{Bound, Op, Threshold, parse_comparison};
@@ -100,12 +100,15 @@ impl Decoder<'_> {
         y: &Yaml,
         defaults: &Sampling,
         probes: &[Probe],
+        api: Api,
     ) -> Option<(Vec<Gate>, Option<Curve>)> {
         let f = self.fields(y, "gate", &[GATE])?;
         let name = self
             .required(&f, "name", "gate")
             .and_then(|v| self.name(v, "gate name"));
-        let loaded = self.required(&f, "load", "gate").and_then(|v| self.load(v));
+        let loaded = self
+            .required(&f, "load", "gate")
+            .and_then(|v| self.load(v, api));
         let thresholds = self
             .required(&f, "thresholds", "gate")
             .and_then(|v| self.thresholds(v));

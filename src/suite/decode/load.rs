@@ -5,12 +5,14 @@
 
 use std::sync::Arc;
 
-use super::schema::gate::{LOAD, SHARED_PREFIX};
+use super::schema::gate::{CONVERSATION, LOAD, SHARED_PREFIX};
 use super::{Decoder, Fields};
 use crate::suite::Tokenizer;
 use crate::suite::dataset;
 use crate::suite::diagnostics::Diagnostic;
-use crate::suite::model::{Arrival, ClientThreads, Load, LoadPrompt, OnClientLimited, Pace};
+use crate::suite::model::{
+    Api, Arrival, ClientThreads, Conversation, Load, LoadPrompt, OnClientLimited, Pace,
+};
 use crate::suite::node::{Node, Yaml};
 
 /// Largest dataset read into memory.
@@ -216,7 +218,7 @@ impl Decoder<'_> {
         }
     }
 
-    pub(super) fn load(&mut self, y: &Yaml) -> Option<(Load, Vec<Level>)> {
+    pub(super) fn load(&mut self, y: &Yaml, api: Api) -> Option<(Load, Vec<Level>)> {
         let f = self.fields(y, "load", &[LOAD])?;
         let levels = self.pace(&f);
         let requests = f.get("requests").map(|v| self.count(v, "requests", 1));
@@ -251,7 +253,12 @@ impl Decoder<'_> {
                 .one_of(v, "client_limited", CLIENT_LIMITED)
                 .map(|w| OnClientLimited::parse(&w)),
         };
-        let prompt = self.workload(&f, y);
+        let mut prompt = self.workload(&f, y);
+        let conversation = match (f.get("conversation"), prompt.as_mut()) {
+            (Some(v), Some(p)) => self.conversation_load(v, &f, api, p).map(Some),
+            (Some(_), None) => None,
+            (None, _) => Some(None),
+        };
         let tokenizer = f
             .get("tokenizer")
             .map_or(Some(None), |v| self.tokenizer(v).map(Some));
@@ -270,11 +277,85 @@ impl Decoder<'_> {
             ignore_eos: ignore_eos?,
             flush_cache: flush_cache?,
             tokenizer: tokenizer?,
+            conversation: conversation?,
             abort_after: abort_after?,
             client_threads: client_threads?,
             client_limited: client_limited?,
         };
         Some((load, levels?))
+    }
+
+    /// `conversation: {turns: 3, think: 2s}`: a closed loop of sessions on
+    /// a chat API. A dataset's sessions are its records with that many user
+    /// turns (MT-Bench's have two), each sent in its order; other prompts
+    /// make a fresh user turn per request.
+    fn conversation_load(
+        &mut self,
+        y: &Yaml,
+        load: &Fields<'_>,
+        api: Api,
+        prompt: &mut LoadPrompt,
+    ) -> Option<Conversation> {
+        let f = self.fields(y, "conversation", &[CONVERSATION])?;
+        let turns_at = self.required(&f, "turns", "conversation")?;
+        let turns = self.count::<u32>(turns_at, "conversation.turns", 2)?;
+        let think = match f.get("think") {
+            Some(v) => self.duration(v, "conversation.think")?,
+            None => std::time::Duration::ZERO,
+        };
+        let mut refused = false;
+        let mut refuse = |d: &mut Self, loc, message: String, expected: &str| {
+            d.error(Diagnostic::new(loc, message).expected(expected));
+            refused = true;
+        };
+        if api != Api::OpenAiChat {
+            refuse(
+                self,
+                y.loc,
+                format!(
+                    "`conversation` needs `api: openai-chat`; this suite uses {}",
+                    api.name()
+                ),
+                "a chat suite: each turn carries the conversation so far as messages",
+            );
+        }
+        if let Some(k) = load.key("rate") {
+            refuse(
+                self,
+                k.loc,
+                "`conversation` goes with a closed loop (`concurrency`), not `rate`".into(),
+                "`concurrency: N`: N sessions at once, each turn sent when the answer before it (and the think time) ended",
+            );
+        }
+        if let Some(k) = load.key("shared_prefix") {
+            refuse(
+                self,
+                k.loc,
+                "`shared_prefix` does not go with `conversation`".into(),
+                "a conversation's shared prefix is its own history: drop `shared_prefix`",
+            );
+        }
+        if let LoadPrompt::Dataset { path, prompts } = prompt {
+            let long: Vec<Vec<String>> = prompts
+                .iter()
+                .filter(|r| r.len() >= turns as usize)
+                .cloned()
+                .collect();
+            if long.is_empty() {
+                let most = prompts.iter().map(Vec::len).max().unwrap_or(0);
+                refuse(
+                    self,
+                    turns_at.loc,
+                    format!(
+                        "no record of {} has {turns} user turns (the most is {most})",
+                        path.display()
+                    ),
+                    "`turns` no more than the records' own user turns (MT-Bench's have 2)",
+                );
+            }
+            *prompts = Arc::new(long);
+        }
+        (!refused).then_some(Conversation { turns, think })
     }
 
     /// `client_threads: auto` or a count.

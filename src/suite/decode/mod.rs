@@ -237,7 +237,9 @@ impl<'e> Decoder<'e> {
         let (gates, curves): (Vec<Vec<Gate>>, Vec<Option<Curve>>) = f
             .get("performance")
             .map_or(Vec::new(), |y| {
-                self.items(y, "performance", |d, item| d.gate(item, &defaults, &probes))
+                self.items(y, "performance", |d, item| {
+                    d.gate(item, &defaults, &probes, api)
+                })
             })
             .into_iter()
             .unzip();

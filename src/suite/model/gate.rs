@@ -153,8 +153,8 @@ pub enum LoadPrompt {
     Dataset {
         /// The file, for reports.
         path: PathBuf,
-        /// Its prompts.
-        prompts: Arc<Vec<String>>,
+        /// Each record's user turns, in order (at least one).
+        prompts: Arc<Vec<Vec<String>>>,
     },
     /// A prefix shared by every request of a group, then a unique suffix.
     SharedPrefix {
@@ -221,6 +221,9 @@ pub struct Load {
     pub flush_cache: bool,
     /// Cuts synthetic prompts to their exact token counts.
     pub tokenizer: Option<Tokenizer>,
+    /// Requests come in sessions of several turns, each carrying the
+    /// conversation so far.
+    pub conversation: Option<Conversation>,
     /// Stop the gate after this many consecutive requests failed the same
     /// way (timed out, stalled, or could not connect); 0 never stops.
     pub abort_after: u32,
@@ -247,11 +250,24 @@ impl Load {
             ignore_eos: false,
             flush_cache: false,
             tokenizer: None,
+            conversation: None,
             abort_after: 3,
             client_threads: ClientThreads::Auto,
             client_limited: None,
         }
     }
+}
+
+/// A conversation load's sessions: each worker sends a session's turns
+/// one after another, every turn with the messages before it (the model's
+/// own answers among them), so that a prefix cache serves what the
+/// conversation already said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Conversation {
+    /// Requests of each session.
+    pub turns: u32,
+    /// A user's pause between an answer and the next turn.
+    pub think: Duration,
 }
 
 /// How many client threads drive a gate's load, each with a runtime of its

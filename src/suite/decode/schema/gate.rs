@@ -382,6 +382,25 @@ pub(in crate::suite::decode) const LOAD: &[Field] = &[
         value: string,
         doc: "A Hugging Face `tokenizer.json` that cuts synthetic prompts to exactly `input_tokens`.",
     },
+    Field {
+        key: "conversation",
+        value: || with_required(object(&[CONVERSATION]), &["turns"]),
+        doc: "Sessions of several turns (closed loop, chat API): each worker sends a session's turns in order, each with the conversation so far, the model's answers included.",
+    },
+];
+
+/// A load's `conversation:`.
+pub(in crate::suite::decode) const CONVERSATION: &[Field] = &[
+    Field {
+        key: "turns",
+        value: || count(2),
+        doc: "Requests of each session, each with the messages before it (a dataset's records with that many user turns).",
+    },
+    Field {
+        key: "think",
+        value: duration,
+        doc: "A user's pause between an answer and the session's next turn (default none).",
+    },
 ];
 
 /// A load's `shared_prefix:`.
