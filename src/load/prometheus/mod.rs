@@ -274,7 +274,7 @@ impl ServerView {
             }),
             Metric::ServerCacheHitRate => Some(match self.cache {
                 None => "/metrics has neither sglang:prompt_tokens_total nor vllm:prefix_cache_queries_total".to_owned(),
-                Some((_, p)) if p <= 0.0 => "the server counted no prompt tokens in the window".to_owned(),
+                Some((_, p)) if p <= 0.0 => "the server counted no prompt tokens in the window (vLLM counts only those looked up in its prefix cache: none with the cache off)".to_owned(),
                 Some((c, p)) => format!("the server's counters cannot be believed: {c:.0} prompt tokens cached of {p:.0}"),
             }),
             Metric::ServerCudaGraphShare => Some(match self.cuda_graph {
