@@ -527,6 +527,78 @@ async fn dataset_and_shared_prefix_workloads() {
     assert!(m.input_tokens.unwrap() >= 4 * 72, "{:?}", m.input_tokens);
 }
 
+/// `output_tokens: dataset`: each request asks for as many tokens as its
+/// record's answer holds, counted by the load's tokenizer; with
+/// `ignore_eos` the server generates exactly the dataset's answers' tokens.
+#[cfg(feature = "tokenizers")]
+#[tokio::test]
+async fn each_request_asks_for_its_records_answer_length() {
+    let path = "fixtures/datasets/conversations.jsonl";
+    let tokenizer =
+        servegate::suite::Tokenizer::load(Path::new("fixtures/tokenizers/words.json")).unwrap();
+    let lengths: Vec<u64> = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            let answer = record["conversations"][1]["value"].as_str().unwrap();
+            tokenizer.count(answer).unwrap() as u64
+        })
+        .collect();
+    let gate = one_gate(
+        &format!(
+            "{{concurrency: 2, requests: 16, dataset: {path}, output_tokens: dataset, ignore_eos: true, tokenizer: fixtures/tokenizers/words.json}}"
+        ),
+        "",
+    );
+    assert_eq!(
+        u64::from(gate.load.output_tokens),
+        *lengths.iter().max().unwrap()
+    );
+    let s = simulator(FAST);
+    let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
+    assert_eq!(m.completed, 16);
+    assert_eq!(m.output_tokens, lengths.iter().sum::<u64>(), "{lengths:?}");
+}
+
+/// `output_tokens: dataset` where no answer can give the length: no
+/// dataset, a conversation, a record without an answer, answers of text
+/// and no tokenizer to count them.
+#[test]
+fn output_lengths_from_a_dataset_need_its_answers() {
+    let err = |load: &str| {
+        load_text(
+            Path::new("t.yaml"),
+            &format!("target: {{base_url: sim, api: openai-chat}}\nperformance:\n  - name: g\n    load: {load}\n    thresholds: {{errors: \"== 0\"}}\n"),
+            &|_| None,
+        )
+        .unwrap_err()
+    };
+    let cases = [
+        (
+            "{requests: 1, input_tokens: 4, output_tokens: dataset}",
+            "`output_tokens: dataset` needs a `dataset`",
+        ),
+        (
+            "{requests: 1, dataset: fixtures/datasets/conversations.jsonl, output_tokens: dataset, conversation: {turns: 2}}",
+            "`conversation` does not go with `output_tokens: dataset`",
+        ),
+        (
+            "{requests: 1, dataset: fixtures/datasets/mt-bench.jsonl, output_tokens: dataset}",
+            "line 1 of the dataset keeps no answer",
+        ),
+        (
+            "{requests: 1, dataset: fixtures/datasets/conversations.jsonl, output_tokens: dataset}",
+            "the dataset's answers are text (line 1 first): counting them needs a `tokenizer`",
+        ),
+    ];
+    for (load, expected) in cases {
+        let e = err(load);
+        assert!(e.contains(expected), "{load}: {e}");
+        assert!(e.contains("--> t.yaml:4:"), "{e}");
+    }
+}
+
 #[test]
 fn a_bad_dataset_is_a_suite_error_at_its_line() {
     let err = load_text(

@@ -477,6 +477,7 @@ fn the_decoder_and_the_schema_agree_on_every_key() {
         "an expected value",
         "assertion",
         "code",
+        "conversation",
         "dataset",
         "dataset.extract",
         "defaults",

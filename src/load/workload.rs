@@ -75,6 +75,17 @@ pub fn prompt(load: &Load, index: u32, salt: u64) -> String {
     }
 }
 
+/// The `max_tokens` of request `index` when a dataset's answers set it
+/// (`output_tokens: dataset`): its record's answer's length.
+pub fn output_tokens(load: &Load, index: u32) -> Option<u32> {
+    match &load.prompt {
+        LoadPrompt::Dataset {
+            outputs: Some(o), ..
+        } => o.get(index as usize % o.len().max(1)).copied(),
+        _ => None,
+    }
+}
+
 /// The user's words in turn `turn` of session `session` of a conversation
 /// load, request `index` of a window salted `salt`: a dataset record's own
 /// turn (the decoder kept only records with enough of them), else the
@@ -126,6 +137,7 @@ mod tests {
         let w = LoadPrompt::Dataset {
             path: "d".into(),
             prompts: Arc::new(vec![vec!["x".into()], vec!["y".into(), "y2".into()]]),
+            outputs: None,
         };
         assert_eq!(
             [
@@ -138,6 +150,17 @@ mod tests {
         let l = load_of(w, None);
         assert_eq!(turn_prompt(&l, (1, 1), 9, 0), "y2");
         assert_eq!(turn_prompt(&l, (3, 0), 9, 0), "y");
+        assert_eq!(output_tokens(&l, 1), None);
+        let answered = LoadPrompt::Dataset {
+            path: "d".into(),
+            prompts: Arc::new(vec![vec!["x".into()], vec!["y".into()]]),
+            outputs: Some(Arc::new(vec![7, 300])),
+        };
+        let a = load_of(answered, None);
+        assert_eq!(
+            [output_tokens(&a, 0), output_tokens(&a, 3)],
+            [Some(7), Some(300)]
+        );
         let synthetic = load_of(LoadPrompt::Tokens(8), None);
         assert_eq!(
             turn_prompt(&synthetic, (0, 1), 5, 3),

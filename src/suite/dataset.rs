@@ -79,23 +79,45 @@ pub(crate) fn code_problems(text: &str) -> Result<Vec<CodeProblem>, String> {
     Ok(problems)
 }
 
+/// One record of a load's dataset: its user turns (at least one) and, when
+/// it has one, the answer it was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Its user turns, in order.
+    pub turns: Vec<String>,
+    /// The answer the record keeps.
+    pub answer: Option<Answer>,
+    /// Where it is: `line 3`, `item 3`.
+    pub at: String,
+}
+
+/// A record's answer, for the length a request asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Its text (`ShareGPT`'s first `gpt` turn after the first human one, or
+    /// `completion`), counted by the load's tokenizer.
+    Text(String),
+    /// Its length given (`output_tokens`), as a trace of requests keeps it.
+    Tokens(u32),
+}
+
 /// Reads prompts: JSONL (`{"prompt": "…"}` lines, ShareGPT-style
 /// `{"conversations": [{"from": "human", "value": "…"}, …]}` lines, or
 /// MT-Bench's `{"turns": ["…", …]}`), or a JSON array of such records (the
 /// `.json` files of `ShareGPT` ship). Each record gives its user turns in
-/// order: a single-turn load sends the first, a conversation load every one.
-/// Blank lines are skipped; errors name the line or the item.
-pub fn prompts(text: &str) -> Result<Vec<Vec<String>>, String> {
-    let prompts = if text.trim_start().starts_with('[') {
+/// order (a single-turn load sends the first, a conversation load every
+/// one) and its answer where it has one. Blank lines are skipped; errors
+/// name the line or the item.
+pub fn prompts(text: &str) -> Result<Vec<Record>, String> {
+    let values: Vec<(String, serde_json::Value)> = if text.trim_start().starts_with('[') {
         let items: Vec<serde_json::Value> =
             serde_json::from_str(text).map_err(|e| format!("not a JSON array of records: {e}"))?;
-        items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| turns_of(item).ok_or_else(|| format!("item {}: {NO_PROMPT}", i + 1)))
-            .collect::<Result<Vec<_>, _>>()?
+        (1..)
+            .zip(items)
+            .map(|(i, v)| (format!("item {i}"), v))
+            .collect()
     } else {
-        let mut prompts = Vec::new();
+        let mut values = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() {
@@ -103,18 +125,52 @@ pub fn prompts(text: &str) -> Result<Vec<Vec<String>>, String> {
             }
             let value: serde_json::Value =
                 serde_json::from_str(line).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
-            prompts.push(turns_of(&value).ok_or_else(|| format!("line {}: {NO_PROMPT}", i + 1))?);
+            values.push((format!("line {}", i + 1), value));
         }
-        prompts
+        values
     };
-    if prompts.is_empty() {
+    let records = values
+        .into_iter()
+        .map(|(at, value)| {
+            let turns = turns_of(&value).ok_or_else(|| format!("{at}: {NO_PROMPT}"))?;
+            let answer = answer_of(&value).map_err(|e| format!("{at}: {e}"))?;
+            Ok(Record { turns, answer, at })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    if records.is_empty() {
         return Err("the dataset has no prompts".into());
     }
-    Ok(prompts)
+    Ok(records)
 }
 
 const NO_PROMPT: &str =
     "expected a `prompt` string, `conversations` with a human turn, or MT-Bench's `turns`";
+
+/// A record's answer: `output_tokens` (a count), `completion` (text), or
+/// `ShareGPT`'s first `gpt` (or `assistant`) turn after its first human one.
+fn answer_of(value: &serde_json::Value) -> Result<Option<Answer>, String> {
+    if let Some(n) = value.get("output_tokens") {
+        return n
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| *n > 0)
+            .map(|n| Some(Answer::Tokens(n)))
+            .ok_or_else(|| format!("`output_tokens` is {n}, not a count of tokens above 0"));
+    }
+    if let Some(c) = value.get("completion").and_then(|c| c.as_str()) {
+        return Ok(Some(Answer::Text(c.to_owned())));
+    }
+    let Some(turns) = value.get("conversations").and_then(|c| c.as_array()) else {
+        return Ok(None);
+    };
+    let from = |t: &serde_json::Value| t.get("from").and_then(|f| f.as_str()).map(str::to_owned);
+    Ok(turns
+        .iter()
+        .skip_while(|t| !matches!(from(t).as_deref(), Some("human" | "user")))
+        .find(|t| matches!(from(t).as_deref(), Some("gpt" | "assistant")))
+        .and_then(|t| t.get("value")?.as_str())
+        .map(|a| Answer::Text(a.to_owned())))
+}
 
 /// The user turns of one record, at least one: its `prompt`, its human
 /// turns (`conversations` of a `ShareGPT` file), or MT-Bench's `turns`.
@@ -189,9 +245,27 @@ mod tests {
     #[test]
     fn prompts_in_both_shapes() {
         let text = "{\"prompt\": \"a\"}\n\n{\"conversations\": [{\"from\": \"system\", \"value\": \"s\"}, {\"from\": \"human\", \"value\": \"b\"}, {\"from\": \"gpt\", \"value\": \"c\"}, {\"from\": \"human\", \"value\": \"b2\"}]}\n{\"question_id\": 81, \"turns\": [\"d\", \"e\"]}\n";
+        let records = prompts(text).unwrap();
+        let turns: Vec<Vec<String>> = records.iter().map(|r| r.turns.clone()).collect();
+        assert_eq!(turns, [vec!["a"], vec!["b", "b2"], vec!["d", "e"]]);
+        assert_eq!(records[1].answer, Some(Answer::Text("c".into())));
         assert_eq!(
-            prompts(text).unwrap(),
-            [vec!["a"], vec!["b", "b2"], vec!["d", "e"]]
+            (records[0].answer.as_ref(), records[1].at.as_str()),
+            (None, "line 3")
+        );
+        let lengths = "{\"prompt\": \"a\", \"output_tokens\": 12}\n{\"prompt\": \"b\", \"completion\": \"c d\"}\n";
+        let answers: Vec<Option<Answer>> = prompts(lengths)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.answer)
+            .collect();
+        assert_eq!(
+            answers,
+            [Some(Answer::Tokens(12)), Some(Answer::Text("c d".into()))]
+        );
+        assert_eq!(
+            prompts("{\"prompt\": \"a\", \"output_tokens\": 0}").unwrap_err(),
+            "line 1: `output_tokens` is 0, not a count of tokens above 0"
         );
         assert!(
             prompts("{\"turns\": []}\n")
@@ -206,7 +280,12 @@ mod tests {
     #[test]
     fn sharegpt_json_arrays() {
         let text = "[{\"id\": \"x\", \"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}]},\n {\"prompt\": \"p\"}]";
-        assert_eq!(prompts(text).unwrap(), [["hi"], ["p"]]);
+        let turns: Vec<Vec<String>> = prompts(text)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.turns)
+            .collect();
+        assert_eq!(turns, [["hi"], ["p"]]);
         assert_eq!(
             prompts("[{\"prompt\": 1}]").unwrap_err(),
             format!("item 1: {NO_PROMPT}")

@@ -37,8 +37,16 @@ pub fn describe_load(gate: &Gate) -> String {
     if l.warmup > 0 {
         parts.push(format!("after {} warm-up", l.warmup));
     }
+    let own = matches!(
+        l.prompt,
+        LoadPrompt::Dataset {
+            outputs: Some(_),
+            ..
+        }
+    );
     parts.push(format!(
-        "{} output tokens{}",
+        "{}{} output tokens{}",
+        if own { "up to " } else { "" },
         l.output_tokens,
         if l.ignore_eos { " (ignore_eos)" } else { "" }
     ));
@@ -48,13 +56,22 @@ pub fn describe_load(gate: &Gate) -> String {
             Some(t) => format!("{n} input tokens (synthetic, cut to length by {})", t.path().display()),
             None => format!("~{n} input tokens ({PROMPT_APPROXIMATION})"),
         },
-        LoadPrompt::Dataset { path, prompts } => {
+        LoadPrompt::Dataset {
+            path,
+            prompts,
+            outputs,
+        } => {
             let what = if l.conversation.is_some() {
                 "conversations"
             } else {
                 "prompts"
             };
-            format!("{} {what} from {}", prompts.len(), path.display())
+            let lengths = outputs.as_ref().map_or_else(String::new, |o| {
+                let sum: u64 = o.iter().map(|&n| u64::from(n)).sum();
+                let mean = sum / u64::try_from(o.len().max(1)).unwrap_or(1);
+                format!(", each asking for its answer's length (mean {mean} tokens)")
+            });
+            format!("{} {what} from {}{lengths}", prompts.len(), path.display())
         }
         LoadPrompt::SharedPrefix {
             prefix_tokens,

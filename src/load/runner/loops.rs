@@ -412,6 +412,7 @@ mod conversation_tests {
                     LoadPrompt::Dataset {
                         path: "d.jsonl".into(),
                         prompts: Arc::new(records),
+                        outputs: None,
                     },
                     4,
                 )

@@ -24,9 +24,13 @@ fn request(gate: &Gate, index: u32, salt: u64, turn: Option<&Turn<'_>>) -> CallR
             Input::Messages(messages)
         }
     };
+    let mut sampling = gate.sampling.clone();
+    if let Some(n) = workload::output_tokens(&gate.load, index) {
+        sampling.max_tokens = Some(n);
+    }
     CallRequest {
         input,
-        sampling: gate.sampling.clone(),
+        sampling,
         ignore_eos: gate.load.ignore_eos,
     }
 }

@@ -127,7 +127,12 @@ impl Decoder<'_> {
 
     /// Exactly one of `prompt`, `input_tokens` or `dataset`; `shared_prefix`
     /// goes with `input_tokens` (the length of each request's own suffix).
-    fn workload(&mut self, f: &Fields<'_>, y: &Yaml) -> Option<LoadPrompt> {
+    /// A dataset's records come too, for their answers.
+    fn workload(
+        &mut self,
+        f: &Fields<'_>,
+        y: &Yaml,
+    ) -> Option<(LoadPrompt, Option<Vec<dataset::Record>>)> {
         let given: Vec<&str> = ["prompt", "input_tokens", "dataset"]
             .into_iter()
             .filter(|k| f.get(k).is_some())
@@ -157,16 +162,18 @@ impl Decoder<'_> {
                     "`shared_prefix` goes with `input_tokens`, not a fixed prompt",
                 ));
             }
-            return self.text(p, "prompt").map(LoadPrompt::Text);
+            return self.text(p, "prompt").map(|p| (LoadPrompt::Text(p), None));
         }
         if let Some(d) = f.get("dataset") {
-            return self.dataset(d);
+            return self
+                .dataset(d)
+                .map(|(prompt, records)| (prompt, Some(records)));
         }
         let tokens = f
             .get("input_tokens")
             .and_then(|n| self.count(n, "input_tokens", 1))?;
         let Some(sp) = f.get("shared_prefix") else {
-            return Some(LoadPrompt::Tokens(tokens));
+            return Some((LoadPrompt::Tokens(tokens), None));
         };
         let sf = self.fields(sp, "shared_prefix", &[SHARED_PREFIX])?;
         let prefix_tokens = self
@@ -175,11 +182,14 @@ impl Decoder<'_> {
         let groups = sf
             .get("groups")
             .map_or(Some(1), |v| self.count(v, "shared_prefix.groups", 1));
-        Some(LoadPrompt::SharedPrefix {
-            prefix_tokens: prefix_tokens?,
-            groups: groups?,
-            suffix_tokens: tokens,
-        })
+        Some((
+            LoadPrompt::SharedPrefix {
+                prefix_tokens: prefix_tokens?,
+                groups: groups?,
+                suffix_tokens: tokens,
+            },
+            None,
+        ))
     }
 
     fn tokenizer(&mut self, y: &Yaml) -> Option<Tokenizer> {
@@ -193,7 +203,7 @@ impl Decoder<'_> {
         }
     }
 
-    fn dataset(&mut self, y: &Yaml) -> Option<LoadPrompt> {
+    fn dataset(&mut self, y: &Yaml) -> Option<(LoadPrompt, Vec<dataset::Record>)> {
         let path = self.file(y, "dataset")?;
         let text = match std::fs::metadata(&path) {
             Ok(m) if m.len() > MAX_DATASET_BYTES => Err(format!(
@@ -203,10 +213,14 @@ impl Decoder<'_> {
             _ => std::fs::read_to_string(&path).map_err(|e| e.to_string()),
         };
         match text.and_then(|t| dataset::prompts(&t)) {
-            Ok(prompts) => Some(LoadPrompt::Dataset {
-                path,
-                prompts: Arc::new(prompts),
-            }),
+            Ok(records) => Some((
+                LoadPrompt::Dataset {
+                    path,
+                    prompts: Arc::new(records.iter().map(|r| r.turns.clone()).collect()),
+                    outputs: None,
+                },
+                records,
+            )),
             Err(e) => {
                 self.error(
                     Diagnostic::new(y.loc, format!("invalid dataset {}: {e}", path.display())).expected(
@@ -232,9 +246,14 @@ impl Decoder<'_> {
         let warmup = f
             .get("warmup")
             .map_or(Some(0), |v| self.count(v, "warmup", 0));
-        let output_tokens = self
-            .required(&f, "output_tokens", "load")
-            .and_then(|v| self.count(v, "output_tokens", 1));
+        let output_at = self.required(&f, "output_tokens", "load");
+        let from_answers =
+            output_at.is_some_and(|v| matches!(&v.node, Node::Str(s) if s == "dataset"));
+        let output_tokens = match output_at {
+            Some(_) if from_answers => Some(1),
+            Some(v) => self.count(v, "output_tokens", 1),
+            None => None,
+        };
         let ignore_eos = f
             .get("ignore_eos")
             .map_or(Some(false), |v| self.boolean(v, "ignore_eos"));
@@ -253,15 +272,29 @@ impl Decoder<'_> {
                 .one_of(v, "client_limited", CLIENT_LIMITED)
                 .map(|w| OnClientLimited::parse(&w)),
         };
-        let mut prompt = self.workload(&f, y);
+        let (mut prompt, records) = self.workload(&f, y).unzip();
+        let tokenizer = f
+            .get("tokenizer")
+            .map_or(Some(None), |v| self.tokenizer(v).map(Some));
+        let mut output_tokens = output_tokens;
+        if let (Some(at), true) = (output_at, from_answers) {
+            let lengths = self.answer_lengths(
+                at,
+                records.flatten(),
+                tokenizer.as_ref(),
+                f.key("conversation").map(|k| k.loc),
+            );
+            output_tokens = lengths.as_ref().and_then(|l| l.iter().max().copied());
+            if let (Some(LoadPrompt::Dataset { outputs, .. }), Some(l)) = (prompt.as_mut(), lengths)
+            {
+                *outputs = Some(Arc::new(l));
+            }
+        }
         let conversation = match (f.get("conversation"), prompt.as_mut()) {
             (Some(v), Some(p)) => self.conversation_load(v, &f, api, p).map(Some),
             (Some(_), None) => None,
             (None, _) => Some(None),
         };
-        let tokenizer = f
-            .get("tokenizer")
-            .map_or(Some(None), |v| self.tokenizer(v).map(Some));
         // Outer `None`: not given; inner `None`: given but invalid (reported).
         let (requests, duration) = match (requests, duration) {
             (None, None) | (Some(None), _) | (_, Some(None)) => return None,
@@ -283,6 +316,69 @@ impl Decoder<'_> {
             client_limited: client_limited?,
         };
         Some((load, levels?))
+    }
+
+    /// `output_tokens: dataset`: each record's answer's length, its own
+    /// (`output_tokens`) or its text's by the load's tokenizer; every
+    /// record must have one.
+    fn answer_lengths(
+        &mut self,
+        at: &Yaml,
+        records: Option<Vec<dataset::Record>>,
+        tokenizer: Option<&Option<Tokenizer>>,
+        conversation: Option<crate::suite::node::Loc>,
+    ) -> Option<Vec<u32>> {
+        let Some(records) = records else {
+            self.error(
+                Diagnostic::new(at.loc, "`output_tokens: dataset` needs a `dataset`").expected(
+                    "a dataset whose records keep their answers, or a count: `output_tokens: 128`",
+                ),
+            );
+            return None;
+        };
+        if let Some(loc) = conversation {
+            self.error(
+                Diagnostic::new(
+                    loc,
+                    "`conversation` does not go with `output_tokens: dataset`",
+                )
+                .expected("a count of output tokens for every turn: `output_tokens: 128`"),
+            );
+            return None;
+        }
+        let mut lengths = Vec::with_capacity(records.len());
+        for r in &records {
+            let n = match (&r.answer, tokenizer) {
+                (Some(dataset::Answer::Tokens(n)), _) => Some(*n),
+                (Some(dataset::Answer::Text(text)), Some(Some(t))) => {
+                    let n = t.count(text);
+                    if n.is_none() {
+                        self.error(Diagnostic::new(
+                            at.loc,
+                            format!("the tokenizer could not split the answer of {}", r.at),
+                        ));
+                    }
+                    n.map(|n| u32::try_from(n.max(1)).unwrap_or(u32::MAX))
+                }
+                (Some(dataset::Answer::Text(_)), Some(None)) => {
+                    self.error(
+                        Diagnostic::new(at.loc, format!("the dataset's answers are text ({} first): counting them needs a `tokenizer`", r.at))
+                            .expected("the model's `tokenizer.json` beside `dataset`, which counts each answer's tokens"),
+                    );
+                    return None;
+                }
+                (Some(_), None) => return None,
+                (None, _) => {
+                    self.error(
+                        Diagnostic::new(at.loc, format!("{} of the dataset keeps no answer", r.at))
+                            .expected("every record with `output_tokens`, `completion`, or a ShareGPT `gpt` turn after its human one"),
+                    );
+                    return None;
+                }
+            };
+            lengths.push(n?);
+        }
+        Some(lengths)
     }
 
     /// `conversation: {turns: 3, think: 2s}`: a closed loop of sessions on
@@ -335,7 +431,7 @@ impl Decoder<'_> {
                 "a conversation's shared prefix is its own history: drop `shared_prefix`",
             );
         }
-        if let LoadPrompt::Dataset { path, prompts } = prompt {
+        if let LoadPrompt::Dataset { path, prompts, .. } = prompt {
             let long: Vec<Vec<String>> = prompts
                 .iter()
                 .filter(|r| r.len() >= turns as usize)

@@ -155,6 +155,9 @@ pub enum LoadPrompt {
         path: PathBuf,
         /// Each record's user turns, in order (at least one).
         prompts: Arc<Vec<Vec<String>>>,
+        /// Each record's answer's length in tokens, asked of its request
+        /// as `max_tokens` (`output_tokens: dataset`).
+        outputs: Option<Arc<Vec<u32>>>,
     },
     /// A prefix shared by every request of a group, then a unique suffix.
     SharedPrefix {
@@ -212,7 +215,8 @@ pub struct Load {
     pub warmup: u32,
     /// What each request sends.
     pub prompt: LoadPrompt,
-    /// Output tokens asked for (`max_tokens`).
+    /// Output tokens asked for (`max_tokens`); the most of any request
+    /// when a dataset's answers set each request's own.
     pub output_tokens: u32,
     /// Ask the server to ignore end-of-sequence so every request generates
     /// exactly `output_tokens`.

@@ -339,8 +339,8 @@ pub(in crate::suite::decode) const LOAD: &[Field] = &[
     },
     Field {
         key: "output_tokens",
-        value: || count(1),
-        doc: "`max_tokens` of every request.",
+        value: || json!({"anyOf": [count(1), {"const": "dataset"}]}),
+        doc: "`max_tokens` of every request; `dataset`: each request's record's answer's length (its `output_tokens`, or its `completion` or ShareGPT `gpt` turn counted by `tokenizer`).",
     },
     Field {
         key: "ignore_eos",
