@@ -86,14 +86,20 @@ pub fn output_tokens(load: &Load, index: u32) -> Option<u32> {
     }
 }
 
-/// The user's words in turn `turn` of session `session` of a conversation
-/// load, request `index` of a window salted `salt`: a dataset record's own
-/// turn (the decoder kept only records with enough of them), else the
-/// load's prompt for the request.
-pub fn turn_prompt(load: &Load, (session, turn): (u32, u32), index: u32, salt: u64) -> String {
+/// The user's words in turn `turn` of a conversation load's session in
+/// `slot`, request `index` of a window salted `salt`: a dataset record's
+/// own turn (the decoder kept only records with enough of them), else the
+/// load's prompt for the request. The records a window's sessions send
+/// start at one drawn from its salt, so that no window, repeat, gate or
+/// earlier run that sent the same records finds its sessions in the cache;
+/// slot 0 is that record, slot -1 the one before it.
+pub fn turn_prompt(load: &Load, (slot, turn): (i64, u32), index: u32, salt: u64) -> String {
     match &load.prompt {
         LoadPrompt::Dataset { prompts, .. } => {
-            let record = &prompts[session as usize % prompts.len()];
+            let len = u64::try_from(prompts.len().max(1)).unwrap_or(1);
+            let first = i64::try_from(salt % len).unwrap_or(0);
+            let at = (first + slot).rem_euclid(i64::try_from(len).unwrap_or(1));
+            let record = &prompts[usize::try_from(at).unwrap_or(0)];
             record[(turn as usize).min(record.len() - 1)].clone()
         }
         _ => prompt(load, index, salt),
@@ -150,6 +156,11 @@ mod tests {
         let l = load_of(w, None);
         assert_eq!(turn_prompt(&l, (1, 1), 9, 0), "y2");
         assert_eq!(turn_prompt(&l, (3, 0), 9, 0), "y");
+        // The window's salt picks its first record; the warm-up's slots
+        // count back from the one before it.
+        assert_eq!(turn_prompt(&l, (0, 1), 9, 1), "y2");
+        assert_eq!(turn_prompt(&l, (-1, 0), 9, 1), "x");
+        assert_eq!(turn_prompt(&l, (-1, 1), 9, 0), "y2");
         assert_eq!(output_tokens(&l, 1), None);
         let answered = LoadPrompt::Dataset {
             path: "d".into(),

@@ -99,6 +99,8 @@ pub enum Answer {
     Text(String),
     /// Its length given (`output_tokens`), as a trace of requests keeps it.
     Tokens(u32),
+    /// A length given that is none (why).
+    Unusable(String),
 }
 
 /// Reads prompts: JSONL (`{"prompt": "…"}` lines, ShareGPT-style
@@ -133,7 +135,7 @@ pub fn prompts(text: &str) -> Result<Vec<Record>, String> {
         .into_iter()
         .map(|(at, value)| {
             let turns = turns_of(&value).ok_or_else(|| format!("{at}: {NO_PROMPT}"))?;
-            let answer = answer_of(&value).map_err(|e| format!("{at}: {e}"))?;
+            let answer = answer_of(&value);
             Ok(Record { turns, answer, at })
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -148,28 +150,35 @@ const NO_PROMPT: &str =
 
 /// A record's answer: `output_tokens` (a count), `completion` (text), or
 /// `ShareGPT`'s first `gpt` (or `assistant`) turn after its first human one.
-fn answer_of(value: &serde_json::Value) -> Result<Option<Answer>, String> {
+/// A count that is none is kept as what is wrong with it: only a load that
+/// asks for the answers' lengths reads it.
+fn answer_of(value: &serde_json::Value) -> Option<Answer> {
     if let Some(n) = value.get("output_tokens") {
-        return n
-            .as_u64()
-            .and_then(|n| u32::try_from(n).ok())
-            .filter(|n| *n > 0)
-            .map(|n| Some(Answer::Tokens(n)))
-            .ok_or_else(|| format!("`output_tokens` is {n}, not a count of tokens above 0"));
+        return Some(
+            n.as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|n| *n > 0)
+                .map_or_else(
+                    || {
+                        Answer::Unusable(format!(
+                            "`output_tokens` is {n}, not a count of tokens above 0"
+                        ))
+                    },
+                    Answer::Tokens,
+                ),
+        );
     }
     if let Some(c) = value.get("completion").and_then(|c| c.as_str()) {
-        return Ok(Some(Answer::Text(c.to_owned())));
+        return Some(Answer::Text(c.to_owned()));
     }
-    let Some(turns) = value.get("conversations").and_then(|c| c.as_array()) else {
-        return Ok(None);
-    };
+    let turns = value.get("conversations")?.as_array()?;
     let from = |t: &serde_json::Value| t.get("from").and_then(|f| f.as_str()).map(str::to_owned);
-    Ok(turns
+    turns
         .iter()
         .skip_while(|t| !matches!(from(t).as_deref(), Some("human" | "user")))
         .find(|t| matches!(from(t).as_deref(), Some("gpt" | "assistant")))
         .and_then(|t| t.get("value")?.as_str())
-        .map(|a| Answer::Text(a.to_owned())))
+        .map(|a| Answer::Text(a.to_owned()))
 }
 
 /// The user turns of one record, at least one: its `prompt`, its human
@@ -263,9 +272,12 @@ mod tests {
             answers,
             [Some(Answer::Tokens(12)), Some(Answer::Text("c d".into()))]
         );
+        // Read only by a load that asks for the answers' lengths.
         assert_eq!(
-            prompts("{\"prompt\": \"a\", \"output_tokens\": 0}").unwrap_err(),
-            "line 1: `output_tokens` is 0, not a count of tokens above 0"
+            prompts("{\"prompt\": \"a\", \"output_tokens\": 0}").unwrap()[0].answer,
+            Some(Answer::Unusable(
+                "`output_tokens` is 0, not a count of tokens above 0".into()
+            ))
         );
         assert!(
             prompts("{\"turns\": []}\n")

@@ -93,7 +93,7 @@ fn a_conversation_load_finds_its_history_in_the_prefix_cache() {
     assert_has(
         &o.out,
         &[
-            "conversation_load::performance::sessions [closed loop, concurrency 2, 12 requests, 16 output tokens (ignore_eos), ~32 input tokens (synthetic, ~1 token per word, no tokenizer), sessions of 3 turns, each with the conversation so far, 20.00ms think time]",
+            "conversation_load::performance::sessions [closed loop, concurrency 2, 12 requests, 16 output tokens (ignore_eos), ~32 input tokens (synthetic, ~1 token per word, no tokenizer), sessions of 3 turns, each turn those new words sent after the conversation so far, 20.00ms think time]",
             "80 conversations from tests/suites/../../fixtures/datasets/mt-bench.jsonl, sessions of 2 turns",
         ],
     );
@@ -125,7 +125,7 @@ fn a_conversation_load_that_cannot_be_held_is_refused_at_load() {
     std::fs::write(&data, "{\"prompt\": \"hi\"}\n").unwrap();
     std::fs::write(
         &suite,
-        "suite: bad\ntarget: { base_url: sim, api: openai-completions }\nperformance:\n  - name: g\n    load: { rate: 2, requests: 4, input_tokens: 8, shared_prefix: { tokens: 8 }, output_tokens: 4,\n      conversation: { turns: 2 } }\n    thresholds: { errors: \"== 0\" }\n  - name: h\n    load: { requests: 4, dataset: one-turn.jsonl, output_tokens: 4, conversation: { turns: 2, think: 1s } }\n    thresholds: { errors: \"== 0\" }\n  - name: i\n    load: { requests: 4, input_tokens: 8, output_tokens: 4, conversation: { turns: 1 } }\n    thresholds: { errors: \"== 0\" }\n",
+        "suite: bad\ntarget: { base_url: sim, api: openai-completions }\nperformance:\n  - name: g\n    load: { rate: 2, requests: 4, input_tokens: 8, shared_prefix: { tokens: 8 }, output_tokens: 4,\n      conversation: { turns: 2 } }\n    thresholds: { errors: \"== 0\" }\n  - name: h\n    load: { requests: 4, dataset: one-turn.jsonl, output_tokens: 4, conversation: { turns: 2, think: 1s } }\n    thresholds: { errors: \"== 0\" }\n  - name: i\n    load: { requests: 4, input_tokens: 8, output_tokens: 4, conversation: { turns: 1 } }\n    thresholds: { errors: \"== 0\" }\n  - name: j\n    load: { requests: 4, input_tokens: 8, output_tokens: 4, conversation: { turns: 65 } }\n    thresholds: { errors: \"== 0\" }\n",
     )
     .unwrap();
     let out = run_expecting(&["run", suite.to_str().unwrap()], 2);
@@ -143,6 +143,8 @@ fn a_conversation_load_that_cannot_be_held_is_refused_at_load() {
             ":9:92\n",
             "conversation.turns is out of range: 1",
             ":12:84\n",
+            "conversation.turns is out of range: 65",
+            ":15:84\n",
         ],
     );
 }

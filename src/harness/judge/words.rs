@@ -87,7 +87,7 @@ pub fn describe_load(gate: &Gate) -> String {
     });
     if let Some(c) = l.conversation {
         parts.push(format!(
-            "sessions of {} turns, each with the conversation so far{}",
+            "sessions of {} turns, each turn those new words sent after the conversation so far{}",
             c.turns,
             if c.think.is_zero() {
                 String::new()

@@ -143,19 +143,33 @@ impl Worker {
     /// (its next turn would carry no answer), and the next starts fresh.
     async fn sessions(self, c: Conversation) {
         loop {
-            let base = self.next.fetch_add(c.turns, Ordering::Relaxed);
-            let session = (self.window.first + self.index(base)) / c.turns;
+            let Some(base) = self
+                .next
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                    n.checked_add(c.turns)
+                })
+                .ok()
+            else {
+                return;
+            };
+            let slot = self.session_slot(base / c.turns);
             let mut history: Vec<Message> = Vec::new();
             for turn in 0..c.turns {
-                if turn > 0 && !c.think.is_zero() {
-                    tokio::time::sleep(c.think).await;
-                }
                 let i = base + turn;
                 if !self.may_send(i) {
                     return;
                 }
+                if turn > 0 && !c.think.is_zero() {
+                    // A user's pause, but none past the window's end.
+                    let wake = Instant::now() + c.think;
+                    let deadline = self.window.bound.deadline;
+                    tokio::time::sleep_until(deadline.map_or(wake, |d| d.min(wake))).await;
+                    if !self.may_send(i) {
+                        return;
+                    }
+                }
                 let index = self.window.first + self.index(i);
-                let user = turn_prompt(&self.gate.load, (session, turn), index, self.window.salt);
+                let user = turn_prompt(&self.gate.load, (slot, turn), index, self.window.salt);
                 let t = Turn {
                     history: &history,
                     user,
@@ -168,6 +182,19 @@ impl Worker {
                 history.push(user);
                 history.push(Message::text("assistant", &answer.content));
             }
+        }
+    }
+
+    /// Which of a dataset's records session `n` of this window sends,
+    /// counted from the window's own first record: the measured window's
+    /// sessions go forwards from it, the warm-up's (each thread taking
+    /// every n-th) backwards from the one before it, so that no measured
+    /// session repeats a record the warm-up left in the cache.
+    fn session_slot(&self, n: u32) -> i64 {
+        if self.window.first == self.gate.load.warmup {
+            i64::from(n)
+        } else {
+            -1 - i64::from(n) * i64::from(self.window.stride.1) - i64::from(self.window.stride.0)
         }
     }
 }
@@ -376,7 +403,15 @@ mod conversation_tests {
             seen.push(body.0);
             seen.len()
         };
-        let chunk = serde_json::json!({"choices": [{"index": 0, "delta": {"content": format!("answer {n}")}, "finish_reason": "stop"}]});
+        // The answers of a server whose first turn says nothing, to a
+        // prompt that asks for silence.
+        let silent = seen.lock().unwrap()[n - 1]["messages"][0]["content"] == "say nothing";
+        let text = if silent && n == 1 {
+            String::new()
+        } else {
+            format!("answer {n}")
+        };
+        let chunk = serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]});
         let usage = serde_json::json!({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}});
         format!("data: {chunk}\n\ndata: {usage}\n\ndata: [DONE]\n\n")
     }
@@ -384,8 +419,11 @@ mod conversation_tests {
     /// Each session's turns go one after another on one worker, each with
     /// every message before it and the answers the server gave; a
     /// dataset's sessions send each record's own turns, in order.
-    #[tokio::test]
-    async fn each_turn_carries_its_session_so_far() {
+    /// Runs 6 requests of three-turn sessions of `records` against the
+    /// server above: what each request sent, and the gate's figures.
+    async fn sessions_of(
+        records: Vec<Vec<String>>,
+    ) -> (Vec<Value>, crate::load::metrics::GateMetrics) {
         let seen = Seen::default();
         let app = axum::Router::new()
             .route("/v1/chat/completions", axum::routing::post(answer))
@@ -394,10 +432,6 @@ mod conversation_tests {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let server = tokio::spawn(async move { axum::serve(listener, app).await });
         let client = Client::new(&base, Api::OpenAiChat, "m", None, Timeouts::default()).unwrap();
-        let records = vec![
-            vec!["a1".to_owned(), "a2".to_owned(), "a3".to_owned()],
-            vec!["b1".to_owned(), "b2".to_owned(), "b3".to_owned()],
-        ];
         let gate = Gate {
             name: "sessions".into(),
             loc: crate::suite::node::Loc::default(),
@@ -437,6 +471,17 @@ mod conversation_tests {
             .iter()
             .map(|b| b["messages"].clone())
             .collect();
+        (sent, metrics)
+    }
+
+    fn turns(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    #[tokio::test]
+    async fn each_turn_carries_its_session_so_far() {
+        let records = vec![turns(&["a1", "a2", "a3"]), turns(&["b1", "b2", "b3"])];
+        let (sent, metrics) = sessions_of(records).await;
         let m = |pairs: &[(&str, &str)]| {
             Value::Array(
                 pairs
@@ -445,29 +490,45 @@ mod conversation_tests {
                     .collect(),
             )
         };
-        assert_eq!(
-            sent,
-            [
-                m(&[("user", "a1")]),
-                m(&[("user", "a1"), ("assistant", "answer 1"), ("user", "a2")]),
+        // The window's salt picks which record goes first.
+        let (a, b) = if sent[0][0]["content"] == "a1" {
+            ("a", "b")
+        } else {
+            ("b", "a")
+        };
+        let session = |r: &str, answered: usize| {
+            let (u1, u2, u3) = (format!("{r}1"), format!("{r}2"), format!("{r}3"));
+            let (x1, x2) = (
+                format!("answer {answered}"),
+                format!("answer {}", answered + 1),
+            );
+            vec![
+                m(&[("user", &u1)]),
+                m(&[("user", &u1), ("assistant", &x1), ("user", &u2)]),
                 m(&[
-                    ("user", "a1"),
-                    ("assistant", "answer 1"),
-                    ("user", "a2"),
-                    ("assistant", "answer 2"),
-                    ("user", "a3")
-                ]),
-                m(&[("user", "b1")]),
-                m(&[("user", "b1"), ("assistant", "answer 4"), ("user", "b2")]),
-                m(&[
-                    ("user", "b1"),
-                    ("assistant", "answer 4"),
-                    ("user", "b2"),
-                    ("assistant", "answer 5"),
-                    ("user", "b3")
+                    ("user", &u1),
+                    ("assistant", &x1),
+                    ("user", &u2),
+                    ("assistant", &x2),
+                    ("user", &u3),
                 ]),
             ]
-        );
+        };
+        assert_eq!(sent, [session(a, 1), session(b, 4)].concat());
         assert_eq!(metrics.errors, 0);
+    }
+
+    /// An answer with no text fails its turn: the session ends there, its
+    /// next turns unsent, and the next session starts fresh.
+    #[tokio::test]
+    async fn an_empty_answer_ends_its_session() {
+        let records = vec![turns(&["say nothing", "x2", "x3"])];
+        let (sent, metrics) = sessions_of(records).await;
+        assert_eq!(metrics.errors, 1);
+        assert_eq!(sent.len(), 4, "{sent:?}");
+        assert_eq!(
+            sent[1],
+            serde_json::json!([{"role": "user", "content": "say nothing"}])
+        );
     }
 }

@@ -111,6 +111,23 @@ pub(super) async fn send(
         client.measure(&req).await
     };
     let mut result = checked(result, &req);
+    if let (Some(t), Ok(c)) = (turn, &result)
+        && t.more
+        && c.content.trim().is_empty()
+    {
+        result = Err(CallError::new(
+            ErrorKind::Protocol,
+            format!(
+                "the answer to a conversation's turn is empty ({} tokens{}): nothing to carry into the next turn, which is not sent",
+                c.completion_tokens,
+                if c.reasoning.is_empty() {
+                    ""
+                } else {
+                    ", all of them reasoning"
+                }
+            ),
+        ));
+    }
     if let (Some(tokenizer), Ok(c)) = (audited, &result)
         && let Err(e) = audit(tokenizer, c, &req).await
     {

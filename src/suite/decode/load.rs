@@ -19,6 +19,9 @@ use crate::suite::node::{Node, Yaml};
 const MAX_DATASET_BYTES: u64 = 64 * 1024 * 1024;
 pub(super) const ARRIVALS: &[&str] = &["constant", "poisson"];
 pub(super) const CLIENT_LIMITED: &[&str] = &["fail", "warn"];
+/// Most turns of a conversation load's session: each sends the whole
+/// conversation before it, kept in memory per session in flight.
+pub(super) const MAX_TURNS: u32 = 64;
 /// Most client threads a suite may ask for.
 pub(super) const MAX_CLIENT_THREADS: u32 = 256;
 
@@ -282,7 +285,10 @@ impl Decoder<'_> {
                 at,
                 records.flatten(),
                 tokenizer.as_ref(),
-                f.key("conversation").map(|k| k.loc),
+                (
+                    f.get("dataset").is_some(),
+                    f.key("conversation").map(|k| k.loc),
+                ),
             );
             output_tokens = lengths.as_ref().and_then(|l| l.iter().max().copied());
             if let (Some(LoadPrompt::Dataset { outputs, .. }), Some(l)) = (prompt.as_mut(), lengths)
@@ -326,9 +332,13 @@ impl Decoder<'_> {
         at: &Yaml,
         records: Option<Vec<dataset::Record>>,
         tokenizer: Option<&Option<Tokenizer>>,
-        conversation: Option<crate::suite::node::Loc>,
+        (has_dataset, conversation): (bool, Option<crate::suite::node::Loc>),
     ) -> Option<Vec<u32>> {
         let Some(records) = records else {
+            if has_dataset {
+                // The dataset itself was refused, and said why.
+                return None;
+            }
             self.error(
                 Diagnostic::new(at.loc, "`output_tokens: dataset` needs a `dataset`").expected(
                     "a dataset whose records keep their answers, or a count: `output_tokens: 128`",
@@ -350,6 +360,13 @@ impl Decoder<'_> {
         for r in &records {
             let n = match (&r.answer, tokenizer) {
                 (Some(dataset::Answer::Tokens(n)), _) => Some(*n),
+                (Some(dataset::Answer::Unusable(why)), _) => {
+                    self.error(
+                        Diagnostic::new(at.loc, format!("{} of the dataset: {why}", r.at))
+                            .expected("each record's `output_tokens` a count above 0"),
+                    );
+                    return None;
+                }
                 (Some(dataset::Answer::Text(text)), Some(Some(t))) => {
                     let n = t.count(text);
                     if n.is_none() {
@@ -395,6 +412,18 @@ impl Decoder<'_> {
         let f = self.fields(y, "conversation", &[CONVERSATION])?;
         let turns_at = self.required(&f, "turns", "conversation")?;
         let turns = self.count::<u32>(turns_at, "conversation.turns", 2)?;
+        if turns > MAX_TURNS {
+            self.error(
+                Diagnostic::new(
+                    turns_at.loc,
+                    format!("conversation.turns is out of range: {turns}"),
+                )
+                .expected(format!(
+                    "2 to {MAX_TURNS}: every turn sends the whole conversation before it"
+                )),
+            );
+            return None;
+        }
         let think = match f.get("think") {
             Some(v) => self.duration(v, "conversation.think")?,
             None => std::time::Duration::ZERO,

@@ -9,7 +9,7 @@ use super::vocabulary::{
     Field, boolean, closed, comparison, count, described, duration, name, names, non_empty, object,
     one_of, one_of_required, string, text, with_min_properties, with_required,
 };
-use crate::suite::decode::load::{ARRIVALS, CLIENT_LIMITED, MAX_CLIENT_THREADS};
+use crate::suite::decode::load::{ARRIVALS, CLIENT_LIMITED, MAX_CLIENT_THREADS, MAX_TURNS};
 use crate::suite::metric::{Metric, Stat, all_keys};
 use crate::suite::model::VerdictMode;
 
@@ -380,7 +380,7 @@ pub(in crate::suite::decode) const LOAD: &[Field] = &[
     Field {
         key: "tokenizer",
         value: string,
-        doc: "A Hugging Face `tokenizer.json` that cuts synthetic prompts to exactly `input_tokens`.",
+        doc: "A Hugging Face `tokenizer.json` that cuts synthetic prompts to exactly `input_tokens`, counts a dataset's answers for `output_tokens: dataset`, and checks the server's token counts of about one answer in 16.",
     },
     Field {
         key: "conversation",
@@ -393,7 +393,7 @@ pub(in crate::suite::decode) const LOAD: &[Field] = &[
 pub(in crate::suite::decode) const CONVERSATION: &[Field] = &[
     Field {
         key: "turns",
-        value: || count(2),
+        value: || json!({"type": "integer", "minimum": 2, "maximum": MAX_TURNS}),
         doc: "Requests of each session, each with the messages before it (a dataset's records with that many user turns).",
     },
     Field {
