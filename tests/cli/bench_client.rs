@@ -119,8 +119,10 @@ fn contended<'a>(contention: &'a str, itl: &'a str) -> [&'a str; 11] {
 /// the p99 of the errors where the p99 of the figure is what a gate reads).
 ///
 /// A client whose core a real-time thread takes 20 ms of every 25 reads
-/// tokens late and together: every row is LIMITED, wrong by far more than
-/// the tolerance, with a bound that covers the error. A client on a host
+/// tokens late and together: its rows are LIMITED, wrong by far more than
+/// the tolerance, with a bound that covers the error (one at least: on a
+/// loaded machine the simulator may be starved with it, and a row the
+/// client did not move is rightly `ok`). A client on a host
 /// whose every core is busy at normal priority keeps its share and its
 /// stamps, and its rows are `ok` — unless the machine running the tests is
 /// loaded past that (CI's under-load run): then a row the client truly
@@ -137,6 +139,7 @@ fn the_self_check_is_right_both_ways_against_the_stamped_simulator() {
         };
         let rows = bench_rows(&stdout);
         assert_eq!(rows.len(), 2, "{stdout}");
+        let mut any_moved = false;
         for r in &rows {
             eprintln!(
                 "{contention}: ITL p99 {:.3}ms (true {:.3}ms, bound {:.3}ms), TTFT p99 {:.3}ms (true {:.3}ms, without the error outside the simulator {:.3}ms, bound {:.3}ms, outside the simulator {:.3}ms): {}",
@@ -172,15 +175,20 @@ fn the_self_check_is_right_both_ways_against_the_stamped_simulator() {
                 // bound's size is issue 29's.
                 assert!(r.itl.2 + itl_tol >= 0.5 * itl_moved, "{stdout}");
             }
-            if contention == "starved" {
-                // Starved, every row is a true positive: the client moved
-                // it past the tolerance, so the no-false-green check above
-                // was exercised. Not by how much: under two CI runs and
-                // their stress at once the simulator was starved too (true
-                // ITL p99 63.77 ms for 10 ms pacing) and the client's share
-                // of the ITL p99 was 4.18 ms, 3.3 times its tolerance.
-                assert!(moved, "{stdout}");
-            }
+            any_moved |= moved;
+        }
+        if contention == "starved" {
+            // Starved, the client moved a row past the tolerance, so the
+            // no-false-green check above was exercised. Not every row,
+            // nor by how much: under two CI runs and their stress at once
+            // the simulator was starved too (true ITL p99 63.77 ms for
+            // 10 ms pacing) and the client's share of the ITL p99 was
+            // 4.18 ms, 3.3 times its tolerance; under CI's stress alone
+            // (2026-12-07) the one-stream row's simulator was starved
+            // (true ITL p99 99.86 ms) and the client moved neither p99
+            // (0.22 ms, 0.25 ms): `ok`, rightly, beside a four-stream row
+            // it moved, LIMITED.
+            assert!(any_moved, "{stdout}");
         }
     }
 }
