@@ -40,10 +40,36 @@ impl SplitMix {
     }
 
     /// A standard normal value (Box–Muller, from two uniform values): the
-    /// noise of the seeded series the history's statistics are judged on.
-    #[cfg(test)]
+    /// noise of the seeded series the history's statistics are judged on,
+    /// and the gamma draws below.
     pub(crate) fn gauss(&mut self) -> f64 {
         let (u1, u2) = (self.unit(), self.unit());
         (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+
+    /// A gamma-distributed value of shape `shape` (above 0) and scale 1:
+    /// Marsaglia and Tsang's squeeze for shapes of 1 and more, and for a
+    /// shape below 1 a draw of shape + 1 scaled by `U^(1/shape)`.
+    pub(crate) fn gamma(&mut self, shape: f64) -> f64 {
+        if shape < 1.0 {
+            let u = self.unit();
+            return self.gamma(shape + 1.0) * u.powf(1.0 / shape);
+        }
+        let shifted = shape - 1.0 / 3.0;
+        let spread = 1.0 / (9.0 * shifted).sqrt();
+        loop {
+            let normal = self.gauss();
+            let base = 1.0 + spread * normal;
+            if base <= 0.0 {
+                continue;
+            }
+            let cube = base * base * base;
+            let uniform = self.unit();
+            if uniform < 1.0 - 0.0331 * normal.powi(4)
+                || uniform.ln() < 0.5 * normal * normal + shifted * (1.0 - cube + cube.ln())
+            {
+                return shifted * cube;
+            }
+        }
     }
 }

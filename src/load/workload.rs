@@ -4,7 +4,7 @@
 //! conversation load's sessions.
 
 use crate::random::SplitMix;
-use crate::suite::{Load, LoadPrompt, Tokenizer};
+use crate::suite::{Load, LoadPrompt, RecordPrompt, TRACE_BLOCK_TOKENS, Tokenizer};
 
 /// Words for synthetic prompts: common English words, about one token each
 /// in the tokenizers of current models.
@@ -27,9 +27,15 @@ pub(crate) const PROMPT_APPROXIMATION: &str = "synthetic, ~1 token per word, no 
 /// reset, the same prompts every run read an 81% prefix-cache hit rate and
 /// TTFTs 2.5–3.5× too low).
 pub(crate) fn synthetic_prompt(tokens: u32, index: u32, salt: u64) -> String {
-    let mut rng = SplitMix::new((u64::from(index) ^ 0xD1B5_4A32_D192_ED03) ^ salt.rotate_left(21));
+    let seed = (u64::from(index) ^ 0xD1B5_4A32_D192_ED03) ^ salt.rotate_left(21);
+    words(format!("Request {index}:"), seed, tokens)
+}
+
+/// `label`, then words drawn from `seed`: `tokens` words in all.
+fn words(label: String, seed: u64, tokens: u32) -> String {
+    let mut rng = SplitMix::new(seed);
     let mut words = Vec::with_capacity(tokens as usize);
-    words.push(format!("Request {index}:"));
+    words.push(label);
     for _ in 1..tokens.max(1) {
         let i = usize::try_from(rng.next_u64() % WORDS.len() as u64).unwrap_or(0);
         words.push(WORDS[i].to_owned());
@@ -48,15 +54,53 @@ fn sized_prompt(tokens: u32, index: u32, salt: u64, tokenizer: Option<&Tokenizer
     t.cut(&text, tokens as usize).unwrap_or(text)
 }
 
+/// A Mooncake trace's prompt: block `hash_ids[j]` is the same words
+/// wherever the trace names it in a window salted `salt`, every block
+/// [`TRACE_BLOCK_TOKENS`] tokens long but the last, cut to make `tokens`
+/// (by the tokenizer when there is one, else about one token per word).
+fn block_prompt(hash_ids: &[u64], tokens: u32, salt: u64, tokenizer: Option<&Tokenizer>) -> String {
+    let mut left = tokens;
+    let mut blocks = Vec::with_capacity(hash_ids.len());
+    for &h in hash_ids {
+        let n = left.min(TRACE_BLOCK_TOKENS);
+        if n == 0 {
+            break;
+        }
+        left -= n;
+        let seed = (h ^ 0x9E37_79B9_7F4A_7C15) ^ salt.rotate_left(37);
+        blocks.push(match tokenizer {
+            None => words(format!("Block {h}:"), seed, n),
+            Some(t) => {
+                let text = words(format!("Block {h}:"), seed, n.saturating_mul(2).max(2));
+                t.cut(&text, n as usize).unwrap_or(text)
+            }
+        });
+    }
+    blocks.join(" ")
+}
+
+/// A dataset record's user turn `turn` (its last when it has fewer), in a
+/// window salted `salt`.
+fn record_turn(load: &Load, record: &RecordPrompt, turn: usize, salt: u64) -> String {
+    match record {
+        RecordPrompt::Turns(t) => t[turn.min(t.len() - 1)].clone(),
+        RecordPrompt::Blocks { hash_ids, tokens } => {
+            block_prompt(hash_ids, *tokens, salt, load.tokenizer.as_ref())
+        }
+    }
+}
+
 /// The prompt of request `index` of a load, in a window salted `salt`
-/// (synthetic prompts and shared prefixes are the window's own; a fixed
-/// prompt and a dataset's are what they are).
+/// (synthetic prompts, shared prefixes and a trace's blocks are the
+/// window's own; a fixed prompt and a dataset's text are what they are).
 pub fn prompt(load: &Load, index: u32, salt: u64) -> String {
     let tokenizer = load.tokenizer.as_ref();
     match &load.prompt {
         LoadPrompt::Text(t) => t.clone(),
         LoadPrompt::Tokens(n) => sized_prompt(*n, index, salt, tokenizer),
-        LoadPrompt::Dataset { prompts, .. } => prompts[index as usize % prompts.len()][0].clone(),
+        LoadPrompt::Dataset { prompts, .. } => {
+            record_turn(load, &prompts[index as usize % prompts.len()], 0, salt)
+        }
         LoadPrompt::SharedPrefix {
             prefix_tokens,
             groups,
@@ -99,8 +143,12 @@ pub fn turn_prompt(load: &Load, (slot, turn): (i64, u32), index: u32, salt: u64)
             let len = u64::try_from(prompts.len().max(1)).unwrap_or(1);
             let first = i64::try_from(salt % len).unwrap_or(0);
             let at = (first + slot).rem_euclid(i64::try_from(len).unwrap_or(1));
-            let record = &prompts[usize::try_from(at).unwrap_or(0)];
-            record[(turn as usize).min(record.len() - 1)].clone()
+            record_turn(
+                load,
+                &prompts[usize::try_from(at).unwrap_or(0)],
+                turn as usize,
+                salt,
+            )
         }
         _ => prompt(load, index, salt),
     }
@@ -118,6 +166,39 @@ mod tests {
             tokenizer,
             ..Load::new(Pace::Closed { concurrency: 1 }, prompt, 1)
         }
+    }
+
+    fn turns(t: &[&str]) -> RecordPrompt {
+        RecordPrompt::Turns(t.iter().map(|t| (*t).to_owned()).collect())
+    }
+
+    fn trace(records: Vec<(Vec<u64>, u32)>) -> Load {
+        let prompts = records
+            .into_iter()
+            .map(|(hash_ids, tokens)| RecordPrompt::Blocks { hash_ids, tokens })
+            .collect();
+        let w = LoadPrompt::Dataset {
+            path: "t".into(),
+            prompts: Arc::new(prompts),
+            outputs: None,
+            times: None,
+        };
+        load_of(w, None)
+    }
+
+    #[test]
+    fn a_traces_blocks_are_the_same_words_wherever_it_names_them() {
+        let l = trace(vec![(vec![1, 2], 600), (vec![1, 3], 1000), (vec![4], 10)]);
+        let (a, b) = (prompt(&l, 0, 5), prompt(&l, 1, 5));
+        let count = |s: &str| s.split_whitespace().count();
+        // About a token a word ("Block 1:" is two words).
+        assert_eq!([count(&a), count(&b)], [602, 1002]);
+        let block = |s: &str| s.split("Block").nth(1).unwrap().to_owned();
+        assert_eq!(block(&a), block(&b), "block 1 is shared");
+        assert_ne!(a.split("Block").nth(2), b.split("Block").nth(2));
+        assert_eq!(count(&prompt(&l, 2, 5)), 11);
+        // Another window's blocks are its own.
+        assert_ne!(block(&a), block(&prompt(&l, 0, 6)));
     }
 
     #[test]
@@ -142,8 +223,9 @@ mod tests {
     fn dataset_prompts_take_turns_and_sessions_their_records_turns() {
         let w = LoadPrompt::Dataset {
             path: "d".into(),
-            prompts: Arc::new(vec![vec!["x".into()], vec!["y".into(), "y2".into()]]),
+            prompts: Arc::new(vec![turns(&["x"]), turns(&["y", "y2"])]),
             outputs: None,
+            times: None,
         };
         assert_eq!(
             [
@@ -164,8 +246,9 @@ mod tests {
         assert_eq!(output_tokens(&l, 1), None);
         let answered = LoadPrompt::Dataset {
             path: "d".into(),
-            prompts: Arc::new(vec![vec!["x".into()], vec!["y".into()]]),
+            prompts: Arc::new(vec![turns(&["x"]), turns(&["y"])]),
             outputs: Some(Arc::new(vec![7, 300])),
+            times: None,
         };
         let a = load_of(answered, None);
         assert_eq!(
@@ -196,6 +279,9 @@ mod tests {
         };
         let p = prompt(&load_of(shared, Some(t.clone())), 0, 0);
         assert_eq!(t.count(&p), Some(50));
+        let mut blocks = trace(vec![(vec![1, 2], 700)]);
+        blocks.tokenizer = Some(t.clone());
+        assert_eq!(t.count(&prompt(&blocks, 0, 0)), Some(700));
     }
 
     #[test]

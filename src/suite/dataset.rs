@@ -6,7 +6,7 @@
 use std::io::{BufRead as _, Read as _};
 use std::path::Path;
 
-use super::model::{CodeProblem, QaItem};
+use super::model::{CodeProblem, QaItem, RecordPrompt, TRACE_BLOCK_TOKENS};
 
 /// The most a dataset file may hold once decompressed: `HumanEval` is 0.2 MB,
 /// GSM8K's test set 0.7 MB; a gzip bomb stops here.
@@ -79,14 +79,17 @@ pub(crate) fn code_problems(text: &str) -> Result<Vec<CodeProblem>, String> {
     Ok(problems)
 }
 
-/// One record of a load's dataset: its user turns (at least one) and, when
-/// it has one, the answer it was given.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One record of a load's dataset: what it sends, and, when it has them,
+/// the answer it was given and the time it was sent.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Record {
-    /// Its user turns, in order.
-    pub turns: Vec<String>,
+    /// Its user turns, or a trace's blocks.
+    pub prompt: RecordPrompt,
     /// The answer the record keeps.
     pub answer: Option<Answer>,
+    /// Its `timestamp` in milliseconds, or what is wrong with it: only a
+    /// load that replays the records' times (`arrival: trace`) reads it.
+    pub timestamp: Option<Result<f64, String>>,
     /// Where it is: `line 3`, `item 3`.
     pub at: String,
 }
@@ -97,19 +100,21 @@ pub enum Answer {
     /// Its text (`ShareGPT`'s first `gpt` turn after the first human one, or
     /// `completion`), counted by the load's tokenizer.
     Text(String),
-    /// Its length given (`output_tokens`), as a trace of requests keeps it.
+    /// Its length given (`output_tokens`, or a Mooncake trace's
+    /// `output_length`), as a trace of requests keeps it.
     Tokens(u32),
     /// A length given that is none (why).
     Unusable(String),
 }
 
 /// Reads prompts: JSONL (`{"prompt": "…"}` lines, ShareGPT-style
-/// `{"conversations": [{"from": "human", "value": "…"}, …]}` lines, or
-/// MT-Bench's `{"turns": ["…", …]}`), or a JSON array of such records (the
-/// `.json` files of `ShareGPT` ship). Each record gives its user turns in
-/// order (a single-turn load sends the first, a conversation load every
-/// one) and its answer where it has one. Blank lines are skipped; errors
-/// name the line or the item.
+/// `{"conversations": [{"from": "human", "value": "…"}, …]}` lines,
+/// MT-Bench's `{"turns": ["…", …]}`, or a Mooncake trace's
+/// `{"input_length": N, "hash_ids": […]}`), or a JSON array of such records
+/// (the `.json` files of `ShareGPT` ship). Each record gives its user turns
+/// in order (a single-turn load sends the first, a conversation load every
+/// one), its answer and its `timestamp` where it has them. Blank lines are
+/// skipped; errors name the line or the item.
 pub fn prompts(text: &str) -> Result<Vec<Record>, String> {
     let values: Vec<(String, serde_json::Value)> = if text.trim_start().starts_with('[') {
         let items: Vec<serde_json::Value> =
@@ -134,9 +139,18 @@ pub fn prompts(text: &str) -> Result<Vec<Record>, String> {
     let records = values
         .into_iter()
         .map(|(at, value)| {
-            let turns = turns_of(&value).ok_or_else(|| format!("{at}: {NO_PROMPT}"))?;
-            let answer = answer_of(&value);
-            Ok(Record { turns, answer, at })
+            let prompt = match blocks_of(&value) {
+                Some(blocks) => blocks.map_err(|e| format!("{at}: {e}"))?,
+                None => RecordPrompt::Turns(
+                    turns_of(&value).ok_or_else(|| format!("{at}: {NO_PROMPT}"))?,
+                ),
+            };
+            Ok(Record {
+                prompt,
+                answer: answer_of(&value),
+                timestamp: value.get("timestamp").map(timestamp_of),
+                at,
+            })
         })
         .collect::<Result<Vec<_>, String>>()?;
     if records.is_empty() {
@@ -145,28 +159,72 @@ pub fn prompts(text: &str) -> Result<Vec<Record>, String> {
     Ok(records)
 }
 
-const NO_PROMPT: &str =
-    "expected a `prompt` string, `conversations` with a human turn, or MT-Bench's `turns`";
+const NO_PROMPT: &str = "expected a `prompt` string, `conversations` with a human turn, MT-Bench's `turns`, or a Mooncake trace's `input_length` and `hash_ids`";
 
-/// A record's answer: `output_tokens` (a count), `completion` (text), or
+/// A Mooncake trace's prompt (`hash_ids`, one a block of
+/// [`TRACE_BLOCK_TOKENS`], and `input_length`), when the record has one:
+/// the length must fall in its last block.
+fn blocks_of(value: &serde_json::Value) -> Option<Result<RecordPrompt, String>> {
+    let ids = value.get("hash_ids")?;
+    let length = value.get("input_length");
+    let hash_ids: Option<Vec<u64>> = ids
+        .as_array()
+        .and_then(|a| a.iter().map(serde_json::Value::as_u64).collect());
+    let tokens = length
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| *n > 0);
+    Some(match (hash_ids, tokens) {
+        (Some(ids), _) if ids.is_empty() => Err("`hash_ids` is empty".into()),
+        (None, _) => Err(format!("`hash_ids` is {ids}, not a list of block ids")),
+        (_, None) => Err(match length {
+            Some(n) => format!("`input_length` is {n}, not a count of tokens above 0"),
+            None => "a Mooncake record needs `input_length` beside `hash_ids`".into(),
+        }),
+        (Some(hash_ids), Some(tokens)) => {
+            let blocks = u64::try_from(hash_ids.len()).unwrap_or(u64::MAX);
+            let fits = u64::from(TRACE_BLOCK_TOKENS);
+            if u64::from(tokens) > blocks * fits || u64::from(tokens) <= (blocks - 1) * fits {
+                Err(format!(
+                    "`input_length` {tokens} does not end in the last of its {blocks} blocks of {TRACE_BLOCK_TOKENS} tokens"
+                ))
+            } else {
+                Ok(RecordPrompt::Blocks { hash_ids, tokens })
+            }
+        }
+    })
+}
+
+/// A record's `timestamp`: milliseconds, a finite number at or above 0.
+fn timestamp_of(value: &serde_json::Value) -> Result<f64, String> {
+    value
+        .as_f64()
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .ok_or_else(|| format!("`timestamp` is {value}, not milliseconds at or above 0"))
+}
+
+/// A record's answer: `output_tokens` or `output_length` (a count),
+/// `completion` (text), or
 /// `ShareGPT`'s first `gpt` (or `assistant`) turn after its first human one.
 /// A count that is none is kept as what is wrong with it: only a load that
 /// asks for the answers' lengths reads it.
 fn answer_of(value: &serde_json::Value) -> Option<Answer> {
-    if let Some(n) = value.get("output_tokens") {
-        return Some(
-            n.as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .filter(|n| *n > 0)
-                .map_or_else(
-                    || {
-                        Answer::Unusable(format!(
-                            "`output_tokens` is {n}, not a count of tokens above 0"
-                        ))
-                    },
-                    Answer::Tokens,
-                ),
-        );
+    for key in ["output_tokens", "output_length"] {
+        if let Some(n) = value.get(key) {
+            return Some(
+                n.as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .filter(|n| *n > 0)
+                    .map_or_else(
+                        || {
+                            Answer::Unusable(format!(
+                                "`{key}` is {n}, not a count of tokens above 0"
+                            ))
+                        },
+                        Answer::Tokens,
+                    ),
+            );
+        }
     }
     if let Some(c) = value.get("completion").and_then(|c| c.as_str()) {
         return Some(Answer::Text(c.to_owned()));
@@ -251,12 +309,74 @@ pub(crate) fn qa_items(
 mod tests {
     use super::*;
 
+    fn turns_of_strs(turns: &[&str]) -> RecordPrompt {
+        RecordPrompt::Turns(turns.iter().map(|t| (*t).to_owned()).collect())
+    }
+
+    #[test]
+    fn mooncake_traces_give_blocks_lengths_and_times() {
+        let text = "{\"timestamp\": 27482, \"input_length\": 700, \"output_length\": 52, \"hash_ids\": [46, 47]}\n{\"timestamp\": 30000.5, \"input_length\": 512, \"output_length\": 8, \"hash_ids\": [46]}\n";
+        let records = prompts(text).unwrap();
+        assert_eq!(
+            records[0].prompt,
+            RecordPrompt::Blocks {
+                hash_ids: vec![46, 47],
+                tokens: 700
+            }
+        );
+        assert_eq!(records[0].answer, Some(Answer::Tokens(52)));
+        assert_eq!(records[1].timestamp, Some(Ok(30000.5)));
+        // A timestamp is read only by a replay: any record may carry one.
+        let bad_time = prompts("{\"prompt\": \"a\", \"timestamp\": -1}").unwrap();
+        assert_eq!(
+            bad_time[0].timestamp,
+            Some(Err(
+                "`timestamp` is -1, not milliseconds at or above 0".into()
+            ))
+        );
+        for (line, why) in [
+            (
+                "{\"input_length\": 513, \"hash_ids\": [1]}",
+                "line 1: `input_length` 513 does not end in the last of its 1 blocks of 512 tokens",
+            ),
+            (
+                "{\"input_length\": 512, \"hash_ids\": [1, 2]}",
+                "line 1: `input_length` 512 does not end in the last of its 2 blocks of 512 tokens",
+            ),
+            (
+                "{\"input_length\": 5, \"hash_ids\": []}",
+                "line 1: `hash_ids` is empty",
+            ),
+            (
+                "{\"input_length\": 5, \"hash_ids\": [\"a\"]}",
+                "line 1: `hash_ids` is [\"a\"], not a list of block ids",
+            ),
+            (
+                "{\"hash_ids\": [1]}",
+                "line 1: a Mooncake record needs `input_length` beside `hash_ids`",
+            ),
+            (
+                "{\"input_length\": 0, \"hash_ids\": [1]}",
+                "line 1: `input_length` is 0, not a count of tokens above 0",
+            ),
+        ] {
+            assert_eq!(prompts(line).unwrap_err(), why);
+        }
+    }
+
     #[test]
     fn prompts_in_both_shapes() {
         let text = "{\"prompt\": \"a\"}\n\n{\"conversations\": [{\"from\": \"system\", \"value\": \"s\"}, {\"from\": \"human\", \"value\": \"b\"}, {\"from\": \"gpt\", \"value\": \"c\"}, {\"from\": \"human\", \"value\": \"b2\"}]}\n{\"question_id\": 81, \"turns\": [\"d\", \"e\"]}\n";
         let records = prompts(text).unwrap();
-        let turns: Vec<Vec<String>> = records.iter().map(|r| r.turns.clone()).collect();
-        assert_eq!(turns, [vec!["a"], vec!["b", "b2"], vec!["d", "e"]]);
+        let turns: Vec<RecordPrompt> = records.iter().map(|r| r.prompt.clone()).collect();
+        assert_eq!(
+            turns,
+            [
+                turns_of_strs(&["a"]),
+                turns_of_strs(&["b", "b2"]),
+                turns_of_strs(&["d", "e"])
+            ]
+        );
         assert_eq!(records[1].answer, Some(Answer::Text("c".into())));
         assert_eq!(
             (records[0].answer.as_ref(), records[1].at.as_str()),
@@ -292,12 +412,12 @@ mod tests {
     #[test]
     fn sharegpt_json_arrays() {
         let text = "[{\"id\": \"x\", \"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}]},\n {\"prompt\": \"p\"}]";
-        let turns: Vec<Vec<String>> = prompts(text)
+        let turns: Vec<RecordPrompt> = prompts(text)
             .unwrap()
             .into_iter()
-            .map(|r| r.turns)
+            .map(|r| r.prompt)
             .collect();
-        assert_eq!(turns, [["hi"], ["p"]]);
+        assert_eq!(turns, [turns_of_strs(&["hi"]), turns_of_strs(&["p"])]);
         assert_eq!(
             prompts("[{\"prompt\": 1}]").unwrap_err(),
             format!("item 1: {NO_PROMPT}")

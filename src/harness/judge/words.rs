@@ -1,7 +1,7 @@
 //! A gate's load, in words.
 
 use crate::load::workload::PROMPT_APPROXIMATION;
-use crate::suite::{Arrival, Gate, LoadPrompt, Pace};
+use crate::suite::{Arrival, Gate, LoadPrompt, Pace, RecordPrompt, TRACE_BLOCK_TOKENS};
 use crate::units::format_duration;
 
 /// The load of a gate, in words, for output and failure messages.
@@ -16,13 +16,23 @@ pub fn describe_load(gate: &Gate) -> String {
             seed,
             max_in_flight,
         } => {
-            let arrival = match arrival {
-                Arrival::Constant => "constant".to_owned(),
-                Arrival::Poisson => format!("poisson, seed {seed}"),
-            };
             let cap =
                 max_in_flight.map_or_else(String::new, |n| format!(", at most {n} in flight"));
-            format!("open loop, {rate} req/s ({arrival}){cap}")
+            match arrival {
+                Arrival::Constant => format!("open loop, {rate} req/s (constant){cap}"),
+                Arrival::Poisson => format!("open loop, {rate} req/s (poisson, seed {seed}){cap}"),
+                Arrival::Gamma { burstiness } => format!(
+                    "open loop, {rate} req/s (gamma, burstiness {burstiness}, seed {seed}){cap}"
+                ),
+                Arrival::Trace { slowdown } => format!(
+                    "open loop, replaying the trace's times{} (mean {rate:.2} req/s){cap}",
+                    if (slowdown - 1.0).abs() > f64::EPSILON {
+                        format!(" {slowdown}× slower")
+                    } else {
+                        String::new()
+                    }
+                ),
+            }
         }
     });
     parts.push(match (l.requests, l.duration) {
@@ -60,11 +70,19 @@ pub fn describe_load(gate: &Gate) -> String {
             path,
             prompts,
             outputs,
+            ..
         } => {
             let what = if l.conversation.is_some() {
-                "conversations"
+                "conversations".to_owned()
+            } else if prompts
+                .iter()
+                .any(|p| matches!(p, RecordPrompt::Blocks { .. }))
+            {
+                format!(
+                    "trace records (prompts of {TRACE_BLOCK_TOKENS}-token blocks named by their `hash_ids`)"
+                )
             } else {
-                "prompts"
+                "prompts".to_owned()
             };
             let lengths = outputs.as_ref().map_or_else(String::new, |o| {
                 let sum: u64 = o.iter().map(|&n| u64::from(n)).sum();

@@ -12,12 +12,12 @@ use tokio::time::Instant;
 
 use super::breaker::Breaker;
 use super::request::{Turn, send};
+use super::schedule::schedule;
 use super::watch::Watch;
 use crate::client::{CallError, Client, Completion, ErrorKind};
 use crate::load::metrics::{LATE_START, Recorder, Slo};
 use crate::load::workload::turn_prompt;
-use crate::random::SplitMix;
-use crate::suite::{Arrival, Conversation, Gate, Message};
+use crate::suite::{Arrival, Conversation, Gate, LoadPrompt, Message};
 
 /// A measured (or warm-up) window: when it stops, the index of its first
 /// request, how its count maps to request indices, how many requests have
@@ -227,20 +227,6 @@ async fn settle(
     all
 }
 
-/// The open-loop schedule: offsets of intended starts from the window start.
-pub fn schedule(rate: f64, arrival: Arrival, seed: u64) -> impl Iterator<Item = Duration> {
-    let mut rng = SplitMix::new(seed);
-    let mut at = 0.0_f64;
-    std::iter::from_fn(move || {
-        let now = at;
-        at += match arrival {
-            Arrival::Constant => 1.0 / rate,
-            Arrival::Poisson => -rng.unit().ln() / rate,
-        };
-        Some(Duration::from_secs_f64(now))
-    })
-}
-
 /// One thread's part of an open loop: request `i` of the one global
 /// schedule is this thread's when `i % threads == thread`.
 pub(super) struct OpenShard {
@@ -271,7 +257,11 @@ pub(super) async fn open(
     // When the last wait for `max_in_flight` ended: a start due before it
     // could not be earlier, and its delay is the server's.
     let mut freed = shard.start;
-    for (i, offset) in (0u32..).zip(schedule(rate, arrival, seed)) {
+    let times = match &gate.load.prompt {
+        LoadPrompt::Dataset { times, .. } => times.clone(),
+        _ => None,
+    };
+    for (i, offset) in (0u32..).zip(schedule((rate, arrival, seed), times, first)) {
         let intended = shard.start + offset;
         if !bound.allows(i, intended) || window.breaker.tripped().is_some() {
             break;
@@ -347,38 +337,6 @@ pub(super) async fn open(
     let all = settle(tasks, rec, gate.slo, failed, "load request").await;
     (all, starts, late_wakes)
 }
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn constant_schedule_is_evenly_spaced() {
-        let s: Vec<Duration> = schedule(4.0, Arrival::Constant, 0).take(3).collect();
-        assert_eq!(
-            s,
-            [
-                Duration::ZERO,
-                Duration::from_millis(250),
-                Duration::from_millis(500)
-            ]
-        );
-    }
-
-    #[test]
-    fn poisson_schedule_is_seeded_with_the_right_mean_rate() {
-        let a: Vec<Duration> = schedule(100.0, Arrival::Poisson, 7).take(20_000).collect();
-        let b: Vec<Duration> = schedule(100.0, Arrival::Poisson, 7).take(20_000).collect();
-        assert_eq!(a, b);
-        let mean_gap = a.last().unwrap().as_secs_f64() / 19_999.0;
-        assert!((mean_gap - 0.01).abs() < 0.0005, "mean gap {mean_gap}");
-        assert!(
-            a.windows(2)
-                .any(|w| w[1].saturating_sub(w[0]) > Duration::from_millis(30)),
-            "exponential gaps vary"
-        );
-    }
-}
-
 /// A conversation load's sessions, against a server that records what it
 /// was sent and answers each request with its number.
 #[cfg(test)]
@@ -392,7 +350,8 @@ mod conversation_tests {
     use crate::load::runner::run_gate;
     use crate::load::threads::Threads;
     use crate::suite::{
-        Api, Conversation, Gate, Load, LoadPrompt, Pace, Sampling, Slo, Timeouts, VerdictMode,
+        Api, Conversation, Gate, Load, LoadPrompt, Pace, RecordPrompt, Sampling, Slo, Timeouts,
+        VerdictMode,
     };
 
     type Seen = Arc<Mutex<Vec<Value>>>;
@@ -445,8 +404,9 @@ mod conversation_tests {
                     Pace::Closed { concurrency: 1 },
                     LoadPrompt::Dataset {
                         path: "d.jsonl".into(),
-                        prompts: Arc::new(records),
+                        prompts: Arc::new(records.into_iter().map(RecordPrompt::Turns).collect()),
                         outputs: None,
+                        times: None,
                     },
                     4,
                 )

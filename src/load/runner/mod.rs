@@ -1,17 +1,19 @@
 //! The load generator. Closed loop: `concurrency` workers, each sending its
 //! next request when the previous one ends. Open loop: requests start on a
-//! schedule (constant or seeded Poisson) whether or not earlier ones ended,
+//! schedule (constant, seeded Poisson or gamma, or a trace's recorded
+//! times) whether or not earlier ones ended,
 //! and latency counts from each request's intended start, so a stalled
 //! server shows in the figures instead of silently slowing the client
 //! (no coordinated omission). Warm-up requests go first, outside every figure.
 //!
 //! Here a gate's run over its client threads and what they share; a
-//! thread's work is in `shard.rs`, its loops in `loops.rs`, one request in
-//! `request.rs`.
+//! thread's work is in `shard.rs`, its loops in `loops.rs`, an open loop's
+//! schedule in `schedule.rs`, one request in `request.rs`.
 
 mod breaker;
 mod loops;
 mod request;
+mod schedule;
 mod shard;
 mod watch;
 
@@ -31,7 +33,7 @@ use crate::client::{CallError, Client, ErrorKind};
 use crate::suite::metric::MetricKey;
 use crate::suite::{Gate, Pace};
 pub use breaker::Breaker;
-pub use loops::schedule;
+pub use schedule::schedule;
 use shard::client_thread;
 pub use watch::{Sample, Watch};
 
@@ -273,9 +275,9 @@ pub(crate) async fn run_watched(
             ..ServerView::between(&b, &a)
         })
     });
-    // A shared prefix and a conversation's history are reuse asked for.
-    let asked = matches!(load.prompt, crate::suite::LoadPrompt::SharedPrefix { .. })
-        || load.conversation.is_some();
+    // A shared prefix, a conversation's history and a trace's blocks are
+    // reuse asked for.
+    let asked = load.asks_for_reuse();
     metrics.cache_unasked = metrics
         .server
         .as_ref()

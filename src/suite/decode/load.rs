@@ -5,19 +5,19 @@
 
 use std::sync::Arc;
 
+use super::pace::{Level, mean_rate, replays, trace_slowdown};
 use super::schema::gate::{CONVERSATION, LOAD, SHARED_PREFIX};
 use super::{Decoder, Fields};
 use crate::suite::Tokenizer;
 use crate::suite::dataset;
 use crate::suite::diagnostics::Diagnostic;
 use crate::suite::model::{
-    Api, Arrival, ClientThreads, Conversation, Load, LoadPrompt, OnClientLimited, Pace,
+    Api, ClientThreads, Conversation, Load, LoadPrompt, OnClientLimited, Pace, RecordPrompt,
 };
 use crate::suite::node::{Node, Yaml};
 
 /// Largest dataset read into memory.
 const MAX_DATASET_BYTES: u64 = 64 * 1024 * 1024;
-pub(super) const ARRIVALS: &[&str] = &["constant", "poisson"];
 pub(super) const CLIENT_LIMITED: &[&str] = &["fail", "warn"];
 /// Most turns of a conversation load's session: each sends the whole
 /// conversation before it, kept in memory per session in flight.
@@ -25,109 +25,7 @@ pub(super) const MAX_TURNS: u32 = 64;
 /// Most client threads a suite may ask for.
 pub(super) const MAX_CLIENT_THREADS: u32 = 256;
 
-/// A sweep level: `concurrency: [1, 8]` or `rate: [5, 10]` gives one gate
-/// per value, named `<gate>::concurrency_8`.
-pub(super) struct Level {
-    pub(super) suffix: Option<String>,
-    pub(super) pace: Pace,
-}
-
 impl Decoder<'_> {
-    /// Integers, or a list of them (a sweep).
-    fn levels_of<T>(
-        &mut self,
-        y: &Yaml,
-        what: &str,
-        one: impl Fn(&mut Self, &Yaml) -> Option<T>,
-    ) -> Option<Vec<T>> {
-        match &y.node {
-            Node::Seq(items) if items.is_empty() => {
-                self.error(Diagnostic::new(y.loc, format!("`{what}` sweep is empty")));
-                None
-            }
-            Node::Seq(items) => items.iter().map(|i| one(self, i)).collect(),
-            _ => one(self, y).map(|v| vec![v]),
-        }
-    }
-
-    fn pace(&mut self, f: &Fields<'_>) -> Option<Vec<Level>> {
-        let concurrency = f.get("concurrency");
-        let Some(rate) = f.get("rate") else {
-            for key in ["arrival", "seed"] {
-                if let Some(k) = f.key(key) {
-                    self.error(
-                        Diagnostic::new(k.loc, format!("`{key}` applies to an open loop only"))
-                            .expected("a `rate:` in this load"),
-                    );
-                }
-            }
-            let levels = match concurrency {
-                None => vec![1],
-                Some(v) => {
-                    self.levels_of(v, "concurrency", |d, i| d.count::<u32>(i, "concurrency", 1))?
-                }
-            };
-            let sweep = levels.len() > 1;
-            return Some(
-                levels
-                    .into_iter()
-                    .map(|c| Level {
-                        suffix: sweep.then(|| format!("concurrency_{c}")),
-                        pace: Pace::Closed { concurrency: c },
-                    })
-                    .collect(),
-            );
-        };
-        let max_in_flight = match concurrency {
-            None => None,
-            Some(v) if matches!(v.node, Node::Seq(_)) => {
-                self.error(Diagnostic::new(
-                    v.loc,
-                    "with `rate`, `concurrency` is one cap on requests in flight, not a sweep",
-                ));
-                return None;
-            }
-            Some(v) => Some(self.count::<u32>(v, "concurrency", 1)?),
-        };
-        let arrival = match f.get("arrival") {
-            None => Arrival::Constant,
-            Some(v) => match self.one_of(v, "arrival", ARRIVALS)?.as_str() {
-                "poisson" => Arrival::Poisson,
-                _ => Arrival::Constant,
-            },
-        };
-        let seed = f
-            .get("seed")
-            .map_or(Some(0), |v| self.count(v, "seed", 0))?;
-        let rates = self.levels_of(rate, "rate", |d, i| {
-            let r = d.float(i, "rate")?;
-            if r > 0.0 {
-                Some(r)
-            } else {
-                d.error(
-                    Diagnostic::new(i.loc, format!("rate must be above 0, found {r}"))
-                        .expected("requests per second, e.g. `rate: 20`"),
-                );
-                None
-            }
-        })?;
-        let sweep = rates.len() > 1;
-        Some(
-            rates
-                .into_iter()
-                .map(|rate| Level {
-                    suffix: sweep.then(|| format!("rate_{}", rate.to_string().replace('.', "_"))),
-                    pace: Pace::Open {
-                        rate,
-                        arrival,
-                        seed,
-                        max_in_flight,
-                    },
-                })
-                .collect(),
-        )
-    }
-
     /// Exactly one of `prompt`, `input_tokens` or `dataset`; `shared_prefix`
     /// goes with `input_tokens` (the length of each request's own suffix).
     /// A dataset's records come too, for their answers.
@@ -219,15 +117,16 @@ impl Decoder<'_> {
             Ok(records) => Some((
                 LoadPrompt::Dataset {
                     path,
-                    prompts: Arc::new(records.iter().map(|r| r.turns.clone()).collect()),
+                    prompts: Arc::new(records.iter().map(|r| r.prompt.clone()).collect()),
                     outputs: None,
+                    times: None,
                 },
                 records,
             )),
             Err(e) => {
                 self.error(
                     Diagnostic::new(y.loc, format!("invalid dataset {}: {e}", path.display())).expected(
-                        "JSONL lines of `{\"prompt\": \"…\"}`, ShareGPT `{\"conversations\": [{\"from\": \"human\", \"value\": \"…\"}]}` or MT-Bench `{\"turns\": [\"…\"]}`",
+                        "JSONL lines of `{\"prompt\": \"…\"}`, ShareGPT `{\"conversations\": [{\"from\": \"human\", \"value\": \"…\"}]}`, MT-Bench `{\"turns\": [\"…\"]}` or a Mooncake trace's `{\"timestamp\": 0, \"input_length\": 700, \"hash_ids\": [1, 2]}`",
                     ),
                 );
                 None
@@ -237,10 +136,11 @@ impl Decoder<'_> {
 
     pub(super) fn load(&mut self, y: &Yaml, api: Api) -> Option<(Load, Vec<Level>)> {
         let f = self.fields(y, "load", &[LOAD])?;
-        let levels = self.pace(&f);
+        let mut levels = self.pace(&f);
+        let replay = levels.as_deref().and_then(trace_slowdown);
         let requests = f.get("requests").map(|v| self.count(v, "requests", 1));
         let duration = f.get("duration").map(|v| self.duration(v, "duration"));
-        if requests.is_none() && duration.is_none() {
+        if requests.is_none() && duration.is_none() && !replays(&f) {
             self.error(
                 Diagnostic::new(y.loc, "missing field `requests` or `duration` in load")
                     .expected("`requests: 100`, `duration: 60s`, or both (whichever ends first)"),
@@ -276,6 +176,20 @@ impl Decoder<'_> {
                 .map(|w| OnClientLimited::parse(&w)),
         };
         let (mut prompt, records) = self.workload(&f, y).unzip();
+        let mut requests = requests;
+        if let (Some(slowdown), Some(levels)) = (replay, levels.as_mut()) {
+            // A `requests` given but invalid was reported.
+            let asked = requests.map(|r| r.ok_or(())).transpose().ok()?;
+            let times = self.trace_times(&f, records.as_ref(), (warmup, asked));
+            match (times, prompt.as_mut()) {
+                (Some((t, count)), Some(LoadPrompt::Dataset { times, .. })) => {
+                    levels[0].pace = levels[0].pace.with_rate(mean_rate(&t, slowdown));
+                    *times = Some(Arc::new(t));
+                    requests = Some(Some(count));
+                }
+                _ => return None,
+            }
+        }
         let tokenizer = f
             .get("tokenizer")
             .map_or(Some(None), |v| self.tokenizer(v).map(Some));
@@ -461,13 +375,13 @@ impl Decoder<'_> {
             );
         }
         if let LoadPrompt::Dataset { path, prompts, .. } = prompt {
-            let long: Vec<Vec<String>> = prompts
+            let long: Vec<RecordPrompt> = prompts
                 .iter()
-                .filter(|r| r.len() >= turns as usize)
+                .filter(|r| r.turns() >= turns as usize)
                 .cloned()
                 .collect();
             if long.is_empty() {
-                let most = prompts.iter().map(Vec::len).max().unwrap_or(0);
+                let most = prompts.iter().map(RecordPrompt::turns).max().unwrap_or(0);
                 refuse(
                     self,
                     turns_at.loc,

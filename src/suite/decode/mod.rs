@@ -7,6 +7,7 @@ mod assertion;
 mod dataset;
 mod gate;
 mod load;
+mod pace;
 mod probe;
 pub(super) mod schema;
 mod server;

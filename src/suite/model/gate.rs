@@ -142,6 +142,37 @@ pub struct LocatedThreshold {
     pub loc: Loc,
 }
 
+/// Tokens in one block of a Mooncake trace's `hash_ids`.
+pub const TRACE_BLOCK_TOKENS: u32 = 512;
+
+/// What one record of a load's dataset sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordPrompt {
+    /// Its user turns, in order (at least one).
+    Turns(Vec<String>),
+    /// A Mooncake trace's prompt, of which only lengths are known: `tokens`
+    /// tokens in blocks of [`TRACE_BLOCK_TOKENS`], block `hash_ids[j]` the
+    /// same words wherever the trace names it (so the trace's shared
+    /// prefixes are shared), the last block cut to length.
+    Blocks {
+        /// The blocks, in order.
+        hash_ids: Vec<u64>,
+        /// The prompt's length.
+        tokens: u32,
+    },
+}
+
+impl RecordPrompt {
+    /// How many user turns it has.
+    #[must_use]
+    pub fn turns(&self) -> usize {
+        match self {
+            Self::Turns(t) => t.len(),
+            Self::Blocks { .. } => 1,
+        }
+    }
+}
+
 /// What each request of a gate sends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LoadPrompt {
@@ -153,11 +184,14 @@ pub enum LoadPrompt {
     Dataset {
         /// The file, for reports.
         path: PathBuf,
-        /// Each record's user turns, in order (at least one).
-        prompts: Arc<Vec<Vec<String>>>,
+        /// What each record sends.
+        prompts: Arc<Vec<RecordPrompt>>,
         /// Each record's answer's length in tokens, asked of its request
         /// as `max_tokens` (`output_tokens: dataset`).
         outputs: Option<Arc<Vec<u32>>>,
+        /// Each record's time from the first record's (`arrival: trace`),
+        /// before any slowdown.
+        times: Option<Arc<Vec<Duration>>>,
     },
     /// A prefix shared by every request of a group, then a unique suffix.
     SharedPrefix {
@@ -193,13 +227,48 @@ pub enum Pace {
     },
 }
 
+impl Pace {
+    /// This pace with an open loop's rate set (a trace's mean, known once
+    /// its records are read); a closed loop as it is.
+    #[must_use]
+    pub fn with_rate(self, rate: f64) -> Self {
+        match self {
+            Self::Open {
+                arrival,
+                seed,
+                max_in_flight,
+                ..
+            } => Self::Open {
+                rate,
+                arrival,
+                seed,
+                max_in_flight,
+            },
+            closed @ Self::Closed { .. } => closed,
+        }
+    }
+}
+
 /// Spacing of an open-loop schedule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Arrival {
     /// Evenly spaced.
     Constant,
     /// Exponential gaps (a Poisson process), seeded.
     Poisson,
+    /// Gamma-distributed gaps of mean `1 / rate`, seeded: `burstiness`
+    /// is the shape (1 is Poisson; below 1 burstier, above more even),
+    /// as vLLM's `bench serve --burstiness` draws them (SGLang 0.5.23's `bench_serving` has Poisson only).
+    Gamma {
+        /// The gamma distribution's shape.
+        burstiness: f64,
+    },
+    /// At the times the dataset's records carry (`timestamp`, in ms),
+    /// each gap `slowdown` times as long.
+    Trace {
+        /// How many times slower than recorded the trace is played.
+        slowdown: f64,
+    },
 }
 
 /// The load of a performance gate.
@@ -241,6 +310,20 @@ pub struct Load {
 }
 
 impl Load {
+    /// Whether its requests are meant to share prompts' beginnings: a
+    /// shared prefix, a conversation's history, a trace's blocks.
+    #[must_use]
+    pub fn asks_for_reuse(&self) -> bool {
+        self.conversation.is_some()
+            || match &self.prompt {
+                LoadPrompt::SharedPrefix { .. } => true,
+                LoadPrompt::Dataset { prompts, .. } => prompts
+                    .iter()
+                    .any(|p| matches!(p, RecordPrompt::Blocks { .. })),
+                LoadPrompt::Text(_) | LoadPrompt::Tokens(_) => false,
+            }
+    }
+
     /// A load of `pace` sending `prompt` for `output_tokens` each, with
     /// every other setting at its default (no bound, no warm-up).
     pub fn new(pace: Pace, prompt: LoadPrompt, output_tokens: u32) -> Self {

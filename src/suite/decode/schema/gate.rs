@@ -9,7 +9,8 @@ use super::vocabulary::{
     Field, boolean, closed, comparison, count, described, duration, name, names, non_empty, object,
     one_of, one_of_required, string, text, with_min_properties, with_required,
 };
-use crate::suite::decode::load::{ARRIVALS, CLIENT_LIMITED, MAX_CLIENT_THREADS, MAX_TURNS};
+use crate::suite::decode::load::{CLIENT_LIMITED, MAX_CLIENT_THREADS, MAX_TURNS};
+use crate::suite::decode::pace::ARRIVALS;
 use crate::suite::metric::{Metric, Stat, all_keys};
 use crate::suite::model::VerdictMode;
 
@@ -305,12 +306,22 @@ pub(in crate::suite::decode) const LOAD: &[Field] = &[
     Field {
         key: "arrival",
         value: || one_of(ARRIVALS),
-        doc: "Spacing of the open-loop schedule (default `constant`).",
+        doc: "Spacing of the open-loop schedule (default `constant`): `poisson`, `gamma` (with `burstiness`), or `trace` (the dataset's records at their `timestamp`s, without `rate`).",
     },
     Field {
         key: "seed",
         value: || count(0),
-        doc: "Seed of the Poisson schedule.",
+        doc: "Seed of the Poisson or gamma schedule.",
+    },
+    Field {
+        key: "burstiness",
+        value: || json!({"type": "number", "exclusiveMinimum": 0}),
+        doc: "`arrival: gamma`: the shape of the gaps' gamma distribution, as vLLM's `bench serve --burstiness` takes it: 1 is Poisson, below 1 burstier, above 1 more even.",
+    },
+    Field {
+        key: "slowdown",
+        value: || json!({"type": "number", "exclusiveMinimum": 0}),
+        doc: "`arrival: trace`: play the trace this many times slower than recorded (default 1).",
     },
     Field {
         key: "requests",
@@ -417,12 +428,17 @@ pub(in crate::suite::decode) const SHARED_PREFIX: &[Field] = &[
     },
 ];
 
-/// A gate's `load:`: exactly one workload, a window.
+/// A gate's `load:`: exactly one workload, a window (a replayed trace's
+/// is its records).
 fn load() -> Value {
     let mut load = one_of_required(
         with_required(object(&[LOAD]), &["output_tokens"]),
         &[&["prompt"], &["input_tokens"], &["dataset"]],
     );
-    load["anyOf"] = json!([{"required": ["requests"]}, {"required": ["duration"]}]);
+    load["anyOf"] = json!([
+        {"required": ["requests"]},
+        {"required": ["duration"]},
+        {"required": ["arrival"], "properties": {"arrival": {"const": "trace"}}},
+    ]);
     load
 }

@@ -266,12 +266,16 @@ mod tests {
 
     /// The schema is draft-07 (what YAML language servers read) and every
     /// object of it is closed: a key its table does not list is an error
-    /// in an editor as it is when the suite loads.
+    /// in an editor as it is when the suite loads. (An alternative without
+    /// a `type` of its own, a load's `arrival: trace` in place of
+    /// `requests`, constrains the closed object it is an alternative of.)
     #[test]
     fn the_schema_is_draft_07_and_every_object_is_closed() {
         fn closed(v: &Value, path: &str) {
             if let Some(props) = v.get("properties").and_then(Value::as_object) {
-                assert_eq!(v["additionalProperties"], false, "{path} is open");
+                if v.get("type").is_some() {
+                    assert_eq!(v["additionalProperties"], false, "{path} is open");
+                }
                 for (k, sub) in props {
                     closed(sub, &format!("{path}.{k}"));
                 }
