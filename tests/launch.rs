@@ -545,6 +545,40 @@ fn a_backend_that_breaks_the_numbers_fails_its_numerics_probe() {
     run.assert_no_survivors();
 }
 
+/// A servegate whose own file was replaced while it ran (`cargo install`
+/// of a new version mid-run, or `cargo build` beside a long suite) still
+/// launches each variant's server: it re-executes itself by
+/// `/proc/self/exe`, not by a path that now names nothing (the second
+/// variant's launch failed with "No such file or directory" when a build
+/// replaced the binary under a real SGLang suite).
+#[test]
+fn a_servegate_whose_file_was_replaced_still_launches_its_servers() {
+    let run = Run::new("replaced");
+    let copy = run.dir.join("servegate-copy");
+    std::fs::copy(env!("CARGO_BIN_EXE_servegate"), &copy).unwrap();
+    let copy_path = copy.to_str().unwrap().to_owned();
+    let mut cmd = run.command_via(&[&copy_path], &["run", "tests/suites/launch/ab.yaml"]);
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    // Started: its file can go.
+    std::fs::remove_file(&copy).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for name in [
+        "ab[slow]::performance::decode",
+        "ab[fast]::performance::decode",
+    ] {
+        assert_eq!(verdict(&text, name), "ok", "{name}: {text}");
+    }
+    run.assert_no_survivors();
+}
+
 #[test]
 fn variants_run_on_their_own_servers_and_the_table_names_the_faster() {
     let run = Run::new("ab");

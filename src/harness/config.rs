@@ -39,7 +39,42 @@ fn holds(expect: &ConfigExpect, value: &Value) -> bool {
         ConfigExpect::Contains(text) => value.as_str().is_some_and(|s| s.contains(text.as_str())),
         ConfigExpect::Matches(re) => value.as_str().is_some_and(|s| re.is_match(s)),
         ConfigExpect::OneOf(options) => options.iter().any(|o| same(value, o)),
+        ConfigExpect::ListsId(id) => value.as_array().is_some_and(|items| {
+            items
+                .iter()
+                .any(|i| i.get("id").and_then(Value::as_str) == Some(id))
+        }),
     }
+}
+
+/// A value that did not hold, as the message shows it: a list searched for
+/// an `id` by the ids it has (at most 40, each cut and made printable),
+/// any other value as it is.
+fn shown(expect: &ConfigExpect, value: &Value) -> String {
+    let (ConfigExpect::ListsId(_), Some(items)) = (expect, value.as_array()) else {
+        return value.to_string();
+    };
+    let ids: Vec<String> = items
+        .iter()
+        .take(40)
+        .map(|i| match i.get("id").and_then(Value::as_str) {
+            Some(id) => {
+                let (cut, longer) = crate::secrets::cut(id, 80);
+                format!(
+                    "{:?}{}",
+                    crate::text::printable(&cut),
+                    if longer.is_some() { "…" } else { "" }
+                )
+            }
+            None => "(no id)".to_owned(),
+        })
+        .collect();
+    let more = if items.len() > ids.len() {
+        format!(" (40 of {})", items.len())
+    } else {
+        String::new()
+    };
+    format!("a list of the ids {}{more}", ids.join(", "))
 }
 
 /// What `expect` wants, in words (`expected 8`).
@@ -55,6 +90,9 @@ fn wanted(expect: &ConfigExpect) -> String {
                 .map(Value::to_string)
                 .collect::<Vec<_>>()
                 .join(", ")
+        ),
+        ConfigExpect::ListsId(id) => format!(
+            "expected an entry with `id` {id:?}: the LoRA adapter a probe or gate names, loaded by the server (vLLM `--enable-lora --lora-modules {id}=PATH`, SGLang `--enable-lora --lora-paths {id}=PATH`)"
         ),
     }
 }
@@ -151,8 +189,9 @@ impl Execution {
         }
         Err(fail(
             format!(
-                "server configuration mismatch: {} is {value}, {}",
+                "server configuration mismatch: {} is {}, {}",
                 check.name,
+                shown(&check.expect, value),
                 wanted(&check.expect)
             ),
             format!("  = read from GET {path} of {}\n", target.client.base_url()),

@@ -357,7 +357,8 @@ pub async fn connect(
         .with_limits(t.limits)
         .with_admin_key(admin_key)
         .with_incremental_output(incremental)
-        .with_token_ids(engine.is_some_and(|e| e.lists_token_ids(t.api)));
+        .with_token_ids(engine.is_some_and(|e| e.lists_token_ids(t.api)))
+        .with_adapters_as_lora_path(engine == Some(Engine::Sglang));
     Ok(Connected {
         client,
         description,

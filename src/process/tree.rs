@@ -56,22 +56,29 @@ pub(crate) fn become_subreaper() {
     });
 }
 
-/// The command that runs `argv` through servegate's re-exec mode when it
-/// can (so the server dies with servegate), else `argv` itself.
+/// The command that runs `argv` through servegate's re-exec mode (so the
+/// server dies with servegate). By `/proc/self/exe`, the file this process
+/// runs whatever became of its path: a servegate replaced while it ran
+/// (`cargo install`, `cargo build` beside a long suite) has a path that
+/// names nothing now, and a launch through it failed with "No such file
+/// or directory" naming the server's command.
 pub fn command(argv: &[String]) -> Command {
     #[cfg(target_os = "linux")]
-    if let Ok(me) = std::env::current_exe() {
-        let mut cmd = Command::new(me);
+    {
+        let mut cmd = Command::new("/proc/self/exe");
         cmd.arg(EXEC_MODE)
             .arg("--parent")
             .arg(std::process::id().to_string())
             .arg("--")
             .args(argv);
-        return cmd;
+        cmd
     }
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]);
-    cmd
+    #[cfg(not(target_os = "linux"))]
+    {
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..]);
+        cmd
+    }
 }
 
 /// Runs the re-exec mode when this process was started in it (called first

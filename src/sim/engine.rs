@@ -303,6 +303,7 @@ mod tests {
                 reasoning: Some("two plus two".into()),
                 tool_call: None,
                 wrong_every: None,
+                adapter: None,
                 matched: std::sync::Arc::default(),
             }],
             ..Profile::default()

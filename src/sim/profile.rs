@@ -23,6 +23,9 @@ pub struct Reply {
     /// instead, as a server whose answers vary from request to request
     /// (batch-dependent numerics, a prompt cache) is now and then wrong.
     pub wrong_every: Option<std::num::NonZeroU64>,
+    /// The LoRA adapter whose requests alone it answers (`None`: any
+    /// request's).
+    pub adapter: Option<String>,
     /// The requests this reply has matched.
     pub matched: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
@@ -134,6 +137,12 @@ pub struct Profile {
     /// `/model_info` says `has_image_understanding`; without it, a request
     /// with an image is refused as a text-only model's server refuses it.
     pub vision: bool,
+    /// LoRA adapters it serves by name, listed in `/v1/models` with the
+    /// model as their `parent` as SGLang 0.5.23 and vLLM 0.32 list theirs;
+    /// a request names one as the server it speaks as takes it (SGLang's
+    /// `lora_path` or `model: base:adapter`, vLLM's `model`), and one it
+    /// does not serve is refused as that server refuses it.
+    pub adapters: Vec<String>,
 }
 
 /// The server a simulator speaks as: its routes, the shapes of its
@@ -245,6 +254,7 @@ impl Default for Profile {
             crash_message: None,
             speaks: Speaks::Sglang,
             vision: false,
+            adapters: Vec::new(),
         }
     }
 }
@@ -304,6 +314,8 @@ struct ProfileFile {
     speaks: Speaks,
     #[serde(default)]
     vision: bool,
+    #[serde(default)]
+    adapters: Vec<String>,
 }
 
 /// A file of replies only (`replies_from`).
@@ -325,6 +337,8 @@ struct ReplyFile {
     tool_call: Option<ToolCallFile>,
     #[serde(default)]
     wrong_every: Option<std::num::NonZeroU64>,
+    #[serde(default)]
+    adapter: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -386,10 +400,20 @@ impl Profile {
                         .tool_call
                         .map(|t| (t.name, serde_json::Value::Object(t.arguments).to_string())),
                     wrong_every: r.wrong_every,
+                    adapter: r.adapter,
                     matched: std::sync::Arc::default(),
                 })
             })
             .collect::<Result<Vec<_>, String>>()?;
+        if let Some(a) = replies
+            .iter()
+            .filter_map(|r| r.adapter.as_ref())
+            .find(|a| !file.adapters.contains(a))
+        {
+            return Err(format!(
+                "a reply's `adapter: {a}` is not one of the profile's `adapters`"
+            ));
+        }
         let capacity = file.capacity.unwrap_or(defaults.capacity);
         if capacity == 0 {
             return Err("capacity must be at least 1".into());
@@ -435,6 +459,7 @@ impl Profile {
             sglang: file.sglang,
             speaks: file.speaks,
             vision: file.vision,
+            adapters: file.adapters,
             ..defaults
         })
     }

@@ -12,6 +12,7 @@ mod golden;
 mod postgres;
 use common::run::command;
 
+mod adapters;
 mod arrivals;
 mod assertions;
 mod baselines;

@@ -166,6 +166,9 @@ pub struct Client {
     text_mode: dialect::TextMode,
     /// Ask the server to list each chunk's token ids (`return_token_ids`).
     token_ids: bool,
+    /// Name a request's LoRA adapter in `lora_path` (SGLang) rather than
+    /// in `model`.
+    lora_path: bool,
     timeouts: Timeouts,
     limits: ReadLimits,
     /// Keep-alive connections for `http://` servers; `None` sends through reqwest.
@@ -198,6 +201,7 @@ impl Client {
             admin_auth: None,
             text_mode: dialect::TextMode::Cumulative,
             token_ids: false,
+            lora_path: false,
             timeouts,
             limits: ReadLimits::default(),
             raw: raw::Endpoint::parse(base_url).map(raw::Pool::new),
@@ -288,6 +292,15 @@ impl Client {
         self
     }
 
+    /// This client, naming a request's LoRA adapter in `lora_path` when
+    /// `sglang` (every SGLang API takes it; `model` SGLang 0.5.23 reads only
+    /// as `base:adapter`), else in `model`, as vLLM does.
+    #[must_use]
+    pub fn with_adapters_as_lora_path(mut self, sglang: bool) -> Self {
+        self.lora_path = sglang;
+        self
+    }
+
     /// This client, sending `key` to administrative endpoints in place of
     /// the API key.
     #[must_use]
@@ -307,6 +320,14 @@ impl Client {
         let mut body = self.dialect.body(&self.model, req);
         if self.token_ids {
             body["return_token_ids"] = serde_json::Value::Bool(true);
+        }
+        if let Some(adapter) = &req.sampling.adapter {
+            let field = if self.lora_path || self.dialect.api() == Api::SglangGenerate {
+                "lora_path"
+            } else {
+                "model"
+            };
+            body[field] = serde_json::Value::String(adapter.clone());
         }
         if let (Some(extra), Some(obj)) = (&req.sampling.extra_body, body.as_object_mut()) {
             obj.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));

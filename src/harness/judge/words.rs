@@ -114,6 +114,9 @@ pub fn describe_load(gate: &Gate) -> String {
             }
         ));
     }
+    if let Some(a) = &gate.sampling.adapter {
+        parts.push(format!("through LoRA adapter `{a}`"));
+    }
     if l.flush_cache {
         parts.push("cache flushed before measuring".to_owned());
     }

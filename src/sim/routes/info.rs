@@ -129,19 +129,33 @@ pub(in crate::sim) async fn models(State(s): State<Arc<SimState>>) -> Response {
     if let Some(r) = http_fault(&s) {
         return r;
     }
+    // vLLM 0.32's cards name it their owner (which servegate reads to
+    // tell vLLM).
     let mut model = json!({"id": s.profile.model, "object": "model", "created": 0,
-              "owned_by": "servegate-sim", "root": s.profile.model, "parent": null,
+              "owned_by": data_owner(s.profile.speaks), "root": s.profile.model, "parent": null,
               "max_model_len": 32768});
     if s.profile.speaks == Speaks::Vllm {
-        // vLLM 0.32's card: its name for the owner (which servegate reads
-        // to tell vLLM), and the permission list OpenAI's once had.
-        model["owned_by"] = json!("vllm");
+        // And the permission list OpenAI's once had.
         model["permission"] = json!([{"id": "modelperm-sim", "object": "model_permission",
             "created": 0, "allow_create_engine": false, "allow_sampling": true,
             "allow_logprobs": true, "allow_search_indices": false, "allow_view": true,
             "allow_fine_tuning": false, "organization": "*", "group": null, "is_blocking": false}]);
     }
-    Json(json!({"object": "list", "data": [model]})).into_response()
+    let mut data = vec![model];
+    data.extend(s.profile.adapters.iter().map(|name| {
+        json!({"id": name, "object": "model", "created": 0,
+               "owned_by": data_owner(s.profile.speaks), "root": format!("/adapters/{name}"),
+               "parent": s.profile.model, "max_model_len": null})
+    }));
+    Json(json!({"object": "list", "data": data})).into_response()
+}
+
+/// Who owns a card of `/v1/models`, as the server it speaks as says.
+fn data_owner(speaks: Speaks) -> &'static str {
+    match speaks {
+        Speaks::Vllm => "vllm",
+        Speaks::Sglang => "servegate-sim",
+    }
 }
 
 /// vLLM's `/version`: the simulator's own, never a vLLM release.

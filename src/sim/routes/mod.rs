@@ -195,6 +195,10 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
     if let Some(refused) = vllm_refusal(&state, body) {
         return refused;
     }
+    let adapter = match adapter_of(&state.profile, body) {
+        Ok(a) => a,
+        Err(refusal) => return error(speaks, 400, &refusal, "BadRequestError"),
+    };
     let looked = match see_images(&state.profile, shape, &ask) {
         Ok(looked) => looked,
         Err(refusal) => return error(speaks, 400, &refusal, "BadRequestError"),
@@ -208,17 +212,7 @@ async fn generate_response(state: Arc<SimState>, shape: Shape, body: &Value) -> 
     let seed = ask
         .seed
         .or_else(|| reseed.then(|| (before + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)));
-    let unthinking;
-    let p = if ask.reasoning.thinking {
-        p
-    } else {
-        let mut q = p.clone();
-        for r in &mut q.replies {
-            r.reasoning = None;
-        }
-        unthinking = q;
-        &unthinking
-    };
+    let p = &*replies_for(p, ask.reasoning.thinking, adapter);
     let mut plan = plan(
         p,
         &looked.prompt,
@@ -380,6 +374,55 @@ fn crash_if_due(state: &SimState, before: u64, stream: bool) -> Option<Response>
     std::process::abort();
 }
 
+/// The profile a request is answered by: its replies without their
+/// reasoning when the request does not think, and only those of its
+/// adapter (or of any) when the profile serves adapters.
+fn replies_for<'p>(
+    p: &'p crate::sim::Profile,
+    thinking: bool,
+    adapter: Option<&str>,
+) -> std::borrow::Cow<'p, crate::sim::Profile> {
+    if thinking && p.adapters.is_empty() {
+        return std::borrow::Cow::Borrowed(p);
+    }
+    let mut q = p.clone();
+    q.replies
+        .retain(|r| r.adapter.is_none() || r.adapter.as_deref() == adapter);
+    for r in q.replies.iter_mut().filter(|_| !thinking) {
+        r.reasoning = None;
+    }
+    std::borrow::Cow::Owned(q)
+}
+
+/// The LoRA adapter a request names, as the server the simulator speaks as
+/// reads it: vLLM's `model` (a name `/v1/models` lists), SGLang 0.5.23's
+/// `lora_path` or a `model` of `base:adapter` (`serving_base.py`); an
+/// adapter SGLang has not loaded is refused with its words
+/// (`lora_registry.py`, `tokenizer_manager.py`).
+fn adapter_of<'b>(
+    profile: &crate::sim::Profile,
+    body: &'b Value,
+) -> Result<Option<&'b str>, String> {
+    let model = body.get("model").and_then(Value::as_str);
+    let named = match profile.speaks {
+        Speaks::Vllm => model.filter(|m| *m != profile.model),
+        Speaks::Sglang => model
+            .and_then(|m| m.strip_prefix(profile.model.as_str())?.strip_prefix(':'))
+            .or_else(|| body.get("lora_path").and_then(Value::as_str)),
+    };
+    match named {
+        Some(a) if profile.adapters.iter().any(|known| known == a) => Ok(Some(a)),
+        Some(a) if profile.adapters.is_empty() => Err(format!(
+            "LoRA adapter '{a}' was requested, but LoRA is not enabled. Please launch the server with `--enable-lora`."
+        )),
+        Some(a) => Err(format!(
+            "The following requested LoRA adapters are not loaded: {a}\nLoaded adapters: {:?}.",
+            profile.adapters
+        )),
+        None => Ok(None),
+    }
+}
+
 /// What vLLM 0.32 answers before it plans a request: an unknown model's
 /// 404 (SGLang serves any), and the 500 of a dead engine.
 fn vllm_refusal(state: &SimState, body: &Value) -> Option<Response> {
@@ -388,8 +431,13 @@ fn vllm_refusal(state: &SimState, body: &Value) -> Option<Response> {
     }
     if let Some(model) = body.get("model").and_then(Value::as_str)
         && model != state.profile.model
+        && !state.profile.adapters.iter().any(|a| a == model)
     {
-        let valid = &state.profile.model;
+        let valid = std::iter::once(&state.profile.model)
+            .chain(&state.profile.adapters)
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", ");
         let message = format!("The model `{model}` does not exist. Valid aliases: {valid}.");
         return Some(error_at(
             Speaks::Vllm,

@@ -145,12 +145,14 @@ impl Decoder<'_> {
             needs?,
         );
         let extra_body = f.get("extra_body").map(|v| self.extra_body(v));
+        let adapter = f.get("adapter").and_then(|v| self.adapter(v));
         let sampling = Sampling {
             max_tokens: Some(load.output_tokens),
             extra_body: crate::suite::model::merged(
                 defaults.extra_body.as_ref(),
                 extra_body.flatten().as_ref(),
             ),
+            adapter: adapter.or_else(|| defaults.adapter.clone()),
             ..defaults.clone()
         };
         let gates: Vec<Gate> = levels

@@ -23,10 +23,17 @@ use super::node::{Key, Loc, Node, Yaml};
 
 use schema::{SAMPLING, SANDBOX, SIM, SNAPSHOT, TOP};
 
+/// Longest adapter name a suite may give.
+const MAX_ADAPTER_NAME: usize = 200;
+
 /// Request fields `extra_body` may not set: servegate sets them itself
 /// (how it streams and whom it asks) or from a key of the suite's own.
 pub(super) const OWN_BODY_FIELDS: &[(&str, &str)] = &[
-    ("model", "the suite's `target.model` sets it"),
+    (
+        "model",
+        "the suite's `target.model` sets it (`adapter` names a LoRA adapter)",
+    ),
+    ("lora_path", "`adapter` sets it, on SGLang"),
     ("messages", "`prompt`, `messages` and `system` set it"),
     ("prompt", "`prompt` sets it"),
     ("text", "`prompt` sets it"),
@@ -255,6 +262,8 @@ impl<'e> Decoder<'e> {
             }));
         }
         let (gates, curves) = (all, placed);
+        let mut expect_server = expect_server;
+        expect_server.extend(adapter_checks(&probes, &gates));
         self.variant_bounds(&gates, &variants);
         self.unique_names(probes.iter().map(|p| (p.name.as_str(), p.loc)), "probe");
         self.unique_names(gates.iter().map(|g| (g.name.as_str(), g.loc)), "gate");
@@ -400,7 +409,26 @@ impl<'e> Decoder<'e> {
                 .get("reasoning_effort")
                 .and_then(|v| self.reasoning_effort(v)),
             extra_body: f.get("extra_body").and_then(|v| self.extra_body(v)),
+            adapter: f.get("adapter").and_then(|v| self.adapter(v)),
         }
+    }
+
+    /// `adapter: NAME`: a LoRA adapter's name as the server loaded it.
+    fn adapter(&mut self, v: &Yaml) -> Option<String> {
+        let name = self.text(v, "adapter")?;
+        let fits = !name.is_empty()
+            && name.len() <= MAX_ADAPTER_NAME
+            && name.chars().all(|c| !c.is_control() && !c.is_whitespace());
+        if fits {
+            return Some(name);
+        }
+        self.error(
+            Diagnostic::new(v.loc, format!("adapter {name:?} is not an adapter's name"))
+                .expected(format!(
+                    "the name the server loaded the adapter under (vLLM's `--lora-modules NAME=PATH`, SGLang's `--lora-paths NAME=PATH`): 1 to {MAX_ADAPTER_NAME} characters, no spaces"
+                )),
+        );
+        None
     }
 
     /// `extra_body: {field: value, …}`: any JSON, except the fields
@@ -432,6 +460,39 @@ impl<'e> Decoder<'e> {
             _ => None,
         }
     }
+}
+
+/// A check of `/v1/models` for each LoRA adapter the suite's probes and
+/// gates name, at the first that names it: a request to an adapter the
+/// server has not loaded would be served by the base model (SGLang reads
+/// an unknown `model` as the base) or refused, and neither is the
+/// adapter's figure.
+fn adapter_checks(
+    probes: &[crate::suite::Probe],
+    gates: &[Gate],
+) -> Vec<crate::suite::ConfigCheck> {
+    use crate::suite::{ConfigCheck, ConfigExpect, ConfigSource};
+    let named = probes
+        .iter()
+        .map(|p| (&p.sampling, p.loc))
+        .chain(gates.iter().map(|g| (&g.sampling, g.loc)));
+    let mut checks: Vec<ConfigCheck> = Vec::new();
+    for (sampling, loc) in named {
+        let Some(adapter) = &sampling.adapter else {
+            continue;
+        };
+        let name = format!("models.adapter.{adapter}");
+        if checks.iter().all(|c| c.name != name) {
+            checks.push(ConfigCheck {
+                name,
+                source: ConfigSource::Models,
+                path: vec!["data".to_owned()],
+                expect: ConfigExpect::ListsId(adapter.clone()),
+                loc,
+            });
+        }
+    }
+    checks
 }
 
 fn quoted_list(items: &[&str]) -> String {

@@ -137,6 +137,10 @@ pub struct Sampling {
     /// (`return_hidden_states`, …): any field the server takes that
     /// servegate does not set itself.
     pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The LoRA adapter that serves the request, by the name the server
+    /// loaded it under: sent as SGLang's `lora_path`, else as `model`
+    /// (vLLM's way and the OpenAI convention).
+    pub adapter: Option<String>,
 }
 
 /// A function offered to the model as a tool.
@@ -206,6 +210,7 @@ impl Sampling {
                 .clone()
                 .or_else(|| defaults.reasoning_effort.clone()),
             extra_body: merged(defaults.extra_body.as_ref(), self.extra_body.as_ref()),
+            adapter: self.adapter.clone().or_else(|| defaults.adapter.clone()),
         }
     }
 }

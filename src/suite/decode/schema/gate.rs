@@ -4,11 +4,11 @@
 
 use serde_json::{Map, Value, json};
 
-use super::EXTRA_BODY;
 use super::vocabulary::{
     Field, boolean, closed, comparison, count, described, duration, name, names, non_empty, object,
     one_of, one_of_required, string, text, with_min_properties, with_required,
 };
+use super::{ADAPTER, EXTRA_BODY};
 use crate::suite::decode::load::{CLIENT_LIMITED, MAX_CLIENT_THREADS, MAX_TURNS};
 use crate::suite::decode::pace::ARRIVALS;
 use crate::suite::metric::{Metric, Stat, all_keys};
@@ -250,6 +250,7 @@ pub(in crate::suite::decode) const GATE: &[Field] = &[
         doc: "The correctness probes whose pass this gate waits for (default: every probe). A probe it does not name may fail without gating it; config checks gate it always.",
     },
     EXTRA_BODY,
+    ADAPTER,
 ];
 
 /// A gate's `slo:`.

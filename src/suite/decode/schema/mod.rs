@@ -166,7 +166,16 @@ pub(in crate::suite::decode) const SAMPLING: &[Field] = &[
         doc: "A reasoning model's effort: a level or a share from 0 to 0.99, as SGLang 0.5.23 takes it (chat API only).",
     },
     EXTRA_BODY,
+    ADAPTER,
 ];
+
+/// `adapter`, a key of probes, `defaults` and gates: the LoRA adapter
+/// that serves their requests.
+pub(in crate::suite::decode) const ADAPTER: Field = Field {
+    key: "adapter",
+    value: || json!({"type": "string", "minLength": 1, "maxLength": 200, "pattern": "^[^\\s]+$"}),
+    doc: "A LoRA adapter by the name the server loaded it under (vLLM `--lora-modules NAME=PATH`, SGLang `--lora-paths NAME=PATH`): sent as SGLang's `lora_path`, else as `model`; a config check first asks `/v1/models` that the server serves it.",
+};
 
 /// `extra_body`, a key of probes, `defaults` and gates: any request field
 /// servegate does not set itself.
