@@ -224,6 +224,45 @@ async fn client_threads_share_one_open_loop_schedule() {
     );
 }
 
+/// The warm-up sends every request it says, on any number of client
+/// threads: an open loop warms one request at a time, on one thread, and
+/// the threads without a warm-up worker leave no share of it unsent (they
+/// once did: with two threads, half of an open loop's warm-up never went).
+#[tokio::test]
+async fn the_warm_up_sends_every_request_on_any_number_of_threads() {
+    for (load, sent) in [
+        (
+            "{rate: 200, requests: 4, warmup: 5, input_tokens: 8, output_tokens: 2, ignore_eos: true, client_threads: 2}",
+            9,
+        ),
+        (
+            "{concurrency: 3, requests: 6, warmup: 7, input_tokens: 8, output_tokens: 2, ignore_eos: true, client_threads: 2}",
+            13,
+        ),
+        (
+            "{concurrency: 1, requests: 2, warmup: 3, input_tokens: 8, output_tokens: 2, ignore_eos: true, client_threads: 3}",
+            5,
+        ),
+    ] {
+        let s = simulator(FAST);
+        let gate = one_gate(load, "");
+        let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
+        assert_eq!(m.errors, 0, "{load}");
+        let metrics = reqwest::get(format!("{}/metrics", s.base_url()))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let total = metrics
+            .lines()
+            .find(|l| l.starts_with("sglang:num_requests_total"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok());
+        assert_eq!(total, Some(f64::from(sent)), "{load}: {metrics}");
+    }
+}
+
 /// An open loop held back by its cap on requests in flight starts late
 /// because of the server: the late starts are counted, but not against the
 /// client, whose self-check stays clear.

@@ -1806,7 +1806,7 @@ fn lora_trial(
         1,
         "an adapter the server has not loaded",
         &[
-            "models.adapter.random-lora-2 is a list of the ids \"smollm2-135m\", \"random-lora\", expected an entry with `id` \"random-lora-2\"",
+            "models.adapter.random-lora-2 is a list of the ids \"smollm2-135m\", \"random-lora\", expected an entry with `id` \"random-lora-2\" and a `parent`",
             "gated: config check models.adapter.random-lora-2 failed",
         ],
     )

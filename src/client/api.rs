@@ -24,6 +24,32 @@ pub struct CallRequest {
     pub ignore_eos: bool,
 }
 
+/// Where a request names its LoRA adapter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AdapterField {
+    /// `model`: vLLM's way, and the OpenAI convention.
+    Model,
+    /// `lora_path`: SGLang's, on every API (its `model` names an adapter
+    /// only as `base:adapter`, `serving_base.py` in 0.5.23).
+    LoraPath,
+    /// Both, for a server not identified: SGLang takes `lora_path` over a
+    /// `model` it reads as the base model, vLLM ignores `lora_path` (and
+    /// says so in its log); neither serves the base model in its place.
+    #[default]
+    Both,
+}
+
+/// Names `adapter` on `body` as `field` says.
+pub fn put_adapter(body: &mut Value, adapter: Option<&str>, field: AdapterField) {
+    let Some(a) = adapter else { return };
+    if field != AdapterField::LoraPath {
+        body["model"] = json!(a);
+    }
+    if field != AdapterField::Model {
+        body["lora_path"] = json!(a);
+    }
+}
+
 /// How a dialect names the sampling parameters whose names differ between
 /// APIs.
 #[derive(Debug, Clone, Copy)]

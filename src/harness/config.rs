@@ -39,10 +39,15 @@ fn holds(expect: &ConfigExpect, value: &Value) -> bool {
         ConfigExpect::Contains(text) => value.as_str().is_some_and(|s| s.contains(text.as_str())),
         ConfigExpect::Matches(re) => value.as_str().is_some_and(|s| re.is_match(s)),
         ConfigExpect::OneOf(options) => options.iter().any(|o| same(value, o)),
+        // An adapter's card names its base model (`parent`): the base
+        // model's own id is no adapter.
         ConfigExpect::ListsId(id) => value.as_array().is_some_and(|items| {
-            items
-                .iter()
-                .any(|i| i.get("id").and_then(Value::as_str) == Some(id))
+            items.iter().any(|i| {
+                i.get("id").and_then(Value::as_str) == Some(id)
+                    && i.get("parent")
+                        .and_then(Value::as_str)
+                        .is_some_and(|p| !p.is_empty())
+            })
         }),
     }
 }
@@ -92,7 +97,7 @@ fn wanted(expect: &ConfigExpect) -> String {
                 .join(", ")
         ),
         ConfigExpect::ListsId(id) => format!(
-            "expected an entry with `id` {id:?}: the LoRA adapter a probe or gate names, loaded by the server (vLLM `--enable-lora --lora-modules {id}=PATH`, SGLang `--enable-lora --lora-paths {id}=PATH`)"
+            "expected an entry with `id` {id:?} and a `parent`: the LoRA adapter a probe or gate names, loaded by the server (vLLM `--enable-lora --lora-modules {id}=PATH`, SGLang `--enable-lora --lora-paths {id}=PATH`)"
         ),
     }
 }

@@ -121,7 +121,7 @@ impl Execution {
             return self.run_dataset(index, target, ds);
         }
         if let Some(n) = &probe.numerics {
-            return self.run_numerics(probe.loc, target, n);
+            return self.run_numerics(probe, target, n);
         }
         if !probe.turns.is_empty() {
             return self.run_conversation(index, target);
@@ -292,10 +292,16 @@ impl Execution {
 
     /// Has the server score a numerics probe's text and judges the mean
     /// token log-probability against the known-good one.
-    fn run_numerics(&self, loc: Loc, target: &Connected, n: &Numerics) -> Verdict {
+    fn run_numerics(
+        &self,
+        probe: &crate::suite::Probe,
+        target: &Connected,
+        n: &Numerics,
+    ) -> Verdict {
+        let (loc, adapter) = (probe.loc, probe.sampling.adapter.as_deref());
         let file = &self.suite.file;
         let scoring = target.scorer.and_then(|api| {
-            let (path, body) = target.client.score_request(api, &n.text)?;
+            let (path, body) = target.client.score_request(api, &n.text, adapter)?;
             Some((api, path, body))
         });
         let Some((api, path, body)) = scoring else {

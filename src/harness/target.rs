@@ -4,6 +4,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 
+use crate::client::api::AdapterField;
 use crate::client::{CallError, Client, Deadline, ErrorKind};
 use crate::server::Server;
 use crate::sim::{self, Profile, RunningSim};
@@ -358,7 +359,7 @@ pub async fn connect(
         .with_admin_key(admin_key)
         .with_incremental_output(incremental)
         .with_token_ids(engine.is_some_and(|e| e.lists_token_ids(t.api)))
-        .with_adapters_as_lora_path(engine == Some(Engine::Sglang));
+        .with_adapter_field(engine.map_or(AdapterField::Both, Engine::adapter_field));
     Ok(Connected {
         client,
         description,
@@ -420,6 +421,14 @@ impl Engine {
             Engine::Sglang => Some(Api::SglangGenerate),
             Engine::Vllm => Some(Api::OpenAiCompletions),
             Engine::LlamaCpp => None,
+        }
+    }
+
+    /// Where its requests name a LoRA adapter.
+    fn adapter_field(self) -> AdapterField {
+        match self {
+            Engine::Sglang => AdapterField::LoraPath,
+            Engine::Vllm | Engine::LlamaCpp => AdapterField::Model,
         }
     }
 

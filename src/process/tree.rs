@@ -56,29 +56,30 @@ pub(crate) fn become_subreaper() {
     });
 }
 
-/// The command that runs `argv` through servegate's re-exec mode (so the
-/// server dies with servegate). By `/proc/self/exe`, the file this process
-/// runs whatever became of its path: a servegate replaced while it ran
+/// The command that runs `argv` through servegate's re-exec mode when it
+/// can (so the server dies with servegate), else `argv` itself. By
+/// `/proc/self/exe` where `/proc` is mounted, the file this process runs
+/// whatever became of its path: a servegate replaced while it ran
 /// (`cargo install`, `cargo build` beside a long suite) has a path that
 /// names nothing now, and a launch through it failed with "No such file
 /// or directory" naming the server's command.
 pub fn command(argv: &[String]) -> Command {
     #[cfg(target_os = "linux")]
+    if let Some(me) = Some(std::path::PathBuf::from("/proc/self/exe"))
+        .filter(|p| p.exists())
+        .or_else(|| std::env::current_exe().ok())
     {
-        let mut cmd = Command::new("/proc/self/exe");
+        let mut cmd = Command::new(me);
         cmd.arg(EXEC_MODE)
             .arg("--parent")
             .arg(std::process::id().to_string())
             .arg("--")
             .args(argv);
-        cmd
+        return cmd;
     }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let mut cmd = Command::new(&argv[0]);
-        cmd.args(&argv[1..]);
-        cmd
-    }
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    cmd
 }
 
 /// Runs the re-exec mode when this process was started in it (called first

@@ -176,9 +176,15 @@ fn blocks_of(value: &serde_json::Value) -> Option<Result<RecordPrompt, String>> 
         .filter(|n| *n > 0);
     Some(match (hash_ids, tokens) {
         (Some(ids), _) if ids.is_empty() => Err("`hash_ids` is empty".into()),
-        (None, _) => Err(format!("`hash_ids` is {ids}, not a list of block ids")),
+        (None, _) => Err(format!(
+            "`hash_ids` is {}, not a list of block ids",
+            shown(ids)
+        )),
         (_, None) => Err(match length {
-            Some(n) => format!("`input_length` is {n}, not a count of tokens above 0"),
+            Some(n) => format!(
+                "`input_length` is {}, not a count of tokens above 0",
+                shown(n)
+            ),
             None => "a Mooncake record needs `input_length` beside `hash_ids`".into(),
         }),
         (Some(hash_ids), Some(tokens)) => {
@@ -195,12 +201,27 @@ fn blocks_of(value: &serde_json::Value) -> Option<Result<RecordPrompt, String>> 
     })
 }
 
+/// A dataset's value as an error message shows it: its JSON, at most 80
+/// characters of it (a file's value can be megabytes).
+fn shown(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(80) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
+}
+
 /// A record's `timestamp`: milliseconds, a finite number at or above 0.
 fn timestamp_of(value: &serde_json::Value) -> Result<f64, String> {
     value
         .as_f64()
         .filter(|t| t.is_finite() && *t >= 0.0)
-        .ok_or_else(|| format!("`timestamp` is {value}, not milliseconds at or above 0"))
+        .ok_or_else(|| {
+            format!(
+                "`timestamp` is {}, not milliseconds at or above 0",
+                shown(value)
+            )
+        })
 }
 
 /// A record's answer: `output_tokens` or `output_length` (a count),
@@ -218,7 +239,8 @@ fn answer_of(value: &serde_json::Value) -> Option<Answer> {
                     .map_or_else(
                         || {
                             Answer::Unusable(format!(
-                                "`{key}` is {n}, not a count of tokens above 0"
+                                "`{key}` is {}, not a count of tokens above 0",
+                                shown(n)
                             ))
                         },
                         Answer::Tokens,
@@ -362,6 +384,13 @@ mod tests {
         ] {
             assert_eq!(prompts(line).unwrap_err(), why);
         }
+        // A file's value is shown cut, however long.
+        let long = format!(
+            "{{\"input_length\": 5, \"hash_ids\": \"{}\"}}",
+            "x".repeat(100_000)
+        );
+        let why = prompts(&long).unwrap_err();
+        assert!(why.len() < 200 && why.contains("…, not a list"), "{why}");
     }
 
     #[test]

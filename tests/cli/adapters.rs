@@ -77,7 +77,7 @@ fn an_adapter_the_server_has_not_loaded_is_never_measured() {
     std::fs::write(
         &suite,
         format!(
-            "suite: missing\ntarget: {{ base_url: sim, api: openai-chat }}\nsim: {{ profile: {} }}\ncorrectness:\n  - name: sql\n    adapter: sqll\n    prompt: \"What is 2+2?\"\n    max_tokens: 16\n    expect: [{{ contains: SELECT }}]\nperformance:\n  - name: load\n    adapter: sqll\n    load: {{ requests: 2, prompt: hi, output_tokens: 4 }}\n    thresholds: {{ errors: \"== 0\" }}\n",
+            "suite: missing\ntarget: {{ base_url: sim, api: openai-chat }}\nsim: {{ profile: {} }}\ncorrectness:\n  - name: sql\n    adapter: sqll\n    prompt: \"What is 2+2?\"\n    max_tokens: 16\n    expect: [{{ contains: SELECT }}]\n  - name: base_named\n    adapter: sim-base\n    prompt: \"What is 2+2?\"\n    max_tokens: 16\n    expect: [{{ contains: \"4\" }}]\nperformance:\n  - name: load\n    adapter: sqll\n    load: {{ requests: 2, prompt: hi, output_tokens: 4 }}\n    thresholds: {{ errors: \"== 0\" }}\n",
             profile.display()
         ),
     )
@@ -86,10 +86,15 @@ fn an_adapter_the_server_has_not_loaded_is_never_measured() {
     assert_has(
         &failure_of(&out, "missing::config::models.adapter.sqll"),
         &[
-            "expected an entry with `id` \"sqll\": the LoRA adapter a probe or gate names, loaded by the server (vLLM `--enable-lora --lora-modules sqll=PATH`, SGLang `--enable-lora --lora-paths sqll=PATH`)",
+            "expected an entry with `id` \"sqll\" and a `parent`: the LoRA adapter a probe or gate names, loaded by the server (vLLM `--enable-lora --lora-modules sqll=PATH`, SGLang `--enable-lora --lora-paths sqll=PATH`)",
             "missing.yaml:5:5",
             "models.adapter.sqll is a list of the ids \"sim-base\", \"sql\", \"poem\", expected",
         ],
+    );
+    // The base model's own card is no adapter: it has no `parent`.
+    assert_has(
+        &failure_of(&out, "missing::config::models.adapter.sim-base"),
+        &["expected an entry with `id` \"sim-base\" and a `parent`"],
     );
     for gated in ["missing::correctness::sql", "missing::performance::load"] {
         assert_has(&failure_of(&out, gated), &["models.adapter.sqll"]);
@@ -97,7 +102,7 @@ fn an_adapter_the_server_has_not_loaded_is_never_measured() {
     let bad = dir.path().join("bad.yaml");
     std::fs::write(
         &bad,
-        "suite: bad\ntarget: { base_url: sim, api: openai-chat }\ncorrectness:\n  - name: a\n    adapter: \"two words\"\n    prompt: hi\n    expect: [{ contains: x }]\n  - name: b\n    extra_body: { lora_path: sql }\n    prompt: hi\n    expect: [{ contains: x }]\n",
+        "suite: bad\ntarget: { base_url: sim, api: openai-chat }\ncorrectness:\n  - name: a\n    adapter: \"two words\"\n    prompt: hi\n    expect: [{ contains: x }]\n  - name: b\n    extra_body: { lora_path: sql }\n    prompt: hi\n    expect: [{ contains: x }]\nexpect_server:\n  models: { adapter.sql: x }\n",
     )
     .unwrap();
     let out = run_expecting(&["run", bad.to_str().unwrap()], 2);
@@ -109,6 +114,8 @@ fn an_adapter_the_server_has_not_loaded_is_never_measured() {
             ":9:19\n",
             "`extra_body.lora_path` is a field servegate sets itself",
             "`adapter` sets it, on SGLang",
+            ":13:13\n",
+            "`models.adapter.sql` is the name of a check servegate makes itself",
         ],
     );
 }

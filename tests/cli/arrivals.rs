@@ -20,8 +20,8 @@ fn a_trace_is_replayed_at_its_records_times() {
     assert_has(
         &o.out,
         &[
-            "trace::performance::replay [open loop, replaying the trace's times (mean 10.42 req/s), 20 requests, up to 48 output tokens, 20 trace records (prompts of 512-token blocks named by their `hash_ids`) from tests/suites/../../fixtures/datasets/mooncake-trace.jsonl, each asking for its answer's length (mean 31 tokens)]",
-            "trace::performance::replay_slower [open loop, replaying the trace's times 2× slower (mean 5.21 req/s), 16 requests, after 4 warm-up, 8 output tokens,",
+            "trace::performance::replay [open loop, replaying the trace's times (mean 9.90 req/s), 20 requests, up to 48 output tokens, 20 trace records (prompts of 512-token blocks named by their `hash_ids`) from tests/suites/../../fixtures/datasets/mooncake-trace.jsonl, each asking for its answer's length (mean 31 tokens)]",
+            "trace::performance::replay_slower [open loop, replaying the trace's times 2× slower (mean 5.00 req/s), 16 requests, after 4 warm-up, 8 output tokens,",
             "trace::performance::bursty [open loop, 40 req/s (gamma, burstiness 0.25, seed 3), 20 requests,",
         ],
     );
@@ -68,6 +68,10 @@ fn arrivals_that_cannot_be_replayed_are_refused_at_load() {
         "blocks.jsonl",
         "{\"timestamp\": 0, \"input_length\": 513, \"hash_ids\": [1]}\n",
     );
+    write(
+        "far.jsonl",
+        "{\"timestamp\": 0, \"prompt\": \"a\"}\n{\"timestamp\": 1e30, \"prompt\": \"b\"}\n",
+    );
     let suite = dir.path().join("bad.yaml");
     std::fs::write(
         &suite,
@@ -101,6 +105,15 @@ performance:
   - name: i
     load: { arrival: trace, dataset: blocks.jsonl, output_tokens: 4 }
     thresholds: { errors: "== 0" }
+  - name: j
+    load: { arrival: trace, dataset: two.jsonl, output_tokens: 4, conversation: { turns: 2 } }
+    thresholds: { errors: "== 0" }
+  - name: k
+    load: { arrival: trace, slowdown: 2000, dataset: two.jsonl, output_tokens: 4 }
+    thresholds: { errors: "== 0" }
+  - name: l
+    load: { arrival: trace, dataset: far.jsonl, output_tokens: 4 }
+    thresholds: { errors: "== 0" }
 "#,
     )
     .unwrap();
@@ -126,6 +139,12 @@ performance:
             "slowdown must be above 0, found 0",
             ":29:38\n",
             "line 1: `input_length` 513 does not end in the last of its 1 blocks of 512 tokens",
+            ":32:13\n",
+            "`conversation` goes with a closed loop (`concurrency`), not `arrival`",
+            ":35:39\n",
+            "slowdown 2000 is over 1000",
+            ":38:38\n",
+            "line 2 of the dataset: its `timestamp` 1000000000000000000000000000000 is too far off to wait for",
         ],
     );
 }

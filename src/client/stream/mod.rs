@@ -9,12 +9,13 @@ mod headers;
 mod http;
 mod plausibility;
 mod reader;
+mod score;
 
 use std::time::{Duration, Instant};
 
 use tokio::time::timeout_at;
 
-use super::api::{CallRequest, Usage};
+use super::api::{AdapterField, CallRequest, Usage, put_adapter};
 use super::dialect::{self, Dialect, ServerReport, ServerTimings};
 use super::error::{CallError, Deadline, ErrorKind, excerpt};
 use super::raw;
@@ -166,9 +167,8 @@ pub struct Client {
     text_mode: dialect::TextMode,
     /// Ask the server to list each chunk's token ids (`return_token_ids`).
     token_ids: bool,
-    /// Name a request's LoRA adapter in `lora_path` (SGLang) rather than
-    /// in `model`.
-    lora_path: bool,
+    /// Where a request names its LoRA adapter.
+    adapter_field: AdapterField,
     timeouts: Timeouts,
     limits: ReadLimits,
     /// Keep-alive connections for `http://` servers; `None` sends through reqwest.
@@ -201,7 +201,7 @@ impl Client {
             admin_auth: None,
             text_mode: dialect::TextMode::Cumulative,
             token_ids: false,
-            lora_path: false,
+            adapter_field: AdapterField::Both,
             timeouts,
             limits: ReadLimits::default(),
             raw: raw::Endpoint::parse(base_url).map(raw::Pool::new),
@@ -292,12 +292,11 @@ impl Client {
         self
     }
 
-    /// This client, naming a request's LoRA adapter in `lora_path` when
-    /// `sglang` (every SGLang API takes it; `model` SGLang 0.5.23 reads only
-    /// as `base:adapter`), else in `model`, as vLLM does.
+    /// This client, naming a request's LoRA adapter in `field` (SGLang's
+    /// `/generate` always takes `lora_path`).
     #[must_use]
-    pub fn with_adapters_as_lora_path(mut self, sglang: bool) -> Self {
-        self.lora_path = sglang;
+    pub fn with_adapter_field(mut self, field: AdapterField) -> Self {
+        self.adapter_field = field;
         self
     }
 
@@ -321,14 +320,8 @@ impl Client {
         if self.token_ids {
             body["return_token_ids"] = serde_json::Value::Bool(true);
         }
-        if let Some(adapter) = &req.sampling.adapter {
-            let field = if self.lora_path || self.dialect.api() == Api::SglangGenerate {
-                "lora_path"
-            } else {
-                "model"
-            };
-            body[field] = serde_json::Value::String(adapter.clone());
-        }
+        let adapter = req.sampling.adapter.as_deref();
+        put_adapter(&mut body, adapter, self.field_of(self.dialect.api()));
         if let (Some(extra), Some(obj)) = (&req.sampling.extra_body, body.as_object_mut()) {
             obj.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
@@ -386,51 +379,6 @@ impl Client {
             ErrorKind::Http(status.as_u16()),
             format!("{path}: {}", excerpt(&text, 300)),
         ))
-    }
-
-    /// The request that has the server score `text` through `api` (SGLang's
-    /// `sglang-generate`, vLLM's `openai-completions`), where that API
-    /// can ask: its path and body.
-    pub fn score_request(&self, api: Api, text: &str) -> Option<(&'static str, serde_json::Value)> {
-        dialect::of(api).score_request(&self.model, text)
-    }
-
-    /// Has the server score a text through `api` by its scoring request
-    /// (`path`, `body`: [`Client::score_request`]): the log-probability of
-    /// each of its tokens but the first, not streamed (a prefill),
-    /// answered within a first token's deadline and read up to the
-    /// document limit.
-    pub async fn score(
-        &self,
-        api: Api,
-        path: &str,
-        body: &serde_json::Value,
-    ) -> Result<Vec<f64>, CallError> {
-        let url = format!("{}{path}", self.base_url);
-        let deadline = tokio::time::Instant::now() + self.small_deadline().1;
-        let req = self
-            .http
-            .small()?
-            .post(url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_string());
-        let resp = self
-            .send_small(req, path, deadline, self.auth.as_ref())
-            .await?;
-        let status = resp.status();
-        let text = bounded_text(resp, self.limits.document, deadline, path).await?;
-        if !status.is_success() {
-            return Err(CallError::new(
-                ErrorKind::Http(status.as_u16()),
-                format!("POST {path}: {}", excerpt(&text, 300)),
-            ));
-        }
-        let answer = super::stream::document(&text).map_err(|e| {
-            CallError::new(ErrorKind::Protocol, format!("POST {path}: not JSON: {e}"))
-        })?;
-        dialect::of(api)
-            .scored(&answer)
-            .map_err(|why| CallError::new(ErrorKind::Protocol, format!("POST {path}: {why}")))
     }
 
     /// GETs a text endpoint such as `/metrics`; `Ok(None)` when the server

@@ -59,3 +59,53 @@ async fn a_generation_request_through_reqwest_follows_no_redirect() {
     let asked = server.await.unwrap();
     assert_eq!(asked, ["POST /v1/chat/completions HTTP/1.1"]);
 }
+
+/// A request through an adapter names it as the server reads it: SGLang's
+/// `lora_path`, vLLM's `model`, both where the server is not known; and
+/// SGLang's `/generate` (its scoring too) always by `lora_path`.
+#[test]
+fn an_adapter_is_named_as_the_server_reads_it() {
+    use crate::client::api::AdapterField;
+    use crate::suite::Api;
+    let client = |api, field| {
+        Client::new("http://127.0.0.1:9", api, "base", None, Timeouts::default())
+            .unwrap()
+            .with_adapter_field(field)
+    };
+    let req = CallRequest {
+        input: crate::suite::Input::prompt(None, "hi".into()),
+        sampling: crate::suite::Sampling {
+            adapter: Some("sql".into()),
+            ..crate::suite::Sampling::default()
+        },
+        ignore_eos: false,
+    };
+    let named = |body: &serde_json::Value| (body["model"].clone(), body["lora_path"].clone());
+    let null = serde_json::Value::Null;
+    for (field, want) in [
+        (AdapterField::LoraPath, ("base".into(), "sql".into())),
+        (AdapterField::Model, ("sql".into(), null.clone())),
+        (AdapterField::Both, ("sql".into(), "sql".into())),
+    ] {
+        let c = client(Api::OpenAiChat, field);
+        assert_eq!(named(&c.body(&req)), want, "{field:?}");
+    }
+    let generate = client(Api::SglangGenerate, AdapterField::Model);
+    assert_eq!(generate.body(&req)["lora_path"], "sql");
+    let (_, scored) = generate
+        .score_request(Api::SglangGenerate, "text", Some("sql"))
+        .unwrap();
+    assert_eq!(scored["lora_path"], "sql");
+    let (_, scored) = client(Api::OpenAiCompletions, AdapterField::Model)
+        .score_request(Api::OpenAiCompletions, "text", Some("sql"))
+        .unwrap();
+    assert_eq!(named(&scored), ("sql".into(), null));
+    let base = CallRequest {
+        sampling: crate::suite::Sampling::default(),
+        ..req
+    };
+    assert_eq!(
+        named(&client(Api::OpenAiChat, AdapterField::Both).body(&base)),
+        ("base".into(), serde_json::Value::Null)
+    );
+}

@@ -19,13 +19,15 @@ pub fn schedule(
     if let Arrival::Trace { slowdown } = arrival {
         let times = times.unwrap_or_default();
         let start = times.get(first as usize).copied().unwrap_or_default();
-        return Box::new(
-            (first as usize..times.len())
-                .map(move |i| times[i].saturating_sub(start).mul_f64(slowdown)),
-        );
+        return Box::new((first as usize..times.len()).map_while(move |i| {
+            Duration::try_from_secs_f64(times[i].saturating_sub(start).as_secs_f64() * slowdown)
+                .ok()
+        }));
     }
     let mut rng = SplitMix::new(seed);
     let mut at = 0.0_f64;
+    // A start past what a duration holds (a rate near 0, a gamma shape near
+    // 0) ends the schedule: no deadline reaches it.
     Box::new(std::iter::from_fn(move || {
         let now = at;
         at += match arrival {
@@ -33,7 +35,7 @@ pub fn schedule(
             Arrival::Poisson => -rng.unit().ln() / rate,
             Arrival::Gamma { burstiness } => rng.gamma(burstiness) / (rate * burstiness),
         };
-        Some(Duration::from_secs_f64(now))
+        Duration::try_from_secs_f64(now).ok()
     }))
 }
 

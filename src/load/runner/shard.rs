@@ -87,27 +87,32 @@ async fn shard(
 ) -> ShardOut {
     let (gate, n) = (&shared.gate, shared.threads);
     let load = &gate.load;
-    if load.warmup > 0 {
-        // Each thread warms its own workers' connections with its share of
-        // the warm-up, whenever it starts: a thread that started late
-        // would otherwise find the warm-up taken by the others.
+    // The warm-up's workers, and the threads that run them: each warming
+    // thread takes its share of the warm-up (every m-th request) with at
+    // least one worker of its own, whenever it starts (a thread that
+    // started late would otherwise find the warm-up taken by the others).
+    // With fewer workers than threads (an open loop warms one at a time)
+    // the threads past them send none: a share without a worker would
+    // never be sent, and the warm-up would be shorter than it says.
+    let workers = shared.warm_concurrency.min(load.warmup).max(1);
+    let m = n.min(workers as usize);
+    if load.warmup > 0 && k < m {
         let warm = Window {
             bound: Bound {
-                count: Some(share(load.warmup, k, n)),
+                count: Some(share(load.warmup, k, m)),
                 deadline: None,
             },
             first: 0,
             stride: (
                 u32::try_from(k).unwrap_or(u32::MAX),
-                u32::try_from(n).unwrap_or(u32::MAX),
+                u32::try_from(m).unwrap_or(u32::MAX),
             ),
             salt: shared.salt,
             finished: Arc::default(),
             breaker: Arc::clone(&shared.breaker),
             watch: Arc::clone(&shared.watch),
         };
-        let workers = share(shared.warm_concurrency.min(load.warmup), k, n);
-        closed(client, gate, workers, &Arc::default(), &warm).await;
+        closed(client, gate, share(workers, k, m), &Arc::default(), &warm).await;
     }
     // The connections its window's streams will use, opened now: a
     // request of the window that had to connect first would carry the

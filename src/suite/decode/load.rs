@@ -181,9 +181,10 @@ impl Decoder<'_> {
             // A `requests` given but invalid was reported.
             let asked = requests.map(|r| r.ok_or(())).transpose().ok()?;
             let times = self.trace_times(&f, records.as_ref(), (warmup, asked));
-            match (times, prompt.as_mut()) {
-                (Some((t, count)), Some(LoadPrompt::Dataset { times, .. })) => {
-                    levels[0].pace = levels[0].pace.with_rate(mean_rate(&t, slowdown));
+            match (times, prompt.as_mut(), warmup) {
+                (Some((t, count)), Some(LoadPrompt::Dataset { times, .. }), Some(w)) => {
+                    let replayed = t.iter().skip(w as usize).take(count as usize);
+                    levels[0].pace = levels[0].pace.with_rate(mean_rate(replayed, slowdown));
                     *times = Some(Arc::new(t));
                     requests = Some(Some(count));
                 }
@@ -358,11 +359,14 @@ impl Decoder<'_> {
                 "a chat suite: each turn carries the conversation so far as messages",
             );
         }
-        if let Some(k) = load.key("rate") {
+        if let Some(k) = load.key("rate").or_else(|| load.key("arrival")) {
             refuse(
                 self,
                 k.loc,
-                "`conversation` goes with a closed loop (`concurrency`), not `rate`".into(),
+                format!(
+                    "`conversation` goes with a closed loop (`concurrency`), not `{}`",
+                    k.name
+                ),
                 "`concurrency: N`: N sessions at once, each turn sent when the answer before it (and the think time) ended",
             );
         }

@@ -417,7 +417,7 @@ impl<'e> Decoder<'e> {
     fn adapter(&mut self, v: &Yaml) -> Option<String> {
         let name = self.text(v, "adapter")?;
         let fits = !name.is_empty()
-            && name.len() <= MAX_ADAPTER_NAME
+            && name.chars().count() <= MAX_ADAPTER_NAME
             && name.chars().all(|c| !c.is_control() && !c.is_whitespace());
         if fits {
             return Some(name);

@@ -11,6 +11,8 @@ use crate::suite::model::{Arrival, Pace};
 use crate::suite::node::{Node, Yaml};
 
 pub(super) const ARRIVALS: &[&str] = &["constant", "poisson", "gamma", "trace"];
+/// Most a trace may be slowed down.
+pub(super) const MAX_SLOWDOWN: f64 = 1000.0;
 
 /// A sweep level: `concurrency: [1, 8]` or `rate: [5, 10]` gives one gate
 /// per value, named `<gate>::concurrency_8`.
@@ -107,7 +109,22 @@ impl Decoder<'_> {
                 let slowdown = match f.get("slowdown") {
                     None => 1.0,
                     Some(v) => {
-                        self.positive(v, "slowdown", "`slowdown: 2` (the trace at half speed)")?
+                        let s = self.positive(
+                            v,
+                            "slowdown",
+                            "`slowdown: 2` (the trace at half speed)",
+                        )?;
+                        if s > MAX_SLOWDOWN {
+                            self.error(
+                                Diagnostic::new(
+                                    v.loc,
+                                    format!("slowdown {s} is over {MAX_SLOWDOWN}"),
+                                )
+                                .expected(format!("a slowdown from above 0 to {MAX_SLOWDOWN}")),
+                            );
+                            return None;
+                        }
+                        s
                     }
                 };
                 Arrival::Trace { slowdown }
@@ -219,7 +236,22 @@ impl Decoder<'_> {
             })
             .ok()?;
             last = t;
-            times.push(Duration::from_secs_f64(t / 1000.0));
+            // Finite and at least 0 (the dataset's reading), but perhaps
+            // past what a duration holds.
+            let Ok(at) = Duration::try_from_secs_f64(t / 1000.0) else {
+                self.error(
+                    Diagnostic::new(
+                        data,
+                        format!(
+                            "{} of the dataset: its `timestamp` {t} is too far off to wait for",
+                            r.at
+                        ),
+                    )
+                    .expected("every record's `timestamp`: milliseconds, in order"),
+                );
+                return None;
+            };
+            times.push(at);
         }
         let start = times[0];
         let times: Vec<Duration> = times.into_iter().map(|t| t.saturating_sub(start)).collect();
@@ -265,12 +297,21 @@ pub(super) fn trace_slowdown(levels: &[Level]) -> Option<f64> {
     })
 }
 
-/// A replayed trace's mean rate, in requests per second: its records over
-/// its span, played `slowdown` times slower (a span under a millisecond
-/// counts as one).
-pub(super) fn mean_rate(times: &[Duration], slowdown: f64) -> f64 {
-    let span = times.last().map_or(0.0, Duration::as_secs_f64).max(0.001) * slowdown;
-    #[expect(clippy::cast_precision_loss, reason = "record counts")]
-    let n = times.len() as f64;
-    n / span
+/// A replayed window's mean rate, in requests per second: the gaps between
+/// the times of the records it sends over their span, played `slowdown`
+/// times slower (0 for one record; a span under a millisecond counts as
+/// one).
+pub(super) fn mean_rate<'t>(times: impl Iterator<Item = &'t Duration>, slowdown: f64) -> f64 {
+    let (mut first, mut last, mut n) = (None, Duration::ZERO, 0_u32);
+    for t in times {
+        first.get_or_insert(*t);
+        last = *t;
+        n += 1;
+    }
+    let span = last
+        .saturating_sub(first.unwrap_or_default())
+        .as_secs_f64()
+        .max(0.001)
+        * slowdown;
+    f64::from(n.saturating_sub(1)) / span
 }

@@ -407,6 +407,13 @@ impl Decoder<'_> {
                 continue;
             };
             for (field, want) in fields {
+                if source == ConfigSource::Models && field.name.starts_with("adapter.") {
+                    self.error(
+                        Diagnostic::new(field.loc, format!("`models.{}` is the name of a check servegate makes itself", field.name))
+                            .expected("`adapter: NAME` on a probe or gate: servegate checks that `/v1/models` lists it, as `models.adapter.NAME`"),
+                    );
+                    continue;
+                }
                 let path: Vec<String> = field.name.split('.').map(str::to_owned).collect();
                 if path.iter().any(String::is_empty) {
                     self.error(

@@ -51,8 +51,11 @@ impl Suite {
     pub(crate) fn of_variant(&self, variant: Option<&Variant>) -> Suite {
         let mut run = self.clone();
         if let Some(v) = variant {
-            run.expect_server
-                .retain(|c| v.expect_server.iter().all(|w| w.name != c.name));
+            // An adapter's check is servegate's own: no variant replaces it.
+            run.expect_server.retain(|c| {
+                matches!(c.expect, ConfigExpect::ListsId(_))
+                    || v.expect_server.iter().all(|w| w.name != c.name)
+            });
             run.expect_server.extend(v.expect_server.iter().cloned());
             for (gate, _, extra) in &v.thresholds {
                 for g in run.gates.iter_mut().filter(|g| {

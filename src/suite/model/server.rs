@@ -225,9 +225,10 @@ pub enum ConfigExpect {
     Matches(Regex),
     /// Equal to one of these.
     OneOf(Vec<serde_json::Value>),
-    /// A list with an entry whose `id` is this: `/v1/models` serving a
-    /// LoRA adapter a probe or gate names (SGLang 0.5.23 and vLLM 0.32
-    /// list each loaded adapter there, its `parent` the base model).
+    /// A list with an entry whose `id` is this and that has a `parent`:
+    /// `/v1/models` serving a LoRA adapter a probe or gate names (SGLang
+    /// 0.5.23 and vLLM 0.32 list each loaded adapter there, its `parent`
+    /// the base model).
     ListsId(String),
 }
 
