@@ -50,6 +50,16 @@ async fn measure(url: &str, api: Api, gate: &Gate) -> GateMetrics {
         .unwrap()
 }
 
+/// The simulator's `/metrics`.
+async fn metrics_of(s: &RunningSim) -> String {
+    reqwest::get(format!("{}/metrics", s.base_url()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 fn value(m: &GateMetrics, key: &str) -> f64 {
     m.value(key.parse().unwrap())
         .unwrap_or_else(|| panic!("{key} not measured"))
@@ -248,12 +258,7 @@ async fn the_warm_up_sends_every_request_on_any_number_of_threads() {
         let gate = one_gate(load, "");
         let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
         assert_eq!(m.errors, 0, "{load}");
-        let metrics = reqwest::get(format!("{}/metrics", s.base_url()))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let metrics = metrics_of(&s).await;
         let total = metrics
             .lines()
             .find(|l| l.starts_with("sglang:num_requests_total"))
@@ -365,12 +370,7 @@ async fn flush_cache_runs_before_measuring_or_fails_the_gate() {
         "",
     );
     measure(&s.base_url(), Api::OpenAiChat, &gate).await;
-    let metrics = reqwest::get(format!("{}/metrics", s.base_url()))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_of(&s).await;
     assert!(
         metrics.contains("servegate_sim:cache_flushes_total 1"),
         "{metrics}"
