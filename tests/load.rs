@@ -268,6 +268,20 @@ async fn the_warm_up_sends_every_request_on_any_number_of_threads() {
     }
 }
 
+/// A schedule whose next start no clock reaches (a rate near zero) ends
+/// there: the first request is sent, and nothing panics adding the next
+/// start to the window's.
+#[tokio::test]
+async fn a_start_past_any_clock_ends_the_schedule() {
+    let s = simulator(FAST);
+    let gate = one_gate(
+        "{rate: 1e-19, requests: 3, input_tokens: 8, output_tokens: 2}",
+        "",
+    );
+    let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;
+    assert_eq!((m.completed, m.errors), (1, 0));
+}
+
 /// An open loop held back by its cap on requests in flight starts late
 /// because of the server: the late starts are counted, but not against the
 /// client, whose self-check stays clear.

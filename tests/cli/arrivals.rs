@@ -142,7 +142,7 @@ performance:
             ":32:13\n",
             "`conversation` goes with a closed loop (`concurrency`), not `arrival`",
             ":35:39\n",
-            "slowdown 2000 is over 1000",
+            "slowdown 2000 is out of range",
             ":38:38\n",
             "line 2 of the dataset: its `timestamp` 1000000000000000000000000000000 is too far off to wait for",
         ],

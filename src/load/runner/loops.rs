@@ -262,7 +262,10 @@ pub(super) async fn open(
         _ => None,
     };
     for (i, offset) in (0u32..).zip(schedule((rate, arrival, seed), times, first)) {
-        let intended = shard.start + offset;
+        // Past what an instant holds no deadline reaches either.
+        let Some(intended) = shard.start.checked_add(offset) else {
+            break;
+        };
         if !bound.allows(i, intended) || window.breaker.tripped().is_some() {
             break;
         }

@@ -359,7 +359,8 @@ impl Decoder<'_> {
                 "a chat suite: each turn carries the conversation so far as messages",
             );
         }
-        if let Some(k) = load.key("rate").or_else(|| load.key("arrival")) {
+        let trace = replays(load).then(|| load.key("arrival")).flatten();
+        if let Some(k) = load.key("rate").or(trace) {
             refuse(
                 self,
                 k.loc,

@@ -11,8 +11,9 @@ use crate::suite::model::{Arrival, Pace};
 use crate::suite::node::{Node, Yaml};
 
 pub(super) const ARRIVALS: &[&str] = &["constant", "poisson", "gamma", "trace"];
-/// Most a trace may be slowed down.
+/// Most a trace may be slowed down, and sped up.
 pub(super) const MAX_SLOWDOWN: f64 = 1000.0;
+pub(super) const MIN_SLOWDOWN: f64 = 0.001;
 
 /// A sweep level: `concurrency: [1, 8]` or `rate: [5, 10]` gives one gate
 /// per value, named `<gate>::concurrency_8`.
@@ -114,13 +115,10 @@ impl Decoder<'_> {
                             "slowdown",
                             "`slowdown: 2` (the trace at half speed)",
                         )?;
-                        if s > MAX_SLOWDOWN {
+                        if !(MIN_SLOWDOWN..=MAX_SLOWDOWN).contains(&s) {
                             self.error(
-                                Diagnostic::new(
-                                    v.loc,
-                                    format!("slowdown {s} is over {MAX_SLOWDOWN}"),
-                                )
-                                .expected(format!("a slowdown from above 0 to {MAX_SLOWDOWN}")),
+                                Diagnostic::new(v.loc, format!("slowdown {s} is out of range"))
+                                    .expected(format!("a slowdown from {MIN_SLOWDOWN} (a thousand times faster) to {MAX_SLOWDOWN}")),
                             );
                             return None;
                         }

@@ -10,7 +10,7 @@ use super::vocabulary::{
 };
 use super::{ADAPTER, EXTRA_BODY};
 use crate::suite::decode::load::{CLIENT_LIMITED, MAX_CLIENT_THREADS, MAX_TURNS};
-use crate::suite::decode::pace::{ARRIVALS, MAX_SLOWDOWN};
+use crate::suite::decode::pace::{ARRIVALS, MAX_SLOWDOWN, MIN_SLOWDOWN};
 use crate::suite::metric::{Metric, Stat, all_keys};
 use crate::suite::model::VerdictMode;
 
@@ -321,8 +321,8 @@ pub(in crate::suite::decode) const LOAD: &[Field] = &[
     },
     Field {
         key: "slowdown",
-        value: || json!({"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SLOWDOWN}),
-        doc: "`arrival: trace`: play the trace this many times slower than recorded (default 1, at most 1000).",
+        value: || json!({"type": "number", "minimum": MIN_SLOWDOWN, "maximum": MAX_SLOWDOWN}),
+        doc: "`arrival: trace`: play the trace this many times slower than recorded (default 1; 0.001 to 1000).",
     },
     Field {
         key: "requests",
