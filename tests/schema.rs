@@ -483,6 +483,7 @@ fn the_decoder_and_the_schema_agree_on_every_key() {
         "defaults",
         "expect_server",
         "gate",
+        "images",
         "json",
         "launch.ready",
         "load",

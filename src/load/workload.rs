@@ -4,7 +4,11 @@
 //! conversation load's sessions.
 
 use crate::random::SplitMix;
-use crate::suite::{Load, LoadPrompt, RecordPrompt, TRACE_BLOCK_TOKENS, Tokenizer};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+
+use crate::suite::image::Image;
+use crate::suite::{ImageSource, Load, LoadPrompt, RecordPrompt, TRACE_BLOCK_TOKENS, Tokenizer};
 
 /// Words for synthetic prompts: common English words, about one token each
 /// in the tokenizers of current models.
@@ -119,6 +123,41 @@ pub fn prompt(load: &Load, index: u32, salt: u64) -> String {
     }
 }
 
+/// The images request `index` of a window salted `salt` sends: one-colour
+/// PNGs each another colour (from the request, its image and the salt:
+/// no two of a window alike, no window's like another's), or a
+/// directory's files in turn from one the salt draws.
+pub fn images(load: &Load, index: u32, salt: u64) -> Vec<Image> {
+    let Some(li) = &load.images else {
+        return Vec::new();
+    };
+    (0..li.count)
+        .map(|j| {
+            let nth = u64::from(index) * u64::from(li.count) + u64::from(j);
+            match &li.source {
+                ImageSource::Generated { width, height, png } => {
+                    let mut rng = SplitMix::new(nth ^ salt.rotate_left(29) ^ 0x5851_F42D_4C95_7F2D);
+                    let [r, g, b, ..] = rng.next_u64().to_le_bytes();
+                    let mut bytes = png.to_vec();
+                    crate::media::recolour_png(&mut bytes, [r, g, b]);
+                    Image {
+                        name: format!("generated #{nth}"),
+                        about: format!(
+                            "image/png, {width}×{height}, {}",
+                            crate::units::format_bytes(bytes.len() as u64)
+                        ),
+                        url: format!("data:image/png;base64,{}", STANDARD.encode(&bytes)).into(),
+                    }
+                }
+                ImageSource::Files { images, .. } => {
+                    let len = images.len().max(1) as u64;
+                    images[usize::try_from((salt % len + nth) % len).unwrap_or(0)].clone()
+                }
+            }
+        })
+        .collect()
+}
+
 /// The `max_tokens` of request `index` when a dataset's answers set it
 /// (`output_tokens: dataset`): its record's answer's length.
 pub fn output_tokens(load: &Load, index: u32) -> Option<u32> {
@@ -199,6 +238,50 @@ mod tests {
         assert_eq!(count(&prompt(&l, 2, 5)), 11);
         // Another window's blocks are its own.
         assert_ne!(block(&a), block(&prompt(&l, 0, 6)));
+    }
+
+    /// Every request's generated images are another colour (no server's
+    /// image cache serves one from another), the same again for the same
+    /// request of the same window; a directory's files go in turn.
+    #[test]
+    fn each_request_sends_images_of_its_own() {
+        let png: std::sync::Arc<[u8]> = crate::media::flat_png(16, 8).unwrap().into();
+        let mut l = load_of(LoadPrompt::Tokens(4), None);
+        l.images = Some(crate::suite::LoadImages {
+            count: 2,
+            source: ImageSource::Generated {
+                width: 16,
+                height: 8,
+                png,
+            },
+        });
+        let urls = |index, salt| -> Vec<String> {
+            images(&l, index, salt)
+                .iter()
+                .map(|i| i.url.to_string())
+                .collect()
+        };
+        let mut all: Vec<String> = (0..50).flat_map(|i| urls(i, 7)).collect();
+        assert_eq!(urls(3, 7), urls(3, 7));
+        assert_ne!(urls(3, 7), urls(3, 8));
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), 100, "100 images, each its own");
+        assert_eq!(images(&l, 0, 7)[1].about, "image/png, 16×8, 110 B");
+        let file = |name: &str| Image {
+            name: name.into(),
+            url: name.into(),
+            about: String::new(),
+        };
+        l.images = Some(crate::suite::LoadImages {
+            count: 1,
+            source: ImageSource::Files {
+                path: "d".into(),
+                images: Arc::new(vec![file("a"), file("b"), file("c")]),
+            },
+        });
+        let names: Vec<String> = (0..4).map(|i| images(&l, i, 1)[0].name.clone()).collect();
+        assert_eq!(names, ["b", "c", "a", "b"]);
     }
 
     #[test]

@@ -104,3 +104,101 @@ fn images_that_cannot_be_sent_are_refused_at_load() {
         ],
     );
 }
+
+/// A load's requests carry images: generated one-colour PNGs of a size
+/// (each request's another colour) and a directory's files in turn. The
+/// simulated vision model counts each image's tokens as SGLang reports
+/// them (a token a 28×28 patch: 100 for a 280×280 image, 6 for a 64×48
+/// one), so the prompt tokens the server counted per request carry them;
+/// a text-only server refuses each request, and the gate fails saying so.
+#[test]
+fn a_load_sends_its_images_with_every_request() {
+    let (o, record) = run_recorded("tests/suites/image-load.yaml");
+    assert_eq!(o.code, Some(0), "{}", o.out);
+    assert_has(
+        &o.out,
+        &[
+            "image_load::performance::generated [closed loop, concurrency 2, 6 requests, 4 output tokens, ~8 input tokens (synthetic, ~1 token per word, no tokenizer), 2 generated 280×280 PNG images each (one colour, another each request)]",
+            "image_load::performance::files [closed loop, concurrency 1, 4 requests, 8 output tokens, fixed prompt of 26 chars, 1 image each from tests/suites/../../fixtures/images (2 files, in turn)]",
+        ],
+    );
+    let per_request = |gate: &str| {
+        let gates = record["suites"][0]["gates"].as_array().unwrap();
+        let f = &gates.iter().find(|g| g["gate"] == gate).unwrap()["figures"];
+        f["input_tok_s"].as_f64().unwrap() / f["requests_per_s"].as_f64().unwrap()
+    };
+    let (generated, files) = (per_request("generated"), per_request("files"));
+    assert!(
+        (200.0..240.0).contains(&generated),
+        "{generated} prompt tokens a request"
+    );
+    assert!(
+        (6.0..40.0).contains(&files),
+        "{files} prompt tokens a request"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let o = crate::common::run::servegate_with(
+        &[
+            "run",
+            "tests/suites/image-load.yaml",
+            "--out-dir",
+            dir.path().to_str().unwrap(),
+            "--",
+            "--exact",
+            "image_load::performance::generated",
+        ],
+        &[(
+            "SERVEGATE_TEST_IMAGE_PROFILE",
+            std::path::Path::new("fixtures/sim/steady.yaml"),
+        )],
+    );
+    assert_eq!(o.code, Some(1), "{}", o.out);
+    assert_has(
+        &failure_of(&o.out, "image_load::performance::generated"),
+        &["Model only supports text input"],
+    );
+}
+
+/// An image load that cannot be sent is an error where it is written.
+#[test]
+fn image_loads_that_cannot_be_sent_are_refused_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    let suite = dir.path().join("bad.yaml");
+    std::fs::write(
+        &suite,
+        r#"suite: bad
+target: { base_url: sim, api: openai-completions }
+performance:
+  - name: a
+    load: { requests: 2, input_tokens: 8, output_tokens: 4, images: { size: 512 } }
+    thresholds: { errors: "== 0" }
+  - name: b
+    load: { requests: 2, input_tokens: 8, output_tokens: 4, images: { count: 17, size: 8x8 } }
+    thresholds: { errors: "== 0" }
+  - name: c
+    load: { requests: 2, input_tokens: 8, output_tokens: 4, images: { size: 8x8, dir: empty } }
+    thresholds: { errors: "== 0" }
+  - name: d
+    load: { requests: 2, input_tokens: 8, output_tokens: 4, images: { dir: empty } }
+    thresholds: { errors: "== 0" }
+"#,
+    )
+    .unwrap();
+    let out = run_expecting(&["run", suite.to_str().unwrap()], 2);
+    assert_has(
+        &out,
+        &[
+            ":5:61\n",
+            "images need `api: openai-chat` or `api: sglang-generate`; this suite uses openai-completions",
+            ":5:77\n",
+            "images.size \"512\" is not a size",
+            ":8:78\n",
+            "images.count is out of range: 17",
+            ":11:69\n",
+            "give `images` one of `size` or `dir`",
+            ":14:76\n",
+            "no image files",
+        ],
+    );
+}

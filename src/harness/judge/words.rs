@@ -1,7 +1,9 @@
 //! A gate's load, in words.
 
 use crate::load::workload::PROMPT_APPROXIMATION;
-use crate::suite::{Arrival, Gate, LoadPrompt, Pace, RecordPrompt, TRACE_BLOCK_TOKENS};
+use crate::suite::{
+    Arrival, Gate, ImageSource, LoadPrompt, Pace, RecordPrompt, TRACE_BLOCK_TOKENS,
+};
 use crate::units::format_duration;
 
 /// The load of a gate, in words, for output and failure messages.
@@ -103,6 +105,20 @@ pub fn describe_load(gate: &Gate) -> String {
             )
         ),
     });
+    if let Some(li) = &l.images {
+        let n = li.count;
+        let s = if n == 1 { "" } else { "s" };
+        parts.push(match &li.source {
+            ImageSource::Generated { width, height, .. } => {
+                format!("{n} generated {width}×{height} PNG image{s} each (one colour, another each request)")
+            }
+            ImageSource::Files { path, images } => format!(
+                "{n} image{s} each from {} ({} files, in turn)",
+                path.display(),
+                images.len()
+            ),
+        });
+    }
     if let Some(c) = l.conversation {
         parts.push(format!(
             "sessions of {} turns, each turn those new words sent after the conversation so far{}",

@@ -17,7 +17,11 @@ pub(super) struct Turn<'a> {
 
 fn request(gate: &Gate, index: u32, salt: u64, turn: Option<&Turn<'_>>) -> CallRequest {
     let input = match turn {
-        None => Input::prompt(None, workload::prompt(&gate.load, index, salt)),
+        None => Input::Prompt {
+            system: None,
+            prompt: workload::prompt(&gate.load, index, salt),
+            images: workload::images(&gate.load, index, salt),
+        },
         Some(t) => {
             let mut messages = t.history.to_vec();
             messages.push(Message::text("user", &t.user));

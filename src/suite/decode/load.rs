@@ -211,6 +211,10 @@ impl Decoder<'_> {
                 *outputs = Some(Arc::new(l));
             }
         }
+        let images = match f.get("images") {
+            None => Some(None),
+            Some(v) => self.load_images(v, api, &f).map(Some),
+        };
         let conversation = match (f.get("conversation"), prompt.as_mut()) {
             (Some(v), Some(p)) => self.conversation_load(v, &f, api, p).map(Some),
             (Some(_), None) => None,
@@ -232,6 +236,7 @@ impl Decoder<'_> {
             flush_cache: flush_cache?,
             tokenizer: tokenizer?,
             conversation: conversation?,
+            images: images?,
             abort_after: abort_after?,
             client_threads: client_threads?,
             client_limited: client_limited?,

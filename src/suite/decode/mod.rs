@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 mod assertion;
 mod dataset;
 mod gate;
+mod images;
 mod load;
 mod pace;
 mod probe;

@@ -469,7 +469,7 @@ impl Decoder<'_> {
 
     /// Images go where the API takes them: chat content parts and SGLang
     /// `/generate`'s `image_data`.
-    fn images_need(&mut self, api: Api, loc: Loc) {
+    pub(super) fn images_need(&mut self, api: Api, loc: Loc) {
         if !matches!(api, Api::OpenAiChat | Api::SglangGenerate) {
             self.error(
                 Diagnostic::new(

@@ -297,6 +297,8 @@ pub struct Load {
     /// Requests come in sessions of several turns, each carrying the
     /// conversation so far.
     pub conversation: Option<Conversation>,
+    /// Images each request sends beside its prompt.
+    pub images: Option<LoadImages>,
     /// Stop the gate after this many consecutive requests failed the same
     /// way (timed out, stalled, or could not connect); 0 never stops.
     pub abort_after: u32,
@@ -338,11 +340,45 @@ impl Load {
             flush_cache: false,
             tokenizer: None,
             conversation: None,
+            images: None,
             abort_after: 3,
             client_threads: ClientThreads::Auto,
             client_limited: None,
         }
     }
+}
+
+/// The images each request of a load sends beside its prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadImages {
+    /// How many a request.
+    pub count: u32,
+    /// What they are.
+    pub source: ImageSource,
+}
+
+/// Where a load's images come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImageSource {
+    /// One-colour PNGs of a size, another colour for every request of a
+    /// window (no server's image cache serves one from another).
+    Generated {
+        /// Pixels across.
+        width: u32,
+        /// Pixels down.
+        height: u32,
+        /// The PNG each request's copy is recoloured from
+        /// ([`crate::media::flat_png`]).
+        png: Arc<[u8]>,
+    },
+    /// The image files of a directory, read when the suite loads, sent in
+    /// turn from one a window draws.
+    Files {
+        /// The directory, for reports.
+        path: PathBuf,
+        /// Its images, in name order.
+        images: Arc<Vec<crate::suite::image::Image>>,
+    },
 }
 
 /// A conversation load's sessions: each worker sends a session's turns

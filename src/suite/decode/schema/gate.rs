@@ -9,6 +9,7 @@ use super::vocabulary::{
     one_of, one_of_required, string, text, with_min_properties, with_required,
 };
 use super::{ADAPTER, EXTRA_BODY};
+use crate::suite::decode::images::MAX_LOAD_IMAGES;
 use crate::suite::decode::load::{CLIENT_LIMITED, MAX_CLIENT_THREADS, MAX_TURNS};
 use crate::suite::decode::pace::{ARRIVALS, MAX_SLOWDOWN, MIN_SLOWDOWN};
 use crate::suite::metric::{Metric, Stat, all_keys};
@@ -395,6 +396,15 @@ pub(in crate::suite::decode) const LOAD: &[Field] = &[
         doc: "A Hugging Face `tokenizer.json` that cuts synthetic prompts to exactly `input_tokens`, counts a dataset's answers for `output_tokens: dataset`, and checks the server's token counts of about one answer in 16.",
     },
     Field {
+        key: "images",
+        value: || {
+            let mut v = object(&[LOAD_IMAGES]);
+            v["oneOf"] = json!([{"required": ["size"]}, {"required": ["dir"]}]);
+            v
+        },
+        doc: "Images each request sends beside its prompt (`openai-chat`, `sglang-generate`): `{count: 1, size: 512x512}` or `{count: 1, dir: images/}`.",
+    },
+    Field {
         key: "conversation",
         value: || with_required(object(&[CONVERSATION]), &["turns"]),
         doc: "Sessions of several turns (closed loop, chat API): each worker sends a session's turns in order, each with the conversation so far, the model's answers included.",
@@ -426,6 +436,25 @@ pub(in crate::suite::decode) const SHARED_PREFIX: &[Field] = &[
         key: "groups",
         value: || count(1),
         doc: "How many prefixes (default 1).",
+    },
+];
+
+/// A load's `images:`.
+pub(in crate::suite::decode) const LOAD_IMAGES: &[Field] = &[
+    Field {
+        key: "count",
+        value: || json!({"type": "integer", "minimum": 1, "maximum": MAX_LOAD_IMAGES}),
+        doc: "Images each request sends beside its prompt (default 1).",
+    },
+    Field {
+        key: "size",
+        value: || json!({"type": "string", "pattern": "^\\s*[0-9]+\\s*[x×]\\s*[0-9]+\\s*$"}),
+        doc: "One-colour PNGs of this many pixels across and down (`512x512`), another colour for every request of a window.",
+    },
+    Field {
+        key: "dir",
+        value: string,
+        doc: "A directory whose image files (`.png`, `.jpg`, `.jpeg`, `.gif`, `.webp`) are read when the suite loads and sent in turn.",
     },
 ];
 
