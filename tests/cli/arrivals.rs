@@ -26,10 +26,7 @@ fn a_trace_is_replayed_at_its_records_times() {
         ],
     );
     assert!(!o.out.contains("did not ask for reuse"), "{}", o.out);
-    let figures = |gate: &str| {
-        let gates = record["suites"][0]["gates"].as_array().unwrap();
-        gates.iter().find(|g| g["gate"] == gate).unwrap()["figures"].clone()
-    };
+    let figures = |gate: &str| crate::gate_figures(&record, gate).clone();
     // Records 0..19 span 1.92 s; after the warm-up, records 4..19 span
     // 1.5 s, played over 3 s.
     for (gate, requests, span) in [("replay", 20.0, 1.92), ("replay_slower", 16.0, 3.0)] {

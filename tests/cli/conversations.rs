@@ -103,9 +103,9 @@ fn a_conversation_load_finds_its_history_in_the_prefix_cache() {
         o.out
     );
     let figure = |gate: &str| {
-        let gates = record["suites"][0]["gates"].as_array().unwrap();
-        let g = gates.iter().find(|g| g["gate"] == gate).unwrap();
-        g["figures"]["cache_hit_rate"].as_f64().unwrap()
+        crate::gate_figures(&record, gate)["cache_hit_rate"]
+            .as_f64()
+            .unwrap()
     };
     let (sessions, single) = (figure("sessions"), figure("single_turns"));
     assert!(

@@ -123,8 +123,7 @@ fn a_load_sends_its_images_with_every_request() {
         ],
     );
     let per_request = |gate: &str| {
-        let gates = record["suites"][0]["gates"].as_array().unwrap();
-        let f = &gates.iter().find(|g| g["gate"] == gate).unwrap()["figures"];
+        let f = crate::gate_figures(&record, gate);
         f["input_tok_s"].as_f64().unwrap() / f["requests_per_s"].as_f64().unwrap()
     };
     let (generated, files) = (per_request("generated"), per_request("files"));

@@ -34,6 +34,14 @@ mod server_reports;
 mod snapshots;
 mod targets;
 
+/// The figures of gate `name` of a run record's first suite.
+fn gate_figures<'r>(record: &'r serde_json::Value, name: &str) -> &'r serde_json::Value {
+    record["suites"][0]["gates"]
+        .as_array()
+        .and_then(|gates| gates.iter().find(|g| g["gate"] == name))
+        .map_or(&serde_json::Value::Null, |g| &g["figures"])
+}
+
 /// The names of a run record's trials, in the order they ran.
 fn trial_names(record: &serde_json::Value) -> Vec<&str> {
     record["trials"]
