@@ -275,7 +275,7 @@ async fn the_warm_up_sends_every_request_on_any_number_of_threads() {
 async fn a_start_past_any_clock_ends_the_schedule() {
     let s = simulator(FAST);
     let gate = one_gate(
-        "{rate: 1e-19, requests: 3, input_tokens: 8, output_tokens: 2}",
+        "{rate: 1e-19, requests: 3, duration: 5s, input_tokens: 8, output_tokens: 2}",
         "",
     );
     let m = measure(&s.base_url(), Api::OpenAiChat, &gate).await;

@@ -187,6 +187,10 @@ fn blocks_of(value: &serde_json::Value) -> Option<Result<RecordPrompt, String>> 
             ),
             None => "a Mooncake record needs `input_length` beside `hash_ids`".into(),
         }),
+        (_, Some(tokens)) if tokens > crate::suite::decode::MAX_PROMPT_TOKENS => Err(format!(
+            "`input_length` {tokens} is over the {} tokens a prompt may be",
+            crate::suite::decode::MAX_PROMPT_TOKENS
+        )),
         (Some(hash_ids), Some(tokens)) => {
             let blocks = u64::try_from(hash_ids.len()).unwrap_or(u64::MAX);
             let fits = u64::from(TRACE_BLOCK_TOKENS);

@@ -66,6 +66,10 @@ fn arrivals_that_cannot_be_replayed_are_refused_at_load() {
         "{\"timestamp\": 0, \"input_length\": 513, \"hash_ids\": [1]}\n",
     );
     write(
+        "distant.jsonl",
+        "{\"timestamp\": 0, \"prompt\": \"a\"}\n{\"timestamp\": 9007199254740993, \"prompt\": \"b\"}\n",
+    );
+    write(
         "far.jsonl",
         "{\"timestamp\": 0, \"prompt\": \"a\"}\n{\"timestamp\": 1e30, \"prompt\": \"b\"}\n",
     );
@@ -111,6 +115,15 @@ performance:
   - name: l
     load: { arrival: trace, dataset: far.jsonl, output_tokens: 4 }
     thresholds: { errors: "== 0" }
+  - name: m
+    load: { rate: 0.000001, requests: 2, input_tokens: 8, output_tokens: 4 }
+    thresholds: { errors: "== 0" }
+  - name: n
+    load: { arrival: trace, dataset: distant.jsonl, output_tokens: 4 }
+    thresholds: { errors: "== 0" }
+  - name: o
+    load: { requests: 1, input_tokens: 1000000000, output_tokens: 4 }
+    thresholds: { errors: "== 0" }
 "#,
     )
     .unwrap();
@@ -142,6 +155,12 @@ performance:
             "slowdown 2000 is out of range",
             ":38:38\n",
             "line 2 of the dataset: its `timestamp` 1000000000000000000000000000000 is too far off to wait for",
+            ":41:13\n",
+            "the schedule's last start is 11.6 days away",
+            ":44:13\n",
+            "the schedule's last start is 104249991.4 days away",
+            ":47:40\n",
+            "input_tokens is out of range: 1000000000",
         ],
     );
 }

@@ -158,11 +158,49 @@ fn a_load_sends_its_images_with_every_request() {
     );
 }
 
+/// SGLang's `/generate` serves a text-only model its images ignored,
+/// without a word, and counts no image tokens: a load whose images no
+/// request's answer counted fails, its figures being a text load's; the
+/// same load against a vision model passes.
+#[test]
+fn images_a_server_ignored_fail_the_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("generate.yaml");
+    let profile = |name: &str| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
+    std::fs::write(
+        &suite,
+        "suite: generate\ntarget: { base_url: sim, api: sglang-generate }\nsim: { profile: \"${PROFILE}\" }\nperformance:\n  - name: g\n    load: { requests: 2, input_tokens: 8, output_tokens: 4, images: { size: 56x56 } }\n    thresholds: { errors: \"== 0\" }\n",
+    )
+    .unwrap();
+    let run = |p: &std::path::Path| {
+        let out = dir.path().join("out");
+        crate::common::run::servegate_with(
+            &[
+                "run",
+                suite.to_str().unwrap(),
+                "--out-dir",
+                out.to_str().unwrap(),
+            ],
+            &[("PROFILE", p)],
+        )
+    };
+    let text_only = run(&profile("fixtures/sim/sglang.yaml"));
+    assert_eq!(text_only.code, Some(1), "{}", text_only.out);
+    assert_has(
+        &failure_of(&text_only.out, "generate::performance::g"),
+        &["the server counted 0 image tokens for the 1 image(s) sent: it ignored them"],
+    );
+    let vision = run(&profile("fixtures/sim/vision.yaml"));
+    assert_eq!(vision.code, Some(0), "{}", vision.out);
+}
+
 /// An image load that cannot be sent is an error where it is written.
 #[test]
 fn image_loads_that_cannot_be_sent_are_refused_at_load() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("empty")).unwrap();
+    std::fs::create_dir(dir.path().join("one")).unwrap();
+    std::fs::copy("fixtures/images/red.png", dir.path().join("one/red.png")).unwrap();
     let suite = dir.path().join("bad.yaml");
     std::fs::write(
         &suite,
@@ -181,6 +219,9 @@ performance:
   - name: d
     load: { requests: 2, input_tokens: 8, output_tokens: 4, images: { dir: empty } }
     thresholds: { errors: "== 0" }
+  - name: e
+    load: { requests: 2, input_tokens: 8, output_tokens: 4, images: { count: 2, dir: one } }
+    thresholds: { errors: "== 0" }
 "#,
     )
     .unwrap();
@@ -198,6 +239,7 @@ performance:
             "give `images` one of `size` or `dir`",
             ":14:76\n",
             "no image files",
+            "images.count 2 is more than the directory's 1 images",
         ],
     );
 }

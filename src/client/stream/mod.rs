@@ -252,6 +252,11 @@ impl Client {
         }
     }
 
+    /// The API it speaks.
+    pub fn api(&self) -> Api {
+        self.dialect.api()
+    }
+
     /// The server root.
     pub fn base_url(&self) -> &str {
         &self.base_url

@@ -29,7 +29,11 @@ pub fn describe_load(gate: &Gate) -> String {
                 Arrival::Trace { slowdown } => format!(
                     "open loop, replaying the trace's times{} (mean {rate:.2} req/s){cap}",
                     if (slowdown - 1.0).abs() > f64::EPSILON {
-                        format!(" {slowdown}× slower")
+                        if slowdown > 1.0 {
+                            format!(" {slowdown}× slower")
+                        } else {
+                            format!(" {}× faster", 1.0 / slowdown)
+                        }
                     } else {
                         String::new()
                     }

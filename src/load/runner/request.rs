@@ -4,7 +4,7 @@
 use super::watch::Watch;
 use crate::client::{CallError, CallRequest, Client, Completion, ErrorKind, TokenSource};
 use crate::load::workload;
-use crate::suite::{Gate, Input, Message};
+use crate::suite::{Api, Gate, Input, Message};
 
 /// A turn of a conversation load's session: the messages before it, the
 /// user's words, and whether another turn follows (its answer's text is
@@ -36,6 +36,33 @@ fn request(gate: &Gate, index: u32, salt: u64, turn: Option<&Turn<'_>>) -> CallR
         input,
         sampling,
         ignore_eos: gate.load.ignore_eos,
+    }
+}
+
+/// A request that sent images to a server that counted none of them
+/// measured a text request. SGLang's `/generate` serves a text-only model
+/// its `image_data` ignored, without a word (a chat request is refused),
+/// and SGLang 0.5.23 writes `meta_info.image_tokens` only where images
+/// were consumed (`tokenizer_manager.py`): on `/generate` no count is
+/// none. Elsewhere a count of 0 is (a server that counts nothing, as a
+/// chat API may, is not judged).
+fn saw_images(c: Completion, req: &CallRequest, api: Api) -> Result<Completion, CallError> {
+    let sent = match &req.input {
+        Input::Prompt { images, .. } => images.len(),
+        Input::Messages(_) => 0,
+    };
+    let counted = match c.server_report.image_tokens {
+        None if api == Api::SglangGenerate => Some(0),
+        n => n,
+    };
+    match counted {
+        Some(0) if sent > 0 => Err(CallError::new(
+            ErrorKind::Protocol,
+            format!(
+                "the server counted 0 image tokens for the {sent} image(s) sent: it ignored them (a model without vision?), and the figure would be a text request's"
+            ),
+        )),
+        _ => Ok(c),
     }
 }
 
@@ -114,7 +141,7 @@ pub(super) async fn send(
     } else {
         client.measure(&req).await
     };
-    let mut result = checked(result, &req);
+    let mut result = checked(result, &req).and_then(|c| saw_images(c, &req, client.api()));
     if let (Some(t), Ok(c)) = (turn, &result)
         && t.more
         && c.content.trim().is_empty()

@@ -63,6 +63,16 @@ impl Decoder<'_> {
                 return None;
             }
         };
+        if let ImageSource::Files { images, .. } = &source
+            && count as usize > images.len()
+        {
+            let v = f.get("count").map_or(y.loc, |v| v.loc);
+            self.error(
+                Diagnostic::new(v, format!("images.count {count} is more than the directory's {} images", images.len()))
+                    .expected("at most as many images a request as the directory holds: none sent twice in one request"),
+            );
+            return None;
+        }
         Some(LoadImages { count, source })
     }
 

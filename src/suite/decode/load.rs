@@ -16,6 +16,9 @@ use crate::suite::model::{
 };
 use crate::suite::node::{Node, Yaml};
 
+/// Longest synthetic prompt: past any served model's context (2M tokens
+/// and more are rare), and every request's is made in memory.
+pub(crate) const MAX_PROMPT_TOKENS: u32 = 4_000_000;
 /// Largest dataset read into memory.
 const MAX_DATASET_BYTES: u64 = 64 * 1024 * 1024;
 pub(super) const CLIENT_LIMITED: &[&str] = &["fail", "warn"];
@@ -72,14 +75,14 @@ impl Decoder<'_> {
         }
         let tokens = f
             .get("input_tokens")
-            .and_then(|n| self.count(n, "input_tokens", 1))?;
+            .and_then(|n| self.prompt_tokens(n, "input_tokens"))?;
         let Some(sp) = f.get("shared_prefix") else {
             return Some((LoadPrompt::Tokens(tokens), None));
         };
         let sf = self.fields(sp, "shared_prefix", &[SHARED_PREFIX])?;
         let prefix_tokens = self
             .required(&sf, "tokens", "shared_prefix")
-            .and_then(|v| self.count(v, "shared_prefix.tokens", 1));
+            .and_then(|v| self.prompt_tokens(v, "shared_prefix.tokens"));
         let groups = sf
             .get("groups")
             .map_or(Some(1), |v| self.count(v, "shared_prefix.groups", 1));
@@ -91,6 +94,21 @@ impl Decoder<'_> {
             },
             None,
         ))
+    }
+
+    /// A synthetic prompt's length: 1 to [`MAX_PROMPT_TOKENS`] (each
+    /// request's prompt is made in memory).
+    fn prompt_tokens(&mut self, y: &Yaml, what: &str) -> Option<u32> {
+        let n = self.count::<u32>(y, what, 1)?;
+        if n > MAX_PROMPT_TOKENS {
+            self.error(
+                Diagnostic::new(y.loc, format!("{what} is out of range: {n}")).expected(format!(
+                    "1 to {MAX_PROMPT_TOKENS} tokens (a prompt is made in memory for every request)"
+                )),
+            );
+            return None;
+        }
+        Some(n)
     }
 
     fn tokenizer(&mut self, y: &Yaml) -> Option<Tokenizer> {
@@ -225,6 +243,11 @@ impl Decoder<'_> {
             (None, None) | (Some(None), _) | (_, Some(None)) => return None,
             (r, d) => (r.flatten(), d.flatten()),
         };
+        if let (Some(n), None, Some(levels), Some(p), Some(w)) =
+            (requests, duration, levels.as_ref(), prompt.as_ref(), warmup)
+        {
+            self.schedule_within_reach(&f, levels, (w, n), p)?;
+        }
         let load = Load {
             pace: Pace::Closed { concurrency: 1 },
             requests,

@@ -8,6 +8,7 @@ mod dataset;
 mod gate;
 mod images;
 mod load;
+pub(crate) use load::MAX_PROMPT_TOKENS;
 mod pace;
 mod probe;
 pub(super) mod schema;

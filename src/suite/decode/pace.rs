@@ -89,7 +89,7 @@ impl Decoder<'_> {
             Some(v) if matches!(v.node, Node::Seq(_)) => {
                 self.error(Diagnostic::new(
                     v.loc,
-                    "with `rate`, `concurrency` is one cap on requests in flight, not a sweep",
+                    "in an open loop (`rate`, or a trace's times), `concurrency` is one cap on requests in flight, not a sweep",
                 ));
                 return None;
             }
@@ -312,4 +312,63 @@ pub(super) fn mean_rate<'t>(times: impl Iterator<Item = &'t Duration>, slowdown:
         .max(0.001)
         * slowdown;
     f64::from(n.saturating_sub(1)) / span
+}
+
+/// Longest an open loop's schedule may run without a `duration`: a rate
+/// near zero, or a trace's far timestamp, would otherwise wait silently for
+/// days.
+const MAX_SCHEDULE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+impl Decoder<'_> {
+    /// An open loop of `requests` (after `warmup`) without a `duration`:
+    /// its last start (a trace's, or `requests - 1` gaps of its rate's
+    /// mean) within
+    /// [`MAX_SCHEDULE`].
+    pub(super) fn schedule_within_reach(
+        &mut self,
+        f: &Fields<'_>,
+        levels: &[Level],
+        (warmup, requests): (u32, u32),
+        prompt: &crate::suite::model::LoadPrompt,
+    ) -> Option<()> {
+        for level in levels {
+            let Pace::Open { rate, arrival, .. } = level.pace else {
+                continue;
+            };
+            let last = match (arrival, prompt) {
+                (
+                    Arrival::Trace { slowdown },
+                    crate::suite::model::LoadPrompt::Dataset { times: Some(t), .. },
+                ) => {
+                    let w = warmup as usize;
+                    let end = (w + requests as usize).saturating_sub(1);
+                    let (first, end) = (t.get(w).copied(), t.get(end).copied());
+                    end.unwrap_or_default()
+                        .saturating_sub(first.unwrap_or_default())
+                        .as_secs_f64()
+                        * slowdown
+                }
+                (Arrival::Trace { .. }, _) => continue,
+                _ => f64::from(requests.saturating_sub(1)) / rate,
+            };
+            if last > MAX_SCHEDULE.as_secs_f64() {
+                let at = f
+                    .key("rate")
+                    .or_else(|| f.key("arrival"))
+                    .map_or_else(Default::default, |k| k.loc);
+                self.error(
+                    Diagnostic::new(
+                        at,
+                        format!(
+                            "the schedule's last start is {:.1} days away",
+                            last / 86_400.0
+                        ),
+                    )
+                    .expected("a `duration:` to end the window, or a schedule of at most 7 days"),
+                );
+                return None;
+            }
+        }
+        Some(())
+    }
 }
