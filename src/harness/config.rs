@@ -52,6 +52,18 @@ fn holds(expect: &ConfigExpect, value: &Value) -> bool {
     }
 }
 
+/// A name the server sent, as a message shows it: scrubbed, cut to 80
+/// characters (`…` where it was longer), made printable.
+fn printable_cut(name: &str) -> String {
+    let (cut, longer) = crate::secrets::cut(name, 80);
+    let cut = crate::text::printable(&cut).into_owned();
+    if longer.is_some() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}
+
 /// A value that did not hold, as the message shows it: a list searched for
 /// an `id` by the ids it has (at most 40, each cut and made printable),
 /// any other value as it is.
@@ -63,14 +75,7 @@ fn shown(expect: &ConfigExpect, value: &Value) -> String {
         .iter()
         .take(40)
         .map(|i| match i.get("id").and_then(Value::as_str) {
-            Some(id) => {
-                let (cut, longer) = crate::secrets::cut(id, 80);
-                format!(
-                    "{:?}{}",
-                    crate::text::printable(&cut),
-                    if longer.is_some() { "…" } else { "" }
-                )
-            }
+            Some(id) => format!("{:?}", printable_cut(id)),
             None => "(no id)".to_owned(),
         })
         .collect();
@@ -152,19 +157,7 @@ impl Execution {
                 || "it is not a JSON object".to_owned(),
                 |m| {
                     // The server's names, each cut and made printable.
-                    let mut k: Vec<String> = m
-                        .keys()
-                        .take(40)
-                        .map(|k| {
-                            let (cut, longer) = crate::secrets::cut(k, 80);
-                            let cut = crate::text::printable(&cut).into_owned();
-                            if longer.is_some() {
-                                format!("{cut}…")
-                            } else {
-                                cut
-                            }
-                        })
-                        .collect();
+                    let mut k: Vec<String> = m.keys().take(40).map(|k| printable_cut(k)).collect();
                     k.sort_unstable();
                     let whose = if depth == 0 {
                         "its fields".to_owned()

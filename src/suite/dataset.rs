@@ -205,13 +205,12 @@ fn blocks_of(value: &serde_json::Value) -> Option<Result<RecordPrompt, String>> 
     })
 }
 
-/// A dataset's value as an error message shows it: its JSON, at most 80
-/// characters of it (a file's value can be megabytes).
+/// A dataset's value as an error message shows it: its JSON, scrubbed of
+/// secrets and cut to 80 characters (a file's value can be megabytes).
 fn shown(value: &serde_json::Value) -> String {
-    let text = value.to_string();
-    match text.char_indices().nth(80) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text,
+    match crate::secrets::cut(&value.to_string(), 80) {
+        (cut, Some(_)) => format!("{cut}…"),
+        (whole, None) => whole,
     }
 }
 

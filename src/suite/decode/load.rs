@@ -198,7 +198,8 @@ impl Decoder<'_> {
         if let (Some(slowdown), Some(levels)) = (replay, levels.as_mut()) {
             // A `requests` given but invalid was reported.
             let asked = requests.map(|r| r.ok_or(())).transpose().ok()?;
-            let times = self.trace_times(&f, records.as_ref(), (warmup, asked));
+            let given = records.as_ref().and_then(Option::as_deref);
+            let times = self.trace_times(&f, given, (warmup, asked));
             match (times, prompt.as_mut(), warmup) {
                 (Some((t, count)), Some(LoadPrompt::Dataset { times, .. }), Some(w)) => {
                     let replayed = t.iter().skip(w as usize).take(count as usize);

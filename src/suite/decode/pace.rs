@@ -203,7 +203,7 @@ impl Decoder<'_> {
     pub(super) fn trace_times(
         &mut self,
         f: &Fields<'_>,
-        records: Option<&Option<Vec<Record>>>,
+        records: Option<&[Record]>,
         (warmup, requests): (Option<u32>, Option<u32>),
     ) -> Option<(Vec<Duration>, u32)> {
         let at = f.key("arrival").map_or_else(Default::default, |k| k.loc);
@@ -215,7 +215,7 @@ impl Decoder<'_> {
             return None;
         }
         // Without records, the dataset was refused, and said why.
-        let records = records?.as_ref()?;
+        let records = records?;
         let data = f.get("dataset").map_or(at, |d| d.loc);
         let mut times = Vec::with_capacity(records.len());
         let mut last = 0.0_f64;
