@@ -359,6 +359,134 @@ fn a_server_that_dies_mid_run_fails_the_trial_in_flight_and_gates_the_rest() {
     run.assert_no_survivors();
 }
 
+/// Two workers, then a router in front of them (`servegate sim --route`,
+/// where SGLang's stands on a GPU host): each worker ready before the
+/// router starts, each with its own log, the gate measured through the
+/// router and the server's figures read from both workers' `/metrics`,
+/// each worker's share shown; all three stopped, none outliving the run.
+#[test]
+fn a_router_starts_after_its_workers_and_its_gates_read_every_workers_metrics() {
+    let run = Run::new("router");
+    let (code, text) = run.run(&["run", "tests/suites/launch/router.yaml"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(verdict(&text, "routed::correctness::answers"), "ok");
+    assert_eq!(verdict(&text, "routed::performance::decode"), "ok");
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("no `{needle}` in:\n{text}"))
+    };
+    // Both workers ready before the router is started.
+    assert!(at("`routed-a` ready after") < at("servegate: launched `"));
+    assert!(at("`routed-b` ready after") < at("servegate: launched `"));
+    assert_has(
+        &text,
+        &[
+            "in front of 2 workers (`a` at http://127.0.0.1:",
+            "servegate: stopped worker `a` of `routed` (was killed by signal 15 (SIGTERM))",
+            "servegate: stopped worker `b` of `routed` (was killed by signal 15 (SIGTERM))",
+        ],
+    );
+    // 8 requests of 8 tokens, counted by the workers, spread over both.
+    let line = text
+        .lines()
+        .find(|l| l.contains("server /metrics over the window"))
+        .unwrap_or_else(|| panic!("no server line in:\n{text}"));
+    let by_worker = line
+        .split("generation tokens 64 (by worker: ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap_or_else(|| panic!("no tokens by worker in: {line}"));
+    let counts: Vec<f64> = by_worker
+        .split(", ")
+        .map(|w| w.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(counts.len(), 2, "{line}");
+    assert!(counts.iter().all(|&n| n > 0.0), "{line}");
+    assert!((counts.iter().sum::<f64>() - 64.0).abs() < 1e-9, "{line}");
+    let f = run.figures();
+    let server = &f["suites"][0]["server"];
+    for w in ["a", "b"] {
+        let log = server["workers"][w]["log"].as_str().unwrap();
+        assert!(log.ends_with(&format!("routed-{w}.log")), "{log}");
+        let log_text = std::fs::read_to_string(log).unwrap();
+        assert!(log_text.contains(&run.marker), "{log_text}");
+        assert!(server["workers"][w]["timeline"]["ready_s"].is_f64());
+    }
+    assert!(
+        server["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "--route"),
+        "{server}"
+    );
+    // `{free_port.metrics}`: a free port, not the router's own.
+    let argv: Vec<&str> = server["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    let second = argv
+        .iter()
+        .find_map(|a| a.strip_prefix("a second port: "))
+        .unwrap_or_else(|| panic!("{server}"));
+    assert!(second.parse::<u16>().is_ok_and(|p| p > 0), "{second}");
+    let own = argv[argv.iter().position(|a| *a == "--port").unwrap() + 1];
+    assert_ne!(own, second, "{server}");
+    run.assert_no_survivors();
+}
+
+/// A worker behind the router dies: the trial whose request it had fails
+/// naming that worker, its exit and its log; the rest are gated on it.
+/// A worker that never becomes ready fails the launch in its name, and
+/// the worker already up is stopped with it.
+#[test]
+fn a_worker_that_dies_or_never_starts_fails_in_its_own_name() {
+    let run = Run::new("router-crash");
+    let (code, text) = run.run(&[
+        "run",
+        "tests/suites/launch/router-crash.yaml",
+        "tests/suites/launch/router-not-ready.yaml",
+    ]);
+    // A suite whose server never started: the run's code says so.
+    assert_eq!(code, Some(3), "{text}");
+    let failed: Vec<&str> = ["first", "second", "third", "fourth"]
+        .into_iter()
+        .filter(|p| verdict(&text, &format!("routed-crash::correctness::{p}")) != "ok")
+        .collect();
+    assert_eq!(failed.len(), 1, "one probe meets the crash:\n{text}");
+    let name = format!("routed-crash::correctness::{}", failed[0]);
+    let failure = failure_of(&text, &name);
+    assert_has(
+        &failure,
+        &[
+            &format!(
+                "error: worker `b` (behind the router) was killed by signal 6 (SIGABRT) during {name}"
+            ),
+            "routed-crash-b.log, last 40 lines:",
+            "| servegate sim: simulated crash: fatal error in decode (request 2)",
+            "the trial's own failure:",
+        ],
+    );
+    assert_has(
+        &failure_of(&text, "routed-crash::performance::decode"),
+        &["gated: worker `b` (behind the router) was killed by signal 6 (SIGABRT)"],
+    );
+    assert_has(
+        &failure_of(&text, "routed-not-ready::correctness::answers"),
+        &[
+            "error: launch failed: worker `b`: the server is not ready after 2s: GET /health last answered: 503",
+            "routed-not-ready-b.log, last 40 lines:",
+        ],
+    );
+    assert!(
+        !text.contains("for `routed-not-ready` (log"),
+        "the router started:\n{text}"
+    );
+    run.assert_no_survivors();
+}
+
 /// A server speaking as vLLM 0.32 whose engine dies mid-gate: both of the
 /// gate's streams get the error in their stream (the one under way at its
 /// next token); the front end then answers `/health` 503 until it exits
@@ -838,13 +966,14 @@ fn a_panic_while_a_server_runs_stops_it_on_the_way_out() {
             timeout: Duration::from_secs(30),
         },
         fatal_log_patterns: Vec::new(),
+        workers: Vec::new(),
         grace: Duration::from_secs(2),
         loc: servegate::suite::node::Loc::default(),
     };
     let dir = run.dir.clone();
     let marker = run.marker.clone();
     let unwound = std::panic::catch_unwind(move || {
-        let server = Server::spawn(&launch, None, &dir, &dir, "panic").unwrap();
+        let server = Server::spawn(&launch, None, (&dir, &dir, "panic"), &[]).unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -503,6 +503,7 @@ fn the_decoder_and_the_schema_agree_on_every_key() {
         "thresholds",
         "token_accounting",
         "variant",
+        "a worker",
     ]
     .into_iter()
     .map(str::to_owned)

@@ -159,6 +159,35 @@ correctness:
 }
 
 #[test]
+fn a_router_and_its_workers() {
+    golden!(errors(
+        "workers",
+        r#"suite: w
+target:
+  launch:
+    workers:
+      - name: a
+        command: [sim, --port, "{port}", --peer, "{worker.b}"]
+      - name: a
+        command: [sim, --port, "{port}"]
+      - name: b
+        command: []
+      - name: c
+        command: [sim]
+      - command: [sim]
+      - name: ../d
+        command: [sim]
+        colour: blue
+    command: [router, --worker-urls, "{worker.a}", "{worker.z}", --port, "{port}"]
+correctness:
+  - name: a
+    prompt: "a"
+    expect: [{contains: a}]
+"#
+    ));
+}
+
+#[test]
 fn variants_without_a_launch() {
     golden!(errors(
         "variants",

@@ -44,6 +44,11 @@ pub(crate) struct SimArgs {
     /// every N × ITL (a loaded server's events reaching its socket together).
     #[arg(long, value_name = "N", default_value_t = 1, requires = "stamp_tokens", value_parser = clap::value_parser!(u32).range(1..))]
     pack_tokens: u32,
+    /// Route every request round-robin to this worker (repeatable) instead
+    /// of serving: a router in front of simulators, as SGLang's stands in
+    /// front of its engines (`launch.workers`).
+    #[arg(long, value_name = "URL", conflicts_with = "stamp_tokens")]
+    route: Vec<String>,
     /// Health checks answer 503 "Loading model" for this long after start.
     #[arg(long, value_parser = servegate::units::parse_duration)]
     loading: Option<Duration>,
@@ -150,6 +155,12 @@ pub(crate) fn serve_sim(set: &SimArgs) -> ExitCode {
         }
     };
     let (stamp_tokens, pack) = (set.stamp_tokens, set.pack_tokens);
+    let routes = set.route.clone();
+    let serves = if routes.is_empty() {
+        format!("serving model {:?}", profile.model)
+    } else {
+        format!("routing round-robin to {}", routes.join(", "))
+    };
     // A scheduler hung from the start never answers SGLang's warmup
     // request: after its loading and SGLANG_WARMUP_TIMEOUT the server
     // kills itself (`srt/entrypoints/http_server.py`, `_execute_server_warmup`).
@@ -158,9 +169,10 @@ pub(crate) fn serve_sim(set: &SimArgs) -> ExitCode {
         .then_some(profile.loading)
         .flatten();
     runtime.block_on(async {
-        let model = profile.model.clone();
         let (ttft, itl) = (profile.ttft, profile.itl);
-        let spawned = if stamp_tokens {
+        let spawned = if !routes.is_empty() {
+            sim::listen(addr).and_then(|l| sim::router::spawn(l, routes))
+        } else if stamp_tokens {
             sim::listen(addr)
                 .and_then(|l| sim::stamped::spawn(l, sim::stamped::Pace { ttft, itl, pack }))
         } else {
@@ -172,7 +184,7 @@ pub(crate) fn serve_sim(set: &SimArgs) -> ExitCode {
                     tokio::spawn(die_after_warmup(loading));
                 }
                 println!(
-                    "servegate sim: serving model {model:?} at {} (Ctrl-C to stop)",
+                    "servegate sim: {serves} at {} (Ctrl-C to stop)",
                     running.base_url()
                 );
                 let _ = tokio::signal::ctrl_c().await;

@@ -12,4 +12,5 @@ pub mod stream;
 pub use api::{CallRequest, Usage};
 pub use dialect::{Reported, ServerReport};
 pub use error::{CallError, Deadline, ErrorKind};
+pub(crate) use stream::install_crypto_provider;
 pub use stream::{Client, Completion, Timing, TokenMark, TokenSource};

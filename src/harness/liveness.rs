@@ -24,19 +24,35 @@ impl Execution {
         };
         // A death names the fatal line its log has, whichever was seen
         // first: the crash and its cause in one message.
-        let died = |s: &crate::server::Server| {
+        let died = |s: &crate::server::Server, who: &str| {
             s.exited().map(|exit| {
                 let fatal = s.fatal_line().map_or_else(String::new, |f| {
                     format!(", after its log's {}", s.describe_fatal(&f))
                 });
-                format!("the server {exit} during {name}{fatal}\n{}", s.tail())
+                format!("{who} {exit} during {name}{fatal}\n{}", s.tail())
             })
         };
-        let mut cause = c.server.as_ref().and_then(|s| {
-            died(s).or_else(|| {
-                s.fatal_line()
-                    .map(|f| format!("{} during {name}\n{}", s.describe_fatal(&f), s.tail()))
+        // A worker's cause names it; the server's is said as it always was.
+        let lost = |s: &crate::server::Server, worker: Option<&str>| {
+            let who = worker.map(|w| format!("worker `{w}` (behind the router)"));
+            died(s, who.as_deref().unwrap_or("the server")).or_else(|| {
+                s.fatal_line().map(|f| {
+                    let whose = who.as_ref().map_or_else(String::new, |w| format!("{w}: "));
+                    format!(
+                        "{whose}{} during {name}\n{}",
+                        s.describe_fatal(&f),
+                        s.tail()
+                    )
+                })
             })
+        };
+        // The router first, then each worker behind it: a router retries
+        // a dead worker's requests on the others, so its clients may
+        // never see the death that halves the server.
+        let mut cause = c.server.as_ref().and_then(|s| lost(s, None)).or_else(|| {
+            c.workers
+                .iter()
+                .find_map(|w| lost(&w.server, Some(&w.name)))
         });
         if cause.is_none() && verdict.is_err() {
             cause = self.unresponsive(c, name).map(|hung| {
@@ -44,7 +60,7 @@ impl Execution {
                 // give its exit a moment to show, to name the real cause.
                 let dying = c.server.as_ref().and_then(|s| {
                     (0..100).find_map(|_| {
-                        died(s).or_else(|| {
+                        died(s, "the server").or_else(|| {
                             std::thread::sleep(Duration::from_millis(20));
                             None
                         })

@@ -70,10 +70,12 @@ pub fn collect(info: &RunInfo, runs: &[Arc<SuiteRun>], complete: bool) -> RunRec
                     variant: run.variant.as_ref().map(|v| v.name.clone()),
                     suite_commit: git_commit(&run.suite.file.path),
                     server: target.server.as_ref().map(|s| ServerRecord {
-                        argv: s.argv.clone(),
-                        env: s.env_shown.iter().cloned().collect(),
-                        log: s.log_path.display().to_string(),
-                        timeline: serde_json::to_value(s.timeline()).unwrap_or_default(),
+                        workers: target
+                            .workers
+                            .iter()
+                            .map(|w| (w.name.clone(), server_record(&w.server)))
+                            .collect(),
+                        ..server_record(s)
                     }),
                     server_info: run.documents.body(crate::suite::ConfigSource::ServerInfo),
                     model_info: run.documents.body(crate::suite::ConfigSource::ModelInfo),
@@ -189,4 +191,15 @@ pub(super) fn sweep_point(g: &crate::suite::Gate) -> Option<crate::record::Sweep
         concurrency,
         rate,
     })
+}
+
+/// How a launched server was started, and its start-up (no workers).
+fn server_record(s: &crate::server::Server) -> ServerRecord {
+    ServerRecord {
+        argv: s.argv.clone(),
+        env: s.env_shown.iter().cloned().collect(),
+        log: s.log_path.display().to_string(),
+        timeline: serde_json::to_value(s.timeline()).unwrap_or_default(),
+        workers: std::collections::BTreeMap::new(),
+    }
 }

@@ -269,18 +269,32 @@ impl SuiteRun {
     /// Stops a launched server (after the suite's last trial).
     pub(crate) fn stop_server(&self) {
         let Some(Ok(Connected {
-            server: Some(s), ..
+            server: Some(s),
+            workers,
+            ..
         })) = self.target.get()
         else {
             return;
         };
         if !self.stopped.swap(true, Ordering::SeqCst) {
-            let how = s.stop();
+            let how = |s: &crate::server::Server| {
+                s.stop()
+                    .map_or_else(|| "status unknown".to_owned(), |e| e.to_string())
+            };
+            // The router first: nothing is sent to a worker being stopped.
             eprintln!(
                 "servegate: stopped the server of `{}` ({})",
                 self.label,
-                how.map_or_else(|| "status unknown".to_owned(), |e| e.to_string())
+                how(s)
             );
+            for w in workers {
+                eprintln!(
+                    "servegate: stopped worker `{}` of `{}` ({})",
+                    w.name,
+                    self.label,
+                    how(&w.server)
+                );
+            }
         }
     }
 }

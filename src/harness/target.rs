@@ -110,6 +110,9 @@ pub struct Connected {
     pub sim: Option<RunningSim>,
     /// The server servegate launched for this run, if it did.
     pub server: Option<Server>,
+    /// The workers behind it, when it is a router servegate launched them
+    /// for, in the suite's order.
+    pub workers: Vec<Worker>,
     /// The model the server says it serves (else the one requests name).
     pub model_id: String,
     /// The model the suite pins (`target.model`), which its requests name.
@@ -212,6 +215,135 @@ fn key_from(field: &'static str, env: Option<&str>) -> Result<Option<String>, Ta
     })
 }
 
+/// A server a launched router stands in front of.
+#[derive(Debug)]
+pub struct Worker {
+    /// Its name in the suite.
+    pub name: String,
+    /// Its process.
+    pub server: Server,
+}
+
+/// Prints how long a launched server took to be ready.
+fn announce_ready(label: &str, s: &Server) {
+    let tl = s.timeline();
+    eprintln!(
+        "servegate: `{label}` ready after {:.1}s (port open after {:.1}s)",
+        tl.ready_s.unwrap_or_default(),
+        tl.port_open_s.unwrap_or_default()
+    );
+}
+
+/// Starts the workers of `launch` (a variant's environment on each, its
+/// arguments being the router's) and waits until every one is ready; the
+/// first that is not fails the launch in its name.
+async fn launch_workers(
+    launch: &crate::suite::Launch,
+    place: LaunchPlace<'_>,
+    suite_dir: &Path,
+) -> Result<Vec<Worker>, TargetError> {
+    let env_only = place.variant.map(|v| Variant {
+        args: Vec::new(),
+        ..v.clone()
+    });
+    let mut workers = Vec::new();
+    for w in &launch.workers {
+        let label = format!("{}-{}", place.label, w.name);
+        let server = Server::spawn(
+            &w.launch,
+            env_only.as_ref(),
+            (suite_dir, place.dir, &label),
+            &[],
+        )
+        .map_err(|e| TargetError::Launch(format!("worker `{}`: {e}", w.name)))?;
+        let line = format!(
+            "servegate: launched worker `{}` of `{}`: `{}` (log {})",
+            w.name,
+            place.label,
+            server.command_line(),
+            server.log_path.display()
+        );
+        eprintln!("{}", crate::text::for_log(&line));
+        workers.push(Worker {
+            name: w.name.clone(),
+            server,
+        });
+    }
+    let waits = workers
+        .iter()
+        .zip(&launch.workers)
+        .map(|(w, spec)| async move {
+            w.server
+                .wait_ready(&spec.launch.ready)
+                .await
+                .map_err(|e| TargetError::Launch(format!("worker `{}`: {e}", w.name)))?;
+            announce_ready(&format!("{}-{}", place.label, w.name), &w.server);
+            Ok::<(), TargetError>(())
+        });
+    for done in futures_util::future::join_all(waits).await {
+        done?;
+    }
+    Ok(workers)
+}
+
+/// Starts a launch — its workers first, each ready, then the server in
+/// front of them — and waits until it is ready: the server, its workers,
+/// and what the run prints of it.
+async fn launch_target(
+    launch: &crate::suite::Launch,
+    place: LaunchPlace<'_>,
+    suite_dir: &Path,
+) -> Result<(Server, Vec<Worker>, String), TargetError> {
+    let workers = launch_workers(launch, place, suite_dir).await?;
+    let urls: Vec<(String, String)> = workers
+        .iter()
+        .map(|w| (w.name.clone(), w.server.base_url.clone()))
+        .collect();
+    let s = Server::spawn(
+        launch,
+        place.variant,
+        (suite_dir, place.dir, place.label),
+        &urls,
+    )
+    .map_err(TargetError::Launch)?;
+    let line = format!(
+        "servegate: launched `{}` for `{}` (log {})",
+        s.command_line(),
+        place.label,
+        s.log_path.display()
+    );
+    eprintln!("{}", crate::text::for_log(&line));
+    s.wait_ready(&launch.ready)
+        .await
+        .map_err(TargetError::Launch)?;
+    announce_ready(place.label, &s);
+    let mut what = format!("LAUNCHED server `{}` at {}", s.command_line(), s.base_url);
+    if !workers.is_empty() {
+        let each: Vec<String> = urls.iter().map(|(n, u)| format!("`{n}` at {u}")).collect();
+        what = format!(
+            "{what} in front of {} workers ({})",
+            each.len(),
+            each.join(", ")
+        );
+    }
+    Ok((s, workers, what))
+}
+
+/// A client of each worker's own address, by name.
+fn worker_clients(
+    workers: &[Worker],
+    t: &crate::suite::Target,
+    api_key: Option<&String>,
+) -> Result<Vec<(String, Client)>, CallError> {
+    workers
+        .iter()
+        .map(|w| {
+            Client::new(&w.server.base_url, t.api, "", api_key.cloned(), t.timeouts)
+                .map(|c| (w.name.clone(), c.with_limits(t.limits)))
+        })
+        .collect()
+}
+
 /// Starts or reaches the target and finds the served model. An `Err` is the
 /// message every trial of the suite fails with.
 pub async fn connect(
@@ -228,6 +360,7 @@ pub async fn connect(
     let api_key = key_from("api_key_env", t.api_key_env.as_deref())?;
     let admin_key = key_from("admin_key_env", t.admin_key_env.as_deref())?;
     let mut launched = None;
+    let mut launched_workers = Vec::new();
     let (base, sim, what) = match effective_base(suite, override_target)? {
         _ if launches(suite, override_target) => {
             let launch = t.launch.as_ref().expect("launches() checked it");
@@ -238,27 +371,9 @@ pub async fn connect(
                 .parent()
                 .filter(|d| !d.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
-            let s = Server::spawn(launch, place.variant, suite_dir, place.dir, place.label)
-                .map_err(TargetError::Launch)?;
-            let line = format!(
-                "servegate: launched `{}` for `{}` (log {})",
-                s.command_line(),
-                place.label,
-                s.log_path.display()
-            );
-            eprintln!("{}", crate::text::for_log(&line));
-            s.wait_ready(&launch.ready)
-                .await
-                .map_err(TargetError::Launch)?;
-            let tl = s.timeline();
-            eprintln!(
-                "servegate: `{}` ready after {:.1}s (port open after {:.1}s)",
-                place.label,
-                tl.ready_s.unwrap_or_default(),
-                tl.port_open_s.unwrap_or_default()
-            );
+            let (s, workers, what) = launch_target(launch, place, suite_dir).await?;
             let base = s.base_url.clone();
-            let what = format!("LAUNCHED server `{}` at {base}", s.command_line());
+            launched_workers = workers;
             launched = Some(s);
             (base, None, what)
         }
@@ -330,15 +445,25 @@ pub async fn connect(
             |s| format!("{s:?}")
         ),
     );
+    // A router reports its own documents, not its engines': the version
+    // and configuration are read from its first worker.
     let Identity {
         version,
         config,
         mut whole,
         incremental,
         engine,
-    } = tokio::time::timeout_at(ends, server_identity(&probe))
-        .await
-        .unwrap_or_default();
+    } = match worker_clients(
+        &launched_workers[..launched_workers.len().min(1)],
+        t,
+        api_key.as_ref(),
+    )?
+    .first()
+    {
+        Some((_, worker)) => tokio::time::timeout_at(ends, server_identity(worker)).await,
+        None => tokio::time::timeout_at(ends, server_identity(&probe)).await,
+    }
+    .unwrap_or_default();
     let shown = |v: &str| {
         crate::text::printable(v)
             .chars()
@@ -346,7 +471,13 @@ pub async fn connect(
             .collect::<String>()
     };
     let version = version.as_deref().map(shown);
-    whole.extend(launched.iter().flat_map(|s| s.env_config.clone()));
+    whole.extend(
+        launched_workers
+            .iter()
+            .map(|w| &w.server)
+            .chain(&launched)
+            .flat_map(|s| s.env_config.clone()),
+    );
     let fingerprint = crate::load::fingerprint::fingerprint(
         t.api,
         served.as_deref().unwrap_or(&model),
@@ -354,12 +485,13 @@ pub async fn connect(
         &config,
         &whole,
     );
-    let client = Client::new(&base, t.api, &model, api_key, t.timeouts)?
+    let client = Client::new(&base, t.api, &model, api_key.clone(), t.timeouts)?
         .with_limits(t.limits)
         .with_admin_key(admin_key)
         .with_incremental_output(incremental)
         .with_token_ids(engine.is_some_and(|e| e.lists_token_ids(t.api)))
-        .with_adapter_field(engine.map_or(AdapterField::Both, Engine::adapter_field));
+        .with_adapter_field(engine.map_or(AdapterField::Both, Engine::adapter_field))
+        .with_metrics_from(worker_clients(&launched_workers, t, api_key.as_ref())?);
     Ok(Connected {
         client,
         description,
@@ -367,6 +499,7 @@ pub async fn connect(
         config: whole,
         sim,
         server: launched,
+        workers: launched_workers,
         model_reported: served.is_some(),
         model_id: served.unwrap_or(model),
         pinned_model: t.model.clone(),

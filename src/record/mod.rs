@@ -170,6 +170,9 @@ pub struct ServerRecord {
     pub log: String,
     /// Start-up milestones.
     pub timeline: serde_json::Value,
+    /// The workers behind it (a router's), by name: each one's record.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub workers: BTreeMap<String, ServerRecord>,
 }
 
 /// A dataset probe's outcome.

@@ -106,8 +106,43 @@ fn register_secrets(argv: &[String], env: &[(String, String)]) {
     }
 }
 
-/// A free TCP port on `host`, found by binding port 0.
+/// The lowest port handed out below the kernel's ephemeral range.
+const LOWEST_PORT: u16 = 10_000;
+
+/// The first port of the kernel's ephemeral range, from which it gives
+/// `bind(0)` a port (`/proc/sys/net/ipv4/ip_local_port_range`).
+fn ephemeral_start() -> Option<u16> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// A free TCP port on `host`, below the kernel's ephemeral range where
+/// there is one: a port `bind(0)` found free would be free for the next
+/// `bind(0)` of any process too — an engine starting beside this one
+/// picks its own internal ports that way, and two SGLang workers started
+/// together collided so (one's port taken by the other's before it
+/// bound it). Random ports from [`LOWEST_PORT`] up are tried, none twice
+/// in one run; else the kernel picks one.
 fn free_port(host: &str) -> Result<u16, String> {
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut given = GIVEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(end) = ephemeral_start().filter(|e| *e > LOWEST_PORT + 1000) {
+        let span = u64::from(end - LOWEST_PORT);
+        for _ in 0..256 {
+            let offset = u16::try_from(crate::random::unpredictable() % span).unwrap_or(0);
+            let p = LOWEST_PORT + offset;
+            if !given.contains(&p) && std::net::TcpListener::bind((host, p)).is_ok() {
+                given.push(p);
+                return Ok(p);
+            }
+        }
+    }
     std::net::TcpListener::bind((host, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -149,9 +184,38 @@ fn runnable(program: &str, cwd: &Path) -> bool {
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
 }
 
-fn fill(text: &str, host: &str, port: u16) -> String {
-    text.replace("{port}", &port.to_string())
-        .replace("{host}", host)
+/// `text` with `{port}`, `{host}`, each worker's `{worker.NAME}` (its
+/// `http://host:port`) and each `{free_port.NAME}` replaced.
+fn fill(text: &str, host: &str, port: u16, names: &[(String, String)]) -> String {
+    let filled = text
+        .replace("{port}", &port.to_string())
+        .replace("{host}", host);
+    names
+        .iter()
+        .fold(filled, |t, (name, value)| t.replace(name, value))
+}
+
+/// `{free_port.NAME}` in `texts`, each given a free port of `host` (the
+/// same NAME, the same port): a second port a server listens on (a
+/// router's metrics, a distributed init address), as `{port}` is its
+/// first.
+fn free_ports<'t>(
+    texts: impl Iterator<Item = &'t String>,
+    host: &str,
+) -> Result<Vec<(String, String)>, String> {
+    let mut ports: Vec<(String, String)> = Vec::new();
+    for text in texts {
+        for (at, _) in text.match_indices("{free_port.") {
+            let Some(end) = text[at..].find('}') else {
+                continue;
+            };
+            let name = &text[at..=at + end];
+            if !ports.iter().any(|(n, _)| n == name) {
+                ports.push((name.to_owned(), free_port(host)?.to_string()));
+            }
+        }
+    }
+    Ok(ports)
 }
 
 /// How long a readiness answer must have been held to say the server was
@@ -179,13 +243,13 @@ fn held_or_not(held: &mut Vec<f64>, asked: Instant) {
 impl Server {
     /// Starts `launch` (with a variant's overrides) in its own process group,
     /// its life tied to servegate's, its output scrubbed into
-    /// `<dir>/<label>.log`.
+    /// `<dir>/<label>.log`; `workers` are the names and URLs its
+    /// `{worker.NAME}` stand for.
     pub fn spawn(
         launch: &Launch,
         variant: Option<&Variant>,
-        suite_dir: &Path,
-        dir: &Path,
-        label: &str,
+        (suite_dir, dir, label): (&Path, &Path, &str),
+        workers: &[(String, String)],
     ) -> Result<Self, String> {
         let port = match launch.port {
             // Something already listening there would answer the readiness
@@ -202,17 +266,33 @@ impl Server {
             None => free_port(&launch.host)?,
         };
         let host = launch.host.as_str();
-        let mut argv: Vec<String> = launch.command.iter().map(|a| fill(a, host, port)).collect();
+        let mut names: Vec<(String, String)> = workers
+            .iter()
+            .map(|(name, url)| (format!("{{worker.{name}}}"), url.clone()))
+            .collect();
+        let variant_texts = variant
+            .into_iter()
+            .flat_map(|v| v.args.iter().chain(v.env.iter().map(|(_, val)| val)));
+        names.extend(free_ports(
+            launch
+                .command
+                .iter()
+                .chain(launch.env.iter().map(|(_, v)| v))
+                .chain(variant_texts),
+            host,
+        )?);
+        let fill = |a: &str| fill(a, host, port, &names);
+        let mut argv: Vec<String> = launch.command.iter().map(|a| fill(a)).collect();
         let mut env: Vec<(String, String)> = launch
             .env
             .iter()
-            .map(|(k, v)| (k.clone(), fill(v, host, port)))
+            .map(|(k, v)| (k.clone(), fill(v)))
             .collect();
         if let Some(v) = variant {
-            argv.extend(v.args.iter().map(|a| fill(a, host, port)));
+            argv.extend(v.args.iter().map(|a| fill(a)));
             for (k, val) in &v.env {
                 env.retain(|(name, _)| name != k);
-                env.push((k.clone(), fill(val, host, port)));
+                env.push((k.clone(), fill(val)));
             }
         }
         std::fs::create_dir_all(dir)

@@ -9,6 +9,7 @@ pub mod fault;
 mod histogram;
 pub mod launch;
 pub mod profile;
+pub mod router;
 mod routes;
 pub mod stamped;
 mod vision;

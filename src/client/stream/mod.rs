@@ -23,7 +23,8 @@ use crate::suite::{Api, ReadLimits, Timeouts};
 use deadlines::{Deadlines, ReqwestBody, read_body};
 pub use document::{DOCUMENT_VALUES, document};
 pub use headers::ContentHeaders;
-use http::{ERROR_BODY, Http, bounded_text, classify_send_error, install_crypto_provider};
+pub(crate) use http::install_crypto_provider;
+use http::{ERROR_BODY, Http, bounded_text, classify_send_error};
 use reader::{MAX_MARKS, StreamReader};
 
 /// Where a completion's token count came from.
@@ -173,6 +174,9 @@ pub struct Client {
     limits: ReadLimits,
     /// Keep-alive connections for `http://` servers; `None` sends through reqwest.
     raw: Option<raw::Pool>,
+    /// The workers behind a launched router, by name, whose `/metrics`
+    /// are the server's: empty to read this client's own.
+    metrics_from: std::sync::Arc<[(String, Client)]>,
 }
 
 impl Client {
@@ -205,6 +209,7 @@ impl Client {
             timeouts,
             limits: ReadLimits::default(),
             raw: raw::Endpoint::parse(base_url).map(raw::Pool::new),
+            metrics_from: std::sync::Arc::new([]),
         })
     }
 
@@ -303,6 +308,19 @@ impl Client {
     pub fn with_adapter_field(mut self, field: AdapterField) -> Self {
         self.adapter_field = field;
         self
+    }
+
+    /// This client, reading the server's `/metrics` from `workers` (a
+    /// launched router's, by name).
+    #[must_use]
+    pub fn with_metrics_from(mut self, workers: Vec<(String, Client)>) -> Self {
+        self.metrics_from = workers.into();
+        self
+    }
+
+    /// The workers whose `/metrics` are the server's; empty: this client's.
+    pub fn metrics_from(&self) -> &[(String, Client)] {
+        &self.metrics_from
     }
 
     /// This client, sending `key` to administrative endpoints in place of

@@ -15,7 +15,7 @@ mod tests;
 pub use counters::{SCHEDULER_CPU_WINDOW, generation_counter_names};
 pub use gauge::{Gauge, SAMPLE_EVERY, Samples};
 pub use histogram::HistogramDelta;
-pub use scrape::{Scrape, info_document};
+pub use scrape::{Scrape, WORKER_LABEL, info_document, labelled};
 
 use std::fmt::Write as _;
 
@@ -33,6 +33,9 @@ use histogram::histogram_delta;
 pub struct ServerView {
     /// Generated tokens counted by the server.
     pub generation_tokens: Option<f64>,
+    /// Of those, each worker's behind a launched router, by name: how the
+    /// router spread the load (empty for a server alone).
+    pub worker_tokens: Vec<(String, f64)>,
     /// Prompt tokens counted by the server.
     pub prompt_tokens: Option<f64>,
     /// Time to first token.
@@ -67,6 +70,26 @@ pub struct ServerView {
     pub samples: Samples,
 }
 
+/// Each worker's generated tokens between two scrapes of a launched
+/// router's workers, by the first generation counter they keep (empty
+/// for a server alone).
+fn worker_tokens(before: &Scrape, after: &Scrape) -> Vec<(String, f64)> {
+    let names = counters::generation_counter_names();
+    let Some(name) = names.iter().find(|n| after.by_worker(n).next().is_some()) else {
+        return Vec::new();
+    };
+    after
+        .by_worker(name)
+        .map(|(w, a)| {
+            let b = before
+                .by_worker(name)
+                .find(|(bw, _)| *bw == w)
+                .map_or(0.0, |(_, v)| v);
+            (w.to_owned(), a - b)
+        })
+        .collect()
+}
+
 impl ServerView {
     /// The change between two scrapes.
     pub fn between(before: &Scrape, after: &Scrape) -> Self {
@@ -74,6 +97,7 @@ impl ServerView {
             generation_tokens: GENERATION_COUNTERS
                 .iter()
                 .find_map(|suffix| counter_delta(before, after, suffix)),
+            worker_tokens: worker_tokens(before, after),
             prompt_tokens: counter_delta(before, after, "prompt_tokens_total"),
             ttft: histogram_delta(before, after, &["time_to_first_token_seconds"]),
             // vLLM renamed it (and later removed the old name).
@@ -329,7 +353,16 @@ impl ServerView {
     pub fn render(&self) -> String {
         let mut parts: Vec<String> = Vec::new();
         if let Some(g) = self.generation_tokens {
-            parts.push(format!("generation tokens {g:.0}"));
+            let each: Vec<String> = self
+                .worker_tokens
+                .iter()
+                .map(|(w, n)| format!("{w} {n:.0}"))
+                .collect();
+            parts.push(if each.is_empty() {
+                format!("generation tokens {g:.0}")
+            } else {
+                format!("generation tokens {g:.0} (by worker: {})", each.join(", "))
+            });
         }
         if let Some(p) = self.prompt_tokens {
             parts.push(format!("prompt tokens {p:.0}"));

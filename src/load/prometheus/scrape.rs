@@ -2,6 +2,7 @@
 //! buckets and per-process counters; the info series as a document.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use super::counters::SCHEDULER_CPU;
 
@@ -24,6 +25,9 @@ pub struct Scrape {
     /// Counters of one process each ([`PER_PROCESS`]), by their whole
     /// label set: each rank's own, not copies of one figure.
     pub(super) processes: BTreeMap<(String, String), f64>,
+    /// Each series' sum by the worker of a launched router that wrote it
+    /// ([`WORKER_LABEL`]), keyed by series name and worker.
+    pub(super) workers: BTreeMap<(String, String), f64>,
     /// When the client had the page: counters over a window are divided
     /// by the time between two reads.
     pub(super) at: Option<std::time::Instant>,
@@ -60,13 +64,57 @@ pub(super) fn pair<'p>(pairs: &'p [(String, String)], key: &str) -> Option<&'p s
         .find_map(|(k, v)| (k == key).then_some(v.as_str()))
 }
 
+/// The label that tells the workers of a launched router apart in the
+/// pages read together as the server's.
+pub const WORKER_LABEL: &str = "servegate_worker";
+
+/// One part of the server's series: its largest value, its kind
+/// ([`KINDS`]) and the worker that wrote it ([`WORKER_LABEL`]).
+type Part = (f64, Option<String>, Option<String>);
+
+/// A page of Prometheus text with every sample labelled
+/// `servegate_worker="<worker>"`: the workers' pages read as one are
+/// each worker's series, summed as a server's parts are. A worker's name
+/// is of the characters a suite's names take, which a label value holds
+/// as they are.
+pub fn labelled(text: &str, worker: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 4);
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            out.push_str(line);
+        } else {
+            let name_ends = trimmed
+                .find(|c: char| c == '{' || c.is_whitespace())
+                .unwrap_or(trimmed.len());
+            let (name, rest) = trimmed.split_at(name_ends);
+            out.push_str(name);
+            match rest.strip_prefix('{') {
+                Some(labels) => {
+                    let comma = if labels.trim_start().starts_with('}') {
+                        ""
+                    } else {
+                        ","
+                    };
+                    let _ = write!(out, "{{{WORKER_LABEL}=\"{worker}\"{comma}{labels}");
+                }
+                None => {
+                    let _ = write!(out, "{{{WORKER_LABEL}=\"{worker}\"}}{rest}");
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
 impl Scrape {
     /// Parses Prometheus text exposition; malformed lines are skipped.
     pub fn parse(text: &str) -> Self {
         let mut s = Scrape::default();
         // The largest value of each series per label set that is one part
         // of the server (its labels less [`COPIES`]), with its kind.
-        let mut groups: BTreeMap<(String, String), (f64, Option<String>)> = BTreeMap::new();
+        let mut groups: BTreeMap<(String, String), Part> = BTreeMap::new();
         // Each copy's buckets of each part, by bound: one copy's whole
         // histogram is read, never a mix of the copies' bounds.
         let mut bucket_groups: BTreeMap<(String, String), Copies> = BTreeMap::new();
@@ -105,12 +153,16 @@ impl Scrape {
                 .iter()
                 .find_map(|k| pair(&pairs, k))
                 .map(str::to_owned);
+            let worker = pair(&pairs, WORKER_LABEL).map(str::to_owned);
             let seen = groups
                 .entry((name.to_owned(), key_of(&pairs, COPIES)))
-                .or_insert((value, kind));
+                .or_insert((value, kind, worker));
             seen.0 = seen.0.max(value);
         }
-        for ((name, _), (value, kind)) in groups {
+        for ((name, _), (value, kind, worker)) in groups {
+            if let Some(worker) = worker {
+                *s.workers.entry((name.clone(), worker)).or_insert(0.0) += value;
+            }
             if let Some(kind) = kind {
                 *s.kinds.entry((name.clone(), kind)).or_insert(0.0) += value;
             }
@@ -147,6 +199,14 @@ impl Scrape {
         names
             .iter()
             .find_map(|n| self.values.get(*n).map(|v| (*n, *v)))
+    }
+
+    /// Each worker's value of the series `name`, by worker.
+    pub(super) fn by_worker<'s>(&'s self, name: &'s str) -> impl Iterator<Item = (&'s str, f64)> {
+        self.workers
+            .iter()
+            .filter(move |((n, _), _)| n == name)
+            .map(|((_, w), v)| (w.as_str(), *v))
     }
 
     /// The counter `name` of kind `kind` ([`KINDS`]).

@@ -355,15 +355,43 @@ async fn scrape_after(
     }
 }
 
-/// The server's `/metrics`, or why there are none.
+/// The server's `/metrics`, or why there are none: a launched router's
+/// workers' pages read together (at once, so that no worker's counters
+/// run on while another's are read), each sample labelled with its
+/// worker, as one server's.
 async fn scrape(client: &Client) -> Result<Scrape, String> {
+    let workers = client.metrics_from();
+    if workers.is_empty() {
+        return page(client, None)
+            .await
+            .map(|text| Scrape::parse(&text).read_at(std::time::Instant::now()));
+    }
+    let pages = futures_util::future::join_all(
+        workers
+            .iter()
+            .map(|(name, w)| async move { (name, page(w, Some(name)).await) }),
+    )
+    .await;
+    let at = std::time::Instant::now();
+    let mut all = String::new();
+    for (name, text) in pages {
+        all.push_str(&super::prometheus::labelled(&text?, name));
+    }
+    Ok(Scrape::parse(&all).read_at(at))
+}
+
+/// The `/metrics` page of the server, or of its `worker`, or why there
+/// is none.
+async fn page(client: &Client, worker: Option<&str>) -> Result<String, String> {
+    let who = worker.map_or_else(|| "the server".to_owned(), |w| format!("worker `{w}`"));
     match client.get("/metrics").await {
-        Ok((status, text)) if (200..300).contains(&status) => {
-            Ok(Scrape::parse(&text).read_at(std::time::Instant::now()))
-        }
+        Ok((status, text)) if (200..300).contains(&status) => Ok(text),
         Ok((status, _)) => Err(format!(
-            "the server has no /metrics (GET /metrics answered HTTP {status})"
+            "{who} has no /metrics (GET /metrics answered HTTP {status})"
         )),
-        Err(e) => Err(format!("GET /metrics failed: {e}")),
+        Err(e) => Err(match worker {
+            Some(_) => format!("GET /metrics of {who} failed: {e}"),
+            None => format!("GET /metrics failed: {e}"),
+        }),
     }
 }

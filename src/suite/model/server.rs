@@ -134,8 +134,22 @@ pub struct Launch {
     pub fatal_log_patterns: Vec<Regex>,
     /// Time between SIGTERM and SIGKILL at teardown.
     pub grace: Duration,
+    /// The servers started, each ready, before `command` (a router in
+    /// front of them), which names each as `{worker.NAME}`; empty for a
+    /// server alone (and in a worker's own launch).
+    pub workers: Vec<Worker>,
     /// Where `launch:` is written.
     pub loc: Loc,
+}
+
+/// One of the servers behind a launched router.
+#[derive(Debug, Clone)]
+pub struct Worker {
+    /// Its name: in its log's file name, its failures and its
+    /// `/metrics` samples' `servegate_worker` label.
+    pub name: String,
+    /// How it is started (no workers of its own).
+    pub launch: Launch,
 }
 
 /// How readiness is polled.

@@ -59,7 +59,7 @@ pub(in crate::suite::decode) const TARGET: &[Field] = &[
     },
     Field {
         key: "launch",
-        value: || with_required(object(&[LAUNCH]), &["command"]),
+        value: || with_required(object(&[PROCESS, WORKERS]), &["command"]),
         doc: "servegate starts the server itself, waits until it is ready, and stops it after the suite (instead of `base_url`).",
     },
 ];
@@ -116,12 +116,32 @@ pub(in crate::suite::decode) const LIMITS: &[Field] = &[
     },
 ];
 
-/// `target.launch:`.
-pub(in crate::suite::decode) const LAUNCH: &[Field] = &[
+/// `target.launch.workers:`: the servers a launched router stands in
+/// front of.
+pub(in crate::suite::decode) const WORKERS: &[Field] = &[Field {
+    key: "workers",
+    value: || {
+        non_empty(with_required(
+            object(&[WORKER, PROCESS]),
+            &["name", "command"],
+        ))
+    },
+    doc: "Servers started, each ready, before `command` (a router in front of them: SGLang's `sglang_router.launch_router --worker-urls {worker.a} {worker.b}`); each has the keys of `launch` and a `name`; `{worker.NAME}` in the router's command and env is its `http://host:port`. Each one's exit or fatal log line fails the trials as that worker's, and the load gates' server figures sum every worker's `/metrics`.",
+}];
+
+/// A worker's own key beside those of a launch.
+pub(in crate::suite::decode) const WORKER: &[Field] = &[Field {
+    key: "name",
+    value: name,
+    doc: "The worker's name: in its log's file name, its failures, and its `/metrics` samples' `servegate_worker` label.",
+}];
+
+/// `target.launch:` and each of its `workers:`.
+pub(in crate::suite::decode) const PROCESS: &[Field] = &[
     Field {
         key: "command",
         value: || non_empty(text()),
-        doc: "The server's argv (no shell); `{host}` and `{port}` are replaced.",
+        doc: "The server's argv (no shell); `{host}` and `{port}` are replaced, and in a router's, `{worker.NAME}`.",
     },
     Field {
         key: "env",
