@@ -19,6 +19,8 @@ mod common;
 use common::run::{command, merged};
 #[path = "common/engines.rs"]
 mod engines;
+#[path = "servers/router.rs"]
+mod router;
 use engines::{expect, healthy};
 
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -2036,7 +2038,7 @@ fn main() {
     // Each trial, and the shared server it uses, in the order they take
     // turns: the conformance trials before the faults trials, which break
     // the server they share.
-    let trials: [(&str, TrialFn, Option<&'static Shared>); 8] = [
+    let trials: [(&str, TrialFn, Option<&'static Shared>); 9] = [
         (
             "real_sglang::shipped_suite_passes",
             sglang_shipped_suite,
@@ -2055,6 +2057,11 @@ fn main() {
         (
             "real_sglang::a_killed_scheduler_fails_its_gate_with_the_log_tail",
             sglang_crash,
+            None,
+        ),
+        (
+            "real_sglang::a_router_in_front_of_two_workers_names_the_one_killed",
+            router::sglang_router,
             None,
         ),
         ("real_vllm::shipped_suite_passes", vllm_shipped_suite, None),
