@@ -369,15 +369,26 @@ fn a_router_starts_after_its_workers_and_its_gates_read_every_workers_metrics() 
     let run = Run::new("router");
     let (code, text) = run.run(&["run", "tests/suites/launch/router.yaml"]);
     assert_eq!(code, Some(0), "{text}");
+    assert_eq!(verdict(&text, "routed::config::server_info.tp_size"), "ok");
     assert_eq!(verdict(&text, "routed::correctness::answers"), "ok");
     assert_eq!(verdict(&text, "routed::performance::decode"), "ok");
     let at = |needle: &str| {
         text.find(needle)
             .unwrap_or_else(|| panic!("no `{needle}` in:\n{text}"))
     };
-    // Both workers ready before the router is started.
-    assert!(at("`routed-a` ready after") < at("servegate: launched `"));
-    assert!(at("`routed-b` ready after") < at("servegate: launched `"));
+    // Both workers ready before the router is started, `b` after its 1 s
+    // of loading (as a prefill worker may take longer than its decode
+    // worker).
+    let (a, b) = ("worker `a` of `routed`", "worker `b` of `routed`");
+    assert!(at(&format!("`{a}` ready after")) < at("servegate: launched `"));
+    assert!(at(&format!("`{b}` ready after")) < at("servegate: launched `"));
+    let b_ready: f64 = text
+        [at(&format!("`{b}` ready after ")) + format!("`{b}` ready after ").len()..]
+        .split('s')
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(b_ready >= 1.0, "{text}");
     assert_has(
         &text,
         &[
@@ -404,10 +415,22 @@ fn a_router_starts_after_its_workers_and_its_gates_read_every_workers_metrics() 
     assert!(counts.iter().all(|&n| n > 0.0), "{line}");
     assert!((counts.iter().sum::<f64>() - 64.0).abs() < 1e-9, "{line}");
     let f = run.figures();
+    // The first worker's documents, not whichever worker the router chose.
+    assert_eq!(f["suites"][0]["server_info"]["tp_size"], 4);
+    // The figures' configuration holds the workers and the router's
+    // command as written (ports and URLs as placeholders: the same next
+    // run), so that another policy or one worker more is another series.
+    let config = &f["suites"][0]["config"];
+    assert_eq!(config["launch:workers"], "a,b", "{config}");
+    let router = config["launch:router"].as_str().unwrap_or_default();
+    assert!(
+        router.contains("--route {worker.a} --route {worker.b}") && router.contains("{port}"),
+        "{config}"
+    );
     let server = &f["suites"][0]["server"];
     for w in ["a", "b"] {
         let log = server["workers"][w]["log"].as_str().unwrap();
-        assert!(log.ends_with(&format!("routed-{w}.log")), "{log}");
+        assert!(log.ends_with(&format!("routed.workers/{w}.log")), "{log}");
         let log_text = std::fs::read_to_string(log).unwrap();
         assert!(log_text.contains(&run.marker), "{log_text}");
         assert!(server["workers"][w]["timeline"]["ready_s"].is_f64());
@@ -434,21 +457,36 @@ fn a_router_starts_after_its_workers_and_its_gates_read_every_workers_metrics() 
     assert!(second.parse::<u16>().is_ok_and(|p| p > 0), "{second}");
     let own = argv[argv.iter().position(|a| *a == "--port").unwrap() + 1];
     assert_ne!(own, second, "{server}");
+    // The same NAME is the same port in every process of the launch.
+    assert!(
+        server["workers"]["a"]["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a.as_str() == Some(&format!("the same second port: {second}"))),
+        "{server}"
+    );
     run.assert_no_survivors();
 }
 
 /// A worker behind the router dies: the trial whose request it had fails
 /// naming that worker, its exit and its log; the rest are gated on it.
-/// A worker that never becomes ready fails the launch in its name, and
-/// the worker already up is stopped with it.
+/// A worker that never becomes ready fails the launch in its name at its
+/// own deadline, and the worker still loading is stopped with it. A
+/// worker that hangs is asked on its own after the failed trial, and
+/// named.
 #[test]
 fn a_worker_that_dies_or_never_starts_fails_in_its_own_name() {
     let run = Run::new("router-crash");
+    let started = Instant::now();
     let (code, text) = run.run(&[
         "run",
         "tests/suites/launch/router-crash.yaml",
         "tests/suites/launch/router-not-ready.yaml",
+        "tests/suites/launch/router-hung.yaml",
     ]);
+    // `b`'s 2 s deadline ended the launch, not `a`'s minute of loading.
+    assert!(started.elapsed() < Duration::from_secs(50), "{text}");
     // A suite whose server never started: the run's code says so.
     assert_eq!(code, Some(3), "{text}");
     let failed: Vec<&str> = ["first", "second", "third", "fourth"]
@@ -464,7 +502,7 @@ fn a_worker_that_dies_or_never_starts_fails_in_its_own_name() {
             &format!(
                 "error: worker `b` (behind the router) was killed by signal 6 (SIGABRT) during {name}"
             ),
-            "routed-crash-b.log, last 40 lines:",
+            "routed-crash.workers/b.log, last 40 lines:",
             "| servegate sim: simulated crash: fatal error in decode (request 2)",
             "the trial's own failure:",
         ],
@@ -477,9 +515,30 @@ fn a_worker_that_dies_or_never_starts_fails_in_its_own_name() {
         &failure_of(&text, "routed-not-ready::correctness::answers"),
         &[
             "error: launch failed: worker `b`: the server is not ready after 2s: GET /health last answered: 503",
-            "routed-not-ready-b.log, last 40 lines:",
+            "routed-not-ready.workers/b.log, last 40 lines:",
         ],
     );
+    // A worker that hangs behind the router is asked on its own, and named.
+    let hung: Vec<&str> = ["first", "second", "third", "fourth", "fifth"]
+        .into_iter()
+        .filter(|p| verdict(&text, &format!("routed-hung::correctness::{p}")) != "ok")
+        .collect();
+    let first_hung = failure_of(&text, &format!("routed-hung::correctness::{}", hung[0]));
+    assert_has(
+        &first_hung,
+        &[
+            "error: worker `b` (behind the router) stopped answering during routed-hung::correctness::",
+            "GET /health_generate answered 503",
+            "routed-hung.workers/b.log, last 40 lines:",
+            "| servegate sim: simulated scheduler hang",
+        ],
+    );
+    for later in &hung[1..] {
+        assert_has(
+            &failure_of(&text, &format!("routed-hung::correctness::{later}")),
+            &["gated: worker `b` (behind the router) stopped answering"],
+        );
+    }
     assert!(
         !text.contains("for `routed-not-ready` (log"),
         "the router started:\n{text}"

@@ -12,5 +12,4 @@ pub mod stream;
 pub use api::{CallRequest, Usage};
 pub use dialect::{Reported, ServerReport};
 pub use error::{CallError, Deadline, ErrorKind};
-pub(crate) use stream::install_crypto_provider;
 pub use stream::{Client, Completion, Timing, TokenMark, TokenSource};

@@ -136,7 +136,7 @@ impl Execution {
         };
         let (path, doc) = self
             .runtime()
-            .block_on(self.documents.get(&target.client, check.source))
+            .block_on(self.documents.get(target.documents_from(), check.source))
             .map_err(|e| {
                 fail(
                     format!("{} cannot be checked: {e}", check.name),

@@ -5,7 +5,6 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use super::target::Connected;
 use crate::check::message::Message;
 use crate::client::{Client, Deadline, ErrorKind};
 use crate::suite::Timeouts;
@@ -55,19 +54,36 @@ impl Execution {
                 .find_map(|w| lost(&w.server, Some(&w.name)))
         });
         if cause.is_none() && verdict.is_err() {
-            cause = self.unresponsive(c, name).map(|hung| {
-                // A server that stopped answering may be on its way out:
-                // give its exit a moment to show, to name the real cause.
-                let dying = c.server.as_ref().and_then(|s| {
-                    (0..100).find_map(|_| {
-                        died(s, "the server").or_else(|| {
-                            std::thread::sleep(Duration::from_millis(20));
-                            None
+            // A server that stopped answering may be on its way out: give
+            // its exit a moment to show, to name the real cause.
+            let asked = |client: &Client, s: Option<&crate::server::Server>, who: &str| {
+                self.unresponsive(client, s, who, name).map(|hung| {
+                    let dying = s.and_then(|s| {
+                        (0..100).find_map(|_| {
+                            died(s, who).or_else(|| {
+                                std::thread::sleep(Duration::from_millis(20));
+                                None
+                            })
                         })
-                    })
-                });
-                dying.unwrap_or(hung)
-            });
+                    });
+                    dying.unwrap_or(hung)
+                })
+            };
+            // Each worker behind a router on its own first: the router's
+            // health asks whichever worker is next, so a hung one behind
+            // it answers only every other time.
+            cause = c
+                .workers
+                .iter()
+                .zip(c.client.metrics_from())
+                .find_map(|(w, (_, client))| {
+                    asked(
+                        client,
+                        Some(&w.server),
+                        &format!("worker `{}` (behind the router)", w.name),
+                    )
+                })
+                .or_else(|| asked(&c.client, c.server.as_ref(), "the server"));
         }
         let Some(cause) = cause else {
             return verdict;
@@ -110,13 +126,19 @@ impl Execution {
     /// of the same 10 s. A launched server whose `/health` answered 5xx and
     /// that then exits within those 10 s is not alive either: its exit,
     /// and its log's tail, name the cause.
-    fn unresponsive(&self, c: &Connected, name: &str) -> Option<String> {
+    fn unresponsive(
+        &self,
+        client: &Client,
+        server: Option<&crate::server::Server>,
+        who: &str,
+        name: &str,
+    ) -> Option<String> {
         let quick = Timeouts {
             connect: Duration::from_secs(5),
             total: WITHIN,
             ..Timeouts::default()
         };
-        let client = c.client.with_timeouts(quick);
+        let client = client.with_timeouts(quick);
         let started = tokio::time::Instant::now();
         // The question under way when the deadline came.
         let asking = std::cell::Cell::new("GET /health_generate");
@@ -139,7 +161,7 @@ impl Execution {
                     if hung.is_some() || health < 500 {
                         return hung;
                     }
-                    let s = c.server.as_ref()?;
+                    let s = server?;
                     asking.set("GET /health (5xx), then the launched server's exit");
                     exit_within(s, started)
                         .await
@@ -160,12 +182,9 @@ impl Execution {
                 crate::units::format_secs(WITHIN.as_secs_f64())
             ),
         };
-        let tail = c
-            .server
-            .as_ref()
-            .map_or_else(String::new, |s| format!("\n{}", s.tail()));
+        let tail = server.map_or_else(String::new, |s| format!("\n{}", s.tail()));
         Some(format!(
-            "the server stopped answering during {name} ({why}){tail}"
+            "{who} stopped answering during {name} ({why}){tail}"
         ))
     }
 }

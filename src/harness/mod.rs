@@ -13,6 +13,7 @@ pub mod events;
 mod executor;
 mod gates;
 mod judge;
+mod launched;
 mod liveness;
 mod loading;
 mod options;

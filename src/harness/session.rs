@@ -231,7 +231,7 @@ impl SuiteRun {
                 // Kept for the run record, whether or not a check reads them.
                 // By discovery's deadline: one a check needs is read again.
                 for source in [ConfigSource::ServerInfo, ConfigSource::ModelInfo] {
-                    let read = self.documents.get(&c.client, source);
+                    let read = self.documents.get(c.documents_from(), source);
                     let _ = self
                         .runtime
                         .block_on(async { tokio::time::timeout_at(c.discovery_ends, read).await });

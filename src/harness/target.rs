@@ -8,7 +8,10 @@ use crate::client::api::AdapterField;
 use crate::client::{CallError, Client, Deadline, ErrorKind};
 use crate::server::Server;
 use crate::sim::{self, Profile, RunningSim};
-use crate::suite::{Api, BaseUrl, Suite, Variant};
+use crate::suite::{Api, BaseUrl, Suite};
+
+pub use super::launched::{LaunchPlace, Worker};
+use super::launched::{launch_target, worker_clients};
 
 /// Where the override of every suite's `base_url` comes from.
 pub const TARGET_ENV: &str = "SERVEGATE_TARGET";
@@ -92,6 +95,12 @@ pub enum TargetError {
     },
 }
 
+impl From<super::launched::LaunchError> for TargetError {
+    fn from(e: super::launched::LaunchError) -> Self {
+        TargetError::Launch(e.to_string())
+    }
+}
+
 /// A reachable server and how to talk to it.
 #[derive(Debug)]
 pub struct Connected {
@@ -132,6 +141,16 @@ pub struct Connected {
 }
 
 impl Connected {
+    /// The client whose documents (`/server_info`, `/model_info`, …) are
+    /// the server's: a launched router's first worker, as the router
+    /// answers with its own; else the target's.
+    pub(crate) fn documents_from(&self) -> &Client {
+        self.client
+            .metrics_from()
+            .first()
+            .map_or(&self.client, |(_, worker)| worker)
+    }
+
     /// Which model the suite's figures are of, as the history keys them.
     pub(crate) fn model_identity(&self) -> crate::history::ModelIdentity<'_> {
         crate::history::ModelIdentity {
@@ -164,17 +183,6 @@ pub(crate) fn effective_base(
 /// `--target`/`SERVEGATE_TARGET` override replaces the launch).
 pub fn launches(suite: &Suite, override_target: Option<&str>) -> bool {
     suite.target.launch.is_some() && override_target.is_none_or(|t| t.trim().is_empty())
-}
-
-/// Where a launched server's log of this run goes.
-#[derive(Debug, Clone, Copy)]
-pub struct LaunchPlace<'a> {
-    /// The run's directory (`target/servegate/runs/<run>`).
-    pub dir: &'a Path,
-    /// The log's file stem (`<suite>` or `<suite>-<variant>`).
-    pub label: &'a str,
-    /// The variant whose overrides apply.
-    pub variant: Option<&'a Variant>,
 }
 
 /// The key from the variable `env` names (the suite's `target.{field}`):
@@ -215,135 +223,6 @@ fn key_from(field: &'static str, env: Option<&str>) -> Result<Option<String>, Ta
     })
 }
 
-/// A server a launched router stands in front of.
-#[derive(Debug)]
-pub struct Worker {
-    /// Its name in the suite.
-    pub name: String,
-    /// Its process.
-    pub server: Server,
-}
-
-/// Prints how long a launched server took to be ready.
-fn announce_ready(label: &str, s: &Server) {
-    let tl = s.timeline();
-    eprintln!(
-        "servegate: `{label}` ready after {:.1}s (port open after {:.1}s)",
-        tl.ready_s.unwrap_or_default(),
-        tl.port_open_s.unwrap_or_default()
-    );
-}
-
-/// Starts the workers of `launch` (a variant's environment on each, its
-/// arguments being the router's) and waits until every one is ready; the
-/// first that is not fails the launch in its name.
-async fn launch_workers(
-    launch: &crate::suite::Launch,
-    place: LaunchPlace<'_>,
-    suite_dir: &Path,
-) -> Result<Vec<Worker>, TargetError> {
-    let env_only = place.variant.map(|v| Variant {
-        args: Vec::new(),
-        ..v.clone()
-    });
-    let mut workers = Vec::new();
-    for w in &launch.workers {
-        let label = format!("{}-{}", place.label, w.name);
-        let server = Server::spawn(
-            &w.launch,
-            env_only.as_ref(),
-            (suite_dir, place.dir, &label),
-            &[],
-        )
-        .map_err(|e| TargetError::Launch(format!("worker `{}`: {e}", w.name)))?;
-        let line = format!(
-            "servegate: launched worker `{}` of `{}`: `{}` (log {})",
-            w.name,
-            place.label,
-            server.command_line(),
-            server.log_path.display()
-        );
-        eprintln!("{}", crate::text::for_log(&line));
-        workers.push(Worker {
-            name: w.name.clone(),
-            server,
-        });
-    }
-    let waits = workers
-        .iter()
-        .zip(&launch.workers)
-        .map(|(w, spec)| async move {
-            w.server
-                .wait_ready(&spec.launch.ready)
-                .await
-                .map_err(|e| TargetError::Launch(format!("worker `{}`: {e}", w.name)))?;
-            announce_ready(&format!("{}-{}", place.label, w.name), &w.server);
-            Ok::<(), TargetError>(())
-        });
-    for done in futures_util::future::join_all(waits).await {
-        done?;
-    }
-    Ok(workers)
-}
-
-/// Starts a launch — its workers first, each ready, then the server in
-/// front of them — and waits until it is ready: the server, its workers,
-/// and what the run prints of it.
-async fn launch_target(
-    launch: &crate::suite::Launch,
-    place: LaunchPlace<'_>,
-    suite_dir: &Path,
-) -> Result<(Server, Vec<Worker>, String), TargetError> {
-    let workers = launch_workers(launch, place, suite_dir).await?;
-    let urls: Vec<(String, String)> = workers
-        .iter()
-        .map(|w| (w.name.clone(), w.server.base_url.clone()))
-        .collect();
-    let s = Server::spawn(
-        launch,
-        place.variant,
-        (suite_dir, place.dir, place.label),
-        &urls,
-    )
-    .map_err(TargetError::Launch)?;
-    let line = format!(
-        "servegate: launched `{}` for `{}` (log {})",
-        s.command_line(),
-        place.label,
-        s.log_path.display()
-    );
-    eprintln!("{}", crate::text::for_log(&line));
-    s.wait_ready(&launch.ready)
-        .await
-        .map_err(TargetError::Launch)?;
-    announce_ready(place.label, &s);
-    let mut what = format!("LAUNCHED server `{}` at {}", s.command_line(), s.base_url);
-    if !workers.is_empty() {
-        let each: Vec<String> = urls.iter().map(|(n, u)| format!("`{n}` at {u}")).collect();
-        what = format!(
-            "{what} in front of {} workers ({})",
-            each.len(),
-            each.join(", ")
-        );
-    }
-    Ok((s, workers, what))
-}
-
-/// A client of each worker's own address, by name.
-fn worker_clients(
-    workers: &[Worker],
-    t: &crate::suite::Target,
-    api_key: Option<&String>,
-) -> Result<Vec<(String, Client)>, CallError> {
-    workers
-        .iter()
-        .map(|w| {
-            Client::new(&w.server.base_url, t.api, "", api_key.cloned(), t.timeouts)
-                .map(|c| (w.name.clone(), c.with_limits(t.limits)))
-        })
-        .collect()
-}
-
 /// Starts or reaches the target and finds the served model. An `Err` is the
 /// message every trial of the suite fails with.
 pub async fn connect(
@@ -359,8 +238,10 @@ pub async fn connect(
     }
     let api_key = key_from("api_key_env", t.api_key_env.as_deref())?;
     let admin_key = key_from("admin_key_env", t.admin_key_env.as_deref())?;
-    let mut launched = None;
+    // Declared before the router, so dropped after it on every way out: a
+    // router is stopped before the workers it sends to.
     let mut launched_workers = Vec::new();
+    let mut launched = None;
     let (base, sim, what) = match effective_base(suite, override_target)? {
         _ if launches(suite, override_target) => {
             let launch = t.launch.as_ref().expect("launches() checked it");
@@ -471,13 +352,13 @@ pub async fn connect(
             .collect::<String>()
     };
     let version = version.as_deref().map(shown);
-    whole.extend(
-        launched_workers
-            .iter()
-            .map(|w| &w.server)
-            .chain(&launched)
-            .flat_map(|s| s.env_config.clone()),
-    );
+    if let Some(router) = &launched {
+        whole.extend(super::launched::launch_config(
+            t.launch.as_ref().map(|l| &l.command),
+            router,
+            &launched_workers,
+        ));
+    }
     let fingerprint = crate::load::fingerprint::fingerprint(
         t.api,
         served.as_deref().unwrap_or(&model),

@@ -5,6 +5,7 @@
 //! (`Drop`), Ctrl-C or SIGTERM ([`crate::process::reaper`]).
 
 pub mod log;
+mod ports;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
@@ -16,6 +17,8 @@ use crate::process::{ExitInfo, reaper, tree};
 use crate::suite::{Api, Launch, Ready, Timeouts, Variant};
 
 use log::{FatalLine, Scanner, TAIL_LINES};
+pub(crate) use ports::free_ports;
+use ports::{fill, free_port};
 
 /// How long a server's exit waits for its output to reach its log.
 const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
@@ -66,7 +69,7 @@ use crate::secrets::is_secret_name as is_secret;
 
 /// `argv` for output and records: the value of an option whose name looks
 /// secret is `<redacted>`.
-fn redact_argv(argv: &[String]) -> Vec<String> {
+pub(crate) fn redact_argv(argv: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(argv.len());
     let mut hide_next = false;
     for a in argv {
@@ -106,49 +109,6 @@ fn register_secrets(argv: &[String], env: &[(String, String)]) {
     }
 }
 
-/// The lowest port handed out below the kernel's ephemeral range.
-const LOWEST_PORT: u16 = 10_000;
-
-/// The first port of the kernel's ephemeral range, from which it gives
-/// `bind(0)` a port (`/proc/sys/net/ipv4/ip_local_port_range`).
-fn ephemeral_start() -> Option<u16> {
-    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// A free TCP port on `host`, below the kernel's ephemeral range where
-/// there is one: a port `bind(0)` found free would be free for the next
-/// `bind(0)` of any process too — an engine starting beside this one
-/// picks its own internal ports that way, and two SGLang workers started
-/// together collided so (one's port taken by the other's before it
-/// bound it). Random ports from [`LOWEST_PORT`] up are tried, none twice
-/// in one run; else the kernel picks one.
-fn free_port(host: &str) -> Result<u16, String> {
-    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
-    let mut given = GIVEN
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(end) = ephemeral_start().filter(|e| *e > LOWEST_PORT + 1000) {
-        let span = u64::from(end - LOWEST_PORT);
-        for _ in 0..256 {
-            let offset = u16::try_from(crate::random::unpredictable() % span).unwrap_or(0);
-            let p = LOWEST_PORT + offset;
-            if !given.contains(&p) && std::net::TcpListener::bind((host, p)).is_ok() {
-                given.push(p);
-                return Ok(p);
-            }
-        }
-    }
-    std::net::TcpListener::bind((host, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("could not find a free port on {host}: {e}"))
-}
-
 /// A word as a shell would need it typed: anything but
 /// `[A-Za-z0-9_./:=,@%+-]` single-quoted.
 fn shell_word(a: &str) -> String {
@@ -184,40 +144,6 @@ fn runnable(program: &str, cwd: &Path) -> bool {
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
 }
 
-/// `text` with `{port}`, `{host}`, each worker's `{worker.NAME}` (its
-/// `http://host:port`) and each `{free_port.NAME}` replaced.
-fn fill(text: &str, host: &str, port: u16, names: &[(String, String)]) -> String {
-    let filled = text
-        .replace("{port}", &port.to_string())
-        .replace("{host}", host);
-    names
-        .iter()
-        .fold(filled, |t, (name, value)| t.replace(name, value))
-}
-
-/// `{free_port.NAME}` in `texts`, each given a free port of `host` (the
-/// same NAME, the same port): a second port a server listens on (a
-/// router's metrics, a distributed init address), as `{port}` is its
-/// first.
-fn free_ports<'t>(
-    texts: impl Iterator<Item = &'t String>,
-    host: &str,
-) -> Result<Vec<(String, String)>, String> {
-    let mut ports: Vec<(String, String)> = Vec::new();
-    for text in texts {
-        for (at, _) in text.match_indices("{free_port.") {
-            let Some(end) = text[at..].find('}') else {
-                continue;
-            };
-            let name = &text[at..=at + end];
-            if !ports.iter().any(|(n, _)| n == name) {
-                ports.push((name.to_owned(), free_port(host)?.to_string()));
-            }
-        }
-    }
-    Ok(ports)
-}
-
 /// How long a readiness answer must have been held to say the server was
 /// up and tried: SGLang 0.5.23 answers `/health_generate` at once while it
 /// starts (`ServerStatus.Starting`), after its 1 s check when a token came,
@@ -243,13 +169,14 @@ fn held_or_not(held: &mut Vec<f64>, asked: Instant) {
 impl Server {
     /// Starts `launch` (with a variant's overrides) in its own process group,
     /// its life tied to servegate's, its output scrubbed into
-    /// `<dir>/<label>.log`; `workers` are the names and URLs its
-    /// `{worker.NAME}` stand for.
+    /// `<dir>/<label>.log`; `names` are the placeholders its command and
+    /// env hold beside `{host}` and `{port}` (`{worker.NAME}`,
+    /// `{free_port.NAME}`) with what each stands for.
     pub fn spawn(
         launch: &Launch,
         variant: Option<&Variant>,
         (suite_dir, dir, label): (&Path, &Path, &str),
-        workers: &[(String, String)],
+        names: &[(String, String)],
     ) -> Result<Self, String> {
         let port = match launch.port {
             // Something already listening there would answer the readiness
@@ -266,22 +193,7 @@ impl Server {
             None => free_port(&launch.host)?,
         };
         let host = launch.host.as_str();
-        let mut names: Vec<(String, String)> = workers
-            .iter()
-            .map(|(name, url)| (format!("{{worker.{name}}}"), url.clone()))
-            .collect();
-        let variant_texts = variant
-            .into_iter()
-            .flat_map(|v| v.args.iter().chain(v.env.iter().map(|(_, val)| val)));
-        names.extend(free_ports(
-            launch
-                .command
-                .iter()
-                .chain(launch.env.iter().map(|(_, v)| v))
-                .chain(variant_texts),
-            host,
-        )?);
-        let fill = |a: &str| fill(a, host, port, &names);
+        let fill = |a: &str| fill(a, host, port, names);
         let mut argv: Vec<String> = launch.command.iter().map(|a| fill(a)).collect();
         let mut env: Vec<(String, String)> = launch
             .env

@@ -1,3 +1,4 @@
+use super::ports::{LOWEST_PORT, ephemeral_start};
 use super::*;
 
 #[test]
@@ -47,6 +48,11 @@ fn free_ports_and_worker_urls_are_filled_in() {
     assert_eq!(names.len(), 2, "{names:?}");
     assert_ne!(names[0].1, names[1].1);
     names.push(("{worker.a}".to_owned(), "http://127.0.0.1:9".to_owned()));
+    names.push(("{worker.ab}".to_owned(), "http://127.0.0.1:10".to_owned()));
+    assert_eq!(
+        fill("{worker.ab} {worker.a}", "h", 7, &names),
+        "http://127.0.0.1:10 http://127.0.0.1:9"
+    );
     let metrics = &names[0].1;
     assert_eq!(
         fill(

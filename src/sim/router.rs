@@ -6,7 +6,9 @@
 //! content type and the key — and its answer comes back as it arrives; a
 //! worker that refuses the connection is passed over for the next (as the
 //! real router retries), and only when none takes it does the client get
-//! a 502. The workers' figures are theirs: this router counts nothing.
+//! a 502; `/flush_cache` goes to every worker. A worker that fails
+//! mid-answer is not retried elsewhere (SGLang's router retries up to 5
+//! times). The workers' figures are theirs: this router counts nothing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,7 +39,9 @@ struct Routes {
 /// runtime until the returned handle is dropped.
 pub fn spawn(listener: TcpListener, workers: Vec<String>) -> std::io::Result<RunningSim> {
     let addr = listener.local_addr()?;
-    crate::client::install_crypto_provider();
+    // reqwest is built without a provider of its own; plain http needs
+    // none, but its builder wants one installed (`Err`: one already was).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder()
         .no_proxy()
         .build()
@@ -57,6 +61,26 @@ pub fn spawn(listener: TcpListener, workers: Vec<String>) -> std::io::Result<Run
     Ok(RunningSim { addr, task })
 }
 
+/// The request of `parts` and `body`, sent on to `url` with the headers
+/// it keeps.
+fn passed_on(
+    routes: &Routes,
+    parts: &axum::http::request::Parts,
+    url: &str,
+    body: &axum::body::Bytes,
+) -> reqwest::RequestBuilder {
+    let mut sent = routes
+        .http
+        .request(parts.method.clone(), url)
+        .body(body.clone());
+    for name in &PASSED {
+        if let Some(v) = parts.headers.get(name) {
+            sent = sent.header(name, v);
+        }
+    }
+    sent
+}
+
 /// Passes `req` to the next worker that takes the connection.
 async fn forward(State(routes): State<Arc<Routes>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
@@ -64,21 +88,18 @@ async fn forward(State(routes): State<Arc<Routes>>, req: Request) -> Response {
         return (StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response();
     };
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    if parts.uri.path() == "/flush_cache" {
+        return flush_every_worker(&routes, &parts, body).await;
+    }
     let n = routes.workers.len();
     let first = routes.next.fetch_add(1, Ordering::Relaxed);
     let mut refused = Vec::new();
     for k in 0..n {
         let worker = &routes.workers[(first + k) % n];
-        let mut sent = routes
-            .http
-            .request(parts.method.clone(), format!("{worker}{path}"))
-            .body(body.clone());
-        for name in &PASSED {
-            if let Some(v) = parts.headers.get(name) {
-                sent = sent.header(name, v);
-            }
-        }
-        match sent.send().await {
+        match passed_on(routes.as_ref(), &parts, &format!("{worker}{path}"), &body)
+            .send()
+            .await
+        {
             Ok(answer) => {
                 let mut out = Response::builder().status(answer.status().as_u16());
                 if let Some(v) = answer.headers().get(header::CONTENT_TYPE) {
@@ -99,4 +120,34 @@ async fn forward(State(routes): State<Arc<Routes>>, req: Request) -> Response {
         format!("no worker took the request: {}", refused.join("; ")),
     )
         .into_response()
+}
+
+/// `/flush_cache` goes to every worker, as SGLang's routers send it
+/// (`sglang_router/mini_lb.py`, `flush_cache`): one cache emptied of two
+/// would leave a gate's `flush_cache: true` half done. The first worker
+/// that refuses is the answer.
+async fn flush_every_worker(
+    routes: &Routes,
+    parts: &axum::http::request::Parts,
+    body: axum::body::Bytes,
+) -> Response {
+    for worker in &routes.workers {
+        match passed_on(routes, parts, &format!("{worker}/flush_cache"), &body)
+            .send()
+            .await
+        {
+            Ok(answer) if answer.status().is_success() => {}
+            Ok(answer) => {
+                let status = answer.status().as_u16();
+                let text = answer.text().await.unwrap_or_default();
+                return (
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
+                    format!("{worker}: {text}"),
+                )
+                    .into_response();
+            }
+            Err(e) => return (StatusCode::BAD_GATEWAY, format!("{worker}: {e}")).into_response(),
+        }
+    }
+    (StatusCode::OK, "Cache flushed.").into_response()
 }

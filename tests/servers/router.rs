@@ -110,7 +110,7 @@ pub(super) fn sglang_router(servers: &Installed) -> Result<(), Failed> {
             "in front of 2 workers (`a` at http://127.0.0.1:",
             "(by worker: a ",
             "worker `b` (behind the router) was killed by signal 9 (SIGKILL) during routed::performance::killed",
-            "routed-b.log, last 40 lines:",
+            "routed.workers/b.log, last 40 lines:",
         ],
     )?;
     let spread = run

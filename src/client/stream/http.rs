@@ -15,7 +15,7 @@ use crate::units::format_bytes;
 /// built without one (`rustls-no-provider`, so that aws-lc's C build is not
 /// part of servegate's) and panics building a client when none is
 /// installed. A provider installed before is kept.
-pub(crate) fn install_crypto_provider() {
+pub(super) fn install_crypto_provider() {
     // An `Err` only says that one was installed already.
     let _ = rustls::crypto::ring::default_provider().install_default();
 }

@@ -23,8 +23,7 @@ use crate::suite::{Api, ReadLimits, Timeouts};
 use deadlines::{Deadlines, ReqwestBody, read_body};
 pub use document::{DOCUMENT_VALUES, document};
 pub use headers::ContentHeaders;
-pub(crate) use http::install_crypto_provider;
-use http::{ERROR_BODY, Http, bounded_text, classify_send_error};
+use http::{ERROR_BODY, Http, bounded_text, classify_send_error, install_crypto_provider};
 use reader::{MAX_MARKS, StreamReader};
 
 /// Where a completion's token count came from.

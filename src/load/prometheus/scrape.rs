@@ -327,3 +327,50 @@ pub(super) fn sample(line: &str) -> Option<(&str, &str, f64)> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::ServerView;
+    use super::*;
+
+    /// Two workers' pages read as one server's: summed, each worker's tokens
+    /// kept apart, the copies of one figure in a worker counted once.
+    #[test]
+    fn workers_pages_are_one_servers_and_each_workers_own() {
+        let page = |tokens: u32, ttft: u32| {
+            format!(
+                "# HELP sglang:generation_tokens_total x\n\
+                 sglang:generation_tokens_total{{model_name=\"m\",tp_rank=\"0\"}} {tokens}\n\
+                 sglang:generation_tokens_total{{model_name=\"m\",tp_rank=\"1\"}} {tokens}\n\
+                 sglang:time_to_first_token_seconds_bucket{{le=\"0.1\"}} {ttft}\n\
+                 sglang:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {ttft}\n\
+                 sglang:time_to_first_token_seconds_sum {}\n\
+                 sglang:time_to_first_token_seconds_count {ttft}\n\
+                 sglang:num_running_reqs{{}} 1\n",
+                f64::from(ttft) * 0.05
+            )
+        };
+        let both = |a: (u32, u32), b: (u32, u32)| {
+            labelled(&page(a.0, a.1), "a") + &labelled(&page(b.0, b.1), "b")
+        };
+        let marked = labelled("up 1\nx{} 2\n", "w");
+        assert!(marked.contains("up{servegate_worker=\"w\"} 1\nx{servegate_worker=\"w\"} 2"));
+        let (before, after) = (both((100, 2), (50, 1)), both((160, 5), (150, 4)));
+        let v = ServerView::between(&Scrape::parse(&before), &Scrape::parse(&after));
+        assert_eq!(v.generation_tokens, Some(160.0));
+        assert_eq!(
+            v.worker_tokens,
+            vec![("a".to_owned(), 60.0), ("b".to_owned(), 100.0)]
+        );
+        assert!((v.ttft.as_ref().unwrap().count - 6.0).abs() < 1e-9);
+        let line = v.render();
+        assert!(
+            line.contains("generation tokens 160 (by worker: a 60, b 100)"),
+            "{line}"
+        );
+        // A server alone keeps its line as it was.
+        let alone =
+            ServerView::between(&Scrape::parse(&page(100, 2)), &Scrape::parse(&page(160, 5)));
+        assert!(!alone.render().contains("by worker"), "{}", alone.render());
+    }
+}

@@ -30,50 +30,6 @@ const AFTER: &str = "sglang:generation_tokens_total{model_name=\"m\",tp_rank=\"0
     sglang:time_to_first_token_seconds_sum 0.9\n\
     sglang:time_to_first_token_seconds_count 12\n";
 
-/// Two workers' pages read as one server's: counters and histograms
-/// summed over the workers, each worker's tokens kept apart, the
-/// copies of one figure inside a worker still counted once.
-#[test]
-fn workers_pages_are_one_servers_and_each_workers_own() {
-    let page = |tokens: u32, ttft: u32| {
-        format!(
-            "# HELP sglang:generation_tokens_total x\n\
-             sglang:generation_tokens_total{{model_name=\"m\",tp_rank=\"0\"}} {tokens}\n\
-             sglang:generation_tokens_total{{model_name=\"m\",tp_rank=\"1\"}} {tokens}\n\
-             sglang:time_to_first_token_seconds_bucket{{le=\"0.1\"}} {ttft}\n\
-             sglang:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {ttft}\n\
-             sglang:time_to_first_token_seconds_sum {}\n\
-             sglang:time_to_first_token_seconds_count {ttft}\n\
-             sglang:num_running_reqs{{}} 1\n",
-            f64::from(ttft) * 0.05
-        )
-    };
-    let both = |a: (u32, u32), b: (u32, u32)| {
-        Scrape::parse(&(labelled(&page(a.0, a.1), "a") + &labelled(&page(b.0, b.1), "b")))
-    };
-    assert!(
-        labelled("up 1\nx{} 2\n", "w")
-            .contains("up{servegate_worker=\"w\"} 1\nx{servegate_worker=\"w\"} 2")
-    );
-    let v = ServerView::between(&both((100, 2), (50, 1)), &both((160, 5), (150, 4)));
-    assert_eq!(v.generation_tokens, Some(160.0));
-    assert_eq!(
-        v.worker_tokens,
-        vec![("a".to_owned(), 60.0), ("b".to_owned(), 100.0)]
-    );
-    assert!((v.ttft.as_ref().unwrap().count - 6.0).abs() < 1e-9);
-    assert!(
-        v.render()
-            .contains("generation tokens 160 (by worker: a 60, b 100)"),
-        "{}",
-        v.render()
-    );
-    // A server alone keeps its line as it was.
-    let alone = ServerView::between(&Scrape::parse(BEFORE), &Scrape::parse(AFTER));
-    assert!(alone.worker_tokens.is_empty());
-    assert!(!alone.render().contains("by worker"), "{}", alone.render());
-}
-
 #[test]
 fn deltas_of_counters_and_histograms() {
     let v = ServerView::between(&Scrape::parse(BEFORE), &Scrape::parse(AFTER));

@@ -15,6 +15,7 @@ pub(super) mod schema;
 mod server;
 pub(super) mod tools;
 mod values;
+mod workers;
 
 use super::diagnostics::{Diagnostic, did_you_mean};
 use super::model::{

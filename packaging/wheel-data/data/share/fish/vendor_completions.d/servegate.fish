@@ -104,6 +104,7 @@ complete -c servegate -n "__fish_servegate_using_subcommand sim" -l itl -d 'Inte
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l capacity -d 'Streams decoded at full speed, overriding the profile' -r
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l num-continuous-decode-steps -d 'SGLang\'s `--num-continuous-decode-steps`: tokens per streamed chunk, overriding the profile\'s `tokens_per_chunk` (and reported in `/server_info`)' -r
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l pack-tokens -d 'With `--stamp-tokens`: tokens after the first written N at a time, every N × ITL (a loaded server\'s events reaching its socket together)' -r
+complete -c servegate -n "__fish_servegate_using_subcommand sim" -l route -d 'Route every request round-robin to this worker (repeatable) instead of serving: a router in front of simulators, as SGLang\'s stands in front of its engines (`launch.workers`)' -r
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l loading -d 'Health checks answer 503 "Loading model" for this long after start' -r
 complete -c servegate -n "__fish_servegate_using_subcommand sim" -l speaks -d 'The server it speaks as, overriding the profile\'s `speaks`: its routes, answer shapes, errors and metric names (SGLang 0.5.23\'s, or vLLM 0.32\'s)' -r -f -a "sglang\t''
 vllm\t''"
