@@ -418,13 +418,21 @@ fn a_router_starts_after_its_workers_and_its_gates_read_every_workers_metrics() 
     // The first worker's documents, not whichever worker the router chose.
     assert_eq!(f["suites"][0]["server_info"]["tp_size"], 4);
     // The figures' configuration holds the workers and the router's
-    // command as written (ports and URLs as placeholders: the same next
-    // run), so that another policy or one worker more is another series.
+    // command as written (URLs as placeholders, ports left out, the
+    // program by its name: the same next run and on another machine), so
+    // that another policy or one worker more is another series.
     let config = &f["suites"][0]["config"];
     assert_eq!(config["launch:workers"], "a,b", "{config}");
     let router = config["launch:router"].as_str().unwrap_or_default();
     assert!(
-        router.contains("--route {worker.a} --route {worker.b}") && router.contains("{port}"),
+        router.starts_with("servegate sim --route {worker.a} --route {worker.b}")
+            && !router.contains("--port"),
+        "{config}"
+    );
+    assert!(
+        config["worker.b:command"]
+            .as_str()
+            .is_some_and(|c| c.contains("--loading 1s")),
         "{config}"
     );
     let server = &f["suites"][0]["server"];

@@ -182,53 +182,64 @@ pub(super) async fn launch_target(
     Ok((s, workers, what))
 }
 
-/// A client of each worker's own address, by name.
+/// A client of each worker's own address, by name, its requests naming
+/// `model` (the liveness question's one token asks for the suite's).
 pub(super) fn worker_clients(
     workers: &[Worker],
-    t: &crate::suite::Target,
+    (t, model): (&crate::suite::Target, &str),
     api_key: Option<&String>,
 ) -> Result<Vec<(String, Client)>, CallError> {
     workers
         .iter()
         .map(|w| {
-            Client::new(&w.server.base_url, t.api, "", api_key.cloned(), t.timeouts)
-                .map(|c| (w.name.clone(), c.with_limits(t.limits)))
+            Client::new(
+                &w.server.base_url,
+                t.api,
+                model,
+                api_key.cloned(),
+                t.timeouts,
+            )
+            .map(|c| (w.name.clone(), c.with_limits(t.limits)))
         })
         .collect()
 }
 
 /// What a launch adds to the configuration its figures are keyed by: the
 /// server's environment (`env:NAME`); and with workers, each one's
-/// (`worker.NAME:env:…`), their names (`launch:workers`), and the
-/// router's `command` as the suite writes it (`launch:router`: its ports
-/// and workers' URLs as placeholders, the same from run to run; values of
-/// secret-looking options redacted) — another routing policy, or one
-/// worker more, is another configuration, not the same one's history.
+/// environment and command (`worker.NAME:env:…`, `worker.NAME:command`),
+/// their names (`launch:workers`), and the router's command with a
+/// variant's arguments (`launch:router`) — each as a launch command is
+/// read ([`crate::load::fingerprint::argv_config`]: addresses and ports
+/// left out, paths by their file names, secrets by their presence).
+/// Another routing policy, or one worker more, is another configuration,
+/// not the same one's history.
 pub(super) fn launch_config(
-    command: Option<&Vec<String>>,
+    launch: Option<&crate::suite::Launch>,
+    variant: Option<&Variant>,
     router: &Server,
     workers: &[Worker],
 ) -> crate::load::fingerprint::Config {
+    use crate::load::fingerprint::argv_config;
     let mut config = router.env_config.clone();
-    if workers.is_empty() {
+    let Some(launch) = launch.filter(|_| !workers.is_empty()) else {
         return config;
-    }
-    for w in workers {
+    };
+    for (w, spec) in workers.iter().zip(&launch.workers) {
         config.extend(
             w.server
                 .env_config
                 .iter()
                 .map(|(k, v)| (format!("worker.{}:{k}", w.name), v.clone())),
         );
+        config.insert(
+            format!("worker.{}:command", w.name),
+            argv_config(&spec.launch.command),
+        );
     }
     let names: Vec<&str> = workers.iter().map(|w| w.name.as_str()).collect();
     config.insert("launch:workers".to_owned(), names.join(","));
-    if let Some(command) = command {
-        let shown: Vec<String> = crate::server::redact_argv(command)
-            .iter()
-            .map(|a| crate::secrets::scrub(a).into_owned())
-            .collect();
-        config.insert("launch:router".to_owned(), shown.join(" "));
-    }
+    let mut command = launch.command.clone();
+    command.extend(variant.iter().flat_map(|v| v.args.iter().cloned()));
+    config.insert("launch:router".to_owned(), argv_config(&command));
     config
 }

@@ -56,34 +56,47 @@ impl Execution {
         if cause.is_none() && verdict.is_err() {
             // A server that stopped answering may be on its way out: give
             // its exit a moment to show, to name the real cause.
-            let asked = |client: &Client, s: Option<&crate::server::Server>, who: &str| {
-                self.unresponsive(client, s, who, name).map(|hung| {
-                    let dying = s.and_then(|s| {
-                        (0..100).find_map(|_| {
-                            died(s, who).or_else(|| {
-                                std::thread::sleep(Duration::from_millis(20));
-                                None
-                            })
+            let named = |s: Option<&crate::server::Server>, who: &str, why: String| {
+                let hung = silent(who, name, &why, s);
+                s.and_then(|s| {
+                    (0..100).find_map(|_| {
+                        died(s, who).or_else(|| {
+                            std::thread::sleep(Duration::from_millis(20));
+                            None
                         })
-                    });
-                    dying.unwrap_or(hung)
+                    })
                 })
+                .unwrap_or(hung)
             };
-            // Each worker behind a router on its own first: the router's
-            // health asks whichever worker is next, so a hung one behind
-            // it answers only every other time.
-            cause = c
+            // Each worker behind a router on its own, all at once, first:
+            // the router's health asks whichever worker is next, so a hung
+            // one behind it answers only every other time.
+            let asked: Vec<_> = c
                 .workers
                 .iter()
-                .zip(c.client.metrics_from())
-                .find_map(|(w, (_, client))| {
-                    asked(
-                        client,
-                        Some(&w.server),
-                        &format!("worker `{}` (behind the router)", w.name),
-                    )
+                .filter_map(|w| {
+                    let (_, client) = c.client.metrics_from().iter().find(|(n, _)| *n == w.name)?;
+                    Some((w, client))
                 })
-                .or_else(|| asked(&c.client, c.server.as_ref(), "the server"));
+                .collect();
+            let whys = self.runtime.block_on(futures_util::future::join_all(
+                asked
+                    .iter()
+                    .map(|(w, client)| question(client, Some(&w.server))),
+            ));
+            cause = asked
+                .iter()
+                .zip(whys)
+                .find_map(|((w, _), why)| {
+                    let who = format!("worker `{}` (behind the router)", w.name);
+                    why.map(|why| named(Some(&w.server), &who, why))
+                })
+                .or_else(|| {
+                    let why = self
+                        .runtime
+                        .block_on(question(&c.client, c.server.as_ref()))?;
+                    Some(named(c.server.as_ref(), "the server", why))
+                });
         }
         let Some(cause) = cause else {
             return verdict;
@@ -108,85 +121,78 @@ impl Execution {
         }
         Err(Stop::failed(FailureKind::Server, message))
     }
+}
 
-    /// `Some(cause)` when the server does not show it is alive within
-    /// 10 s in all: SGLang's `GET /health_generate` generates a token
-    /// through the scheduler (its `/health` does too by default in 0.5.23,
-    /// but answers 200 without it under
-    /// `SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0`, so a hung scheduler
-    /// would pass), and answers 503 when none came. Any other answer (a
-    /// 404 from vLLM or llama.cpp, which lack the route) sends the
-    /// question to `GET /health`, and then, as its answer proves only the HTTP
-    /// front alive (vLLM 0.32 answers 200 while its engine process is
-    /// stopped), to a generation of one token in the suite's API: whatever
-    /// comes back is an answer (a token, even one the stream then stalls
-    /// after; an error in words; bytes that are not the protocol; a
-    /// connection closed at once: the trials judge those); no first token
-    /// in time, or a refused connection, is not — all within what is left
-    /// of the same 10 s. A launched server whose `/health` answered 5xx and
-    /// that then exits within those 10 s is not alive either: its exit,
-    /// and its log's tail, name the cause.
-    fn unresponsive(
-        &self,
-        client: &Client,
-        server: Option<&crate::server::Server>,
-        who: &str,
-        name: &str,
-    ) -> Option<String> {
-        let quick = Timeouts {
-            connect: Duration::from_secs(5),
-            total: WITHIN,
-            ..Timeouts::default()
-        };
-        let client = client.with_timeouts(quick);
-        let started = tokio::time::Instant::now();
-        // The question under way when the deadline came.
-        let asking = std::cell::Cell::new("GET /health_generate");
-        let asked = async {
-            match client.get("/health_generate").await {
-                Ok((200..=299, _)) => None,
-                Ok((503, _)) => Some(
-                    "GET /health_generate answered 503: the server could not generate a token"
-                        .to_owned(),
-                ),
-                Ok(_) => {
-                    asking.set("GET /health_generate, then GET /health");
-                    let health = match client.get("/health").await {
-                        Ok((status, _)) => status,
-                        Err(e) => return Some(format!("GET /health: {e}")),
-                    };
-                    asking
-                        .set("GET /health_generate, then GET /health, then a one-token generation");
-                    let hung = one_token_answered(&client, started).await;
-                    if hung.is_some() || health < 500 {
-                        return hung;
-                    }
-                    let s = server?;
-                    asking.set("GET /health (5xx), then the launched server's exit");
-                    exit_within(s, started)
-                        .await
-                        .then(|| format!("GET /health answered {health}, and the server exited"))
-                }
-                Err(e) => Some(format!("GET /health_generate: {e}")),
-            }
-        };
-        let why = match self
-            .runtime
-            .block_on(async { tokio::time::timeout(WITHIN, asked).await })
-        {
-            Ok(None) => return None,
-            Ok(Some(why)) => why,
-            Err(_) => format!(
-                "{}: no answer within {}",
-                asking.get(),
-                crate::units::format_secs(WITHIN.as_secs_f64())
+/// Why the server at `client` does not show it is alive within
+/// 10 s in all: SGLang's `GET /health_generate` generates a token
+/// through the scheduler (its `/health` does too by default in 0.5.23,
+/// but answers 200 without it under
+/// `SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0`, so a hung scheduler
+/// would pass), and answers 503 when none came. Any other answer (a
+/// 404 from vLLM or llama.cpp, which lack the route) sends the
+/// question to `GET /health`, and then, as its answer proves only the HTTP
+/// front alive (vLLM 0.32 answers 200 while its engine process is
+/// stopped), to a generation of one token in the suite's API: whatever
+/// comes back is an answer (a token, even one the stream then stalls
+/// after; an error in words; bytes that are not the protocol; a
+/// connection closed at once: the trials judge those); no first token
+/// in time, or a refused connection, is not — all within what is left
+/// of the same 10 s. A launched server whose `/health` answered 5xx and
+/// that then exits within those 10 s is not alive either: its exit,
+/// and its log's tail, name the cause. Those of several servers are
+/// asked at once.
+async fn question(client: &Client, server: Option<&crate::server::Server>) -> Option<String> {
+    let quick = Timeouts {
+        connect: Duration::from_secs(5),
+        total: WITHIN,
+        ..Timeouts::default()
+    };
+    let client = client.with_timeouts(quick);
+    let started = tokio::time::Instant::now();
+    // The question under way when the deadline came.
+    let asking = std::cell::Cell::new("GET /health_generate");
+    let asked = async {
+        match client.get("/health_generate").await {
+            Ok((200..=299, _)) => None,
+            Ok((503, _)) => Some(
+                "GET /health_generate answered 503: the server could not generate a token"
+                    .to_owned(),
             ),
-        };
-        let tail = server.map_or_else(String::new, |s| format!("\n{}", s.tail()));
-        Some(format!(
-            "{who} stopped answering during {name} ({why}){tail}"
-        ))
+            Ok(_) => {
+                asking.set("GET /health_generate, then GET /health");
+                let health = match client.get("/health").await {
+                    Ok((status, _)) => status,
+                    Err(e) => return Some(format!("GET /health: {e}")),
+                };
+                asking.set("GET /health_generate, then GET /health, then a one-token generation");
+                let hung = one_token_answered(&client, started).await;
+                if hung.is_some() || health < 500 {
+                    return hung;
+                }
+                let s = server?;
+                asking.set("GET /health (5xx), then the launched server's exit");
+                exit_within(s, started)
+                    .await
+                    .then(|| format!("GET /health answered {health}, and the server exited"))
+            }
+            Err(e) => Some(format!("GET /health_generate: {e}")),
+        }
+    };
+    match tokio::time::timeout(WITHIN, asked).await {
+        Ok(why) => why,
+        Err(_) => Some(format!(
+            "{}: no answer within {}",
+            asking.get(),
+            crate::units::format_secs(WITHIN.as_secs_f64())
+        )),
     }
+}
+
+/// The cause of a server (`who`) that did not show it is alive after the
+/// trial `name`, with its log's tail where servegate launched it.
+fn silent(who: &str, name: &str, why: &str, server: Option<&crate::server::Server>) -> String {
+    let tail = server.map_or_else(String::new, |s| format!("\n{}", s.tail()));
+    format!("{who} stopped answering during {name} ({why}){tail}")
 }
 
 /// How long the liveness question may take in all.

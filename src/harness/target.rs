@@ -326,25 +326,13 @@ pub async fn connect(
             |s| format!("{s:?}")
         ),
     );
-    // A router reports its own documents, not its engines': the version
-    // and configuration are read from its first worker.
     let Identity {
         version,
         config,
         mut whole,
         incremental,
         engine,
-    } = match worker_clients(
-        &launched_workers[..launched_workers.len().min(1)],
-        t,
-        api_key.as_ref(),
-    )?
-    .first()
-    {
-        Some((_, worker)) => tokio::time::timeout_at(ends, server_identity(worker)).await,
-        None => tokio::time::timeout_at(ends, server_identity(&probe)).await,
-    }
-    .unwrap_or_default();
+    } = identity_of(&probe, &launched_workers, (t, api_key.as_ref()), ends).await?;
     let shown = |v: &str| {
         crate::text::printable(v)
             .chars()
@@ -354,7 +342,8 @@ pub async fn connect(
     let version = version.as_deref().map(shown);
     if let Some(router) = &launched {
         whole.extend(super::launched::launch_config(
-            t.launch.as_ref().map(|l| &l.command),
+            t.launch.as_ref(),
+            place.variant,
             router,
             &launched_workers,
         ));
@@ -372,7 +361,11 @@ pub async fn connect(
         .with_incremental_output(incremental)
         .with_token_ids(engine.is_some_and(|e| e.lists_token_ids(t.api)))
         .with_adapter_field(engine.map_or(AdapterField::Both, Engine::adapter_field))
-        .with_metrics_from(worker_clients(&launched_workers, t, api_key.as_ref())?);
+        .with_metrics_from(worker_clients(
+            &launched_workers,
+            (t, &model),
+            api_key.as_ref(),
+        )?);
     Ok(Connected {
         client,
         description,
@@ -388,6 +381,23 @@ pub async fn connect(
         scorer: engine.and_then(Engine::scorer),
         discovery_ends: ends,
     })
+}
+
+/// What the server at `probe` says it is — or, a router being its own
+/// document's subject and not its engines', what the first of its
+/// `workers` says — by discovery's deadline `ends`; nothing where none
+/// answers.
+async fn identity_of(
+    probe: &Client,
+    workers: &[Worker],
+    (t, api_key): (&crate::suite::Target, Option<&String>),
+    ends: tokio::time::Instant,
+) -> Result<Identity, CallError> {
+    let worker = worker_clients(&workers[..workers.len().min(1)], (t, ""), api_key)?;
+    let asked = worker.first().map_or(probe, |(_, c)| c);
+    Ok(tokio::time::timeout_at(ends, server_identity(asked))
+        .await
+        .unwrap_or_default())
 }
 
 /// GET a path as JSON; `Ok(None)` for a non-2xx answer or a body that is not JSON.

@@ -195,6 +195,20 @@ pub(crate) fn sglang_config(info: &Value) -> Config {
     out
 }
 
+/// A launched process's argv as a configuration, read as a launch
+/// command is ([`launch_command`]), its program by its file name: what a
+/// router's command and its workers' say of how they run, the same on
+/// every machine and run.
+pub(crate) fn argv_config(argv: &[String]) -> String {
+    let mut words = argv.to_vec();
+    if let Some(program) = words.first_mut()
+        && let Some(name) = std::path::Path::new(program.as_str()).file_name()
+    {
+        *program = name.to_string_lossy().into_owned();
+    }
+    bounded(&launch_command(&words.join(" ")), COMMAND_CHARS)
+}
+
 /// A launch command as a configuration: the address and ports a launch
 /// picks dropped with their flags, a path argument by its file name, a
 /// secret flag's value by its presence.

@@ -69,7 +69,7 @@ use crate::secrets::is_secret_name as is_secret;
 
 /// `argv` for output and records: the value of an option whose name looks
 /// secret is `<redacted>`.
-pub(crate) fn redact_argv(argv: &[String]) -> Vec<String> {
+fn redact_argv(argv: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(argv.len());
     let mut hide_next = false;
     for a in argv {

@@ -371,6 +371,7 @@ mod tests {
         // A server alone keeps its line as it was.
         let alone =
             ServerView::between(&Scrape::parse(&page(100, 2)), &Scrape::parse(&page(160, 5)));
+        assert!(alone.worker_tokens.is_empty());
         assert!(!alone.render().contains("by worker"), "{}", alone.render());
     }
 }

@@ -141,7 +141,7 @@ pub(in crate::suite::decode) const PROCESS: &[Field] = &[
     Field {
         key: "command",
         value: || non_empty(text()),
-        doc: "The server's argv (no shell); `{host}` and `{port}` are replaced, and in a router's, `{worker.NAME}`.",
+        doc: "The server's argv (no shell); `{host}`, `{port}` and `{free_port.NAME}` (a second free port, the same for the same NAME in the whole launch) are replaced, and in a router's, `{worker.NAME}`.",
     },
     Field {
         key: "env",
