@@ -535,7 +535,15 @@ fn bench_client_keeps_its_figures_per_commit_in_the_history() {
 /// kernel delays by milliseconds (under CI's stress-ng, 10.35 ms outside
 /// the simulator at p99 where the client's own delays bounded 9.0 ms): no
 /// side's stamp dates it, so a TTFT threshold between the server's figure
-/// and the measured one is not judged for blame.
+/// and the measured one is not judged for blame. A gap holds the wire's
+/// delay of its token too: under CI's stress-ng with the client starved
+/// (four streams, its thread waiting for a CPU 74% of the window) a p99
+/// gap measured 50.21 ms of a true 14.65 ms, the self-check bounding the
+/// client's share at 34.30 ms, and the 1.26 ms left over within the wire's
+/// 12.37 ms outside the simulator (2026-12-07): an ITL threshold within
+/// that wire delay of the truth is not judged for blame either. On an
+/// idle host that delay is a fraction of a millisecond, and the rule
+/// stands as written.
 #[test]
 fn a_verdict_is_client_limited_only_where_the_client_could_flip_it() {
     use servegate::load::selfcheck::{ClientCheck, at_stake};
@@ -553,6 +561,9 @@ fn a_verdict_is_client_limited_only_where_the_client_could_flip_it() {
             let check: ClientCheck = serde_json::from_value(row["check"].clone())
                 .unwrap_or_else(|e| panic!("{e}: {row:#}"));
             let secs = |v: &serde_json::Value| v.as_f64().unwrap_or_else(|| panic!("{row:#}"));
+            // The wire's own delay, which no stamp dates: what the client's
+            // TTFT holds beyond the server's at p99, past its own delays.
+            let wire = row["ttft_outside_p99_s"].as_f64().unwrap_or(0.0);
             for (key, truth) in [
                 ("itl.p99", secs(&row["itl"]["true_p99_s"])),
                 ("ttft.p99", secs(&row["ttft_server_p99_s"])),
@@ -607,7 +618,7 @@ fn a_verdict_is_client_limited_only_where_the_client_could_flip_it() {
                     if truth > bound + tol {
                         assert_ne!(verdict, "pass", "a false green: {case}\n{row:#}");
                     }
-                    if truth < bound - tol && key == "itl.p99" {
+                    if truth < bound - tol.max(wire) && key == "itl.p99" {
                         assert_ne!(verdict, "fail", "the server blamed: {case}\n{row:#}");
                     }
                     if bound >= far {
